@@ -1,0 +1,1 @@
+export type { Envelope, EventBus, SubscribeOptions } from './types.js';

@@ -1,0 +1,103 @@
+import type { Result } from '../shared/index.js';
+
+/** Where a tool comes from, as the id's first segment says. Gateway (core) and plugin tools are `openclaw`. */
+export type SourceKind = 'openclaw' | 'mcp' | 'client';
+
+/** Where a call's result comes from, for the session log and audit. */
+export type ResultOrigin = 'gateway' | 'plugin' | 'mcp' | 'client';
+
+/** A JSON Schema object as MCP servers and plugins declare it. */
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * One tool of the catalog. id = `<source>:<owner>:<name>`:
+ * `openclaw:core:<tool>`, `openclaw:<pluginId>:<tool>`, `mcp:<server>:<tool>`, `client:<clientId>:<tool>`.
+ */
+export interface ToolEntry {
+  id: string;
+  source: SourceKind;
+  /** `core`, the plugin id, the MCP server name or the client id. */
+  owner: string;
+  /** Human name of the source: same as owner for now (kept apart so labels can change without ids). */
+  sourceName: string;
+  name: string;
+  label?: string;
+  description: string;
+  inputSchema: JsonSchema;
+  ownerOnly?: boolean;
+  origin: ResultOrigin;
+  /** false for text that comes from MCP servers or clients. */
+  trusted: boolean;
+}
+
+/** Context every tool execution and every `before_tool_call` hook receives. */
+export interface ToolContext {
+  sessionId: string;
+  turnId: string;
+  agentId: string;
+  profile: string;
+  sandboxId: string;
+  owner: boolean;
+  callId: string;
+  signal: AbortSignal;
+}
+
+/** The call a `before_tool_call` hook sees. */
+export interface HookCall {
+  id: string;
+  name: string;
+  source: SourceKind;
+  args: Record<string, unknown>;
+}
+
+/** What a hook returns: nothing (go on), a block with a reason, or rewritten args. */
+export type HookOutcome = void | undefined | { block: string } | { args: Record<string, unknown> };
+
+export interface PluginTool {
+  name: string;
+  label?: string;
+  description: string;
+  parameters: JsonSchema;
+  ownerOnly?: boolean;
+  execute(args: Record<string, unknown>, ctx: ToolContext): unknown | Promise<unknown>;
+}
+
+/** The default export of a plugin module. Ids `core` and `client` are reserved. */
+export interface PluginModule {
+  id: string;
+  tools: PluginTool[];
+  hooks?: { before_tool_call?(call: HookCall, ctx: ToolContext): HookOutcome | Promise<HookOutcome> };
+}
+
+/** A client tool supplied per run by the caller (OpenAI function shape, flattened). */
+export interface ClientToolSpec {
+  name: string;
+  description?: string;
+  parameters?: JsonSchema;
+}
+
+/** How one source fared when the catalog was listed. */
+export interface SourceStatus {
+  /** e.g. `openclaw:core`, `openclaw:<pluginId>`, `mcp:<server>`, `client:<clientId>` */
+  key: string;
+  source: SourceKind;
+  owner: string;
+  ok: boolean;
+  toolCount: number;
+  /** Why it failed (a server that would not start or list), when !ok. */
+  reason?: string;
+  durationMs: number;
+}
+
+/** Executes one tool of the catalog. Core and plugin tools run in-process; MCP tools through the session's connection. */
+export type ToolExecutor = (args: Record<string, unknown>, ctx: ToolContext) => Promise<Result<unknown>>;
+
+/** The catalog of one turn, before policy filtering or after it. */
+export interface Catalog {
+  entries: ToolEntry[];
+  /** Stable digest of the entries (ids, descriptions, schemas); an index is reused while it is unchanged. */
+  fingerprint: string;
+  /** Per-source digests, so one changed source updates the index incrementally. */
+  sourceFingerprints: Record<string, string>;
+  sources: SourceStatus[];
+}

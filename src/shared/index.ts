@@ -1,0 +1,2 @@
+export { ok, fail, ToolSearchFault } from './result.js';
+export type { Result, Success, Failure, ToolSearchError } from './result.js';
