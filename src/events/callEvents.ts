@@ -1,0 +1,146 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { ErrorInfo, NonNegInt, ResultOriginSchema, SourceKindSchema, ViaSchema } from './common.js';
+
+/** `search.performed`: one tool_search / tools.search invocation, whatever its outcome. */
+export const SearchPerformed = Type.Object({
+  searchId: Type.String(),
+  query: Type.String(),
+  limit: NonNegInt(),
+  resultIds: Type.Array(Type.String()),
+  /** Matches out of the (policy-filtered) catalog. */
+  matched: NonNegInt(),
+  catalogSize: NonNegInt(),
+  via: ViaSchema,
+  codeRunId: Type.Optional(Type.String()),
+  error: Type.Optional(ErrorInfo),
+});
+export type SearchPerformed = Static<typeof SearchPerformed>;
+
+/** `describe.performed`: one tool_describe / tools.describe invocation, whatever its outcome. */
+export const DescribePerformed = Type.Object({
+  describeId: Type.String(),
+  /** What the model asked for: an id or a bare name. */
+  ref: Type.String(),
+  /** The resolved id, when it resolved. */
+  toolId: Type.Optional(Type.String()),
+  via: ViaSchema,
+  codeRunId: Type.Optional(Type.String()),
+  error: Type.Optional(ErrorInfo),
+});
+export type DescribePerformed = Static<typeof DescribePerformed>;
+
+/** `call.requested`: a final tool call was asked for (args only as digest and size). */
+export const CallRequested = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  toolName: Type.String(),
+  source: SourceKindSchema,
+  /** `core`, the plugin id, the MCP server name or the client id. */
+  owner: Type.String(),
+  origin: ResultOriginSchema,
+  argsDigest: Type.String(),
+  argsBytes: NonNegInt(),
+  via: Type.Union([Type.Literal('direct'), Type.Literal('tool'), Type.Literal('code')]),
+  codeRunId: Type.Optional(Type.String()),
+});
+export type CallRequested = Static<typeof CallRequested>;
+
+/** `call.decided`: the policy-enforcement actor's answer to `call.requested`. */
+export const CallDecided = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  decision: Type.Union([Type.Literal('allowed'), Type.Literal('blocked'), Type.Literal('approvalRequired')]),
+  reason: Type.Optional(Type.String()),
+});
+export type CallDecided = Static<typeof CallDecided>;
+
+/** `approval.requested`: a call waits for an approver (no answer within timeoutMs means blocked). */
+export const ApprovalRequested = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  approvalId: Type.String(),
+  timeoutMs: NonNegInt(),
+});
+export type ApprovalRequested = Static<typeof ApprovalRequested>;
+
+/** `approval.resolved`: an approver answered, or the wait timed out (approved false, timedOut true). */
+export const ApprovalResolved = Type.Object({
+  callId: Type.String(),
+  approvalId: Type.String(),
+  approved: Type.Boolean(),
+  by: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+  timedOut: Type.Optional(Type.Boolean()),
+});
+export type ApprovalResolved = Static<typeof ApprovalResolved>;
+
+/** `hook.ran`: one plugin's before_tool_call hook ran for a call (a throw blocks: fail closed). */
+export const HookRan = Type.Object({
+  callId: Type.String(),
+  pluginId: Type.String(),
+  outcome: Type.Union([
+    Type.Literal('continue'),
+    Type.Literal('blocked'),
+    Type.Literal('rewritten'),
+    Type.Literal('threw'),
+  ]),
+  reason: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String()),
+});
+export type HookRan = Static<typeof HookRan>;
+
+/** `call.completed`: the tool ran and returned a result (size only, never the value). */
+export const CallCompleted = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  source: SourceKindSchema,
+  origin: ResultOriginSchema,
+  durationMs: Type.Number({ minimum: 0 }),
+  resultBytes: NonNegInt(),
+});
+export type CallCompleted = Static<typeof CallCompleted>;
+
+/** `call.failed`: the tool ran (or could not be reached) and failed. */
+export const CallFailed = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  source: SourceKindSchema,
+  origin: ResultOriginSchema,
+  error: ErrorInfo,
+  durationMs: Type.Number({ minimum: 0 }),
+});
+export type CallFailed = Static<typeof CallFailed>;
+
+/** `call.blocked`: the call was stopped before execution, at the named stage, with the reason. */
+export const CallBlocked = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  source: SourceKindSchema,
+  origin: ResultOriginSchema,
+  stage: Type.Union([
+    Type.Literal('policy'),
+    Type.Literal('approval'),
+    Type.Literal('hook'),
+    Type.Literal('validation'),
+    Type.Literal('enforcer'),
+  ]),
+  reason: Type.String(),
+});
+export type CallBlocked = Static<typeof CallBlocked>;
+
+/** `call.pending`: a client tool call handed back to the caller; its result arrives later. */
+export const CallPending = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  clientId: Type.String(),
+});
+export type CallPending = Static<typeof CallPending>;
+
+/** `client.result.received`: the caller sent back the result of a pending client call. */
+export const ClientResultReceived = Type.Object({
+  callId: Type.String(),
+  ok: Type.Boolean(),
+  resultBytes: NonNegInt(),
+  error: Type.Optional(ErrorInfo),
+});
+export type ClientResultReceived = Static<typeof ClientResultReceived>;

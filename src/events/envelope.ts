@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { Type, type Static } from '@sinclair/typebox';
+import type { Envelope } from '../bus/types.js';
+import type { EventData, EventOf, EventType } from './registry.js';
+
+/**
+ * Type strings: dotted lowercase words (camelCase allowed after the first letter), e.g. `call.decided`,
+ * `code.timedOut`. No `_`, so the subject token `call_decided` maps back to the type unambiguously.
+ */
+export const EVENT_TYPE_PATTERN = '^[a-z][a-zA-Z0-9]*(\\.[a-z][a-zA-Z0-9]*)*$';
+const eventTypeRe = new RegExp(EVENT_TYPE_PATTERN);
+
+/** Pure: no I/O. Whether a string is a well-formed event type (known or not). */
+export const isWellFormedType = (type: string): boolean => eventTypeRe.test(type);
+
+/** The envelope every event shares (see `Envelope` in src/bus/types.ts); `data` is checked per type. */
+export const EnvelopeSchema = Type.Object({
+  id: Type.String({ minLength: 1 }),
+  type: Type.String({ pattern: EVENT_TYPE_PATTERN }),
+  sessionId: Type.String(),
+  turnId: Type.String(),
+  seq: Type.Integer({ minimum: 0 }),
+  at: Type.String({ minLength: 1 }),
+  causationId: Type.Union([Type.String(), Type.Null()]),
+  data: Type.Unknown(),
+  trace: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+export type EnvelopeSchema = Static<typeof EnvelopeSchema>;
+
+/** What `makeEnvelope` needs; `id` defaults to a random UUID, `at` may be a Date. */
+export interface EnvelopeInput<K extends EventType> {
+  type: K;
+  sessionId: string;
+  turnId: string;
+  seq: number;
+  at: string | Date;
+  causationId: string | null;
+  data: EventData<K>;
+  id?: string;
+  trace?: Record<string, string>;
+}
+
+/**
+ * Builds an envelope for a known event type, typed by its data. Time comes in (`at`), so callers stay
+ * deterministic; only the default id is random.
+ */
+export function makeEnvelope<K extends EventType>(input: EnvelopeInput<K>): EventOf<K> {
+  const env: Envelope<EventData<K>> & { type: K } = {
+    id: input.id ?? randomUUID(),
+    type: input.type,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    seq: input.seq,
+    at: typeof input.at === 'string' ? input.at : input.at.toISOString(),
+    causationId: input.causationId,
+    data: input.data,
+  };
+  if (input.trace !== undefined) env.trace = input.trace;
+  return env;
+}

@@ -1,0 +1,59 @@
+export { EventSchemas, GATEWAY_TYPE_PREFIX, isEvent, isEventType, isGatewayType } from './registry.js';
+export type { AnyEvent, EventData, EventOf, EventType } from './registry.js';
+export { EVENT_TYPE_PATTERN, EnvelopeSchema, isWellFormedType, makeEnvelope } from './envelope.js';
+export type { EnvelopeInput } from './envelope.js';
+export { validateEvent } from './validateEvent.js';
+export type { EventProblem } from './validateEvent.js';
+export {
+  EMPTY_TOKEN,
+  EVENT_SUBJECT_PREFIX,
+  GATEWAY_SUBJECT_PREFIX,
+  decodeToken,
+  encodeToken,
+  eventSubject,
+  gatewaySessionPattern,
+  gatewaySubject,
+  parseEventSubject,
+  parseGatewaySubject,
+  sessionEventsPattern,
+  subjectFor,
+  typeFromToken,
+  typeToken,
+} from './subjects.js';
+export { BySource, ErrorInfo, ModeSchema, ResultOriginSchema, SourceKindSchema, ViaSchema } from './common.js';
+export {
+  CatalogIndexed,
+  PolicyLayer,
+  PolicyResolved,
+  SourceListing,
+  SourcesListed,
+  ToolsExposed,
+  TurnCompleted,
+  TurnCounters,
+  TurnFailed,
+  TurnStarted,
+} from './turnEvents.js';
+export {
+  ApprovalRequested,
+  ApprovalResolved,
+  CallBlocked,
+  CallCompleted,
+  CallDecided,
+  CallFailed,
+  CallPending,
+  CallRequested,
+  ClientResultReceived,
+  DescribePerformed,
+  HookRan,
+  SearchPerformed,
+} from './callEvents.js';
+export { CodeBridgeRequested, CodeRequested, CodeSettled, CodeTelemetry, CodeTimedOut } from './codeEvents.js';
+export {
+  GatewayClientTool,
+  GatewayEventRejected,
+  GatewayMcpServer,
+  GatewaySessionClosed,
+  GatewayToolInvoked,
+  GatewayTurnEnded,
+  GatewayTurnRequested,
+} from './gatewayEvents.js';

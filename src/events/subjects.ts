@@ -1,0 +1,144 @@
+import type { Envelope } from '../bus/types.js';
+import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
+import { isWellFormedType } from './envelope.js';
+import { GATEWAY_TYPE_PREFIX, isGatewayType } from './registry.js';
+
+/*
+ * Subject design (one filter subject per consumer on nats-server 2.9):
+ *   toolsearch.evt.<sessionId>.<turnId>.<typeToken>   stream TOOLSEARCH_EVENTS, filter toolsearch.evt.>
+ *   gateway.session.<sessionId>.<typeToken>            stream GATEWAY_SESSIONS, filter gateway.session.>
+ * A session replay filters `toolsearch.evt.<sessionId>.>`, a turn `toolsearch.evt.<sessionId>.<turnId>.*`.
+ *
+ * Id tokens: NATS tokens may not contain `.`, `*`, `>` or whitespace and may not be empty. Ids are encoded
+ * percent-style: characters in [A-Za-z0-9_\-:@+=] stay as they are; every other character (including `%`
+ * itself, `.`, `*`, `>`, whitespace and all non-ASCII) becomes `%XX` per UTF-8 byte, upper-case hex. The
+ * empty id becomes `%_` (not a valid escape, so it cannot collide). The result is plain ASCII.
+ *
+ * Type tokens: event types are dotted words without `_` (`call.decided`), so the token is the type with
+ * `.` replaced by `_` (`call_decided`). Gateway types drop their `gateway.` prefix in their own subject
+ * space (`gateway.turn.requested` -> `gateway.session.<sid>.turn_requested`).
+ */
+
+export const EVENT_SUBJECT_PREFIX = 'toolsearch.evt';
+export const GATEWAY_SUBJECT_PREFIX = 'gateway.session';
+/** The token of the empty id. */
+export const EMPTY_TOKEN = '%_';
+
+const SAFE = /^[A-Za-z0-9_\-:@+=]$/;
+const utf8 = new TextEncoder();
+const hex = (b: number) => b.toString(16).toUpperCase().padStart(2, '0');
+
+/** Encodes an id as one NATS subject token, reversibly (see the module comment). Pure: no I/O. */
+export function encodeToken(id: string): string {
+  if (id === '') return EMPTY_TOKEN;
+  let out = '';
+  for (const ch of id) {
+    if (SAFE.test(ch)) out += ch;
+    else for (const b of utf8.encode(ch)) out += `%${hex(b)}`;
+  }
+  return out;
+}
+
+/**
+ * Decodes a token made by `encodeToken`. Literal characters other than `%` are accepted as they are, so a
+ * foreign publisher's plain ids read back unchanged. Failure `subject.badToken` for a malformed escape or
+ * bytes that are not UTF-8. Pure: no I/O.
+ */
+export function decodeToken(token: string): Result<string> {
+  if (token === EMPTY_TOKEN) return ok('');
+  if (token === '') return fail('subject.badToken', 'An empty subject token is not valid; the empty id is encoded as "%_".');
+  const bytes: number[] = [];
+  for (let i = 0; i < token.length; ) {
+    const ch = token[i]!;
+    if (ch === '%') {
+      const pair = token.slice(i + 1, i + 3);
+      if (!/^[0-9A-Fa-f]{2}$/.test(pair)) {
+        return fail('subject.badToken', `"${token}" has a malformed escape at position ${i}: expected %XX (two hex digits).`);
+      }
+      bytes.push(Number.parseInt(pair, 16));
+      i += 3;
+    } else {
+      const cp = token.codePointAt(i)!;
+      const s = String.fromCodePoint(cp);
+      bytes.push(...utf8.encode(s));
+      i += s.length;
+    }
+  }
+  try {
+    return ok(new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(bytes)));
+  } catch {
+    return fail('subject.badToken', `"${token}" decodes to bytes that are not valid UTF-8.`);
+  }
+}
+
+/**
+ * The subject token of an event type: `call.decided` -> `call_decided`. Throws for a malformed type (a bug:
+ * types come from the catalogue). Pure: no I/O.
+ */
+export function typeToken(type: string): string {
+  if (!isWellFormedType(type)) {
+    throw new ToolSearchFault(`"${type}" is not a well-formed event type (dotted lowercase words, no "_").`);
+  }
+  return type.replaceAll('.', '_');
+}
+
+/** The event type of a subject token: `call_decided` -> `call.decided`. Pure: no I/O. */
+export function typeFromToken(token: string): Result<string> {
+  const type = token.replaceAll('_', '.');
+  return isWellFormedType(type) ? ok(type) : fail('subject.badType', `"${token}" is not a valid event type token.`);
+}
+
+/** `toolsearch.evt.<sessionId>.<turnId>.<typeToken>`. Pure: no I/O. */
+export function eventSubject(env: Pick<Envelope, 'sessionId' | 'turnId' | 'type'>): string {
+  return `${EVENT_SUBJECT_PREFIX}.${encodeToken(env.sessionId)}.${encodeToken(env.turnId)}.${typeToken(env.type)}`;
+}
+
+/** `gateway.session.<sessionId>.<typeToken>`; `type` with or without its `gateway.` prefix. Pure: no I/O. */
+export function gatewaySubject(sessionId: string, type: string): string {
+  const bare = isGatewayType(type) ? type.slice(GATEWAY_TYPE_PREFIX.length) : type;
+  return `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.${typeToken(bare)}`;
+}
+
+/** The subject an envelope is published on: gateway types in their space, every other type as an event. */
+export function subjectFor(env: Pick<Envelope, 'sessionId' | 'turnId' | 'type'>): string {
+  return isGatewayType(env.type) ? gatewaySubject(env.sessionId, env.type) : eventSubject(env);
+}
+
+/** The pattern of one session's events, or one turn's: for replay filters and subscriptions. Pure: no I/O. */
+export function sessionEventsPattern(sessionId: string, turnId?: string): string {
+  const session = `${EVENT_SUBJECT_PREFIX}.${encodeToken(sessionId)}`;
+  return turnId === undefined ? `${session}.>` : `${session}.${encodeToken(turnId)}.*`;
+}
+
+/** The pattern of one session's gateway events (or all sessions' without an id). Pure: no I/O. */
+export function gatewaySessionPattern(sessionId?: string): string {
+  return sessionId === undefined ? `${GATEWAY_SUBJECT_PREFIX}.>` : `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.*`;
+}
+
+/** Splits `toolsearch.evt.<sessionId>.<turnId>.<typeToken>` back into its parts. Pure: no I/O. */
+export function parseEventSubject(subject: string): Result<{ sessionId: string; turnId: string; type: string }> {
+  const parts = subject.split('.');
+  if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== EVENT_SUBJECT_PREFIX) {
+    return fail('subject.invalid', `"${subject}" is not an event subject (${EVENT_SUBJECT_PREFIX}.<sessionId>.<turnId>.<type>).`);
+  }
+  const sessionId = decodeToken(parts[2]!);
+  if (!sessionId.ok) return sessionId;
+  const turnId = decodeToken(parts[3]!);
+  if (!turnId.ok) return turnId;
+  const type = typeFromToken(parts[4]!);
+  if (!type.ok) return type;
+  return ok({ sessionId: sessionId.value, turnId: turnId.value, type: type.value });
+}
+
+/** Splits `gateway.session.<sessionId>.<typeToken>`; the type comes back with its `gateway.` prefix. Pure: no I/O. */
+export function parseGatewaySubject(subject: string): Result<{ sessionId: string; type: string }> {
+  const parts = subject.split('.');
+  if (parts.length !== 4 || `${parts[0]}.${parts[1]}` !== GATEWAY_SUBJECT_PREFIX) {
+    return fail('subject.invalid', `"${subject}" is not a gateway session subject (${GATEWAY_SUBJECT_PREFIX}.<sessionId>.<type>).`);
+  }
+  const sessionId = decodeToken(parts[2]!);
+  if (!sessionId.ok) return sessionId;
+  const type = typeFromToken(parts[3]!);
+  if (!type.ok) return type;
+  return ok({ sessionId: sessionId.value, type: `${GATEWAY_TYPE_PREFIX}${type.value}` });
+}

@@ -1,0 +1,111 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { BySource, ModeSchema, NonNegInt, SourceKindSchema } from './common.js';
+
+/** `turn.started`: a turn began, with the mode asked for and who runs it. */
+export const TurnStarted = Type.Object({
+  /** The mode requested (the mode actually exposed is in `tools.exposed`). */
+  mode: ModeSchema,
+  /** `pi` (embedded, Tool Search applies) or a harness with native tool search such as `codex`. */
+  harness: Type.String(),
+  agentId: Type.String(),
+  profile: Type.String(),
+  sandboxId: Type.String(),
+  /** Whether the caller is the owner (owner-only tools are gated on it). */
+  owner: Type.Boolean(),
+  clientId: Type.Optional(Type.String()),
+});
+export type TurnStarted = Static<typeof TurnStarted>;
+
+/** One layer of the effective policy, summarized (patterns, not the resolved tool list). */
+export const PolicyLayer = Type.Object({
+  /** `agent`, `profile`, `sandbox`, `session`, ... */
+  name: Type.String(),
+  allow: Type.Optional(Type.Array(Type.String())),
+  deny: Type.Optional(Type.Array(Type.String())),
+  approval: Type.Optional(Type.Array(Type.String())),
+});
+export type PolicyLayer = Static<typeof PolicyLayer>;
+
+/** `policy.resolved`: the effective policy of the turn, layer by layer. */
+export const PolicyResolved = Type.Object({
+  layers: Type.Array(PolicyLayer),
+  /** Whether owner-only tools are available to this caller. */
+  ownerOnlyAllowed: Type.Optional(Type.Boolean()),
+});
+export type PolicyResolved = Static<typeof PolicyResolved>;
+
+/** How one source fared when listed. Mirrors `SourceStatus` of src/catalog. */
+export const SourceListing = Type.Object({
+  key: Type.String(),
+  source: SourceKindSchema,
+  owner: Type.String(),
+  ok: Type.Boolean(),
+  toolCount: NonNegInt(),
+  reason: Type.Optional(Type.String()),
+  durationMs: Type.Number({ minimum: 0 }),
+});
+export type SourceListing = Static<typeof SourceListing>;
+
+/** `sources.listed`: every source of the turn with its tool count, failures with their reasons. */
+export const SourcesListed = Type.Object({
+  sources: Type.Array(SourceListing),
+  /** Total tools listed over all sources. */
+  total: NonNegInt(),
+});
+export type SourcesListed = Static<typeof SourcesListed>;
+
+/** `catalog.indexed`: the search index is ready (built, or reused by fingerprint). */
+export const CatalogIndexed = Type.Object({
+  catalogSize: NonNegInt(),
+  fingerprint: Type.String(),
+  bySource: BySource,
+  reused: Type.Boolean(),
+  durationMs: Type.Number({ minimum: 0 }),
+});
+export type CatalogIndexed = Static<typeof CatalogIndexed>;
+
+/** `tools.exposed`: what the model sees this turn (exposed names and serialized bytes). */
+export const ToolsExposed = Type.Object({
+  mode: ModeSchema,
+  /** Exposed tool names as the provider receives them. */
+  tools: Type.Array(Type.String()),
+  /** UTF-8 bytes of the serialized tool definitions. */
+  bytes: NonNegInt(),
+  /** Tool schemas the model saw up front: direct = number of tools, tools = 3, code = 1. */
+  schemasUpFront: NonNegInt(),
+  /** Why `code` fell back to `tools` (no isolated child available). */
+  fallbackReason: Type.Optional(Type.String()),
+  /** Why Tool Search was not applied (a harness with native tool search). */
+  harnessReason: Type.Optional(Type.String()),
+});
+export type ToolsExposed = Static<typeof ToolsExposed>;
+
+/** Per-turn counters (issue 6): extra fields are allowed so newer producers stay readable. */
+export const TurnCounters = Type.Object({
+  /** Serialized tool bytes sent to the provider. */
+  toolBytes: NonNegInt(),
+  promptBytes: Type.Optional(NonNegInt()),
+  catalogSize: NonNegInt(),
+  bySource: BySource,
+  searches: NonNegInt(),
+  describes: NonNegInt(),
+  calls: NonNegInt(),
+  /** Final tools executed: ids and sources. */
+  selected: Type.Optional(Type.Array(Type.Object({ id: Type.String(), source: SourceKindSchema }))),
+});
+export type TurnCounters = Static<typeof TurnCounters>;
+
+/** `turn.completed`: the turn ended normally. */
+export const TurnCompleted = Type.Object({
+  durationMs: Type.Number({ minimum: 0 }),
+  counters: TurnCounters,
+});
+export type TurnCompleted = Static<typeof TurnCompleted>;
+
+/** `turn.failed`: the turn ended in failure, with a dotted code and a reason a user can act on. */
+export const TurnFailed = Type.Object({
+  reason: Type.String(),
+  code: Type.String(),
+  durationMs: Type.Optional(Type.Number({ minimum: 0 })),
+});
+export type TurnFailed = Static<typeof TurnFailed>;
