@@ -1,0 +1,88 @@
+import { isAbsolute, resolve } from 'node:path';
+import type { McpServerSpec, ToolSearchConfig } from './schema.js';
+import { resolveToolSearch } from './resolveToolSearch.js';
+import type { PolicyLayer, ResolvedConfig } from './types.js';
+
+/** Defaults of every key outside `tools.toolSearch` (those live in `TOOL_SEARCH_DEFAULTS`). */
+export const CONFIG_DEFAULTS = {
+  approvalTimeoutMs: 30_000,
+  sandbox: { requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 64 * 1024, maxResultBytes: 256 * 1024 },
+  log: { path: '.toolsearch/events.jsonl', enabled: true },
+  nats: { replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5_000 },
+  provider: { maxRounds: 8 },
+  gateway: { host: '127.0.0.1' },
+  telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
+  session: { idleTimeoutMs: 600_000 },
+  harness: 'pi',
+} as const;
+
+const abs = (baseDir: string, p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
+
+/** Resolves relative `cwd` / `catalogFile` of MCP servers against the config folder. Pure: no I/O. */
+function resolveServers(servers: Record<string, McpServerSpec> | undefined, baseDir: string) {
+  const out: Record<string, McpServerSpec> = {};
+  for (const [name, spec] of Object.entries(servers ?? {})) {
+    if ('catalogFile' in spec) out[name] = { catalogFile: abs(baseDir, spec.catalogFile) };
+    else if ('command' in spec) out[name] = spec.cwd === undefined ? { ...spec } : { ...spec, cwd: abs(baseDir, spec.cwd) };
+    else out[name] = { ...spec };
+  }
+  return out;
+}
+
+function resolveLayers(
+  layers: Record<string, { tools?: { allow?: string[]; deny?: string[] }; mcpServers?: Record<string, McpServerSpec> }> | undefined,
+  baseDir: string,
+): Record<string, PolicyLayer> {
+  const out: Record<string, PolicyLayer> = {};
+  for (const [name, layer] of Object.entries(layers ?? {})) {
+    const entry: PolicyLayer = { tools: { ...(layer.tools ?? {}) } };
+    if (layer.mcpServers !== undefined) entry.mcpServers = resolveServers(layer.mcpServers, baseDir);
+    out[name] = entry;
+  }
+  return out;
+}
+
+/**
+ * Applies every default to a config document that passed `validateConfig`, and resolves relative paths against
+ * `baseDir`. Returns the resolved config and the warnings of clamped values. Pure: no I/O.
+ */
+export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config: ResolvedConfig; warnings: string[] } {
+  const d = CONFIG_DEFAULTS;
+  const tools = raw.tools ?? {};
+  const toolSearch = resolveToolSearch(tools.toolSearch);
+  const config: ResolvedConfig = {
+    baseDir,
+    tools: {
+      toolSearch,
+      ...(tools.allow !== undefined ? { allow: [...tools.allow] } : {}),
+      deny: [...(tools.deny ?? [])],
+      approval: {
+        require: [...(tools.approval?.require ?? [])],
+        timeoutMs: tools.approval?.timeoutMs ?? d.approvalTimeoutMs,
+      },
+    },
+    agents: resolveLayers(raw.agents, baseDir),
+    profiles: resolveLayers(raw.profiles, baseDir),
+    sandboxes: resolveLayers(raw.sandboxes, baseDir),
+    sessions: resolveLayers(raw.sessions, baseDir),
+    plugins: (raw.plugins ?? []).map((p) => abs(baseDir, p)),
+    mcpServers: resolveServers(raw.mcpServers, baseDir),
+    workspaceDir: abs(baseDir, raw.workspaceDir ?? '.'),
+    sandbox: { ...d.sandbox, ...raw.sandbox },
+    log: {
+      path: abs(baseDir, raw.log?.path ?? d.log.path),
+      enabled: raw.log?.enabled ?? d.log.enabled,
+    },
+    nats: { ...d.nats, ...raw.nats },
+    provider: { ...d.provider, ...raw.provider },
+    gateway: { ...d.gateway, ...raw.gateway },
+    telemetry: {
+      enabled: raw.telemetry?.enabled ?? d.telemetry.enabled,
+      tracesDir: abs(baseDir, raw.telemetry?.tracesDir ?? d.telemetry.tracesDir),
+      sampleRatio: raw.telemetry?.sampleRatio ?? d.telemetry.sampleRatio,
+    },
+    session: { ...d.session, ...raw.session },
+    harness: raw.harness ?? d.harness,
+  };
+  return { config, warnings: [...toolSearch.warnings] };
+}

@@ -1,0 +1,178 @@
+import { Type } from '@sinclair/typebox';
+import type { Static, TSchema } from '@sinclair/typebox';
+
+/*
+ * The whole config file as TypeBox schemas. Every object is closed (`additionalProperties: false`), so an unknown
+ * key is an error at any depth. Two custom annotations steer the error messages of `validateConfig`:
+ * - `x-expected`: how to say what is allowed, where the generated wording would be clumsy (unions);
+ * - `x-lenient`: a number that may be any number, NaN and Infinity included, because `resolveToolSearch` turns
+ *   bad numbers into defaults with a warning instead of an error (the reference behaviour).
+ * Defaults are not in the schema: `resolveConfig` applies them, so the raw static type stays what the user wrote.
+ */
+
+const closed = { additionalProperties: false } as const;
+
+/** A name usable inside a tool id (`mcp:<server>:<tool>`): no `:`, no spaces. */
+const NAME_PATTERN = '^[A-Za-z0-9_][A-Za-z0-9_.-]*$';
+const NAME_HINT = 'use letters, digits, "_", "." and "-" (no ":" or spaces)';
+
+const lenientNumber = (description: string) => Type.Number({ 'x-lenient': true, description });
+const positiveInt = (description: string, extra: { maximum?: number } = {}) =>
+  Type.Integer({ minimum: 1, ...extra, description });
+const StringList = Type.Array(Type.String());
+const StringMap = Type.Record(Type.String(), Type.String());
+
+/** `tools.toolSearch` as an object. Numbers are clamped by `resolveToolSearch`, not rejected. */
+export const ToolSearchOptions = Type.Object(
+  {
+    mode: Type.Optional(Type.Union([Type.Literal('code'), Type.Literal('tools')])),
+    codeTimeoutMs: Type.Optional(lenientNumber('10000, clamped to 1000..60000')),
+    searchDefaultLimit: Type.Optional(lenientNumber('8, clamped to 1..maxSearchLimit')),
+    maxSearchLimit: Type.Optional(lenientNumber('20, clamped to 1..50')),
+  },
+  closed,
+);
+export type ToolSearchOptions = Static<typeof ToolSearchOptions>;
+
+/** `tools.toolSearch`: true | false | options. Absent means off (direct exposure). */
+export const ToolSearchValue = Type.Union([Type.Boolean(), ToolSearchOptions], {
+  'x-expected': 'true, false or an object with keys mode, codeTimeoutMs, searchDefaultLimit, maxSearchLimit',
+});
+export type ToolSearchValue = Static<typeof ToolSearchValue>;
+
+export const StdioServer = Type.Object(
+  {
+    command: Type.String({ minLength: 1 }),
+    args: Type.Optional(StringList),
+    env: Type.Optional(StringMap),
+    cwd: Type.Optional(Type.String()),
+    timeoutMs: Type.Optional(positiveInt('per-server start/list timeout')),
+  },
+  closed,
+);
+export const HttpServer = Type.Object(
+  {
+    url: Type.String({ minLength: 1 }),
+    headers: Type.Optional(StringMap),
+    timeoutMs: Type.Optional(positiveInt('per-server connect/list timeout')),
+  },
+  closed,
+);
+export const SnapshotServer = Type.Object({ catalogFile: Type.String({ minLength: 1 }) }, closed);
+
+/** One MCP server: stdio `{command}`, streamable HTTP `{url}` or a saved tools/list snapshot `{catalogFile}`. */
+export const McpServerSpec = Type.Union([StdioServer, HttpServer, SnapshotServer], {
+  'x-expected':
+    'an object with "command" (stdio server), "url" (streamable HTTP server) or "catalogFile" (saved tools/list snapshot)',
+});
+export type McpServerSpec = Static<typeof McpServerSpec>;
+
+export const McpServers = Type.Record(Type.String({ pattern: NAME_PATTERN }), McpServerSpec, {
+  ...closed,
+  'x-keyHint': NAME_HINT,
+});
+export type McpServers = Static<typeof McpServers>;
+
+export const ToolLists = Type.Object({ allow: Type.Optional(StringList), deny: Type.Optional(StringList) }, closed);
+
+const WithTools = Type.Object({ tools: Type.Optional(ToolLists) }, closed);
+const WithToolsAndServers = Type.Object(
+  { tools: Type.Optional(ToolLists), mcpServers: Type.Optional(McpServers) },
+  closed,
+);
+const layer = <T extends TSchema>(entry: T) => Type.Record(Type.String({ minLength: 1 }), entry, closed);
+
+export const ToolsSection = Type.Object(
+  {
+    toolSearch: Type.Optional(ToolSearchValue),
+    allow: Type.Optional(StringList),
+    deny: Type.Optional(StringList),
+    approval: Type.Optional(
+      Type.Object(
+        {
+          require: Type.Optional(StringList),
+          timeoutMs: Type.Optional(positiveInt('30000')),
+        },
+        closed,
+      ),
+    ),
+  },
+  closed,
+);
+
+/** The config file (`toolsearch.config.json5`) exactly as written: every key optional. */
+export const ToolSearchConfig = Type.Object(
+  {
+    tools: Type.Optional(ToolsSection),
+    agents: Type.Optional(layer(WithToolsAndServers)),
+    profiles: Type.Optional(layer(WithTools)),
+    sandboxes: Type.Optional(layer(WithTools)),
+    sessions: Type.Optional(layer(WithToolsAndServers)),
+    plugins: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    mcpServers: Type.Optional(McpServers),
+    workspaceDir: Type.Optional(Type.String({ minLength: 1 })),
+    sandbox: Type.Optional(
+      Type.Object(
+        {
+          requireIsolation: Type.Optional(Type.Boolean()),
+          poolSize: Type.Optional(Type.Integer({ minimum: 0, maximum: 16 })),
+          maxOldSpaceMb: Type.Optional(Type.Integer({ minimum: 8, maximum: 4096 })),
+          maxLogBytes: Type.Optional(positiveInt('65536')),
+          maxResultBytes: Type.Optional(positiveInt('262144')),
+        },
+        closed,
+      ),
+    ),
+    log: Type.Optional(
+      Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })), enabled: Type.Optional(Type.Boolean()) }, closed),
+    ),
+    nats: Type.Optional(
+      Type.Object(
+        {
+          url: Type.Optional(Type.String({ minLength: 1 })),
+          replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
+          maxAgeMs: Type.Optional(Type.Integer({ minimum: 0 })),
+          retention: Type.Optional(
+            Type.Union([Type.Literal('limits'), Type.Literal('interest'), Type.Literal('workqueue')]),
+          ),
+          decisionTimeoutMs: Type.Optional(positiveInt('5000')),
+        },
+        closed,
+      ),
+    ),
+    provider: Type.Optional(
+      Type.Object(
+        {
+          baseUrl: Type.Optional(Type.String({ minLength: 1 })),
+          apiKey: Type.Optional(Type.String()),
+          model: Type.Optional(Type.String({ minLength: 1 })),
+          maxRounds: Type.Optional(positiveInt('8', { maximum: 100 })),
+        },
+        closed,
+      ),
+    ),
+    gateway: Type.Optional(
+      Type.Object(
+        {
+          port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+          host: Type.Optional(Type.String({ minLength: 1 })),
+        },
+        closed,
+      ),
+    ),
+    telemetry: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          tracesDir: Type.Optional(Type.String({ minLength: 1 })),
+          sampleRatio: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+        },
+        closed,
+      ),
+    ),
+    session: Type.Optional(Type.Object({ idleTimeoutMs: Type.Optional(positiveInt('600000')) }, closed)),
+    harness: Type.Optional(Type.Union([Type.Literal('pi'), Type.Literal('codex')])),
+  },
+  closed,
+);
+export type ToolSearchConfig = Static<typeof ToolSearchConfig>;
