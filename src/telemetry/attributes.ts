@@ -1,0 +1,110 @@
+import type { AttributeValue } from '@opentelemetry/api';
+
+/**
+ * Every span attribute name the project writes, in one place, so an operator's Jaeger query and the code
+ * agree. Spans carry ids, sizes, counts and digests only: never argument values, results or secrets.
+ * The `gen_ai.*` names follow the OpenTelemetry GenAI semantic conventions (still "incubating" upstream,
+ * so they are copied here rather than imported, as the semconv package recommends).
+ */
+export const Attr = {
+  sessionId: 'toolsearch.session.id',
+  turnId: 'toolsearch.turn.id',
+  agentId: 'toolsearch.agent.id',
+  mode: 'toolsearch.mode',
+  toolId: 'toolsearch.tool.id',
+  toolSource: 'toolsearch.tool.source',
+  toolOwner: 'toolsearch.tool.owner',
+  searchQuery: 'toolsearch.search.query',
+  searchLimit: 'toolsearch.search.limit',
+  searchResultCount: 'toolsearch.search.result_count',
+  searchMatched: 'toolsearch.search.matched',
+  policyDecision: 'toolsearch.policy.decision',
+  policyReason: 'toolsearch.policy.reason',
+  resultBytes: 'toolsearch.result.bytes',
+  errorCode: 'toolsearch.error.code',
+  eventIds: 'toolsearch.event.ids',
+  argsDigest: 'toolsearch.args.digest',
+  argsBytes: 'toolsearch.args.bytes',
+  sourceName: 'toolsearch.source.name',
+  sourceToolCount: 'toolsearch.source.tool_count',
+  hookName: 'toolsearch.hook.name',
+  codeBytes: 'toolsearch.code.bytes',
+  // Counters, per turn (on `toolsearch.turn`) and per session.
+  exposedBytes: 'toolsearch.exposed.bytes',
+  promptBytes: 'toolsearch.prompt.bytes',
+  catalogSize: 'toolsearch.catalog.size',
+  catalogOpenclaw: 'toolsearch.catalog.openclaw',
+  catalogMcp: 'toolsearch.catalog.mcp',
+  catalogClient: 'toolsearch.catalog.client',
+  searches: 'toolsearch.searches',
+  describes: 'toolsearch.describes',
+  calls: 'toolsearch.calls',
+  callsExecuted: 'toolsearch.calls.executed',
+  toolsSelected: 'toolsearch.tools.selected',
+  // OpenTelemetry GenAI semantic conventions.
+  genAiOperationName: 'gen_ai.operation.name',
+  genAiToolName: 'gen_ai.tool.name',
+  genAiToolCallId: 'gen_ai.tool.call.id',
+  genAiToolType: 'gen_ai.tool.type',
+} as const;
+
+export type AttrName = (typeof Attr)[keyof typeof Attr];
+
+/** `gen_ai.operation.name` value for a tool execution span (GenAI semconv). */
+export const GEN_AI_EXECUTE_TOOL = 'execute_tool';
+
+/**
+ * Attributes a span helper accepts: only the names above, so a caller cannot slip an argument value in
+ * under an ad-hoc key. `undefined` values are dropped.
+ */
+export type SpanAttrs = { [K in AttrName]?: AttributeValue | undefined };
+
+/** Span names: `toolsearch.<operation>`. */
+export const SpanName = {
+  turn: 'toolsearch.turn',
+  resolvePolicy: 'toolsearch.resolvePolicy',
+  listSources: 'toolsearch.listSources',
+  source: 'toolsearch.source',
+  index: 'toolsearch.index',
+  expose: 'toolsearch.expose',
+  execute: 'toolsearch.execute',
+  search: 'toolsearch.search',
+  describe: 'toolsearch.describe',
+  call: 'toolsearch.call',
+  code: 'toolsearch.code',
+  approval: 'toolsearch.approval',
+  hook: 'toolsearch.hook',
+} as const;
+
+export type SpanNameValue = (typeof SpanName)[keyof typeof SpanName];
+
+/** The per-turn / per-session counters that let direct exposure and Tool Search be compared. */
+export interface TurnCounters {
+  exposedBytes?: number;
+  promptBytes?: number;
+  catalogSize?: number;
+  catalogBySource?: { openclaw?: number; mcp?: number; client?: number };
+  searches?: number;
+  describes?: number;
+  calls?: number;
+  callsExecuted?: number;
+  /** Ids of the final tools called (`<source>:<owner>:<tool>`), so their sources are visible too. */
+  toolsSelected?: readonly string[];
+}
+
+/** Maps counters to span attributes (absent counters are left out). Pure: no I/O. */
+export function counterAttrs(c: TurnCounters): SpanAttrs {
+  return {
+    [Attr.exposedBytes]: c.exposedBytes,
+    [Attr.promptBytes]: c.promptBytes,
+    [Attr.catalogSize]: c.catalogSize,
+    [Attr.catalogOpenclaw]: c.catalogBySource?.openclaw,
+    [Attr.catalogMcp]: c.catalogBySource?.mcp,
+    [Attr.catalogClient]: c.catalogBySource?.client,
+    [Attr.searches]: c.searches,
+    [Attr.describes]: c.describes,
+    [Attr.calls]: c.calls,
+    [Attr.callsExecuted]: c.callsExecuted,
+    [Attr.toolsSelected]: c.toolsSelected === undefined ? undefined : [...c.toolsSelected],
+  };
+}

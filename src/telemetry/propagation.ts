@@ -1,0 +1,68 @@
+import {
+  ROOT_CONTEXT,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  isSpanContextValid,
+  trace,
+  type Context,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+
+/** W3C trace context headers, as carried in `Envelope.trace`. */
+export interface TraceHeaders {
+  traceparent: string;
+  tracestate?: string;
+}
+
+/**
+ * Where a new span hangs: a span, its SpanContext, a Context (e.g. from `extractParent`), W3C headers
+ * from an event envelope, or `null` for a new trace.
+ */
+export type ParentLike = Span | SpanContext | Context | Readonly<Record<string, string>> | null;
+
+const w3c = new W3CTraceContextPropagator();
+
+function isSpan(p: object): p is Span {
+  return typeof (p as Span).spanContext === 'function';
+}
+function isContext(p: object): p is Context {
+  return typeof (p as Context).getValue === 'function';
+}
+function isSpanContext(p: object): p is SpanContext {
+  const s = p as SpanContext;
+  return typeof s.traceId === 'string' && typeof s.spanId === 'string' && typeof s.traceFlags === 'number';
+}
+
+/** Turns any `ParentLike` into the Context a span is started in. Pure: no I/O. */
+export function parentContext(parent: ParentLike): Context {
+  if (parent === null) return ROOT_CONTEXT;
+  if (isContext(parent)) return parent;
+  if (isSpan(parent)) return trace.setSpan(ROOT_CONTEXT, parent);
+  if (isSpanContext(parent)) return trace.setSpanContext(ROOT_CONTEXT, parent);
+  return extractParent(parent as Record<string, string>);
+}
+
+/**
+ * The W3C headers (`traceparent`, `tracestate`) for a span or context, to put in an event envelope so a
+ * turn spread over processes stays one trace. `undefined` when there is no valid span. Pure: no I/O.
+ */
+export function injectTraceHeaders(from: Span | SpanContext | Context): TraceHeaders | undefined {
+  const ctx = parentContext(from);
+  const sc = trace.getSpanContext(ctx);
+  if (!sc || !isSpanContextValid(sc)) return undefined;
+  const carrier: Record<string, string> = {};
+  w3c.inject(ctx, carrier, defaultTextMapSetter);
+  if (carrier.traceparent === undefined) return undefined;
+  return carrier.tracestate ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate } : { traceparent: carrier.traceparent };
+}
+
+/**
+ * The parent Context named by W3C headers (remote span context); ROOT_CONTEXT, i.e. a new trace, when the
+ * headers are absent or malformed. Pure: no I/O.
+ */
+export function extractParent(headers: Readonly<Record<string, string | undefined>> | undefined): Context {
+  if (!headers) return ROOT_CONTEXT;
+  return w3c.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+}

@@ -1,0 +1,215 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ROOT_CONTEXT, trace, type Context, type Span, type SpanKind, type TimeInput, type Tracer } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AlwaysOffSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  SimpleSpanProcessor,
+  TraceIdRatioBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  type SpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type { SpanAttrs } from './attributes.js';
+import { DEFAULT_SERVICE_NAME } from './converters.js';
+import { DEFAULT_TRACES_DIR, TraceFileExporter, type TraceFileKind, type TraceFilePaths } from './fileExporters.js';
+import { parentContext, type ParentLike } from './propagation.js';
+import { ExportHealth, SafeExporter } from './safeExporter.js';
+
+export interface TelemetryOptions {
+  /** `service.name`; default OTEL_SERVICE_NAME, else `toolsearch`. */
+  serviceName?: string;
+  /** Default true (false when OTEL_SDK_DISABLED=true). Off: spans are non-recording, nothing is exported. */
+  enabled?: boolean;
+  /** Fraction of new traces recorded (0..1); children follow their parent. Default: OTEL_TRACES_SAMPLER, else all. */
+  sampleRatio?: number;
+  /**
+   * `'env'` (default): OTLP/HTTP JSON only when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+   * is set (headers etc. from the standard OTEL_* variables). `{url}`: a collector base URL like
+   * `http://localhost:4318` (`/v1/traces` is added unless present). `false`: never.
+   */
+  otlp?: 'env' | { url: string; headers?: Record<string, string> } | false;
+  /** Time one OTLP export may take, retries included. Default 5000. */
+  otlpTimeoutMs?: number;
+  /** Write trace files here (default `traces/` when `fileName` is given). */
+  tracesDir?: string;
+  /** Per-run or per-session file names; a `session` without id routes each trace by its session id. */
+  fileName?: { kind: TraceFileKind; id?: string };
+  /** More exporters (tests: InMemorySpanExporter), each behind a SimpleSpanProcessor. */
+  extraExporters?: SpanExporter[];
+  /** Upper bound on `flush()` / `shutdown()`; they resolve by then whatever the exporters do. Default 5000. */
+  flushTimeoutMs?: number;
+  /** Where the one-time export failure warning goes. Default: `process.emitWarning`. */
+  onWarning?: (message: string) => void;
+}
+
+export interface StartSpanOptions {
+  /** Explicit parent; `null` starts a new trace; absent: the span active in this Telemetry's scope, if any. */
+  parent?: ParentLike;
+  kind?: SpanKind;
+  startTime?: TimeInput;
+}
+
+export interface TelemetryStats {
+  /** Failed exports so far (swallowed: they never reach the caller). */
+  exportFailures: number;
+  lastExportError: string | undefined;
+  /** Labels of the exporters in use, e.g. `otlp http://localhost:4318/v1/traces`, `files traces/`. */
+  exporters: string[];
+  files: TraceFilePaths[];
+}
+
+/**
+ * One tracing setup with its own provider and tracer; nothing is registered globally, so several can live
+ * in one process (tests) and the caller decides where each span hangs.
+ */
+export interface Telemetry {
+  readonly enabled: boolean;
+  readonly serviceName: string;
+  readonly tracer: Tracer;
+  /** Starts a span that the caller must `end()`; attributes are restricted to the names in `Attr`. */
+  startSpan(name: string, attrs?: SpanAttrs, opts?: StartSpanOptions): Span;
+  /** The context active in this Telemetry's scope (set by `runInContext` / `withSpan`), else ROOT_CONTEXT. */
+  activeContext(): Context;
+  /** Runs `fn` with `ctx` active for spans started through this Telemetry without an explicit parent. */
+  runInContext<T>(ctx: Context, fn: () => T): T;
+  /** Exports what has ended and rewrites the trace files; resolves within `flushTimeoutMs`, never rejects. */
+  flush(): Promise<void>;
+  /** Flushes and stops the exporters; idempotent, bounded, never rejects. */
+  shutdown(): Promise<void>;
+  stats(): TelemetryStats;
+}
+
+function otlpTracesUrl(base: string): string {
+  const trimmed = base.replace(/\/+$/, '');
+  return trimmed.endsWith('/v1/traces') ? trimmed : `${trimmed}/v1/traces`;
+}
+
+function envSet(name: string): boolean {
+  const v = process.env[name];
+  return v !== undefined && v.trim() !== '';
+}
+
+function bounded(p: Promise<unknown>, ms: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    timer.unref();
+    p.then(
+      () => { clearTimeout(timer); resolve(); },
+      () => { clearTimeout(timer); resolve(); },
+    );
+  });
+}
+
+function defaultRunId(): string {
+  return `${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`;
+}
+
+const defaultWarn = (message: string): void => {
+  process.emitWarning(message, { code: 'TOOLSEARCH_TELEMETRY' });
+};
+
+/**
+ * Builds a Telemetry: OTLP/HTTP when configured, trace files when asked, extra exporters for tests. Every
+ * exporter is guarded so that an unreachable collector or an unwritable directory is counted and warned
+ * about once, never thrown into a turn.
+ */
+export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
+  const serviceName = opts.serviceName ?? (envSet('OTEL_SERVICE_NAME') ? process.env.OTEL_SERVICE_NAME!.trim() : DEFAULT_SERVICE_NAME);
+  const enabled = opts.enabled ?? process.env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true';
+  const flushTimeoutMs = opts.flushTimeoutMs ?? 5000;
+  const health = new ExportHealth(opts.onWarning ?? defaultWarn);
+  const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName });
+  const processors: SpanProcessor[] = [];
+  const labels: string[] = [];
+  let files: TraceFileExporter | undefined;
+
+  if (enabled) {
+    const timeoutMillis = opts.otlpTimeoutMs ?? 5000;
+    const otlp = opts.otlp ?? 'env';
+    let exporter: OTLPTraceExporter | undefined;
+    if (otlp === 'env') {
+      const wanted =
+        (envSet('OTEL_EXPORTER_OTLP_ENDPOINT') || envSet('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) &&
+        process.env.OTEL_TRACES_EXPORTER?.trim() !== 'none';
+      if (wanted) {
+        exporter = new OTLPTraceExporter({ timeoutMillis });
+        labels.push(`otlp ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || otlpTracesUrl(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '')}`);
+      }
+    } else if (otlp !== false) {
+      const url = otlpTracesUrl(otlp.url);
+      exporter = new OTLPTraceExporter({ url, timeoutMillis, ...(otlp.headers ? { headers: otlp.headers } : {}) });
+      labels.push(`otlp ${url}`);
+    }
+    if (exporter) {
+      const label = labels[labels.length - 1]!;
+      processors.push(new BatchSpanProcessor(new SafeExporter(exporter, label, health), { exportTimeoutMillis: timeoutMillis + 1000 }));
+    }
+    if (opts.tracesDir !== undefined || opts.fileName !== undefined) {
+      const kind = opts.fileName?.kind ?? 'run';
+      const id = opts.fileName?.id ?? (kind === 'run' ? defaultRunId() : undefined);
+      files = new TraceFileExporter({ dir: opts.tracesDir ?? DEFAULT_TRACES_DIR, kind, ...(id !== undefined ? { id } : {}), serviceName });
+      const label = `files ${files.dir}`;
+      labels.push(label);
+      processors.push(new SimpleSpanProcessor(new SafeExporter(files, label, health)));
+    }
+    (opts.extraExporters ?? []).forEach((e, i) => {
+      const label = `extra exporter ${i + 1} (${e.constructor?.name ?? 'exporter'})`;
+      labels.push(label);
+      processors.push(new SimpleSpanProcessor(new SafeExporter(e, label, health)));
+    });
+  }
+
+  let sampler: Sampler | undefined;
+  if (!enabled) sampler = new AlwaysOffSampler();
+  else if (opts.sampleRatio !== undefined) {
+    const ratio = Number.isFinite(opts.sampleRatio) ? Math.min(1, Math.max(0, opts.sampleRatio)) : 1;
+    sampler = new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  }
+
+  const provider = new BasicTracerProvider({ resource, spanProcessors: processors, ...(sampler ? { sampler } : {}) });
+  const tracer = provider.getTracer('toolsearch');
+  const scope = new AsyncLocalStorage<Context>();
+  let shutdownPromise: Promise<void> | undefined;
+
+  const activeContext = (): Context => scope.getStore() ?? ROOT_CONTEXT;
+
+  return {
+    enabled,
+    serviceName,
+    tracer,
+    startSpan(name, attrs, o = {}) {
+      const ctx = o.parent === undefined ? activeContext() : parentContext(o.parent);
+      const clean: Record<string, NonNullable<SpanAttrs[keyof SpanAttrs]>> = {};
+      if (attrs) for (const [k, v] of Object.entries(attrs)) if (v !== undefined) clean[k] = v;
+      return tracer.startSpan(
+        name,
+        { attributes: clean, ...(o.kind !== undefined ? { kind: o.kind } : {}), ...(o.startTime !== undefined ? { startTime: o.startTime } : {}) },
+        ctx,
+      );
+    },
+    activeContext,
+    runInContext: (ctx, fn) => scope.run(ctx, fn),
+    async flush() {
+      if (shutdownPromise) return shutdownPromise;
+      await bounded(provider.forceFlush(), flushTimeoutMs);
+    },
+    shutdown() {
+      shutdownPromise ??= bounded(provider.shutdown(), flushTimeoutMs);
+      return shutdownPromise;
+    },
+    stats: () => ({
+      exportFailures: health.failures,
+      lastExportError: health.lastError,
+      exporters: [...labels],
+      files: files?.writtenFiles() ?? [],
+    }),
+  };
+}
+
+/** The span held by a context, if any (`trace.getSpan`), re-exported so callers need not import the API. */
+export const spanOf = (ctx: Context): Span | undefined => trace.getSpan(ctx);
