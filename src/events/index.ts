@@ -2,7 +2,7 @@ export { EventSchemas, GATEWAY_TYPE_PREFIX, isEvent, isEventType, isGatewayType 
 export type { AnyEvent, EventData, EventOf, EventType } from './registry.js';
 export { EVENT_TYPE_PATTERN, EnvelopeSchema, isWellFormedType, makeEnvelope } from './envelope.js';
 export type { EnvelopeInput } from './envelope.js';
-export { validateEvent } from './validateEvent.js';
+export { envelopeProblems, isEnvelope, validateEvent } from './validateEvent.js';
 export type { EventProblem } from './validateEvent.js';
 export {
   EMPTY_TOKEN,
