@@ -100,4 +100,16 @@ export interface Catalog {
   /** Per-source digests, so one changed source updates the index incrementally. */
   sourceFingerprints: Record<string, string>;
   sources: SourceStatus[];
+  /** Ids listed by more than one source (added field, optional): the first kept, the rest reported here. */
+  duplicates?: DuplicateTool[];
 }
+
+/** A tool id that two sources both listed: the first source keeps it, the later one's entry is dropped. */
+export interface DuplicateTool {
+  id: string;
+  keptFrom: string;
+  droppedFrom: string;
+}
+
+/** Executors of a catalog's tools, keyed by tool id. */
+export type ToolRegistry = Map<string, ToolExecutor>;

@@ -1,0 +1,239 @@
+import { fail } from '../shared/index.js';
+import type { Result } from '../shared/index.js';
+import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
+import type { ConnectOptions, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
+
+export interface SessionMcpRuntimeOptions {
+  /** Close every connection after this long without ensure/list/call (default 10 minutes; 0 = never). */
+  idleTimeoutMs?: number;
+  /** A server that failed is tried again by a later ensure only after this long (default 30000 ms). */
+  retryFailedAfterMs?: number;
+  callTimeoutMs?: number;
+  onSnapshotCall?: SnapshotCallHandler;
+  /** Injected for tests; defaults to connectMcpServer. */
+  connect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
+  /** Milliseconds clock; defaults to Date.now. */
+  now?: () => number;
+}
+
+export interface EnsureOptions {
+  /** Per-server bound on starting plus listing (default 15000 ms). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface Slot {
+  specKey: string;
+  connection: McpConnection | undefined;
+  entries: ToolEntry[];
+  status: SourceStatus;
+  failedAt: number | undefined;
+}
+
+const statusOf = (name: string, ok: boolean, toolCount: number, durationMs: number, reason?: string): SourceStatus => {
+  const s: SourceStatus = { key: `mcp:${name}`, source: 'mcp', owner: name, ok, toolCount, durationMs };
+  if (reason !== undefined) s.reason = reason;
+  return s;
+};
+
+// Key order does not matter when deciding whether a server's config changed.
+const specKeyOf = (spec: unknown): string =>
+  JSON.stringify(spec, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v);
+
+/**
+ * The MCP connections of one session: opened once (in parallel, each bounded by a timeout), reused across the
+ * session's turns, listed at turn start and closed when the session ends or idles out. A server that fails to start
+ * or list is reported with its reason and the others still serve.
+ */
+export class SessionMcpRuntime {
+  private readonly slots = new Map<string, Slot>();
+  private readonly opening = new Map<string, Promise<void>>();
+  private readonly stragglers = new Set<Promise<unknown>>();
+  private idleTimer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  private closed = false;
+  private readonly opts: SessionMcpRuntimeOptions;
+  private readonly now: () => number;
+
+  constructor(opts: SessionMcpRuntimeOptions = {}) {
+    this.opts = opts;
+    this.now = opts.now ?? Date.now;
+  }
+
+  /** true after close(); the runtime then opens nothing more. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Makes sure every named server is open and listed. Live connections with an unchanged spec are reused; a server
+   * whose spec changed, that died, or that failed longer ago than `retryFailedAfterMs` is opened again; servers not
+   * named are left alone. Returns one status per named server, in the order given.
+   */
+  async ensure(servers: Record<string, McpServerSpec>, opts: EnsureOptions = {}): Promise<SourceStatus[]> {
+    const names = Object.keys(servers);
+    if (this.closed) return names.map((n) => statusOf(n, false, 0, 0, `MCP server "${n}" was not opened: the session's MCP runtime is closed.`));
+    this.touch();
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
+    await Promise.all(names.map((name) => this.ensureOne(name, servers[name] as McpServerSpec, timeoutMs, opts.signal)));
+    this.touch();
+    return names.map((n) => this.slots.get(n)?.status ?? statusOf(n, false, 0, 0, `MCP server "${n}" was not opened.`));
+  }
+
+  private async ensureOne(name: string, spec: McpServerSpec, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const pending = this.opening.get(name);
+    if (pending) return pending;
+    const specKey = specKeyOf(spec);
+    const slot = this.slots.get(name);
+    if (slot && slot.specKey === specKey) {
+      if (slot.connection?.alive) return;
+      const retryAfter = this.opts.retryFailedAfterMs ?? 30_000;
+      if (!slot.connection && slot.failedAt !== undefined && this.now() - slot.failedAt < retryAfter) return;
+    }
+    const work = this.open(name, spec, specKey, timeoutMs, signal).finally(() => this.opening.delete(name));
+    this.opening.set(name, work);
+    return work;
+  }
+
+  private async open(name: string, spec: McpServerSpec, specKey: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+    const old = this.slots.get(name);
+    if (old?.connection) await old.connection.close();
+    const started = this.now();
+    let phase = 'starting';
+    const connect = this.opts.connect ?? connectMcpServer;
+    const connectOpts: ConnectOptions = { timeoutMs };
+    if (signal) connectOpts.signal = signal;
+    if (this.opts.callTimeoutMs !== undefined) connectOpts.callTimeoutMs = this.opts.callTimeoutMs;
+    if (this.opts.onSnapshotCall) connectOpts.onSnapshotCall = this.opts.onSnapshotCall;
+
+    type Outcome = { connection: McpConnection; entries: ToolEntry[] } | { reason: string };
+    const work: Promise<Outcome> = (async () => {
+      const c = await connect(name, spec, connectOpts);
+      if (!c.ok) return { reason: c.error.message };
+      phase = 'listing tools';
+      const listed = await c.value.listTools(signal);
+      if (!listed.ok) {
+        await c.value.close();
+        return { reason: listed.error.message };
+      }
+      return { connection: c.value, entries: listed.value };
+    })();
+
+    // A hard deadline over start plus list, whatever the server or the SDK does.
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs); });
+    const outcome = await Promise.race([work, deadline]);
+    clearTimeout(timer);
+    const durationMs = this.now() - started;
+
+    if (outcome === 'timeout') {
+      // Whatever the late work yields is closed; close() waits for it so no process is left behind.
+      const late = work.then((o) => ('connection' in o ? o.connection.close() : undefined)).catch(() => undefined);
+      this.stragglers.add(late);
+      void late.finally(() => this.stragglers.delete(late));
+      this.fail(name, specKey, durationMs, `MCP server "${name}" timed out after ${timeoutMs} ms ${phase}.`);
+      return;
+    }
+    if ('reason' in outcome) {
+      this.fail(name, specKey, durationMs, outcome.reason);
+      return;
+    }
+    if (this.closed) {
+      await outcome.connection.close();
+      this.fail(name, specKey, durationMs, `MCP server "${name}" was closed: the session ended while it started.`);
+      return;
+    }
+    this.slots.set(name, {
+      specKey, connection: outcome.connection, entries: outcome.entries, failedAt: undefined,
+      status: statusOf(name, true, outcome.entries.length, durationMs),
+    });
+  }
+
+  private fail(name: string, specKey: string, durationMs: number, reason: string): void {
+    this.slots.set(name, { specKey, connection: undefined, entries: [], failedAt: this.now(), status: statusOf(name, false, 0, durationMs, reason) });
+  }
+
+  /** Tool entries of every live server, as listed when it was opened or last refreshed. */
+  list(): ToolEntry[] {
+    this.touch();
+    const out: ToolEntry[] = [];
+    for (const slot of this.slots.values()) if (slot.connection?.alive) out.push(...slot.entries);
+    return out;
+  }
+
+  /** Per-server status: the last outcome of opening it; a server that died since is reported as not ok. */
+  statuses(): SourceStatus[] {
+    return [...this.slots.entries()].map(([name, slot]) =>
+      slot.connection && !slot.connection.alive
+        ? statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`)
+        : slot.status);
+  }
+
+  /** Lists the live servers again (e.g. after tools/list_changed); a failure keeps the previous list and is returned. */
+  async refresh(signal?: AbortSignal): Promise<SourceStatus[]> {
+    this.touch();
+    await Promise.all([...this.slots.entries()].map(async ([name, slot]) => {
+      if (!slot.connection?.alive) return;
+      const started = this.now();
+      const listed = await slot.connection.listTools(signal);
+      if (listed.ok) {
+        slot.entries = listed.value;
+        slot.status = statusOf(name, true, listed.value.length, this.now() - started);
+      } else {
+        slot.status = statusOf(name, false, slot.entries.length, this.now() - started, listed.error.message);
+      }
+    }));
+    return this.statuses();
+  }
+
+  /** Calls a tool of an open server. A server that is not open or has gone fails with `mcp.serverUnavailable`. */
+  async call(server: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<unknown>> {
+    const slot = this.slots.get(server);
+    if (!slot?.connection) {
+      const why = slot?.status.reason ? ` (${slot.status.reason})` : '';
+      return fail('mcp.serverUnavailable', `MCP server "${server}" is not connected in this session${why}.`, { server, tool });
+    }
+    this.inFlight++;
+    this.touch();
+    try {
+      return await slot.connection.callTool(tool, args, signal);
+    } finally {
+      this.inFlight--;
+      this.touch();
+    }
+  }
+
+  /** An executor for one MCP tool that calls through this runtime with the call's signal. */
+  executor(server: string, tool: string): ToolExecutor {
+    return (args, ctx) => this.call(server, tool, args, ctx.signal);
+  }
+
+  /** Closes every connection; the runtime opens nothing afterwards. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.closeAll();
+  }
+
+  private async closeAll(): Promise<void> {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    await Promise.allSettled([...this.opening.values()]);
+    const open = [...this.slots.values()].flatMap((s) => (s.connection ? [s.connection] : []));
+    this.slots.clear();
+    await Promise.allSettled([...open.map((c) => c.close()), ...this.stragglers]);
+  }
+
+  private touch(): void {
+    const idle = this.opts.idleTimeoutMs ?? 10 * 60_000;
+    if (this.closed || idle <= 0) return;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined;
+      if (this.inFlight > 0) return this.touch();
+      void this.closeAll();
+    }, idle);
+    this.idleTimer.unref();
+  }
+}
