@@ -1,0 +1,12 @@
+export { openNatsBus, durableName, HEARTBEAT_MS } from './natsBus.js';
+export type { NatsBus, NatsBusOptions, BusStatus } from './natsBus.js';
+export { listActors } from './actors.js';
+export type { ActorInfo } from './actors.js';
+export { BusError, isBusError } from './errors.js';
+export { streamNames, streamConfigs } from './streams.js';
+export type { StreamNames, StreamSettings, Retention } from './streams.js';
+export {
+  encodeToken, decodeToken, eventSubject, sessionEventSubject, subjectOf, replaySubject, eventTypePattern,
+  turnMarkerSubject, actorSubject, EVENTS_SUBJECT_ROOT, SESSIONS_SUBJECT_ROOT, TURN_MARKER_ROOT,
+  ACTORS_SUBJECT_ROOT, STATUS_SUBJECT, GATEWAY_SESSION_TYPE_PREFIX,
+} from './subjects.js';

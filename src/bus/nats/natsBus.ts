@@ -1,0 +1,558 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  connect, RequestError, TimeoutError, NoRespondersError, ClosedConnectionError, DrainingConnectionError,
+  type NatsConnection, type Status, type Subscription, type Msg,
+} from '@nats-io/transport-node';
+import {
+  jetstream, jetstreamManager, AckPolicy, DeliverPolicy, JetStreamApiError,
+  type JetStreamClient, type JetStreamManager, type ConsumerMessages,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import { ok, fail, type Result } from '../../shared/index.js';
+import type { Envelope, EventBus, SubscribeOptions } from '../types.js';
+import { decodeEnvelope, decodeJson, encodeEnvelope, encodeJson } from './codec.js';
+import { BusError } from './errors.js';
+import { ensureStreams, streamNames, describe, type Retention, type StreamNames } from './streams.js';
+import {
+  EVENTS_SUBJECT_ROOT, SESSIONS_SUBJECT_ROOT, STATUS_SUBJECT, actorSubject, replaySubject, subjectOf as defaultSubjectOf,
+  turnMarkerSubject,
+} from './subjects.js';
+
+export interface NatsBusOptions {
+  /** One server URL, or use `servers` for a cluster. */
+  url?: string;
+  servers?: string[];
+  /** Connection name shown by the server (`nats server report connections`). */
+  name?: string;
+  /** Prefix of the stream and durable consumer names (tests: a random one). Default ''. */
+  streamPrefix?: string;
+  /** Stream replicas (3 on a three-node cluster). Default 1. */
+  replicas?: number;
+  /** Stream max age; 0 keeps events forever. Default 0. */
+  maxAgeMs?: number;
+  /** JetStream duplicate window: a retry of an event id inside it is ignored. Default 120000. */
+  duplicateWindowMs?: number;
+  /** Retention of the event streams. Default 'limits' (replay needs the events to stay). */
+  retention?: Retention;
+  /** How long a publish waits and retries for a JetStream ack before it fails. Default 10000. */
+  publishTimeoutMs?: number;
+  /** How long opening waits for the server and the streams. Default 15000. */
+  connectTimeoutMs?: number;
+  /** Work-queue consumers: how long a delivered event may stay unacknowledged before redelivery. Default 30000. */
+  workAckWaitMs?: number;
+  /** Subject of an envelope; default `toolsearch.evt.<s>.<t>.<type>` (gateway session types: `gateway.session.<s>.<rest>`). */
+  subjectOf?: (e: Envelope) => string;
+  /** Connection and consumer status (disconnect, reconnect, errors). */
+  onStatus?: (s: BusStatus) => void;
+}
+
+export type BusStatus =
+  | { type: 'connection'; status: Status }
+  | { type: 'subscriptionError'; subject: string; message: string }
+  | { type: 'undecodable'; subject: string };
+
+/** The EventBus over NATS JetStream, plus what only a networked bus has. */
+export interface NatsBus extends EventBus {
+  /** Announces this process as a live actor (`toolsearch status`); returns a stop function. */
+  announce(role: string, id: string): () => void;
+  /** Resolves once every subscription started so far is set up on the server (consumers created). */
+  ready(): Promise<void>;
+  readonly streams: StreamNames;
+  readonly connection: NatsConnection;
+}
+
+const IMPOSSIBLE_SEQ = Number.MAX_SAFE_INTEGER;
+const WRONG_LAST_SEQUENCE = 10071;
+const TURN_CACHE_LIMIT = 10_000;
+const SEEN_LIMIT = 10_000;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Opens the NATS JetStream bus: connects (reconnecting forever), creates or updates the streams
+ * `TOOLSEARCH_EVENTS` (`toolsearch.evt.>`), `GATEWAY_SESSIONS` (`gateway.session.>`) and the turn-marker
+ * stream `TOOLSEARCH_TURNS` (`toolsearch.turnseq.>`), and returns the bus.
+ *
+ * Delivery design (nats-server 2.9: one filter subject per consumer):
+ * - `publish`: JetStream publish with msgID = event id. Turn events first pass the per-turn writer guard:
+ *   a compare-and-set (`Nats-Expected-Last-Subject-Sequence`) on the turn's marker subject
+ *   `toolsearch.turnseq.<s>.<t>`, whose single kept message holds the last accepted `seq`. An event whose seq
+ *   is not above it is refused (`bus.staleWriter`) unless its id is a duplicate (a retry, which is a no-op).
+ *   The server checks msgID dedupe before expectations, which is what makes retries safe. Publishes of one
+ *   turn from one bus are chained, so they reach the stream in call order.
+ * - `subscribe(pattern)`: a core NATS subscription (live events, lowest latency), deduplicated by id.
+ * - `subscribe(pattern, cb, {queue})` on a stream subject: a durable pull consumer per queue and pattern
+ *   (one filter subject), shared by every member: each stored event goes to one member, is acked after the
+ *   callback returns, and is redelivered if a member dies first. Use it for work (`call.requested` to
+ *   policy enforcers, `code.requested` to sandbox runners). Other subjects use core queue groups.
+ * - `serve`/`request`: core request/reply with queue groups.
+ * - `replay`: an ordered consumer on `toolsearch.evt.<s>.>` (or `.<t>.>`) read until pending is 0.
+ */
+export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
+  const servers = opts.servers ?? (opts.url !== undefined ? [opts.url] : []);
+  if (servers.length === 0) throw new BusError('bus.config', 'openNatsBus needs `url` or `servers` (e.g. nats://127.0.0.1:4222)');
+  const connectTimeoutMs = opts.connectTimeoutMs ?? 15_000;
+  const deadline = Date.now() + connectTimeoutMs;
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers, name: opts.name ?? `toolsearch-${process.pid}`, maxReconnectAttempts: -1, reconnectTimeWait: 250,
+      timeout: Math.min(connectTimeoutMs, 5000), waitOnFirstConnect: true, ignoreClusterUpdates: false,
+    });
+  } catch (e) {
+    throw new BusError('bus.unavailable', `cannot connect to NATS at ${servers.join(', ')}: ${describe(e)}. Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats`, { cause: e });
+  }
+  try {
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const settings = {
+      streamPrefix: opts.streamPrefix ?? '',
+      replicas: opts.replicas ?? 1,
+      maxAgeMs: opts.maxAgeMs ?? 0,
+      duplicateWindowMs: opts.duplicateWindowMs ?? 120_000,
+      retention: opts.retention ?? 'limits',
+    };
+    await ensureStreams(jsm, settings, deadline);
+    return new NatsBusImpl(nc, jsm, jetstream(nc), streamNames(settings.streamPrefix), opts);
+  } catch (e) {
+    await nc.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+interface TurnMark { streamSeq: number; turnSeq: number }
+
+class NatsBusImpl implements NatsBus {
+  readonly connection: NatsConnection;
+  readonly streams: StreamNames;
+  readonly #jsm: JetStreamManager;
+  readonly #js: JetStreamClient;
+  readonly #opts: NatsBusOptions;
+  readonly #publishTimeoutMs: number;
+  readonly #subjectOf: (e: Envelope) => string;
+  /** Last marker this writer knows per turn: skips a read before each publish. */
+  readonly #turns = new Map<string, TurnMark>();
+  /** Per-turn publish chains: one turn's publishes reach the stream in call order. */
+  readonly #chains = new Map<string, Promise<unknown>>();
+  readonly #stops = new Set<() => void>();
+  readonly #pendingSetups = new Set<Promise<unknown>>();
+  #closed = false;
+
+  constructor(nc: NatsConnection, jsm: JetStreamManager, js: JetStreamClient, streams: StreamNames, opts: NatsBusOptions) {
+    this.connection = nc;
+    this.#jsm = jsm;
+    this.#js = js;
+    this.streams = streams;
+    this.#opts = opts;
+    this.#publishTimeoutMs = opts.publishTimeoutMs ?? 10_000;
+    this.#subjectOf = opts.subjectOf ?? defaultSubjectOf;
+    if (opts.onStatus !== undefined) {
+      const onStatus = opts.onStatus;
+      void (async () => {
+        for await (const s of nc.status()) onStatus({ type: 'connection', status: s });
+      })().catch(() => undefined);
+    }
+  }
+
+  // ---------- publish ----------
+
+  publish(event: Envelope): Promise<void> {
+    if (this.#closed) return Promise.reject(new BusError('bus.closed', `the bus is closed; event ${event.id} was not published`));
+    const subject = this.#subjectOf(event);
+    const guarded = subject.startsWith(`${EVENTS_SUBJECT_ROOT}.`);
+    const key = guarded ? turnMarkerSubject(event) : subject;
+    const prev = this.#chains.get(key) ?? Promise.resolve();
+    const run = prev.then(() => this.#publishNow(event, subject, guarded));
+    const tail = run.catch(() => undefined);
+    this.#chains.set(key, tail);
+    void tail.then(() => {
+      if (this.#chains.get(key) === tail) this.#chains.delete(key);
+    });
+    return run;
+  }
+
+  async #publishNow(event: Envelope, subject: string, guarded: boolean): Promise<void> {
+    const deadline = Date.now() + this.#publishTimeoutMs;
+    if (guarded) await this.#guardTurn(event, deadline);
+    const { data, headers } = encodeEnvelope(event);
+    await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+  }
+
+  /**
+   * The per-turn writer guard: compare-and-set of the turn's marker. Throws `bus.staleWriter` when the turn
+   * already holds an event with this seq or a later one (and this event is not a retry of a stored one).
+   */
+  async #guardTurn(event: Envelope, deadline: number): Promise<void> {
+    const subject = turnMarkerSubject(event);
+    const body = encodeJson({ seq: event.seq, id: event.id });
+    for (let round = 0; round < 20; round++) {
+      const known = this.#turns.get(subject);
+      // With a known marker at or past this seq, expect the impossible: the server still answers a retry
+      // (msgID dedupe comes first) and refuses anything else with "wrong last sequence".
+      const expected = known === undefined ? 0 : event.seq > known.turnSeq ? known.streamSeq : IMPOSSIBLE_SEQ;
+      try {
+        const ack = await this.#withRetry(event, deadline, (timeout) =>
+          this.#js.publish(subject, body, { msgID: event.id, expect: { lastSubjectSequence: expected }, timeout }),
+        );
+        if (ack.duplicate) this.#turns.delete(subject);
+        else this.#remember(subject, { streamSeq: ack.seq, turnSeq: event.seq });
+        return;
+      } catch (e) {
+        if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
+        const last = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
+        const mark = last === null ? { streamSeq: 0, turnSeq: 0, id: '' } : parseMarker(last.seq, last.data);
+        if (last !== null && event.seq <= mark.turnSeq) {
+          this.#remember(subject, mark);
+          throw new BusError('bus.staleWriter',
+            `event ${event.id} (${event.type}, seq ${event.seq}) refused: turn ${event.turnId} of session ${event.sessionId} ` +
+            `already holds seq ${mark.turnSeq} (event ${mark.id}); another writer owns this turn, so this one must stop`,
+            { details: { eventId: event.id, seq: event.seq, storedSeq: mark.turnSeq, storedEventId: mark.id } });
+        }
+        this.#remember(subject, mark);
+      }
+    }
+    throw new BusError('bus.contention', `event ${event.id}: turn ${event.turnId} kept changing under concurrent writers; retry later`);
+  }
+
+  #remember(subject: string, mark: TurnMark): void {
+    this.#turns.delete(subject);
+    this.#turns.set(subject, { streamSeq: mark.streamSeq, turnSeq: mark.turnSeq });
+    if (this.#turns.size > TURN_CACHE_LIMIT) {
+      const oldest = this.#turns.keys().next().value;
+      if (oldest !== undefined) this.#turns.delete(oldest);
+    }
+  }
+
+  /**
+   * Runs a JetStream call until it succeeds or `deadline` passes. Lost connections, timeouts, "no responders"
+   * and 503s (no stream leader yet) are retried; the message id keeps every retry idempotent.
+   */
+  async #withRetry<T>(event: Envelope, deadline: number, op: (timeoutMs: number) => Promise<T>): Promise<T> {
+    let lastErr: unknown;
+    for (let attempt = 0; ; attempt++) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      if (this.#closed && this.connection.isClosed()) {
+        throw new BusError('bus.closed', `the bus closed before NATS acknowledged event ${event.id}`, { cause: lastErr });
+      }
+      try {
+        return await op(Math.max(50, Math.min(remaining, 2000)));
+      } catch (e) {
+        if (!isTransient(e)) {
+          if (e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE) throw e;
+          if (e instanceof ClosedConnectionError) throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, { cause: e });
+          throw new BusError('bus.rejected', `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`, { cause: e });
+        }
+        lastErr = e;
+      }
+      const pause = Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now()));
+      if (pause > 0) await sleep(pause);
+    }
+    throw new BusError('bus.unavailable',
+      `NATS did not acknowledge event ${event.id} within ${this.#publishTimeoutMs} ms` +
+      (lastErr === undefined ? '' : ` (last error: ${describe(lastErr)})`) + '; the event is not recorded',
+      { cause: lastErr, details: { eventId: event.id, timeoutMs: this.#publishTimeoutMs } });
+  }
+
+  // ---------- subscribe ----------
+
+  subscribe(pattern: string, onEvent: (e: Envelope) => void, opts?: SubscribeOptions): () => void {
+    this.#assertOpen();
+    const stream = this.#streamOf(pattern);
+    if (opts?.queue !== undefined && stream !== undefined) return this.#subscribeWork(stream, pattern, opts.queue, onEvent);
+    const seen = new RecentIds(SEEN_LIMIT);
+    const sub = this.connection.subscribe(pattern, {
+      ...(opts?.queue !== undefined ? { queue: opts.queue } : {}),
+      callback: (err, msg) => {
+        if (err !== null) {
+          this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: err.message });
+          return;
+        }
+        this.#deliver(msg.subject, msg.data, msg.headers, seen, onEvent);
+      },
+    });
+    return this.#track(() => sub.unsubscribe());
+  }
+
+  #subscribeWork(stream: string, pattern: string, queue: string, onEvent: (e: Envelope) => void): () => void {
+    const name = durableName(this.#opts.streamPrefix ?? '', queue, pattern);
+    const startedAt = new Date().toISOString();
+    const seen = new RecentIds(SEEN_LIMIT);
+    let messages: ConsumerMessages | undefined;
+    let stopped = false;
+    const setup = (async () => {
+      await this.#ensureDurable(stream, name, pattern, startedAt);
+      if (stopped) return;
+      const consumer = await this.#js.consumers.get(stream, name);
+      messages = await consumer.consume({ max_messages: 64 });
+      if (stopped) {
+        messages.stop();
+        return;
+      }
+      void (async () => {
+        for await (const m of messages) {
+          this.#deliver(m.subject, m.data, m.headers, seen, onEvent);
+          m.ack();
+        }
+      })().catch((e: unknown) => this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }));
+    })().catch((e: unknown) => this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }));
+    this.#pendingSetups.add(setup);
+    void setup.finally(() => this.#pendingSetups.delete(setup));
+    return this.#track(() => {
+      stopped = true;
+      messages?.stop();
+    });
+  }
+
+  async #ensureDurable(stream: string, name: string, pattern: string, startedAt: string): Promise<void> {
+    const deadline = Date.now() + this.#publishTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.#jsm.consumers.info(stream, name);
+        return;
+      } catch (e) {
+        if (!(e instanceof JetStreamApiError && e.code === 10014)) {
+          if (Date.now() > deadline) throw e;
+          await sleep(Math.min(1000, 100 * 2 ** attempt));
+          continue;
+        }
+      }
+      try {
+        // First member of the group: start at the time subscribe() was called, so events published between
+        // that call and the consumer's creation are not missed.
+        await this.#jsm.consumers.add(stream, {
+          durable_name: name, filter_subject: pattern, ack_policy: AckPolicy.Explicit,
+          deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt,
+          ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000), max_ack_pending: 1000,
+          inactive_threshold: nanos(24 * 3600_000),
+        });
+        return;
+      } catch (e) {
+        // A concurrent member created it first: fine. Anything else is retried until the deadline.
+        if (Date.now() > deadline) throw e;
+        await sleep(Math.min(1000, 100 * 2 ** attempt));
+      }
+    }
+  }
+
+  #deliver(subject: string, data: Uint8Array, hdrs: Msg['headers'], seen: RecentIds, onEvent: (e: Envelope) => void): void {
+    const env = decodeEnvelope(data, hdrs);
+    if (env === undefined) {
+      this.#opts.onStatus?.({ type: 'undecodable', subject });
+      return;
+    }
+    if (!seen.add(env.id)) return; // a retried publish or a redelivery: already handed over
+    try {
+      onEvent(env);
+    } catch (e) {
+      this.#opts.onStatus?.({ type: 'subscriptionError', subject, message: `callback threw: ${describe(e)}` });
+    }
+  }
+
+  #streamOf(pattern: string): string | undefined {
+    if (pattern.startsWith(`${EVENTS_SUBJECT_ROOT}.`)) return this.streams.events;
+    if (pattern.startsWith(`${SESSIONS_SUBJECT_ROOT}.`)) return this.streams.sessions;
+    return undefined;
+  }
+
+  ready(): Promise<void> {
+    return Promise.all([...this.#pendingSetups]).then(() => this.connection.flush());
+  }
+
+  // ---------- request / reply ----------
+
+  serve(subject: string, handler: (payload: unknown) => Promise<unknown>, opts?: SubscribeOptions): () => void {
+    this.#assertOpen();
+    const sub: Subscription = this.connection.subscribe(subject, {
+      ...(opts?.queue !== undefined ? { queue: opts.queue } : {}),
+      callback: (err, msg) => {
+        if (err !== null || msg.reply === undefined || msg.reply === '') return;
+        void (async () => {
+          let answer: unknown;
+          try {
+            answer = { ok: true, value: await handler(decodeJson(msg.data)) };
+          } catch (e) {
+            answer = fail('bus.handlerFailed', `the service on "${subject}" failed: ${describe(e)}`);
+          }
+          try {
+            msg.respond(encodeJson(answer));
+          } catch {
+            /* connection gone: the requester times out */
+          }
+        })();
+      },
+    });
+    return this.#track(() => sub.unsubscribe());
+  }
+
+  async request(subject: string, payload: unknown, opts: { timeoutMs: number }): Promise<Result<unknown>> {
+    if (this.#closed) return fail('bus.closed', `the bus is closed; request to "${subject}" not sent`);
+    const deadline = Date.now() + opts.timeoutMs;
+    let sawNoResponders = false;
+    // No responder may mean one is reconnecting (server restart): retry inside the bound, then fail closed.
+    for (let attempt = 0; ; attempt++) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      try {
+        const msg = await this.connection.request(subject, encodeJson(payload), { timeout: remaining });
+        const answer = decodeJson(msg.data) as { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
+        if (answer?.ok === false && answer.error !== undefined) {
+          return fail(String(answer.error.code ?? 'bus.handlerFailed'), String(answer.error.message ?? 'the service failed'));
+        }
+        return ok(answer?.value);
+      } catch (e) {
+        if (isNoResponders(e)) sawNoResponders = true;
+        else if (isTimeout(e)) break;
+        else if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) {
+          return fail('bus.closed', `the connection closed during the request to "${subject}"`);
+        } else {
+          return fail('bus.requestFailed', `request to "${subject}" failed: ${describe(e)}`);
+        }
+      }
+      await sleep(Math.min(250, 25 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+    }
+    return sawNoResponders
+      ? fail('bus.noResponders', `nothing answers "${subject}" (waited ${opts.timeoutMs} ms); start a process that serves it (toolsearch serve) and retry`, { subject, timeoutMs: opts.timeoutMs })
+      : fail('bus.timeout', `no answer on "${subject}" within ${opts.timeoutMs} ms`, { subject, timeoutMs: opts.timeoutMs });
+  }
+
+  // ---------- replay ----------
+
+  async *replay(filter: { sessionId: string; turnId?: string }): AsyncIterable<Envelope> {
+    this.#assertOpen();
+    const consumer = await this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) });
+    try {
+      const info = await consumer.info(true);
+      if (info.num_pending === 0) return;
+      const messages = await consumer.consume({ max_messages: 256 });
+      try {
+        for await (const m of messages) {
+          const env = decodeEnvelope(m.data, m.headers);
+          if (env !== undefined) yield env;
+          else this.#opts.onStatus?.({ type: 'undecodable', subject: m.subject });
+          if (m.info.pending === 0) break;
+        }
+      } finally {
+        messages.stop();
+      }
+    } finally {
+      await consumer.delete().catch(() => undefined);
+    }
+  }
+
+  // ---------- actors ----------
+
+  announce(role: string, id: string): () => void {
+    this.#assertOpen();
+    const startedAt = new Date().toISOString();
+    const beat = () => encodeJson({ role, id, startedAt, lastSeen: new Date().toISOString(), host: hostname(), pid: process.pid });
+    const subject = actorSubject(role, id);
+    const send = () => {
+      try {
+        this.connection.publish(subject, beat());
+      } catch {
+        /* closed or draining */
+      }
+    };
+    send();
+    const timer = setInterval(send, HEARTBEAT_MS);
+    timer.unref();
+    const sub = this.connection.subscribe(STATUS_SUBJECT, {
+      callback: (err, msg) => {
+        if (err === null && msg.reply) msg.respond(beat());
+      },
+    });
+    return this.#track(() => {
+      clearInterval(timer);
+      sub.unsubscribe();
+    });
+  }
+
+  // ---------- lifecycle ----------
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const stop of [...this.#stops]) stop();
+    this.#stops.clear();
+    await Promise.allSettled([...this.#chains.values()]);
+    try {
+      await this.connection.drain();
+    } catch {
+      await this.connection.close().catch(() => undefined);
+    }
+  }
+
+  #track(stop: () => void): () => void {
+    let done = false;
+    const once = () => {
+      if (done) return;
+      done = true;
+      this.#stops.delete(once);
+      try {
+        stop();
+      } catch {
+        /* already closed */
+      }
+    };
+    this.#stops.add(once);
+    return once;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new BusError('bus.closed', 'the bus is closed');
+  }
+}
+
+export const HEARTBEAT_MS = 2000;
+
+function parseMarker(streamSeq: number, data: Uint8Array): TurnMark & { id: string } {
+  try {
+    const v = decodeJson(data) as { seq?: unknown; id?: unknown };
+    return { streamSeq, turnSeq: typeof v.seq === 'number' ? v.seq : 0, id: typeof v.id === 'string' ? v.id : '' };
+  } catch {
+    return { streamSeq, turnSeq: 0, id: '' };
+  }
+}
+
+/** Durable consumer name of a work queue: readable prefix plus a hash of the pattern. Pure: no I/O. */
+export function durableName(prefix: string, queue: string, pattern: string): string {
+  const h = createHash('sha256').update(`${prefix}\n${queue}\n${pattern}`).digest('hex').slice(0, 12);
+  return `${prefix}${queue}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) + `_${h}`;
+}
+
+function isNoResponders(e: unknown): boolean {
+  return e instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders()) ||
+    (e instanceof Error && e.cause instanceof NoRespondersError);
+}
+
+function isTimeout(e: unknown): boolean {
+  return e instanceof TimeoutError || (e instanceof Error && e.cause instanceof TimeoutError);
+}
+
+/** Failures worth another attempt: the server or the stream leader is (still) away. */
+function isTransient(e: unknown): boolean {
+  if (isNoResponders(e) || isTimeout(e)) return true;
+  if (e instanceof JetStreamApiError) return e.status === 503 || e.code === 10008 || e.status === 408;
+  if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) return false;
+  if (e instanceof Error) {
+    const m = e.message.toLowerCase();
+    return m.includes('disconnect') || m.includes('reconnect') || m.includes('timeout') || m.includes('no responders') || m.includes('503');
+  }
+  return false;
+}
+
+/** A bounded set of recently seen ids (insertion order eviction). */
+class RecentIds {
+  readonly #ids = new Set<string>();
+  constructor(private readonly limit: number) {}
+  /** false when the id was already there */
+  add(id: string): boolean {
+    if (this.#ids.has(id)) return false;
+    this.#ids.add(id);
+    if (this.#ids.size > this.limit) {
+      const first = this.#ids.values().next().value;
+      if (first !== undefined) this.#ids.delete(first);
+    }
+    return true;
+  }
+}

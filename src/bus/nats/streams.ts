@@ -1,0 +1,133 @@
+import {
+  DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType,
+  type JetStreamManager, type StreamConfig,
+} from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import { BusError } from './errors.js';
+import { EVENTS_SUBJECT_ROOT, SESSIONS_SUBJECT_ROOT, TURN_MARKER_ROOT } from './subjects.js';
+
+export type Retention = 'limits' | 'interest' | 'workqueue';
+
+export interface StreamSettings {
+  /** Prepended to the stream names (tests use a random one). */
+  streamPrefix: string;
+  replicas: number;
+  /** 0 = keep forever. */
+  maxAgeMs: number;
+  duplicateWindowMs: number;
+  retention: Retention;
+}
+
+export interface StreamNames {
+  events: string;
+  sessions: string;
+  turns: string;
+}
+
+/** Pure: no I/O. */
+export function streamNames(prefix: string): StreamNames {
+  return { events: `${prefix}TOOLSEARCH_EVENTS`, sessions: `${prefix}GATEWAY_SESSIONS`, turns: `${prefix}TOOLSEARCH_TURNS` };
+}
+
+const retentionPolicy = (r: Retention): RetentionPolicy =>
+  r === 'interest' ? RetentionPolicy.Interest : r === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits;
+
+/** The three stream configurations. Pure: no I/O. */
+export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
+  const n = streamNames(s.streamPrefix);
+  const common = {
+    storage: StorageType.File,
+    num_replicas: s.replicas,
+    max_age: nanos(s.maxAgeMs),
+    duplicate_window: nanos(s.duplicateWindowMs),
+    discard: DiscardPolicy.Old,
+  };
+  return [
+    { ...common, name: n.events, subjects: [`${EVENTS_SUBJECT_ROOT}.>`], retention: retentionPolicy(s.retention) },
+    { ...common, name: n.sessions, subjects: [`${SESSIONS_SUBJECT_ROOT}.>`], retention: retentionPolicy(s.retention) },
+    // One marker per turn (its last accepted seq): the compare-and-set target of the per-turn writer guard.
+    { ...common, name: n.turns, subjects: [`${TURN_MARKER_ROOT}.>`], retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 },
+  ];
+}
+
+const STREAM_NAME_IN_USE = 10058;
+const STREAM_NOT_FOUND = 10059;
+const SUBJECTS_OVERLAP = 10065;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Creates or updates the streams, idempotently. Retries transient failures (no JetStream yet, no meta
+ * leader in a starting cluster) until `deadline`; a configuration the server refuses is reported at once.
+ */
+export async function ensureStreams(jsm: JetStreamManager, s: StreamSettings, deadline: number): Promise<void> {
+  for (const cfg of streamConfigs(s)) {
+    let lastErr: unknown;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await addOrUpdate(jsm, cfg);
+        break;
+      } catch (e) {
+        if (e instanceof BusError) throw e;
+        if (e instanceof JetStreamApiError && e.status === 400) {
+          const hint = e.code === SUBJECTS_OVERLAP
+            ? `: another stream already takes ${cfg.subjects?.join(', ')}; delete it or open the bus with that stream's prefix`
+            : '';
+          throw new BusError('bus.streamConfig', `stream ${cfg.name} cannot be created: ${e.message}${hint}`, { cause: e });
+        }
+        lastErr = e;
+        if (Date.now() + 250 > deadline) {
+          throw new BusError('bus.unavailable', `could not create stream ${cfg.name}: ${describe(lastErr)}`, { cause: lastErr });
+        }
+        await sleep(Math.min(1000, 100 * 2 ** attempt));
+      }
+    }
+  }
+}
+
+async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>): Promise<void> {
+  const name = cfg.name ?? '';
+  let existing: StreamConfig | undefined;
+  try {
+    existing = (await jsm.streams.info(name)).config;
+  } catch (e) {
+    if (!(e instanceof JetStreamApiError && e.code === STREAM_NOT_FOUND)) throw e;
+  }
+  if (existing === undefined) {
+    try {
+      await jsm.streams.add({ ...cfg, name });
+      return;
+    } catch (e) {
+      // Another process created it meanwhile: fall through to the update check.
+      if (!(e instanceof JetStreamApiError && e.code === STREAM_NAME_IN_USE)) throw e;
+      existing = (await jsm.streams.info(name)).config;
+    }
+  }
+  const wanted = { ...existing, ...cfg } as StreamConfig;
+  if (sameConfig(existing, wanted)) return;
+  if (existing.retention !== wanted.retention || existing.storage !== wanted.storage) {
+    throw new BusError('bus.streamConfig',
+      `stream ${name} exists with retention ${existing.retention}/storage ${existing.storage}, wanted ${wanted.retention}/${wanted.storage}; ` +
+      `the server cannot change these: delete the stream or keep its settings`);
+  }
+  try {
+    await jsm.streams.update(name, wanted);
+  } catch (e) {
+    if (e instanceof JetStreamApiError && e.status === 400) {
+      throw new BusError('bus.streamConfig', `stream ${name} cannot be updated: ${e.message}`, { cause: e });
+    }
+    throw e;
+  }
+}
+
+function sameConfig(a: StreamConfig, b: StreamConfig): boolean {
+  return (
+    JSON.stringify(a.subjects) === JSON.stringify(b.subjects) && a.num_replicas === b.num_replicas &&
+    a.max_age === b.max_age && a.duplicate_window === b.duplicate_window &&
+    (a.max_msgs_per_subject ?? -1) === (b.max_msgs_per_subject ?? -1)
+  );
+}
+
+export function describe(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}

@@ -1,0 +1,280 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { openNatsBus, listActors, eventSubject, eventTypePattern, isBusError, type NatsBus } from '../../src/bus/nats/index.js';
+import type { Envelope } from '../../src/bus/types.js';
+import { startNatsServer, type NatsServer } from '../support/natsServer.js';
+
+let server: NatsServer;
+beforeAll(async () => {
+  server = await startNatsServer({ jetstream: true });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+let counter = 0;
+const uid = (p: string) => `${p}-${process.pid}-${++counter}`;
+
+function envelope(sessionId: string, turnId: string, seq: number, type = 'search.performed', extra: Partial<Envelope> = {}): Envelope {
+  return { id: uid('evt'), type, sessionId, turnId, seq, at: new Date().toISOString(), causationId: null, data: { seq }, ...extra };
+}
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+const waitFor = async (cond: () => boolean, ms = 5000) => {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+async function withBus<T>(fn: (bus: NatsBus) => Promise<T>, opts: { publishTimeoutMs?: number } = {}): Promise<T> {
+  const bus = await openNatsBus({ url: server.url, ...opts });
+  try {
+    return await fn(bus);
+  } finally {
+    await bus.close();
+  }
+}
+
+describe('NATS bus: streams', () => {
+  it('creates the streams idempotently: opening twice keeps one configuration', async () => {
+    await withBus(async () => withBus(async (bus) => {
+      const jsm = await jetstreamManager(bus.connection);
+      const info = await jsm.streams.info('TOOLSEARCH_EVENTS');
+      expect(info.config.subjects).toEqual(['toolsearch.evt.>']);
+      expect((await jsm.streams.info('GATEWAY_SESSIONS')).config.subjects).toEqual(['gateway.session.>']);
+    }));
+  });
+
+  it('updates max age of an existing stream when the options change', async () => {
+    const prefix = `T${counter++}_`;
+    const own = await startNatsServer(); // the default streams of the shared server take the same subjects
+    try {
+      const a = await openNatsBus({ url: own.url, streamPrefix: prefix, maxAgeMs: 3600_000 });
+      await a.close();
+      const b = await openNatsBus({ url: own.url, streamPrefix: prefix, maxAgeMs: 7200_000 });
+      const jsm = await jetstreamManager(b.connection);
+      expect((await jsm.streams.info(`${prefix}TOOLSEARCH_EVENTS`)).config.max_age).toBe(7200_000 * 1_000_000);
+      await b.close();
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('explains at once why streams with another prefix cannot live beside the existing ones', async () => {
+    await withBus(async () => {
+      const err = await openNatsBus({ url: server.url, streamPrefix: 'OTHER_' }).then(async (b) => { await b.close(); return undefined; }, (e: unknown) => e);
+      expect(isBusError(err, 'bus.streamConfig')).toBe(true);
+      expect((err as Error).message).toContain('toolsearch.evt.>');
+    });
+  });
+});
+
+describe('NATS bus: publish', () => {
+  it('stores an event published twice (same id) once', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const e = envelope(s, 't1', 1);
+      await bus.publish(e);
+      await bus.publish(e);
+      await bus.publish(envelope(s, 't1', 2));
+      const replayed = await collect(bus.replay({ sessionId: s }));
+      expect(replayed.map((x) => x.seq)).toEqual([1, 2]);
+      expect(replayed[0]).toEqual(e);
+    });
+  });
+
+  it('refuses a stale writer and keeps the turn in order', async () => {
+    const s = uid('sess');
+    await withBus(async (a) => withBus(async (b) => {
+      await a.publish(envelope(s, 't1', 1));
+      await a.publish(envelope(s, 't1', 2));
+      // b takes over the turn at seq 3
+      await b.publish(envelope(s, 't1', 3));
+      // a still believes it is at 2 and writes its own seq 3: refused, not interleaved
+      const stale = envelope(s, 't1', 3, 'call.decided');
+      const err = await a.publish(stale).then(() => undefined, (e: unknown) => e);
+      expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+      expect((err as Error).message).toContain(stale.id);
+      // an older seq from a fresh writer is refused too
+      await withBus(async (c) => {
+        await expect(c.publish(envelope(s, 't1', 2))).rejects.toThrow(/bus\.staleWriter/);
+      });
+      await b.publish(envelope(s, 't1', 4));
+      const seqs = (await collect(a.replay({ sessionId: s, turnId: 't1' }))).map((x) => x.seq);
+      expect(seqs).toEqual([1, 2, 3, 4]);
+    }));
+  });
+
+  it('treats a retry of an older, already stored event as a no-op, not as a stale write', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const first = envelope(s, 't', 1);
+      await bus.publish(first);
+      await bus.publish(envelope(s, 't', 2));
+      await bus.publish(first);
+      await withBus(async (other) => other.publish(first));
+      expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.seq)).toEqual([1, 2]);
+    });
+  });
+
+  it('keeps call order of unawaited publishes of one turn', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const events = Array.from({ length: 20 }, (_, i) => envelope(s, 't', i + 1, i % 2 ? 'call.requested' : 'call.decided'));
+      await Promise.all(events.map((e) => bus.publish(e)));
+      expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.id)).toEqual(events.map((e) => e.id));
+    });
+  });
+
+  it('carries ids with dots, wildcards and spaces, and the trace context as headers', async () => {
+    await withBus(async (bus) => {
+      const s = `sess.with *wild> ${uid('x')}`;
+      const e = envelope(s, 'turn 1.a', 1, 'call.decided', { trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } });
+      const seen: Envelope[] = [];
+      const nc = await connect({ servers: server.url });
+      const hdr: string[] = [];
+      const raw = nc.subscribe(eventSubject(e), { callback: (_e, m) => hdr.push(m.headers?.get('traceparent') ?? '') });
+      bus.subscribe(eventSubject(e), (x) => seen.push(x));
+      await nc.flush();
+      await bus.ready();
+      await bus.publish(e);
+      await waitFor(() => seen.length === 1 && hdr.length === 1);
+      raw.unsubscribe();
+      await nc.close();
+      expect(hdr[0]).toBe(e.trace?.traceparent);
+      expect(seen[0]).toEqual(e);
+      expect(await collect(bus.replay({ sessionId: s, turnId: 'turn 1.a' }))).toEqual([e]);
+      expect(await collect(bus.replay({ sessionId: s, turnId: 'turn 1' }))).toEqual([]);
+    });
+  });
+});
+
+describe('NATS bus: replay', () => {
+  it('returns nothing for a session without events, without hanging', async () => {
+    await withBus(async (bus) => {
+      expect(await collect(bus.replay({ sessionId: uid('empty') }))).toEqual([]);
+    });
+  });
+
+  it('replays one session only, in publish order across turns', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const other = uid('sess');
+      const mine = [envelope(s, 'a', 1), envelope(s, 'b', 1), envelope(s, 'a', 2)];
+      await bus.publish(mine[0]!);
+      await bus.publish(envelope(other, 'a', 1));
+      await bus.publish(mine[1]!);
+      await bus.publish(mine[2]!);
+      expect((await collect(bus.replay({ sessionId: s }))).map((e) => e.id)).toEqual(mine.map((e) => e.id));
+      expect((await collect(bus.replay({ sessionId: s, turnId: 'a' }))).map((e) => e.seq)).toEqual([1, 2]);
+    });
+  });
+});
+
+describe('NATS bus: subscribe and work queues', () => {
+  it('shares stored work among the members of a queue group, each event once', async () => {
+    const queue = uid('enforcers').replace(/-/g, '_');
+    const type = `call.requested.${uid('x')}`; // a type of its own, so other tests do not feed this queue
+    await withBus(async (a) => withBus(async (b) => {
+      const got: Record<string, string[]> = { a: [], b: [] };
+      a.subscribe(eventTypePattern(type), (e) => got.a!.push(e.id), { queue });
+      b.subscribe(eventTypePattern(type), (e) => got.b!.push(e.id), { queue });
+      await Promise.all([a.ready(), b.ready()]);
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const e = envelope(uid('sess'), 't', 1, type);
+        ids.push(e.id);
+        await a.publish(e);
+      }
+      await waitFor(() => got.a!.length + got.b!.length === 20);
+      expect([...got.a!, ...got.b!].sort()).toEqual([...ids].sort());
+    }));
+  });
+
+  it('delivers work published while no member was connected once a member comes back (durable consumer)', async () => {
+    const queue = uid('runners').replace(/-/g, '_');
+    const type = `code.requested.${uid('x')}`;
+    const first = await openNatsBus({ url: server.url });
+    const unsubscribe = first.subscribe(eventTypePattern(type), () => undefined, { queue });
+    await first.ready();
+    unsubscribe();
+    const e = envelope(uid('sess'), 't', 1, type);
+    await first.publish(e);
+    await first.close();
+    await withBus(async (second) => {
+      const got: string[] = [];
+      second.subscribe(eventTypePattern(type), (x) => got.push(x.id), { queue });
+      await waitFor(() => got.length === 1);
+      expect(got).toEqual([e.id]);
+    });
+  });
+
+  it('does not deliver a refused (stale) event to live subscribers', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const seen: number[] = [];
+      bus.subscribe(`toolsearch.evt.${s}.>`, (e) => seen.push(e.seq));
+      await bus.publish(envelope(s, 't', 1));
+      await bus.publish(envelope(s, 't', 2));
+      await expect(bus.publish(envelope(s, 't', 2))).rejects.toThrow(/staleWriter/);
+      await bus.publish(envelope(s, 't', 3));
+      await waitFor(() => seen.length >= 3);
+      await bus.connection.flush();
+      expect(seen).toEqual([1, 2, 3]);
+    });
+  });
+});
+
+describe('NATS bus: request/reply', () => {
+  it('answers through one member of a queue group', async () => {
+    await withBus(async (bus) => {
+      const served: string[] = [];
+      bus.serve('toolsearch.rpc.echo', async (p) => { served.push('a'); return { echo: p }; }, { queue: 'echo' });
+      bus.serve('toolsearch.rpc.echo', async (p) => { served.push('b'); return { echo: p }; }, { queue: 'echo' });
+      await bus.connection.flush();
+      const r = await bus.request('toolsearch.rpc.echo', { n: 1 }, { timeoutMs: 2000 });
+      expect(r).toEqual({ ok: true, value: { echo: { n: 1 } } });
+      expect(served).toHaveLength(1);
+    });
+  });
+
+  it('fails with bus.noResponders when nothing serves the subject, and bus.timeout when it does not answer', async () => {
+    await withBus(async (bus) => {
+      const none = await bus.request('toolsearch.rpc.nobody', {}, { timeoutMs: 300 });
+      expect(none.ok ? 'ok' : none.error.code).toBe('bus.noResponders');
+      bus.serve('toolsearch.rpc.slow', () => new Promise(() => undefined));
+      await bus.connection.flush();
+      const slow = await bus.request('toolsearch.rpc.slow', {}, { timeoutMs: 300 });
+      expect(slow.ok ? 'ok' : slow.error.code).toBe('bus.timeout');
+      bus.serve('toolsearch.rpc.broken', async () => { throw new Error('boom'); });
+      await bus.connection.flush();
+      const broken = await bus.request('toolsearch.rpc.broken', {}, { timeoutMs: 1000 });
+      expect(broken.ok ? 'ok' : broken.error.message).toContain('boom');
+    });
+  });
+});
+
+describe('NATS bus: actors', () => {
+  it('lists announced actors by role and forgets closed ones', async () => {
+    const a = await openNatsBus({ url: server.url });
+    const b = await openNatsBus({ url: server.url });
+    a.announce('policy', 'enforcer-1');
+    b.announce('sandbox', 'runner 1.x');
+    await Promise.all([a.connection.flush(), b.connection.flush()]);
+    const live = await listActors(server.url, { waitMs: 300 });
+    expect(live.map((x) => `${x.role}/${x.id}`)).toEqual(['policy/enforcer-1', 'sandbox/runner 1.x']);
+    expect(live[0]!.startedAt).not.toBe('');
+    await b.close();
+    const after = await listActors(server.url, { waitMs: 300 });
+    expect(after.map((x) => `${x.role}/${x.id}`)).toEqual(['policy/enforcer-1']);
+    await a.close();
+  });
+});
