@@ -1,0 +1,397 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, fromPromise, initialTransition, waitFor } from 'xstate';
+import type { SnapshotFrom } from 'xstate';
+import { turnMachine } from '../../machines/index.js';
+import type {
+  CatalogInfo, ExecuteStepInput, ExposeInput, Exposure, IndexCatalogInput, ListSourcesInput, TurnActorBase,
+  TurnInput, TurnStage,
+} from '../../machines/index.js';
+import type { Catalog } from '../../src/catalog/index.js';
+import type { Result } from '../../src/shared/index.js';
+import { deferred, done, errored, spawned, step, stopped, untilAborted } from './pure.js';
+
+const input: TurnInput = {
+  sessionId: 's-1',
+  turnId: 't-1',
+  request: {
+    mode: 'code',
+    harness: 'pi',
+    session: { sessionId: 's-1', agentId: 'main', profile: 'default', sandboxId: 'sb-1', owner: true },
+  },
+};
+const policy = { allow: ['openclaw:core:*'] };
+const catalog: Catalog = { entries: [], fingerprint: 'fp-1', sourceFingerprints: {}, sources: [] };
+const catalogInfo: CatalogInfo = { size: 0, fingerprint: 'fp-1' };
+const exposure: Exposure = {
+  mode: 'tools',
+  requestedMode: 'code',
+  tools: ['tool_search', 'tool_describe', 'tool_call'],
+  bytes: 1234,
+  reason: 'no isolated child available',
+};
+const okResult = (value: unknown): Result<unknown> => ({ ok: true, value });
+
+type TurnSnapshot = SnapshotFrom<typeof turnMachine>;
+
+/** Walks the pure machine from the start to `execute`, the way the provided actors would. */
+function atExecute(): TurnSnapshot {
+  let [s] = initialTransition(turnMachine, input);
+  [s] = step(turnMachine, s, done('resolvePolicy', policy));
+  [s] = step(turnMachine, s, done('listSources', catalog));
+  [s] = step(turnMachine, s, done('indexCatalog', catalogInfo));
+  [s] = step(turnMachine, s, done('expose', exposure));
+  return s;
+}
+
+describe('turnMachine, step by step (nothing runs)', () => {
+  it('starts by resolving the policy with the session and turn ids', () => {
+    const [s, actions] = initialTransition(turnMachine, input);
+    expect(s.value).toBe('resolvePolicy');
+    expect(spawned(actions)).toEqual([
+      { src: 'resolvePolicy', input: { sessionId: 's-1', turnId: 't-1', request: input.request } },
+    ]);
+  });
+
+  it('walks resolvePolicy -> listSources -> index -> expose -> execute, handing each output on', () => {
+    let [s] = initialTransition(turnMachine, input);
+    let actions;
+    [s, actions] = step(turnMachine, s, done('resolvePolicy', policy));
+    expect(s.value).toBe('listSources');
+    expect(spawned(actions)[0]).toMatchObject({ src: 'listSources', input: { policy } });
+
+    [s, actions] = step(turnMachine, s, done('listSources', catalog));
+    expect(s.value).toBe('index');
+    expect(spawned(actions)[0]).toMatchObject({ src: 'indexCatalog', input: { policy, catalog } });
+
+    [s, actions] = step(turnMachine, s, done('indexCatalog', catalogInfo));
+    expect(s.value).toBe('expose');
+    expect(spawned(actions)[0]).toMatchObject({ src: 'expose', input: { policy, catalog, catalogInfo } });
+
+    [s, actions] = step(turnMachine, s, done('expose', exposure));
+    expect(s.value).toEqual({ execute: 'waiting' });
+    expect(s.context.exposure).toEqual(exposure);
+    expect(spawned(actions)).toEqual([]);
+  });
+
+  const stages: Array<{ stage: TurnStage; actor: string; before: (s: TurnSnapshot) => TurnSnapshot }> = [
+    { stage: 'resolvePolicy', actor: 'resolvePolicy', before: (s) => s },
+    { stage: 'listSources', actor: 'listSources', before: (s) => step(turnMachine, s, done('resolvePolicy', policy))[0] },
+    {
+      stage: 'index',
+      actor: 'indexCatalog',
+      before: (s) => step(turnMachine, step(turnMachine, s, done('resolvePolicy', policy))[0], done('listSources', catalog))[0],
+    },
+    {
+      stage: 'expose',
+      actor: 'expose',
+      before: (s) => {
+        let t = step(turnMachine, s, done('resolvePolicy', policy))[0];
+        t = step(turnMachine, t, done('listSources', catalog))[0];
+        return step(turnMachine, t, done('indexCatalog', catalogInfo))[0];
+      },
+    },
+  ];
+
+  for (const { stage, actor, before } of stages) {
+    it(`fails at ${stage} when ${actor} rejects, with the stage and reason`, () => {
+      const s0 = before(initialTransition(turnMachine, input)[0]);
+      expect(s0.value).toBe(stage);
+      const [s] = step(turnMachine, s0, errored(actor, new Error('disk on fire')));
+      expect(s.value).toBe('failed');
+      expect(s.status).toBe('done');
+      expect(s.output).toMatchObject({
+        outcome: 'failed',
+        error: { stage, code: `turn.${stage}Failed`, message: `turn failed at ${stage}: disk on fire` },
+      });
+    });
+
+    it(`fails at ${stage} on ABORT and stops the actor in flight`, () => {
+      const s0 = before(initialTransition(turnMachine, input)[0]);
+      const [s, actions] = step(turnMachine, s0, { type: 'ABORT', reason: 'client went away' });
+      expect(s.value).toBe('failed');
+      expect(stopped(actions)).toBe(1);
+      expect(s.output?.error).toEqual({
+        stage,
+        code: 'turn.aborted',
+        message: `turn t-1 aborted at ${stage}: client went away`,
+      });
+    });
+  }
+
+  it('keeps a dotted code the gateway put on the error', () => {
+    const [s0] = initialTransition(turnMachine, input);
+    const fault = Object.assign(new Error('policy file unreadable'), { code: 'config.unreadable' });
+    const [s] = step(turnMachine, s0, errored('resolvePolicy', fault));
+    expect(s.output?.error?.code).toBe('config.unreadable');
+  });
+
+  it('runs a STEP at once in execute, with the step, the exposure and the catalog', () => {
+    const [s, actions] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'st-1', tool: 'tool_search', args: { query: 'x' } });
+    expect(s.value).toEqual({ execute: 'running' });
+    expect(spawned(actions)).toEqual([
+      {
+        src: 'executeStep',
+        input: expect.objectContaining({
+          step: { stepId: 'st-1', tool: 'tool_search', args: { query: 'x' } },
+          exposure,
+          catalog,
+          policy,
+        }),
+      },
+    ]);
+  });
+
+  it('records a finished step and goes back to waiting', () => {
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'st-1', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, done('executeStep', okResult(['hit'])));
+    expect(s.value).toEqual({ execute: 'waiting' });
+    expect(s.context.queue).toEqual([]);
+    expect(s.context.results).toEqual([{ stepId: 'st-1', tool: 'tool_search', result: okResult(['hit']) }]);
+  });
+
+  it('runs queued steps one at a time, in arrival order', () => {
+    let actions;
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    [s, actions] = step(turnMachine, s, { type: 'STEP', stepId: 'b', tool: 'tool_call', args: {} });
+    expect(spawned(actions)).toEqual([]); // b waits while a is in flight
+    expect(s.context.queue.map((q) => q.stepId)).toEqual(['a', 'b']);
+    [s, actions] = step(turnMachine, s, done('executeStep', okResult(1)));
+    expect(s.value).toEqual({ execute: 'running' });
+    expect(spawned(actions)).toEqual([
+      { src: 'executeStep', input: expect.objectContaining({ step: { stepId: 'b', tool: 'tool_call', args: {} } }) },
+    ]);
+    [s] = step(turnMachine, s, done('executeStep', okResult(2)));
+    expect(s.context.results.map((r) => [r.stepId, r.result])).toEqual([
+      ['a', okResult(1)],
+      ['b', okResult(2)],
+    ]);
+  });
+
+  it('queues steps that arrive before execute and runs them once exposed', () => {
+    let [s] = initialTransition(turnMachine, input);
+    [s] = step(turnMachine, s, { type: 'STEP', stepId: 'early', tool: 'tool_search', args: {} });
+    expect(s.value).toBe('resolvePolicy');
+    [s] = step(turnMachine, s, done('resolvePolicy', policy));
+    [s] = step(turnMachine, s, done('listSources', catalog));
+    [s] = step(turnMachine, s, done('indexCatalog', catalogInfo));
+    const [t, actions] = step(turnMachine, s, done('expose', exposure));
+    expect(t.value).toEqual({ execute: 'running' });
+    expect(spawned(actions)[0]?.input).toMatchObject({ step: { stepId: 'early' } });
+  });
+
+  it('completes on END when nothing is queued, with exposure, catalog info and results', () => {
+    const [s] = step(turnMachine, atExecute(), { type: 'END' });
+    expect(s.value).toBe('completed');
+    expect(s.output).toEqual({
+      outcome: 'completed',
+      sessionId: 's-1',
+      turnId: 't-1',
+      exposure,
+      catalogInfo,
+      results: [],
+    });
+  });
+
+  it('on END with a step in flight, completes only after the step finishes', () => {
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, { type: 'END' });
+    expect(s.value).toEqual({ execute: 'running' });
+    [s] = step(turnMachine, s, done('executeStep', okResult('x')));
+    expect(s.value).toBe('completed');
+    expect(s.output?.results).toHaveLength(1);
+  });
+
+  it('END received before execute completes the turn as soon as it is exposed', () => {
+    let [s] = initialTransition(turnMachine, input);
+    [s] = step(turnMachine, s, { type: 'END' });
+    expect(s.value).toBe('resolvePolicy');
+    [s] = step(turnMachine, s, done('resolvePolicy', policy));
+    [s] = step(turnMachine, s, done('listSources', catalog));
+    [s] = step(turnMachine, s, done('indexCatalog', catalogInfo));
+    [s] = step(turnMachine, s, done('expose', exposure));
+    expect(s.value).toBe('completed');
+  });
+
+  it('ignores a STEP that arrives after END', () => {
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, { type: 'END' });
+    [s] = step(turnMachine, s, { type: 'STEP', stepId: 'late', tool: 'tool_call', args: {} });
+    expect(s.context.queue.map((q) => q.stepId)).toEqual(['a']);
+  });
+
+  it('fails at execute when executeStep rejects, keeping the results so far', () => {
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, { type: 'STEP', stepId: 'b', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, done('executeStep', okResult(1)));
+    [s] = step(turnMachine, s, errored('executeStep', new Error('bus down')));
+    expect(s.value).toBe('failed');
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      results: [{ stepId: 'a' }],
+      error: { stage: 'execute', code: 'turn.executeFailed' },
+    });
+  });
+
+  it('fails at execute on ABORT with a step in flight, stopping it', () => {
+    const [s0] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    const [s, actions] = step(turnMachine, s0, { type: 'ABORT', reason: 'user cancelled' });
+    expect(s.value).toBe('failed');
+    expect(stopped(actions)).toBe(1);
+    expect(s.output?.error).toMatchObject({ stage: 'execute', code: 'turn.aborted' });
+  });
+
+  it('records a step whose actor returned no Result as a failed result', () => {
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, done('executeStep', undefined));
+    expect(s.context.results[0]?.result).toMatchObject({ ok: false, error: { code: 'turn.stepNoResult' } });
+  });
+
+  it('passes a failed step result through without failing the turn', () => {
+    const blocked: Result<unknown> = { ok: false, error: { code: 'call.blocked.policy', message: 'Blocked: no.' } };
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_call', args: {} });
+    [s] = step(turnMachine, s, done('executeStep', blocked));
+    [s] = step(turnMachine, s, { type: 'END' });
+    expect(s.output).toMatchObject({ outcome: 'completed', results: [{ stepId: 'a', result: blocked }] });
+  });
+});
+
+type TurnActors = NonNullable<Parameters<typeof turnMachine.provide>[0]['actors']>;
+
+/** Fakes for every actor; `executeStep` echoes the step unless replaced. */
+function fakes(overrides: TurnActors = {}) {
+  return {
+    resolvePolicy: fromPromise<unknown, TurnActorBase>(async () => policy),
+    listSources: fromPromise<Catalog, ListSourcesInput>(async () => catalog),
+    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(async () => catalogInfo),
+    expose: fromPromise<Exposure, ExposeInput>(async () => exposure),
+    executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input: i }) =>
+      okResult({ echo: i.step.tool, args: i.step.args }),
+    ),
+    ...overrides,
+  };
+}
+
+describe('turnMachine, end to end with provided actors', () => {
+  it('fails closed when started without its actors', async () => {
+    const actor = createActor(turnMachine, { input }).start();
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(s.value).toBe('failed');
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      error: { stage: 'resolvePolicy', code: 'machine.actorNotProvided' },
+    });
+    expect(s.output?.error?.message).toContain('"resolvePolicy" not provided');
+  });
+
+  it('fails closed when only executeStep is missing: the first step fails the turn', async () => {
+    const { executeStep: _omitted, ...rest } = fakes();
+    const machine = turnMachine.provide({ actors: rest });
+    const actor = createActor(machine, { input }).start();
+    await waitFor(actor, (x) => x.matches('execute'));
+    actor.send({ type: 'STEP', stepId: 'a', tool: 'tool_call', args: {} });
+    actor.send({ type: 'END' });
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(s.output).toMatchObject({ outcome: 'failed', results: [], error: { stage: 'execute', code: 'machine.actorNotProvided' } });
+  });
+
+  it('runs a whole turn: the actors see the earlier outputs, the results come back in order', async () => {
+    const seen: ListSourcesInput[] = [];
+    const machine = turnMachine.provide({
+      actors: fakes({
+        listSources: fromPromise<Catalog, ListSourcesInput>(async ({ input: i }) => {
+          seen.push(i);
+          return catalog;
+        }),
+      }),
+    });
+    const actor = createActor(machine, { input }).start();
+    actor.send({ type: 'STEP', stepId: '1', tool: 'tool_search', args: { query: 'weather' } });
+    actor.send({ type: 'STEP', stepId: '2', tool: 'tool_call', args: { id: 'x' } });
+    actor.send({ type: 'END' });
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(seen[0]).toMatchObject({ sessionId: 's-1', turnId: 't-1', policy });
+    expect(s.output).toEqual({
+      outcome: 'completed',
+      sessionId: 's-1',
+      turnId: 't-1',
+      exposure,
+      catalogInfo,
+      results: [
+        { stepId: '1', tool: 'tool_search', result: okResult({ echo: 'tool_search', args: { query: 'weather' } }) },
+        { stepId: '2', tool: 'tool_call', result: okResult({ echo: 'tool_call', args: { id: 'x' } }) },
+      ],
+    });
+  });
+
+  it('never runs two steps at once', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const gates = [deferred<void>(), deferred<void>(), deferred<void>()];
+    const machine = turnMachine.provide({
+      actors: fakes({
+        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input: i }) => {
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          await gates[Number(i.step.stepId)]?.promise;
+          inFlight -= 1;
+          return okResult(i.step.stepId);
+        }),
+      }),
+    });
+    const actor = createActor(machine, { input }).start();
+    for (const id of ['0', '1', '2']) actor.send({ type: 'STEP', stepId: id, tool: 'tool_search', args: {} });
+    actor.send({ type: 'END' });
+    await waitFor(actor, (x) => x.matches({ execute: 'running' }));
+    gates[2]?.resolve();
+    gates[1]?.resolve();
+    gates[0]?.resolve();
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(most).toBe(1);
+    expect(s.output?.results.map((r) => r.result)).toEqual([okResult('0'), okResult('1'), okResult('2')]);
+  });
+
+  it('ABORT aborts the signal of the step in flight and fails the turn', async () => {
+    let aborted = false;
+    const started = deferred<void>();
+    const machine = turnMachine.provide({
+      actors: fakes({
+        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(({ signal }) => {
+          started.resolve();
+          return untilAborted(signal, () => {
+            aborted = true;
+          });
+        }),
+      }),
+    });
+    const actor = createActor(machine, { input }).start();
+    actor.send({ type: 'STEP', stepId: 'hang', tool: 'tool_search_code', args: {} });
+    await started.promise;
+    actor.send({ type: 'ABORT', reason: 'client disconnected' });
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(aborted).toBe(true);
+    expect(s.output).toMatchObject({ outcome: 'failed', error: { stage: 'execute', code: 'turn.aborted' } });
+  });
+
+  it('a source listing that rejects fails the turn with the reason, and no step runs', async () => {
+    let ran = 0;
+    const machine = turnMachine.provide({
+      actors: fakes({
+        listSources: fromPromise<Catalog, ListSourcesInput>(async () => {
+          throw new Error('catalog directory missing');
+        }),
+        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async () => {
+          ran += 1;
+          return okResult(null);
+        }),
+      }),
+    });
+    const actor = createActor(machine, { input }).start();
+    actor.send({ type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(ran).toBe(0);
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      error: { stage: 'listSources', message: 'turn failed at listSources: catalog directory missing' },
+    });
+  });
+});
