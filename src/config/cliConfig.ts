@@ -92,7 +92,7 @@ export async function runConfigCommand(argv: string[], io: ConfigCommandIo): Pro
         return 1;
       }
       io.stdout(`${JSON.stringify(got.value.value, null, 2)}\n`);
-      if (got.value.source === 'default') io.stderr(`(${key} is not set in ${file}: this is the default)\n`);
+      if (got.value.source === 'default') io.stderr(`(${key} is not set in ${file}: this is its effective value)\n`);
       return 0;
     }
     case 'set': {

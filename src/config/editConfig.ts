@@ -13,7 +13,7 @@ import type { ConfigProblem } from './validateConfig.js';
 export interface ConfigGetValue {
   key: string;
   value: unknown;
-  /** `file`: written in the file; `default`: not written, this is the effective default; `unset`: neither. */
+  /** `file`: written in the file; `default`: not written there, this is the effective value (defaults applied); `unset`: neither. */
   source: 'file' | 'default' | 'unset';
 }
 
@@ -177,15 +177,16 @@ export function configGet(path: string, key: string): Result<ConfigGetValue> {
   const file = resolve(path);
   const segs = parseKeyPath(key);
   if (!segs.ok) return segs;
-  if (lookupSchema(segs.value) === undefined)
-    return fail('config.key', `unknown key ${formatKeyPath(segs.value)}: it is not a config key.`, { key });
+  const known = lookupSchema(segs.value) !== undefined;
   const read = readDocument(file);
   if (!read.ok) return read;
   const inFile = getAt(read.value.doc, segs.value);
-  if (inFile.found) return ok({ key, value: inFile.value, source: 'file' });
+  if (known && inFile.found) return ok({ key, value: inFile.value, source: 'file' });
   const loaded = parseConfig(read.value.doc, file);
-  if (!loaded.ok) return ok({ key, value: undefined, source: 'unset' });
-  const effective = getAt(loaded.value.config, segs.value);
+  // Keys that exist only in the resolved config (tools.toolSearch.enabled, baseDir) can be read too.
+  const effective = loaded.ok ? getAt(loaded.value.config, segs.value) : { found: false, value: undefined };
+  if (!known && !effective.found)
+    return fail('config.key', `unknown key ${formatKeyPath(segs.value)}: it is not a config key.`, { key });
   if (!effective.found || effective.value === undefined) return ok({ key, value: undefined, source: 'unset' });
   let value = effective.value;
   if (isObject(value) && 'warnings' in value) {

@@ -50,7 +50,9 @@ export function parseKeyPath(key: string): Result<KeySegment[]> {
       if (!expectKey) return bad(`expected "." or "[" at position ${i + 1}`);
       let end = i;
       while (end < key.length && key[end] !== '.' && key[end] !== '[') end += 1;
-      segments.push(key.slice(i, end));
+      const part = key.slice(i, end);
+      if (part.includes(']')) return bad('a "]" without "["');
+      segments.push(part);
       i = end;
       expectKey = false;
     }
