@@ -43,7 +43,7 @@ describe('toolsearch config', () => {
     const after = await run('get', 'tools.toolSearch.enabled');
     expect(after.code).toBe(0);
     expect(after.stdout).toBe('false\n');
-    expect(after.stderr).toContain('default');
+    expect(after.stderr).toContain('effective value');
   });
 
   it('--config PATH (and --config=PATH) picks the file', async () => {
