@@ -1,0 +1,434 @@
+import { describe, expect, it } from 'vitest';
+import { createActor, fromPromise, initialTransition, SimulatedClock, waitFor } from 'xstate';
+import type { SnapshotFrom } from 'xstate';
+import { toolCallMachine } from '../../machines/index.js';
+import type {
+  ApprovalAnswer, ArgsValidation, CallActorInput, HooksOutcome, PolicyDecision, ToolCallInput,
+} from '../../machines/index.js';
+import type { Result } from '../../src/shared/index.js';
+import { deferred, done, elapsed, scheduled, spawned, step, stopped, untilAborted } from './pure.js';
+
+const input: ToolCallInput = {
+  callId: 'c-1',
+  toolId: 'mcp:fs:write_file',
+  args: { path: '/tmp/a', content: 'hi' },
+  sessionId: 's-1',
+  turnId: 't-1',
+  approvalTimeoutMs: 30_000,
+};
+const m = toolCallMachine;
+type CallSnapshot = SnapshotFrom<typeof toolCallMachine>;
+
+const start = (): CallSnapshot => initialTransition(m, input)[0];
+const at = (...events: Array<{ type: string; [k: string]: unknown }>): CallSnapshot =>
+  events.reduce((s, e) => step(m, s, e)[0], start());
+
+const allowed = done('decidePolicy', { decision: 'allowed' } satisfies PolicyDecision);
+const needsApproval = done('decidePolicy', { decision: 'approvalRequired', reason: 'writes files' } satisfies PolicyDecision);
+const goOn = done('runHooks', { outcome: 'continue' } satisfies HooksOutcome);
+const valid = done('validateArgs', { ok: true, problems: [] } satisfies ArgsValidation);
+
+describe('toolCallMachine, step by step (nothing runs)', () => {
+  it('passes through requested straight to policy, asking decidePolicy about the call', () => {
+    const [s, actions] = initialTransition(m, input);
+    expect(s.value).toBe('policy');
+    expect(spawned(actions)).toEqual([
+      {
+        src: 'decidePolicy',
+        input: { callId: 'c-1', toolId: 'mcp:fs:write_file', sessionId: 's-1', turnId: 't-1', args: input.args },
+      },
+    ]);
+  });
+
+  it('policy allowed skips approval and runs the hooks', () => {
+    const [s, actions] = step(m, start(), allowed);
+    expect(s.value).toBe('hooks');
+    expect(spawned(actions).map((a) => a.src)).toEqual(['runHooks']);
+  });
+
+  it('policy approvalRequired waits for approval and schedules the approval timeout', () => {
+    const [s, actions] = step(m, start(), needsApproval);
+    expect(s.value).toBe('approval');
+    expect(spawned(actions)).toEqual([
+      { src: 'awaitApproval', input: expect.objectContaining({ decision: { decision: 'approvalRequired', reason: 'writes files' } }) },
+    ]);
+    expect(scheduled(actions)).toEqual([{ event: 'xstate.after.approvalTimeout.toolCall.approval', delay: 30_000 }]);
+  });
+
+  it('policy blocked ends blocked with the reason', () => {
+    const [s] = step(m, start(), done('decidePolicy', { decision: 'blocked', reason: 'denied by agent policy' }));
+    expect(s.value).toBe('blocked');
+    expect(s.output).toEqual({
+      outcome: 'blocked',
+      callId: 'c-1',
+      toolId: 'mcp:fs:write_file',
+      args: input.args,
+      stage: 'policy',
+      reason: 'denied by agent policy',
+      error: { code: 'call.blocked.policy', message: 'Blocked: denied by agent policy.' },
+    });
+  });
+
+  it('an unknown policy decision blocks (fail closed)', () => {
+    const [s] = step(m, start(), done('decidePolicy', { decision: 'maybe' }));
+    expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'policy', error: { code: 'call.blocked.policy' } });
+    expect(s.output?.reason).toContain('mcp:fs:write_file');
+  });
+
+  it('a policy decision that is not even an object blocks', () => {
+    const [s] = step(m, start(), done('decidePolicy', undefined));
+    expect(s.output?.outcome).toBe('blocked');
+  });
+
+  it('a decidePolicy rejection fails the call', () => {
+    const [s] = step(m, start(), { type: 'xstate.error.actor.decidePolicy', error: new Error('policy store down') });
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      stage: 'policy',
+      error: { code: 'call.policyFailed', message: 'tool call c-1 failed at policy: policy store down' },
+    });
+  });
+
+  it('approval granted runs the hooks and cancels the timeout', () => {
+    const [s, actions] = step(m, at(needsApproval), done('awaitApproval', { approved: true }));
+    expect(s.value).toBe('hooks');
+    expect(s.context.approval).toEqual({ approved: true });
+    expect(actions.map((a) => a.type)).toContain('xstate.cancel');
+  });
+
+  it('approval denied blocks with the approver reason', () => {
+    const [s] = step(m, at(needsApproval), done('awaitApproval', { approved: false, reason: 'not on a Friday' }));
+    expect(s.output).toMatchObject({
+      outcome: 'blocked',
+      stage: 'approval',
+      reason: 'not on a Friday',
+      error: { code: 'call.blocked.approvalDenied' },
+    });
+  });
+
+  it('approval denied without a reason still says so', () => {
+    const [s] = step(m, at(needsApproval), done('awaitApproval', { approved: false }));
+    expect(s.output).toMatchObject({ outcome: 'blocked', reason: 'approval denied' });
+  });
+
+  it('an approver that reports a time-out blocks as timed out', () => {
+    const [s] = step(m, at(needsApproval), done('awaitApproval', { approved: false, timedOut: true }));
+    expect(s.output).toMatchObject({ outcome: 'blocked', error: { code: 'call.blocked.approvalTimedOut' } });
+  });
+
+  it('the machine’s own approval timeout blocks and stops the approver', () => {
+    const [s, actions] = step(m, at(needsApproval), elapsed('approvalTimeout', 'toolCall.approval'));
+    expect(s.value).toBe('blocked');
+    expect(stopped(actions)).toBe(1);
+    expect(s.output).toMatchObject({
+      outcome: 'blocked',
+      stage: 'approval',
+      reason: 'approval timed out after 30000 ms',
+      error: { code: 'call.blocked.approvalTimedOut', details: { approvalTimeoutMs: 30_000 } },
+    });
+  });
+
+  it('an awaitApproval rejection fails the call', () => {
+    const [s] = step(m, at(needsApproval), { type: 'xstate.error.actor.awaitApproval', error: new Error('no approver') });
+    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'approval', error: { code: 'call.approvalFailed' } });
+  });
+
+  it('hooks continue moves to validation of the unchanged args', () => {
+    const [s, actions] = step(m, at(allowed), goOn);
+    expect(s.value).toBe('validating');
+    expect(spawned(actions)).toEqual([{ src: 'validateArgs', input: expect.objectContaining({ args: input.args }) }]);
+  });
+
+  it('a hook rewrite replaces the args, and validation sees the rewritten ones', () => {
+    const rewritten = { path: '/tmp/safe', content: 'hi' };
+    const [s, actions] = step(m, at(allowed), done('runHooks', { outcome: 'rewritten', args: rewritten }));
+    expect(s.value).toBe('validating');
+    expect(s.context).toMatchObject({ args: rewritten, requestedArgs: input.args, rewritten: true });
+    expect(spawned(actions)).toEqual([{ src: 'validateArgs', input: expect.objectContaining({ args: rewritten }) }]);
+  });
+
+  it('a rewrite without args blocks rather than runs with unknown args', () => {
+    const [s] = step(m, at(allowed), done('runHooks', { outcome: 'rewritten' }));
+    expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'hooks', error: { code: 'call.blocked.hook' } });
+    expect(s.output?.reason).toContain('without giving arguments');
+  });
+
+  it('a hook block ends blocked with the hook reason', () => {
+    const [s] = step(m, at(allowed), done('runHooks', { outcome: 'blocked', reason: 'path outside workspace' }));
+    expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'hooks', reason: 'path outside workspace' });
+  });
+
+  it('a hook that throws blocks the call and records the error', () => {
+    const [s] = step(m, at(allowed), { type: 'xstate.error.actor.runHooks', error: new TypeError('hook bug') });
+    expect(s.value).toBe('blocked');
+    expect(s.output).toMatchObject({
+      outcome: 'blocked',
+      stage: 'hooks',
+      reason: 'before_tool_call hook threw: hook bug',
+      error: {
+        code: 'call.blocked.hookFailed',
+        details: { cause: { code: 'call.blocked.hookFailed', message: 'before_tool_call hook threw: hook bug' } },
+      },
+    });
+  });
+
+  it('valid args go on to execution with the final args', () => {
+    const [s, actions] = step(m, at(allowed, goOn), valid);
+    expect(s.value).toBe('executing');
+    expect(spawned(actions)).toEqual([{ src: 'execute', input: expect.objectContaining({ args: input.args }) }]);
+  });
+
+  it('invalid args fail the call with call.invalidArgs listing each problem', () => {
+    const problems = ['/path: must be string', '/mode: must be one of "r", "w"'];
+    const [s] = step(m, at(allowed, goOn), done('validateArgs', { ok: false, problems }));
+    expect(s.value).toBe('failed');
+    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'validation', error: { code: 'call.invalidArgs', details: { problems } } });
+    expect(s.output?.error?.message).toContain('/path: must be string; /mode: must be one of "r", "w"');
+  });
+
+  it('invalid args without listed problems still fail', () => {
+    const [s] = step(m, at(allowed, goOn), done('validateArgs', { ok: false }));
+    expect(s.output).toMatchObject({ outcome: 'failed', error: { code: 'call.invalidArgs', details: { problems: ['arguments rejected'] } } });
+  });
+
+  it('a validator rejection fails the call', () => {
+    const [s] = step(m, at(allowed, goOn), { type: 'xstate.error.actor.validateArgs', error: new Error('bad schema') });
+    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'validation', error: { code: 'call.validationFailed' } });
+  });
+
+  it('a successful execution completes with the value and the final args', () => {
+    const [s] = step(m, at(allowed, goOn, valid), done('execute', { ok: true, value: { written: 2 } }));
+    expect(s.value).toBe('completed');
+    expect(s.output).toEqual({
+      outcome: 'completed',
+      callId: 'c-1',
+      toolId: 'mcp:fs:write_file',
+      args: input.args,
+      value: { written: 2 },
+    });
+  });
+
+  it('an execution that returns a failure fails with that error', () => {
+    const error = { code: 'mcp.serverGone', message: 'MCP server "fs" is gone. Reconnect and retry.' };
+    const [s] = step(m, at(allowed, goOn, valid), done('execute', { ok: false, error }));
+    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'execution', error, reason: error.message });
+  });
+
+  it('an execution that returns nothing usable fails', () => {
+    const [s] = step(m, at(allowed, goOn, valid), done('execute', { ok: false }));
+    expect(s.output).toMatchObject({ outcome: 'failed', error: { code: 'call.executeFailed' } });
+  });
+
+  it('an execute rejection fails the call', () => {
+    const [s] = step(m, at(allowed, goOn, valid), { type: 'xstate.error.actor.execute', error: new Error('socket hang up') });
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      stage: 'execution',
+      error: { code: 'call.executeFailed', message: 'tool call c-1 failed at execution: socket hang up' },
+    });
+  });
+});
+
+type CallActors = NonNullable<Parameters<typeof toolCallMachine.provide>[0]['actors']>;
+
+/** A fully permissive set of fakes that records what each actor saw. */
+function fakes(overrides: CallActors = {}) {
+  const seen: Record<string, CallActorInput[]> = {};
+  const note = (name: string, i: CallActorInput) => (seen[name] ??= []).push(i);
+  const actors = {
+    decidePolicy: fromPromise<PolicyDecision, CallActorInput>(async ({ input: i }) => {
+      note('decidePolicy', i);
+      return { decision: 'allowed' };
+    }),
+    awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(async ({ input: i }) => {
+      note('awaitApproval', i);
+      return { approved: true };
+    }),
+    runHooks: fromPromise<HooksOutcome, CallActorInput>(async ({ input: i }) => {
+      note('runHooks', i);
+      return { outcome: 'continue' };
+    }),
+    validateArgs: fromPromise<ArgsValidation, CallActorInput>(async ({ input: i }) => {
+      note('validateArgs', i);
+      return { ok: true, problems: [] };
+    }),
+    execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input: i }) => {
+      note('execute', i);
+      return { ok: true, value: { echoed: i.args } };
+    }),
+    ...overrides,
+  };
+  return { actors, seen };
+}
+
+async function run(actors: CallActors, clock?: SimulatedClock) {
+  const actor = createActor(toolCallMachine.provide({ actors }), { input, ...(clock ? { clock } : {}) }).start();
+  return (await waitFor(actor, (s) => s.status === 'done')).output;
+}
+
+const policySays = (decision: PolicyDecision) => fromPromise<PolicyDecision, CallActorInput>(async () => decision);
+
+describe('toolCallMachine, end to end with provided actors', () => {
+  it('fails closed when started without its actors', async () => {
+    const actor = createActor(toolCallMachine, { input }).start();
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'policy', error: { code: 'machine.actorNotProvided' } });
+  });
+
+  for (const missing of ['decidePolicy', 'runHooks', 'validateArgs', 'execute'] as const) {
+    it(`never completes when ${missing} is not provided`, async () => {
+      const { actors, seen } = fakes();
+      const { [missing]: _omitted, ...rest } = actors;
+      const output = await run(rest);
+      expect(output?.outcome).not.toBe('completed');
+      expect(['failed', 'blocked']).toContain(output?.outcome);
+      if (missing !== 'execute') expect(seen.execute).toBeUndefined();
+    });
+  }
+
+  it('never completes when approval is required and awaitApproval is not provided', async () => {
+    const { actors, seen } = fakes({ decidePolicy: policySays({ decision: 'approvalRequired' }) });
+    const { awaitApproval: _omitted, ...rest } = actors;
+    const output = await run(rest);
+    expect(output).toMatchObject({ outcome: 'failed', stage: 'approval' });
+    expect(seen.execute).toBeUndefined();
+  });
+
+  it('an allowed call runs hooks, validation and execution, never approval', async () => {
+    const { actors, seen } = fakes();
+    const output = await run(actors);
+    expect(output).toEqual({
+      outcome: 'completed',
+      callId: 'c-1',
+      toolId: input.toolId,
+      args: input.args,
+      value: { echoed: input.args },
+    });
+    expect(Object.keys(seen).sort()).toEqual(['decidePolicy', 'execute', 'runHooks', 'validateArgs']);
+  });
+
+  it('approval granted: the call completes', async () => {
+    const answer = deferred<ApprovalAnswer>();
+    const { actors } = fakes({
+      decidePolicy: policySays({ decision: 'approvalRequired' }),
+      awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(() => answer.promise),
+    });
+    const actor = createActor(toolCallMachine.provide({ actors }), { input }).start();
+    await waitFor(actor, (s) => s.matches('approval'));
+    answer.resolve({ approved: true });
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(s.output?.outcome).toBe('completed');
+    expect(s.context.approval).toEqual({ approved: true });
+  });
+
+  it('approval denied: the call is blocked and never executed', async () => {
+    const { actors, seen } = fakes({
+      decidePolicy: policySays({ decision: 'approvalRequired' }),
+      awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(async () => ({
+        approved: false,
+        reason: 'owner said no',
+      })),
+    });
+    const output = await run(actors);
+    expect(output).toMatchObject({ outcome: 'blocked', stage: 'approval', reason: 'owner said no' });
+    expect(seen.execute).toBeUndefined();
+  });
+
+  it('approval timed out (SimulatedClock): blocked at the configured time, the approver’s signal aborted', async () => {
+    const clock = new SimulatedClock();
+    let approverAborted = false;
+    const { actors, seen } = fakes({
+      decidePolicy: policySays({ decision: 'approvalRequired' }),
+      awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(({ signal }) =>
+        untilAborted(signal, () => {
+          approverAborted = true;
+        }),
+      ),
+    });
+    const actor = createActor(toolCallMachine.provide({ actors }), { input, clock }).start();
+    await waitFor(actor, (s) => s.matches('approval'));
+    clock.increment(input.approvalTimeoutMs - 1);
+    expect(actor.getSnapshot().value).toBe('approval');
+    clock.increment(1);
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(s.output).toMatchObject({
+      outcome: 'blocked',
+      stage: 'approval',
+      error: { code: 'call.blocked.approvalTimedOut' },
+    });
+    expect(approverAborted).toBe(true);
+    expect(seen.execute).toBeUndefined();
+  });
+
+  it('hook block: blocked with the hook reason, not executed', async () => {
+    const { actors, seen } = fakes({
+      runHooks: fromPromise<HooksOutcome, CallActorInput>(async () => ({ outcome: 'blocked', reason: 'secrets in args' })),
+    });
+    const output = await run(actors);
+    expect(output).toMatchObject({ outcome: 'blocked', stage: 'hooks', reason: 'secrets in args' });
+    expect(seen.validateArgs).toBeUndefined();
+    expect(seen.execute).toBeUndefined();
+  });
+
+  it('hook rewrite: validation and execution see the rewritten args, the output carries them', async () => {
+    const rewritten = { path: '/workspace/a', content: 'hi' };
+    const { actors, seen } = fakes({
+      runHooks: fromPromise<HooksOutcome, CallActorInput>(async () => ({ outcome: 'rewritten', args: rewritten })),
+    });
+    const output = await run(actors);
+    expect(seen.validateArgs?.[0]?.args).toEqual(rewritten);
+    expect(seen.execute?.[0]?.args).toEqual(rewritten);
+    expect(output).toMatchObject({ outcome: 'completed', args: rewritten, value: { echoed: rewritten } });
+  });
+
+  it('hook throw: blocked (fail closed) with the error recorded, not executed', async () => {
+    const { actors, seen } = fakes({
+      runHooks: fromPromise<HooksOutcome, CallActorInput>(async () => {
+        throw new Error('hook exploded');
+      }),
+    });
+    const output = await run(actors);
+    expect(output).toMatchObject({ outcome: 'blocked', stage: 'hooks', error: { code: 'call.blocked.hookFailed' } });
+    expect(output?.error?.message).toContain('hook exploded');
+    expect(seen.execute).toBeUndefined();
+  });
+
+  it('validation failure: failed with call.invalidArgs and the problems, not executed', async () => {
+    const { actors, seen } = fakes({
+      validateArgs: fromPromise<ArgsValidation, CallActorInput>(async () => ({
+        ok: false,
+        problems: ['/content: must be string'],
+      })),
+    });
+    const output = await run(actors);
+    expect(output).toMatchObject({
+      outcome: 'failed',
+      stage: 'validation',
+      error: { code: 'call.invalidArgs', details: { problems: ['/content: must be string'] } },
+    });
+    expect(seen.execute).toBeUndefined();
+  });
+
+  it('execute failure: failed with the tool’s error', async () => {
+    const { actors } = fakes({
+      execute: fromPromise<Result<unknown>, CallActorInput>(async () => ({
+        ok: false,
+        error: { code: 'tool.failed', message: 'disk full' },
+      })),
+    });
+    expect(await run(actors)).toMatchObject({
+      outcome: 'failed',
+      stage: 'execution',
+      error: { code: 'tool.failed', message: 'disk full' },
+    });
+  });
+
+  it('execute throw: failed with call.executeFailed', async () => {
+    const { actors } = fakes({
+      execute: fromPromise<Result<unknown>, CallActorInput>(async () => {
+        throw new Error('child died');
+      }),
+    });
+    expect(await run(actors)).toMatchObject({ outcome: 'failed', error: { code: 'call.executeFailed' } });
+  });
+});
