@@ -93,7 +93,7 @@ function setAt(doc: Record<string, unknown>, segments: readonly KeySegment[], va
       slot[seg] = value;
       break;
     }
-    const next = slot[seg];
+    const next = Object.hasOwn(slot, seg) ? slot[seg] : undefined;
     if (next === undefined) slot[seg] = typeof segments[i + 1] === 'number' ? [] : {};
     else if (next === true && acceptsTrueOrObject(lookupSchema(segments.slice(0, i + 1)))) {
       // `true` means "on with defaults", which is what an empty object says too.

@@ -58,6 +58,7 @@ export function parseKeyPath(key: string): Result<KeySegment[]> {
     }
   }
   if (segments.length === 0) return bad('it is empty');
+  if (segments.includes('__proto__')) return bad('"__proto__" is not a config key');
   if (expectKey) return bad('it ends with "."');
   return ok(segments);
 }

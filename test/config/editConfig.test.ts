@@ -160,6 +160,16 @@ describe('config set / get / unset', () => {
     expect(readFileSync(file, 'utf8')).toBe(`// comment stays\n{}`);
   });
 
+  it('keys named like Object.prototype members never reach the prototype', () => {
+    const r = configSet(file, '__proto__.polluted', 'true');
+    expect(!r.ok && r.error.code).toBe('config.key');
+    const c = configSet(file, 'agents.constructor.tools.allow', '["x"]');
+    expect(c.ok).toBe(true);
+    expect(readDoc()).toEqual({ agents: { constructor: { tools: { allow: ['x'] } } } });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.prototype.hasOwnProperty.call(Object.prototype, 'tools')).toBe(false);
+  });
+
   it('list items can be set and unset by index', () => {
     must(configSet(file, 'plugins', '["a.mjs", "b.mjs"]'));
     must(configSet(file, 'plugins[2]', 'c.mjs'));
