@@ -141,7 +141,7 @@ describe('NATS bus: publish', () => {
       const seen: Envelope[] = [];
       const nc = await connect({ servers: server.url });
       const hdr: string[] = [];
-      const raw = nc.subscribe(eventSubject(e), { callback: (_e, m) => hdr.push(m.headers?.get('traceparent') ?? '') });
+      const raw = nc.subscribe(eventSubject(e), { callback: (_e, m) => { hdr.push(m.headers?.get('traceparent') ?? ''); } });
       bus.subscribe(eventSubject(e), (x) => seen.push(x));
       await nc.flush();
       await bus.ready();

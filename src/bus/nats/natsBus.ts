@@ -136,6 +136,8 @@ class NatsBusImpl implements NatsBus {
   readonly #stops = new Set<() => void>();
   readonly #pendingSetups = new Set<Promise<unknown>>();
   #closed = false;
+  #connected = true;
+  readonly #reconnectWaiters: (() => void)[] = [];
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, js: JetStreamClient, streams: StreamNames, opts: NatsBusOptions) {
     this.connection = nc;
@@ -145,12 +147,29 @@ class NatsBusImpl implements NatsBus {
     this.#opts = opts;
     this.#publishTimeoutMs = opts.publishTimeoutMs ?? 10_000;
     this.#subjectOf = opts.subjectOf ?? defaultSubjectOf;
-    if (opts.onStatus !== undefined) {
-      const onStatus = opts.onStatus;
-      void (async () => {
-        for await (const s of nc.status()) onStatus({ type: 'connection', status: s });
-      })().catch(() => undefined);
-    }
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === 'disconnect') this.#connected = false;
+        else if (s.type === 'reconnect') {
+          this.#connected = true;
+          for (const wake of this.#reconnectWaiters.splice(0)) wake();
+        }
+        opts.onStatus?.({ type: 'connection', status: s });
+      }
+    })().catch(() => undefined);
+  }
+
+  /** Waits until the connection is back or `ms` passed; publishes are not buffered while disconnected. */
+  #untilConnected(ms: number): Promise<void> {
+    if (this.#connected || ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#reconnectWaiters.push(done);
+    });
   }
 
   // ---------- publish ----------
@@ -234,6 +253,11 @@ class NatsBusImpl implements NatsBus {
       if (this.#closed && this.connection.isClosed()) {
         throw new BusError('bus.closed', `the bus closed before NATS acknowledged event ${event.id}`, { cause: lastErr });
       }
+      // Never hand a publish to the client's reconnect buffer: it would be sent after we gave up on it.
+      if (!this.#connected) {
+        await this.#untilConnected(remaining);
+        if (!this.#connected) break;
+      }
       try {
         return await op(Math.max(50, Math.min(remaining, 2000)));
       } catch (e) {
@@ -249,7 +273,8 @@ class NatsBusImpl implements NatsBus {
     }
     throw new BusError('bus.unavailable',
       `NATS did not acknowledge event ${event.id} within ${this.#publishTimeoutMs} ms` +
-      (lastErr === undefined ? '' : ` (last error: ${describe(lastErr)})`) + '; the event is not recorded',
+      (!this.#connected ? ' (the connection to NATS is down)' : lastErr === undefined ? '' : ` (last error: ${describe(lastErr)})`) +
+      '; the event is not recorded',
       { cause: lastErr, details: { eventId: event.id, timeoutMs: this.#publishTimeoutMs } });
   }
 
@@ -520,13 +545,21 @@ export function durableName(prefix: string, queue: string, pattern: string): str
   return `${prefix}${queue}`.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) + `_${h}`;
 }
 
+/** The error and its causes, outermost first. Pure: no I/O. */
+function causes(e: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let c = e; c !== undefined && out.length < 5; c = c instanceof Error ? c.cause : undefined) out.push(c);
+  return out;
+}
+
 function isNoResponders(e: unknown): boolean {
-  return e instanceof NoRespondersError || (e instanceof RequestError && e.isNoResponders()) ||
-    (e instanceof Error && e.cause instanceof NoRespondersError);
+  // JetStream publishes report "no responders" (no stream leader reachable yet) as JetStreamNotEnabled.
+  return causes(e).some((c) => c instanceof NoRespondersError || (c instanceof RequestError && c.isNoResponders()) ||
+    (c instanceof Error && c.name === 'JetStreamNotEnabled'));
 }
 
 function isTimeout(e: unknown): boolean {
-  return e instanceof TimeoutError || (e instanceof Error && e.cause instanceof TimeoutError);
+  return causes(e).some((c) => c instanceof TimeoutError);
 }
 
 /** Failures worth another attempt: the server or the stream leader is (still) away. */
