@@ -1,0 +1,436 @@
+// Entry of a tool_search_code child: one process serves exactly one run, then exits.
+//
+// Plain ESM on purpose: the parent starts it with the permission model and no grant beyond reading this
+// file, so it may import nothing but node: builtins. Protocol: newline-delimited JSON.
+//   parent -> child (stdin):  {t:'run', body, limits} once, then {t:'res', id, ok, value | error}
+//   child -> parent (stdout): {t:'ready'}, {t:'req', id, op, args}, {t:'log', level, text},
+//                             finally {t:'result', value} or {t:'error', code, message}
+//
+// The guest body runs in a vm context created with DONT_CONTEXTIFY (its global is an ordinary guest global,
+// not an interceptor over a host object) and without code generation from strings. The guest is given no
+// host function at all: it appends protocol lines to a string outbox inside its own realm and the host
+// drains it after every turn of the event loop, calling guest functions with primitive arguments only.
+// So no host object or host error can reach guest code. vm is not a security boundary on its own: the
+// permission model, the empty environment, the OS network cut and the parent's SIGKILL hold without it.
+import vm from 'node:vm';
+
+const GUEST_FILE = 'tool_search_code.js';
+const OPS = new Set(['search', 'describe', 'call']);
+const LEVELS = new Set(['log', 'warn', 'error']);
+const MARKER_ROOM = 4096;
+
+let finished = false;
+const pending = new Set();
+let logBytes = 0;
+let logsCut = false;
+let limits = { maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1048576, maxCalls: 1000 };
+
+const send = (msg) => {
+  process.stdout.write(JSON.stringify(msg) + '\n');
+};
+
+/** The single way out: flush the final message, then exit. */
+const finish = (msg) => {
+  if (finished) return;
+  finished = true;
+  process.stdout.write(JSON.stringify(msg) + '\n', () => process.exit(0));
+};
+
+// A rejection or exception left behind by guest code must not crash the child; the run still settles.
+process.on('unhandledRejection', () => {});
+process.on('uncaughtException', () => {});
+
+if (vm.constants?.DONT_CONTEXTIFY === undefined || !process.execArgv.includes('--experimental-vm-modules')) {
+  // Without these the guest could reach host objects (see the header); refuse rather than run weaker.
+  send({ t: 'fatal', message: 'this Node lacks vm.constants.DONT_CONTEXTIFY or was started without --experimental-vm-modules' });
+  process.exit(70);
+}
+
+const context = vm.createContext(vm.constants.DONT_CONTEXTIFY, {
+  name: 'tool_search_code',
+  codeGeneration: { strings: false, wasm: false },
+});
+const GuestError = vm.runInContext('Error', context);
+
+/** import() in guest code rejects with a guest-realm error (the host default would leak a host error). */
+const importModuleDynamically = () => {
+  const e = new GuestError('import() is not available in tool_search_code: use tools.search, tools.describe and tools.call');
+  Object.defineProperty(e, 'code', { value: 'sandbox.importBlocked', enumerable: true });
+  throw e;
+};
+
+// Runs inside the guest realm. Everything it builds (tools, console, promises, errors) belongs to the guest.
+const BOOTSTRAP = String.raw`(function bootstrap() {
+  'use strict';
+  const limits = { __proto__: null, maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1048576, maxCalls: 1000 };
+  const G = globalThis;
+  const O = Object, A = Array, S = String, P = Promise, E = Error, R = Reflect, J = JSON, MapC = Map, SetC = Set;
+  const apply = R.apply, defineProperty = O.defineProperty, freeze = O.freeze, keys = O.keys,
+    setPrototypeOf = O.setPrototypeOf, isArray = A.isArray, stringify = J.stringify, parse = J.parse,
+    isView = ArrayBuffer.isView, isFiniteN = Number.isFinite;
+  const mapGet = MapC.prototype.get, mapSet = MapC.prototype.set, mapDelete = MapC.prototype.delete,
+    mapEntries = MapC.prototype.entries, mapSize = O.getOwnPropertyDescriptor(MapC.prototype, 'size').get,
+    setHas = SetC.prototype.has, setAdd = SetC.prototype.add, setDelete = SetC.prototype.delete,
+    setValues = SetC.prototype.values, setSize = O.getOwnPropertyDescriptor(SetC.prototype, 'size').get,
+    iterNext = O.getPrototypeOf(new MapC().entries()).next, setIterNext = O.getPrototypeOf(new SetC().values()).next,
+    then = P.prototype.then, slice = S.prototype.slice, symToString = Symbol.prototype.toString,
+    dateTime = Date.prototype.getTime, dateIso = Date.prototype.toISOString, fnName = O.getOwnPropertyDescriptor;
+
+  // Locked so Node's host-side stack formatter is never reached by guest errors (it can throw host errors).
+  const header = (e) => {
+    try { return S(e.name) + ': ' + S(e.message); } catch (x) { return 'Error'; }
+  };
+  const formatStack = (e, frames) => {
+    let s = header(e);
+    try {
+      for (let i = 0; i < frames.length; i++) {
+        const f = frames[i];
+        if (f.getFileName() === '${GUEST_FILE}') s += '\n    at ' + S(f.getFunctionName() || '<body>') + ' (line ' + (f.getLineNumber() - 1) + ')';
+      }
+    } catch (x) {}
+    return s;
+  };
+  defineProperty(E, 'prepareStackTrace', { value: formatStack, writable: false, configurable: false });
+  defineProperty(G, 'Error', { writable: false, configurable: false });
+  for (const name of ['console', 'SharedArrayBuffer', 'Atomics', 'WebAssembly', 'FinalizationRegistry', 'WeakRef']) delete G[name];
+
+  let outbox = '';
+  const emit = (line) => { outbox += line + '\n'; };
+  const str = (s) => stringify(S(s));
+
+  // JSON-safe conversion; builds null-prototype containers so prototype tricks cannot change the output.
+  // mode 'cut': strings and containers are cut past the budget with a marker; mode 'strict': TooLarge.
+  const TooLarge = {};
+  const convert = (root, budget, mode) => {
+    let used = 0;
+    const seen = new SetC();
+    const cutString = (s) => {
+      const room = budget - used;
+      if (s.length <= room) { used += s.length + 2; return s; }
+      if (mode === 'strict') throw TooLarge;
+      const keep = room > 0 ? room : 0;
+      used = budget + 1;
+      return apply(slice, s, [0, keep]) + '…[truncated ' + (s.length - keep) + ' bytes]';
+    };
+    const conv = (v, depth) => {
+      if (used > budget) { if (mode === 'strict') throw TooLarge; return '…[truncated]'; }
+      switch (typeof v) {
+        case 'string': return cutString(v);
+        case 'number': used += 8; return isFiniteN(v) ? v : null;
+        case 'boolean': used += 5; return v;
+        case 'undefined': return undefined;
+        case 'bigint': return cutString(S(v) + 'n');
+        case 'symbol': return cutString(apply(symToString, v, []));
+        case 'function': {
+          let n = '';
+          try { const d = fnName(v, 'name'); if (d && typeof d.value === 'string') n = d.value; } catch (x) {}
+          return cutString('[Function ' + (n || 'anonymous') + ']');
+        }
+      }
+      if (v === null) { used += 4; return null; }
+      if (depth > 64) return '[Depth limit]';
+      if (apply(setHas, seen, [v])) return '[Circular]';
+      apply(setAdd, seen, [v]);
+      try {
+        return convObject(v, depth);
+      } catch (x) {
+        if (x === TooLarge) throw x;
+        return '[Unserializable]';
+      } finally {
+        apply(setDelete, seen, [v]);
+      }
+    };
+    const newArray = () => setPrototypeOf([], null);
+    const newObject = () => ({ __proto__: null });
+    const put = (o, k, v) => { used += S(k).length + 4; defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true }); };
+    const more = (arr, n) => { if (used > budget && n > 0) put(arr, arr.length, '…[truncated ' + n + ' more items]'); };
+    const convObject = (v, depth) => {
+      let isMap = false, isSet = false, isDate = false;
+      try { apply(mapSize, v, []); isMap = true; } catch (x) {}
+      try { apply(setSize, v, []); isSet = true; } catch (x) {}
+      try { apply(dateTime, v, []); isDate = true; } catch (x) {}
+      if (isDate) { try { return apply(dateIso, v, []); } catch (x) { return 'Invalid Date'; } }
+      if (isMap || isSet) {
+        const out = newArray();
+        const it = isMap ? apply(mapEntries, v, []) : apply(setValues, v, []);
+        const next = isMap ? iterNext : setIterNext;
+        let allStringKeys = true;
+        for (let r = apply(next, it, []); !r.done; r = apply(next, it, [])) {
+          if (used > budget) { put(out, out.length, '…[truncated]'); break; }
+          if (isMap) {
+            if (typeof r.value[0] !== 'string') allStringKeys = false;
+            const pair = newArray();
+            put(pair, 0, conv(r.value[0], depth + 1));
+            put(pair, 1, conv(r.value[1], depth + 1));
+            put(out, out.length, pair);
+          } else {
+            const c = conv(r.value, depth + 1);
+            put(out, out.length, c === undefined ? null : c);
+          }
+        }
+        if (isMap && allStringKeys) {
+          const obj = newObject();
+          for (let i = 0; i < out.length; i++) { const pair = out[i]; if (isArray(pair) && pair[1] !== undefined) put(obj, pair[0], pair[1]); }
+          return obj;
+        }
+        return out;
+      }
+      if (v instanceof E) {
+        const o = newObject();
+        let name = 'Error', message = '', code;
+        try { name = S(v.name); } catch (x) {}
+        try { message = S(v.message); } catch (x) {}
+        try { if (v.code !== undefined) code = S(v.code); } catch (x) {}
+        put(o, 'name', cutString(name));
+        put(o, 'message', cutString(message));
+        if (code !== undefined) put(o, 'code', cutString(code));
+        return o;
+      }
+      if (isArray(v) || isView(v)) {
+        const out = newArray();
+        const n = v.length;
+        for (let i = 0; i < n; i++) {
+          if (used > budget) { if (mode === 'strict') throw TooLarge; more(out, n - i); break; }
+          let c;
+          try { c = conv(v[i], depth + 1); } catch (x) { if (x === TooLarge) throw x; c = '[Thrown]'; }
+          put(out, i, c === undefined ? null : c);
+        }
+        return out;
+      }
+      let toJSON;
+      try { toJSON = v.toJSON; } catch (x) {}
+      if (typeof toJSON === 'function') return conv(apply(toJSON, v, []), depth + 1);
+      const out = newObject();
+      const ks = keys(v);
+      for (let i = 0; i < ks.length; i++) {
+        if (used > budget) { if (mode === 'strict') throw TooLarge; put(out, '…', '[truncated ' + (ks.length - i) + ' more keys]'); break; }
+        const k = ks[i];
+        let c;
+        try { c = conv(v[k], depth + 1); } catch (x) { if (x === TooLarge) throw x; c = '[Thrown: ' + header(x) + ']'; }
+        if (c !== undefined) put(out, k, c);
+      }
+      return out;
+    };
+    return conv(root, 0);
+  };
+
+  // console: formats in the guest, stops sending past the log budget (the host and parent cap again).
+  let logUsed = 0;
+  const format = (args) => {
+    let text = '';
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i];
+      let part;
+      if (typeof a === 'string') part = a;
+      else {
+        try { const c = convert(a, limits.maxLogBytes, 'cut'); part = c === undefined ? 'undefined' : stringify(c); }
+        catch (x) { part = '[Unserializable]'; }
+      }
+      text += (i > 0 ? ' ' : '') + part;
+    }
+    return text;
+  };
+  const makeLog = (level) => freeze(function (...args) {
+    if (logUsed > limits.maxLogBytes) return;
+    const text = format(args);
+    logUsed += text.length + 1;
+    emit('{"t":"log","level":"' + level + '","text":' + str(text) + '}');
+  });
+  const console = freeze({ __proto__: null, log: makeLog('log'), info: makeLog('log'), debug: makeLog('log'), warn: makeLog('warn'), error: makeLog('error') });
+
+  // tools: each call is a guest promise settled by deliver(); failures reject with a guest Error {code, message}.
+  const calls = new MapC();
+  let nextId = 1;
+  let callCount = 0;
+  const bridgeError = (code, message, details) => {
+    const e = new E(S(message));
+    defineProperty(e, 'code', { value: S(code), enumerable: true, writable: true, configurable: true });
+    if (details !== undefined) defineProperty(e, 'details', { value: details, enumerable: true, writable: true, configurable: true });
+    return e;
+  };
+  const request = (op, args) => new P((resolve, reject) => {
+    if (callCount >= limits.maxCalls) { reject(bridgeError('sandbox.tooManyCalls', 'This run already made ' + limits.maxCalls + ' tools.* calls, the limit per run. Do more per call or narrow the search.')); return; }
+    let json;
+    try { json = stringify(convert(args, limits.maxArgBytes, 'strict')); }
+    catch (x) {
+      if (x === TooLarge) reject(bridgeError('sandbox.argsTooLarge', 'The arguments of tools.' + op + ' exceed ' + limits.maxArgBytes + ' bytes as JSON. Pass less data.'));
+      else reject(bridgeError('sandbox.badArguments', 'The arguments of tools.' + op + ' cannot be turned into JSON: ' + header(x)));
+      return;
+    }
+    callCount++;
+    const id = nextId++;
+    apply(mapSet, calls, [id, { resolve, reject }]);
+    emit('{"t":"req","id":' + id + ',"op":"' + op + '","args":' + json + '}');
+  });
+  const search = function search(query, opts) { return request('search', { __proto__: null, query, opts }); };
+  const describe = function describe(id) { return request('describe', { __proto__: null, id }); };
+  const call = function call(id, args) { return request('call', { __proto__: null, id, args }); };
+  const tools = freeze({ search: freeze(search), describe: freeze(describe), call: freeze(call) });
+  const openclaw = freeze({ tools });
+  const queueMicrotask = freeze(function queueMicrotask(fn) { apply(then, P.resolve(), [() => { fn(); }]); });
+  for (const [name, value] of [['tools', tools], ['openclaw', openclaw], ['console', console], ['queueMicrotask', queueMicrotask]]) {
+    defineProperty(G, name, { value, writable: false, enumerable: false, configurable: false });
+  }
+
+  let done = false;
+  const finishWith = (line) => { if (!done) { done = true; emit(line); } };
+  return freeze({
+    __proto__: null,
+    /** Called by the host with primitives only. */
+    deliver(id, ok, payload) {
+      const p = apply(mapGet, calls, [id]);
+      if (p === undefined) return;
+      apply(mapDelete, calls, [id]);
+      let v = null;
+      try { v = parse(payload); } catch (x) {}
+      if (ok) p.resolve(v);
+      else p.reject(bridgeError(v && v.code || 'sandbox.bridgeFailed', v && v.message || 'The call failed.', v ? v.details : undefined));
+    },
+    drain() { const s = outbox; outbox = ''; return s; },
+    setLimits(maxLogBytes, maxResultBytes, maxArgBytes, maxCalls) {
+      limits.maxLogBytes = maxLogBytes; limits.maxResultBytes = maxResultBytes; limits.maxArgBytes = maxArgBytes; limits.maxCalls = maxCalls;
+    },
+    start(fn) {
+      let r;
+      try { r = fn(); } catch (x) { r = P.reject(x); }
+      apply(then, r, [
+        (value) => {
+          let json;
+          try { const c = convert(value, limits.maxResultBytes, 'cut'); json = stringify(c === undefined ? null : c); }
+          catch (x) { finishWith('{"t":"error","code":"sandbox.resultNotSerializable","message":' + str('The return value could not be turned into JSON: ' + header(x)) + '}'); return; }
+          finishWith('{"t":"result","value":' + json + '}');
+        },
+        (e) => {
+          let message;
+          if (e !== null && typeof e === 'object') {
+            message = header(e);
+            try { if (e.code !== undefined) message += ' (code ' + S(e.code) + ')'; } catch (x) {}
+          } else {
+            try { message = 'Uncaught ' + S(e); } catch (x) { message = 'Uncaught exception'; }
+          }
+          finishWith('{"t":"error","code":"sandbox.guestError","message":' + str(message) + '}');
+        },
+      ]);
+    },
+  });
+})`;
+
+/** Guest API: {deliver, drain, setLimits, start}, guest functions the host calls with primitives only. */
+const guest = vm.runInContext(BOOTSTRAP, context, { filename: 'bootstrap.js', importModuleDynamically })();
+
+function applyLimits(l) {
+  for (const k of Object.keys(limits)) {
+    if (Number.isSafeInteger(l?.[k]) && l[k] > 0) limits[k] = l[k];
+  }
+  guest.setLimits(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes, limits.maxCalls);
+}
+
+const corrupt = (what) => finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
+
+function forwardLog(m) {
+  if (logsCut || !LEVELS.has(m.level) || typeof m.text !== 'string') return;
+  const bytes = Buffer.byteLength(m.text) + 1;
+  if (logBytes + bytes > limits.maxLogBytes) {
+    logsCut = true;
+    const room = Math.max(0, limits.maxLogBytes - logBytes);
+    if (room > 0) send({ t: 'log', level: m.level, text: Buffer.from(m.text).subarray(0, room).toString() });
+    send({ t: 'log', level: 'warn', text: '[logs truncated]' });
+    return;
+  }
+  logBytes += bytes;
+  send({ t: 'log', level: m.level, text: m.text });
+}
+
+/** Hard cap behind the guest's own (approximate) one; room is left for the guest's truncation markers. */
+function capResult(value) {
+  const text = JSON.stringify(value);
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= limits.maxResultBytes + MARKER_ROOM) return value;
+  const kept = Buffer.from(text).subarray(0, limits.maxResultBytes).toString();
+  return `${kept}…[truncated ${bytes - Buffer.byteLength(kept)} bytes]`;
+}
+
+let pumpQueued = false;
+/** After every turn (microtasks drained), forward what the guest emitted; detect a promise that can never settle. */
+function schedulePump() {
+  if (pumpQueued || finished) return;
+  pumpQueued = true;
+  setImmediate(pump);
+}
+
+function pump() {
+  pumpQueued = false;
+  if (finished) return;
+  let out;
+  try { out = guest.drain(); } catch { return corrupt('drain'); }
+  if (typeof out !== 'string') return corrupt('drain');
+  for (const line of out.split('\n')) {
+    if (line === '') continue;
+    let m;
+    try { m = JSON.parse(line); } catch { return corrupt('message'); }
+    if (m === null || typeof m !== 'object') return corrupt('message');
+    if (m.t === 'log') forwardLog(m);
+    else if (m.t === 'req') {
+      if (!Number.isSafeInteger(m.id) || pending.has(m.id) || !OPS.has(m.op) || m.args === null || typeof m.args !== 'object') return corrupt('request');
+      if (Buffer.byteLength(line) > limits.maxArgBytes + 256) {
+        guest.deliver(m.id, false, JSON.stringify({ code: 'sandbox.argsTooLarge', message: `The arguments of tools.${m.op} exceed ${limits.maxArgBytes} bytes as JSON.` }));
+        schedulePump();
+        continue;
+      }
+      pending.add(m.id);
+      send({ t: 'req', id: m.id, op: m.op, args: m.args });
+    } else if (m.t === 'result') return finish({ t: 'result', value: capResult(m.value ?? null) });
+    else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
+      return finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
+    } else return corrupt('message');
+  }
+  if (pending.size === 0) {
+    // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
+    finish({
+      t: 'error',
+      code: 'sandbox.neverSettled',
+      message: 'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
+    });
+  }
+}
+
+let started = false;
+function onMessage(m) {
+  if (m?.t === 'run' && !started && typeof m.body === 'string') {
+    started = true;
+    applyLimits(m.limits);
+    let fn;
+    try {
+      fn = new vm.Script(`(async function () {\n${m.body}\n})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(context);
+    } catch (e) {
+      // Compile errors are raised host-side by vm; report the text only.
+      const text = e instanceof Error ? `${e.name}: ${e.message}` : 'the body does not compile';
+      return finish({ t: 'error', code: 'sandbox.guestError', message: text });
+    }
+    try { guest.start(fn); } catch { return corrupt('start'); }
+    schedulePump();
+  } else if (m?.t === 'res' && started && pending.has(m.id)) {
+    pending.delete(m.id);
+    const payload = m.ok ? JSON.stringify(m.value ?? null) : JSON.stringify(m.error ?? {});
+    try { guest.deliver(m.id, m.ok === true, payload); } catch { return corrupt('deliver'); }
+    schedulePump();
+  }
+}
+
+let buffered = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  buffered += chunk;
+  let nl;
+  while ((nl = buffered.indexOf('\n')) >= 0) {
+    const line = buffered.slice(0, nl);
+    buffered = buffered.slice(nl + 1);
+    let m;
+    try { m = JSON.parse(line); } catch { continue; }
+    onMessage(m);
+  }
+});
+// The parent went away (or closed our stdin): nothing left to serve.
+process.stdin.on('end', () => process.exit(0));
+
+send({ t: 'ready' });

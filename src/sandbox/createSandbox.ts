@@ -1,0 +1,131 @@
+import { fail, ok, type Result } from '../shared/index.js';
+import { detectHost, type HostIsolation } from './detectIsolation.js';
+import { type RunLimits, runOnChild } from './runOnChild.js';
+import { SandboxChild, type SpawnSettings } from './sandboxChild.js';
+import type { ChildLease, CodeOutcome, IsolationReport, RunRequest, Sandbox, SandboxOptions } from './types.js';
+
+/** A pooled child that dies before it gets ready this many times in a row stops the refill (no spawn storm). */
+const MAX_START_FAILURES = 3;
+
+const unavailable = (reason: string): CodeOutcome => ({
+  ok: false,
+  error: { code: 'sandbox.unavailable', message: `Code mode is unavailable: ${reason}. Use tool_search, tool_describe and tool_call.` },
+  logs: [],
+  telemetry: { searchCount: 0, describeCount: 0, callCount: 0, durationMs: 0, pooled: false },
+});
+
+const positive = (v: number | undefined, fallback: number): number => (v !== undefined && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback);
+
+/**
+ * The sandbox for `tool_search_code`: detects the isolation layers once, keeps `poolSize` warm children
+ * (each serves one run and is killed), and runs bodies against a Bridge. A runner actor on the bus is a thin
+ * wrapper around `run`; the sandbox-run machine can drive `acquire` and `ChildLease.run` itself.
+ */
+export function createSandbox(options: SandboxOptions = {}): Sandbox {
+  const poolSize = options.poolSize !== undefined && options.poolSize >= 0 ? Math.floor(options.poolSize) : 2;
+  const limits: RunLimits = {
+    maxLogBytes: positive(options.maxLogBytes, 64 * 1024),
+    maxResultBytes: positive(options.maxResultBytes, 256 * 1024),
+    maxArgBytes: positive(options.maxArgBytes, 1024 * 1024),
+    maxCalls: positive(options.maxCalls, 1000),
+    maxConcurrentCalls: positive(options.maxConcurrentCalls, 16),
+  };
+  const maxLineBytes = 8 * Math.max(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes) + 65536;
+
+  const live = new Set<SandboxChild>();
+  const pool: SandboxChild[] = [];
+  let closed = false;
+  let startFailures = 0;
+
+  type Setup = { ok: true; host: HostIsolation; report: IsolationReport; settings: SpawnSettings } | { ok: false; reason: string; report: IsolationReport };
+
+  const setup: Promise<Setup> = detectHost().then((host): Setup => {
+    const report = options.isolation ?? host.report;
+    if (report.permissionFlag === undefined) return { ok: false, reason: report.reason ?? 'the Node permission model is not available', report };
+    if (options.requireIsolation === true && report.osNetwork === undefined) {
+      return { ok: false, reason: `sandbox.requireIsolation is set but the OS network layer is missing (${report.reason ?? 'no bwrap or unshare'})`, report };
+    }
+    const settings: SpawnSettings = {
+      host,
+      permissionFlag: report.permissionFlag,
+      useOsNetwork: report.osNetwork !== undefined && host.wrapper.kind !== 'none',
+      maxOldSpaceMb: positive(options.maxOldSpaceMb, 64),
+      maxAddressSpaceMb: options.maxAddressSpaceMb === 0 ? 0 : positive(options.maxAddressSpaceMb, 1024),
+      maxLineBytes,
+    };
+    return { ok: true, host, report, settings };
+  });
+
+  const spawnChild = (settings: SpawnSettings): SandboxChild => {
+    const child = new SandboxChild(settings);
+    live.add(child);
+    void child.exited.then(() => {
+      live.delete(child);
+      const i = pool.indexOf(child);
+      if (i >= 0) {
+        // A warm child died while waiting (killed from outside, or it could not start): replace it.
+        pool.splice(i, 1);
+        if (!child.isReady) startFailures += 1;
+        fill(settings);
+      }
+    });
+    void child.ready.then((ready) => {
+      if (ready) startFailures = 0;
+    });
+    return child;
+  };
+
+  const fill = (settings: SpawnSettings) => {
+    while (!closed && pool.length < poolSize && startFailures < MAX_START_FAILURES) pool.push(spawnChild(settings));
+  };
+
+  void setup.then((s) => {
+    if (s.ok) fill(s.settings);
+  });
+
+  const acquire = async (signal?: AbortSignal): Promise<Result<ChildLease>> => {
+    const s = await setup;
+    if (!s.ok) return fail('sandbox.unavailable', `Code mode is unavailable: ${s.reason}.`);
+    if (closed) return fail('sandbox.unavailable', 'The sandbox was closed.');
+    if (signal?.aborted === true) return fail('sandbox.aborted', 'The code run was cancelled.');
+    const warm = pool.shift();
+    const pooled = warm !== undefined;
+    const child = warm ?? spawnChild(s.settings);
+    fill(s.settings);
+    const startedAt = Date.now();
+    let used = false;
+    const lease: ChildLease = {
+      pooled,
+      run: (req: RunRequest) => {
+        if (used) return Promise.resolve(unavailable('a child serves exactly one run'));
+        used = true;
+        return runOnChild(child, req, limits, { startedAt, pooled });
+      },
+      kill: () => child.kill(),
+    };
+    return ok(lease);
+  };
+
+  return {
+    available: async () => {
+      const s = await setup;
+      if (closed) return { ok: false, reason: 'the sandbox was closed', isolation: s.report };
+      return s.ok ? { ok: true, isolation: s.report } : { ok: false, reason: s.reason, isolation: s.report };
+    },
+    acquire,
+    run: async (req: RunRequest) => {
+      const lease = await acquire(req.signal);
+      if (!lease.ok) return { ...unavailable(lease.error.message), error: lease.error };
+      return lease.value.run(req);
+    },
+    close: async () => {
+      closed = true;
+      pool.length = 0;
+      const exits = [...live].map((c) => {
+        c.kill();
+        return c.exited;
+      });
+      await Promise.all(exits);
+    },
+  };
+}

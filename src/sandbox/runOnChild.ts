@@ -1,0 +1,225 @@
+import type { Result } from '../shared/index.js';
+import type { ChildExit, ChildMessage, SandboxChild } from './sandboxChild.js';
+import type { Bridge, CodeOutcome, CodeTelemetry, LogLine, RunRequest } from './types.js';
+
+export interface RunLimits {
+  maxLogBytes: number;
+  maxResultBytes: number;
+  maxArgBytes: number;
+  maxCalls: number;
+  maxConcurrentCalls: number;
+}
+
+type Op = 'search' | 'describe' | 'call';
+const OPS: ReadonlySet<string> = new Set(['search', 'describe', 'call']);
+const LEVELS: ReadonlySet<string> = new Set(['log', 'warn', 'error']);
+/** Room for truncation markers above maxResultBytes / maxLogBytes before the parent cuts again. */
+const MARKER_ROOM = 4096;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+/** Calls the bridge; a throw or a malformed answer becomes a failure value. */
+async function callBridge(bridge: Bridge, op: Op, args: Record<string, unknown>, signal: AbortSignal): Promise<Result<unknown>> {
+  let r: unknown;
+  try {
+    if (op === 'search') r = await bridge.search(args['query'], args['opts'], signal);
+    else if (op === 'describe') r = await bridge.describe(args['id'], signal);
+    else r = await bridge.call(args['id'], args['args'], signal);
+  } catch (e) {
+    return { ok: false, error: { code: 'sandbox.bridgeFailed', message: `tools.${op} failed in the gateway: ${errorMessage(e)}` } };
+  }
+  if (!isRecord(r) || typeof r['ok'] !== 'boolean') {
+    return { ok: false, error: { code: 'sandbox.bridgeFailed', message: `tools.${op} got no answer from the gateway.` } };
+  }
+  if (r['ok'] === true) {
+    const value = r['value'];
+    // The guest API resolves tools.search to the array of results, not the {results, matched, catalogSize} envelope.
+    if (op === 'search' && isRecord(value) && Array.isArray(value['results'])) return { ok: true, value: value['results'] };
+    return { ok: true, value };
+  }
+  const error = isRecord(r['error']) ? r['error'] : {};
+  return {
+    ok: false,
+    error: {
+      code: typeof error['code'] === 'string' ? error['code'] : 'sandbox.bridgeFailed',
+      message: typeof error['message'] === 'string' ? error['message'] : `tools.${op} failed.`,
+      ...(isRecord(error['details']) ? { details: error['details'] } : {}),
+    },
+  };
+}
+
+const responseLine = (id: number, r: Result<unknown>): string => {
+  try {
+    return r.ok ? JSON.stringify({ t: 'res', id, ok: true, value: r.value ?? null }) : JSON.stringify({ t: 'res', id, ok: false, error: r.error });
+  } catch (e) {
+    return JSON.stringify({
+      t: 'res',
+      id,
+      ok: false,
+      error: { code: 'sandbox.resultNotSerializable', message: `The gateway's answer could not be sent to the sandbox: ${errorMessage(e)}` },
+    });
+  }
+};
+
+const capValue = (value: unknown, maxResultBytes: number): unknown => {
+  const text = JSON.stringify(value) ?? 'null';
+  const bytes = Buffer.byteLength(text);
+  if (bytes <= maxResultBytes + MARKER_ROOM) return value;
+  const kept = Buffer.from(text).subarray(0, maxResultBytes).toString('utf8');
+  return `${kept}…[truncated ${bytes - Buffer.byteLength(kept)} bytes]`;
+};
+
+/** Maps a child that died before answering to an outcome error. Pure: no I/O. */
+export const exitError = (exit: ChildExit): { code: string; message: string } => {
+  if (exit.protocolError !== undefined) {
+    return { code: 'sandbox.protocolError', message: `The sandbox child ${exit.protocolError} and was killed.` };
+  }
+  if (/heap out of memory|Reached heap limit|Fatal process out of memory|Allocation failed/i.test(exit.stderrTail)) {
+    return { code: 'sandbox.outOfMemory', message: 'The body ran out of memory and the sandbox child was stopped. Keep less data in memory.' };
+  }
+  const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;
+  const tail = exit.stderrTail.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
+  return { code: 'sandbox.crashed', message: `The sandbox child ended unexpectedly (${how})${tail ? `: ${tail}` : ''}.` };
+};
+
+/**
+ * Serves one run on one child: sends the body, answers bridge requests (counted, limited, aborted when the
+ * run settles), collects capped logs, enforces the wall clock with SIGKILL and kills the child at the end.
+ * Never rejects.
+ */
+export function runOnChild(
+  child: SandboxChild,
+  req: RunRequest,
+  limits: RunLimits,
+  meta: { startedAt: number; pooled: boolean },
+): Promise<CodeOutcome> {
+  return new Promise<CodeOutcome>((resolve) => {
+    const logs: LogLine[] = [];
+    let logBytes = 0;
+    let logsCut = false;
+    const counts = { search: 0, describe: 0, call: 0 };
+    const seenIds = new Set<number>();
+    const queue: Array<() => void> = [];
+    let inFlight = 0;
+    let settled = false;
+    let stopReason: 'timeout' | 'abort' | undefined;
+    const bridgeAbort = new AbortController();
+
+    const telemetry = (): CodeTelemetry => ({
+      searchCount: counts.search,
+      describeCount: counts.describe,
+      callCount: counts.call,
+      durationMs: Date.now() - meta.startedAt,
+      pooled: meta.pooled,
+    });
+
+    const settle = (outcome: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+      bridgeAbort.abort(new Error('the code run settled'));
+      queue.length = 0;
+      child.kill();
+      resolve(outcome.ok ? { ok: true, value: outcome.value, logs, telemetry: telemetry() } : { ok: false, error: outcome.error, logs, telemetry: telemetry() });
+    };
+
+    const timer = setTimeout(() => {
+      stopReason = 'timeout';
+      settle({
+        ok: false,
+        error: {
+          code: 'sandbox.timedOut',
+          message: `The body ran longer than ${req.timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.`,
+        },
+      });
+    }, req.timeoutMs);
+
+    const onAbort = () => {
+      stopReason = 'abort';
+      settle({ ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' } });
+    };
+    if (req.signal?.aborted === true) {
+      onAbort();
+      return;
+    }
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+
+    void child.exited.then((exit) => {
+      if (!settled && stopReason === undefined) settle({ ok: false, error: exitError(exit) });
+    });
+
+    const addLog = (level: LogLine['level'], text: string) => {
+      if (logsCut) return;
+      const bytes = Buffer.byteLength(text) + 1;
+      if (logBytes + bytes > limits.maxLogBytes + MARKER_ROOM) {
+        logsCut = true;
+        logs.push({ level: 'warn', text: '[logs truncated]' });
+        return;
+      }
+      logBytes += bytes;
+      logs.push({ level, text });
+    };
+
+    const pump = () => {
+      while (inFlight < limits.maxConcurrentCalls && queue.length > 0) queue.shift()?.();
+    };
+
+    const onRequest = (id: number, op: Op, args: Record<string, unknown>) => {
+      if (counts.search + counts.describe + counts.call >= limits.maxCalls) {
+        child.send(responseLine(id, {
+          ok: false,
+          error: { code: 'sandbox.tooManyCalls', message: `This run already made ${limits.maxCalls} tools.* calls, the limit per run.` },
+        }));
+        return;
+      }
+      counts[op] += 1;
+      queue.push(() => {
+        inFlight += 1;
+        void callBridge(req.bridge, op, args, bridgeAbort.signal).then((r) => {
+          inFlight -= 1;
+          if (settled) return;
+          child.send(responseLine(id, r));
+          pump();
+        });
+      });
+      pump();
+    };
+
+    child.listen((m: ChildMessage) => {
+      if (settled) return;
+      if (m.t === 'log' && typeof m['level'] === 'string' && LEVELS.has(m['level']) && typeof m['text'] === 'string') {
+        addLog(m['level'] as LogLine['level'], m['text']);
+      } else if (m.t === 'req') {
+        const id = m['id'];
+        const op = m['op'];
+        const args = m['args'];
+        if (typeof id !== 'number' || !Number.isSafeInteger(id) || seenIds.has(id) || typeof op !== 'string' || !OPS.has(op) || !isRecord(args)) {
+          child.fail('sent a malformed bridge request');
+          return;
+        }
+        seenIds.add(id);
+        onRequest(id, op as Op, args);
+      } else if (m.t === 'result') {
+        settle({ ok: true, value: capValue(m['value'] ?? null, limits.maxResultBytes) });
+      } else if (m.t === 'error' && typeof m['code'] === 'string' && typeof m['message'] === 'string') {
+        settle({ ok: false, error: { code: m['code'].slice(0, 100), message: m['message'].slice(0, 4096) } });
+      } else {
+        child.fail('sent an unknown message');
+      }
+    });
+
+    void child.ready.then((ready) => {
+      if (settled || !ready) return; // a child that never got ready reports through `exited`
+      child.send(
+        JSON.stringify({
+          t: 'run',
+          body: req.body,
+          limits: { maxLogBytes: limits.maxLogBytes, maxResultBytes: limits.maxResultBytes, maxArgBytes: limits.maxArgBytes, maxCalls: limits.maxCalls },
+        }),
+      );
+    });
+  });
+}
