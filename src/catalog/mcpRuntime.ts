@@ -18,7 +18,7 @@ export interface SessionMcpRuntimeOptions {
 }
 
 export interface EnsureOptions {
-  /** Per-server bound on starting plus listing (default 15000 ms). */
+  /** Per-server bound on starting plus listing (default 15000 ms); a spec's own `timeoutMs` wins. */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -77,7 +77,11 @@ export class SessionMcpRuntime {
     if (this.closed) return names.map((n) => statusOf(n, false, 0, 0, `MCP server "${n}" was not opened: the session's MCP runtime is closed.`));
     this.touch();
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
-    await Promise.all(names.map((name) => this.ensureOne(name, servers[name] as McpServerSpec, timeoutMs, opts.signal)));
+    await Promise.all(names.map((name) => {
+      const spec = servers[name] as McpServerSpec;
+      const own = (spec as { timeoutMs?: unknown }).timeoutMs;
+      return this.ensureOne(name, spec, typeof own === 'number' && own > 0 ? own : timeoutMs, opts.signal);
+    }));
     this.touch();
     return names.map((n) => this.slots.get(n)?.status ?? statusOf(n, false, 0, 0, `MCP server "${n}" was not opened.`));
   }
