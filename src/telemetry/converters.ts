@@ -131,6 +131,20 @@ function jaegerTags(attrs: Record<string, AttributeValue> | undefined): JaegerTa
   return attrs ? Object.entries(attrs).map(([k, v]) => jaegerTag(k, v)) : [];
 }
 
+/** Start order; at equal start times a parent comes before its children (Jaeger shows the first as root). */
+function sortByStartThenDepth(spans: { start: bigint; span: JaegerSpan }[]): JaegerSpan[] {
+  const parentOf = new Map(spans.map((x) => [x.span.spanID, x.span.references[0]?.spanID]));
+  const depth = (id: string): number => {
+    let d = 0;
+    for (let p = parentOf.get(id); p !== undefined && parentOf.has(p) && d < spans.length; p = parentOf.get(p)) d++;
+    return d;
+  };
+  return spans
+    .map((x) => ({ ...x, depth: depth(x.span.spanID) }))
+    .sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.depth - b.depth))
+    .map((x) => x.span);
+}
+
 const toMicros = (ns: bigint | string): number => Number(BigInt(ns) / 1000n);
 
 /**
@@ -182,7 +196,7 @@ export function spansToJaeger(spans: readonly (ReadableSpan | SpanRecord)[], opt
   return {
     data: [...traces.entries()].map(([traceID, t]) => ({
       traceID,
-      spans: t.spans.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0)).map((x) => x.span),
+      spans: sortByStartThenDepth(t.spans),
       processes: Object.fromEntries(
         [...t.processes.values()].map((pid) => [pid, processDefs.get(`${traceID}/${pid}`) ?? { serviceName: DEFAULT_SERVICE_NAME, tags: [] }]),
       ),

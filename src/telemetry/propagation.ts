@@ -11,16 +11,16 @@ import {
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
 /** W3C trace context headers, as carried in `Envelope.trace`. */
-export interface TraceHeaders {
+export type TraceHeaders = {
   traceparent: string;
   tracestate?: string;
-}
+};
 
 /**
  * Where a new span hangs: a span, its SpanContext, a Context (e.g. from `extractParent`), W3C headers
  * from an event envelope, or `null` for a new trace.
  */
-export type ParentLike = Span | SpanContext | Context | Readonly<Record<string, string>> | null;
+export type ParentLike = Span | SpanContext | Context | Readonly<Record<string, string | undefined>> | null;
 
 const w3c = new W3CTraceContextPropagator();
 
@@ -41,7 +41,7 @@ export function parentContext(parent: ParentLike): Context {
   if (isContext(parent)) return parent;
   if (isSpan(parent)) return trace.setSpan(ROOT_CONTEXT, parent);
   if (isSpanContext(parent)) return trace.setSpanContext(ROOT_CONTEXT, parent);
-  return extractParent(parent as Record<string, string>);
+  return extractParent(parent as Readonly<Record<string, string | undefined>>);
 }
 
 /**
