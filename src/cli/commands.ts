@@ -1,0 +1,12 @@
+import { CONFIG_USAGE, runConfigCommand } from '../config/index.js';
+import type { Command } from './io.js';
+
+const config: Command = {
+  name: 'config',
+  summary: 'get, set or unset a key of the config file',
+  usage: CONFIG_USAGE,
+  run: (argv, io) => runConfigCommand(argv, io),
+};
+
+/** Every command of the CLI, in the order `toolsearch --help` lists them. */
+export const commands: Command[] = [config];

@@ -1,0 +1,27 @@
+/** Where a command writes; tests pass their own. */
+export interface CliIo {
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+}
+
+export const processIo = (): CliIo => ({
+  stdout: (s) => process.stdout.write(s.endsWith('\n') ? s : `${s}\n`),
+  stderr: (s) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`),
+  cwd: process.cwd(),
+  env: process.env,
+});
+
+/** A command: usage text and a run function returning the exit code. */
+export interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  run(argv: string[], io: CliIo): Promise<number>;
+}
+
+/** Exit codes: 0 done, 1 the work failed, 2 the command line was wrong. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;

@@ -1,0 +1,10 @@
+// Entry point of the `toolsearch` command.
+import { runCli } from './main.js';
+
+runCli(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (err: unknown) => {
+    process.stderr.write(`toolsearch: internal error: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
