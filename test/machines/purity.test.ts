@@ -15,7 +15,7 @@ describe('machines/ stays pure', () => {
     it(`${file} imports only xstate, its siblings and types`, () => {
       const text = readFileSync(dir + file, 'utf8');
       const imports = [...text.matchAll(/^(import|export)\s+(type\s+)?[^;]*?from\s+'([^']+)'/gms)];
-      expect(imports.length).toBeGreaterThan(0);
+      if (text.includes(' from ')) expect(imports.length).toBeGreaterThan(0); // the pattern did find them
       for (const [, , typeOnly, from] of imports) {
         const allowed = typeOnly !== undefined || from === 'xstate' || from?.startsWith('./');
         expect(allowed, `${file}: value import from ${from}`).toBe(true);
