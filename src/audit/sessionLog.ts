@@ -1,0 +1,302 @@
+import type { Envelope } from '../bus/index.js';
+import type { AnyEvent, ModeSchema, ResultOriginSchema, SourceKindSchema } from '../events/index.js';
+
+/** How an attempted final call ended: `pending` is a client call handed back (or a call still in flight). */
+export type CallOutcome = 'ok' | 'blocked' | 'failed' | 'pending';
+
+/** One attempted final call, in the order requested. */
+export interface FinalCall {
+  callId: string;
+  /** The catalog id of the tool. */
+  id: string;
+  source: SourceKindSchema;
+  origin: ResultOriginSchema;
+  outcome: CallOutcome;
+  /** Why it was blocked or failed. */
+  reason?: string;
+}
+
+/** What one turn exposed and did. */
+export interface TurnCounter {
+  turnId: string;
+  mode?: ModeSchema;
+  exposedBytes: number;
+  schemasUpFront: number;
+  searches: number;
+  describes: number;
+  calls: number;
+  codeRuns: number;
+  status: 'running' | 'completed' | 'failed';
+}
+
+/** The session log: the answers about one session, a fold over its events (so a replay gives the same). */
+export interface SessionLog {
+  sessionId: string;
+  /** Turns started. */
+  turns: number;
+  /** Tool schemas the model saw up front, summed over turns (direct: one per tool; tools: 3; code: 1). */
+  schemasUpFront: number;
+  /** tool_search / tools.search invocations, whatever their outcome. */
+  searches: number;
+  /** tool_describe / tools.describe invocations, whatever their outcome. */
+  describes: number;
+  /** Every attempted final call, in the order requested. */
+  finalCalls: FinalCall[];
+  /** Completed results by where they came from. */
+  resultOrigins: Record<ResultOriginSchema, number>;
+  /** tool_search_code runs. */
+  codeRuns: number;
+  counters: { exposedBytes: number; perTurn: TurnCounter[] };
+}
+
+/** The fold's state: the log plus the ids already folded (a duplicate delivery changes nothing). */
+export interface SessionLogState {
+  log: SessionLog;
+  seen: ReadonlySet<string>;
+}
+
+/** The empty state of a session; `sessionId` '' adopts the session of the first event folded. Pure: no I/O. */
+export function initialSessionLog(sessionId = ''): SessionLogState {
+  return {
+    log: {
+      sessionId,
+      turns: 0,
+      schemasUpFront: 0,
+      searches: 0,
+      describes: 0,
+      finalCalls: [],
+      resultOrigins: { gateway: 0, plugin: 0, mcp: 0, client: 0 },
+      codeRuns: 0,
+      counters: { exposedBytes: 0, perTurn: [] },
+    },
+    seen: new Set(),
+  };
+}
+
+const sourceOfId = (id: string): SourceKindSchema =>
+  id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : 'openclaw';
+const originOfId = (id: string): ResultOriginSchema =>
+  id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : id.startsWith('openclaw:core:') ? 'gateway' : 'plugin';
+
+const emptyTurn = (turnId: string): TurnCounter => ({
+  turnId,
+  exposedBytes: 0,
+  schemasUpFront: 0,
+  searches: 0,
+  describes: 0,
+  calls: 0,
+  codeRuns: 0,
+  status: 'running',
+});
+
+/** Recomputes the totals derived from the per-turn counters and the calls. Pure: no I/O. */
+function withTotals(log: SessionLog): SessionLog {
+  const resultOrigins = { gateway: 0, plugin: 0, mcp: 0, client: 0 };
+  for (const c of log.finalCalls) if (c.outcome === 'ok') resultOrigins[c.origin]++;
+  const perTurn = log.counters.perTurn;
+  return {
+    ...log,
+    schemasUpFront: perTurn.reduce((n, t) => n + t.schemasUpFront, 0),
+    searches: perTurn.reduce((n, t) => n + t.searches, 0),
+    describes: perTurn.reduce((n, t) => n + t.describes, 0),
+    codeRuns: perTurn.reduce((n, t) => n + t.codeRuns, 0),
+    resultOrigins,
+    counters: { exposedBytes: perTurn.reduce((n, t) => n + t.exposedBytes, 0), perTurn },
+  };
+}
+
+function updateTurn(log: SessionLog, turnId: string, change: (t: TurnCounter) => TurnCounter): SessionLog {
+  const perTurn = log.counters.perTurn;
+  const i = perTurn.findIndex((t) => t.turnId === turnId);
+  const next = i < 0 ? [...perTurn, change(emptyTurn(turnId))] : perTurn.map((t, j) => (j === i ? change(t) : t));
+  return { ...log, counters: { ...log.counters, perTurn: next } };
+}
+
+/**
+ * Creates or updates the call `callId`. `known` fills what the event knows; `outcome` changes the outcome
+ * unless the call is already blocked (nothing after a block can mean it ran: fail closed). Pure: no I/O.
+ */
+function updateCall(
+  log: SessionLog,
+  callId: string,
+  toolId: string,
+  known: Partial<Pick<FinalCall, 'source' | 'origin'>>,
+  outcome?: { outcome: CallOutcome; reason?: string },
+): SessionLog {
+  const i = log.finalCalls.findIndex((c) => c.callId === callId);
+  const current: FinalCall =
+    i >= 0
+      ? log.finalCalls[i]!
+      : { callId, id: toolId, source: known.source ?? sourceOfId(toolId), origin: known.origin ?? originOfId(toolId), outcome: 'pending' };
+  let next: FinalCall = { ...current, ...known };
+  if (outcome !== undefined && current.outcome !== 'blocked') {
+    next = { ...next, outcome: outcome.outcome };
+    if (outcome.reason !== undefined) next.reason = outcome.reason;
+    else delete next.reason;
+  }
+  const finalCalls = i >= 0 ? log.finalCalls.map((c, j) => (j === i ? next : c)) : [...log.finalCalls, next];
+  return { ...log, finalCalls };
+}
+
+/** The fold's step: one event into the log. Ignores other sessions, duplicates and unknown types. Pure: no I/O. */
+function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
+  switch (e.type) {
+    case 'turn.started':
+      return { ...updateTurn(log, e.turnId, (t) => t), turns: log.turns + 1 };
+    case 'tools.exposed':
+      // The last exposure of a turn is what the model saw (a fallback re-exposes before the model runs).
+      return updateTurn(log, e.turnId, (t) => ({
+        ...t,
+        mode: e.data.mode,
+        exposedBytes: e.data.bytes,
+        schemasUpFront: e.data.schemasUpFront,
+      }));
+    case 'search.performed':
+      return updateTurn(log, e.turnId, (t) => ({ ...t, searches: t.searches + 1 }));
+    case 'describe.performed':
+      return updateTurn(log, e.turnId, (t) => ({ ...t, describes: t.describes + 1 }));
+    case 'code.requested':
+      return updateTurn(log, e.turnId, (t) => ({ ...t, codeRuns: t.codeRuns + 1 }));
+    case 'call.requested': {
+      const counted = updateTurn(log, e.turnId, (t) => ({ ...t, calls: t.calls + 1 }));
+      return updateCall(counted, e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin });
+    }
+    case 'call.decided':
+      return e.data.decision === 'blocked'
+        ? updateCall(log, e.data.callId, e.data.toolId, {}, { outcome: 'blocked', reason: e.data.reason ?? 'blocked by policy' })
+        : log;
+    case 'call.blocked':
+      return updateCall(
+        log,
+        e.data.callId,
+        e.data.toolId,
+        { source: e.data.source, origin: e.data.origin },
+        { outcome: 'blocked', reason: `${e.data.stage}: ${e.data.reason}` },
+      );
+    case 'call.completed':
+      return updateCall(log, e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin }, { outcome: 'ok' });
+    case 'call.failed':
+      return updateCall(
+        log,
+        e.data.callId,
+        e.data.toolId,
+        { source: e.data.source, origin: e.data.origin },
+        { outcome: 'failed', reason: `${e.data.error.code}: ${e.data.error.message}` },
+      );
+    case 'call.pending':
+      return updateCall(log, e.data.callId, e.data.toolId, {});
+    case 'client.result.received': {
+      const call = log.finalCalls.find((c) => c.callId === e.data.callId);
+      if (call === undefined) return log; // a result for a call this session never requested: nothing to count
+      const reason = e.data.error === undefined ? undefined : `${e.data.error.code}: ${e.data.error.message}`;
+      return updateCall(log, call.callId, call.id, {}, { outcome: e.data.ok ? 'ok' : 'failed', ...(reason === undefined ? {} : { reason }) });
+    }
+    case 'turn.completed':
+      return updateTurn(log, e.turnId, (t) => ({ ...t, status: 'completed' }));
+    case 'turn.failed':
+      return updateTurn(log, e.turnId, (t) => ({ ...t, status: 'failed' }));
+    default:
+      return log;
+  }
+}
+
+/**
+ * Folds one event into the session log. A repeated event id changes nothing; another session's events and
+ * unknown types are ignored, so an older reader can read a newer stream. Pure: no I/O.
+ */
+export function evolveSessionLog(state: SessionLogState, envelope: Envelope): SessionLogState {
+  if (state.seen.has(envelope.id)) return state;
+  if (state.log.sessionId !== '' && envelope.sessionId !== state.log.sessionId) return state;
+  const seen = new Set(state.seen).add(envelope.id);
+  // A counted fact re-published under a new event id (a retrying publisher) is still one fact.
+  const fact = factKey(envelope as AnyEvent);
+  if (fact !== undefined) {
+    if (seen.has(fact)) return { log: state.log, seen };
+    seen.add(fact);
+  }
+  const base = state.log.sessionId === '' ? { ...state.log, sessionId: envelope.sessionId } : state.log;
+  return { log: withTotals(evolveLog(base, envelope as AnyEvent)), seen };
+}
+
+/** The identity of a counted fact, apart from its event id (keys cannot collide with event ids). */
+function factKey(e: AnyEvent): string | undefined {
+  const k = (...parts: string[]) => `\u0000${parts.join('\u0000')}`;
+  switch (e.type) {
+    case 'turn.started':
+      return k('turn', e.turnId);
+    case 'search.performed':
+      return k('search', e.turnId, e.data.searchId);
+    case 'describe.performed':
+      return k('describe', e.turnId, e.data.describeId);
+    case 'code.requested':
+      return k('code', e.turnId, e.data.codeRunId);
+    case 'call.requested':
+      return k('call', e.turnId, e.data.callId);
+    default:
+      return undefined;
+  }
+}
+
+const timeOf = (at: string): number => {
+  const t = Date.parse(at);
+  return Number.isNaN(t) ? Number.POSITIVE_INFINITY : t;
+};
+
+/**
+ * Puts events in folding order: duplicates (by id) dropped, one session only, turns in the order they began
+ * (earliest `at`, then first appearance), each turn's events by `seq`. Pure: no I/O.
+ */
+export function orderSessionEvents(events: Iterable<Envelope>, sessionId?: string): Envelope[] {
+  const seen = new Set<string>();
+  const turns = new Map<string, { first: number; start: number; events: Array<{ e: Envelope; i: number }> }>();
+  let i = 0;
+  let session = sessionId;
+  for (const e of events) {
+    const index = i++;
+    session ??= e.sessionId;
+    if (e.sessionId !== session || seen.has(e.id)) continue;
+    seen.add(e.id);
+    const turn = turns.get(e.turnId);
+    if (turn === undefined) turns.set(e.turnId, { first: index, start: timeOf(e.at), events: [{ e, i: index }] });
+    else {
+      turn.start = Math.min(turn.start, timeOf(e.at));
+      turn.events.push({ e, i: index });
+    }
+  }
+  return [...turns.values()]
+    .sort((a, b) => a.start - b.start || a.first - b.first)
+    .flatMap((t) => t.events.sort((a, b) => a.e.seq - b.e.seq || a.i - b.i).map((x) => x.e));
+}
+
+/**
+ * The session log of a session from its events in any order, duplicates included: ordered by
+ * `orderSessionEvents`, then folded. Without `sessionId`, the first event's session. Pure: no I/O.
+ */
+export function sessionLogFrom(events: Iterable<Envelope>, sessionId?: string): SessionLog {
+  const ordered = orderSessionEvents(events, sessionId);
+  return ordered.reduce(evolveSessionLog, initialSessionLog(sessionId ?? ordered[0]?.sessionId ?? '')).log;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The session log as text for a terminal (`toolsearch log`). Pure: no I/O. */
+export function formatSessionLog(log: SessionLog): string {
+  const lines = [
+    `Session ${log.sessionId}: ${plural(log.turns, 'turn')}, ${plural(log.schemasUpFront, 'schema')} up front, ` +
+      `${plural(log.searches, 'search', 'searches')}, ${plural(log.describes, 'describe')}, ${plural(log.codeRuns, 'code run')}`,
+    `Exposed: ${log.counters.exposedBytes} bytes in total`,
+  ];
+  for (const t of log.counters.perTurn) {
+    lines.push(
+      `  turn ${t.turnId}: ${t.mode ?? 'not exposed'}, ${plural(t.schemasUpFront, 'schema')}, ${t.exposedBytes} bytes, ` +
+        `${plural(t.searches, 'search', 'searches')}, ${plural(t.describes, 'describe')}, ${plural(t.calls, 'call')}, ${t.status}`,
+    );
+  }
+  lines.push(`Final calls (${log.finalCalls.length}):`);
+  for (const c of log.finalCalls) {
+    lines.push(`  ${c.callId} ${c.id} [${c.source}/${c.origin}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`);
+  }
+  const o = log.resultOrigins;
+  lines.push(`Results by origin: gateway ${o.gateway}, plugin ${o.plugin}, mcp ${o.mcp}, client ${o.client}`);
+  return lines.join('\n');
+}
