@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { openNatsBus, listActors, eventSubject, eventTypePattern, isBusError, type NatsBus } from '../../src/bus/nats/index.js';
+import { openNatsBus, listActors, isBusError, type NatsBus } from '../../src/bus/nats/index.js';
+import { eventSubject, sessionEventsPattern } from '../../src/events/index.js';
 import type { Envelope } from '../../src/bus/types.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 
@@ -91,25 +92,30 @@ describe('NATS bus: publish', () => {
     });
   });
 
-  it('refuses a stale writer and keeps the turn in order', async () => {
+  it('refuses a stale writer: a second event on a seq another writer already holds', async () => {
     const s = uid('sess');
     await withBus(async (a) => withBus(async (b) => {
       await a.publish(envelope(s, 't1', 1));
       await a.publish(envelope(s, 't1', 2));
       // b takes over the turn at seq 3
-      await b.publish(envelope(s, 't1', 3));
+      const taken = envelope(s, 't1', 3);
+      await b.publish(taken);
       // a still believes it is at 2 and writes its own seq 3: refused, not interleaved
       const stale = envelope(s, 't1', 3, 'call.decided');
       const err = await a.publish(stale).then(() => undefined, (e: unknown) => e);
       expect(isBusError(err, 'bus.staleWriter')).toBe(true);
       expect((err as Error).message).toContain(stale.id);
+      expect((err as Error).message).toContain(`already held by event ${taken.id}`);
       // an older seq from a fresh writer is refused too
       await withBus(async (c) => {
         await expect(c.publish(envelope(s, 't1', 2))).rejects.toThrow(/bus\.staleWriter/);
       });
+      // the same seq in another turn is free
+      await a.publish(envelope(s, 't2', 3));
       await b.publish(envelope(s, 't1', 4));
-      const seqs = (await collect(a.replay({ sessionId: s, turnId: 't1' }))).map((x) => x.seq);
-      expect(seqs).toEqual([1, 2, 3, 4]);
+      const t1 = await collect(a.replay({ sessionId: s, turnId: 't1' }));
+      expect(t1.map((x) => x.seq)).toEqual([1, 2, 3, 4]);
+      expect(t1[2]!.id).toBe(taken.id);
     }));
   });
 
@@ -182,36 +188,38 @@ describe('NATS bus: replay', () => {
 describe('NATS bus: subscribe and work queues', () => {
   it('shares stored work among the members of a queue group, each event once', async () => {
     const queue = uid('enforcers').replace(/-/g, '_');
-    const type = `call.requested.${uid('x')}`; // a type of its own, so other tests do not feed this queue
+    const s = uid('sess'); // a session of its own, so other tests do not feed this queue
     await withBus(async (a) => withBus(async (b) => {
       const got: Record<string, string[]> = { a: [], b: [] };
-      a.subscribe(eventTypePattern(type), (e) => got.a!.push(e.id), { queue });
-      b.subscribe(eventTypePattern(type), (e) => got.b!.push(e.id), { queue });
+      a.subscribe(`${sessionEventsPattern(s)}`, (e) => got.a!.push(e.id), { queue });
+      b.subscribe(`${sessionEventsPattern(s)}`, (e) => got.b!.push(e.id), { queue });
       await Promise.all([a.ready(), b.ready()]);
       const ids: string[] = [];
       for (let i = 0; i < 20; i++) {
-        const e = envelope(uid('sess'), 't', 1, type);
+        const e = envelope(s, `t${i}`, 1, 'call.requested');
         ids.push(e.id);
         await a.publish(e);
       }
       await waitFor(() => got.a!.length + got.b!.length === 20);
+      await new Promise((r) => setTimeout(r, 100));
       expect([...got.a!, ...got.b!].sort()).toEqual([...ids].sort());
     }));
   });
 
   it('delivers work published while no member was connected once a member comes back (durable consumer)', async () => {
     const queue = uid('runners').replace(/-/g, '_');
-    const type = `code.requested.${uid('x')}`;
+    const s = uid('sess');
+    const pattern = `${sessionEventsPattern(s)}`;
     const first = await openNatsBus({ url: server.url });
-    const unsubscribe = first.subscribe(eventTypePattern(type), () => undefined, { queue });
+    const unsubscribe = first.subscribe(pattern, () => undefined, { queue });
     await first.ready();
     unsubscribe();
-    const e = envelope(uid('sess'), 't', 1, type);
+    const e = envelope(s, 't', 1, 'code.requested');
     await first.publish(e);
     await first.close();
     await withBus(async (second) => {
       const got: string[] = [];
-      second.subscribe(eventTypePattern(type), (x) => got.push(x.id), { queue });
+      second.subscribe(pattern, (x) => got.push(x.id), { queue });
       await waitFor(() => got.length === 1);
       expect(got).toEqual([e.id]);
     });

@@ -6,7 +6,5 @@ export { BusError, isBusError } from './errors.js';
 export { streamNames, streamConfigs } from './streams.js';
 export type { StreamNames, StreamSettings, Retention } from './streams.js';
 export {
-  encodeToken, decodeToken, eventSubject, sessionEventSubject, subjectOf, replaySubject, eventTypePattern,
-  turnMarkerSubject, actorSubject, EVENTS_SUBJECT_ROOT, SESSIONS_SUBJECT_ROOT, TURN_MARKER_ROOT,
-  ACTORS_SUBJECT_ROOT, STATUS_SUBJECT, GATEWAY_SESSION_TYPE_PREFIX,
+  replaySubject, eventTypePattern, turnMarkerSubject, actorSubject, TURN_MARKER_ROOT, ACTORS_SUBJECT_ROOT, STATUS_SUBJECT,
 } from './subjects.js';

@@ -15,9 +15,9 @@ import { decodeEnvelope, decodeJson, encodeEnvelope, encodeJson } from './codec.
 import { BusError } from './errors.js';
 import { ensureStreams, streamNames, describe, type Retention, type StreamNames } from './streams.js';
 import {
-  EVENTS_SUBJECT_ROOT, SESSIONS_SUBJECT_ROOT, STATUS_SUBJECT, actorSubject, replaySubject, subjectOf as defaultSubjectOf,
-  turnMarkerSubject,
+  EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnMarkerSubject,
 } from './subjects.js';
+import { subjectFor } from '../../events/index.js';
 
 export interface NatsBusOptions {
   /** One server URL, or use `servers` for a cluster. */
@@ -41,7 +41,7 @@ export interface NatsBusOptions {
   connectTimeoutMs?: number;
   /** Work-queue consumers: how long a delivered event may stay unacknowledged before redelivery. Default 30000. */
   workAckWaitMs?: number;
-  /** Subject of an envelope; default `toolsearch.evt.<s>.<t>.<type>` (gateway session types: `gateway.session.<s>.<rest>`). */
+  /** Subject of an envelope; default src/events `subjectFor` (`toolsearch.evt.<s>.<t>.<type>`, gateway types in `gateway.session.<s>.<type>`). */
   subjectOf?: (e: Envelope) => string;
   /** Connection and consumer status (disconnect, reconnect, errors). */
   onStatus?: (s: BusStatus) => void;
@@ -62,9 +62,7 @@ export interface NatsBus extends EventBus {
   readonly connection: NatsConnection;
 }
 
-const IMPOSSIBLE_SEQ = Number.MAX_SAFE_INTEGER;
 const WRONG_LAST_SEQUENCE = 10071;
-const TURN_CACHE_LIMIT = 10_000;
 const SEEN_LIMIT = 10_000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -74,19 +72,20 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * stream `TOOLSEARCH_TURNS` (`toolsearch.turnseq.>`), and returns the bus.
  *
  * Delivery design (nats-server 2.9: one filter subject per consumer):
- * - `publish`: JetStream publish with msgID = event id. Turn events first pass the per-turn writer guard:
- *   a compare-and-set (`Nats-Expected-Last-Subject-Sequence`) on the turn's marker subject
- *   `toolsearch.turnseq.<s>.<t>`, whose single kept message holds the last accepted `seq`. An event whose seq
- *   is not above it is refused (`bus.staleWriter`) unless its id is a duplicate (a retry, which is a no-op).
- *   The server checks msgID dedupe before expectations, which is what makes retries safe. Publishes of one
- *   turn from one bus are chained, so they reach the stream in call order.
+ * - `publish`: JetStream publish with msgID = event id. Turn events first claim their seq: a marker on
+ *   `toolsearch.turnseq.<s>.<t>.<seq>` published with `Nats-Expected-Last-Subject-Sequence: 0` (2.9 has no
+ *   wildcard variant of that header, so the guard is one subject per seq). A second writer whose event
+ *   takes a seq already held by another event is refused (`bus.staleWriter`) and never reaches subscribers;
+ *   a retry of the same id passes (the server checks msgID dedupe before expectations). Seqs may arrive
+ *   out of order (the contract allows it); what the guard forbids is two events on one seq. Publishes of
+ *   one turn from one bus are chained, so they reach the stream in call order.
  * - `subscribe(pattern)`: a core NATS subscription (live events, lowest latency), deduplicated by id.
  * - `subscribe(pattern, cb, {queue})` on a stream subject: a durable pull consumer per queue and pattern
  *   (one filter subject), shared by every member: each stored event goes to one member, is acked after the
  *   callback returns, and is redelivered if a member dies first. Use it for work (`call.requested` to
  *   policy enforcers, `code.requested` to sandbox runners). Other subjects use core queue groups.
  * - `serve`/`request`: core request/reply with queue groups.
- * - `replay`: an ordered consumer on `toolsearch.evt.<s>.>` (or `.<t>.>`) read until pending is 0.
+ * - `replay`: an ordered consumer on `toolsearch.evt.<s>.>` (or `.<t>.*`) read until pending is 0.
  */
 export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
   const servers = opts.servers ?? (opts.url !== undefined ? [opts.url] : []);
@@ -119,8 +118,6 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
   }
 }
 
-interface TurnMark { streamSeq: number; turnSeq: number }
-
 class NatsBusImpl implements NatsBus {
   readonly connection: NatsConnection;
   readonly streams: StreamNames;
@@ -129,8 +126,6 @@ class NatsBusImpl implements NatsBus {
   readonly #opts: NatsBusOptions;
   readonly #publishTimeoutMs: number;
   readonly #subjectOf: (e: Envelope) => string;
-  /** Last marker this writer knows per turn: skips a read before each publish. */
-  readonly #turns = new Map<string, TurnMark>();
   /** Per-turn publish chains: one turn's publishes reach the stream in call order. */
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #stops = new Set<() => void>();
@@ -146,7 +141,7 @@ class NatsBusImpl implements NatsBus {
     this.streams = streams;
     this.#opts = opts;
     this.#publishTimeoutMs = opts.publishTimeoutMs ?? 10_000;
-    this.#subjectOf = opts.subjectOf ?? defaultSubjectOf;
+    this.#subjectOf = opts.subjectOf ?? subjectFor;
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === 'disconnect') this.#connected = false;
@@ -176,9 +171,15 @@ class NatsBusImpl implements NatsBus {
 
   publish(event: Envelope): Promise<void> {
     if (this.#closed) return Promise.reject(new BusError('bus.closed', `the bus is closed; event ${event.id} was not published`));
-    const subject = this.#subjectOf(event);
-    const guarded = subject.startsWith(`${EVENTS_SUBJECT_ROOT}.`);
-    const key = guarded ? turnMarkerSubject(event) : subject;
+    let subject: string;
+    try {
+      subject = this.#subjectOf(event);
+    } catch (e) {
+      return Promise.reject(new BusError('bus.badEvent', `event ${event.id} has no subject: ${describe(e)}`, { cause: e }));
+    }
+    const guarded = subject.startsWith(`${EVENT_SUBJECT_PREFIX}.`);
+    // One chain per turn: this bus hands a turn's events to the stream in call order.
+    const key = guarded ? `${event.sessionId}\u0000${event.turnId}` : subject;
     const prev = this.#chains.get(key) ?? Promise.resolve();
     const run = prev.then(() => this.#publishNow(event, subject, guarded));
     const tail = run.catch(() => undefined);
@@ -197,48 +198,30 @@ class NatsBusImpl implements NatsBus {
   }
 
   /**
-   * The per-turn writer guard: compare-and-set of the turn's marker. Throws `bus.staleWriter` when the turn
-   * already holds an event with this seq or a later one (and this event is not a retry of a stored one).
+   * The per-turn writer guard: claims `seq` of the turn by publishing its marker
+   * `toolsearch.turnseq.<s>.<t>.<seq>` with `Nats-Expected-Last-Subject-Sequence: 0` (the subject must be
+   * empty) and the event id as msgID. The server checks msgID dedupe before expectations, so a retry of the
+   * same event passes as a duplicate; a different event on a taken seq is refused: `bus.staleWriter`.
    */
   async #guardTurn(event: Envelope, deadline: number): Promise<void> {
     const subject = turnMarkerSubject(event);
     const body = encodeJson({ seq: event.seq, id: event.id });
-    for (let round = 0; round < 20; round++) {
-      const known = this.#turns.get(subject);
-      // With a known marker at or past this seq, expect the impossible: the server still answers a retry
-      // (msgID dedupe comes first) and refuses anything else with "wrong last sequence".
-      const expected = known === undefined ? 0 : event.seq > known.turnSeq ? known.streamSeq : IMPOSSIBLE_SEQ;
-      try {
-        const ack = await this.#withRetry(event, deadline, (timeout) =>
-          this.#js.publish(subject, body, { msgID: event.id, expect: { lastSubjectSequence: expected }, timeout }),
-        );
-        if (ack.duplicate) this.#turns.delete(subject);
-        else this.#remember(subject, { streamSeq: ack.seq, turnSeq: event.seq });
-        return;
-      } catch (e) {
-        if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
-        const last = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
-        const mark = last === null ? { streamSeq: 0, turnSeq: 0, id: '' } : parseMarker(last.seq, last.data);
-        if (last !== null && event.seq <= mark.turnSeq) {
-          this.#remember(subject, mark);
-          throw new BusError('bus.staleWriter',
-            `event ${event.id} (${event.type}, seq ${event.seq}) refused: turn ${event.turnId} of session ${event.sessionId} ` +
-            `already holds seq ${mark.turnSeq} (event ${mark.id}); another writer owns this turn, so this one must stop`,
-            { details: { eventId: event.id, seq: event.seq, storedSeq: mark.turnSeq, storedEventId: mark.id } });
-        }
-        this.#remember(subject, mark);
-      }
+    try {
+      await this.#withRetry(event, deadline, (timeout) =>
+        this.#js.publish(subject, body, { msgID: event.id, expect: { lastSubjectSequence: 0 }, timeout }),
+      );
+      return;
+    } catch (e) {
+      if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
     }
-    throw new BusError('bus.contention', `event ${event.id}: turn ${event.turnId} kept changing under concurrent writers; retry later`);
-  }
-
-  #remember(subject: string, mark: TurnMark): void {
-    this.#turns.delete(subject);
-    this.#turns.set(subject, { streamSeq: mark.streamSeq, turnSeq: mark.turnSeq });
-    if (this.#turns.size > TURN_CACHE_LIMIT) {
-      const oldest = this.#turns.keys().next().value;
-      if (oldest !== undefined) this.#turns.delete(oldest);
-    }
+    const held = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
+    const holder = held === null ? '' : parseMarkerId(held.data);
+    // Same id past the duplicate window: still the same event, so a no-op rather than a conflict.
+    if (holder === event.id) return;
+    throw new BusError('bus.staleWriter',
+      `event ${event.id} (${event.type}) refused: seq ${event.seq} of turn ${event.turnId} in session ${event.sessionId} ` +
+      `is already held by event ${holder || '(unknown)'}; another writer owns this turn, so this writer must stop`,
+      { details: { eventId: event.id, seq: event.seq, heldBy: holder } });
   }
 
   /**
@@ -374,8 +357,8 @@ class NatsBusImpl implements NatsBus {
   }
 
   #streamOf(pattern: string): string | undefined {
-    if (pattern.startsWith(`${EVENTS_SUBJECT_ROOT}.`)) return this.streams.events;
-    if (pattern.startsWith(`${SESSIONS_SUBJECT_ROOT}.`)) return this.streams.sessions;
+    if (pattern.startsWith(`${EVENT_SUBJECT_PREFIX}.`)) return this.streams.events;
+    if (pattern.startsWith(`${GATEWAY_SUBJECT_PREFIX}.`)) return this.streams.sessions;
     return undefined;
   }
 
@@ -530,12 +513,12 @@ class NatsBusImpl implements NatsBus {
 
 export const HEARTBEAT_MS = 2000;
 
-function parseMarker(streamSeq: number, data: Uint8Array): TurnMark & { id: string } {
+function parseMarkerId(data: Uint8Array): string {
   try {
-    const v = decodeJson(data) as { seq?: unknown; id?: unknown };
-    return { streamSeq, turnSeq: typeof v.seq === 'number' ? v.seq : 0, id: typeof v.id === 'string' ? v.id : '' };
+    const v = decodeJson(data) as { id?: unknown } | undefined;
+    return typeof v?.id === 'string' ? v.id : '';
   } catch {
-    return { streamSeq, turnSeq: 0, id: '' };
+    return '';
   }
 }
 

@@ -4,7 +4,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { BusError } from './errors.js';
-import { EVENTS_SUBJECT_ROOT, SESSIONS_SUBJECT_ROOT, TURN_MARKER_ROOT } from './subjects.js';
+import { EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, TURN_MARKER_ROOT } from './subjects.js';
 
 export type Retention = 'limits' | 'interest' | 'workqueue';
 
@@ -43,9 +43,9 @@ export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
     discard: DiscardPolicy.Old,
   };
   return [
-    { ...common, name: n.events, subjects: [`${EVENTS_SUBJECT_ROOT}.>`], retention: retentionPolicy(s.retention) },
-    { ...common, name: n.sessions, subjects: [`${SESSIONS_SUBJECT_ROOT}.>`], retention: retentionPolicy(s.retention) },
-    // One marker per turn (its last accepted seq): the compare-and-set target of the per-turn writer guard.
+    { ...common, name: n.events, subjects: [`${EVENT_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
+    { ...common, name: n.sessions, subjects: [`${GATEWAY_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
+    // One marker per (turn, seq), kept once: the compare-and-set target of the per-turn writer guard.
     { ...common, name: n.turns, subjects: [`${TURN_MARKER_ROOT}.>`], retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 },
   ];
 }
