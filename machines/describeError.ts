@@ -3,7 +3,8 @@ import type { ToolSearchError } from '../src/shared/index.js';
 /**
  * Turns whatever an actor rejected with into an error value `{code, message, details?}`.
  * A thrown value that carries a dotted string `code` (a fault raised by the gateway, `ActorNotProvidedError`)
- * keeps it (Node's `ENOENT`-style codes are not dotted and do not count); anything else gets `fallbackCode`. The message starts with `prefix` so it says where it broke.
+ * keeps it (Node's `ENOENT`-style codes are not dotted and do not count); anything else gets `fallbackCode`.
+ * The message starts with `prefix` so it says where it broke.
  * Pure: no I/O.
  */
 export function describeError(error: unknown, fallbackCode: string, prefix: string): ToolSearchError {

@@ -47,7 +47,7 @@ export interface SandboxRunOutput {
   /** The outcome `runBody` resolved with, when `settled`. */
   result?: unknown;
   stage?: SandboxRunStage;
-  /** Why it did not settle: `sandbox.timedOut`, `sandbox.crashed`, `sandbox.acquireFailed` or a code the sandbox chose. */
+  /** Why it did not settle: `sandbox.timedOut`, `sandbox.crashed`, `sandbox.acquireFailed`, or the sandbox's code. */
   error?: ToolSearchError;
 }
 
@@ -72,7 +72,8 @@ const timedOutAt = (stage: SandboxRunStage, context: SandboxRunContext) => ({
   error: {
     code: 'sandbox.timedOut',
     message:
-      `code run ${context.codeRunId} exceeded ${context.timeoutMs} ms while ${stage === 'acquire' ? 'acquiring a child' : 'running'} ` +
+      `code run ${context.codeRunId} exceeded ${context.timeoutMs} ms ` +
+      `while ${stage === 'acquire' ? 'acquiring a child' : 'running'} ` +
       'and was stopped. Make the body shorter or raise tools.toolSearch.codeTimeoutMs.',
     details: { timeoutMs: context.timeoutMs },
   },

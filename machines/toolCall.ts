@@ -165,13 +165,19 @@ export const toolCallMachine = setup({
             target: 'blocked',
             actions: assign(({ context, event }) => ({
               decision: event.output,
-              ...blockedAt('policy', 'call.blocked.policy', event.output?.reason ?? `policy does not allow ${context.toolId}`),
+              ...blockedAt(
+                'policy',
+                'call.blocked.policy',
+                event.output?.reason ?? `policy does not allow ${context.toolId}`,
+              ),
             })),
           },
         ],
         onError: {
           target: 'failed',
-          actions: assign(({ context, event }) => failedAt('policy', 'call.policyFailed', event.error, context.callId)),
+          actions: assign(({ context, event }) =>
+            failedAt('policy', 'call.policyFailed', event.error, context.callId),
+          ),
         },
       },
     },
@@ -207,7 +213,9 @@ export const toolCallMachine = setup({
         ],
         onError: {
           target: 'failed',
-          actions: assign(({ context, event }) => failedAt('approval', 'call.approvalFailed', event.error, context.callId)),
+          actions: assign(({ context, event }) =>
+            failedAt('approval', 'call.approvalFailed', event.error, context.callId),
+          ),
         },
       },
       after: {

@@ -230,7 +230,10 @@ export const turnMachine = setup({
         src: 'resolvePolicy',
         input: ({ context }) => base(context),
         onDone: { target: 'listSources', actions: assign({ policy: ({ event }) => event.output }) },
-        onError: { target: 'failed', actions: assign({ error: ({ event }) => failedAt('resolvePolicy', event.error) }) },
+        onError: {
+          target: 'failed',
+          actions: assign({ error: ({ event }) => failedAt('resolvePolicy', event.error) }),
+        },
       },
     },
     listSources: {
@@ -302,7 +305,10 @@ export const turnMachine = setup({
                 const done = required(step, 'queued step');
                 return {
                   queue: rest,
-                  results: [...context.results, { stepId: done.stepId, tool: done.tool, result: asResult(event.output, done) }],
+                  results: [
+                    ...context.results,
+                    { stepId: done.stepId, tool: done.tool, result: asResult(event.output, done) },
+                  ],
                 };
               }),
             },
