@@ -107,8 +107,10 @@ export class SessionMcpRuntime {
     const started = this.now();
     let phase = 'starting';
     const connect = this.opts.connect ?? connectMcpServer;
-    const connectOpts: ConnectOptions = { timeoutMs };
-    if (signal) connectOpts.signal = signal;
+    // Aborted at the deadline so late work stops (and kills its process) instead of lingering.
+    const stop = new AbortController();
+    const linked = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+    const connectOpts: ConnectOptions = { timeoutMs, signal: linked };
     if (this.opts.callTimeoutMs !== undefined) connectOpts.callTimeoutMs = this.opts.callTimeoutMs;
     if (this.opts.onSnapshotCall) connectOpts.onSnapshotCall = this.opts.onSnapshotCall;
 
@@ -117,7 +119,7 @@ export class SessionMcpRuntime {
       const c = await connect(name, spec, connectOpts);
       if (!c.ok) return { reason: c.error.message };
       phase = 'listing tools';
-      const listed = await c.value.listTools(signal);
+      const listed = await c.value.listTools(linked);
       if (!listed.ok) {
         await c.value.close();
         return { reason: listed.error.message };
@@ -133,6 +135,7 @@ export class SessionMcpRuntime {
     const durationMs = this.now() - started;
 
     if (outcome === 'timeout') {
+      stop.abort(new Error(`timed out after ${timeoutMs} ms`));
       // Whatever the late work yields is closed; close() waits for it so no process is left behind.
       const late = work.then((o) => ('connection' in o ? o.connection.close() : undefined)).catch(() => undefined);
       this.stragglers.add(late);
@@ -226,7 +229,11 @@ export class SessionMcpRuntime {
     await Promise.allSettled([...this.opening.values()]);
     const open = [...this.slots.values()].flatMap((s) => (s.connection ? [s.connection] : []));
     this.slots.clear();
-    await Promise.allSettled([...open.map((c) => c.close()), ...this.stragglers]);
+    await Promise.allSettled(open.map((c) => c.close()));
+    // Late openings were aborted at their deadline; wait for them, but never forever.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.allSettled([...this.stragglers]), new Promise((r) => { timer = setTimeout(r, 5000); })]);
+    clearTimeout(timer);
   }
 
   private touch(): void {

@@ -1,0 +1,126 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { SessionMcpRuntime } from '../../src/catalog/index.js';
+import type { ConnectOptions, McpConnection, McpServerSpec, ToolEntry } from '../../src/catalog/index.js';
+import type { Result } from '../../src/shared/index.js';
+import { ctx, entry } from './helpers.js';
+
+/** A fake connection factory: records opens and closes; `hang` never connects, `bad` fails, others list one tool. */
+function fakes() {
+  const opened: string[] = [];
+  const closed: string[] = [];
+  const connections = new Map<string, { alive: boolean }>();
+  const hungAborted: string[] = [];
+  const connect = async (name: string, spec: McpServerSpec, _opts: ConnectOptions): Promise<Result<McpConnection>> => {
+    opened.push(name);
+    const command = (spec as { command: string }).command;
+    if (command === 'bad') return { ok: false, error: { code: 'mcp.startFailed', message: `MCP server "${name}" could not start: server exited with code 2` } };
+    if (command === 'hang') {
+      // Like connectMcpServer: hangs until its signal aborts, then fails.
+      await new Promise((r) => _opts.signal?.addEventListener('abort', r));
+      hungAborted.push(name);
+      return { ok: false, error: { code: 'mcp.aborted', message: 'aborted' } };
+    }
+    const state = { alive: true };
+    connections.set(name, state);
+    const tools: ToolEntry[] = [entry(`mcp:${name}:${command}`)];
+    return {
+      ok: true,
+      value: {
+        name, kind: 'stdio', pid: 1,
+        get alive() { return state.alive; },
+        listTools: async () => ({ ok: true, value: tools }),
+        callTool: async (tool, args) => ({ ok: true, value: { tool, args } }),
+        close: async () => { state.alive = false; closed.push(name); },
+      },
+    };
+  };
+  return { connect, opened, closed, connections, hungAborted };
+}
+
+afterEach(() => { vi.useRealTimers(); });
+
+describe('SessionMcpRuntime', () => {
+  it('opens each server once, reuses it, and reopens one whose spec changed or that died', async () => {
+    const f = fakes();
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });
+    const first = await rt.ensure({ a: { command: 'x' }, b: { command: 'y' } });
+    expect(first.map((s) => [s.key, s.ok, s.toolCount])).toEqual([['mcp:a', true, 1], ['mcp:b', true, 1]]);
+    await rt.ensure({ a: { command: 'x' }, b: { command: 'y' } });
+    expect(f.opened).toEqual(['a', 'b']);
+    await rt.ensure({ a: { command: 'x2' } });
+    expect(f.opened).toEqual(['a', 'b', 'a']);
+    expect(f.closed).toEqual(['a']);
+    (f.connections.get('b') as { alive: boolean }).alive = false;
+    expect(rt.list().map((e) => e.id)).toEqual(['mcp:a:x2']);
+    expect(rt.statuses().find((s) => s.owner === 'b')).toMatchObject({ ok: false, reason: expect.stringContaining('no longer running') });
+    await rt.ensure({ b: { command: 'y' } });
+    expect(f.opened).toEqual(['a', 'b', 'a', 'b']);
+    expect(await rt.call('a', 'x2', { q: 1 })).toEqual({ ok: true, value: { tool: 'x2', args: { q: 1 } } });
+    expect(await rt.executor('a', 'x2')({ q: 2 }, ctx())).toEqual({ ok: true, value: { tool: 'x2', args: { q: 2 } } });
+    await rt.close();
+  });
+
+  it('opens servers in parallel, bounds each by its timeout and reports failures while the rest build', async () => {
+    const f = fakes();
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });
+    const st = await rt.ensure({ ok1: { command: 'x' }, hang: { command: 'hang', timeoutMs: 50 }, bad: { command: 'bad' } }, { timeoutMs: 5000 });
+    expect(st.map((s) => s.ok)).toEqual([true, false, false]);
+    expect(st[1]?.reason).toBe('MCP server "hang" timed out after 50 ms starting.');
+    expect(st[2]?.reason).toContain('exited with code 2');
+    await new Promise((r) => setTimeout(r, 10));
+    expect(f.hungAborted).toEqual(['hang']);
+    expect(rt.list().map((e) => e.id)).toEqual(['mcp:ok1:x']);
+    expect(await rt.call('bad', 't', {})).toMatchObject({ ok: false, error: { code: 'mcp.serverUnavailable', message: expect.stringContaining('exited with code 2') } });
+    expect(await rt.call('nobody', 't', {})).toMatchObject({ ok: false, error: { code: 'mcp.serverUnavailable' } });
+    await rt.close();
+  });
+
+  it('retries a failed server only after retryFailedAfterMs', async () => {
+    const f = fakes();
+    let now = 1000;
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0, retryFailedAfterMs: 500, now: () => now });
+    await rt.ensure({ bad: { command: 'bad' } });
+    await rt.ensure({ bad: { command: 'bad' } });
+    expect(f.opened).toEqual(['bad']);
+    now += 600;
+    await rt.ensure({ bad: { command: 'bad' } });
+    expect(f.opened).toEqual(['bad', 'bad']);
+    await rt.close();
+  });
+
+  it('shares one opening between concurrent ensures', async () => {
+    const f = fakes();
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });
+    await Promise.all([rt.ensure({ a: { command: 'x' } }), rt.ensure({ a: { command: 'x' } })]);
+    expect(f.opened).toEqual(['a']);
+    await rt.close();
+  });
+
+  it('closes idle connections after idleTimeoutMs and opens again on demand', async () => {
+    vi.useFakeTimers();
+    const f = fakes();
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 1000 });
+    await rt.ensure({ a: { command: 'x' } });
+    await vi.advanceTimersByTimeAsync(900);
+    rt.list();
+    await vi.advanceTimersByTimeAsync(900);
+    expect(f.closed).toEqual([]);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(f.closed).toEqual(['a']);
+    expect(rt.list()).toEqual([]);
+    await rt.ensure({ a: { command: 'x' } });
+    expect(f.opened).toEqual(['a', 'a']);
+    await rt.close();
+  });
+
+  it('opens nothing after close', async () => {
+    const f = fakes();
+    const rt = new SessionMcpRuntime({ connect: f.connect });
+    await rt.ensure({ a: { command: 'x' } });
+    await rt.close();
+    expect(f.closed).toEqual(['a']);
+    const st = await rt.ensure({ a: { command: 'x' } });
+    expect(st[0]).toMatchObject({ ok: false, reason: expect.stringContaining('closed') });
+    expect(f.opened).toEqual(['a']);
+  });
+});
