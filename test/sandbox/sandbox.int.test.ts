@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSandbox, detectIsolation, type CodeOutcome, type Sandbox } from '../../src/sandbox/index.js';
+import { recordingBridge } from './helpers.js';
+
+let sandbox: Sandbox;
+beforeAll(() => {
+  sandbox = createSandbox({ poolSize: 2 });
+});
+afterAll(() => sandbox.close());
+
+const run = async (body: string, bridge = recordingBridge().bridge, timeoutMs = 10_000): Promise<CodeOutcome> =>
+  sandbox.run({ body, timeoutMs, bridge });
+
+const valueOf = (o: CodeOutcome): unknown => {
+  if (!o.ok) throw new Error(`run failed: ${o.error.code}: ${o.error.message}`);
+  return o.value;
+};
+
+describe('isolation', () => {
+  it('finds the permission model and an OS network layer on this host, and the sandbox is available', async () => {
+    const report = await detectIsolation();
+    expect(report.permissionFlag).toMatch(/^--(experimental-)?permission$/);
+    expect(['bwrap', 'unshare']).toContain(report.osNetwork);
+    expect(await sandbox.available()).toEqual({ ok: true, isolation: report });
+  });
+
+  it('is unavailable without a permission flag, and with requireIsolation but no OS layer', async () => {
+    const noFlag = createSandbox({ poolSize: 0, isolation: { permissionFlag: undefined, osNetwork: 'bwrap', addressSpaceCap: undefined, reason: 'no flag here' } });
+    const noNet = createSandbox({
+      poolSize: 0,
+      requireIsolation: true,
+      isolation: { permissionFlag: '--experimental-permission', osNetwork: undefined, addressSpaceCap: undefined },
+    });
+    try {
+      expect(await noFlag.available()).toMatchObject({ ok: false, reason: 'no flag here' });
+      const outcome = await noFlag.run({ body: 'return 1', timeoutMs: 1000, bridge: recordingBridge().bridge });
+      expect(outcome).toMatchObject({ ok: false, error: { code: 'sandbox.unavailable' } });
+      expect(await noNet.available()).toMatchObject({ ok: false, reason: expect.stringContaining('requireIsolation') });
+    } finally {
+      await Promise.all([noFlag.close(), noNet.close()]);
+    }
+  });
+});
+
+describe('ordinary bodies', () => {
+  it('returns values and keeps console output with its level', async () => {
+    const o = await run('console.log("hello", 1, {a: [1, 2]}); console.warn("careful"); console.error(new Error("bad")); return {n: 41 + 1, s: "x", list: [true, null]}');
+    expect(valueOf(o)).toEqual({ n: 42, s: 'x', list: [true, null] });
+    expect(o.logs).toEqual([
+      { level: 'log', text: 'hello 1 {"a":[1,2]}' },
+      { level: 'warn', text: 'careful' },
+      { level: 'error', text: '{"name":"Error","message":"bad"}' },
+    ]);
+  });
+
+  it('supports top-level await and a body without return (null)', async () => {
+    expect(valueOf(await run('const x = await Promise.resolve(7); return x * 2'))).toBe(14);
+    expect(valueOf(await run('const x = 1'))).toBeNull();
+  });
+
+  it('runs code that merely mentions process, require and constructor', async () => {
+    const body = `
+      const o = { process: 1, require: 2, constructor: 3 };
+      const text = "process.env and require('fs') are only words here";
+      class Thing { constructor() { this.kind = 'thing'; } }
+      return [o.process + o.require + o.constructor, text.length > 0, new Thing().kind, typeof process, typeof require];`;
+    expect(valueOf(await run(body))).toEqual([6, true, 'thing', 'undefined', 'undefined']);
+  });
+
+  it('searches, describes and calls through the bridge: search resolves to the array of results', async () => {
+    const rec = recordingBridge();
+    const o = await run(
+      `const hits = await tools.search("read a file", {limit: 3});
+       const entry = await tools.describe(hits[0].id);
+       const result = await openclaw.tools.call(entry.id, {path: "/etc/hostname"});
+       return {isArray: Array.isArray(hits), id: hits[0].id, params: Object.keys(entry.parameters.properties), result};`,
+      rec.bridge,
+    );
+    expect(valueOf(o)).toEqual({ isArray: true, id: 'mcp:fs:read', params: ['path'], result: { echo: { path: '/etc/hostname' } } });
+    expect(rec.calls).toEqual([
+      { op: 'search', args: ['read a file', { limit: 3 }] },
+      { op: 'describe', args: ['mcp:fs:read'] },
+      { op: 'call', args: ['mcp:fs:read', { path: '/etc/hostname' }] },
+    ]);
+    expect(o.telemetry).toMatchObject({ searchCount: 1, describeCount: 1, callCount: 1 });
+  });
+
+  it('rejects a refused call in the guest with an Error carrying the code and message, by id and by bare name', async () => {
+    const o = await run(`
+      const out = [];
+      for (const id of ["mcp:fs:write", "write", "nope:x:y"]) {
+        try { await (id === "nope:x:y" ? tools.describe(id) : tools.call(id, {})); out.push("resolved"); }
+        catch (e) { out.push([e instanceof Error, e.code, e.message]); }
+      }
+      return out;`);
+    expect(valueOf(o)).toEqual([
+      [true, 'policy.blocked', 'mcp:fs:write is outside the effective policy.'],
+      [true, 'policy.blocked', 'write is outside the effective policy.'],
+      [true, 'tool.notFound', 'No tool "nope:x:y".'],
+    ]);
+  });
+
+  it('reports a body that throws or does not compile as sandbox.guestError', async () => {
+    const thrown = await run('console.log("before"); throw new TypeError("boom")');
+    expect(thrown).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: 'TypeError: boom' } });
+    expect(thrown.logs).toEqual([{ level: 'log', text: 'before' }]);
+    const uncaughtBridge = await run('await tools.call("mcp:fs:write", {})');
+    expect(uncaughtBridge).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringContaining('policy.blocked') } });
+    expect(await run('return (')).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringContaining('SyntaxError') } });
+  });
+
+  it('converts values that are not JSON-safe', async () => {
+    const o = await run(`
+      const cyc = { name: "c" }; cyc.self = cyc;
+      return {
+        u: undefined, inArray: [undefined, 1], fn: function named() {}, arrow: () => 1, big: 12n, sym: Symbol("s"),
+        cyc, map: new Map([["k", 1]]), mapObjKeys: new Map([[1, "one"]]), set: new Set([1, 2]),
+        err: Object.assign(new RangeError("r"), { code: "E_X" }), date: new Date(0), nan: NaN,
+      };`);
+    expect(valueOf(o)).toEqual({
+      inArray: [null, 1],
+      fn: '[Function named]',
+      arrow: '[Function arrow]',
+      big: '12n',
+      sym: 'Symbol(s)',
+      cyc: { name: 'c', self: '[Circular]' },
+      map: { k: 1 },
+      mapObjKeys: [[1, 'one']],
+      set: [1, 2],
+      err: { name: 'RangeError', message: 'r', code: 'E_X' },
+      date: '1970-01-01T00:00:00.000Z',
+      nan: null,
+    });
+    expect(valueOf(await run('return undefined'))).toBeNull();
+  });
+
+  it('serves runs from the warm pool and never reuses a child', async () => {
+    const pooled = new Set<boolean>();
+    for (let i = 0; i < 3; i++) {
+      const o = await run('globalThis.counter = (globalThis.counter ?? 0) + 1; return globalThis.counter');
+      expect(valueOf(o)).toBe(1); // a fresh realm each time
+      pooled.add(o.telemetry.pooled);
+    }
+    expect(pooled.has(true)).toBe(true);
+  });
+
+  it('runs several bodies at once', async () => {
+    const outcomes = await Promise.all([1, 2, 3].map((n) => run(`return (await tools.search("q${n}")).length + ${n}`)));
+    expect(outcomes.map(valueOf)).toEqual([2, 3, 4]);
+  });
+});
