@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { openNatsBus, listActors, isBusError, type NatsBus } from '../../src/bus/nats/index.js';
-import { eventSubject, sessionEventsPattern } from '../../src/events/index.js';
+import { eventSubject, gatewaySubject, sessionEventsPattern } from '../../src/events/index.js';
 import type { Envelope } from '../../src/bus/types.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 
@@ -128,6 +128,29 @@ describe('NATS bus: publish', () => {
       await bus.publish(first);
       await withBus(async (other) => other.publish(first));
       expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.seq)).toEqual([1, 2]);
+    });
+  });
+
+  it('refuses a malformed envelope with bus.badEvent and stores nothing', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const bad = { ...envelope(s, 't', 1), seq: 'one' } as unknown as Envelope;
+      await expect(bus.publish(bad)).rejects.toThrow(/bus\.badEvent/);
+      expect(await collect(bus.replay({ sessionId: s }))).toEqual([]);
+    });
+  });
+
+  it('stores gateway session events in GATEWAY_SESSIONS under gateway.session.<sessionId>.<type>', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const e = envelope(s, 't', 1, 'gateway.turn.requested');
+      await bus.publish(e);
+      await bus.publish(e);
+      const jsm = await jetstreamManager(bus.connection);
+      const stored = await jsm.streams.getMessage(bus.streams.sessions, { last_by_subj: gatewaySubject(s, e.type) });
+      expect(stored?.json()).toEqual(e);
+      const info = await jsm.streams.info(bus.streams.sessions, { subjects_filter: `gateway.session.${s}.>` });
+      expect(info.state.subjects).toEqual({ [gatewaySubject(s, e.type)]: 1 });
     });
   });
 

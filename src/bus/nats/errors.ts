@@ -1,8 +1,10 @@
+import { ToolSearchFault } from '../../shared/index.js';
+
 /**
  * A publish that could not be made durable. `code` is dotted like every failure of the project
  * (`bus.unavailable`, `bus.staleWriter`, `bus.closed`, `bus.rejected`); the message starts with it.
  */
-export class BusError extends Error {
+export class BusError extends ToolSearchFault {
   override name = 'BusError';
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;

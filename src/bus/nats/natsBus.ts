@@ -17,7 +17,7 @@ import { ensureStreams, streamNames, describe, type Retention, type StreamNames 
 import {
   EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnMarkerSubject,
 } from './subjects.js';
-import { subjectFor } from '../../events/index.js';
+import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
 
 export interface NatsBusOptions {
   /** One server URL, or use `servers` for a cluster. */
@@ -171,6 +171,10 @@ class NatsBusImpl implements NatsBus {
 
   publish(event: Envelope): Promise<void> {
     if (this.#closed) return Promise.reject(new BusError('bus.closed', `the bus is closed; event ${event.id} was not published`));
+    if (!isEnvelope(event)) {
+      const problems = envelopeProblems(event).map((p) => `${p.path}: ${p.message}`).join('; ');
+      return Promise.reject(new BusError('bus.badEvent', `not an event envelope: ${problems}`));
+    }
     let subject: string;
     try {
       subject = this.#subjectOf(event);
