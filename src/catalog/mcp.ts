@@ -160,6 +160,19 @@ const tail = (text: string): string => {
   return t.length > STDERR_SHOW ? '…' + t.slice(-STDERR_SHOW) : t;
 };
 
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The network error code behind a failed fetch (HTTP servers), following `cause`; undefined for other errors. */
+function networkCode(error: unknown): string | undefined {
+  let e: unknown = error;
+  for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return error instanceof TypeError && error.message === 'fetch failed' ? 'fetch failed' : undefined;
+}
+
 /** Why a request failed, in words a user can act on: exit code and stderr, a timeout, or the error itself. */
 function explain(error: unknown, phase: string, timeoutMs: number, transport: Transport): { reason: string; gone: boolean; timedOut: boolean } {
   const watched = transport instanceof WatchedStdioTransport ? transport : undefined;
@@ -175,6 +188,8 @@ function explain(error: unknown, phase: string, timeoutMs: number, transport: Tr
   if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
     return { reason: withStderr(`connection closed while ${phase}`), gone: true, timedOut: false };
   }
+  const net = networkCode(error);
+  if (net !== undefined) return { reason: `cannot reach the server (${net})`, gone: true, timedOut: false };
   const errno = (error as NodeJS.ErrnoException | undefined)?.code;
   if (errno === 'ENOENT' || errno === 'EACCES') {
     const cmd = (error as { path?: string }).path ?? 'the command';
