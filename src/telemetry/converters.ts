@@ -53,10 +53,17 @@ function keyValues(attrs: Record<string, AttributeValue> | undefined): OtlpKeyVa
   return Object.entries(attrs).map(([key, value]) => ({ key, value: anyValue(value) }));
 }
 
-function resourceOf(r: SpanRecord, opts: ConvertOptions): Record<string, AttributeValue> {
+const resourceKeys = new WeakMap<object, string>();
+/** The resource of a record (with a `service.name`) and a grouping key, cached per resource object. */
+function resourceOf(r: SpanRecord, opts: ConvertOptions): { resource: Record<string, AttributeValue>; key: string } {
   const res = r.resource ?? {};
-  if (typeof res['service.name'] === 'string') return res;
-  return { 'service.name': opts.serviceName ?? DEFAULT_SERVICE_NAME, ...res };
+  if (typeof res['service.name'] !== 'string') {
+    const resource = { 'service.name': opts.serviceName ?? DEFAULT_SERVICE_NAME, ...res };
+    return { resource, key: JSON.stringify(resource) };
+  }
+  let key = resourceKeys.get(res);
+  if (key === undefined) resourceKeys.set(res, (key = JSON.stringify(res)));
+  return { resource: res, key };
 }
 
 /**
@@ -67,8 +74,7 @@ export function spansToOtlpJson(spans: readonly (ReadableSpan | SpanRecord)[], o
   const byResource = new Map<string, { resource: Record<string, AttributeValue>; scopes: Map<string, OtlpScopeSpans> }>();
   for (const s of spans) {
     const r = toSpanRecord(s);
-    const resource = resourceOf(r, opts);
-    const rKey = JSON.stringify(resource);
+    const { resource, key: rKey } = resourceOf(r, opts);
     let group = byResource.get(rKey);
     if (!group) byResource.set(rKey, (group = { resource, scopes: new Map() }));
     const scope = r.scope ?? { name: DEFAULT_SCOPE };
@@ -158,8 +164,7 @@ export function spansToJaeger(spans: readonly (ReadableSpan | SpanRecord)[], opt
     const r = toSpanRecord(s);
     let t = traces.get(r.traceId);
     if (!t) traces.set(r.traceId, (t = { spans: [], processes: new Map() }));
-    const resource = resourceOf(r, opts);
-    const pKey = JSON.stringify(resource);
+    const { resource, key: pKey } = resourceOf(r, opts);
     let processID = t.processes.get(pKey);
     if (processID === undefined) {
       processID = `p${t.processes.size + 1}`;

@@ -25,6 +25,11 @@ export function traceFilePaths(dir: string, kind: TraceFileKind, id: string): Tr
   return { otlp: `${base}.otlp.jsonl`, jaeger: `${base}.jaeger.json` };
 }
 
+/** A Jaeger JSON file from already serialized traces, one trace per line. Pure: no I/O. */
+function jaegerFileText(traces: readonly string[]): string {
+  return `{"data":[\n${traces.join(',\n')}\n]}\n`;
+}
+
 let tmpCounter = 0;
 /** Writes a file so readers see the old or the new content, never a half: temp file + rename. */
 export async function atomicWriteFile(path: string, data: string): Promise<void> {
@@ -51,7 +56,7 @@ export async function writeTraceFiles(
   const paths = traceFilePaths(dir, name.kind, name.id);
   await mkdir(dir, { recursive: true });
   await atomicWriteFile(paths.otlp, `${JSON.stringify(spansToOtlpJson(spans, opts))}\n`);
-  await atomicWriteFile(paths.jaeger, `${JSON.stringify(spansToJaeger(spans, opts), null, 1)}\n`);
+  await atomicWriteFile(paths.jaeger, jaegerFileText(spansToJaeger(spans, opts).data.map((t) => JSON.stringify(t))));
   return paths;
 }
 
@@ -68,7 +73,15 @@ export interface TraceFileExporterOptions extends ConvertOptions {
   maxSpansPerFile?: number;
 }
 
-interface FileState { paths: TraceFilePaths; lines: string[]; records: SpanRecord[]; dropped: number }
+interface FileState {
+  paths: TraceFilePaths;
+  lines: string[];
+  /** Records per trace, and each trace's Jaeger JSON, recomputed only when the trace got new spans. */
+  traces: Map<string, SpanRecord[]>;
+  jaeger: Map<string, string>;
+  count: number;
+  dropped: number;
+}
 
 /**
  * A SpanExporter that keeps spans in memory and, at each flush and at shutdown, rewrites its trace files
@@ -150,15 +163,28 @@ export class TraceFileExporter implements SpanExporter {
     const max = this.opts.maxSpansPerFile ?? 100_000;
     for (const [id, batch] of batches) {
       let f = this.files.get(id);
-      if (!f) this.files.set(id, (f = { paths: traceFilePaths(this.dir, this.opts.kind, id), lines: [], records: [], dropped: 0 }));
-      const room = Math.max(0, max - f.records.length);
-      const accepted = batch.slice(0, room);
+      if (!f) {
+        f = { paths: traceFilePaths(this.dir, this.opts.kind, id), lines: [], traces: new Map(), jaeger: new Map(), count: 0, dropped: 0 };
+        this.files.set(id, f);
+      }
+      const accepted = batch.slice(0, Math.max(0, max - f.count));
       f.dropped += batch.length - accepted.length;
       if (accepted.length === 0) continue;
-      f.records.push(...accepted);
+      f.count += accepted.length;
+      const touched = new Set<string>();
+      for (const rec of accepted) {
+        let t = f.traces.get(rec.traceId);
+        if (!t) f.traces.set(rec.traceId, (t = []));
+        t.push(rec);
+        touched.add(rec.traceId);
+      }
+      for (const traceId of touched) {
+        const trace = spansToJaeger(f.traces.get(traceId) ?? [], this.opts).data[0];
+        if (trace) f.jaeger.set(traceId, JSON.stringify(trace));
+      }
       f.lines.push(JSON.stringify(spansToOtlpJson(accepted, this.opts)));
       await atomicWriteFile(f.paths.otlp, `${f.lines.join('\n')}\n`);
-      await atomicWriteFile(f.paths.jaeger, `${JSON.stringify(spansToJaeger(f.records, this.opts), null, 1)}\n`);
+      await atomicWriteFile(f.paths.jaeger, jaegerFileText([...f.jaeger.values()]));
     }
   }
 }

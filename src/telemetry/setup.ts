@@ -15,6 +15,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SpanAttrs } from './attributes.js';
+import { BufferedSpanProcessor } from './bufferedProcessor.js';
 import { DEFAULT_SERVICE_NAME } from './converters.js';
 import { DEFAULT_TRACES_DIR, TraceFileExporter, type TraceFileKind, type TraceFilePaths } from './fileExporters.js';
 import { parentContext, type ParentLike } from './propagation.js';
@@ -155,7 +156,7 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
       files = new TraceFileExporter({ dir: opts.tracesDir ?? DEFAULT_TRACES_DIR, kind, ...(id !== undefined ? { id } : {}), serviceName });
       const label = `files ${files.dir}`;
       labels.push(label);
-      processors.push(new SimpleSpanProcessor(new SafeExporter(files, label, health)));
+      processors.push(new BufferedSpanProcessor(new SafeExporter(files, label, health)));
     }
     (opts.extraExporters ?? []).forEach((e, i) => {
       const label = `extra exporter ${i + 1} (${e.constructor?.name ?? 'exporter'})`;

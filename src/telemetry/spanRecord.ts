@@ -45,6 +45,14 @@ function cleanAttributes(attrs: Readonly<Record<string, AttributeValue | undefin
   return out;
 }
 
+// Spans of one provider share one resource object: convert it once, and let converters key on identity.
+const resources = new WeakMap<object, Record<string, AttributeValue>>();
+function resourceRecord(attrs: Record<string, AttributeValue | undefined>): Record<string, AttributeValue> {
+  let r = resources.get(attrs);
+  if (!r) resources.set(attrs, (r = cleanAttributes(attrs)));
+  return r;
+}
+
 /** True for an SDK span (has `spanContext()`), false for a `SpanRecord`. Pure: no I/O. */
 export function isReadableSpan(s: ReadableSpan | SpanRecord): s is ReadableSpan {
   return typeof (s as ReadableSpan).spanContext === 'function';
@@ -71,7 +79,7 @@ export function toSpanRecord(s: ReadableSpan | SpanRecord): SpanRecord {
       timeUnixNano: hrTimeToNanos(e.time),
       ...(e.attributes ? { attributes: cleanAttributes(e.attributes) } : {}),
     })),
-    resource: cleanAttributes(s.resource.attributes as Record<string, AttributeValue | undefined>),
+    resource: resourceRecord(s.resource.attributes as Record<string, AttributeValue | undefined>),
     scope: {
       name: s.instrumentationScope.name,
       ...(s.instrumentationScope.version ? { version: s.instrumentationScope.version } : {}),
