@@ -1,0 +1,64 @@
+import type { ServerResponse } from 'node:http';
+import type { ChatCompletion } from './openai.js';
+
+/** Size of the content pieces a streamed answer is cut into. */
+const PIECE = 64;
+
+/**
+ * The `chat.completion.chunk` objects that stream one finished completion: a role chunk, the content in
+ * pieces, each tool call (name first, then its arguments), and a last chunk with `finish_reason` (and usage).
+ * Pure: no I/O.
+ */
+export function completionChunks(completion: ChatCompletion): Record<string, unknown>[] {
+  const base = { id: completion.id, object: 'chat.completion.chunk', created: completion.created, model: completion.model };
+  const choice = completion.choices[0];
+  const message = choice?.message;
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null): Record<string, unknown> => ({
+    ...base,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const out: Record<string, unknown>[] = [chunk({ role: 'assistant', content: '' })];
+  const content = typeof message?.content === 'string' ? message.content : '';
+  for (let i = 0; i < content.length; i += PIECE) out.push(chunk({ content: content.slice(i, i + PIECE) }));
+  (message?.tool_calls ?? []).forEach((call, index) => {
+    out.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+    const args = call.function.arguments;
+    for (let i = 0; i < args.length; i += PIECE) {
+      out.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(i, i + PIECE) } }] }));
+    }
+  });
+  const last = chunk({}, choice?.finish_reason ?? 'stop');
+  if (completion.usage !== undefined) last['usage'] = completion.usage;
+  out.push(last);
+  return out;
+}
+
+/** Writes a finished completion as an SSE stream (`data: {...}\n\n` ... `data: [DONE]\n\n`) and ends the response. */
+export function writeSse(res: ServerResponse, completion: ChatCompletion, headers: Record<string, string> = {}): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...headers,
+  });
+  for (const c of completionChunks(completion)) res.write(`data: ${JSON.stringify(c)}\n\n`);
+  res.end('data: [DONE]\n\n');
+}
+
+/**
+ * Parses an SSE body into its `data:` payloads (JSON parsed, `[DONE]` kept as the string). For tests and
+ * clients. Pure: no I/O.
+ */
+export function parseSse(text: string): unknown[] {
+  const out: unknown[] = [];
+  for (const block of text.split(/\r?\n\r?\n/)) {
+    const data = block
+      .split(/\r?\n/)
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).replace(/^ /, ''))
+      .join('\n');
+    if (data === '') continue;
+    out.push(data === '[DONE]' ? data : JSON.parse(data));
+  }
+  return out;
+}

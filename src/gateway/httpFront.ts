@@ -1,0 +1,253 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ToolSearchError } from '../shared/index.js';
+import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sendJson } from './front/http.js';
+import { isRecord, type ChatRequest } from './front/openai.js';
+import { writeSse } from './front/sse.js';
+import type { ProviderClient } from './providerClient.js';
+import { clientToolSpecs, runChatTurn, type LoopProgress } from './providerLoop.js';
+import type { TurnEngine } from './types.js';
+
+/** The request headers that name a request's session, agent and profile. */
+export const SESSION_HEADER = 'x-toolsearch-session';
+export const AGENT_HEADER = 'x-toolsearch-agent';
+export const PROFILE_HEADER = 'x-toolsearch-profile';
+/** Response header: the turn id of the answer. */
+export const TURN_HEADER = 'x-toolsearch-turn';
+export const MAX_HEADER_VALUE = 200;
+
+/**
+ * A Gateway session event as the front produces it: `type` and `data` follow the schemas of
+ * src/events/gatewayEvents.ts (`gateway.turn.requested`, `gateway.tool.invoked`, `gateway.turn.ended`); the
+ * caller wraps it in an envelope and publishes it. Only requests that start a turn produce events, and each
+ * `turn.requested` is followed by exactly one `turn.ended`.
+ */
+export interface GatewayFrontEvent {
+  type: 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended';
+  sessionId: string;
+  turnId: string;
+  data: Record<string, unknown>;
+}
+
+export interface GatewayServerOptions {
+  engine: TurnEngine;
+  provider: ProviderClient;
+  /** 0 (default) = a free port. */
+  port?: number;
+  host?: string;
+  /** Provider round trips per turn. */
+  maxRounds: number;
+  defaults: { agentId: string; profile: string; sandboxId?: string; owner?: boolean };
+  /** Body cap (default 4 MiB); larger bodies get 413. */
+  maxBodyBytes?: number;
+  /** Gateway session events of the front's requests. A throwing listener is ignored. */
+  onEvent?: (e: GatewayFrontEvent) => void | Promise<void>;
+  /** Loop progress of every turn (for logs). */
+  onProgress?: (sessionId: string, p: LoopProgress) => void;
+}
+
+export interface GatewayServer {
+  /** Base URL, e.g. `http://127.0.0.1:PORT` (the API is under `/v1`). */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** How many sessions' pending client calls are remembered (oldest forgotten first). */
+const MAX_SESSIONS_REMEMBERED = 10_000;
+
+/**
+ * The OpenAI-compatible front of the gateway: `POST /v1/chat/completions` (plain and `stream: true`),
+ * `GET /v1/models`, `GET /healthz`. Each chat request is one turn (see `runChatTurn`); the session, agent and
+ * profile come from the `x-toolsearch-*` headers or the defaults (no session header: a fresh session id,
+ * returned in the `x-toolsearch-session` response header). Every failure is an OpenAI-style error object:
+ * 400 bad request, 413 body too large, 502/504 provider failures, 500 internal errors (never a crash).
+ */
+export async function startGatewayServer(opts: GatewayServerOptions): Promise<GatewayServer> {
+  const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const pendingBySession = new Map<string, Set<string>>();
+
+  const publish = async (e: GatewayFrontEvent): Promise<void> => {
+    try {
+      await opts.onEvent?.(e);
+    } catch {
+      // The listener owns its failures (the bus reports them); the client still gets its answer.
+    }
+  };
+
+  const chat = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const headers = sessionHeaders(req, opts.defaults);
+    if (!headers.ok) return sendError(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
+    const { sessionId, agentId, profile } = headers.value;
+    const sessionHeader = { [SESSION_HEADER]: sessionId };
+
+    const body = await readBody(req, maxBody);
+    if (!body.ok) {
+      const tooLarge = body.error.code === 'http.tooLarge';
+      return sendError(res, tooLarge ? 413 : 400, body.error.message, tooLarge ? 'request_too_large' : 'unreadable_body', { headers: { ...sessionHeader, ...(tooLarge ? { connection: 'close' } : {}) } });
+    }
+    const parsed = parseJsonBody(body.value);
+    if (!parsed.ok) return sendError(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
+    if (!isRecord(parsed.value)) return sendError(res, 400, 'The request body must be a JSON object with "messages".', 'invalid_request', { headers: sessionHeader });
+    const request = parsed.value as ChatRequest;
+    if (!Array.isArray(request.messages) || request.messages.length === 0) {
+      return sendError(res, 400, '"messages" is required: a non-empty array of chat messages.', 'missing_messages', { param: 'messages', headers: sessionHeader });
+    }
+    const badMessage = request.messages.findIndex((m: unknown) => !isRecord(m) || typeof m['role'] !== 'string');
+    if (badMessage >= 0) {
+      return sendError(res, 400, `messages[${badMessage}] must be an object with a string "role".`, 'invalid_messages', { param: `messages[${badMessage}]`, headers: sessionHeader });
+    }
+    if (request.stream !== undefined && typeof request.stream !== 'boolean') {
+      return sendError(res, 400, '"stream" must be true or false.', 'invalid_request', { param: 'stream', headers: sessionHeader });
+    }
+    const clientTools = clientToolSpecs(request.tools);
+    if (!clientTools.ok) return sendError(res, 400, clientTools.error.message, 'invalid_tools', { param: 'tools', headers: sessionHeader });
+
+    const turnId = randomUUID();
+    const requestId = turnId;
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const startedAt = Date.now();
+    await publish({
+      type: 'gateway.turn.requested',
+      sessionId,
+      turnId,
+      data: {
+        requestId,
+        agentId,
+        profile,
+        ...(typeof request.model === 'string' ? { model: request.model } : {}),
+        messages: request.messages,
+        ...(clientTools.value.length > 0 ? { clientTools: clientTools.value } : {}),
+      },
+    });
+    const ended = (outcome: 'completed' | 'failed' | 'cancelled', reason?: string) =>
+      publish({ type: 'gateway.turn.ended', sessionId, turnId, data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt } });
+
+    const known = pendingBySession.get(sessionId);
+    const toolEvents: Promise<void>[] = [];
+    let result;
+    try {
+      result = await runChatTurn({
+        engine: opts.engine,
+        provider: opts.provider,
+        request,
+        session: {
+          sessionId,
+          agentId,
+          profile,
+          ...(opts.defaults.sandboxId !== undefined ? { sandboxId: opts.defaults.sandboxId } : {}),
+          ...(opts.defaults.owner !== undefined ? { owner: opts.defaults.owner } : {}),
+        },
+        maxRounds: opts.maxRounds,
+        turnId,
+        ...(known !== undefined ? { pendingClientCalls: known } : {}),
+        signal: abort.signal,
+        onProgress: (p) => {
+          opts.onProgress?.(sessionId, p);
+          if (p.type === 'tool.invoked') {
+            toolEvents.push(publish({ type: 'gateway.tool.invoked', sessionId, turnId, data: { requestId, callId: p.callId, tool: p.tool, args: p.args } }));
+          } else if (p.type === 'client.result') {
+            toolEvents.push(publish({
+              type: 'gateway.tool.invoked', sessionId, turnId,
+              data: { requestId, callId: p.callId, tool: 'client', args: {}, clientResult: { ok: p.ok, value: p.content } },
+            }));
+          }
+        },
+      });
+    } catch (err) {
+      await Promise.all(toolEvents);
+      const message = err instanceof Error ? err.message : String(err);
+      await ended('failed', `gateway.internal: ${message}`);
+      return sendError(res, 500, `Internal error while running the turn: ${message}`, 'internal_error', { headers: sessionHeader });
+    }
+    await Promise.all(toolEvents);
+    if (!result.ok) {
+      await ended(abort.signal.aborted ? 'cancelled' : 'failed', `${result.error.code}: ${result.error.message}`);
+      const { status, type } = statusOf(result.error);
+      return sendError(res, status, result.error.message, result.error.code, { type, headers: sessionHeader });
+    }
+
+    const out = result.value;
+    const pending = pendingBySession.get(sessionId) ?? new Set<string>();
+    for (const id of out.clientResults) pending.delete(id);
+    for (const p of out.pendingClientCalls) pending.add(p.callId);
+    pendingBySession.delete(sessionId);
+    if (pending.size > 0) {
+      pendingBySession.set(sessionId, pending);
+      if (pendingBySession.size > MAX_SESSIONS_REMEMBERED) pendingBySession.delete(pendingBySession.keys().next().value as string);
+    }
+    const finish = out.response.choices[0]?.finish_reason;
+    await ended(finish === 'length' ? 'failed' : 'completed', finish === 'length' ? 'gateway.maxRounds' : undefined);
+
+    const responseHeaders = { ...sessionHeader, [TURN_HEADER]: out.turnId };
+    if (request.stream === true) return writeSse(res, out.response, responseHeaders);
+    return sendJson(res, 200, out.response, responseHeaders);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/v1/chat/completions') {
+      if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/chat/completions.', 'method_not_allowed', { headers: { allow: 'POST' } });
+      return chat(req, res);
+    }
+    if (path === '/v1/models' && req.method === 'GET') {
+      return sendJson(res, 200, { object: 'list', data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }] });
+    }
+    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
+    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, GET /v1/models, GET /healthz.`, 'not_found');
+  };
+
+  const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1' });
+  return { url: server.url, port: server.port, close: () => server.close() };
+}
+
+/** The HTTP status and OpenAI error type of a turn failure. Pure: no I/O. */
+export function statusOf(error: ToolSearchError): { status: number; type: string } {
+  const code = error.code;
+  if (code === 'provider.timedOut') return { status: 504, type: 'upstream_error' };
+  if (code === 'provider.aborted') return { status: 499, type: 'api_error' };
+  if (code.startsWith('provider.')) return { status: 502, type: 'upstream_error' };
+  if (code.startsWith('request.') || /invalid|unknown|notFound|usage/i.test(code)) return { status: 400, type: 'invalid_request_error' };
+  return { status: 500, type: 'api_error' };
+}
+
+type HeaderResult =
+  | { ok: true; value: { sessionId: string; agentId: string; profile: string } }
+  | { ok: false; error: { header: string; message: string } };
+
+// Control characters (C0, DEL, C1) are refused in session header values.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** Session, agent and profile from the headers, or the defaults. Pure: no I/O. */
+export function sessionHeaders(req: Pick<IncomingMessage, 'headers'>, defaults: { agentId: string; profile: string }): HeaderResult {
+  const read = (name: string): { ok: true; value: string | undefined } | { ok: false; error: { header: string; message: string } } => {
+    const raw = req.headers[name];
+    if (raw === undefined) return { ok: true, value: undefined };
+    const value = Array.isArray(raw) ? raw.join(',') : raw;
+    const problem =
+      value.trim() === '' ? 'is empty'
+      : value.length > MAX_HEADER_VALUE ? `is ${value.length} characters long`
+      : CONTROL.test(value) ? 'contains control characters'
+      : value !== value.trim() ? 'has leading or trailing spaces'
+      : undefined;
+    if (problem === undefined) return { ok: true, value };
+    return {
+      ok: false,
+      error: { header: name, message: `Header ${name} ${problem}: give 1 to ${MAX_HEADER_VALUE} printable characters (no control characters), or leave the header out to use the default.` },
+    };
+  };
+  const session = read(SESSION_HEADER);
+  if (!session.ok) return session;
+  const agent = read(AGENT_HEADER);
+  if (!agent.ok) return agent;
+  const profile = read(PROFILE_HEADER);
+  if (!profile.ok) return profile;
+  return {
+    ok: true,
+    value: { sessionId: session.value ?? `s-${randomUUID()}`, agentId: agent.value ?? defaults.agentId, profile: profile.value ?? defaults.profile },
+  };
+}
