@@ -36,6 +36,9 @@ const finish = (msg) => {
   process.stdout.write(JSON.stringify(msg) + '\n', () => process.exit(0));
 };
 
+// Spawned with an empty environment; bwrap --chdir still sets PWD. Nothing of it is needed here.
+for (const key of Object.keys(process.env)) delete process.env[key];
+
 // A rejection or exception left behind by guest code must not crash the child; the run still settles.
 process.on('unhandledRejection', () => {});
 process.on('uncaughtException', () => {});

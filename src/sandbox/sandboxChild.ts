@@ -58,7 +58,8 @@ export class SandboxChild {
         ? { addressSpace: { prlimit: host.prlimit, mb: settings.maxAddressSpaceMb } }
         : {}),
     });
-    this.#proc = spawn(cmd.file, cmd.args, { env: {}, cwd: this.#cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    // Its own process group, so kill() reaches the wrapper's pid-namespace init too (see kill()).
+    this.#proc = spawn(cmd.file, cmd.args, { env: {}, cwd: this.#cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
     let resolveReady!: (ok: boolean) => void;
     this.ready = new Promise((r) => (resolveReady = r));
     this.exited = new Promise((resolve) => {
@@ -112,12 +113,22 @@ export class SandboxChild {
     this.#proc.stdin.write(`${line}\n`);
   }
 
-  /** SIGKILL; the OS wrappers take the real node down with them (bwrap --die-with-parent, unshare --kill-child). */
+  /**
+   * SIGKILL to the whole process group: the wrapper and the init of its pid namespace (bwrap and unshare fork
+   * one). When that init dies the kernel kills everything in the namespace, node included. Killing only the
+   * wrapper is not enough: right after a spawn, its init may not yet have set its parent-death signal.
+   */
   kill(): void {
     if (this.#exit !== undefined) return;
     // Held until the exit is seen, so the temp directory is removed even if the parent is about to finish.
     this.#proc.ref();
-    this.#proc.kill('SIGKILL');
+    const pid = this.#proc.pid;
+    try {
+      if (pid === undefined) throw new Error('not spawned');
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      this.#proc.kill('SIGKILL');
+    }
   }
 
   #breakProtocol(why: string): void {
