@@ -35,6 +35,8 @@ describe('NATS bus across a server restart', () => {
       acked.push(e.id);
     }
     await server.stop({ kill: true }); // a crash, not a clean shutdown
+    for (let i = 0; i < 100 && bus.isConnected(); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(bus.isConnected()).toBe(false);
     const during = envelope(s, 't1', 11);
     let settled = false;
     const pending = bus.publish(during).then(() => { settled = true; });
@@ -78,6 +80,9 @@ describe('NATS bus across a server restart', () => {
   });
 
   it('serves requests again after the server restarts (responders resubscribe)', async () => {
+    // the shared bus may still be reconnecting after the previous test's restart
+    for (let i = 0; i < 100 && !bus.isConnected(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(bus.isConnected()).toBe(true);
     bus.serve('toolsearch.rpc.policy', async () => ({ decision: 'allowed' }), { queue: 'policy' });
     await bus.connection.flush();
     await server.restart();

@@ -58,6 +58,8 @@ export interface NatsBus extends EventBus {
   announce(role: string, id: string): () => void;
   /** Resolves once every subscription started so far is set up on the server (consumers created). */
   ready(): Promise<void>;
+  /** False while the connection to NATS is lost and being re-established (health/readiness). */
+  isConnected(): boolean;
   readonly streams: StreamNames;
   readonly connection: NatsConnection;
 }
@@ -130,6 +132,7 @@ class NatsBusImpl implements NatsBus {
   readonly #chains = new Map<string, Promise<unknown>>();
   readonly #stops = new Set<() => void>();
   readonly #pendingSetups = new Set<Promise<unknown>>();
+  readonly #durables = new Map<string, Promise<void>>();
   #closed = false;
   #connected = true;
   readonly #reconnectWaiters: (() => void)[] = [];
@@ -292,10 +295,18 @@ class NatsBusImpl implements NatsBus {
     let messages: ConsumerMessages | undefined;
     let stopped = false;
     const setup = (async () => {
-      await this.#ensureDurable(stream, name, pattern, startedAt);
+      // Members of one group in this process share the creation, so they start pulling together.
+      let ensured = this.#durables.get(name);
+      if (ensured === undefined) {
+        ensured = this.#ensureDurable(stream, name, pattern, startedAt);
+        this.#durables.set(name, ensured);
+        ensured.catch(() => this.#durables.delete(name));
+      }
+      await ensured;
       if (stopped) return;
       const consumer = await this.#js.consumers.get(stream, name);
-      messages = await consumer.consume({ max_messages: 64 });
+      // One message per pull: members of the group take turns instead of one hoarding a batch.
+      messages = await consumer.consume({ max_messages: 1 });
       if (stopped) {
         messages.stop();
         return;
@@ -339,7 +350,9 @@ class NatsBusImpl implements NatsBus {
         });
         return;
       } catch (e) {
-        // A concurrent member created it first: fine. Anything else is retried until the deadline.
+        // A member in another process created it first: the next info() finds it. Anything else is
+        // retried until the deadline.
+        if (e instanceof JetStreamApiError && e.status === 400 && attempt < 3) continue;
         if (Date.now() > deadline) throw e;
         await sleep(Math.min(1000, 100 * 2 ** attempt));
       }
@@ -364,6 +377,10 @@ class NatsBusImpl implements NatsBus {
     if (pattern.startsWith(`${EVENT_SUBJECT_PREFIX}.`)) return this.streams.events;
     if (pattern.startsWith(`${GATEWAY_SUBJECT_PREFIX}.`)) return this.streams.sessions;
     return undefined;
+  }
+
+  isConnected(): boolean {
+    return this.#connected && !this.connection.isClosed();
   }
 
   ready(): Promise<void> {
