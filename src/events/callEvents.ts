@@ -42,6 +42,13 @@ export const CallRequested = Type.Object({
   argsBytes: NonNegInt(),
   via: Type.Union([Type.Literal('direct'), Type.Literal('tool'), Type.Literal('code')]),
   codeRunId: Type.Optional(Type.String()),
+  /** Session facts the policy-enforcement actor recomputes the effective policy from (added, optional). */
+  agentId: Type.Optional(Type.String()),
+  profile: Type.Optional(Type.String()),
+  sandboxId: Type.Optional(Type.String()),
+  sessionOwner: Type.Optional(Type.Boolean()),
+  /** The tool is owner-only (so the enforcer can gate it without the catalog). */
+  ownerOnly: Type.Optional(Type.Boolean()),
 });
 export type CallRequested = Static<typeof CallRequested>;
 

@@ -1,0 +1,76 @@
+/** What an approver is asked: which call, of which tool, in which session. Argument values are not included. */
+export interface ApprovalRequest {
+  approvalId: string;
+  callId: string;
+  toolId: string;
+  toolName: string;
+  sessionId: string;
+  turnId: string;
+  agentId: string;
+  /** Why approval is needed (the matching `tools.approval.require` pattern). */
+  reason?: string;
+  argsDigest: string;
+}
+
+/** An approver's answer. */
+export interface ApprovalDecision {
+  approved: boolean;
+  reason?: string;
+}
+
+/** A library approver: a callback. (Anyone may also answer with an `approval.resolved` event on the bus.) */
+export type Approver = (req: ApprovalRequest) => Promise<ApprovalDecision>;
+
+/** How an approval wait ended. */
+export interface ApprovalOutcome {
+  approved: boolean;
+  reason?: string;
+  /** `callback`, `bus` or `timeout`. */
+  by: 'callback' | 'bus' | 'timeout';
+  timedOut?: boolean;
+}
+
+export interface WaitForApprovalOptions {
+  request: ApprovalRequest;
+  approver?: Approver;
+  /** Resolves when an `approval.resolved` event for this request arrives on the bus. */
+  fromBus: Promise<ApprovalDecision>;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Waits for the first answer: the approver callback or an event on the bus. No answer within `timeoutMs` is a
+ * denial (`timedOut`); an approver that throws denies (fail closed); an abort denies. Never rejects.
+ */
+export function waitForApproval(opts: WaitForApprovalOptions): Promise<ApprovalOutcome> {
+  return new Promise<ApprovalOutcome>((resolve) => {
+    let settled = false;
+    const settle = (o: ApprovalOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      resolve(o);
+    };
+    const timer = setTimeout(
+      () => settle({ approved: false, by: 'timeout', timedOut: true, reason: `no approval within ${opts.timeoutMs} ms` }),
+      opts.timeoutMs,
+    );
+    const onAbort = () => settle({ approved: false, by: 'timeout', timedOut: true, reason: 'the approval wait was aborted' });
+    if (opts.signal?.aborted) onAbort();
+    else opts.signal?.addEventListener('abort', onAbort, { once: true });
+    opts.fromBus.then(
+      (d) => settle({ approved: d.approved === true, by: 'bus', ...(d.reason === undefined ? {} : { reason: d.reason }) }),
+      () => undefined,
+    );
+    if (opts.approver !== undefined) {
+      Promise.resolve()
+        .then(() => opts.approver!(opts.request))
+        .then(
+          (d) => settle({ approved: d?.approved === true, by: 'callback', ...(d?.reason === undefined ? {} : { reason: d.reason }) }),
+          (err: unknown) => settle({ approved: false, by: 'callback', reason: `the approver failed: ${err instanceof Error ? err.message : String(err)}` }),
+        );
+    }
+  });
+}
