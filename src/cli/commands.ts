@@ -1,4 +1,5 @@
 import { CONFIG_USAGE, runConfigCommand } from '../config/index.js';
+import { describeCommand, evalCommand, searchCommand } from './commands/search.js';
 import type { Command } from './io.js';
 
 const config: Command = {
@@ -9,4 +10,4 @@ const config: Command = {
 };
 
 /** Every command of the CLI, in the order `toolsearch --help` lists them. */
-export const commands: Command[] = [config];
+export const commands: Command[] = [searchCommand, describeCommand, evalCommand, config];

@@ -1,0 +1,125 @@
+import { resolveTool } from '../../catalog/index.js';
+import { describeEntry, evaluate, readQueriesJsonl } from '../../search/index.js';
+import type { Failure } from '../../shared/index.js';
+import { parseCommandArgs, str, strs } from '../args.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { openCatalog } from '../openCatalog.js';
+
+const catalogOptions = {
+  config: { type: 'string' },
+  catalog: { type: 'string', multiple: true },
+  json: { type: 'boolean' },
+} as const;
+
+const CATALOG_HELP = [
+  '  --config F        config file (default: toolsearch.config.json5 in the working directory)',
+  '  --catalog PATH    MCP tools/list snapshot file or folder of them; repeatable. With --catalog and no --config the',
+  '                    catalog is exactly those snapshots (no config file, no core tools).',
+  '  --json            print one JSON object on the last line',
+].join('\n');
+
+function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
+  if (json) io.stdout(JSON.stringify({ ok: false, error: failure.error }));
+  io.stderr(`${failure.error.code}: ${failure.error.message}`);
+  return code;
+}
+
+export const searchCommand: Command = {
+  name: 'search',
+  summary: 'search the policy-filtered tool catalog',
+  usage: ['Usage: toolsearch search [--config F] [--catalog PATH ...] [--limit N] [--json] QUERY', '',
+    'Ranks the eligible tools for QUERY and prints the best (default limit from config, 8).', '', CATALOG_HELP,
+    '  --limit N         number of results (1..maxSearchLimit; larger is clamped)'].join('\n'),
+  async run(argv, io) {
+    const parsed = parseCommandArgs(argv, { ...catalogOptions, limit: { type: 'string' } });
+    if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
+    const { values, positionals } = parsed.value;
+    const json = values['json'] === true;
+    if (positionals.length === 0) {
+      io.stderr('search: missing QUERY. Usage: toolsearch search [options] QUERY');
+      return EXIT_USAGE;
+    }
+    const limitText = str(values['limit']);
+    const limit = limitText === undefined ? undefined : Number(limitText);
+    const opened = await openCatalog({ config: str(values['config']), catalog: strs(values['catalog']) }, io);
+    if (!opened.ok) return failWith(io, json, opened);
+    try {
+      const answer = opened.value.index.search(positionals.join(' '), limit === undefined ? {} : { limit });
+      if (!answer.ok) return failWith(io, json, answer);
+      const a = answer.value;
+      if (json) {
+        io.stdout(JSON.stringify(a));
+        return EXIT_OK;
+      }
+      io.stdout(`${a.results.length} of ${a.matched} matching tools (catalog: ${a.catalogSize})${a.note ? `: ${a.note}` : ''}`);
+      a.results.forEach((r, i) => io.stdout(`${String(i + 1).padStart(2)}. ${r.id}${r.untrusted ? ' [untrusted]' : ''}\n    ${r.description}`));
+      return EXIT_OK;
+    } finally {
+      await opened.value.close();
+    }
+  },
+};
+
+export const describeCommand: Command = {
+  name: 'describe',
+  summary: 'show one tool\'s full entry and exact input schema',
+  usage: ['Usage: toolsearch describe [--config F] [--catalog PATH ...] [--json] ID', '',
+    'ID is a tool id (mcp:<server>:<tool>, openclaw:<owner>:<tool>, client:<id>:<tool>) or a bare name when unique.', '', CATALOG_HELP].join('\n'),
+  async run(argv, io) {
+    const parsed = parseCommandArgs(argv, catalogOptions);
+    if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
+    const { values, positionals } = parsed.value;
+    const json = values['json'] === true;
+    if (positionals.length !== 1) {
+      io.stderr('describe: give exactly one ID. Usage: toolsearch describe [options] ID');
+      return EXIT_USAGE;
+    }
+    const opened = await openCatalog({ config: str(values['config']), catalog: strs(values['catalog']) }, io);
+    if (!opened.ok) return failWith(io, json, opened);
+    try {
+      const found = resolveTool(opened.value.catalog.entries, positionals[0] as string);
+      if (!found.ok) return failWith(io, json, found);
+      const described = describeEntry(found.value);
+      io.stdout(json ? JSON.stringify(described) : JSON.stringify(described, null, 2));
+      return EXIT_OK;
+    } finally {
+      await opened.value.close();
+    }
+  },
+};
+
+export const evalCommand: Command = {
+  name: 'eval',
+  summary: 'measure retrieval (recall@1/3/5, MRR, latency) on labelled queries',
+  usage: ['Usage: toolsearch eval [--config F] --catalog PATH ... --queries FILE.jsonl [--json]', '',
+    'Each line of FILE.jsonl is {"query": "...", "gold": ["<id>", ...]}; a hit is any gold id in the top k.',
+    'Prints n, recall@1, @3, @5, MRR and search latency p50/p99. With --json the last line is one JSON object',
+    '{n, recallAt1, recallAt3, recallAt5, mrr, p50Ms, p99Ms, perQuery: [{query, ids}]} (top 10 ids per query, input order).', '',
+    CATALOG_HELP, '  --queries FILE    the labelled queries (JSON lines)'].join('\n'),
+  async run(argv, io) {
+    const parsed = parseCommandArgs(argv, { ...catalogOptions, queries: { type: 'string' } }, { positionals: false });
+    if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
+    const { values } = parsed.value;
+    const json = values['json'] === true;
+    const queriesFile = str(values['queries']);
+    const catalogs = strs(values['catalog']);
+    if (queriesFile === undefined || catalogs.length === 0) {
+      io.stderr('eval: --catalog PATH and --queries FILE.jsonl are required. Run toolsearch eval --help.');
+      return EXIT_USAGE;
+    }
+    const queries = await readQueriesJsonl(queriesFile);
+    if (!queries.ok) return failWith(io, json, queries);
+    const opened = await openCatalog({ config: str(values['config']), catalog: catalogs }, io);
+    if (!opened.ok) return failWith(io, json, opened);
+    try {
+      const report = evaluate(opened.value.index, queries.value);
+      const f = (x: number) => x.toFixed(3);
+      io.stdout(`n=${report.n} recall@1=${f(report.recallAt1)} recall@3=${f(report.recallAt3)} recall@5=${f(report.recallAt5)} ` +
+        `mrr=${f(report.mrr)} p50=${report.p50Ms.toFixed(3)}ms p99=${report.p99Ms.toFixed(3)}ms (catalog: ${opened.value.index.size} tools)`);
+      if (json) io.stdout(JSON.stringify(report));
+      return EXIT_OK;
+    } finally {
+      await opened.value.close();
+    }
+  },
+};

@@ -1,0 +1,40 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runCli } from '../../src/cli/main.js';
+
+/** Runs the CLI in-process and captures what it prints. */
+export async function cli(argv: string[], cwd: string): Promise<{ code: number; out: string; err: string; lastJson: () => any }> {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, {
+    stdout: (s) => { out += s.endsWith('\n') ? s : `${s}\n`; },
+    stderr: (s) => { err += s.endsWith('\n') ? s : `${s}\n`; },
+    cwd,
+    env: {},
+  });
+  const lastJson = () => JSON.parse(out.trim().split('\n').at(-1) ?? 'null');
+  return { code, out, err, lastJson };
+}
+
+/** A temp folder with MCP tools/list snapshots in the catalog snapshot shape. */
+export function snapshotDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'toolsearch-cli-'));
+  const tool = (name: string, description: string, props: Record<string, unknown> = {}) => ({
+    name, description, inputSchema: { type: 'object', properties: props, required: Object.keys(props) },
+  });
+  writeFileSync(join(dir, 'github.json'), JSON.stringify({ name: 'github', tools: [
+    tool('list_issues', 'List issues in a GitHub repository', { owner: { type: 'string' }, repo: { type: 'string' } }),
+    tool('create_issue', 'Create a new issue in a GitHub repository', { title: { type: 'string' } }),
+    tool('search', 'Search code on GitHub'),
+  ] }));
+  writeFileSync(join(dir, 'gitlab.json'), JSON.stringify({ name: 'gitlab', tools: [
+    tool('list_branches', 'List the branches of a GitLab project', { project: { type: 'string' } }),
+    tool('search', 'Search GitLab projects'),
+  ] }));
+  writeFileSync(join(dir, 'calendar.json'), JSON.stringify({ name: 'calendar', tools: [
+    tool('delete_event', 'Delete a calendar event', { eventId: { type: 'string' } }),
+    tool('create_event', 'Create a calendar event with a title and time'),
+  ] }));
+  return dir;
+}
