@@ -79,6 +79,21 @@ describe('NATS bus across a server restart', () => {
     }
   });
 
+  it('replays once the server is back when asked during the outage', async () => {
+    const s = `replay-outage-${n}`;
+    const acked: string[] = [];
+    for (let i = 1; i <= 3; i++) {
+      const e = envelope(s, 't', i);
+      await bus.publish(e);
+      acked.push(e.id);
+    }
+    await server.stop();
+    const replayed = replayIds(bus, s);
+    await new Promise((r) => setTimeout(r, 500));
+    await server.restart();
+    expect(await replayed).toEqual(acked);
+  });
+
   it('serves requests again after the server restarts (responders resubscribe)', async () => {
     // the shared bus may still be reconnecting after the previous test's restart
     for (let i = 0; i < 100 && !bus.isConnected(); i++) await new Promise((r) => setTimeout(r, 50));

@@ -448,9 +448,10 @@ class NatsBusImpl implements NatsBus {
 
   async *replay(filter: { sessionId: string; turnId?: string }): AsyncIterable<Envelope> {
     this.#assertOpen();
-    const consumer = await this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) });
+    const what = `replay of session ${filter.sessionId}${filter.turnId === undefined ? '' : ` turn ${filter.turnId}`}`;
+    const consumer = await this.#retryRead(what, () => this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) }));
     try {
-      const info = await consumer.info(true);
+      const info = await this.#retryRead(what, () => consumer.info(true));
       if (info.num_pending === 0) return;
       const messages = await consumer.consume({ max_messages: 256 });
       try {
@@ -465,6 +466,23 @@ class NatsBusImpl implements NatsBus {
       }
     } finally {
       await consumer.delete().catch(() => undefined);
+    }
+  }
+
+  /** Retries a read while NATS is away (bounded by publishTimeoutMs), then fails with `bus.unavailable`. */
+  async #retryRead<T>(what: string, op: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.#publishTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await op();
+      } catch (e) {
+        if (!isTransient(e)) throw new BusError('bus.rejected', `${what} failed: ${describe(e)}`, { cause: e });
+        if (Date.now() >= deadline) {
+          throw new BusError('bus.unavailable', `${what}: NATS did not answer within ${this.#publishTimeoutMs} ms (${describe(e)})`, { cause: e });
+        }
+      }
+      await this.#untilConnected(deadline - Date.now());
+      await sleep(Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now())));
     }
   }
 
