@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { ModeSchema } from './common.js';
+import { ErrorInfo, ModeSchema, NonNegInt } from './common.js';
 
 /*
  * Gateway session events: subjects `gateway.session.<sessionId>.<type>`, stream GATEWAY_SESSIONS.
@@ -81,5 +81,51 @@ export const GatewayEventRejected = Type.Object({
   rejectedType: Type.Optional(Type.String()),
   /** Paths and messages of each schema problem, when the message parsed. */
   problems: Type.Optional(Type.Array(Type.Object({ path: Type.String(), message: Type.String() }))),
+  /** The dotted code of the refusal (`event.invalid`, `event.unknownType`, `gateway.notSessionEvent`, ...). */
+  code: Type.Optional(Type.String()),
+  /** UTF-8 bytes of the raw message (its JSON text when it came in as an object). */
+  rawBytes: Type.Optional(NonNegInt()),
 });
 export type GatewayEventRejected = Static<typeof GatewayEventRejected>;
+
+/**
+ * `gateway.turn.opened`: the gateway's answer to `gateway.turn.requested` (subject `turn_opened`): the turn id
+ * and what the model sees, or why the turn could not start.
+ */
+export const GatewayTurnOpened = Type.Object({
+  requestId: Type.String({ minLength: 1 }),
+  ok: Type.Boolean(),
+  /** The turn id (the requested one, or the one the engine made when the request left it empty). */
+  turnId: Type.Optional(Type.String()),
+  mode: Type.Optional(ModeSchema),
+  /** The tool definitions as the provider receives them (OpenAI function shape). */
+  tools: Type.Optional(Type.Array(Type.Unknown())),
+  bytes: Type.Optional(NonNegInt()),
+  schemasUpFront: Type.Optional(NonNegInt()),
+  /** Why the mode differs from the one asked for. */
+  reason: Type.Optional(Type.String()),
+  error: Type.Optional(ErrorInfo),
+});
+export type GatewayTurnOpened = Static<typeof GatewayTurnOpened>;
+
+/**
+ * `gateway.tool.answered`: the gateway's answer to `gateway.tool.invoked` (subject `tool_answered`): the step
+ * result the model reads (`{ok: true, value}`, `{ok: false, error}`, or a pending client call).
+ */
+export const GatewayToolAnswered = Type.Object({
+  requestId: Type.String({ minLength: 1 }),
+  callId: Type.String({ minLength: 1 }),
+  tool: Type.String({ minLength: 1 }),
+  result: Type.Union([
+    Type.Object({ ok: Type.Literal(true), value: Type.Optional(Type.Unknown()) }),
+    Type.Object({ ok: Type.Literal(false), error: ErrorInfo }),
+    Type.Object({
+      ok: Type.Literal(true),
+      pending: Type.Literal(true),
+      callId: Type.String(),
+      toolName: Type.String(),
+      args: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  ]),
+});
+export type GatewayToolAnswered = Static<typeof GatewayToolAnswered>;

@@ -53,7 +53,9 @@ export {
   GatewayEventRejected,
   GatewayMcpServer,
   GatewaySessionClosed,
+  GatewayToolAnswered,
   GatewayToolInvoked,
   GatewayTurnEnded,
+  GatewayTurnOpened,
   GatewayTurnRequested,
 } from './gatewayEvents.js';

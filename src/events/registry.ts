@@ -18,8 +18,10 @@ import {
 import {
   GatewayEventRejected,
   GatewaySessionClosed,
+  GatewayToolAnswered,
   GatewayToolInvoked,
   GatewayTurnEnded,
+  GatewayTurnOpened,
   GatewayTurnRequested,
 } from './gatewayEvents.js';
 import {
@@ -62,6 +64,8 @@ export const EventSchemas = {
   'gateway.turn.ended': GatewayTurnEnded,
   'gateway.session.closed': GatewaySessionClosed,
   'gateway.event.rejected': GatewayEventRejected,
+  'gateway.turn.opened': GatewayTurnOpened,
+  'gateway.tool.answered': GatewayToolAnswered,
 } as const satisfies Record<string, TSchema>;
 
 /** A known event type string. */

@@ -59,6 +59,8 @@ const samples: { [K in EventType]: EventData<K> } = {
   'gateway.turn.ended': { requestId: 'req1', outcome: 'completed' },
   'gateway.session.closed': { reason: 'idle' },
   'gateway.event.rejected': { reason: 'unknown type gateway.foo', rawDigest: 'sha256:22' },
+  'gateway.turn.opened': { requestId: 'req1', ok: true, turnId: 't1', mode: 'tools', tools: [], bytes: 10, schemasUpFront: 3 },
+  'gateway.tool.answered': { requestId: 'req1', callId: 'c1', tool: 'tool_search', result: { ok: true, value: { results: [] } } },
 };
 
 const problemsOf = (r: ReturnType<typeof validateEvent>) =>
