@@ -152,7 +152,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           } else if (p.type === 'client.result') {
             toolEvents.push(publish({
               type: 'gateway.tool.invoked', sessionId, turnId,
-              data: { requestId, callId: p.callId, tool: 'client', args: {}, clientResult: { ok: p.ok, value: p.content } },
+              data: { requestId, callId: p.callId, tool: p.toolName, args: {}, clientResult: { ok: p.ok, value: p.content } },
             }));
           }
         },

@@ -28,7 +28,7 @@ export interface PendingClientCall {
 /** Progress of one chat turn, for logs and the gateway session events. */
 export type LoopProgress =
   | { type: 'turn.started'; sessionId: string; turnId: string; mode: ExposureMode; exposedTools: number; exposureBytes: number }
-  | { type: 'client.result'; callId: string; ok: boolean; content: string }
+  | { type: 'client.result'; callId: string; toolName: string; ok: boolean; content: string }
   | { type: 'provider.requested'; round: number; requestBytes: number }
   | { type: 'provider.answered'; round: number; responseBytes: number; toolCalls: number; finishReason: string }
   | { type: 'tool.invoked'; round: number; callId: string; tool: string; args: unknown; outcome: 'ok' | 'error' | 'pending' }
@@ -144,7 +144,7 @@ async function loop(
   for (const r of newClientResults(request.messages, input.pendingClientCalls)) {
     await turn.clientResult(r.callId, { ok: true, content: r.content });
     clientResults.push(r.callId);
-    emit({ type: 'client.result', callId: r.callId, ok: true, content: r.content });
+    emit({ type: 'client.result', callId: r.callId, toolName: r.toolName, ok: true, content: r.content });
   }
 
   const messages: ChatMessage[] = [...request.messages];
@@ -291,9 +291,16 @@ export function clientToolSpecs(tools: unknown): Result<ClientToolSpec[]> {
 }
 
 /** The client's results carried in this request's messages. Pure: no I/O. */
-export function newClientResults(messages: readonly ChatMessage[], pending: ReadonlySet<string> | undefined): Array<{ callId: string; content: string }> {
+export function newClientResults(
+  messages: readonly ChatMessage[],
+  pending: ReadonlySet<string> | undefined,
+): Array<{ callId: string; toolName: string; content: string }> {
+  const names = new Map<string, string>();
+  for (const m of messages) for (const c of Array.isArray(m?.tool_calls) ? m.tool_calls : []) if (typeof c?.id === 'string') names.set(c.id, c.function?.name ?? 'client');
   const toolMessages = (ms: readonly ChatMessage[]) =>
-    ms.filter((m) => m?.role === 'tool' && typeof m.tool_call_id === 'string').map((m) => ({ callId: m.tool_call_id as string, content: contentText(m.content) }));
+    ms
+      .filter((m) => m?.role === 'tool' && typeof m.tool_call_id === 'string')
+      .map((m) => ({ callId: m.tool_call_id as string, toolName: names.get(m.tool_call_id as string) ?? 'client', content: contentText(m.content) }));
   if (pending !== undefined) return toolMessages(messages).filter((r) => pending.has(r.callId));
   let start = messages.length;
   while (start > 0 && messages[start - 1]?.role === 'tool') start--;
