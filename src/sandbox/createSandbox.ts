@@ -1,7 +1,7 @@
 import { fail, ok, type Result } from '../shared/index.js';
 import { detectHost, type HostIsolation } from './detectIsolation.js';
 import { type RunLimits, runOnChild } from './runOnChild.js';
-import { SandboxChild, type SpawnSettings } from './sandboxChild.js';
+import { SandboxChild, type SpawnSettings, sweepStaleDirs } from './sandboxChild.js';
 import type { ChildLease, CodeOutcome, IsolationReport, RunRequest, Sandbox, SandboxOptions } from './types.js';
 
 /** A pooled child that dies before it gets ready this many times in a row stops the refill (no spawn storm). */
@@ -13,6 +13,8 @@ const unavailable = (reason: string): CodeOutcome => ({
   logs: [],
   telemetry: { searchCount: 0, describeCount: 0, callCount: 0, durationMs: 0, pooled: false },
 });
+
+let swept = false;
 
 const positive = (v: number | undefined, fallback: number): number => (v !== undefined && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback);
 
@@ -80,6 +82,10 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   };
 
   void setup.then((s) => {
+    if (!swept) {
+      swept = true;
+      sweepStaleDirs();
+    }
     if (s.ok) fill(s.settings);
   });
 
@@ -91,7 +97,9 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     const warm = pool.shift();
     const pooled = warm !== undefined;
     const child = warm ?? spawnChild(s.settings);
-    fill(s.settings);
+    // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
+    // for CPU with the run it would delay. The second pooled child serves a request meanwhile.
+    const refill = () => setImmediate(() => fill(s.settings));
     const startedAt = Date.now();
     let used = false;
     const lease: ChildLease = {
@@ -99,10 +107,14 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       run: (req: RunRequest) => {
         if (used) return Promise.resolve(unavailable('a child serves exactly one run'));
         used = true;
-        return runOnChild(child, req, limits, { startedAt, pooled });
+        return runOnChild(child, req, limits, { startedAt, pooled }).finally(refill);
       },
-      kill: () => child.kill(),
+      kill: () => {
+        child.kill();
+        refill();
+      },
     };
+    if (!pooled) refill();
     return ok(lease);
   };
 
@@ -117,6 +129,17 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       const lease = await acquire(req.signal);
       if (!lease.ok) return { ...unavailable(lease.error.message), error: lease.error };
       return lease.value.run(req);
+    },
+    warmUp: async () => {
+      const s = await setup;
+      if (s.ok) fill(s.settings);
+      // Pooled children do not hold the event loop; this wait does, or a caller awaiting only it would exit.
+      const hold = setInterval(() => {}, 60_000);
+      try {
+        await Promise.all(pool.map((c) => c.ready));
+      } finally {
+        clearInterval(hold);
+      }
     },
     close: async () => {
       closed = true;

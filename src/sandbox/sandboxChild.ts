@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { childCommand } from './childCommand.js';
@@ -28,6 +28,35 @@ export interface SpawnSettings {
 }
 
 const STDERR_TAIL = 4096;
+const DIR_PREFIX = 'toolsearch-sbx-';
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Removes temp directories left by parents that died without cleaning up (a child's directory is removed
+ * when it exits, but a parent killed hard cannot). The owner's pid is part of the name.
+ */
+export function sweepStaleDirs(): void {
+  let names: string[];
+  try {
+    names = readdirSync(tmpdir());
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = /^toolsearch-sbx-(\d+)-/.exec(name)?.[1];
+    if (owner !== undefined && Number(owner) !== process.pid && !alive(Number(owner))) {
+      rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    }
+  }
+}
 
 /**
  * One sandbox child process: spawned with an empty environment in a fresh temp directory (removed when it
@@ -45,7 +74,7 @@ export class SandboxChild {
   #onMessage: ((m: ChildMessage) => void) | undefined;
 
   constructor(settings: SpawnSettings) {
-    this.#cwd = mkdtempSync(join(tmpdir(), 'toolsearch-sbx-'));
+    this.#cwd = mkdtempSync(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
     const { host } = settings;
     const cmd = childCommand({
       nodePath: host.nodePath,

@@ -92,6 +92,8 @@ export interface Sandbox {
   run(req: RunRequest): Promise<CodeOutcome>;
   /** For a runner that drives the steps itself (the sandbox-run machine): a ready child or why not. */
   acquire(signal?: AbortSignal): Promise<Result<ChildLease>>;
+  /** Resolves when every pooled child is started and waiting (for startup readiness and benchmarks). */
+  warmUp(): Promise<void>;
   /** Kill the pooled children and refuse further runs. */
   close(): Promise<void>;
 }

@@ -1,5 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, detectIsolation, type CodeOutcome, type Sandbox } from '../../src/sandbox/index.js';
+import { sweepStaleDirs } from '../../src/sandbox/sandboxChild.js';
 import { recordingBridge } from './helpers.js';
 
 let sandbox: Sandbox;
@@ -147,5 +152,33 @@ describe('ordinary bodies', () => {
   it('runs several bodies at once', async () => {
     const outcomes = await Promise.all([1, 2, 3].map((n) => run(`return (await tools.search("q${n}")).length + ${n}`)));
     expect(outcomes.map(valueOf)).toEqual([2, 3, 4]);
+  });
+});
+
+describe('temp directories', () => {
+  it('sweeps directories left by a parent that died, and keeps those of live processes', () => {
+    // A pid that surely ended: a process that already exited.
+    const deadPid = Number(execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { env: {} }).toString());
+    const stale = join(tmpdir(), `toolsearch-sbx-${deadPid}-test`);
+    const mine = join(tmpdir(), `toolsearch-sbx-${process.pid}-test`);
+    mkdirSync(stale, { recursive: true });
+    mkdirSync(mine, { recursive: true });
+    try {
+      sweepStaleDirs();
+      expect(existsSync(stale)).toBe(false);
+      expect(existsSync(mine)).toBe(true);
+    } finally {
+      rmSync(stale, { recursive: true, force: true });
+      rmSync(mine, { recursive: true, force: true });
+    }
+  });
+
+  it('removes each child directory once its run is over', async () => {
+    const before = new Set(readdirSync(tmpdir()).filter((n) => n.startsWith(`toolsearch-sbx-${process.pid}-`)));
+    const solo = createSandbox({ poolSize: 0 });
+    await solo.run({ body: 'return 1', timeoutMs: 10_000, bridge: recordingBridge().bridge });
+    await solo.close();
+    const after = readdirSync(tmpdir()).filter((n) => n.startsWith(`toolsearch-sbx-${process.pid}-`) && !before.has(n));
+    expect(after).toEqual([]);
   });
 });
