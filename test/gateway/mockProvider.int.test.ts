@@ -120,6 +120,17 @@ describe('mock provider', () => {
     expect(JSON.parse(toolCallsOf(r.json)[0]!.function.arguments)).toEqual({ id: 'mcp:x:other' });
   });
 
+  it('tools mode: finds the described schema one level down, and answers when describe failed', async () => {
+    const base = [
+      user('target=fake_plugin_tool_2'),
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'tool_describe', arguments: '{}' } }] },
+    ];
+    const nested = await post({ messages: [...base, { role: 'tool', tool_call_id: 'call_1', content: JSON.stringify({ tool: { id: 'x:y:z', inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } } }) }], tools: tools.tools });
+    expect(JSON.parse(toolCallsOf(nested.json)[0]!.function.arguments)).toEqual({ id: 'x:y:z', args: { n: 1 } });
+    const failed = await post({ messages: [...base, { role: 'tool', tool_call_id: 'call_1', content: '{"error":{"code":"tool.notFound"}}' }], tools: tools.tools });
+    expect(failed.json.choices[0].message.content).toBe('result: {"error":{"code":"tool.notFound"}}');
+  });
+
   it('code mode: sends one tool_search_code body that searches, describes and calls', async () => {
     const r = await post({ messages: [user('target=fake_plugin_tool_17')], tools: code.tools });
     const calls = toolCallsOf(r.json);

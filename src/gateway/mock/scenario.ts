@@ -57,10 +57,9 @@ export function planReply(body: ChatRequest): MockReply {
       return call('tool_describe', { id: hit });
     }
     if (target !== undefined && calledName === 'tool_describe') {
-      const described = parseJson(content);
-      const id = isRecord(described) && typeof described['id'] === 'string' ? described['id'] : undefined;
-      if (id === undefined || !('inputSchema' in (described as Record<string, unknown>))) return answer(`result: ${content}`);
-      return call('tool_call', { id, args: markerArgs((described as Record<string, unknown>)['inputSchema']) });
+      const described = describedTool(parseJson(content));
+      if (described === undefined) return answer(`result: ${content}`);
+      return call('tool_call', { id: described.id, args: markerArgs(described.inputSchema) });
     }
     return answer(`result: ${content}`);
   }
@@ -121,6 +120,15 @@ function pickHit(parsed: unknown, target: MockTarget): string | undefined {
   const hits = list.filter((h): h is Record<string, unknown> => isRecord(h) && typeof h['id'] === 'string');
   const hit = hits.find((h) => h['id'] === target.id) ?? hits.find((h) => h['name'] === target.name) ?? hits[0];
   return hit?.['id'] as string | undefined;
+}
+
+/** The `{id, inputSchema}` of a describe answer: at the top level or one level down (`{tool: {...}}`). */
+function describedTool(parsed: unknown): { id: string; inputSchema: unknown } | undefined {
+  const candidates = isRecord(parsed) ? [parsed, ...Object.values(parsed)] : [];
+  for (const c of candidates) {
+    if (isRecord(c) && typeof c['id'] === 'string' && 'inputSchema' in c) return { id: c['id'], inputSchema: c['inputSchema'] };
+  }
+  return undefined;
 }
 
 function parseJson(text: string): unknown {
