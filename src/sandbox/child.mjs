@@ -235,7 +235,10 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
   };
   const makeLog = (level) => freeze(function (...args) {
     if (logUsed > limits.maxLogBytes) return;
-    const text = format(args);
+    let text = format(args);
+    // Cut here already, so one enormous line does not have to be copied through the protocol.
+    const room = limits.maxLogBytes - logUsed + 16;
+    if (text.length > room) text = apply(slice, text, [0, room]);
     logUsed += text.length + 1;
     emit('{"t":"log","level":"' + level + '","text":' + str(text) + '}');
   });

@@ -106,6 +106,7 @@ export function runOnChild(
     let settled = false;
     let stopReason: 'timeout' | 'abort' | undefined;
     const bridgeAbort = new AbortController();
+    const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
 
     const telemetry = (): CodeTelemetry => ({
       searchCount: counts.search,
@@ -132,10 +133,10 @@ export function runOnChild(
         ok: false,
         error: {
           code: 'sandbox.timedOut',
-          message: `The body ran longer than ${req.timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.`,
+          message: `The body ran longer than ${timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.`,
         },
       });
-    }, req.timeoutMs);
+    }, timeoutMs);
 
     const onAbort = () => {
       stopReason = 'abort';

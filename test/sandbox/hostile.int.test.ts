@@ -194,6 +194,10 @@ describe('hostile bodies are contained', () => {
     const bytes = flood.logs.reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0);
     expect(bytes).toBeLessThanOrEqual(4096 + 64);
     expect(flood.logs.at(-1)).toEqual({ level: 'warn', text: '[logs truncated]' });
+    const oneLine = await run('console.log("y".repeat(20_000_000)); console.log("after"); return 1');
+    expect(oneLine).toMatchObject({ ok: true, value: 1 });
+    expect(oneLine.logs.reduce((n, l) => n + Buffer.byteLength(l.text), 0)).toBeLessThanOrEqual(4096 + 64);
+    expect(oneLine.logs.at(-1)).toEqual({ level: 'warn', text: '[logs truncated]' });
     const huge = await run('return "x".repeat(10_000_000)');
     expect(huge.ok).toBe(true);
     const text = huge.ok ? String(huge.value) : '';

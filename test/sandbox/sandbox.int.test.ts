@@ -58,6 +58,11 @@ describe('ordinary bodies', () => {
     ]);
   });
 
+  it('supports queueMicrotask but no timers', async () => {
+    const o = await run('const seen = []; queueMicrotask(() => seen.push("micro")); await null; return [seen, typeof setTimeout, typeof setInterval]');
+    expect(valueOf(o)).toEqual([['micro'], 'undefined', 'undefined']);
+  });
+
   it('supports top-level await and a body without return (null)', async () => {
     expect(valueOf(await run('const x = await Promise.resolve(7); return x * 2'))).toBe(14);
     expect(valueOf(await run('const x = 1'))).toBeNull();
