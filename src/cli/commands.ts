@@ -1,4 +1,5 @@
 import { CONFIG_USAGE, runConfigCommand } from '../config/index.js';
+import { mockProviderCommand } from '../gateway/index.js';
 import { describeCommand, evalCommand, searchCommand } from './commands/search.js';
 import type { Command } from './io.js';
 
@@ -10,4 +11,4 @@ const config: Command = {
 };
 
 /** Every command of the CLI, in the order `toolsearch --help` lists them. */
-export const commands: Command[] = [searchCommand, describeCommand, evalCommand, config];
+export const commands: Command[] = [searchCommand, describeCommand, evalCommand, config, mockProviderCommand];
