@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto';
+import { createActor, fromPromise, toPromise, waitFor, type Actor } from 'xstate';
+import {
+  turnMachine, type CatalogInfo, type ExecuteStepInput, type Exposure as MachineExposure, type ExposeInput, type IndexCatalogInput,
+  type ListSourcesInput, type TurnActorBase,
+} from '../../../machines/index.js';
+import type { Catalog } from '../../catalog/index.js';
+import { makeEnvelope } from '../../events/index.js';
+import type { ExposureMode } from '../../expose/index.js';
+import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../../policy/index.js';
+import { fail, ok, type Result, type ToolSearchError } from '../../shared/index.js';
+import { Attr, SpanName } from '../../telemetry/index.js';
+import type { StepResult, Turn, TurnEngine, TurnRequest } from '../types.js';
+import { bySource } from './codeRun.js';
+import { IndexStore } from './indexStore.js';
+import { runStep } from './runStep.js';
+import { TurnAnswers, TurnPublisher } from './turnEvents.js';
+import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
+import type { EngineDeps, EngineOptions, SessionState, TurnState } from './types.js';
+
+type TurnActor = Actor<typeof turnMachine>;
+
+const bytesOf = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+
+/** The TurnEngine with introspection for tests and benches. */
+export interface Engine extends TurnEngine {
+  /** Live sessions (with an MCP runtime or pending client calls). */
+  sessionIds(): string[];
+  /** Index store counters: builds and reuses by fingerprint. */
+  indexStats(): { builds: number; reuses: number };
+}
+
+/**
+ * The turn engine: each turn is an actor of the pure `turnMachine`, provided with real actors (policy, sources,
+ * index, exposure, steps), and every fact is published on the bus before it is acted on. Per session it keeps the
+ * MCP runtime (opened once, reused, closed at closeSession or idle) and pending client calls; search indexes are
+ * shared by fingerprint. In one process it starts its own policy enforcer on the bus unless told not to.
+ */
+export function createEngine(opts: EngineOptions): Engine {
+  const config = opts.config;
+  const deps: EngineDeps = {
+    opts,
+    config,
+    now: opts.now ?? (() => new Date()),
+    newId: opts.newId ?? randomUUID,
+    decisionTimeoutMs: opts.decisionTimeoutMs ?? config.nats.decisionTimeoutMs,
+    validator: new ArgsValidator(),
+    indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
+  };
+  const sessions = new Map<string, SessionState>();
+  const liveTurns = new Set<{ end: Turn['end'] }>();
+  let enforcer: PolicyEnforcer | undefined = opts.startEnforcer === false ? undefined : startPolicyEnforcer({ bus: opts.bus, config, now: deps.now, newId: deps.newId });
+  let closed = false;
+
+  const sessionOf = (sessionId: string): SessionState => {
+    let s = sessions.get(sessionId);
+    if (s === undefined) {
+      s = { sessionId, runtime: undefined, pendingClient: new Map(), turns: 0 };
+      sessions.set(sessionId, s);
+    }
+    return s;
+  };
+
+  const configuredMode = (): ExposureMode => opts.mode ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
+
+  async function startTurn(req: TurnRequest): Promise<Result<Turn>> {
+    if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
+    if (typeof req?.sessionId !== 'string' || req.sessionId.trim() === '') {
+      return fail('turn.invalidRequest', 'A turn needs a non-empty "sessionId".');
+    }
+    const session = sessionOf(req.sessionId);
+    session.turns++;
+    const turnId = req.turnId ?? deps.newId();
+    const facts = {
+      sessionId: req.sessionId, agentId: req.agentId ?? 'default', profile: req.profile ?? 'default', sandboxId: req.sandboxId ?? 'default', owner: req.owner === true,
+    };
+    const ts: TurnState = {
+      facts, turnId, harness: req.harness ?? config.harness, clientId: req.clientId ?? 'client', clientTools: req.clientTools ?? [],
+      mcpServers: req.mcpServers ?? {}, requestedMode: req.mode ?? configuredMode(),
+      events: new TurnPublisher(opts.bus, req.sessionId, turnId, deps.now, deps.newId),
+      answers: new TurnAnswers(opts.bus, req.sessionId, turnId),
+      session, startedAt: performance.now(), startedEventId: null,
+      counts: { searches: 0, describes: 0, calls: 0, selected: [] }, abort: new AbortController(),
+    };
+    const telemetry = opts.telemetry;
+    if (telemetry !== undefined) {
+      ts.turnSpan = telemetry.startSpan(SpanName.turn, { [Attr.sessionId]: facts.sessionId, [Attr.turnId]: turnId, [Attr.agentId]: facts.agentId }, { parent: null });
+      const headers: Record<string, string> = {};
+      const sc = ts.turnSpan.spanContext();
+      headers['traceparent'] = `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags.toString(16).padStart(2, '0')}`;
+      ts.events.trace = headers;
+    }
+
+    const pendingSteps = new Map<string, (r: StepResult) => void>();
+    const machine = turnMachine.provide({
+      actors: {
+        resolvePolicy: fromPromise<unknown, TurnActorBase>(() => resolvePolicyPhase(deps, ts)),
+        listSources: fromPromise<Catalog, ListSourcesInput>(({ input, signal }) => listSourcesPhase(deps, ts, input.policy as EffectivePolicy, signal)),
+        indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(({ input }) => indexPhase(deps, ts, input.catalog)),
+        expose: fromPromise<MachineExposure, ExposeInput>(({ input }) => exposePhase(deps, ts, input.catalog)),
+        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input, signal }) => {
+          let result: StepResult;
+          try {
+            result = await runStep(deps, ts, input.step, AbortSignal.any([signal, ts.abort.signal]), ts.startedEventId);
+          } catch (err) {
+            result = fail('turn.stepFailed', `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`);
+          }
+          pendingSteps.get(input.step.stepId)?.(result);
+          pendingSteps.delete(input.step.stepId);
+          return result as Result<unknown>;
+        }),
+      },
+    });
+
+    try {
+      const started = await ts.events.emit('turn.started', {
+        mode: ts.requestedMode, harness: ts.harness, agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId,
+        owner: facts.owner, clientId: ts.clientId,
+      });
+      ts.startedEventId = started.id;
+    } catch (err) {
+      ts.answers.close();
+      ts.turnSpan?.end();
+      return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
+    }
+
+    const actor: TurnActor = createActor(machine, {
+      input: {
+        sessionId: facts.sessionId, turnId,
+        request: { mode: ts.requestedMode, harness: ts.harness, session: facts, clientTools: ts.clientTools },
+      },
+    });
+    actor.subscribe({
+      complete: () => {
+        for (const [id, resolve] of pendingSteps) resolve(fail('turn.ended', `The turn ${turnId} ended before this step ran.`));
+        pendingSteps.clear();
+      },
+      error: () => undefined,
+    });
+    actor.start();
+    const ready = await waitFor(actor, (s) => s.matches('execute') || s.status === 'done');
+    let ended = false;
+    const finish = async (failure?: { code: string; reason: string }): Promise<void> => {
+      const out = actor.getSnapshot().output;
+      const durationMs = performance.now() - ts.startedAt;
+      try {
+        if (failure === undefined && out?.outcome === 'completed') {
+          await ts.events.emit('turn.completed', {
+            durationMs,
+            counters: {
+              toolBytes: ts.exposure?.bytes ?? 0, catalogSize: ts.catalog?.entries.length ?? 0, bySource: bySource(ts),
+              searches: ts.counts.searches, describes: ts.counts.describes, calls: ts.counts.calls, selected: ts.counts.selected,
+            },
+          }, ts.startedEventId);
+        } else {
+          const code = failure?.code ?? out?.error?.code ?? 'turn.failed';
+          const reason = failure?.reason ?? out?.error?.message ?? 'the turn failed';
+          await ts.events.emit('turn.failed', { code, reason, durationMs }, ts.startedEventId);
+        }
+      } finally {
+        ts.answers.close();
+        if (ts.turnSpan !== undefined) {
+          ts.turnSpan.setAttribute(Attr.searches, ts.counts.searches);
+          ts.turnSpan.setAttribute(Attr.describes, ts.counts.describes);
+          ts.turnSpan.setAttribute(Attr.calls, ts.counts.calls);
+          ts.turnSpan.setAttribute(Attr.exposedBytes, ts.exposure?.bytes ?? 0);
+          ts.turnSpan.end();
+        }
+      }
+    };
+
+    if (ready.status === 'done') {
+      ended = true;
+      const error: ToolSearchError = ready.output?.error ?? { code: 'turn.failed', message: 'the turn failed before exposing tools' };
+      await finish().catch(() => undefined);
+      return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+    }
+
+    const exposure = ts.exposure!;
+    const turn: Turn & { end: Turn['end'] } = {
+      sessionId: facts.sessionId,
+      turnId,
+      exposure,
+      invoke(toolName: string, args: unknown): Promise<StepResult> {
+        if (ended || actor.getSnapshot().status === 'done') {
+          return Promise.resolve(fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`));
+        }
+        const stepId = deps.newId();
+        return new Promise<StepResult>((resolve) => {
+          pendingSteps.set(stepId, resolve);
+          actor.send({ type: 'STEP', stepId, tool: String(toolName), args });
+        });
+      },
+      async clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void> {
+        const known = session.pendingClient.get(callId);
+        session.pendingClient.delete(callId);
+        const content = typeof result?.content === 'string' ? result.content : JSON.stringify(result?.content ?? null);
+        await ts.events.emit('client.result.received', {
+          callId, ok: result?.ok === true, resultBytes: Buffer.byteLength(content, 'utf8'),
+          ...(result?.ok === true ? {} : { error: { code: 'client.toolFailed', message: content.slice(0, 500) || 'the client reported a failure' } }),
+        }, known === undefined ? null : ts.startedEventId);
+      },
+      async end(outcome?: { failed?: { code: string; reason: string } }): Promise<void> {
+        if (ended) return;
+        ended = true;
+        liveTurns.delete(turn);
+        if (outcome?.failed !== undefined) {
+          ts.abort.abort(new Error(outcome.failed.reason));
+          actor.send({ type: 'ABORT', reason: outcome.failed.reason });
+        } else actor.send({ type: 'END' });
+        await toPromise(actor).catch(() => undefined);
+        await finish(outcome?.failed);
+      },
+    };
+    liveTurns.add(turn);
+    return ok(turn);
+  }
+
+  async function closeSession(sessionId: string): Promise<void> {
+    const s = sessions.get(sessionId);
+    sessions.delete(sessionId);
+    await s?.runtime?.close();
+    if (s !== undefined) {
+      await opts.bus.publish(makeEnvelope({
+        type: 'gateway.session.closed', sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason: 'client' }, id: deps.newId(),
+      })).catch(() => undefined);
+    }
+  }
+
+  return {
+    startTurn,
+    closeSession,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.allSettled([...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })));
+      enforcer?.stop();
+      enforcer = undefined;
+      await Promise.allSettled([...sessions.values()].map((s) => s.runtime?.close()));
+      sessions.clear();
+    },
+    sessionIds: () => [...sessions.keys()],
+    indexStats: () => ({ builds: deps.indexes.builds, reuses: deps.indexes.reuses }),
+  };
+}

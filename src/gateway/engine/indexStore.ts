@@ -1,0 +1,34 @@
+import type { Catalog } from '../../catalog/index.js';
+import { SearchIndex, type SearchSettings } from '../../search/index.js';
+
+/**
+ * Search indexes shared by every session of an engine, keyed by the (policy-filtered) catalog fingerprint: a
+ * turn whose catalog is unchanged reuses its index. Each fingerprint has its own index, never updated in place,
+ * so concurrent sessions with different catalogs cannot see each other's tools. Least recently used beyond `max`.
+ */
+export class IndexStore {
+  private readonly indexes = new Map<string, SearchIndex>();
+  builds = 0;
+  reuses = 0;
+
+  constructor(private readonly settings: Partial<SearchSettings>, private readonly max = 64) {}
+
+  get(catalog: Catalog): { index: SearchIndex; reused: boolean } {
+    const hit = this.indexes.get(catalog.fingerprint);
+    if (hit !== undefined) {
+      this.indexes.delete(catalog.fingerprint);
+      this.indexes.set(catalog.fingerprint, hit);
+      this.reuses++;
+      return { index: hit, reused: true };
+    }
+    const index = new SearchIndex(catalog.entries, this.settings);
+    this.builds++;
+    this.indexes.set(catalog.fingerprint, index);
+    while (this.indexes.size > this.max) {
+      const oldest = this.indexes.keys().next();
+      if (oldest.done === true) break;
+      this.indexes.delete(oldest.value);
+    }
+    return { index, reused: false };
+  }
+}

@@ -1,0 +1,73 @@
+import { resolveTool } from '../../catalog/index.js';
+import { describeEntry, type DescribedTool, type SearchAnswer } from '../../search/index.js';
+import { fail, type Result } from '../../shared/index.js';
+import { Attr, SpanName } from '../../telemetry/index.js';
+import { traced } from './spans.js';
+import type { EngineDeps, OpCtx, TurnState } from './types.js';
+
+const errorInfo = (r: Result<unknown>) => (r.ok ? undefined : { code: r.error.code, message: r.error.message });
+
+/** The limit a search will use: the given whole number clamped to the max, else the default. Pure: no I/O. */
+function effectiveLimit(deps: EngineDeps, limit: unknown): number {
+  const s = deps.config.tools.toolSearch;
+  if (limit === undefined || limit === null) return s.searchDefaultLimit;
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) return 0;
+  return Math.min(limit, s.maxSearchLimit);
+}
+
+/**
+ * One search over the turn's policy-filtered catalog: `tool_search` and a code run's `tools.search` both come
+ * here. Exactly one `search.performed` event per invocation, whatever the outcome, published before the answer
+ * goes back.
+ */
+export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
+  return traced(deps.opts.telemetry, SpanName.search, { [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId }, op.parentSpan, async (span) => {
+    const index = ts.index;
+    const answer: Result<SearchAnswer> = index === undefined
+      ? fail('turn.notReady', 'The turn has no catalog index yet.')
+      : index.search(query, limit === undefined ? {} : { limit });
+    const searchId = deps.newId();
+    const err = errorInfo(answer);
+    ts.counts.searches++;
+    await ts.events.emit('search.performed', {
+      searchId,
+      query: typeof query === 'string' ? query.slice(0, 1000) : JSON.stringify(query ?? null).slice(0, 200),
+      limit: effectiveLimit(deps, limit),
+      resultIds: answer.ok ? answer.value.results.map((r) => r.id) : [],
+      matched: answer.ok ? answer.value.matched : 0,
+      catalogSize: ts.catalog?.entries.length ?? 0,
+      via: op.via === 'code' ? 'code' : 'tool',
+      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+      ...(err === undefined ? {} : { error: err }),
+    }, op.causationId);
+    if (span !== undefined && answer.ok) {
+      span.setAttribute(Attr.searchResultCount, answer.value.results.length);
+      span.setAttribute(Attr.searchMatched, answer.value.matched);
+    }
+    return answer;
+  });
+}
+
+/**
+ * One describe: resolves an id or a unique bare name over the policy-filtered catalog only (an ambiguous name
+ * lists the candidates, an unknown one gets up to 3 suggestions) and answers the full entry with its schema.
+ * Exactly one `describe.performed` event per invocation.
+ */
+export async function describeTool(deps: EngineDeps, ts: TurnState, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
+  return traced(deps.opts.telemetry, SpanName.describe, { [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId }, op.parentSpan, async (span) => {
+    const resolved = resolveTool(ts.catalog?.entries ?? [], ref);
+    const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
+    ts.counts.describes++;
+    const err = errorInfo(answer);
+    await ts.events.emit('describe.performed', {
+      describeId: deps.newId(),
+      ref: typeof ref === 'string' ? ref.slice(0, 300) : JSON.stringify(ref ?? null).slice(0, 300),
+      ...(resolved.ok ? { toolId: resolved.value.id } : {}),
+      via: op.via === 'code' ? 'code' : 'tool',
+      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+      ...(err === undefined ? {} : { error: err }),
+    }, op.causationId);
+    if (span !== undefined && resolved.ok) span.setAttribute(Attr.toolId, resolved.value.id);
+    return answer;
+  });
+}

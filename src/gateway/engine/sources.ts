@@ -1,0 +1,83 @@
+import {
+  buildCatalog, checkClientTools, clientTools, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
+  type SourceStatus,
+} from '../../catalog/index.js';
+import type { EffectivePolicy } from '../../policy/index.js';
+import { filterCatalog } from '../../policy/index.js';
+import type { EngineDeps, SessionState, TurnState } from './types.js';
+
+const own = <T>(record: Record<string, T>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
+
+/**
+ * The MCP servers of a turn: config global, then `agents[agentId]`, then `sessions[sessionId]` (when config MCP
+ * is in use), then the request's own; a later layer's server of the same name wins. Invalid request specs are
+ * reported as failed sources. Pure: no I/O.
+ */
+export function mcpServersFor(deps: EngineDeps, ts: TurnState): { specs: Record<string, McpServerSpec>; failures: SourceStatus[] } {
+  const specs: Record<string, McpServerSpec> = {};
+  const failures: SourceStatus[] = [];
+  if (deps.opts.includeConfigMcp) {
+    Object.assign(specs, deps.config.mcpServers);
+    Object.assign(specs, own(deps.config.agents, ts.facts.agentId)?.mcpServers ?? {});
+    Object.assign(specs, own(deps.config.sessions, ts.facts.sessionId)?.mcpServers ?? {});
+  }
+  for (const [name, spec] of Object.entries(ts.mcpServers)) {
+    const checked = validateMcpSpec(name, spec);
+    if (checked.ok) specs[name] = checked.value;
+    else failures.push({ key: `mcp:${name}`, source: 'mcp', owner: name, ok: false, toolCount: 0, reason: checked.error.message, durationMs: 0 });
+  }
+  return { specs, failures };
+}
+
+/** The session's MCP runtime, created on first need and reused by later turns. */
+function runtimeOf(deps: EngineDeps, session: SessionState): SessionMcpRuntime {
+  if (session.runtime === undefined || session.runtime.isClosed) {
+    session.runtime = new SessionMcpRuntime({
+      idleTimeoutMs: deps.config.session.idleTimeoutMs,
+      ...(deps.opts.mcpConnect === undefined ? {} : { connect: deps.opts.mcpConnect }),
+    });
+  }
+  return session.runtime;
+}
+
+/**
+ * Lists every source of a turn: static parts (core, plugins, snapshots), the session's MCP servers (opened once,
+ * reused), and the client's tools. Returns the full catalog (for the `sources.listed` record) and the catalog
+ * filtered by the effective policy, which is the only one the turn ever searches, describes or calls from.
+ */
+export async function listTurnSources(
+  deps: EngineDeps,
+  ts: TurnState,
+  policy: EffectivePolicy,
+  signal: AbortSignal,
+): Promise<{ full: Catalog; filtered: Catalog; failures: SourceStatus[] }> {
+  const parts: CatalogPart[] = [...deps.opts.staticSources.parts];
+  const failures: SourceStatus[] = [...deps.opts.staticSources.failures];
+  const { specs, failures: specFailures } = mcpServersFor(deps, ts);
+  failures.push(...specFailures);
+  const names = Object.keys(specs);
+  if (names.length > 0) {
+    const runtime = runtimeOf(deps, ts.session);
+    const statuses = await runtime.ensure(specs, { signal });
+    const live = runtime.list();
+    for (const status of statuses) {
+      if (!status.ok) {
+        failures.push(status);
+        continue;
+      }
+      parts.push({ key: status.key, status, entries: live.filter((e) => e.source === 'mcp' && e.owner === status.owner) });
+    }
+  }
+  const problems = checkClientTools(ts.clientTools, ts.clientId);
+  if (ts.clientTools.length > 0 || problems.length > 0) {
+    const entries = clientTools(ts.clientTools, ts.clientId);
+    const key = `client:${ts.clientId}`;
+    parts.push({
+      key,
+      status: { key, source: 'client', owner: ts.clientId, ok: problems.length === 0, toolCount: entries.length, durationMs: 0, ...(problems.length > 0 ? { reason: problems.join(' ') } : {}) },
+      entries,
+    });
+  }
+  const full = buildCatalog(parts);
+  return { full, filtered: filterCatalog(full, policy), failures };
+}

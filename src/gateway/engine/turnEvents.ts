@@ -1,0 +1,99 @@
+import type { Envelope, EventBus } from '../../bus/index.js';
+import { makeEnvelope, sessionEventsPattern, type EventData, type EventOf, type EventType } from '../../events/index.js';
+
+/**
+ * Publishes one turn's events in order: `seq` 1, 2, ... per turn, awaited (the bus has accepted the event before
+ * the caller acts on it). A request that another actor answers reserves the next seq for that answer
+ * (`reserveAnswer`), so the enforcer's `call.decided` and an approver's `approval.resolved` take `request.seq + 1`
+ * and no two writers ever share a seq.
+ */
+export class TurnPublisher {
+  private seq = 0;
+  /** Events published by this turn (ids), for tests and counters. */
+  count = 0;
+  trace: Record<string, string> | undefined;
+
+  constructor(
+    private readonly bus: EventBus,
+    readonly sessionId: string,
+    readonly turnId: string,
+    private readonly now: () => Date,
+    private readonly newId: () => string,
+  ) {}
+
+  async emit<K extends EventType>(
+    type: K,
+    data: EventData<K>,
+    causationId: string | null = null,
+    opts: { reserveAnswer?: boolean; seq?: number } = {},
+  ): Promise<EventOf<K>> {
+    let seq = opts.seq;
+    if (seq === undefined) {
+      seq = ++this.seq;
+      if (opts.reserveAnswer === true) this.seq++;
+    }
+    const event = makeEnvelope({
+      type, sessionId: this.sessionId, turnId: this.turnId, seq, at: this.now(), causationId, data, id: this.newId(),
+      ...(this.trace === undefined ? {} : { trace: this.trace }),
+    });
+    await this.bus.publish(event);
+    this.count++;
+    return event;
+  }
+}
+
+/**
+ * Answers other actors publish into this turn (`call.decided`, `approval.resolved`), awaited by key. One bus
+ * subscription per turn; a waiter is registered before the request is published, so an answer delivered at once
+ * is never missed. The first answer for a key wins.
+ */
+export class TurnAnswers {
+  private readonly waiting = new Map<string, (e: Envelope) => void>();
+  private readonly early = new Map<string, Envelope>();
+  private readonly unsubscribe: () => void;
+
+  constructor(bus: EventBus, sessionId: string, turnId: string) {
+    this.unsubscribe = bus.subscribe(sessionEventsPattern(sessionId, turnId), (e) => this.deliver(e));
+  }
+
+  private deliver(e: Envelope): void {
+    const key = answerKey(e);
+    if (key === undefined) return;
+    const w = this.waiting.get(key);
+    if (w !== undefined) {
+      this.waiting.delete(key);
+      w(e);
+    } else if (!this.early.has(key)) this.early.set(key, e);
+  }
+
+  /** A promise of the first answer with this key (`call.decided:<callId>`, `approval.resolved:<callId>`). */
+  expect(key: string): { answer: Promise<Envelope>; cancel: () => void } {
+    const got = this.early.get(key);
+    if (got !== undefined) {
+      this.early.delete(key);
+      return { answer: Promise.resolve(got), cancel: () => {} };
+    }
+    let cancel = () => {};
+    const answer = new Promise<Envelope>((resolve, reject) => {
+      this.waiting.set(key, resolve);
+      cancel = () => {
+        if (this.waiting.get(key) === resolve) this.waiting.delete(key);
+        reject(new Error('cancelled'));
+      };
+    });
+    answer.catch(() => undefined);
+    return { answer, cancel };
+  }
+
+  close(): void {
+    this.unsubscribe();
+    this.waiting.clear();
+    this.early.clear();
+  }
+}
+
+function answerKey(e: Envelope): string | undefined {
+  if (e.type !== 'call.decided' && e.type !== 'approval.resolved') return undefined;
+  const callId = (e.data as { callId?: unknown } | null)?.callId;
+  return typeof callId === 'string' ? `${e.type}:${callId}` : undefined;
+}

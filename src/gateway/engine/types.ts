@@ -1,0 +1,98 @@
+import type { Span } from '@opentelemetry/api';
+import type { EventBus } from '../../bus/index.js';
+import type { Catalog, McpConnection, McpServerSpec, ConnectOptions, SessionMcpRuntime, ToolEntry } from '../../catalog/index.js';
+import type { ResolvedConfig } from '../../config/index.js';
+import type { Exposure, ExposureMode } from '../../expose/index.js';
+import type { ApprovalDecision, ApprovalRequest, ArgsValidator, SessionFacts } from '../../policy/index.js';
+import type { Sandbox } from '../../sandbox/index.js';
+import type { SearchIndex } from '../../search/index.js';
+import type { Result } from '../../shared/index.js';
+import type { Telemetry } from '../../telemetry/index.js';
+import type { StaticSources } from '../staticSources.js';
+import type { ClientToolSpec } from '../../catalog/index.js';
+import type { IndexStore } from './indexStore.js';
+import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
+
+export interface EngineOptions {
+  config: ResolvedConfig;
+  bus: EventBus;
+  /** The code-mode sandbox; without one, code mode falls back to tools. */
+  sandbox?: Sandbox;
+  telemetry?: Telemetry;
+  staticSources: StaticSources;
+  /** Whether the config's MCP servers (global, per agent, per session) are opened. */
+  includeConfigMcp: boolean;
+  /** Overrides the configured mode for every turn (a request's own mode still wins). */
+  mode?: ExposureMode;
+  /** The library approver; `approval.resolved` events on the bus are accepted too. */
+  approver?: (req: ApprovalRequest) => Promise<ApprovalDecision>;
+  now?: () => Date;
+  newId?: () => string;
+  /** How long a call waits for `call.decided` (default config `nats.decisionTimeoutMs`). */
+  decisionTimeoutMs?: number;
+  /** Start an in-process policy enforcer on the bus (default true; false when enforcers run elsewhere). */
+  startEnforcer?: boolean;
+  /** Replaces the MCP connector of session runtimes (tests). */
+  mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
+}
+
+/** What the engine keeps per session across turns. */
+export interface SessionState {
+  sessionId: string;
+  runtime: SessionMcpRuntime | undefined;
+  /** Client calls handed back and not answered yet: callId -> tool id. */
+  pendingClient: Map<string, { toolId: string; turnId: string }>;
+  turns: number;
+}
+
+/** Engine-wide services a turn uses. */
+export interface EngineDeps {
+  opts: EngineOptions;
+  config: ResolvedConfig;
+  now: () => Date;
+  newId: () => string;
+  decisionTimeoutMs: number;
+  validator: ArgsValidator;
+  indexes: IndexStore;
+}
+
+/** How an operation was invoked: a structured/direct step or a code run's bridge. */
+export interface OpCtx {
+  via: 'direct' | 'tool' | 'code';
+  codeRunId?: string;
+  /** The event this operation answers. */
+  causationId: string | null;
+  signal: AbortSignal;
+  parentSpan?: Span;
+}
+
+/** Counters of one turn. */
+export interface TurnCounts {
+  searches: number;
+  describes: number;
+  calls: number;
+  selected: Array<{ id: string; source: ToolEntry['source'] }>;
+}
+
+/** Everything one turn's actors share. */
+export interface TurnState {
+  facts: SessionFacts;
+  turnId: string;
+  harness: string;
+  clientId: string;
+  clientTools: ClientToolSpec[];
+  mcpServers: Record<string, unknown>;
+  requestedMode: ExposureMode;
+  events: TurnPublisher;
+  answers: TurnAnswers;
+  session: SessionState;
+  startedAt: number;
+  startedEventId: string | null;
+  catalog?: Catalog;
+  byId?: Map<string, ToolEntry>;
+  index?: SearchIndex;
+  exposure?: Exposure;
+  counts: TurnCounts;
+  turnSpan?: Span;
+  abort: AbortController;
+}

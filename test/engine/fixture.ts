@@ -1,0 +1,104 @@
+// A small world for engine tests: a plugin module written to a temp dir (a few tools and a before_tool_call hook),
+// a config with deny, owner-only and approval rules, the memory bus with a temp JSONL log.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openMemoryBus, readEventLog, type Envelope, type MemoryBus } from '../../src/bus/index.js';
+import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
+import { validateEvent } from '../../src/events/index.js';
+import { createEngine, type Engine, type EngineOptions } from '../../src/gateway/engine/index.js';
+import { loadStaticSources, type StaticSources } from '../../src/gateway/staticSources.js';
+
+export const PLUGIN_SOURCE = `
+export default {
+  id: 'demo',
+  tools: [
+    { name: 'echo_text', description: 'Echo the given text back, unchanged.', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+      execute: (args, ctx) => ({ echoed: args.text, session: ctx.sessionId, agent: ctx.agentId, callId: ctx.callId }) },
+    { name: 'add_numbers', description: 'Add two numbers and return the sum.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] },
+      execute: (args) => ({ sum: args.a + args.b }) },
+    { name: 'secret_vault', description: 'Read a secret from the vault.', parameters: { type: 'object', properties: {} },
+      execute: () => ({ secret: 'hunter2' }) },
+    { name: 'admin_reset', description: 'Reset the administrator settings.', ownerOnly: true, parameters: { type: 'object', properties: {} },
+      execute: () => ({ reset: true }) },
+    { name: 'deploy_service', description: 'Deploy a service to production.', parameters: { type: 'object', properties: { service: { type: 'string' } }, required: ['service'] },
+      execute: (args) => ({ deployed: args.service }) },
+    { name: 'fail_always', description: 'A tool that always throws an error.', parameters: { type: 'object', properties: {} },
+      execute: () => { throw new Error('kaput'); } },
+  ],
+  hooks: {
+    before_tool_call(call, ctx) {
+      if (call.args.text === 'forbidden') return { block: 'text "forbidden" is not allowed' };
+      if (call.args.text === 'rewrite-me') return { args: { ...call.args, text: 'rewritten' } };
+      if (call.args.text === 'boom') throw new Error('hook exploded');
+      return undefined;
+    },
+  },
+};
+`;
+
+export interface World {
+  dir: string;
+  config: ResolvedConfig;
+  bus: MemoryBus;
+  sources: StaticSources;
+  engine: Engine;
+  logPath: string;
+  events(sessionId?: string): Promise<Envelope[]>;
+  close(): Promise<void>;
+}
+
+export async function makeWorld(
+  rawConfig: Record<string, unknown> = {},
+  engineOpts: Partial<EngineOptions> = {},
+  busOpts: { log?: boolean } = {},
+): Promise<World> {
+  const dir = mkdtempSync(join(tmpdir(), 'ts-engine-'));
+  const plugin = join(dir, 'demo.mjs');
+  writeFileSync(plugin, PLUGIN_SOURCE);
+  const raw = {
+    tools: { deny: ['secret_*'], approval: { require: ['deploy_service'], timeoutMs: 300 }, ...(rawConfig['tools'] as object ?? {}) },
+    ...Object.fromEntries(Object.entries(rawConfig).filter(([k]) => k !== 'tools')),
+    plugins: [plugin],
+    workspaceDir: dir,
+  };
+  const parsed = parseConfig(raw, undefined, { cwd: dir });
+  if (!parsed.ok) throw new Error(parsed.error.message);
+  const config = parsed.value.config;
+  const logPath = join(dir, 'events.jsonl');
+  const bus = await openMemoryBus({ logPath: busOpts.log === false ? false : logPath });
+  const loaded = await loadStaticSources({ config, includeConfig: true, cwd: dir });
+  if (!loaded.ok) throw new Error(loaded.error.message);
+  const engine = createEngine({ config, bus, staticSources: loaded.value, includeConfigMcp: true, decisionTimeoutMs: 1000, ...engineOpts });
+  return {
+    dir, config, bus, sources: loaded.value, engine, logPath,
+    async events(sessionId?: string) {
+      const out: Envelope[] = [];
+      if (sessionId === undefined) return out;
+      for await (const e of bus.replay({ sessionId })) out.push(e);
+      return out;
+    },
+    async close() {
+      await engine.close();
+      await bus.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Every event valid against its schema, seqs unique per turn. */
+export function checkEvents(events: Envelope[]): string[] {
+  const problems: string[] = [];
+  const seqs = new Set<string>();
+  for (const e of events) {
+    const v = validateEvent(e);
+    if (!v.ok) problems.push(`${e.type}: ${v.error.message}`);
+    const key = `${e.turnId}:${e.seq}`;
+    if (seqs.has(key)) problems.push(`seq ${key} used twice (${e.type})`);
+    seqs.add(key);
+  }
+  return problems;
+}
+
+export const types = (events: Envelope[]) => events.map((e) => e.type);
+export { readEventLog };
