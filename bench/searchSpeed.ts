@@ -1,0 +1,117 @@
+/**
+ * Speed bench on a 10,000-tool catalog: first build, search p50/p99, reuse of the cached index for an unchanged
+ * catalog, incremental update of one changed source, and the index's heap size, each beside its target.
+ * Run: node --expose-gc --import tsx bench/searchSpeed.ts
+ * The catalog is made from ../shared/catalogs/mcp (all snapshots, replicated as extra servers with varied names);
+ * when that folder is absent, from synthetic words (and the bench says so).
+ */
+import os from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { ToolEntry } from '../src/catalog/index.js';
+import { IndexCache, percentile } from '../src/search/index.js';
+import { toCatalog } from './lib/fingerprint.js';
+import { loadMcpCatalog, mcpEntry } from './lib/mcpCatalog.js';
+import { sharedPath } from './lib/paths.js';
+import { seededRandom } from './lib/random.js';
+
+const SIZE = 10_000;
+const VARIANTS = ['alpha', 'beta', 'cloud', 'edge', 'prime', 'legacy', 'team', 'labs', 'pro', 'next', 'core', 'plus'];
+const WORDS = ['list', 'get', 'create', 'update', 'delete', 'search', 'file', 'issue', 'branch', 'user', 'message',
+  'channel', 'event', 'calendar', 'page', 'table', 'record', 'project', 'task', 'comment', 'folder', 'image', 'chart',
+  'query', 'database', 'deployment', 'pod', 'log', 'commit', 'repository', 'email', 'draft', 'label', 'report'];
+
+function fromShared(dir: string): ToolEntry[] {
+  const base = loadMcpCatalog(dir, []);
+  const out: ToolEntry[] = [];
+  for (let r = 0; out.length < SIZE; r++) {
+    for (const e of base) {
+      if (out.length >= SIZE) break;
+      if (r === 0) out.push(e);
+      else {
+        const server = `${e.owner}-${VARIANTS[(r - 1) % VARIANTS.length]}${r > VARIANTS.length ? r : ''}`;
+        out.push(mcpEntry(server, { name: e.name, description: `${e.description} (${VARIANTS[r % VARIANTS.length]} edition)`, inputSchema: e.inputSchema }));
+      }
+    }
+  }
+  return out;
+}
+
+function synthetic(): ToolEntry[] {
+  const rand = seededRandom(7);
+  const pick = (): string => WORDS[Math.floor(rand() * WORDS.length)] as string;
+  return Array.from({ length: SIZE }, (_, i) => mcpEntry(`server${i % 200}`, {
+    name: `${pick()}_${pick()}_${i}`,
+    description: Array.from({ length: 25 }, pick).join(' '),
+    inputSchema: { type: 'object', properties: { [pick()]: { type: 'string', description: `${pick()} ${pick()}` } } },
+  }));
+}
+
+const gc = (globalThis as { gc?: () => void }).gc;
+const heap = (): number => {
+  gc?.();
+  return process.memoryUsage().heapUsed;
+};
+const ms = (x: number): string => `${x.toFixed(2)} ms`;
+const line = (what: string, value: string, target: string, ok: boolean): void =>
+  console.log(`${what.padEnd(44)} ${value.padStart(12)}   target ${target.padEnd(10)} ${ok ? 'ok' : 'MISS'}`);
+
+const dir = sharedPath('catalogs', 'mcp');
+const entries = dir !== undefined ? fromShared(dir) : synthetic();
+console.log(`catalog: ${entries.length} tools from ${dir !== undefined ? 'shared MCP snapshots, replicated' : 'synthetic words'}`);
+const catalog = toCatalog(entries);
+
+const cpuMs = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+const heapBefore = heap();
+const cache = new IndexCache();
+let t = performance.now();
+let c = cpuMs();
+const index = cache.get(catalog);
+const buildMs = performance.now() - t;
+const buildCpu = cpuMs() - c;
+const heapAfter = heap();
+line('first build of the index', ms(buildMs), '<= 1000 ms', buildMs <= 1000);
+console.log(`  (process CPU time of the build: ${ms(buildCpu)}; load average now ${os.loadavg()[0]?.toFixed(1)} on ${os.cpus().length} cores)`);
+
+const queries = ['list issues in a github repository', 'delete a calendar event', 'take a screenshot of the page',
+  'create pull request', 'send a slack message', 'query the database', 'read file', 'kubernetes pod logs',
+  'search the web for news', 'update a feature flag', 'draw a bar chart', 'create a jira ticket', 'git commit',
+  'list my onedrive files', 'find documents about billing', 'get current weather', 'reverse geocode', 'xyzzy'];
+for (let i = 0; i < 50; i++) index.search(queries[i % queries.length] as string); // warm up
+const times: number[] = [];
+c = cpuMs();
+for (let i = 0; i < 1000; i++) {
+  const q = queries[i % queries.length] as string;
+  t = performance.now();
+  index.search(q);
+  times.push(performance.now() - t);
+}
+const searchCpu = (cpuMs() - c) / 1000;
+line('search p50', ms(percentile(times, 50)), '', true);
+console.log(`  (mean process CPU time per search: ${ms(searchCpu)})`);
+line('search p99', ms(percentile(times, 99)), '<= 2 ms', percentile(times, 99) <= 2);
+
+const reuse: number[] = [];
+for (let i = 0; i < 100; i++) {
+  t = performance.now();
+  cache.get(catalog);
+  reuse.push(performance.now() - t);
+}
+line('index for an unchanged catalog (p99 of 100)', ms(percentile(reuse, 99)), '<= 5 ms', percentile(reuse, 99) <= 5);
+
+// One source changes: a description edited and a tool added.
+const changedOwner = (entries[0] as ToolEntry).owner;
+const changed = entries.map((e) => (e.owner === changedOwner && e.name === (entries[0] as ToolEntry).name ? { ...e, description: `${e.description} now with paging` } : e));
+changed.push(mcpEntry(changedOwner, { name: 'brand_new_tool', description: 'A tool that was added later' }));
+const changedCatalog = toCatalog(changed);
+t = performance.now();
+const updated = cache.get(changedCatalog);
+const updateMs = performance.now() - t;
+const stats = cache.stats();
+line(`incremental update of one source (${stats.sourcesUpdated} re-indexed)`, ms(updateMs), '< build', updateMs < buildMs && stats.builds === 1);
+const found = updated.search('brand new tool added later');
+console.log(`  after the update: ${updated.size} tools; search finds the added tool first: ${found.ok && found.value.results[0]?.name === 'brand_new_tool'}`);
+console.log(`  cache stats: ${JSON.stringify(stats)}`);
+console.log(`index heap size (heap delta${gc === undefined ? ', without --expose-gc: rough' : ''}): ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MB for ${entries.length} tools`);
