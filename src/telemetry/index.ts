@@ -32,3 +32,34 @@ export {
   DEFAULT_TRACES_DIR,
 } from './fileExporters.js';
 export type { TraceFileKind, TraceFilePaths, TraceFileExporterOptions } from './fileExporters.js';
+export {
+  SPAN_MODEL,
+  TURN_PHASES,
+  traceIdFor,
+  spanIdFor,
+  toolIdParts,
+  applySpanFacts,
+  countersFromCompleted,
+  countersFromEvents,
+  turnSpanFacts,
+  resolvePolicySpanFacts,
+  listSourcesSpanFacts,
+  sourceSpanFacts,
+  indexSpanFacts,
+  exposeSpanFacts,
+  executeSpanFacts,
+  failedPhaseSpanFacts,
+  searchSpanFacts,
+  describeSpanFacts,
+  callSpanFacts,
+  approvalSpanFacts,
+  hookSpanFacts,
+  codeSpanFacts,
+} from './spanModel.js';
+export type { SpanFacts, SpanModelRow, SpanParentRule, TurnEnd, CallEnd, CodeEnd } from './spanModel.js';
+export { rebuildTrace, rebuildTraceFromEvents, isoToNanos, REBUILT_RESOURCE_KEY } from './rebuild.js';
+export type { RebuildOptions, RebuildResult, RebuiltTurn } from './rebuild.js';
+export { rebuiltTracePath, rebuiltTraceText, writeRebuiltTrace } from './rebuiltFiles.js';
+export type { RebuiltTraceFormat } from './rebuiltFiles.js';
+export { spanShapes } from './spanTree.js';
+export type { SpanShape, SpanShapeOptions } from './spanTree.js';

@@ -1,0 +1,399 @@
+import { createHash } from 'node:crypto';
+import type { Span } from '@opentelemetry/api';
+import type { Envelope } from '../bus/types.js';
+import type { EventOf, TurnCounters as TurnCountersData } from '../events/index.js';
+import { Attr, GEN_AI_EXECUTE_TOOL, SpanName, counterAttrs, type SpanAttrs, type SpanNameValue, type TurnCounters } from './attributes.js';
+import { markError, setAttrs } from './spans.js';
+
+/*
+ * The span model: which span each event opens, closes or annotates, under which parent, with which
+ * attributes. The live turn engine and the rebuild from events (rebuild.ts) both take their attributes from
+ * the `*SpanFacts` functions below, so a live trace and a rebuilt one agree in names, parents (by name path)
+ * and attributes. /work/notes/span-model.md is the prose version of this file.
+ */
+
+/** What one span says besides its name, parent and times: attributes, and an error code (status ERROR). */
+export interface SpanFacts {
+  attrs: SpanAttrs;
+  /** Dotted error code: sets `toolsearch.error.code` and status ERROR (as `markError` does). */
+  errorCode?: string;
+}
+
+/** Where a span hangs, by name (the rebuild and the live engine resolve it to a span id). */
+export type SpanParentRule =
+  | 'none'
+  | 'turn'
+  | 'listSources'
+  | 'execute'
+  | 'codeOrExecute'
+  | 'call';
+
+/** How an event shapes the trace: it opens a span, closes one, is a whole span, or only annotates one. */
+export interface SpanModelRow {
+  event: string;
+  span: SpanNameValue | null;
+  role: 'opens' | 'closes' | 'instant' | 'annotates' | 'startHint' | 'none';
+  parent: SpanParentRule | null;
+  note: string;
+}
+
+/** The model as data, one row per (event type, span); a test checks every event type of the catalogue is here. */
+export const SPAN_MODEL: readonly SpanModelRow[] = [
+  { event: 'turn.started', span: SpanName.turn, role: 'opens', parent: 'none', note: 'root; agent, requested mode; also starts resolvePolicy' },
+  { event: 'policy.resolved', span: SpanName.resolvePolicy, role: 'closes', parent: 'turn', note: 'from turn start' },
+  { event: 'sources.listed', span: SpanName.listSources, role: 'closes', parent: 'turn', note: 'from policy.resolved' },
+  { event: 'sources.listed', span: SpanName.source, role: 'instant', parent: 'listSources', note: 'one per listing; duration = durationMs from the listSources start' },
+  { event: 'catalog.indexed', span: SpanName.index, role: 'closes', parent: 'turn', note: 'from sources.listed' },
+  { event: 'tools.exposed', span: SpanName.expose, role: 'closes', parent: 'turn', note: 'the last exposure of the turn counts (a fallback re-exposes)' },
+  { event: 'tools.exposed', span: SpanName.execute, role: 'opens', parent: 'turn', note: 'execute runs to the turn end' },
+  { event: 'search.performed', span: SpanName.search, role: 'instant', parent: 'codeOrExecute', note: 'starts at its code.bridge.requested when bridged' },
+  { event: 'describe.performed', span: SpanName.describe, role: 'instant', parent: 'codeOrExecute', note: 'starts at its code.bridge.requested when bridged' },
+  { event: 'call.requested', span: SpanName.call, role: 'opens', parent: 'codeOrExecute', note: 'the final call' },
+  { event: 'call.decided', span: SpanName.call, role: 'annotates', parent: null, note: 'policy decision and reason' },
+  { event: 'approval.requested', span: SpanName.approval, role: 'opens', parent: 'call', note: '' },
+  { event: 'approval.resolved', span: SpanName.approval, role: 'closes', parent: null, note: 'approved / denied / timedOut' },
+  { event: 'hook.ran', span: SpanName.hook, role: 'instant', parent: 'call', note: 'starts at the previous event of the call' },
+  { event: 'call.completed', span: SpanName.call, role: 'closes', parent: null, note: 'result bytes' },
+  { event: 'call.failed', span: SpanName.call, role: 'closes', parent: null, note: 'error code' },
+  { event: 'call.blocked', span: SpanName.call, role: 'closes', parent: null, note: 'decision blocked, error code call.blocked' },
+  { event: 'call.pending', span: SpanName.call, role: 'closes', parent: null, note: 'client call handed back' },
+  { event: 'client.result.received', span: null, role: 'none', parent: null, note: 'arrives in a later turn: no span' },
+  { event: 'code.requested', span: SpanName.code, role: 'opens', parent: 'execute', note: 'bridged search/describe/call are its children' },
+  { event: 'code.bridge.requested', span: null, role: 'startHint', parent: null, note: 'start time of the bridged span it names' },
+  { event: 'code.settled', span: SpanName.code, role: 'closes', parent: null, note: 'error code when not ok' },
+  { event: 'code.timedOut', span: SpanName.code, role: 'closes', parent: null, note: 'error code sandbox.timedOut' },
+  { event: 'turn.completed', span: SpanName.turn, role: 'closes', parent: null, note: 'counters; also closes execute' },
+  { event: 'turn.failed', span: SpanName.turn, role: 'closes', parent: null, note: 'error code; closes execute or the phase that was running' },
+];
+
+/** The phases of a turn, in order, each with the event that ends it. */
+export const TURN_PHASES = [
+  { name: SpanName.resolvePolicy, event: 'policy.resolved' },
+  { name: SpanName.listSources, event: 'sources.listed' },
+  { name: SpanName.index, event: 'catalog.indexed' },
+  { name: SpanName.expose, event: 'tools.exposed' },
+] as const;
+
+// ---------- ids ----------
+
+function hexDigest(text: string, bytes: number): string {
+  const hex = createHash('sha256').update(text, 'utf8').digest('hex').slice(0, bytes * 2);
+  // An all-zero id is invalid in W3C trace context; astronomically unlikely, but never emit one.
+  return /^0+$/.test(hex) ? `${hex.slice(0, -1)}1` : hex;
+}
+
+/** The trace id of a turn: sha256 of `<sessionId>\n<turnId>`, first 16 bytes as hex. Pure: no I/O. */
+export function traceIdFor(sessionId: string, turnId: string): string {
+  return hexDigest(`${sessionId}\n${turnId}`, 16);
+}
+
+/**
+ * The span id of a rebuilt span: sha256 of `<span name>\n<key>`, first 8 bytes as hex. The key is the id of
+ * the event the span is built from (see span-model.md); the name is part of it because one event can shape
+ * two spans (`tools.exposed` closes expose and opens execute). Pure: no I/O.
+ */
+export function spanIdFor(name: string, key: string): string {
+  return hexDigest(`${name}\n${key}`, 8);
+}
+
+// ---------- helpers ----------
+
+interface TurnRef {
+  sessionId: string;
+  turnId: string;
+}
+
+/** Attributes every span of the model carries: session, turn and the ids of the events it was built from. */
+function baseAttrs(turn: TurnRef, events: readonly (Envelope | undefined)[]): SpanAttrs {
+  const ids = events.filter((e): e is Envelope => e !== undefined).map((e) => e.id);
+  return {
+    [Attr.sessionId]: turn.sessionId,
+    [Attr.turnId]: turn.turnId,
+    ...(ids.length > 0 ? { [Attr.eventIds]: ids } : {}),
+  };
+}
+
+/** Splits `<source>:<owner>:<tool>` (the tool part may itself hold `:`). Pure: no I/O. */
+export function toolIdParts(id: string): { source?: string; owner?: string; name?: string } {
+  const a = id.indexOf(':');
+  const b = a < 0 ? -1 : id.indexOf(':', a + 1);
+  if (a <= 0 || b < 0) return {};
+  return { source: id.slice(0, a), owner: id.slice(a + 1, b), name: id.slice(b + 1) };
+}
+
+function facts(attrs: SpanAttrs, errorCode?: string): SpanFacts {
+  return errorCode === undefined ? { attrs } : { attrs, errorCode };
+}
+
+/** Sets a span's attributes and, with an error code, marks it ERROR: how the live engine applies facts. */
+export function applySpanFacts(span: Span, f: SpanFacts): void {
+  setAttrs(span, f.attrs);
+  if (f.errorCode !== undefined) markError(span, f.errorCode);
+}
+
+// ---------- counters ----------
+
+/** The span counters of a `turn.completed` event's counters. Pure: no I/O. */
+export function countersFromCompleted(c: TurnCountersData): TurnCounters {
+  const out: TurnCounters = {
+    exposedBytes: c.toolBytes,
+    catalogSize: c.catalogSize,
+    catalogBySource: { ...c.bySource },
+    searches: c.searches,
+    describes: c.describes,
+    calls: c.calls,
+  };
+  if (c.promptBytes !== undefined) out.promptBytes = c.promptBytes;
+  if (c.selected !== undefined) {
+    out.callsExecuted = c.selected.length;
+    out.toolsSelected = c.selected.map((s) => s.id);
+  }
+  return out;
+}
+
+/**
+ * Counters folded from a turn's events, for a turn without `turn.completed` (failed or cut short) and for
+ * what `turn.completed` leaves out: exposed bytes of the last exposure, catalog size and breakdown,
+ * search/describe/call counts, calls executed (`call.completed`) and their tool ids in order. Events of
+ * other turns are ignored only if the caller filters them. Pure: no I/O.
+ */
+export function countersFromEvents(events: readonly Envelope[]): TurnCounters {
+  const out: TurnCounters = { searches: 0, describes: 0, calls: 0, callsExecuted: 0 };
+  const selected: string[] = [];
+  for (const e of events) {
+    switch (e.type) {
+      case 'tools.exposed':
+        out.exposedBytes = (e as EventOf<'tools.exposed'>).data.bytes;
+        break;
+      case 'sources.listed':
+        out.catalogSize ??= (e as EventOf<'sources.listed'>).data.total;
+        break;
+      case 'catalog.indexed': {
+        const d = (e as EventOf<'catalog.indexed'>).data;
+        out.catalogSize = d.catalogSize;
+        out.catalogBySource = { ...d.bySource };
+        break;
+      }
+      case 'search.performed':
+        out.searches = (out.searches ?? 0) + 1;
+        break;
+      case 'describe.performed':
+        out.describes = (out.describes ?? 0) + 1;
+        break;
+      case 'call.requested':
+        out.calls = (out.calls ?? 0) + 1;
+        break;
+      case 'call.completed':
+        out.callsExecuted = (out.callsExecuted ?? 0) + 1;
+        selected.push((e as EventOf<'call.completed'>).data.toolId);
+        break;
+      default:
+        break;
+    }
+  }
+  out.toolsSelected = selected;
+  return out;
+}
+
+// ---------- facts per span ----------
+
+export type TurnEnd = EventOf<'turn.completed'> | EventOf<'turn.failed'>;
+
+/**
+ * `toolsearch.turn`: session, turn, agent, mode (the exposed one, else the requested one) and the counters:
+ * those of `turn.completed` first, `derived` (see `countersFromEvents`) for what it lacks or when the turn
+ * failed. A failed turn carries its error code. Pure: no I/O.
+ */
+export function turnSpanFacts(input: TurnRef & {
+  started?: EventOf<'turn.started'> | undefined;
+  exposed?: EventOf<'tools.exposed'> | undefined;
+  end?: TurnEnd | undefined;
+  derived?: TurnCounters | undefined;
+}): SpanFacts {
+  const { started, exposed, end } = input;
+  const fromEnd = end?.type === 'turn.completed' ? countersFromCompleted(end.data.counters) : {};
+  const counters: TurnCounters = { ...(input.derived ?? {}), ...fromEnd };
+  const attrs: SpanAttrs = {
+    ...baseAttrs(input, [started, end]),
+    [Attr.agentId]: started?.data.agentId,
+    [Attr.mode]: exposed?.data.mode ?? started?.data.mode,
+    ...counterAttrs(counters),
+  };
+  return facts(attrs, end?.type === 'turn.failed' ? end.data.code : undefined);
+}
+
+/** `toolsearch.resolvePolicy`, closed by `policy.resolved`. Pure: no I/O. */
+export function resolvePolicySpanFacts(e: EventOf<'policy.resolved'>): SpanFacts {
+  return facts(baseAttrs(e, [e]));
+}
+
+/** `toolsearch.listSources`, closed by `sources.listed`: the total tool count. Pure: no I/O. */
+export function listSourcesSpanFacts(e: EventOf<'sources.listed'>): SpanFacts {
+  return facts({ ...baseAttrs(e, [e]), [Attr.sourceToolCount]: e.data.total });
+}
+
+/** `toolsearch.source`, one per listing of `sources.listed`; a failed source is `source.failed`. Pure: no I/O. */
+export function sourceSpanFacts(e: EventOf<'sources.listed'>, index: number): SpanFacts {
+  const s = e.data.sources[index];
+  if (s === undefined) return facts(baseAttrs(e, [e]));
+  return facts(
+    {
+      ...baseAttrs(e, [e]),
+      [Attr.sourceName]: s.key,
+      [Attr.toolSource]: s.source,
+      [Attr.toolOwner]: s.owner,
+      [Attr.sourceToolCount]: s.toolCount,
+    },
+    s.ok ? undefined : 'source.failed',
+  );
+}
+
+/** `toolsearch.index`, closed by `catalog.indexed`: catalog size and breakdown by source. Pure: no I/O. */
+export function indexSpanFacts(e: EventOf<'catalog.indexed'>): SpanFacts {
+  return facts({
+    ...baseAttrs(e, [e]),
+    ...counterAttrs({ catalogSize: e.data.catalogSize, catalogBySource: e.data.bySource }),
+  });
+}
+
+/** `toolsearch.expose`, closed by the turn's last `tools.exposed`: mode and serialized bytes. Pure: no I/O. */
+export function exposeSpanFacts(e: EventOf<'tools.exposed'>): SpanFacts {
+  return facts({ ...baseAttrs(e, [e]), [Attr.mode]: e.data.mode, [Attr.exposedBytes]: e.data.bytes });
+}
+
+/** `toolsearch.execute`, from the last `tools.exposed` to the turn end (a failed turn's error code). Pure: no I/O. */
+export function executeSpanFacts(exposed: EventOf<'tools.exposed'>, end?: TurnEnd): SpanFacts {
+  return facts(
+    { ...baseAttrs(exposed, [exposed, end]), [Attr.mode]: exposed.data.mode },
+    end?.type === 'turn.failed' ? end.data.code : undefined,
+  );
+}
+
+/** The phase that was running when the turn failed before exposing (ends at `turn.failed`). Pure: no I/O. */
+export function failedPhaseSpanFacts(failed: EventOf<'turn.failed'>): SpanFacts {
+  return facts(baseAttrs(failed, [failed]), failed.data.code);
+}
+
+/** `toolsearch.search`: query, limit, result count, matches and catalog size; error code. Pure: no I/O. */
+export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
+  return facts(
+    {
+      ...baseAttrs(e, [e]),
+      [Attr.searchQuery]: e.data.query,
+      [Attr.searchLimit]: e.data.limit,
+      [Attr.searchResultCount]: e.data.resultIds.length,
+      [Attr.searchMatched]: e.data.matched,
+      [Attr.catalogSize]: e.data.catalogSize,
+    },
+    e.data.error?.code,
+  );
+}
+
+/** `toolsearch.describe`: the resolved tool id with its source and owner; error code. Pure: no I/O. */
+export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
+  const parts = e.data.toolId === undefined ? {} : toolIdParts(e.data.toolId);
+  return facts(
+    {
+      ...baseAttrs(e, [e]),
+      [Attr.toolId]: e.data.toolId,
+      [Attr.toolSource]: parts.source,
+      [Attr.toolOwner]: parts.owner,
+    },
+    e.data.error?.code,
+  );
+}
+
+export type CallEnd =
+  | EventOf<'call.completed'>
+  | EventOf<'call.failed'>
+  | EventOf<'call.blocked'>
+  | EventOf<'call.pending'>;
+
+/**
+ * `toolsearch.call` (the final call): tool id, source, owner, GenAI `execute_tool` with the tool name and
+ * call id, argument digest and size (never values), the decision (`blocked` when the call was blocked at any
+ * stage) and its reason, result size, and an error code (`call.failed`'s code, `call.blocked`). Pure: no I/O.
+ */
+export function callSpanFacts(input: {
+  requested: EventOf<'call.requested'>;
+  decided?: EventOf<'call.decided'> | undefined;
+  end?: CallEnd | undefined;
+}): SpanFacts {
+  const { requested: r, decided, end } = input;
+  const blocked = end?.type === 'call.blocked' ? end : undefined;
+  const reason = blocked !== undefined ? `${blocked.data.stage}: ${blocked.data.reason}` : decided?.data.reason;
+  const errorCode = end?.type === 'call.failed' ? end.data.error.code : blocked !== undefined ? 'call.blocked' : undefined;
+  return facts(
+    {
+      ...baseAttrs(r, [r, decided, end]),
+      [Attr.toolId]: r.data.toolId,
+      [Attr.toolSource]: r.data.source,
+      [Attr.toolOwner]: r.data.owner,
+      [Attr.genAiOperationName]: GEN_AI_EXECUTE_TOOL,
+      [Attr.genAiToolName]: r.data.toolName,
+      [Attr.genAiToolCallId]: r.data.callId,
+      [Attr.argsDigest]: r.data.argsDigest,
+      [Attr.argsBytes]: r.data.argsBytes,
+      [Attr.policyDecision]: blocked !== undefined ? 'blocked' : decided?.data.decision,
+      [Attr.policyReason]: reason,
+      [Attr.resultBytes]: end?.type === 'call.completed' ? end.data.resultBytes : undefined,
+    },
+    errorCode,
+  );
+}
+
+/** `toolsearch.approval`: tool id, and the answer (`approved`, `denied`, `timedOut`) with its reason. Pure: no I/O. */
+export function approvalSpanFacts(input: {
+  requested: EventOf<'approval.requested'>;
+  resolved?: EventOf<'approval.resolved'> | undefined;
+}): SpanFacts {
+  const { requested: r, resolved: a } = input;
+  const decision = a === undefined ? undefined : a.data.approved ? 'approved' : a.data.timedOut === true ? 'timedOut' : 'denied';
+  return facts({
+    ...baseAttrs(r, [r, a]),
+    [Attr.toolId]: r.data.toolId,
+    [Attr.policyDecision]: decision,
+    [Attr.policyReason]: a?.data.reason,
+  });
+}
+
+/** `toolsearch.hook`: the plugin whose before_tool_call ran, its outcome and reason; a throw is `hook.threw`. Pure: no I/O. */
+export function hookSpanFacts(e: EventOf<'hook.ran'>): SpanFacts {
+  return facts(
+    {
+      ...baseAttrs(e, [e]),
+      [Attr.hookName]: e.data.pluginId,
+      [Attr.policyDecision]: e.data.outcome,
+      [Attr.policyReason]: e.data.reason,
+    },
+    e.data.outcome === 'threw' ? 'hook.threw' : undefined,
+  );
+}
+
+export type CodeEnd = EventOf<'code.settled'> | EventOf<'code.timedOut'>;
+
+/**
+ * `toolsearch.code`: body size and digest (never the body), and from `code.settled` the run's catalog size
+ * and bridge counts; a failed run carries its error code, a timeout `sandbox.timedOut`. Pure: no I/O.
+ */
+export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end?: CodeEnd | undefined }): SpanFacts {
+  const { requested: r, end } = input;
+  const t = end?.type === 'code.settled' ? end.data.telemetry : undefined;
+  const errorCode =
+    end?.type === 'code.timedOut'
+      ? 'sandbox.timedOut'
+      : end?.type === 'code.settled' && !end.data.ok
+        ? (end.data.error?.code ?? 'code.failed')
+        : undefined;
+  return facts(
+    {
+      ...baseAttrs(r, [r, end]),
+      [Attr.codeBytes]: r.data.bodyBytes,
+      [Attr.argsDigest]: r.data.bodyDigest,
+      ...(t === undefined
+        ? {}
+        : counterAttrs({ catalogSize: t.catalogSize, searches: t.searchCount, describes: t.describeCount, calls: t.callCount })),
+    },
+    errorCode,
+  );
+}
