@@ -32,11 +32,10 @@ export interface ToolMeta {
 /** Terms of a description's opening kept as "core" terms. */
 const SUMMARY_TERMS = 30;
 /** Characters of a description that are indexed: the rest of very long descriptions is mostly examples. */
-const DESCRIPTION_CHARS = Number(process.env.TS_DESC ?? 400);
+const DESCRIPTION_CHARS = 400;
 /** Characters of parameter descriptions indexed per tool, and parameters considered. */
-const PARAM_TEXT_CHARS = Number(process.env.TS_PT ?? 200);
+const PARAM_TEXT_CHARS = 200;
 const MAX_PARAMS = 40;
-const DEDUPE = process.env.TS_DEDUPE === '1';
 
 /** The key a source is updated by: `${source}:${owner}`, as in Catalog.sourceFingerprints. Pure: no I/O. */
 export function sourceKeyOf(entry: ToolEntry): string {
@@ -57,8 +56,8 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     // The label (an MCP title) mostly repeats the name: one field for both, each word once.
     name: unique([...nameTerms, ...labelTerms]).join(' '),
     owner: ownerTerms.join(' '),
-    description: (DEDUPE ? unique(descriptionTerms) : descriptionTerms).join(' '),
-    params: (DEDUPE ? unique(paramTerms) : paramTerms).join(' '),
+    description: descriptionTerms.join(' '),
+    params: paramTerms.join(' '),
   };
   const identity = new Set([...nameTerms, ...labelTerms]);
   return {

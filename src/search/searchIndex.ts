@@ -20,7 +20,7 @@ const FIELDS = Object.keys(BOOST) as (keyof typeof BOOST)[];
 /** How many of MiniSearch's best candidates are re-ranked with the name, core and owner features. */
 const RERANK_DEPTH = 100;
 /** A word in more than this share of the tools (and COMMON_MIN_DOCS) does not select candidates. */
-const COMMON_SHARE = Number(process.env.TS_COMMON ?? 0.08);
+const COMMON_SHARE = 0.08;
 const COMMON_MIN_DOCS = 50;
 /** MiniSearch's weights of prefix and fuzzy (typo) matches relative to exact ones. */
 const MATCH_WEIGHTS = { prefix: 0.3, fuzzy: 0.2 };
