@@ -1,0 +1,104 @@
+import { loadConfig } from '../../config/index.js';
+import { startGateway, DEFAULT_GATEWAY_PORT } from '../../gateway/serve.js';
+import { parseCommandArgs, str, strs } from '../args.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+
+export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--config F] [--nats URL] [--log FILE] [--provider URL] [--role all|gateway]
+
+Serves the OpenAI-compatible gateway on 127.0.0.1: POST /v1/chat/completions (plain and stream: true),
+GET /v1/models, GET /healthz. Each request is a turn: the exposed tools go to the upstream provider, the
+model's tool calls run through the gateway (policy, approvals, hooks, events), until a final answer.
+Without an upstream provider (config provider.baseUrl or --provider) the built-in mock provider answers:
+put "target=<tool name>" in the message to see a real tool call.
+
+  --port N        port (default: PORT, else config gateway.port, else ${DEFAULT_GATEWAY_PORT}; 0 = a free port)
+  --config F      config file (default: toolsearch.config.json5 in the working directory)
+  --nats URL      use NATS JetStream as the bus (default: NATS_URL, else the embedded bus)
+  --log FILE      JSONL event log of the embedded bus (default: config log.path, .toolsearch/events.jsonl)
+  --provider URL  upstream OpenAI-compatible base URL (e.g. https://api.openai.com/v1); API key from config
+                  provider.apiKey, TOOLSEARCH_PROVIDER_API_KEY or OPENAI_API_KEY
+  --catalog PATH  add MCP tools/list snapshot files or folders to the catalog; repeatable
+  --plugin FILE   add a plugin module; repeatable
+  --role R        all (default) or gateway: this process runs the turns
+
+Request headers: x-toolsearch-session (session id; default a new one, returned in the response),
+x-toolsearch-agent and x-toolsearch-profile (policy; default "default").
+Runs until SIGINT or SIGTERM, then closes every session, MCP server and child process.`;
+
+/** `toolsearch serve`: runs the gateway until SIGINT/SIGTERM. */
+export const serveCommand: Command = {
+  name: 'serve',
+  summary: 'run the OpenAI-compatible gateway (built-in mock provider when none is configured)',
+  usage: SERVE_USAGE,
+  async run(argv: string[], io: CliIo): Promise<number> {
+    const parsed = parseCommandArgs(argv, {
+      port: { type: 'string' }, config: { type: 'string' }, nats: { type: 'string' }, log: { type: 'string' },
+      provider: { type: 'string' }, role: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+    }, { positionals: false });
+    if (!parsed.ok) {
+      io.stderr(`${parsed.error.message}\n\n${SERVE_USAGE}`);
+      return EXIT_USAGE;
+    }
+    const v = parsed.value.values;
+    const role = str(v['role']) ?? 'all';
+    if (role === 'policy' || role === 'sandbox') {
+      io.stderr(`serve: --role ${role} is not available yet: run --role all (or gateway), which runs policy enforcement and code runs in this process.`);
+      return EXIT_USAGE;
+    }
+    if (role !== 'all' && role !== 'gateway') {
+      io.stderr(`serve: unknown --role "${role}": use all, gateway, policy or sandbox.`);
+      return EXIT_USAGE;
+    }
+    const portText = str(v['port']) ?? io.env['PORT'];
+    let port: number | undefined;
+    if (portText !== undefined) {
+      port = Number(portText);
+      if (!/^\d+$/.test(portText) || port > 65535) {
+        io.stderr(`serve: port "${portText}" is not a port number: give an integer from 0 to 65535 (0 = a free port).`);
+        return EXIT_USAGE;
+      }
+    }
+    const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd });
+    if (!loaded.ok) {
+      io.stderr(`${loaded.error.code}: ${loaded.error.message}`);
+      return EXIT_FAILED;
+    }
+    for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
+    io.stderr(loaded.value.path === undefined ? 'config: none found, using defaults' : `config: ${loaded.value.path}`);
+    const nats = str(v['nats']) ?? (io.env['NATS_URL']?.trim() || undefined);
+
+    const started = await startGateway({
+      config: loaded.value.config, cwd: io.cwd, env: io.env, warmUp: true,
+      ...(port !== undefined ? { port } : {}),
+      ...(nats !== undefined ? { nats } : {}),
+      ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
+      ...(str(v['provider']) !== undefined ? { providerUrl: str(v['provider']) as string } : {}),
+      catalogPaths: strs(v['catalog']), pluginFiles: strs(v['plugin']),
+      onProgress: (line) => io.stderr(line),
+    });
+    if (!started.ok) {
+      io.stderr(`${started.error.code}: ${started.error.message}`);
+      return EXIT_FAILED;
+    }
+    const gw = started.value;
+    const target = gw.mockProvider !== undefined ? ' target=current_time' : '';
+    io.stdout(`toolsearch gateway listening on ${gw.url} (mode ${gw.mode}${gw.mockProvider !== undefined ? ', built-in mock provider' : `, provider ${gw.providerUrl}`})`);
+    io.stdout('Try:');
+    io.stdout(`  curl -s ${gw.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
+    io.stdout('Stop with Ctrl-C.');
+
+    const signal = await new Promise<string>((resolve) => {
+      const stop = (s: NodeJS.Signals): void => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        resolve(s);
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    io.stderr(`${signal}: closing sessions, MCP servers and the bus`);
+    await gw.close();
+    io.stderr('gateway stopped');
+    return EXIT_OK;
+  },
+};
