@@ -4,7 +4,7 @@ import { makeEnvelope } from '../../src/events/index.js';
 import type { McpConnection } from '../../src/catalog/index.js';
 import { ok } from '../../src/shared/index.js';
 import type { Turn } from '../../src/gateway/types.js';
-import { checkEvents, makeWorld, types, type World } from './fixture.js';
+import { checkEvents, loose, makeWorld, types, type World } from './fixture.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -24,7 +24,7 @@ describe('fail closed', () => {
     world = await makeWorld({ tools: TOOLS });
     const turn = await start(world, { sessionId: 'deny' });
     const found = await turn.invoke('tool_search', { query: 'secret vault' });
-    expect(found.ok && (found.value as { results: Array<{ id: string }> }).results.map((r) => r.id)).not.toContain('openclaw:demo:secret_vault');
+    expect((loose(found).value.results as Array<{ id: string }>).map((r) => r.id)).not.toContain('openclaw:demo:secret_vault');
     expect(await turn.invoke('tool_describe', { id: 'openclaw:demo:secret_vault' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
     expect(await turn.invoke('tool_describe', { id: 'secret_vault' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
     expect(await turn.invoke('tool_call', { id: 'openclaw:demo:secret_vault', args: {} })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
@@ -43,7 +43,7 @@ describe('fail closed', () => {
     expect(amb).toMatchObject({ ok: false, error: { code: 'tool.ambiguous', details: { candidates: ['openclaw:demo:echo_text', 'client:client:echo_text'] } } });
     const unk = await turn.invoke('tool_describe', { id: 'echo_txt' });
     expect(unk).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    const suggestions = (unk as { error: { details: { suggestions: string[] } } }).error.details.suggestions;
+    const suggestions = loose(unk).error.details.suggestions as string[];
     expect(suggestions.length).toBeGreaterThan(0);
     expect(suggestions.length).toBeLessThanOrEqual(3);
     await turn.end();
@@ -67,9 +67,9 @@ describe('fail closed', () => {
     world = await makeWorld({ tools: TOOLS }, { startEnforcer: false });
     const { parseConfig } = await import('../../src/config/index.js');
     const { startPolicyEnforcer } = await import('../../src/policy/index.js');
-    const strict = parseConfig({ agents: { a: { tools: { deny: ['echo_*'] } } } }).value!;
-    if (!('config' in strict)) throw new Error('config');
-    const enforcer = startPolicyEnforcer({ bus: world.bus, config: strict.config });
+    const strict = parseConfig({ agents: { a: { tools: { deny: ['echo_*'] } } } });
+    if (!strict.ok) throw new Error(strict.error.message);
+    const enforcer = startPolicyEnforcer({ bus: world.bus, config: strict.value.config });
     const turn = await start(world, { sessionId: 'enf', agentId: 'a' });
     const r = await turn.invoke('tool_call', { id: 'echo_text', args: { text: 'x' } });
     expect(r).toMatchObject({ ok: false, error: { code: 'call.blocked.policy' } });
@@ -174,7 +174,7 @@ describe('hooks and validation', () => {
     const turn = await start(world, { sessionId: 'val' });
     const r = await turn.invoke('tool_call', { id: 'echo_text', args: { text: 5, extra: true } });
     expect(r).toMatchObject({ ok: false, error: { code: 'call.invalidArgs' } });
-    const problems = (r as { error: { details: { problems: string[] } } }).error.details.problems;
+    const problems = loose(r).error.details.problems as string[];
     expect(problems).toEqual(expect.arrayContaining([expect.stringContaining('args.text'), expect.stringContaining('extra')]));
     const missing = await turn.invoke('tool_call', { id: 'add_numbers', args: { a: 1 } });
     expect((missing as { error: { message: string } }).error.message).toContain('args.b is required');
@@ -200,6 +200,7 @@ describe('mode choice', () => {
       run: async () => { throw new Error('must not run'); },
       acquire: async () => { throw new Error('must not run'); },
       close: async () => {},
+      warmUp: async () => {},
     };
     world = await makeWorld({ tools: { toolSearch: { mode: 'code' } } }, { sandbox });
     const turn = await start(world, { sessionId: 'fb' });
