@@ -1,0 +1,56 @@
+import type { Envelope, EventBus } from '../../bus/index.js';
+import { makeEnvelope, validateEvent, type EventData, type EventOf } from '../../events/index.js';
+import { fail, ok, type Result } from '../../shared/index.js';
+
+/** The gateway session events another gateway (or the HTTP front) publishes to drive turns. */
+export type SessionEventType = 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended' | 'gateway.session.closed';
+/** The answers the consumer publishes back (`turn_opened`, `tool_answered`, `event_rejected`). */
+export type SessionAnswerType = 'gateway.turn.opened' | 'gateway.tool.answered' | 'gateway.event.rejected';
+
+export const SESSION_EVENT_TYPES: readonly SessionEventType[] = [
+  'gateway.turn.requested',
+  'gateway.tool.invoked',
+  'gateway.turn.ended',
+  'gateway.session.closed',
+];
+export const SESSION_ANSWER_TYPES: readonly SessionAnswerType[] = ['gateway.turn.opened', 'gateway.tool.answered', 'gateway.event.rejected'];
+
+export interface PublishSessionEventOptions {
+  /** The turn the event belongs to; '' (default) for session-wide events or a turn the engine will name. */
+  turnId?: string;
+  /** Default: a random UUID. Give a stable id to make a retry idempotent. */
+  id?: string;
+  /** Default: now. */
+  at?: string | Date;
+  /** Default 0: gateway events are ordered per session by the stream, not by a per-turn seq. */
+  seq?: number;
+  causationId?: string | null;
+}
+
+/**
+ * Publishes one gateway session event on `gateway.session.<sessionId>.<type>` (ids encoded reversibly), after
+ * checking it against its schema: a payload that does not fit is a `gateway.badEvent` failure, never published.
+ * Resolves once the bus has accepted it (JetStream ack, or the embedded log).
+ */
+export async function publishSessionEvent<K extends SessionEventType | SessionAnswerType>(
+  bus: EventBus,
+  sessionId: string,
+  type: K,
+  data: EventData<K>,
+  opts: PublishSessionEventOptions = {},
+): Promise<Result<EventOf<K>>> {
+  const envelope = makeEnvelope({
+    type,
+    sessionId,
+    turnId: opts.turnId ?? '',
+    seq: opts.seq ?? 0,
+    at: opts.at ?? new Date(),
+    causationId: opts.causationId ?? null,
+    data,
+    ...(opts.id === undefined ? {} : { id: opts.id }),
+  });
+  const checked = validateEvent(envelope);
+  if (!checked.ok) return fail('gateway.badEvent', checked.error.message, checked.error.details);
+  await bus.publish(envelope as Envelope);
+  return ok(envelope);
+}

@@ -1,0 +1,310 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openMemoryBus, subjectMatches, type Envelope, type EventBus, type MemoryBus } from '../../src/bus/index.js';
+import {
+  encodeToken,
+  gatewaySessionPattern,
+  gatewaySubject,
+  makeEnvelope,
+  parseGatewaySubject,
+  subjectFor,
+} from '../../src/events/index.js';
+import type { StepResult, Turn, TurnEngine, TurnRequest } from '../../src/gateway/types.js';
+import {
+  publishSessionEvent,
+  startSessionEventConsumer,
+  type SessionEventConsumer,
+} from '../../src/gateway/sessionEvents/index.js';
+
+/** A fake engine that records what it is asked; `gate` lets a test hold an invocation until it says so. */
+function fakeEngine() {
+  const log: string[] = [];
+  const requests: TurnRequest[] = [];
+  const gates = new Map<string, Promise<void>>();
+  let n = 0;
+  const engine: TurnEngine & { log: string[]; requests: TurnRequest[]; gates: typeof gates; failStart?: boolean; throwInvoke?: boolean } = {
+    log,
+    requests,
+    gates,
+    async startTurn(req) {
+      requests.push(req);
+      log.push(`start ${req.sessionId}/${req.turnId ?? '?'}`);
+      if (engine.failStart) return { ok: false, error: { code: 'policy.invalid', message: 'agent "x" has no policy' } };
+      const turnId = req.turnId ?? `engine-turn-${++n}`;
+      const turn: Turn = {
+        sessionId: req.sessionId,
+        turnId,
+        exposure: {
+          mode: req.mode ?? 'tools',
+          tools: [{ type: 'function', function: { name: 'tool_search', description: 'search', parameters: { type: 'object' } } }],
+          nameToId: new Map(),
+          bytes: 123,
+          schemasUpFront: 1,
+        },
+        async invoke(toolName, args): Promise<StepResult> {
+          log.push(`invoke ${req.sessionId}/${turnId} ${toolName} ${JSON.stringify(args)}`);
+          await gates.get(toolName);
+          if (engine.throwInvoke) throw new Error('engine bug');
+          if (toolName === 'blocked_tool') return { ok: false, error: { code: 'call.blocked', message: 'blocked by policy: denied' } };
+          if (toolName === 'client_pick') return { ok: true, pending: true, callId: 'cc1', toolName: 'pick', args: { n: 1 } };
+          log.push(`done ${req.sessionId}/${turnId} ${toolName}`);
+          return { ok: true, value: { echoed: args } };
+        },
+        async clientResult(callId, result) {
+          log.push(`clientResult ${turnId} ${callId} ${result.ok} ${result.content}`);
+        },
+        async end(outcome) {
+          log.push(`end ${req.sessionId}/${turnId} ${outcome?.failed ? `${outcome.failed.code}: ${outcome.failed.reason}` : 'completed'}`);
+        },
+      };
+      return { ok: true, value: turn };
+    },
+    async closeSession(sessionId) {
+      log.push(`close ${sessionId}`);
+    },
+    async close() {},
+  };
+  return engine;
+}
+
+let bus: MemoryBus;
+let engine: ReturnType<typeof fakeEngine>;
+let consumer: SessionEventConsumer;
+let answers: Envelope[];
+let errors: string[];
+/** The consumer's bus delivery, captured so a test can redeliver like JetStream does. */
+let deliver: (e: Envelope) => void;
+
+beforeEach(async () => {
+  bus = await openMemoryBus({ logPath: false });
+  engine = fakeEngine();
+  answers = [];
+  errors = [];
+  bus.subscribe(gatewaySessionPattern(), (e) => {
+    if (['gateway.turn.opened', 'gateway.tool.answered', 'gateway.event.rejected'].includes(e.type)) answers.push(e);
+  });
+  const capturing: EventBus = {
+    publish: (e) => bus.publish(e),
+    subscribe: (pattern, onEvent, opts) => {
+      deliver = onEvent;
+      return bus.subscribe(pattern, onEvent, opts);
+    },
+    serve: (subject, handler, opts) => bus.serve(subject, handler, opts),
+    request: (subject, payload, opts) => bus.request(subject, payload, opts),
+    replay: (filter) => bus.replay(filter),
+    close: () => bus.close(),
+  };
+  consumer = startSessionEventConsumer({ bus: capturing, engine, onError: (m) => errors.push(m) });
+});
+afterEach(async () => {
+  await consumer.stop();
+  await bus.close();
+});
+
+const requested = { requestId: 'req-1', agentId: 'agent-1', profile: 'dev', sandboxId: 'box', owner: true, mode: 'code' as const, harness: 'pi' };
+
+async function settle() {
+  await consumer.idle();
+}
+
+describe('gateway session events intake', () => {
+  it('starts a turn with every fact of the request and answers with the exposure', async () => {
+    const r = await publishSessionEvent(bus, 's1', 'gateway.turn.requested', {
+      ...requested,
+      clientId: 'app',
+      clientTools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object' } }],
+      mcpServers: [{ name: 'fs', command: 'node', args: ['fs.js'] }, { name: 'web', url: 'http://127.0.0.1:1/mcp' }],
+    }, { turnId: 't1' });
+    expect(r.ok).toBe(true);
+    await settle();
+    expect(engine.requests).toEqual([{
+      sessionId: 's1', turnId: 't1', agentId: 'agent-1', profile: 'dev', sandboxId: 'box', owner: true, mode: 'code', harness: 'pi',
+      clientId: 'app', clientTools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object' } }],
+      mcpServers: { fs: { command: 'node', args: ['fs.js'] }, web: { url: 'http://127.0.0.1:1/mcp' } },
+    }]);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatchObject({
+      type: 'gateway.turn.opened', sessionId: 's1', turnId: 't1', causationId: r.ok ? r.value.id : '',
+      data: { requestId: 'req-1', ok: true, turnId: 't1', mode: 'code', bytes: 123, schemasUpFront: 1, tools: [{ function: { name: 'tool_search' } }] },
+    });
+  });
+
+  it('runs tool invocations and answers each with its step result, finding the turn by id or by request id', async () => {
+    await publishSessionEvent(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the engine names it
+    await settle();
+    const turnId = (answers[0]!.data as { turnId: string }).turnId;
+    expect(turnId).toBe('engine-turn-1');
+    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k1', tool: 'tool_search', args: { query: 'x' } });
+    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k2', tool: 'blocked_tool', args: {} }, { turnId });
+    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k3', tool: 'client_pick', args: {} }, { turnId });
+    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', {
+      requestId: 'req-9', callId: 'cc1', tool: 'pick', args: {}, clientResult: { ok: true, value: { colour: 'red' } },
+    }, { turnId });
+    await settle();
+    const tools = answers.filter((a) => a.type === 'gateway.tool.answered').map((a) => a.data);
+    expect(tools).toEqual([
+      { requestId: 'req-9', callId: 'k1', tool: 'tool_search', result: { ok: true, value: { echoed: { query: 'x' } } } },
+      { requestId: 'req-9', callId: 'k2', tool: 'blocked_tool', result: { ok: false, error: { code: 'call.blocked', message: 'blocked by policy: denied' } } },
+      { requestId: 'req-9', callId: 'k3', tool: 'client_pick', result: { ok: true, pending: true, callId: 'cc1', toolName: 'pick', args: { n: 1 } } },
+      { requestId: 'req-9', callId: 'cc1', tool: 'pick', result: { ok: true, value: { recorded: true, callId: 'cc1' } } },
+    ]);
+    expect(engine.log).toContain(`clientResult ${turnId} cc1 true {"colour":"red"}`);
+  });
+
+  it('ends turns (completed, failed, cancelled) and closes the session, ending what is still open', async () => {
+    for (const t of ['a', 'b', 'c', 'd']) await publishSessionEvent(bus, 's2', 'gateway.turn.requested', { requestId: `r-${t}` }, { turnId: t });
+    await publishSessionEvent(bus, 's2', 'gateway.turn.ended', { requestId: 'r-a', outcome: 'completed', durationMs: 5 }, { turnId: 'a' });
+    await publishSessionEvent(bus, 's2', 'gateway.turn.ended', { requestId: 'r-b', outcome: 'failed', reason: 'provider down' }, { turnId: 'b' });
+    await publishSessionEvent(bus, 's2', 'gateway.turn.ended', { requestId: 'r-c', outcome: 'cancelled' });
+    await publishSessionEvent(bus, 's2', 'gateway.session.closed', { reason: 'client' });
+    await settle();
+    expect(engine.log.filter((l) => !l.startsWith('start'))).toEqual([
+      'end s2/a completed',
+      'end s2/b turn.failed: provider down',
+      'end s2/c turn.cancelled: the gateway reported the turn cancelled',
+      'end s2/d session.closed: the session closed (client) before the turn ended',
+      'close s2',
+    ]);
+    // after the close nothing is open: a tool invocation is answered with an error, not run
+    await publishSessionEvent(bus, 's2', 'gateway.tool.invoked', { requestId: 'r-d', callId: 'late', tool: 'tool_search', args: {} }, { turnId: 'd' });
+    await settle();
+    expect(answers.at(-1)!.data).toMatchObject({ callId: 'late', result: { ok: false, error: { code: 'gateway.unknownTurn' } } });
+    expect(engine.log.some((l) => l.startsWith('invoke'))).toBe(false);
+  });
+
+  it('answers a malformed event with a rejection that says why, keeps it on the bus, and goes on', async () => {
+    const bad = makeEnvelope({ type: 'gateway.turn.requested', sessionId: 's3', turnId: 't1', seq: 0, at: new Date(), causationId: null, data: { agentId: 7 } as never });
+    await bus.publish(bad);
+    await settle();
+    expect(engine.requests).toHaveLength(0);
+    expect(answers).toHaveLength(1);
+    const rej = answers[0]!;
+    expect(rej).toMatchObject({ type: 'gateway.event.rejected', sessionId: 's3', turnId: 't1', causationId: bad.id });
+    expect(rej.data).toMatchObject({
+      code: 'event.invalid', rejectedId: bad.id, rejectedType: 'gateway.turn.requested', subject: subjectFor(bad),
+      rawBytes: Buffer.byteLength(JSON.stringify(bad)),
+    });
+    const data = rej.data as { reason: string; rawDigest: string; problems: Array<{ path: string }> };
+    expect(data.rawDigest).toMatch(/^[0-9a-f]{64}$/);
+    expect(data.reason).toContain('/data/requestId');
+    expect(data.problems.map((p) => p.path)).toEqual(expect.arrayContaining(['/data/requestId', '/data/agentId']));
+    // kept on the record (the embedded log / the GATEWAY_SESSIONS stream), next to the event it rejects
+    expect(bus.stats().stored).toBe(2);
+    // the consumer is still alive
+    await publishSessionEvent(bus, 's3', 'gateway.turn.requested', { requestId: 'ok' }, { turnId: 't2' });
+    await settle();
+    expect(engine.requests).toHaveLength(1);
+    expect(consumer.stats()).toMatchObject({ rejected: 1, processed: 1 });
+  });
+
+  it('rejects an unknown event type and a value that is not an envelope at all, never crashing', async () => {
+    const unknown = { ...makeEnvelope({ type: 'gateway.session.closed', sessionId: 's4', turnId: '', seq: 0, at: new Date(), causationId: null, data: { reason: 'idle' } }), type: 'gateway.turn.paused' };
+    await bus.publish(unknown);
+    deliver({ nonsense: true } as unknown as Envelope);
+    deliver(null as unknown as Envelope);
+    await settle();
+    const rejections = answers.filter((a) => a.type === 'gateway.event.rejected');
+    expect(rejections.map((r) => (r.data as { code: string }).code)).toEqual(['event.unknownType', 'event.invalid', 'event.invalid']);
+    expect(rejections[0]!.data).toMatchObject({ rejectedType: 'gateway.turn.paused', subject: 'gateway.session.s4.turn_paused' });
+    expect(rejections[0]!.sessionId).toBe('s4');
+    expect(rejections[1]!.sessionId).toBe('');
+    expect(engine.log).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
+  it('rejects a turn end for a turn that is not open', async () => {
+    await publishSessionEvent(bus, 's5', 'gateway.turn.ended', { requestId: 'ghost', outcome: 'completed' }, { turnId: 'ghost' });
+    await settle();
+    expect(answers[0]).toMatchObject({ type: 'gateway.event.rejected', data: { code: 'gateway.unknownTurn' } });
+  });
+
+  it('ignores a duplicate delivery of an event id', async () => {
+    const r = await publishSessionEvent(bus, 's6', 'gateway.turn.requested', { requestId: 'r' }, { turnId: 't', id: 'evt-dup' });
+    await settle();
+    expect(r.ok).toBe(true);
+    // JetStream redelivers (a member died before its ack), a retrying publisher sends it again
+    deliver(r.ok ? r.value : (undefined as never));
+    await bus.publish(r.ok ? r.value : (undefined as never));
+    await settle();
+    expect(engine.requests).toHaveLength(1);
+    expect(answers).toHaveLength(1);
+    expect(consumer.stats().duplicates).toBe(1);
+  });
+
+  it('round-trips session and turn ids with ".", "*", ">" and spaces through the subject encoding', async () => {
+    const sid = 'acme.prod *> session 1';
+    const tid = 'turn.1 > *';
+    const subjects: string[] = [];
+    bus.subscribe(gatewaySessionPattern(sid), (e) => subjects.push(subjectFor(e)));
+    const r = await publishSessionEvent(bus, sid, 'gateway.turn.requested', { requestId: 'q' }, { turnId: tid });
+    await publishSessionEvent(bus, sid, 'gateway.tool.invoked', { requestId: 'q', callId: 'c', tool: 'tool_search', args: {} }, { turnId: tid });
+    await settle();
+    expect(r.ok).toBe(true);
+    const subject = gatewaySubject(sid, 'gateway.turn.requested');
+    expect(subject.split('.')).toHaveLength(4);
+    expect(encodeToken(sid)).not.toMatch(/[.*> ]/);
+    expect(parseGatewaySubject(subject)).toEqual({ ok: true, value: { sessionId: sid, type: 'gateway.turn.requested' } });
+    expect(engine.requests[0]).toMatchObject({ sessionId: sid, turnId: tid });
+    expect(engine.log).toContain(`invoke ${sid}/${tid} tool_search {}`);
+    // the answers land in the session's own subject space, not in another session's
+    expect(subjects).toEqual([
+      `gateway.session.${encodeToken(sid)}.turn_requested`,
+      `gateway.session.${encodeToken(sid)}.turn_opened`,
+      `gateway.session.${encodeToken(sid)}.tool_invoked`,
+      `gateway.session.${encodeToken(sid)}.tool_answered`,
+    ]);
+    for (const s of subjects) expect(subjectMatches(gatewaySessionPattern('acme'), s)).toBe(false);
+  });
+
+  it("keeps one session's events in order while other sessions go on", async () => {
+    let release!: () => void;
+    engine.gates.set('slow_tool', new Promise<void>((r) => { release = r; }));
+    await publishSessionEvent(bus, 'A', 'gateway.turn.requested', { requestId: 'ra' }, { turnId: 'ta' });
+    await publishSessionEvent(bus, 'A', 'gateway.tool.invoked', { requestId: 'ra', callId: 'a1', tool: 'slow_tool', args: {} }, { turnId: 'ta' });
+    await publishSessionEvent(bus, 'A', 'gateway.tool.invoked', { requestId: 'ra', callId: 'a2', tool: 'fast_tool', args: {} }, { turnId: 'ta' });
+    await publishSessionEvent(bus, 'A', 'gateway.turn.ended', { requestId: 'ra', outcome: 'completed' }, { turnId: 'ta' });
+    await publishSessionEvent(bus, 'B', 'gateway.turn.requested', { requestId: 'rb' }, { turnId: 'tb' });
+    await publishSessionEvent(bus, 'B', 'gateway.tool.invoked', { requestId: 'rb', callId: 'b1', tool: 'fast_tool', args: {} }, { turnId: 'tb' });
+    // B is answered while A's first invocation is still held
+    for (let i = 0; i < 50 && !answers.some((a) => (a.data as { callId?: string }).callId === 'b1'); i++) await new Promise((r) => setImmediate(r));
+    expect(answers.some((a) => (a.data as { callId?: string }).callId === 'b1')).toBe(true);
+    expect(engine.log.filter((l) => l.startsWith('invoke A') || l.startsWith('end A'))).toEqual(['invoke A/ta slow_tool {}']);
+    release();
+    await settle();
+    expect(engine.log.filter((l) => / A\//.test(l))).toEqual([
+      'start A/ta', 'invoke A/ta slow_tool {}', 'done A/ta slow_tool', 'invoke A/ta fast_tool {}', 'done A/ta fast_tool', 'end A/ta completed',
+    ]);
+    expect(answers.filter((a) => a.sessionId === 'A' && a.type === 'gateway.tool.answered').map((a) => (a.data as { callId: string }).callId)).toEqual(['a1', 'a2']);
+  });
+
+  it('turns engine failures into answers and reports them, never a crash', async () => {
+    engine.failStart = true;
+    await publishSessionEvent(bus, 's7', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
+    await publishSessionEvent(bus, 's7', 'gateway.turn.requested', { requestId: 'r2', harness: 'vim' }, { turnId: 't2' });
+    await settle();
+    expect(answers.map((a) => a.data)).toEqual([
+      { requestId: 'r1', ok: false, error: { code: 'policy.invalid', message: 'agent "x" has no policy' } },
+      expect.objectContaining({ requestId: 'r2', ok: false, error: expect.objectContaining({ code: 'gateway.badHarness' }) }),
+    ]);
+    engine.failStart = false;
+    engine.throwInvoke = true;
+    await publishSessionEvent(bus, 's7', 'gateway.turn.requested', { requestId: 'r3' }, { turnId: 't3' });
+    await publishSessionEvent(bus, 's7', 'gateway.tool.invoked', { requestId: 'r3', callId: 'x', tool: 'tool_search', args: {} }, { turnId: 't3' });
+    await settle();
+    expect(answers.at(-1)!.data).toMatchObject({ callId: 'x', result: { ok: false, error: { code: 'gateway.engineFailed' } } });
+    expect(errors.some((m) => m.includes('engine bug'))).toBe(true);
+  });
+
+  it('answers a second request for an open turn without starting it twice', async () => {
+    await publishSessionEvent(bus, 's8', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
+    await publishSessionEvent(bus, 's8', 'gateway.turn.requested', { requestId: 'r1-again' }, { turnId: 't1' });
+    await settle();
+    expect(engine.requests).toHaveLength(1);
+    expect(answers[1]!.data).toMatchObject({ ok: false, error: { code: 'gateway.turnExists' } });
+  });
+
+  it('publishSessionEvent refuses data that does not fit the schema', async () => {
+    const r = await publishSessionEvent(bus, 's9', 'gateway.turn.ended', { requestId: 'r', outcome: 'exploded' } as never);
+    expect(r).toMatchObject({ ok: false, error: { code: 'gateway.badEvent' } });
+    expect(bus.stats().stored).toBe(0);
+  });
+});
