@@ -29,12 +29,12 @@ export interface ToolMeta {
   vocabulary: readonly string[];
 }
 
-/** Terms of a description's opening kept as "core" terms. */
+/** Terms of a description's first sentence kept as "core" terms. */
 const SUMMARY_TERMS = 30;
 /** Characters of a description that are indexed: the rest of very long descriptions is mostly examples. */
-const DESCRIPTION_CHARS = 400;
+const DESCRIPTION_CHARS = 300;
 /** Characters of parameter descriptions indexed per tool, and parameters considered. */
-const PARAM_TEXT_CHARS = 200;
+const PARAM_TEXT_CHARS = 120;
 const MAX_PARAMS = 40;
 
 /** The key a source is updated by: `${source}:${owner}`, as in Catalog.sourceFingerprints. Pure: no I/O. */
@@ -48,9 +48,14 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
   const ownerTerms = unique(tokenize(entry.owner === entry.sourceName ? entry.owner : `${entry.owner} ${entry.sourceName}`));
   const labelTerms = tokenize(entry.label ?? '');
   const description = typeof entry.description === 'string' ? entry.description.slice(0, DESCRIPTION_CHARS) : '';
-  const descriptionTerms = tokenize(description);
+  // Tokenized once, in two parts: the first sentence (a core term source) and the rest.
+  const cut = firstSentenceEnd(description);
+  const firstTerms = tokenizeMemo(description.slice(0, cut));
+  const descriptionTerms = cut < description.length ? firstTerms.concat(tokenizeMemo(description.slice(cut))) : firstTerms;
+  // A first sentence like "Notion | Retrieve a user" or "1." says little alone: then the opening terms instead.
+  const lead = firstTerms.length >= 6 ? firstTerms.slice(0, SUMMARY_TERMS) : descriptionTerms.slice(0, 12);
   const { names, texts } = schemaParams(entry.inputSchema);
-  const paramTerms = [...names.flatMap((n) => tokenize(n)), ...tokenize(texts.join(' ').slice(0, PARAM_TEXT_CHARS))];
+  const paramTerms = [...names.flatMap((n) => tokenize(n)), ...tokenizeMemo(texts.join(' ').slice(0, PARAM_TEXT_CHARS))];
   const doc: Descriptor = {
     id: entry.id,
     // The label (an MCP title) mostly repeats the name: one field for both, each word once.
@@ -65,7 +70,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     doc,
     sourceKey: sourceKeyOf(entry),
     identity,
-    core: new Set([...identity, ...ownerTerms, ...leadTerms(description)]),
+    core: new Set([...identity, ...ownerTerms, ...lead]),
     ownerTerms,
     nameOnly: unique(nameTerms.filter((t) => !ownerTerms.includes(t))),
     lowerId: entry.id.toLowerCase(),
@@ -75,28 +80,25 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
 }
 
 /**
- * The terms of a description's opening: its first sentence, or more while under 6 terms (so "1." or "Purpose:"
- * alone is not a summary), at most SUMMARY_TERMS. Pure: no I/O.
+ * Memo of tokenized texts: catalogs repeat parameter descriptions ("Repository owner", "Page size") and whole
+ * descriptions (one server connected twice, variants of one server) many times. Bounded; cleared when full.
  */
-function leadTerms(description: string): string[] {
-  let end = 0;
-  const out: string[] = [];
-  while (end < description.length && out.length < 6) {
-    const next = sentenceEnd(description, end);
-    out.push(...tokenize(description.slice(end, next)));
-    end = next;
-  }
-  return out.slice(0, SUMMARY_TERMS);
+const TOKENS = new Map<string, string[]>();
+const TOKENS_MAX = 50_000;
+
+function tokenizeMemo(text: string): string[] {
+  const known = TOKENS.get(text);
+  if (known !== undefined) return known;
+  const terms = tokenize(text);
+  if (TOKENS.size >= TOKENS_MAX) TOKENS.clear();
+  TOKENS.set(text, terms);
+  return terms;
 }
 
-/** Index just past the sentence that starts at from: after [.!?:] followed by whitespace, or a line break. */
-function sentenceEnd(text: string, from: number): number {
-  for (let i = from; i < text.length; i++) {
-    const c = text[i];
-    if (c === '\n') return i + 1;
-    if ((c === '.' || c === '!' || c === '?' || c === ':') && (i + 1 === text.length || /\s/.test(text[i + 1] as string))) return i + 1;
-  }
-  return text.length;
+/** Index just past the first sentence: after [.!?:] and whitespace, or at a line break. Pure: no I/O. */
+function firstSentenceEnd(text: string): number {
+  const m = /[.!?:](?=\s)|\n/.exec(text);
+  return m === null ? text.length : m.index + 1;
 }
 
 /** Top-level property names of an input schema and their descriptions. Pure: no I/O. */

@@ -68,22 +68,40 @@ function kindAt(text: string, i: number): number {
   return UNICODE_UPPER.test(ch) ? UPPER : LOWER;
 }
 
-const VOWEL = /[aeiou]/;
+const isVowelAt = (w: string, i: number): boolean => {
+  const c = w.charCodeAt(i);
+  if (c === 97 || c === 101 || c === 105 || c === 111 || c === 117) return true;
+  // y is a vowel after a consonant (Porter)
+  return c === 121 && i > 0 && !isVowelAt(w, i - 1);
+};
 
-/** Porter's measure-free test: does the stem contain a vowel (y after a consonant counts)? */
+/** Porter's *v*: does the stem contain a vowel? */
 function hasVowel(stem: string): boolean {
-  return VOWEL.test(stem) || /[^aeiou]y/.test(stem);
+  for (let i = 0; i < stem.length; i++) if (isVowelAt(stem, i)) return true;
+  return false;
 }
 
 /** Porter's measure m: the number of vowel-consonant sequences in the word. */
 function measure(word: string): number {
-  const form = word.replace(/[^aeiouy]/g, 'C').replace(/[aeiouy]/g, 'V').replace(/^C+/, '').replace(/V+$/, '');
-  return (form.match(/V+C+/g) ?? []).length;
+  let m = 0;
+  let i = 0;
+  while (i < word.length && !isVowelAt(word, i)) i++;
+  while (i < word.length) {
+    while (i < word.length && isVowelAt(word, i)) i++;
+    if (i >= word.length) break;
+    while (i < word.length && !isVowelAt(word, i)) i++;
+    m++;
+  }
+  return m;
 }
 
 /** consonant-vowel-consonant ending, last consonant not w, x or y (Porter's *o). */
 function endsCvc(word: string): boolean {
-  return /[^aeiou][aeiouy][^aeiouwxy]$/.test(word);
+  const n = word.length;
+  if (n < 3) return false;
+  const last = word.charCodeAt(n - 1);
+  return !isVowelAt(word, n - 1) && isVowelAt(word, n - 2) && !isVowelAt(word, n - 3)
+    && last !== 119 && last !== 120 && last !== 121;
 }
 
 /**
