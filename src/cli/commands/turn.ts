@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { sessionLogFrom } from '../../audit/index.js';
+import type { Envelope } from '../../bus/index.js';
+import type { ClientToolSpec } from '../../catalog/index.js';
+import { openLocalEngine } from '../../gateway/engine/index.js';
+import type { StepResult, TurnRequest } from '../../gateway/types.js';
+import { fail, ok, type Failure, type Result } from '../../shared/index.js';
+import { parseCommandArgs, str, strs } from '../args.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+
+const USAGE = [
+  'Usage: toolsearch turn [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] [--log FILE] [--nats URL]',
+  '                       [--traces-dir DIR] --script FILE.json [--json]',
+  '',
+  'Runs one turn without a model: the steps of the script are invoked as a model would invoke the exposed tools.',
+  'Script: {"session": {"sessionId", "agentId", "profile", "sandboxId", "owner"}, "mode": "direct"|"tools"|"code",',
+  '         "clientTools": [{name, description, parameters}], "steps": [{"tool": "<exposed name>", "args": {...}}]}',
+  '',
+  '  --config F        config file (default toolsearch.config.json5 in the working directory, if present)',
+  '  --catalog PATH    a saved MCP tools/list snapshot (file or folder); with no --config the catalog is exactly these',
+  '  --plugin FILE     a plugin module, on top of config plugins',
+  '  --log FILE        the JSONL event log (default config log.path, .toolsearch/events.jsonl)',
+  '  --nats URL        use NATS JetStream as the bus (not available yet)',
+  '  --traces-dir DIR  write trace files of the run there',
+  '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...}}',
+].join('\n');
+
+interface Script {
+  session: { sessionId: string; agentId?: string; profile?: string; sandboxId?: string; owner?: boolean };
+  mode?: 'direct' | 'tools' | 'code';
+  harness?: 'pi' | 'codex';
+  clientId?: string;
+  clientTools?: ClientToolSpec[];
+  mcpServers?: Record<string, unknown>;
+  steps: Array<{ tool: string; args?: unknown }>;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Reads and checks a turn script; every problem names the field. */
+export function parseScript(text: string, file: string): Result<Script> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    return fail('script.parse', `${file} is not JSON: ${err instanceof Error ? err.message : String(err)}.`);
+  }
+  const bad = (why: string) => fail('script.invalid', `${file}: ${why}`);
+  if (!isRecord(raw)) return bad('the script must be an object {session, mode?, clientTools?, steps}.');
+  const session = raw['session'] === undefined ? {} : raw['session'];
+  if (!isRecord(session)) return bad('"session" must be an object {sessionId, agentId?, profile?, sandboxId?, owner?}.');
+  for (const k of ['sessionId', 'agentId', 'profile', 'sandboxId'] as const) {
+    if (session[k] !== undefined && typeof session[k] !== 'string') return bad(`"session.${k}" must be a string.`);
+  }
+  if (session['owner'] !== undefined && typeof session['owner'] !== 'boolean') return bad('"session.owner" must be true or false.');
+  const mode = raw['mode'];
+  if (mode !== undefined && mode !== 'direct' && mode !== 'tools' && mode !== 'code') return bad('"mode" must be "direct", "tools" or "code".');
+  if (raw['clientTools'] !== undefined && !Array.isArray(raw['clientTools'])) return bad('"clientTools" must be an array of {name, description?, parameters?}.');
+  const steps = raw['steps'];
+  if (!Array.isArray(steps)) return bad('"steps" must be an array of {tool, args}.');
+  for (const [i, s] of steps.entries()) {
+    if (!isRecord(s) || typeof s['tool'] !== 'string') return bad(`steps[${i}] must be {"tool": "<exposed tool name>", "args": {...}}.`);
+  }
+  return ok({ ...(raw as unknown as Script), session: { ...session, sessionId: typeof session['sessionId'] === 'string' ? session['sessionId'] : `cli-${randomUUID()}` } as Script['session'] });
+}
+
+function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
+  if (json) io.stdout(JSON.stringify({ ok: false, error: { code: failure.error.code, message: failure.error.message } }));
+  io.stderr(`${failure.error.code}: ${failure.error.message}`);
+  return code;
+}
+
+/** A step result as the script output shows it: pending client calls become values. Pure: no I/O. */
+export function printableResult(r: StepResult): unknown {
+  if (r.ok && 'pending' in r) return { ok: true, value: { pending: true, callId: r.callId, toolName: r.toolName, args: r.args } };
+  if (!r.ok) return { ...r, error: { code: r.error.code, message: r.error.message, ...(r.error.details === undefined ? {} : { details: r.error.details }) } };
+  return r;
+}
+
+async function run(argv: string[], io: CliIo): Promise<number> {
+  const parsed = parseCommandArgs(argv, {
+    config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+    log: { type: 'string' }, nats: { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
+  }, { positionals: false });
+  if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
+  const v = parsed.value.values;
+  const json = v['json'] === true;
+  if (str(v['nats']) !== undefined) {
+    return failWith(io, json, fail('cli.notAvailable', '--nats is not available yet in `toolsearch turn`: run without it to use the embedded bus and its JSONL log.'), EXIT_USAGE);
+  }
+  const scriptFile = str(v['script']);
+  if (scriptFile === undefined) return failWith(io, json, fail('cli.usage', 'turn needs --script FILE.json. Run toolsearch turn --help.'), EXIT_USAGE);
+  let text: string;
+  try {
+    text = readFileSync(resolve(io.cwd, scriptFile), 'utf8');
+  } catch (err) {
+    return failWith(io, json, fail('script.read', `cannot read the script ${scriptFile}: ${err instanceof Error ? err.message : String(err)}.`));
+  }
+  const script = parseScript(text, scriptFile);
+  if (!script.ok) return failWith(io, json, script);
+  const s = script.value;
+
+  const opened = await openLocalEngine({
+    ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
+    catalog: strs(v['catalog']), plugin: strs(v['plugin']),
+    ...(str(v['log']) === undefined ? {} : { log: str(v['log'])! }),
+    ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
+    withSandbox: s.mode === undefined || s.mode === 'code', cwd: io.cwd, onWarning: (w) => io.stderr(`warning: ${w}`),
+  });
+  if (!opened.ok) return failWith(io, json, opened);
+  const local = opened.value;
+  try {
+    const req: TurnRequest = {
+      sessionId: s.session.sessionId,
+      ...(s.session.agentId === undefined ? {} : { agentId: s.session.agentId }),
+      ...(s.session.profile === undefined ? {} : { profile: s.session.profile }),
+      ...(s.session.sandboxId === undefined ? {} : { sandboxId: s.session.sandboxId }),
+      ...(s.session.owner === undefined ? {} : { owner: s.session.owner }),
+      ...(s.mode === undefined ? {} : { mode: s.mode }),
+      ...(s.harness === undefined ? {} : { harness: s.harness }),
+      ...(s.clientId === undefined ? {} : { clientId: s.clientId }),
+      ...(s.clientTools === undefined ? {} : { clientTools: s.clientTools }),
+      ...(s.mcpServers === undefined ? {} : { mcpServers: s.mcpServers }),
+    };
+    const started = await local.engine.startTurn(req);
+    if (!started.ok) return failWith(io, json, started);
+    const turn = started.value;
+    const results: unknown[] = [];
+    for (const step of s.steps) results.push(printableResult(await turn.invoke(step.tool, step.args ?? {})));
+    await turn.end();
+    const events: Envelope[] = [];
+    for await (const e of local.bus.replay({ sessionId: s.session.sessionId })) events.push(e);
+    const log = sessionLogFrom(events, s.session.sessionId);
+    const exposure = { mode: turn.exposure.mode, tools: turn.exposure.tools.map((t) => t.function.name), bytes: turn.exposure.bytes, ...(turn.exposure.reason === undefined ? {} : { reason: turn.exposure.reason }) };
+    const sessionLog = {
+      schemasUpFront: log.schemasUpFront, searches: log.searches, describes: log.describes,
+      finalCalls: log.finalCalls.map((c) => ({ id: c.id, source: c.source, outcome: c.outcome, origin: c.origin, ...(c.reason === undefined ? {} : { reason: c.reason }) })),
+      turns: log.turns, codeRuns: log.codeRuns, resultOrigins: log.resultOrigins, sessionId: log.sessionId,
+    };
+    if (!json) {
+      io.stdout(`Turn ${turn.turnId} of session ${s.session.sessionId}: mode ${exposure.mode}, ${exposure.tools.length} tool(s) exposed, ${exposure.bytes} bytes${exposure.reason === undefined ? '' : ` (${exposure.reason})`}`);
+      s.steps.forEach((step, i) => io.stdout(`  ${i + 1}. ${step.tool}: ${JSON.stringify(results[i])}`));
+      io.stdout(`Session log: ${sessionLog.schemasUpFront} schema(s) up front, ${sessionLog.searches} search(es), ${sessionLog.describes} describe(s), ${sessionLog.finalCalls.length} final call(s)`);
+      for (const c of sessionLog.finalCalls) io.stdout(`  ${c.id} [${c.source}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`);
+      if (local.logPath !== undefined) io.stdout(`Events: ${local.logPath}`);
+    }
+    if (json) io.stdout(JSON.stringify({ exposure, results, sessionLog, turnId: turn.turnId }));
+    return EXIT_OK;
+  } finally {
+    await local.close();
+  }
+}
+
+/** `toolsearch turn`: one scripted turn without a model. */
+export const turnCommand: Command = { name: 'turn', summary: 'run one scripted turn without a model (events, session log)', usage: USAGE, run };

@@ -1,0 +1,87 @@
+import { resolve } from 'node:path';
+import { openMemoryBus, type EventBus, type MemoryBus } from '../../bus/index.js';
+import { loadConfig, parseConfig, type ResolvedConfig } from '../../config/index.js';
+import { createSandbox, type Sandbox } from '../../sandbox/index.js';
+import { ok, type Result } from '../../shared/index.js';
+import { createTelemetry, type Telemetry } from '../../telemetry/index.js';
+import { loadStaticSources } from '../staticSources.js';
+import { createEngine, type Engine } from './createEngine.js';
+
+export interface LocalEngineFlags {
+  config?: string;
+  catalog: string[];
+  plugin: string[];
+  /** `--log FILE`; absent: config `log.path` (or no log when `log.enabled` is false). */
+  log?: string;
+  /** Force the log off (benches). */
+  noLog?: boolean;
+  tracesDir?: string;
+  /** Open a sandbox for code mode. */
+  withSandbox: boolean;
+  cwd: string;
+  /** A bus to use instead of the embedded one (e.g. NATS); the caller closes it. */
+  bus?: EventBus;
+  onWarning?: (message: string) => void;
+}
+
+export interface LocalEngine {
+  config: ResolvedConfig;
+  bus: EventBus;
+  engine: Engine;
+  logPath: string | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * The engine a one-shot CLI command drives: config (none read when only `--catalog` is given), static sources, the
+ * embedded bus with its JSONL log (or an injected bus), a sandbox when code mode may run, telemetry when a traces
+ * folder is named.
+ */
+export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<LocalEngine>> {
+  const includeConfig = !(flags.catalog.length > 0 && flags.config === undefined);
+  let config: ResolvedConfig;
+  if (includeConfig) {
+    const loaded = loadConfig({ ...(flags.config === undefined ? {} : { path: flags.config }), cwd: flags.cwd });
+    if (!loaded.ok) return loaded;
+    for (const w of loaded.value.warnings) flags.onWarning?.(w);
+    config = loaded.value.config;
+  } else {
+    const empty = parseConfig({}, undefined, { cwd: flags.cwd });
+    if (!empty.ok) return empty;
+    config = empty.value.config;
+  }
+  const statics = await loadStaticSources({ config, includeConfig, catalogPaths: flags.catalog, pluginFiles: flags.plugin, cwd: flags.cwd });
+  if (!statics.ok) return statics;
+  for (const f of statics.value.failures) flags.onWarning?.(`source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
+
+  let memory: MemoryBus | undefined;
+  let logPath: string | undefined;
+  let bus = flags.bus;
+  if (bus === undefined) {
+    logPath = flags.noLog === true ? undefined : flags.log !== undefined ? resolve(flags.cwd, flags.log) : config.log.enabled ? resolve(config.baseDir, config.log.path) : undefined;
+    memory = await openMemoryBus({ logPath: logPath ?? false, ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
+    bus = memory;
+  }
+  const sandbox: Sandbox | undefined = flags.withSandbox
+    ? createSandbox({
+      poolSize: 0, requireIsolation: config.sandbox.requireIsolation, maxOldSpaceMb: config.sandbox.maxOldSpaceMb,
+      maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
+    })
+    : undefined;
+  const telemetry: Telemetry | undefined = flags.tracesDir === undefined
+    ? undefined
+    : createTelemetry({ tracesDir: resolve(flags.cwd, flags.tracesDir), fileName: { kind: 'run' }, otlp: 'env' });
+  const engine = createEngine({
+    config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
+    ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
+  });
+  return ok({
+    config, bus, engine, logPath,
+    async close() {
+      await engine.close();
+      await sandbox?.close();
+      await telemetry?.shutdown();
+      await memory?.close();
+    },
+  });
+}

@@ -1,0 +1,28 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { codeCommand } from '../../src/cli/commands/code.js';
+import { captureIo, cliDir } from '../engine/cliFixture.js';
+
+let dir: string | undefined;
+afterEach(() => {
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+describe('toolsearch code --json', () => {
+  it('prints the outcome object and exits 0 whatever the body did', async () => {
+    dir = cliDir();
+    writeFileSync(join(dir, 'body.js'), `const hits = await tools.search('weather forecast'); console.log(hits.length); return hits[0].id;`);
+    const io = captureIo(dir);
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--file', 'body.js', '--json'], io)).toBe(0);
+    expect(io.lastJson()).toMatchObject({
+      ok: true, value: 'mcp:weather:get_forecast', logs: [{ level: 'log', text: '2' }],
+      telemetry: { catalogSize: 2, sources: { openclaw: 0, mcp: 2, client: 0 }, searchCount: 1, describeCount: 0, callCount: 0 },
+    });
+    const bad = captureIo(dir);
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'await tools.call("mcp:weather:get_forecast", {city: "Oslo"})', '--json'], bad)).toBe(0);
+    expect(bad.lastJson()).toMatchObject({ ok: false, error: { code: expect.any(String), message: expect.stringContaining('snapshot') }, logs: [], telemetry: { callCount: 1 } });
+    expect(await codeCommand.run(['--json'], captureIo(dir))).toBe(2);
+  });
+});
