@@ -149,7 +149,7 @@ export const tracesCommand: Command = {
     if (rebuilt.spans.length === 0) {
       const what = turnId === undefined ? `session "${sessionId}"` : `turn "${turnId}" of session "${sessionId}"`;
       return failWith(io, json, 'traces.noEvents',
-        `${what} has no turn events in ${loaded.from}. Check the id (toolsearch audit lists sessions) and the event source.`);
+        `${what} has no turn events in ${loaded.from}. Check the session id and the event source (--log FILE or --nats URL).`);
     }
 
     const fmt: RebuiltTraceFormat = format;
