@@ -1,6 +1,8 @@
 import { CONFIG_USAGE, runConfigCommand } from '../config/index.js';
 import { mockProviderCommand } from '../gateway/index.js';
 import { describeCommand, evalCommand, searchCommand } from './commands/search.js';
+import { auditCommand } from './commands/audit.js';
+import { tracesCommand } from './commands/traces.js';
 import type { Command } from './io.js';
 
 const config: Command = {
@@ -11,4 +13,4 @@ const config: Command = {
 };
 
 /** Every command of the CLI, in the order `toolsearch --help` lists them. */
-export const commands: Command[] = [searchCommand, describeCommand, evalCommand, config, mockProviderCommand];
+export const commands: Command[] = [searchCommand, describeCommand, evalCommand, config, auditCommand, tracesCommand, mockProviderCommand];
