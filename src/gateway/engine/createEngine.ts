@@ -12,6 +12,7 @@ import { fail, ok, type Result, type ToolSearchError } from '../../shared/index.
 import { Attr, SpanName } from '../../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../types.js';
 import { bySource } from './codeRun.js';
+import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
 import { runStep } from './runStep.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
@@ -45,6 +46,7 @@ export function createEngine(opts: EngineOptions): Engine {
     newId: opts.newId ?? randomUUID,
     decisionTimeoutMs: opts.decisionTimeoutMs ?? config.nats.decisionTimeoutMs,
     validator: new ArgsValidator(),
+    catalogs: new CatalogMemo(),
     indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
   };
   const sessions = new Map<string, SessionState>();

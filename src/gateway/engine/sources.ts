@@ -1,9 +1,8 @@
 import {
-  buildCatalog, checkClientTools, clientTools, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
+  checkClientTools, clientTools, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
   type SourceStatus,
 } from '../../catalog/index.js';
 import type { EffectivePolicy } from '../../policy/index.js';
-import { filterCatalog } from '../../policy/index.js';
 import type { EngineDeps, SessionState, TurnState } from './types.js';
 
 const own = <T>(record: Record<string, T>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
@@ -78,6 +77,9 @@ export async function listTurnSources(
       entries,
     });
   }
-  const full = buildCatalog(parts);
-  return { full, filtered: filterCatalog(full, policy), failures };
+  const { full, filtered } = deps.catalogs.get(parts, policy);
+  // A memoized catalog keeps the statuses of the listing that built it; this listing's timings are the ones to report.
+  const now = new Map(parts.map((p) => [p.key, p.status.durationMs]));
+  const sources = full.sources.map((s) => ({ ...s, durationMs: now.get(s.key) ?? s.durationMs }));
+  return { full: { ...full, sources }, filtered, failures };
 }

@@ -10,6 +10,7 @@ import type { Result } from '../../shared/index.js';
 import type { Telemetry } from '../../telemetry/index.js';
 import type { StaticSources } from '../staticSources.js';
 import type { ClientToolSpec } from '../../catalog/index.js';
+import type { CatalogMemo } from './catalogMemo.js';
 import type { IndexStore } from './indexStore.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
 
@@ -54,6 +55,7 @@ export interface EngineDeps {
   decisionTimeoutMs: number;
   validator: ArgsValidator;
   indexes: IndexStore;
+  catalogs: CatalogMemo;
 }
 
 /** How an operation was invoked: a structured/direct step or a code run's bridge. */
