@@ -92,3 +92,29 @@ describe('engine, tools mode', () => {
     expect(types(events).filter((t) => t === 'search.performed')).toHaveLength(1);
   });
 });
+
+describe('client tools', () => {
+  it('a client call is handed back pending and its result arrives later as an event (even in a later turn)', async () => {
+    world = await makeWorld({ tools: { toolSearch: false } });
+    const t1 = await start(world, { sessionId: 'cl', clientTools: [{ name: 'pick_file', description: 'Let the user pick a file.' }] });
+    const r = await t1.invoke('pick_file', {});
+    expect(r).toMatchObject({ ok: true, pending: true, toolName: 'pick_file' });
+    await t1.end();
+    const t2 = await start(world, { sessionId: 'cl' });
+    await t2.clientResult((r as { callId: string }).callId, { ok: true, content: 'a.txt' });
+    await t2.end();
+    const events = await world.events('cl');
+    expect(types(events)).toContain('client.result.received');
+    const log = sessionLogFrom(events);
+    expect(log.turns).toBe(2);
+    expect(log.finalCalls).toMatchObject([{ id: 'client:client:pick_file', outcome: 'ok', origin: 'client' }]);
+    expect(log.resultOrigins.client).toBe(1);
+    await world.engine.closeSession('cl');
+    expect(world.engine.sessionIds()).not.toContain('cl');
+  });
+
+  it('a failing turn start is an error value (invalid request)', async () => {
+    world = await makeWorld();
+    expect(await world.engine.startTurn({ sessionId: '' })).toMatchObject({ ok: false, error: { code: 'turn.invalidRequest' } });
+  });
+});
