@@ -37,12 +37,17 @@ export interface NatsBusOptions {
   retention?: Retention;
   /** How long a publish waits and retries for a JetStream ack before it fails. Default 10000. */
   publishTimeoutMs?: number;
-  /** How long opening waits for the server and the streams. Default 15000. */
+  /** How long opening waits for the server and the streams; past it, `bus.unavailable`. Default 15000. */
   connectTimeoutMs?: number;
   /** Work-queue consumers: how long a delivered event may stay unacknowledged before redelivery. Default 30000. */
   workAckWaitMs?: number;
   /** Subject of an envelope; default src/events `subjectFor` (`toolsearch.evt.<s>.<t>.<type>`, gateway types in `gateway.session.<s>.<type>`). */
   subjectOf?: (e: Envelope) => string;
+  /**
+   * Create or update the streams at open (default true). False for read-only use (audit, traces): the streams
+   * are left as they are, and a replay of a missing stream is simply empty.
+   */
+  manageStreams?: boolean;
   /** Connection and consumer status (disconnect, reconnect, errors). */
   onStatus?: (s: BusStatus) => void;
 }
@@ -65,11 +70,12 @@ export interface NatsBus extends EventBus {
 }
 
 const WRONG_LAST_SEQUENCE = 10071;
+const STREAM_NOT_FOUND = 10059;
 const SEEN_LIMIT = 10_000;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * Opens the NATS JetStream bus: connects (reconnecting forever), creates or updates the streams
+ * Opens the NATS JetStream bus: connects within `connectTimeoutMs` (then reconnects forever), creates or updates the streams
  * `TOOLSEARCH_EVENTS` (`toolsearch.evt.>`), `GATEWAY_SESSIONS` (`gateway.session.>`) and the turn-marker
  * stream `TOOLSEARCH_TURNS` (`toolsearch.turnseq.>`), and returns the bus.
  *
@@ -94,15 +100,7 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
   if (servers.length === 0) throw new BusError('bus.config', 'openNatsBus needs `url` or `servers` (e.g. nats://127.0.0.1:4222)');
   const connectTimeoutMs = opts.connectTimeoutMs ?? 15_000;
   const deadline = Date.now() + connectTimeoutMs;
-  let nc: NatsConnection;
-  try {
-    nc = await connect({
-      servers, name: opts.name ?? `toolsearch-${process.pid}`, maxReconnectAttempts: -1, reconnectTimeWait: 250,
-      timeout: Math.min(connectTimeoutMs, 5000), waitOnFirstConnect: true, ignoreClusterUpdates: false,
-    });
-  } catch (e) {
-    throw new BusError('bus.unavailable', `cannot connect to NATS at ${servers.join(', ')}: ${describe(e)}. Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats`, { cause: e });
-  }
+  const nc = await connectWithin(servers, opts.name ?? `toolsearch-${process.pid}`, deadline, connectTimeoutMs);
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const settings = {
@@ -112,12 +110,59 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
       duplicateWindowMs: opts.duplicateWindowMs ?? 120_000,
       retention: opts.retention ?? 'limits',
     };
-    await ensureStreams(jsm, settings, deadline);
+    if (opts.manageStreams !== false) await ensureStreams(jsm, settings, deadline);
     return new NatsBusImpl(nc, jsm, jetstream(nc), streamNames(settings.streamPrefix), opts);
   } catch (e) {
     await nc.close().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * The first connection, bounded: each attempt goes once through the server list (no waiting on first
+ * connect inside the client, which would retry forever), and attempts repeat with a short pause until
+ * `deadline`. Once connected, the client reconnects without limit. Unreachable: `bus.unavailable`.
+ */
+async function connectWithin(servers: string[], name: string, deadline: number, boundMs: number): Promise<NatsConnection> {
+  let lastErr: unknown;
+  for (let attempt = 0; ; attempt++) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) break;
+    try {
+      return await withTimer(connect({
+        servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250,
+        timeout: Math.max(100, Math.min(remaining, 5000)), waitOnFirstConnect: false, ignoreClusterUpdates: false,
+      }), remaining);
+    } catch (e) {
+      lastErr = e;
+      // A refused credential or a malformed URL does not get better with time.
+      if (e instanceof Error && /authoriz|invalid url|permission/i.test(e.message)) break;
+    }
+    await sleep(Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+  }
+  throw new BusError('bus.unavailable',
+    `cannot connect to NATS at ${servers.join(', ')} within ${boundMs} ms${lastErr === undefined ? '' : ` (${describe(lastErr)})`}. ` +
+    'Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats / NATS_URL',
+    { cause: lastErr, details: { servers, timeoutMs: boundMs } });
+}
+
+/** Rejects when `p` does not settle within `ms`; a connection that arrives late is closed. */
+function withTimer(p: Promise<NatsConnection>, ms: number): Promise<NatsConnection> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const t = setTimeout(() => {
+      late = true;
+      reject(new Error(`no connection within ${ms} ms`));
+    }, ms);
+    p.then((nc) => {
+      clearTimeout(t);
+      if (late) void nc.close().catch(() => undefined);
+      else resolve(nc);
+    }, (e: unknown) => {
+      clearTimeout(t);
+      reject(e);
+    });
+  });
 }
 
 class NatsBusImpl implements NatsBus {
@@ -449,7 +494,14 @@ class NatsBusImpl implements NatsBus {
   async *replay(filter: { sessionId: string; turnId?: string }): AsyncIterable<Envelope> {
     this.#assertOpen();
     const what = `replay of session ${filter.sessionId}${filter.turnId === undefined ? '' : ` turn ${filter.turnId}`}`;
-    const consumer = await this.#retryRead(what, () => this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) }));
+    let consumer;
+    try {
+      consumer = await this.#retryRead(what, () => this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) }));
+    } catch (e) {
+      // No stream yet (a read-only bus that did not create it): nothing was ever recorded.
+      if (e instanceof BusError && e.cause instanceof JetStreamApiError && e.cause.code === STREAM_NOT_FOUND) return;
+      throw e;
+    }
     try {
       const info = await this.#retryRead(what, () => consumer.info(true));
       if (info.num_pending === 0) return;

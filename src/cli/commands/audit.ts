@@ -80,8 +80,8 @@ async function fromNats(url: string, streamPrefix: string, sessionId: string): P
   if (unreachable !== undefined && !probes.some((p) => p.ok)) return unreachable as Failure;
   let bus;
   try {
-    // The bus creates the streams when they are missing (then the replay is simply empty).
-    bus = await openNatsBus({ servers, streamPrefix, name: `toolsearch-audit-${process.pid}`, connectTimeoutMs: 10_000 });
+    // Read-only: the streams are not created or changed (a missing stream replays as empty).
+    bus = await openNatsBus({ servers, streamPrefix, name: `toolsearch-audit-${process.pid}`, connectTimeoutMs: 10_000, manageStreams: false });
   } catch (err) {
     return fail('audit.natsUnavailable', `Cannot open the NATS bus at ${url}: ${err instanceof Error ? err.message : String(err)}`);
   }

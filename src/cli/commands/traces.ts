@@ -83,7 +83,7 @@ async function loadFromNats(url: string, sessionId: string, streamPrefix: string
   }
   let bus;
   try {
-    bus = await openNatsBus({ url, name: 'toolsearch-traces', connectTimeoutMs: 5000, ...(streamPrefix !== undefined ? { streamPrefix } : {}) });
+    bus = await openNatsBus({ url, name: 'toolsearch-traces', connectTimeoutMs: 5000, manageStreams: false, ...(streamPrefix !== undefined ? { streamPrefix } : {}) });
   } catch (err) {
     if (isBusError(err)) return { ok: false, code: err.code, message: busMessage(err) };
     throw err;
