@@ -3,6 +3,9 @@ import { mockProviderCommand } from '../gateway/index.js';
 import { describeCommand, evalCommand, searchCommand } from './commands/search.js';
 import { auditCommand } from './commands/audit.js';
 import { tracesCommand } from './commands/traces.js';
+import { codeCommand } from './commands/code.js';
+import { logCommand } from './commands/log.js';
+import { turnCommand } from './commands/turn.js';
 import type { Command } from './io.js';
 
 const config: Command = {
@@ -13,4 +16,4 @@ const config: Command = {
 };
 
 /** Every command of the CLI, in the order `toolsearch --help` lists them. */
-export const commands: Command[] = [searchCommand, describeCommand, evalCommand, config, auditCommand, tracesCommand, mockProviderCommand];
+export const commands: Command[] = [searchCommand, describeCommand, evalCommand, turnCommand, codeCommand, logCommand, config, auditCommand, tracesCommand, mockProviderCommand];

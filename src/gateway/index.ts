@@ -14,3 +14,5 @@ export {
 export type { GatewayServer, GatewayServerOptions, GatewayFrontEvent } from './httpFront.js';
 export { parseSse } from './front/sse.js';
 export type { ChatRequest, ChatMessage, ChatCompletion } from './front/openai.js';
+export { createEngine, openLocalEngine, toolCallArgs, stepArgsObject } from './engine/index.js';
+export type { Engine, EngineOptions, CodeRunOutcome, CodeRunTelemetry, LocalEngine, LocalEngineFlags } from './engine/index.js';
