@@ -1,20 +1,13 @@
 import type { ToolEntry } from '../catalog/index.js';
 import { splitWords, tokenize } from './tokenize.js';
 
-/** The compact descriptor MiniSearch indexes: each field already tokenized (terms joined by single spaces). */
-export interface Descriptor {
-  id: string;
-  name: string;
-  owner: string;
-  description: string;
-  params: string;
-}
-
-/** What ranking needs about one tool beyond MiniSearch's score. */
+/** What ranking needs about one tool: its compact descriptor as weighted terms, and the re-ranking features. */
 export interface ToolMeta {
   entry: ToolEntry;
-  doc: Descriptor;
   sourceKey: string;
+  /** Distinct terms of the compact descriptor and their pre-weighted scores (field boost x BM25 saturation). */
+  terms: string[];
+  weights: number[];
   /** Terms of the tool's name and label: what the tool is called. */
   identity: ReadonlySet<string>;
   /** identity plus the owner's terms and the opening of the description: what the tool is about. */
@@ -25,63 +18,98 @@ export interface ToolMeta {
   lowerId: string;
   /** The name with separators and case removed: `listIssues`, `list-issues` and `list issues` share one key. */
   nameKey: string;
-  /** Distinct terms of all fields, for the index's vocabulary counts. */
-  vocabulary: readonly string[];
 }
 
-/** Terms of a description's first sentence kept as "core" terms. */
-const SUMMARY_TERMS = 30;
-/** Characters of a description that are indexed: the rest of very long descriptions is mostly examples. */
-const DESCRIPTION_CHARS = 300;
-/** Characters of parameter descriptions indexed per tool, and parameters considered. */
-const PARAM_TEXT_CHARS = 120;
-const MAX_PARAMS = 40;
+/**
+ * Fields of the compact descriptor: boost, and the reference length BM25 normalizes a field's length by. The
+ * reference lengths are fixed (not corpus averages), so a tool's weights never depend on which other tools are
+ * indexed: an incremental update ranks exactly like a rebuild.
+ */
+const FIELDS = {
+  name: { boost: 4, refLength: 3 },
+  owner: { boost: 2.5, refLength: 2 },
+  lead: { boost: 1, refLength: 12 },
+  rest: { boost: 0.6, refLength: 16 },
+  params: { boost: 0.5, refLength: 6 },
+} as const;
+const K1 = 1.2;
+const B = 0.7;
+/** BM25+'s lower bound of a matching term's contribution. */
+const DELTA = 0.5;
+
+/** Terms of a description's first sentence kept as "core" terms, and the most terms indexed from the rest. */
+const LEAD_TERMS = 24;
+/** Characters of a description that are indexed: the opening says what a tool does; the rest is detail. */
+const DESCRIPTION_CHARS = 240;
+const MAX_PARAMS = 24;
 
 /** The key a source is updated by: `${source}:${owner}`, as in Catalog.sourceFingerprints. Pure: no I/O. */
 export function sourceKeyOf(entry: ToolEntry): string {
   return `${entry.source}:${entry.owner}`;
 }
 
-/** Builds the descriptor and ranking metadata of one entry. Pure: no I/O. */
+/** Builds the compact descriptor and ranking metadata of one entry. Pure: no I/O. */
 export function buildMeta(entry: ToolEntry): ToolMeta {
-  const nameTerms = tokenize(entry.name);
-  const ownerTerms = unique(tokenize(entry.owner === entry.sourceName ? entry.owner : `${entry.owner} ${entry.sourceName}`));
-  const labelTerms = tokenize(entry.label ?? '');
+  const nameTerms = tokenizeMemo(entry.name);
+  const ownerTerms = unique(tokenizeMemo(entry.owner === entry.sourceName ? entry.owner : `${entry.owner} ${entry.sourceName}`));
+  const labelTerms = entry.label === undefined || entry.label === '' ? [] : tokenizeMemo(entry.label);
   const description = typeof entry.description === 'string' ? entry.description.slice(0, DESCRIPTION_CHARS) : '';
-  // Tokenized once, in two parts: the first sentence (a core term source) and the rest.
   const cut = firstSentenceEnd(description);
-  const firstTerms = tokenizeMemo(description.slice(0, cut));
-  const descriptionTerms = cut < description.length ? firstTerms.concat(tokenizeMemo(description.slice(cut))) : firstTerms;
+  let lead = tokenizeMemo(description.slice(0, cut));
+  let rest = cut < description.length ? tokenizeMemo(description.slice(cut)) : [];
   // A first sentence like "Notion | Retrieve a user" or "1." says little alone: then the opening terms instead.
-  const lead = firstTerms.length >= 6 ? firstTerms.slice(0, SUMMARY_TERMS) : descriptionTerms.slice(0, 12);
-  const { names, texts } = schemaParams(entry.inputSchema);
-  const paramTerms = [...names.flatMap((n) => tokenize(n)), ...tokenizeMemo(texts.join(' ').slice(0, PARAM_TEXT_CHARS))];
-  const doc: Descriptor = {
-    id: entry.id,
-    // The label (an MCP title) mostly repeats the name: one field for both, each word once.
-    name: unique([...nameTerms, ...labelTerms]).join(' '),
-    owner: ownerTerms.join(' '),
-    description: descriptionTerms.join(' '),
-    params: paramTerms.join(' '),
-  };
-  const identity = new Set([...nameTerms, ...labelTerms]);
+  if (lead.length < 6 && rest.length > 0) {
+    const all = lead.concat(rest);
+    lead = all.slice(0, 12);
+    rest = all.slice(12);
+  } else if (lead.length > LEAD_TERMS) {
+    rest = lead.slice(LEAD_TERMS).concat(rest);
+    lead = lead.slice(0, LEAD_TERMS);
+  }
+  const params = paramTerms(entry.inputSchema);
+  // The label (an MCP title) mostly repeats the name: one field for both, each word once.
+  const identityList = labelTerms.length === 0 ? unique(nameTerms) : unique(nameTerms.concat(labelTerms));
+
+  const scores = new Map<string, number>();
+  addField(scores, identityList, FIELDS.name);
+  addField(scores, ownerTerms, FIELDS.owner);
+  addField(scores, lead, FIELDS.lead);
+  addField(scores, rest, FIELDS.rest);
+  addField(scores, params, FIELDS.params);
+
+  const identity = new Set(identityList);
+  const core = new Set(identityList);
+  for (const t of ownerTerms) core.add(t);
+  for (const t of lead) core.add(t);
   return {
     entry,
-    doc,
     sourceKey: sourceKeyOf(entry),
+    terms: [...scores.keys()],
+    weights: [...scores.values()],
     identity,
-    core: new Set([...identity, ...ownerTerms, ...lead]),
+    core,
     ownerTerms,
     nameOnly: unique(nameTerms.filter((t) => !ownerTerms.includes(t))),
     lowerId: entry.id.toLowerCase(),
     nameKey: splitWords(entry.name).join(''),
-    vocabulary: unique([...identity, ...ownerTerms, ...descriptionTerms, ...paramTerms]),
   };
 }
 
+/** Adds one field's BM25+ term scores (times the field's boost) to the tool's term scores. */
+function addField(scores: Map<string, number>, terms: readonly string[], field: { boost: number; refLength: number }): void {
+  if (terms.length === 0) return;
+  const counts = new Map<string, number>();
+  for (const t of terms) counts.set(t, (counts.get(t) ?? 0) + 1);
+  const norm = K1 * (1 - B + (B * terms.length) / field.refLength);
+  for (const [t, tf] of counts) {
+    const s = field.boost * (DELTA + (tf * (K1 + 1)) / (tf + norm));
+    scores.set(t, (scores.get(t) ?? 0) + s);
+  }
+}
+
 /**
- * Memo of tokenized texts: catalogs repeat parameter descriptions ("Repository owner", "Page size") and whole
- * descriptions (one server connected twice, variants of one server) many times. Bounded; cleared when full.
+ * Memo of tokenized texts: catalogs repeat names, owners and whole descriptions (one server connected twice,
+ * variants of one server) many times. Bounded; cleared when full.
  */
 const TOKENS = new Map<string, string[]>();
 const TOKENS_MAX = 50_000;
@@ -101,21 +129,20 @@ function firstSentenceEnd(text: string): number {
   return m === null ? text.length : m.index + 1;
 }
 
-/** Top-level property names of an input schema and their descriptions. Pure: no I/O. */
-function schemaParams(schema: unknown): { names: string[]; texts: string[] } {
-  const names: string[] = [];
-  const texts: string[] = [];
-  if (schema === null || typeof schema !== 'object') return { names, texts };
+/** Terms of the top-level property names of an input schema. Pure: no I/O. */
+function paramTerms(schema: unknown): string[] {
+  if (schema === null || typeof schema !== 'object') return [];
   const props = (schema as { properties?: unknown }).properties;
-  if (props === null || typeof props !== 'object') return { names, texts };
-  for (const [name, spec] of Object.entries(props as Record<string, unknown>).slice(0, MAX_PARAMS)) {
-    names.push(name);
-    const d = spec !== null && typeof spec === 'object' ? (spec as { description?: unknown }).description : undefined;
-    if (typeof d === 'string') texts.push(d.slice(0, 200));
+  if (props === null || typeof props !== 'object') return [];
+  const out: string[] = [];
+  let n = 0;
+  for (const name in props as Record<string, unknown>) {
+    if (n++ >= MAX_PARAMS) break;
+    for (const t of tokenizeMemo(name)) out.push(t);
   }
-  return { names, texts };
+  return out;
 }
 
 export function unique<T>(xs: readonly T[]): T[] {
-  return [...new Set(xs)];
+  return xs.length < 2 ? [...xs] : [...new Set(xs)];
 }

@@ -1,25 +1,35 @@
 import type { ToolMeta } from './descriptor.js';
+import type { PostingList } from './postings.js';
 
-/** The query's stemmed terms: those typed, and every term searched with the typed terms it stands for. */
-export interface QueryTerms {
-  /** Distinct typed terms that are about the tool (server names are scored apart). */
-  topical: readonly string[];
-  /** Every searched term (typed, synonyms). */
-  all: readonly string[];
-  /** searched term -> [typed term, weight]: 1 for the term itself, less for a synonym. */
-  origin: ReadonlyMap<string, readonly (readonly [string, number])[]>;
-  /** Terms given to MiniSearch (common words may be left out; they are checked in the text instead). */
-  searched: ReadonlySet<string>;
-  /** Typed terms that name a server (an owner word specific to few sources). */
+/** A term searched for one typed query word: the word itself, a synonym, a longer word it starts, or a typo fix. */
+export interface Expansion {
+  term: string;
+  /** Credit relative to the typed word (1 for the word itself). */
+  credit: number;
+  list: PostingList;
+}
+
+/** A query, planned once and memoized: its typed terms and what each is searched as. */
+export interface QueryPlan {
+  /** Distinct typed terms (stemmed, stop words out), each with its expansions (same order). */
+  typed: readonly string[];
+  expansions: readonly (readonly Expansion[])[];
+  /** Whether typed[i] is about the tool (not a server name): coverage counts only these. */
+  topical: readonly boolean[];
+  topicalCount: number;
+  /** Typed terms that name a server (an owner word specific to a few sources and rare elsewhere). */
   ownerMentions: readonly string[];
+  /** Every expansion term, for "how much of its name does the query explain". */
+  allTerms: ReadonlySet<string>;
+  note?: string;
 }
 
 /**
- * Weights of the re-ranking features. Chosen on the benches as round values, checked for stability (each can be
- * halved or doubled with at most a query or two of difference), not fitted to single queries.
+ * Weights of the re-ranking features. Round values, checked for stability on the benches (each can be halved or
+ * doubled with at most a query or two of difference), not fitted to single queries.
  */
 export const WEIGHTS = Object.freeze({
-  /** Exponent applied to MiniSearch's BM25 score, so the features below can reorder close candidates. */
+  /** Exponent applied to the BM25 score, so the features below can reorder close candidates. */
   base: 0.5,
   /** Share of the query covered by the tool's name and label. */
   name: 1.0,
@@ -33,77 +43,46 @@ export const WEIGHTS = Object.freeze({
   owner: 3.0,
   /** Credit of a synonym relative to the typed word. */
   synonym: 0.6,
-  /** Credit of a prefix match relative to an exact one. */
-  prefix: 0.8,
+  /** Credit of a longer word the typed word starts (a prefix match), and of a typo fix. */
+  prefix: 0.3,
+  fuzzy: 0.2,
 });
 
 /**
  * Re-ranking factor from features BM25 does not see: how much of the query the tool's name covers, how much
  * its core covers, how much of its name the query explains (a create_x tool is a poor answer to "delete x"),
- * how much of the query it matches anywhere (matchedTerms: the searched terms MiniSearch matched in this tool),
- * and whether the query names its server. Pure: no I/O.
+ * how much of the query it matches anywhere (`coverage`: the summed best credit of the topical terms matched,
+ * from the scoring pass), and whether the query names its server. Pure: no I/O.
  */
-export function rerankFactor(meta: ToolMeta, matchedTerms: readonly string[], q: QueryTerms): number {
-  const n = Math.max(q.topical.length, 1);
+export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): number {
+  const n = Math.max(q.topicalCount, 1);
   let name = 0;
   let core = 0;
-  let any = q.topical.length === 0 ? 1 : 0;
-  for (const t of q.topical) {
+  for (let i = 0; i < q.typed.length; i++) {
+    if (!q.topical[i]) continue;
     let bestName = 0;
     let bestCore = 0;
-    let bestAny = 0;
-    for (const e of q.all) {
-      const w = creditOf(q, e, t);
-      if (w === 0) continue;
-      if (matchedTerms.includes(e) || (!q.searched.has(e) && docHas(meta, e))) bestAny = Math.max(bestAny, w);
-      const inName = setCredit(meta.identity, e);
-      if (inName > 0) bestName = Math.max(bestName, w * inName);
-      const inCore = inName > 0 ? inName : setCredit(meta.core, e);
-      if (inCore > 0) bestCore = Math.max(bestCore, w * inCore);
+    for (const e of q.expansions[i] as readonly Expansion[]) {
+      if (e.credit <= bestName) continue;
+      if (meta.identity.has(e.term)) {
+        bestName = e.credit;
+        if (e.credit > bestCore) bestCore = e.credit;
+      } else if (e.credit > bestCore && meta.core.has(e.term)) bestCore = e.credit;
     }
     name += bestName;
     core += bestCore;
-    any += Math.max(bestAny, bestCore);
   }
+  const any = q.topicalCount === 0 ? n : Math.max(coverage, core);
   let explained = 0;
   for (const w of meta.nameOnly) {
-    if (q.all.some((e) => w === e || (e.length >= 3 && w.startsWith(e)))) explained++;
+    if (q.allTerms.has(w)) explained++;
+    else for (const t of q.typed) if (t.length >= 3 && w.startsWith(t)) { explained++; break; }
   }
   const precision = meta.nameOnly.length === 0 ? 0.5 : explained / meta.nameOnly.length;
   let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
     * Math.pow(Math.max(Math.min(any / n, 1), 0.05), WEIGHTS.coord);
-  if (q.ownerMentions.length > 0 && q.ownerMentions.some((t) => meta.ownerTerms.includes(t))) factor *= WEIGHTS.owner;
-  return factor;
-}
-
-/** Does any indexed field of the tool hold the term as a whole word? */
-function docHas(meta: ToolMeta, term: string): boolean {
-  const d = meta.doc;
-  return hasWord(d.description, term) || hasWord(d.params, term) || hasWord(d.name, term) || hasWord(d.owner, term);
-}
-
-/** Whole-word search in a space-separated term string, without building strings. */
-function hasWord(text: string, word: string): boolean {
-  let at = text.indexOf(word);
-  while (at >= 0) {
-    const end = at + word.length;
-    if ((at === 0 || text.charCodeAt(at - 1) === 32) && (end === text.length || text.charCodeAt(end) === 32)) return true;
-    at = text.indexOf(word, at + 1);
+  if (q.ownerMentions.length > 0) {
+    for (const t of q.ownerMentions) if (meta.ownerTerms.includes(t)) { factor *= WEIGHTS.owner; break; }
   }
-  return false;
-}
-
-function creditOf(q: QueryTerms, searched: string, typed: string): number {
-  const origins = q.origin.get(searched);
-  if (origins === undefined) return 0;
-  for (const [o, w] of origins) if (o === typed) return w;
-  return 0;
-}
-
-/** 1 if the set holds the term, WEIGHTS.prefix if it holds a longer word starting with it, else 0. */
-function setCredit(set: ReadonlySet<string>, term: string): number {
-  if (set.has(term)) return 1;
-  if (term.length < 3) return 0;
-  for (const w of set) if (w.startsWith(term)) return WEIGHTS.prefix;
-  return 0;
+  return factor;
 }

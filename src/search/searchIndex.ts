@@ -1,11 +1,11 @@
-import MiniSearch from 'minisearch';
 import type { ToolEntry } from '../catalog/index.js';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { buildMeta, unique } from './descriptor.js';
-import type { Descriptor, ToolMeta } from './descriptor.js';
+import type { ToolMeta } from './descriptor.js';
+import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
-import type { QueryTerms } from './rerank.js';
+import type { Expansion, QueryPlan } from './rerank.js';
 import { synonymsOf } from './synonyms.js';
 import { tokenize, tokenizeKeepingStopWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
@@ -14,18 +14,16 @@ import type { SearchAnswer, SearchOptions, SearchSettings } from './types.js';
 
 export { sourceKeyOf } from './descriptor.js';
 
-/** Field boosts: a word in the name says far more about a tool than one in a long description. */
-const BOOST = { name: 4, owner: 2.5, description: 1, params: 0.5 } as const;
-const FIELDS = Object.keys(BOOST) as (keyof typeof BOOST)[];
-/** How many of MiniSearch's best candidates are re-ranked with the name, core and owner features. */
-const RERANK_DEPTH = 100;
-/** A word in more than this share of the tools (and COMMON_MIN_DOCS) does not select candidates. */
-const COMMON_SHARE = 0.08;
-const COMMON_MIN_DOCS = 50;
-/** MiniSearch's weights of prefix and fuzzy (typo) matches relative to exact ones. */
-const MATCH_WEIGHTS = { prefix: 0.3, fuzzy: 0.2 };
+/** How many of the best BM25 candidates are re-ranked with the name, core and owner features. */
+const RERANK_DEPTH = 64;
+/** Longer words one typed word may stand for as a prefix ("screen" -> "screenshot"). */
+const MAX_PREFIX_EXPANSIONS = 24;
+/** Planned queries kept (cleared whenever the index changes). */
+const PLAN_CACHE_MAX = 1_000;
+/** An owner word names a server when at most this share (or 2) of the tools outside that server use it. */
+const OWNER_SPILL = 0.5;
 
-/** One line of explain(): MiniSearch's score, the re-ranking factor and the final score. */
+/** One line of explain(): the BM25 score, the re-ranking factor, the final score and the typed terms matched. */
 export interface RankTrace {
   id: string;
   base: number;
@@ -35,51 +33,64 @@ export interface RankTrace {
 }
 
 /**
- * A ranked search index over catalog entries. MiniSearch (BM25 with field boosts, prefix matching, fuzzy
- * matching for words the catalog does not know) finds candidates over compact descriptors; the best are then
- * re-ranked by how much of the query the tool's name and opening cover, how much of its name the query
- * explains, and whether the query names its server. Exact id or name matches come first. Text that goes back to
- * the model passes through toSearchResult (sanitized, bounded, marked).
+ * A ranked search index over catalog entries. Each tool becomes a compact descriptor (name and label, server,
+ * the description's opening, parameter names) whose terms carry pre-weighted BM25+ scores per field; an
+ * inverted index of typed arrays answers a query by accumulating those scores, with synonyms, prefixes and typo
+ * fixes (found in MiniSearch's radix tree of the vocabulary) at a lower credit. The best candidates are then
+ * re-ranked by how much of the query the tool's name and opening cover, how much of its name the query explains,
+ * and whether the query names its server. Exact id or name matches come first. Text that goes back to the model
+ * passes through toSearchResult (sanitized, bounded, marked).
  */
 export class SearchIndex {
   readonly settings: Readonly<SearchSettings>;
-  private readonly mini: MiniSearch<Descriptor>;
-  private readonly metas = new Map<string, ToolMeta>();
+  private readonly postings = new Postings();
+  /** Tool metadata by slot; a removed tool's slot is reused. */
+  private readonly slots: (ToolMeta | undefined)[] = [];
+  private readonly freeSlots: number[] = [];
+  private readonly slotOf = new Map<string, number>();
   private readonly bySource = new Map<string, Set<string>>();
   /** nameKey -> ids, lowercased id -> id: exact matches without a scan. */
   private readonly byNameKey = new Map<string, Set<string>>();
   private readonly byLowerId = new Map<string, string>();
-  /** Term -> number of tools having it in some field: known words skip fuzzy matching. */
-  private readonly vocabulary = new Map<string, number>();
-  /** Owner term -> number of sources whose owner has it (generic owner words like "server" are ignored). */
+  /** Owner term -> number of sources whose owner has it, and number of tools of those sources. */
   private readonly ownerTermSources = new Map<string, number>();
+  private readonly ownerTermTools = new Map<string, number>();
+  private readonly plans = new Map<string, QueryPlan | null>();
+  // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
+  private acc = new Float64Array(0);
+  private coverage = new Float32Array(0);
+  private matchMask = new Uint32Array(0);
+  private seenAt = new Int32Array(0);
+  private termSeenAt = new Int32Array(0);
+  private termScore = new Float32Array(0);
+  private termCredit = new Float32Array(0);
+  private touched = new Int32Array(0);
+  private termTouched = new Int32Array(0);
+  private stamp = 0;
+  /** The stamp of the last scoring pass: seenAt[slot] === queryStamp marks the tools it touched. */
+  private queryStamp = 0;
   private trace: RankTrace[] | undefined;
 
   constructor(entries: readonly ToolEntry[] = [], settings: Partial<SearchSettings> = {}) {
     this.settings = normalizeSettings(settings);
-    this.mini = new MiniSearch<Descriptor>({
-      fields: FIELDS,
-      idField: 'id',
-      tokenize: (text) => (text === '' ? [] : text.split(' ')),
-      processTerm: (term) => term,
-      autoVacuum: false,
-    });
     this.addEntries(entries);
   }
 
   /** Number of tools in the index. */
   get size(): number {
-    return this.metas.size;
+    return this.slotOf.size;
   }
 
   /** The entry with this exact id, if indexed. */
   get(id: string): ToolEntry | undefined {
-    return this.metas.get(id)?.entry;
+    return this.metaOf(id)?.entry;
   }
 
   /** All indexed entries. */
   entries(): ToolEntry[] {
-    return [...this.metas.values()].map((m) => m.entry);
+    const out: ToolEntry[] = [];
+    for (const m of this.slots) if (m !== undefined) out.push(m.entry);
+    return out;
   }
 
   /** Source keys (`${source}:${owner}`) present in the index. */
@@ -89,24 +100,28 @@ export class SearchIndex {
 
   /** Adds entries; an entry whose id is already indexed replaces the old one. */
   addEntries(entries: readonly ToolEntry[]): void {
-    const docs: Descriptor[] = [];
+    if (entries.length === 0) return;
+    this.plans.clear();
     for (const entry of entries) {
-      if (this.metas.has(entry.id)) this.removeIds([entry.id]);
+      if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
       const meta = buildMeta(entry);
-      this.metas.set(entry.id, meta);
+      const slot = this.freeSlots.pop() ?? this.slots.length;
+      this.slots[slot] = meta;
+      this.slotOf.set(entry.id, slot);
       let ids = this.bySource.get(meta.sourceKey);
       if (ids === undefined) {
         ids = new Set();
         this.bySource.set(meta.sourceKey, ids);
-        for (const t of meta.ownerTerms) this.ownerTermSources.set(t, (this.ownerTermSources.get(t) ?? 0) + 1);
+        for (const t of meta.ownerTerms) increment(this.ownerTermSources, t, 1);
       }
       ids.add(entry.id);
+      for (const t of meta.ownerTerms) increment(this.ownerTermTools, t, 1);
       addTo(this.byNameKey, meta.nameKey, entry.id);
       this.byLowerId.set(meta.lowerId, entry.id);
-      for (const t of meta.vocabulary) this.vocabulary.set(t, (this.vocabulary.get(t) ?? 0) + 1);
-      docs.push(meta.doc);
+      const { terms, weights } = meta;
+      for (let i = 0; i < terms.length; i++) this.postings.add(terms[i] as string, slot, weights[i] as number);
     }
-    this.mini.addAll(docs);
+    this.ensureScratch(this.slots.length);
   }
 
   /** Removes every tool of one source (`${source}:${owner}`); returns how many were removed. */
@@ -118,24 +133,48 @@ export class SearchIndex {
     return count;
   }
 
+  private metaOf(id: string): ToolMeta | undefined {
+    const slot = this.slotOf.get(id);
+    return slot === undefined ? undefined : this.slots[slot];
+  }
+
   private removeIds(ids: readonly string[]): void {
+    this.plans.clear();
     for (const id of ids) {
-      const meta = this.metas.get(id);
-      if (meta === undefined) continue;
-      this.mini.remove(meta.doc);
-      this.metas.delete(id);
+      const slot = this.slotOf.get(id);
+      if (slot === undefined) continue;
+      const meta = this.slots[slot] as ToolMeta;
+      for (const t of meta.terms) this.postings.remove(t, slot);
+      this.slots[slot] = undefined;
+      this.freeSlots.push(slot);
+      this.slotOf.delete(id);
       const set = this.bySource.get(meta.sourceKey);
       set?.delete(id);
       if (set !== undefined && set.size === 0) {
         this.bySource.delete(meta.sourceKey);
-        for (const t of meta.ownerTerms) decrement(this.ownerTermSources, t);
+        for (const t of meta.ownerTerms) increment(this.ownerTermSources, t, -1);
       }
+      for (const t of meta.ownerTerms) increment(this.ownerTermTools, t, -1);
       const named = this.byNameKey.get(meta.nameKey);
       named?.delete(id);
       if (named !== undefined && named.size === 0) this.byNameKey.delete(meta.nameKey);
       if (this.byLowerId.get(meta.lowerId) === id) this.byLowerId.delete(meta.lowerId);
-      for (const t of meta.vocabulary) decrement(this.vocabulary, t);
     }
+  }
+
+  private ensureScratch(n: number): void {
+    if (this.acc.length >= n) return;
+    const cap = Math.max(64, n + (n >> 1));
+    this.acc = new Float64Array(cap);
+    this.coverage = new Float32Array(cap);
+    this.matchMask = new Uint32Array(cap);
+    this.seenAt = new Int32Array(cap);
+    this.termSeenAt = new Int32Array(cap);
+    this.termScore = new Float32Array(cap);
+    this.termCredit = new Float32Array(cap);
+    this.touched = new Int32Array(cap);
+    this.termTouched = new Int32Array(cap);
+    this.stamp = 0;
   }
 
   /**
@@ -150,9 +189,9 @@ export class SearchIndex {
     if (!limitChecked.ok) return limitChecked;
     const { limit, note: limitNote } = limitChecked.value;
     const ranked = this.rank(checked.value, limit);
-    const results = ranked.ids.map((id) => toSearchResult((this.metas.get(id) as ToolMeta).entry));
+    const results = ranked.ids.map((id) => toSearchResult((this.metaOf(id) as ToolMeta).entry));
     const note = [ranked.note, limitNote].filter((n) => n !== undefined).join(' ');
-    const answer: SearchAnswer = { results, matched: ranked.matched, catalogSize: this.metas.size };
+    const answer: SearchAnswer = { results, matched: ranked.matched, catalogSize: this.size };
     if (note !== '') answer.note = note;
     return ok(answer);
   }
@@ -183,7 +222,7 @@ export class SearchIndex {
    * "did you mean" in describe and call errors.
    */
   suggest(ref: string, n = 3): string[] {
-    if (typeof ref !== 'string' || n <= 0 || this.metas.size === 0) return [];
+    if (typeof ref !== 'string' || n <= 0 || this.size === 0) return [];
     const lowerRef = ref.trim().toLowerCase().slice(0, MAX_QUERY_LENGTH);
     if (lowerRef === '') return [];
     const parts = lowerRef.split(':');
@@ -192,7 +231,8 @@ export class SearchIndex {
     const refKey = refName.replace(/[^\p{L}\p{N}]+/gu, '');
     const refTerms = new Set(tokenize(ref));
     const scored: { id: string; score: number }[] = [];
-    for (const meta of this.metas.values()) {
+    for (const meta of this.slots) {
+      if (meta === undefined) continue;
       let score = similarity(refKey, meta.nameKey) + 0.5 * similarity(lowerRef, meta.lowerId);
       if (refOwner !== undefined && meta.entry.owner.toLowerCase() === refOwner) score += 0.3;
       if (refTerms.size > 0) {
@@ -235,82 +275,156 @@ export class SearchIndex {
     return ok({ limit });
   }
 
-  /** The query's terms: typed (stemmed, stop words out), synonyms with the typed term they stand for. */
-  private queryTerms(query: string): { q: QueryTerms; note?: string } | undefined {
+  /**
+   * The query's plan, memoized until the index changes: typed terms (stemmed, stop words out), each with what it
+   * is searched as (itself, synonyms, longer words it starts, typo fixes), and the server names it mentions.
+   */
+  private plan(query: string): QueryPlan | null {
+    const known = this.plans.get(query);
+    if (known !== undefined) return known;
+    const plan = this.makePlan(query);
+    if (this.plans.size >= PLAN_CACHE_MAX) this.plans.clear();
+    this.plans.set(query, plan);
+    return plan;
+  }
+
+  private makePlan(query: string): QueryPlan | null {
     let typed = unique(tokenize(query));
     let note: string | undefined;
     if (typed.length === 0) {
       typed = unique(tokenizeKeepingStopWords(query));
-      if (typed.length === 0) return undefined;
+      if (typed.length === 0) return null;
       note = 'The query has only very common words; results may be weak. Name the action and the object, e.g. "create issue".';
     }
-    const origin = new Map<string, [string, number][]>();
-    for (const t of typed) origin.set(t, [[t, 1]]);
+    typed = typed.slice(0, 32); // one bit per typed term in the match mask
+    const expansions: Expansion[][] = [];
+    const allTerms = new Set<string>();
     for (const t of typed) {
-      for (const syn of synonymsOf(t)) {
-        const list = origin.get(syn) ?? [];
-        list.push([t, WEIGHTS.synonym]);
-        origin.set(syn, list);
+      const byTerm = new Map<string, Expansion>();
+      const add = (term: string, credit: number): void => {
+        const list = this.postings.get(term);
+        if (list === undefined) return;
+        const had = byTerm.get(term);
+        if (had === undefined || had.credit < credit) byTerm.set(term, { term, credit, list });
+      };
+      add(t, 1);
+      for (const syn of synonymsOf(t)) add(syn, WEIGHTS.synonym);
+      if (t.length >= 3) {
+        for (const [term, list] of this.postings.withPrefix(t, MAX_PREFIX_EXPANSIONS)) {
+          if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.prefix, list });
+        }
       }
+      // Typos only: a word the catalog knows is matched as typed.
+      if (t.length >= 5 && this.postings.get(t) === undefined) {
+        for (const [term, list] of this.postings.near(t, 1)) if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.fuzzy, list });
+      }
+      const list = [...byTerm.values()];
+      for (const e of list) allTerms.add(e.term);
+      expansions.push(list);
     }
-    // Owner words specific enough to mean a server (not "server" or "mcp", which many owners share).
+    // Owner words that name a server: owned by few sources and rare in other tools (not "server", "search").
     const genericAt = Math.max(3, Math.ceil(this.bySource.size * 0.2));
     const ownerMentions = typed.filter((t) => {
-      const count = this.ownerTermSources.get(t);
-      return count !== undefined && count < genericAt;
+      const sources = this.ownerTermSources.get(t);
+      if (sources === undefined || sources >= genericAt) return false;
+      const owned = this.ownerTermTools.get(t) ?? 0;
+      const elsewhere = (this.postings.get(t)?.length ?? 0) - owned;
+      return elsewhere <= Math.max(2, owned * OWNER_SPILL);
     });
-    const topical = ownerMentions.length > 0 ? typed.filter((t) => !ownerMentions.includes(t)) : typed;
-    const all = [...origin.keys()];
-    const q: QueryTerms = { topical, all, origin, ownerMentions, searched: new Set(all) };
-    return note === undefined ? { q } : { q, note };
+    const topical = typed.map((t) => !ownerMentions.includes(t));
+    const topicalCount = topical.filter((x) => x).length;
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms };
+    if (note !== undefined) plan.note = note;
+    return plan;
+  }
+
+  /** Scores every tool matching the plan into the scratch arrays; returns how many were touched. */
+  private score(q: QueryPlan): number {
+    const n = this.size;
+    if (this.stamp > 0x3fffffff) {
+      this.seenAt.fill(0);
+      this.termSeenAt.fill(0);
+      this.stamp = 0;
+    }
+    const queryStamp = ++this.stamp;
+    this.queryStamp = queryStamp;
+    const { acc, coverage, matchMask, seenAt, termSeenAt, termScore, termCredit, touched, termTouched } = this;
+    let count = 0;
+    for (let i = 0; i < q.typed.length; i++) {
+      const termStamp = ++this.stamp;
+      let termCount = 0;
+      for (const e of q.expansions[i] as readonly Expansion[]) {
+        const { slots, weights, length } = e.list;
+        const idf = Math.log(1 + (n - length + 0.5) / (length + 0.5)) * e.credit;
+        const credit = e.credit;
+        for (let j = 0; j < length; j++) {
+          const slot = slots[j] as number;
+          const s = idf * (weights[j] as number);
+          if (termSeenAt[slot] !== termStamp) {
+            termSeenAt[slot] = termStamp;
+            termScore[slot] = s;
+            termCredit[slot] = credit;
+            termTouched[termCount++] = slot;
+          } else {
+            if (s > (termScore[slot] as number)) termScore[slot] = s;
+            if (credit > (termCredit[slot] as number)) termCredit[slot] = credit;
+          }
+        }
+      }
+      const topical = q.topical[i] === true;
+      const bit = 1 << i;
+      for (let k = 0; k < termCount; k++) {
+        const slot = termTouched[k] as number;
+        if (seenAt[slot] !== queryStamp) {
+          seenAt[slot] = queryStamp;
+          acc[slot] = 0;
+          coverage[slot] = 0;
+          matchMask[slot] = 0;
+          touched[count++] = slot;
+        }
+        acc[slot] = (acc[slot] as number) + (termScore[slot] as number);
+        if (topical) coverage[slot] = (coverage[slot] as number) + (termCredit[slot] as number);
+        matchMask[slot] = (matchMask[slot] as number) | bit;
+      }
+    }
+    return count;
   }
 
   private rank(query: string, max: number): { ids: string[]; matched: number; note?: string } {
-    const terms = this.queryTerms(query);
-    if (terms === undefined) return { ids: [], matched: 0, note: `The query "${query.slice(0, 60)}" has no words to search for.` };
-    const { q, note } = terms;
-    const typed = new Set(q.origin.keys());
-    for (const [term, origins] of q.origin) if (!origins.some(([o]) => o === term)) typed.delete(term);
-    // Words in a large share of the catalog ("list", "file") cost the most and select little: when rarer words
-    // exist, the common ones are matched in tool names only; re-ranking still counts them everywhere.
-    const commonAt = Math.max(COMMON_MIN_DOCS, this.metas.size * COMMON_SHARE);
-    const selective = q.all.filter((t) => (this.vocabulary.get(t) ?? 0) <= commonAt);
-    const common = q.all.filter((t) => (this.vocabulary.get(t) ?? 0) > commonAt);
-    const split = common.length > 0 && selective.some((t) => typed.has(t));
-    const options = {
-      boost: BOOST,
-      prefix: (term: string) => term.length >= 3,
-      // Typos only: a word the catalog knows is matched as typed.
-      fuzzy: (term: string) => (term.length >= 5 && !this.vocabulary.has(term) ? 1 : false),
-      maxFuzzy: 1,
-      weights: MATCH_WEIGHTS,
-      boostTerm: (term: string) => (typed.has(term) ? 1 : WEIGHTS.synonym * 0.7),
-    };
-    const searched = split ? selective : q.all;
-    const hits = split
-      ? this.mini.search({ combineWith: 'OR', queries: [
-        { queries: [selective.join(' ')] },
-        { queries: [common.join(' ')], fields: ['name'], prefix: false },
-      ] }, options)
-      : this.mini.search(q.all.join(' '), options);
+    const q = this.plan(query);
+    if (q === null) return { ids: [], matched: 0, note: `The query "${query.slice(0, 60)}" has no words to search for.` };
+    const count = this.score(q);
+    const { acc, coverage, touched } = this;
+    const n = Math.max(q.topicalCount, 1);
 
-    // MiniSearch's order is by BM25; the top RERANK_DEPTH are re-scored, the rest keep their order below them.
-    const qs: QueryTerms = { ...q, searched: new Set(searched) };
-    const depth = Math.min(hits.length, RERANK_DEPTH);
+    // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
+    const depth = Math.max(RERANK_DEPTH, max);
+    const heap = new MinHeap(depth);
+    for (let k = 0; k < count; k++) {
+      const slot = touched[k] as number;
+      const share = q.topicalCount === 0 ? 1 : Math.max(Math.min((coverage[slot] as number) / n, 1), 0.05);
+      let pre = Math.sqrt(acc[slot] as number) * share;
+      if (q.ownerMentions.length > 0 && this.namesOwner(slot, q)) pre *= WEIGHTS.owner;
+      heap.offer(slot, pre);
+    }
     const top: { id: string; score: number }[] = [];
-    for (let i = 0; i < depth; i++) {
-      const hit = hits[i] as (typeof hits)[number];
-      const id = String(hit.id);
-      const base = Math.pow(hit.score, WEIGHTS.base);
-      const factor = rerankFactor(this.metas.get(id) as ToolMeta, hit.queryTerms, qs);
-      top.push({ id, score: base * factor });
-      this.trace?.push({ id, base: hit.score, factor, score: base * factor, matched: hit.queryTerms });
+    for (let k = 0; k < heap.size; k++) {
+      const slot = heap.slots[k] as number;
+      const meta = this.slots[slot] as ToolMeta;
+      const base = acc[slot] as number;
+      const factor = rerankFactor(meta, coverage[slot] as number, q);
+      const score = Math.pow(base, WEIGHTS.base) * factor;
+      top.push({ id: meta.entry.id, score });
+      if (this.trace !== undefined) {
+        const mask = this.matchMask[slot] as number;
+        this.trace.push({ id: meta.entry.id, base, factor, score, matched: q.typed.filter((_, i) => (mask & (1 << i)) !== 0) });
+      }
     }
     top.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
 
     // Exact matches first: an id, then a name shared by one or several tools (separators and case ignored).
     const first: string[] = [];
-    const exactId = this.metas.has(query) ? query : this.byLowerId.get(query.toLowerCase());
+    const exactId = this.slotOf.has(query) ? query : this.byLowerId.get(query.toLowerCase());
     if (exactId !== undefined) first.push(exactId);
     const queryKey = query.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
     const sameName = this.byNameKey.get(queryKey);
@@ -320,20 +434,64 @@ export class SearchIndex {
       named.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity) || (a < b ? -1 : 1));
       first.push(...named);
     }
-    const seen = new Set(first);
-    const ids = [...first];
+    const ids = first.slice(0, max);
     for (const t of top) {
       if (ids.length >= max) break;
-      if (!seen.has(t.id)) ids.push(t.id);
+      if (!first.includes(t.id)) ids.push(t.id);
     }
-    for (let i = depth; i < hits.length && ids.length < max; i++) {
-      const id = String((hits[i] as (typeof hits)[number]).id);
-      if (!seen.has(id)) ids.push(id);
+    let matched = count;
+    for (const id of first) if (this.seenAt[this.slotOf.get(id) as number] !== this.queryStamp) matched++;
+    const out = { ids, matched };
+    return q.note === undefined ? out : { ...out, note: q.note };
+  }
+
+  /** Does the tool in this slot belong to a server the query names? */
+  private namesOwner(slot: number, q: QueryPlan): boolean {
+    const owner = (this.slots[slot] as ToolMeta).ownerTerms;
+    for (const t of q.ownerMentions) if (owner.includes(t)) return true;
+    return false;
+  }
+}
+
+/** A bounded min-heap of (slot, score): keeps the `capacity` highest scores offered. */
+class MinHeap {
+  readonly slots: Int32Array;
+  private readonly scores: Float64Array;
+  size = 0;
+
+  constructor(private readonly capacity: number) {
+    this.slots = new Int32Array(capacity);
+    this.scores = new Float64Array(capacity);
+  }
+
+  offer(slot: number, score: number): void {
+    if (this.size < this.capacity) {
+      let i = this.size++;
+      while (i > 0) {
+        const parent = (i - 1) >> 1;
+        if ((this.scores[parent] as number) <= score) break;
+        this.slots[i] = this.slots[parent] as number;
+        this.scores[i] = this.scores[parent] as number;
+        i = parent;
+      }
+      this.slots[i] = slot;
+      this.scores[i] = score;
+      return;
     }
-    let matched = hits.length;
-    for (const id of first) if (!hits.some((h) => h.id === id)) matched++;
-    const out = { ids: ids.slice(0, max), matched };
-    return note === undefined ? out : { ...out, note };
+    if (score <= (this.scores[0] as number)) return;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= this.size) break;
+      const r = l + 1;
+      const c = r < this.size && (this.scores[r] as number) < (this.scores[l] as number) ? r : l;
+      if ((this.scores[c] as number) >= score) break;
+      this.slots[i] = this.slots[c] as number;
+      this.scores[i] = this.scores[c] as number;
+      i = c;
+    }
+    this.slots[i] = slot;
+    this.scores[i] = score;
   }
 }
 
@@ -343,8 +501,8 @@ function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
   map.set(key, set);
 }
 
-function decrement(map: Map<string, number>, key: string): void {
-  const n = (map.get(key) ?? 1) - 1;
+function increment(map: Map<string, number>, key: string, by: number): void {
+  const n = (map.get(key) ?? 0) + by;
   if (n <= 0) map.delete(key);
   else map.set(key, n);
 }

@@ -1,0 +1,90 @@
+import SearchableMap from 'minisearch/SearchableMap';
+
+/** One term's posting list: document slots and their pre-weighted term scores, in growable typed arrays. */
+export class PostingList {
+  slots: Int32Array;
+  weights: Float32Array;
+  length = 0;
+
+  constructor(capacity = 4) {
+    this.slots = new Int32Array(capacity);
+    this.weights = new Float32Array(capacity);
+  }
+
+  push(slot: number, weight: number): void {
+    if (this.length === this.slots.length) {
+      const slots = new Int32Array(this.length * 2);
+      slots.set(this.slots);
+      this.slots = slots;
+      const weights = new Float32Array(this.length * 2);
+      weights.set(this.weights);
+      this.weights = weights;
+    }
+    this.slots[this.length] = slot;
+    this.weights[this.length] = weight;
+    this.length++;
+  }
+
+  /** Removes a slot (order is not kept: the last entry takes its place). */
+  remove(slot: number): void {
+    const { slots } = this;
+    for (let i = 0; i < this.length; i++) {
+      if (slots[i] === slot) {
+        this.length--;
+        slots[i] = slots[this.length] as number;
+        this.weights[i] = this.weights[this.length] as number;
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * An inverted index from terms to posting lists. Exact lookups go through a Map; MiniSearch's radix tree
+ * (SearchableMap) holds the same vocabulary for prefix and typo (edit distance) lookups of query words.
+ */
+export class Postings {
+  private readonly lists = new Map<string, PostingList>();
+  private readonly tree = new SearchableMap<PostingList>();
+
+  get(term: string): PostingList | undefined {
+    return this.lists.get(term);
+  }
+
+  add(term: string, slot: number, weight: number): void {
+    let list = this.lists.get(term);
+    if (list === undefined) {
+      list = new PostingList();
+      this.lists.set(term, list);
+      this.tree.set(term, list);
+    }
+    list.push(slot, weight);
+  }
+
+  remove(term: string, slot: number): void {
+    const list = this.lists.get(term);
+    if (list === undefined) return;
+    list.remove(slot);
+    if (list.length === 0) {
+      this.lists.delete(term);
+      this.tree.delete(term);
+    }
+  }
+
+  /** Known terms longer than `prefix` that start with it, at most `max`. */
+  withPrefix(prefix: string, max: number): [string, PostingList][] {
+    const out: [string, PostingList][] = [];
+    for (const [term, list] of this.tree.atPrefix(prefix)) {
+      if (term !== prefix) out.push([term, list]);
+      if (out.length >= max) break;
+    }
+    return out;
+  }
+
+  /** Known terms within edit distance `distance` of `term` (the term itself excluded). */
+  near(term: string, distance: number): [string, PostingList][] {
+    const out: [string, PostingList][] = [];
+    for (const [t, [list]] of this.tree.fuzzyGet(term, distance)) if (t !== term) out.push([t, list]);
+    return out;
+  }
+}
