@@ -3,6 +3,7 @@ import { mockProviderCommand } from '../gateway/index.js';
 import { describeCommand, evalCommand, searchCommand } from './commands/search.js';
 import { auditCommand } from './commands/audit.js';
 import { tracesCommand } from './commands/traces.js';
+import { statusCommand } from './commands/status.js';
 import { codeCommand } from './commands/code.js';
 import { logCommand } from './commands/log.js';
 import { turnCommand } from './commands/turn.js';
@@ -16,4 +17,4 @@ const config: Command = {
 };
 
 /** Every command of the CLI, in the order `toolsearch --help` lists them. */
-export const commands: Command[] = [searchCommand, describeCommand, evalCommand, turnCommand, codeCommand, logCommand, config, auditCommand, tracesCommand, mockProviderCommand];
+export const commands: Command[] = [searchCommand, describeCommand, evalCommand, turnCommand, codeCommand, logCommand, config, auditCommand, tracesCommand, statusCommand, mockProviderCommand];

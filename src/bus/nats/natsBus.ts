@@ -45,9 +45,10 @@ export interface NatsBusOptions {
   subjectOf?: (e: Envelope) => string;
   /**
    * Create or update the streams at open (default true). False for read-only use (audit, traces): the streams
-   * are left as they are, and a replay of a missing stream is simply empty.
+   * are left as they are, and a replay of a missing stream is simply empty. 'ifMissing' for one-shot clients
+   * (`turn --nats`): missing streams are created, existing ones keep the deployment's settings.
    */
-  manageStreams?: boolean;
+  manageStreams?: boolean | 'ifMissing';
   /** Connection and consumer status (disconnect, reconnect, errors). */
   onStatus?: (s: BusStatus) => void;
 }
@@ -110,7 +111,7 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
       duplicateWindowMs: opts.duplicateWindowMs ?? 120_000,
       retention: opts.retention ?? 'limits',
     };
-    if (opts.manageStreams !== false) await ensureStreams(jsm, settings, deadline);
+    if (opts.manageStreams !== false) await ensureStreams(jsm, settings, deadline, opts.manageStreams === 'ifMissing');
     return new NatsBusImpl(nc, jsm, jetstream(nc), streamNames(settings.streamPrefix), opts);
   } catch (e) {
     await nc.close().catch(() => undefined);

@@ -57,15 +57,15 @@ const SUBJECTS_OVERLAP = 10065;
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * Creates or updates the streams, idempotently. Retries transient failures (no JetStream yet, no meta
+ * Creates or updates the streams, idempotently (with `ifMissing`, existing streams are left as they are). Retries transient failures (no JetStream yet, no meta
  * leader in a starting cluster) until `deadline`; a configuration the server refuses is reported at once.
  */
-export async function ensureStreams(jsm: JetStreamManager, s: StreamSettings, deadline: number): Promise<void> {
+export async function ensureStreams(jsm: JetStreamManager, s: StreamSettings, deadline: number, ifMissing = false): Promise<void> {
   for (const cfg of streamConfigs(s)) {
     let lastErr: unknown;
     for (let attempt = 0; ; attempt++) {
       try {
-        await addOrUpdate(jsm, cfg);
+        await addOrUpdate(jsm, cfg, ifMissing);
         break;
       } catch (e) {
         if (e instanceof BusError) throw e;
@@ -85,7 +85,7 @@ export async function ensureStreams(jsm: JetStreamManager, s: StreamSettings, de
   }
 }
 
-async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>): Promise<void> {
+async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>, ifMissing: boolean): Promise<void> {
   const name = cfg.name ?? '';
   let existing: StreamConfig | undefined;
   try {
@@ -103,6 +103,8 @@ async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>): P
       existing = (await jsm.streams.info(name)).config;
     }
   }
+  // A one-shot client keeps the deployment's settings (replicas, max age) as they are.
+  if (ifMissing) return;
   const wanted = { ...existing, ...cfg } as StreamConfig;
   if (sameConfig(existing, wanted)) return;
   if (existing.retention !== wanted.retention || existing.storage !== wanted.storage) {

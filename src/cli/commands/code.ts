@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openLocalEngine } from '../../gateway/engine/index.js';
+import { openCommandBus } from '../../gateway/roles/index.js';
 import { fail, type Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
-  'Usage: toolsearch code [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] (--file BODY.js | --eval BODY) [--json]',
+  'Usage: toolsearch code [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] [--nats URL [--stream-prefix P]]',
+  '                       (--file BODY.js | --eval BODY) [--json]',
   '',
   'Runs one JavaScript body as a tool_search_code run in a fresh session and prints the outcome. The body uses',
   '`await tools.search(q, {limit})`, `tools.describe(id)`, `tools.call(id, args)` and console.log; `return` gives',
@@ -15,6 +17,7 @@ const USAGE = [
   '',
   '  --file BODY.js  the body, from a file',
   '  --eval BODY     the body, inline',
+  '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
   '  --json          last line: {"ok": true, "value", "logs", "telemetry"} or {"ok": false, "error": {code, message}, ...}',
 ].join('\n');
 
@@ -27,7 +30,7 @@ function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED
 async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandArgs(argv, {
     config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-    file: { type: 'string' }, eval: { type: 'string' }, json: { type: 'boolean' },
+    file: { type: 'string' }, eval: { type: 'string' }, json: { type: 'boolean' }, nats: { type: 'string' }, 'stream-prefix': { type: 'string' },
   }, { positionals: false });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
@@ -46,12 +49,18 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     }
   } else body = inline!;
 
+  const nats = await openCommandBus({ url: str(v['nats']), env: io.env, name: 'toolsearch-code', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
+  if (!nats.ok) return failWith(io, json, nats);
   const opened = await openLocalEngine({
+    ...(nats.value === undefined ? {} : { bus: nats.value }),
     ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
     catalog: strs(v['catalog']), plugin: strs(v['plugin']), withSandbox: true, cwd: io.cwd,
     onWarning: (w) => io.stderr(`warning: ${w}`),
   });
-  if (!opened.ok) return failWith(io, json, opened);
+  if (!opened.ok) {
+    await nats.value?.close();
+    return failWith(io, json, opened);
+  }
   const local = opened.value;
   try {
     const sessionId = `code-${randomUUID()}`;
@@ -78,6 +87,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   } finally {
     await local.close();
+    await nats.value?.close();
   }
 }
 

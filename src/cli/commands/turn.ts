@@ -5,6 +5,7 @@ import { sessionLogFrom } from '../../audit/index.js';
 import type { Envelope } from '../../bus/index.js';
 import type { ClientToolSpec } from '../../catalog/index.js';
 import { openLocalEngine } from '../../gateway/engine/index.js';
+import { openCommandBus } from '../../gateway/roles/index.js';
 import type { StepResult, TurnRequest } from '../../gateway/types.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
@@ -22,7 +23,9 @@ const USAGE = [
   '  --catalog PATH    a saved MCP tools/list snapshot (file or folder); with no --config the catalog is exactly these',
   '  --plugin FILE     a plugin module, on top of config plugins',
   '  --log FILE        the JSONL event log (default config log.path, .toolsearch/events.jsonl)',
-  '  --nats URL        use NATS JetStream as the bus (not available yet)',
+  '  --nats URL        use NATS JetStream as the bus (default NATS_URL, else the embedded bus); the turn runs here,',
+  '                    with its own policy enforcer; audit it with toolsearch audit --nats URL --session ID',
+  '  --stream-prefix P prefix of the NATS stream names (as for audit)',
   '  --traces-dir DIR  write trace files of the run there',
   '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...}}',
 ].join('\n');
@@ -82,14 +85,11 @@ export function printableResult(r: StepResult): unknown {
 async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandArgs(argv, {
     config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-    log: { type: 'string' }, nats: { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
+    log: { type: 'string' }, nats: { type: 'string' }, 'stream-prefix': { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
   }, { positionals: false });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
   const json = v['json'] === true;
-  if (str(v['nats']) !== undefined) {
-    return failWith(io, json, fail('cli.notAvailable', '--nats is not available yet in `toolsearch turn`: run without it to use the embedded bus and its JSONL log.'), EXIT_USAGE);
-  }
   const scriptFile = str(v['script']);
   if (scriptFile === undefined) return failWith(io, json, fail('cli.usage', 'turn needs --script FILE.json. Run toolsearch turn --help.'), EXIT_USAGE);
   let text: string;
@@ -102,14 +102,20 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   if (!script.ok) return failWith(io, json, script);
   const s = script.value;
 
+  const nats = await openCommandBus({ url: str(v['nats']), env: io.env, name: 'toolsearch-turn', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
+  if (!nats.ok) return failWith(io, json, nats);
   const opened = await openLocalEngine({
+    ...(nats.value === undefined ? {} : { bus: nats.value }),
     ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
     catalog: strs(v['catalog']), plugin: strs(v['plugin']),
     ...(str(v['log']) === undefined ? {} : { log: str(v['log'])! }),
     ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
     withSandbox: s.mode === undefined || s.mode === 'code', cwd: io.cwd, onWarning: (w) => io.stderr(`warning: ${w}`),
   });
-  if (!opened.ok) return failWith(io, json, opened);
+  if (!opened.ok) {
+    await nats.value?.close();
+    return failWith(io, json, opened);
+  }
   const local = opened.value;
   try {
     const req: TurnRequest = {
@@ -150,6 +156,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     return EXIT_OK;
   } finally {
     await local.close();
+    await nats.value?.close();
   }
 }
 

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import type { EventBus } from '../../bus/index.js';
+import type { ResolvedConfig } from '../../config/index.js';
+import { startPolicyEnforcer, type PolicyEnforcer } from '../../policy/index.js';
+import {
+  createRemoteSandbox, createSandbox, startSandboxRunner, type RemoteSandboxOptions, type Sandbox, type SandboxRunner,
+} from '../../sandbox/index.js';
+import { createEngine, type Engine, type EngineOptions } from '../engine/index.js';
+import { startSessionEventConsumer, type SessionEventConsumer } from '../sessionEvents/index.js';
+
+export type Role = 'all' | 'gateway' | 'policy' | 'sandbox';
+export const ROLES: readonly Role[] = ['all', 'gateway', 'policy', 'sandbox'];
+
+/** Pure: no I/O. */
+export const isRole = (v: unknown): v is Role => typeof v === 'string' && (ROLES as readonly string[]).includes(v);
+
+export interface RoleServicesOptions {
+  role: Role;
+  bus: EventBus;
+  config: ResolvedConfig;
+  /** Where relative paths resolve (kept for callers that load sources; the roles themselves read no files). */
+  cwd: string;
+  /**
+   * What the engine needs beyond bus and config (gateway and all): static sources, includeConfigMcp, telemetry,
+   * mode... `sandbox` here is used as the local sandbox of role `all`; role gateway always runs code remotely.
+   */
+  engineOptions?: Omit<EngineOptions, 'bus' | 'config' | 'startEnforcer'>;
+  /** Consume Gateway session events (`gateway.session.>`, queue group `gateway`) with the engine (default true). */
+  sessionEvents?: boolean;
+  /** The actor id announced for `toolsearch status` (default `<hostname-less pid>-<random>`). */
+  id?: string;
+  /** Remote code runs of role gateway: margin, heartbeat. */
+  remote?: Omit<RemoteSandboxOptions, 'bus'>;
+  /** Infrastructure trouble of the actors (a decision that could not be published...). Never thrown. */
+  onError?: (message: string) => void;
+  onProgress?: (line: string) => void;
+}
+
+export interface RoleServices {
+  role: Role;
+  id: string;
+  /** The turn engine (roles gateway and all). */
+  engine?: Engine;
+  sessionEvents?: SessionEventConsumer;
+  enforcer?: PolicyEnforcer;
+  runner?: SandboxRunner;
+  /** Stops the actors in reverse order of start, closes the engine and the sandboxes this call created. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A bus that can announce actors (the NATS bus); the embedded one cannot, and needs not. */
+interface Announcer {
+  announce(role: string, id: string): () => void;
+}
+const canAnnounce = (bus: EventBus): bus is EventBus & Announcer => typeof (bus as Partial<Announcer>).announce === 'function';
+
+/** The local sandbox of a process, sized by the config. */
+function localSandbox(config: ResolvedConfig): Sandbox {
+  return createSandbox({
+    poolSize: config.sandbox.poolSize, maxOldSpaceMb: config.sandbox.maxOldSpaceMb, requireIsolation: config.sandbox.requireIsolation,
+    maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
+  });
+}
+
+/**
+ * Starts the actors of one deployment role on a bus (issue 5, Roles):
+ * - `policy`: the policy-enforcement actor only (answers `call.requested`, queue group `policy`).
+ * - `sandbox`: the sandbox runner actor only (answers code runs on `toolsearch.rpc.code.run`, queue group `sandbox`).
+ * - `gateway`: the turn engine with no enforcer of its own (decisions come from the policy role) and code runs
+ *   sent to the sandbox role, plus the Gateway session event consumer (queue group `gateway`).
+ * - `all`: everything in one process: engine with its own enforcer and local sandbox, the consumer, and a runner
+ *   on the same sandbox (so other gateways may use it).
+ * Each role is announced on the bus (`toolsearch status`) when the bus can announce (NATS).
+ */
+export async function startRoleServices(opts: RoleServicesOptions): Promise<RoleServices> {
+  const { role, bus, config } = opts;
+  const id = opts.id ?? `${process.pid}-${randomUUID().slice(0, 8)}`;
+  const say = opts.onProgress ?? (() => undefined);
+  const closers: Array<() => Promise<void> | void> = [];
+  const out: RoleServices = { role, id, close: async () => undefined };
+  const announce = (r: string) => {
+    if (canAnnounce(bus)) closers.push(bus.announce(r, id));
+  };
+
+  try {
+    if (role === 'policy') {
+      const enforcer = startPolicyEnforcer({ bus, config, queue: 'policy', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+      closers.push(() => enforcer.stop());
+      out.enforcer = enforcer;
+      announce('policy');
+      say(`policy enforcer ${id} answers call.requested (queue group policy)`);
+    }
+
+    let sandbox: Sandbox | undefined;
+    if (role === 'sandbox' || role === 'all') {
+      const given = opts.engineOptions?.sandbox;
+      const s = given ?? localSandbox(config);
+      if (given === undefined) closers.push(() => s.close());
+      sandbox = s;
+      const runner = startSandboxRunner({ bus, sandbox: s, queue: 'sandbox', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+      closers.push(() => runner.stop());
+      out.runner = runner;
+      announce('sandbox');
+      const a = await s.available();
+      say(a.ok ? `sandbox runner ${id} answers code runs (queue group sandbox)` : `warning: sandbox runner ${id} started but code mode is unavailable here: ${a.reason}`);
+    }
+
+    if (role === 'gateway' || role === 'all') {
+      if (opts.engineOptions === undefined) throw new Error(`role ${role} needs engineOptions (staticSources, includeConfigMcp)`);
+      const remote = role === 'gateway' ? createRemoteSandbox({ bus, ...opts.remote }) : undefined;
+      if (remote !== undefined) closers.push(() => remote.close());
+      const engine = createEngine({
+        ...opts.engineOptions, bus, config,
+        startEnforcer: role === 'all',
+        ...(remote !== undefined ? { sandbox: remote } : sandbox !== undefined ? { sandbox } : {}),
+      });
+      closers.push(() => engine.close());
+      out.engine = engine;
+      if (role === 'all') announce('policy');
+      if (opts.sessionEvents !== false) {
+        const consumer = startSessionEventConsumer({ bus, engine, queue: 'gateway', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+        closers.push(() => consumer.stop());
+        out.sessionEvents = consumer;
+      }
+      announce('gateway');
+      say(role === 'gateway'
+        ? `gateway ${id}: turns here, policy decisions from the policy role, code runs on the sandbox role`
+        : `all roles in this process (${id}): turns, policy enforcement, code runs`);
+    }
+  } catch (e) {
+    for (const c of closers.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
+    throw e;
+  }
+
+  let closing: Promise<void> | undefined;
+  out.close = () => (closing ??= (async () => {
+    for (const c of closers.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
+  })());
+  return out;
+}
