@@ -76,10 +76,10 @@ describe('toolsearch turn --json', () => {
     expect(out.sessionLog.finalCalls).toEqual([expect.objectContaining({ id: 'mcp:weather:get_forecast', source: 'mcp', outcome: 'failed' })]);
   });
 
-  it('usage errors: no script, --nats not yet available', async () => {
+  it('usage errors: no script (also with --nats: the script is checked before connecting)', async () => {
     dir = cliDir();
     const io = captureIo(dir);
     expect(await turnCommand.run(['--json'], io)).toBe(2);
-    expect(await turnCommand.run(['--script', 'x.json', '--nats', 'nats://localhost:4222'], captureIo(dir))).toBe(2);
+    expect(await turnCommand.run(['--nats', 'nats://localhost:4222'], captureIo(dir))).toBe(2);
   });
 });

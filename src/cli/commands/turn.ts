@@ -142,7 +142,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     const exposure = { mode: turn.exposure.mode, tools: turn.exposure.tools.map((t) => t.function.name), bytes: turn.exposure.bytes, ...(turn.exposure.reason === undefined ? {} : { reason: turn.exposure.reason }) };
     const sessionLog = {
       schemasUpFront: log.schemasUpFront, searches: log.searches, describes: log.describes,
-      finalCalls: log.finalCalls.map((c) => ({ id: c.id, source: c.source, outcome: c.outcome, origin: c.origin, ...(c.reason === undefined ? {} : { reason: c.reason }) })),
+      finalCalls: log.finalCalls,
       turns: log.turns, codeRuns: log.codeRuns, resultOrigins: log.resultOrigins, sessionId: log.sessionId,
     };
     if (!json) {
