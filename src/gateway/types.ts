@@ -37,8 +37,12 @@ export interface Turn {
   invoke(toolName: string, args: unknown): Promise<StepResult>;
   /** Records the client's result for a call handed back earlier (possibly in an earlier turn). */
   clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void>;
-  /** Ends the turn: completed, or failed with a reason. */
-  end(outcome?: { failed?: { code: string; reason: string } }): Promise<void>;
+  /**
+   * Ends the turn: completed, or failed with a reason. `promptBytes`: the serialized bytes of every request the
+   * front sent to the provider in this turn (only the front sees them); recorded in `turn.completed` counters,
+   * the session log and the turn span.
+   */
+  end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void>;
 }
 
 /** What the HTTP front and the CLI need of the gateway: start turns. */

@@ -9,7 +9,7 @@ import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEnt
 import type { EventOf } from '../../events/index.js';
 import { approvalPattern, runBeforeToolCallHooks, waitForApproval, type ApprovalDecision } from '../../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../../shared/index.js';
-import { Attr, GEN_AI_EXECUTE_TOOL, SpanName } from '../../telemetry/index.js';
+import { SpanName } from '../../telemetry/index.js';
 import type { StepResult } from '../types.js';
 import { traced } from './spans.js';
 import type { EngineDeps, OpCtx, TurnState } from './types.js';
@@ -61,23 +61,7 @@ type BlockStage = EventOf<'call.blocked'>['data']['stage'];
  * `call.pending`). A blocked call is an error result with a `call.blocked.*` code, never an exception.
  */
 export async function callTool(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
-  return traced(
-    deps.opts.telemetry,
-    SpanName.call,
-    {
-      [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId, [Attr.toolId]: entry.id, [Attr.toolSource]: entry.source,
-      [Attr.toolOwner]: entry.owner, [Attr.genAiOperationName]: GEN_AI_EXECUTE_TOOL, [Attr.genAiToolName]: entry.name,
-    },
-    op.parentSpan,
-    async (span) => {
-      const result = await runCall(deps, ts, entry, rawArgs, op);
-      if (span !== undefined) {
-        if (!result.ok) span.setAttribute(Attr.policyReason, result.error.code);
-        span.setAttribute(Attr.policyDecision, !result.ok && result.error.code.startsWith('call.blocked') ? 'blocked' : 'allowed');
-      }
-      return result;
-    },
-  );
+  return traced(ts, SpanName.call, op.parentSpan, () => runCall(deps, ts, entry, rawArgs, op));
 }
 
 async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Bridge, CodeOutcome, LogLine } from '../../sandbox/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
-import { Attr, SpanName } from '../../telemetry/index.js';
+import { SpanName } from '../../telemetry/index.js';
 import { callTool, resolveForCall } from './callPath.js';
 import { describeTool, searchTools } from './operations.js';
 import { traced } from './spans.js';
@@ -37,7 +37,7 @@ export function bySource(ts: TurnState): { openclaw: number; mcp: number; client
  * `code.bridge.requested`), then `code.settled` or `code.timedOut`.
  */
 export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op: OpCtx): Promise<CodeRunOutcome> {
-  return traced(deps.opts.telemetry, SpanName.code, { [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId }, op.parentSpan, async (span) => {
+  return traced(ts, SpanName.code, op.parentSpan, async (span) => {
     const started = performance.now();
     const code = typeof body === 'string' ? body : '';
     const codeRunId = deps.newId();
@@ -46,7 +46,6 @@ export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op
     const telemetry = (): CodeRunTelemetry => ({
       catalogSize: ts.catalog?.entries.length ?? 0, sources: bySource(ts), ...counts, durationMs: Math.round(performance.now() - started),
     });
-    span?.setAttribute(Attr.codeBytes, Buffer.byteLength(code, 'utf8'));
     const requested = await ts.events.emit('code.requested', {
       codeRunId, bodyDigest: createHash('sha256').update(code).digest('hex'), bodyBytes: Buffer.byteLength(code, 'utf8'), timeoutMs,
     }, op.causationId);

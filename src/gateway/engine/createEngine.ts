@@ -9,12 +9,12 @@ import { makeEnvelope } from '../../events/index.js';
 import type { ExposureMode } from '../../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../../shared/index.js';
-import { Attr, SpanName } from '../../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../types.js';
 import { bySource } from './codeRun.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
 import { runStep } from './runStep.js';
+import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
 import type { EngineDeps, EngineOptions, SessionState, TurnState } from './types.js';
@@ -84,13 +84,11 @@ export function createEngine(opts: EngineOptions): Engine {
       session, startedAt: performance.now(), startedEventId: null,
       counts: { searches: 0, describes: 0, calls: 0, selected: [] }, abort: new AbortController(),
     };
-    const telemetry = opts.telemetry;
-    if (telemetry !== undefined) {
-      ts.turnSpan = telemetry.startSpan(SpanName.turn, { [Attr.sessionId]: facts.sessionId, [Attr.turnId]: turnId, [Attr.agentId]: facts.agentId }, { parent: null });
-      const headers: Record<string, string> = {};
-      const sc = ts.turnSpan.spanContext();
-      headers['traceparent'] = `00-${sc.traceId}-${sc.spanId}-${sc.traceFlags.toString(16).padStart(2, '0')}`;
-      ts.events.trace = headers;
+    const tt = startTurnTrace(opts.telemetry, facts.sessionId, turnId);
+    if (tt !== undefined) {
+      ts.trace = tt;
+      ts.events.tracing = { headers: () => tt.headers(), observe: (e) => tt.observe(e) };
+      ts.answers.observe = (e) => tt.observe(e);
     }
 
     const pendingSteps = new Map<string, (r: StepResult) => void>();
@@ -122,7 +120,7 @@ export function createEngine(opts: EngineOptions): Engine {
       ts.startedEventId = started.id;
     } catch (err) {
       ts.answers.close();
-      ts.turnSpan?.end();
+      ts.trace?.endTurn();
       return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
     }
 
@@ -142,7 +140,7 @@ export function createEngine(opts: EngineOptions): Engine {
     actor.start();
     const ready = await waitFor(actor, (s) => s.matches('execute') || s.status === 'done');
     let ended = false;
-    const finish = async (failure?: { code: string; reason: string }): Promise<void> => {
+    const finish = async (failure?: { code: string; reason: string }, promptBytes?: number): Promise<void> => {
       const out = actor.getSnapshot().output;
       const durationMs = performance.now() - ts.startedAt;
       try {
@@ -150,7 +148,7 @@ export function createEngine(opts: EngineOptions): Engine {
           await ts.events.emit('turn.completed', {
             durationMs,
             counters: {
-              toolBytes: ts.exposure?.bytes ?? 0, catalogSize: ts.catalog?.entries.length ?? 0, bySource: bySource(ts),
+              toolBytes: ts.exposure?.bytes ?? 0, ...(promptBytes === undefined ? {} : { promptBytes }), catalogSize: ts.catalog?.entries.length ?? 0, bySource: bySource(ts),
               searches: ts.counts.searches, describes: ts.counts.describes, calls: ts.counts.calls, selected: ts.counts.selected,
             },
           }, ts.startedEventId);
@@ -161,13 +159,7 @@ export function createEngine(opts: EngineOptions): Engine {
         }
       } finally {
         ts.answers.close();
-        if (ts.turnSpan !== undefined) {
-          ts.turnSpan.setAttribute(Attr.searches, ts.counts.searches);
-          ts.turnSpan.setAttribute(Attr.describes, ts.counts.describes);
-          ts.turnSpan.setAttribute(Attr.calls, ts.counts.calls);
-          ts.turnSpan.setAttribute(Attr.exposedBytes, ts.exposure?.bytes ?? 0);
-          ts.turnSpan.end();
-        }
+        ts.trace?.endTurn();
       }
     };
 
@@ -202,7 +194,7 @@ export function createEngine(opts: EngineOptions): Engine {
           ...(result?.ok === true ? {} : { error: { code: 'client.toolFailed', message: content.slice(0, 500) || 'the client reported a failure' } }),
         }, known === undefined ? null : ts.startedEventId);
       },
-      async end(outcome?: { failed?: { code: string; reason: string } }): Promise<void> {
+      async end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void> {
         if (ended) return;
         ended = true;
         liveTurns.delete(turn);
@@ -211,7 +203,8 @@ export function createEngine(opts: EngineOptions): Engine {
           actor.send({ type: 'ABORT', reason: outcome.failed.reason });
         } else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
-        await finish(outcome?.failed);
+        const promptBytes = outcome?.promptBytes;
+        await finish(outcome?.failed, typeof promptBytes === 'number' && Number.isInteger(promptBytes) && promptBytes >= 0 ? promptBytes : undefined);
       },
     };
     liveTurns.add(turn);

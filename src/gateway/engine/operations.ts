@@ -1,7 +1,7 @@
 import { resolveTool } from '../../catalog/index.js';
 import { describeEntry, type DescribedTool, type SearchAnswer } from '../../search/index.js';
 import { fail, type Result } from '../../shared/index.js';
-import { Attr, SpanName } from '../../telemetry/index.js';
+import { SpanName } from '../../telemetry/index.js';
 import { traced } from './spans.js';
 import type { EngineDeps, OpCtx, TurnState } from './types.js';
 
@@ -21,7 +21,7 @@ function effectiveLimit(deps: EngineDeps, limit: unknown): number {
  * goes back.
  */
 export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
-  return traced(deps.opts.telemetry, SpanName.search, { [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId }, op.parentSpan, async (span) => {
+  return traced(ts, SpanName.search, op.parentSpan, async () => {
     const index = ts.index;
     const answer: Result<SearchAnswer> = index === undefined
       ? fail('turn.notReady', 'The turn has no catalog index yet.')
@@ -40,10 +40,6 @@ export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknow
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
     }, op.causationId);
-    if (span !== undefined && answer.ok) {
-      span.setAttribute(Attr.searchResultCount, answer.value.results.length);
-      span.setAttribute(Attr.searchMatched, answer.value.matched);
-    }
     return answer;
   });
 }
@@ -54,7 +50,7 @@ export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknow
  * Exactly one `describe.performed` event per invocation.
  */
 export async function describeTool(deps: EngineDeps, ts: TurnState, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
-  return traced(deps.opts.telemetry, SpanName.describe, { [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId }, op.parentSpan, async (span) => {
+  return traced(ts, SpanName.describe, op.parentSpan, async () => {
     const resolved = resolveTool(ts.catalog?.entries ?? [], ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
     ts.counts.describes++;
@@ -67,7 +63,6 @@ export async function describeTool(deps: EngineDeps, ts: TurnState, ref: unknown
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
     }, op.causationId);
-    if (span !== undefined && resolved.ok) span.setAttribute(Attr.toolId, resolved.value.id);
     return answer;
   });
 }

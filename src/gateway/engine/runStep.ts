@@ -20,10 +20,8 @@ function notExposed(ts: TurnState, tool: string): StepResult {
 export async function runStep(deps: EngineDeps, ts: TurnState, step: TurnStep, signal: AbortSignal, causationId: string | null): Promise<StepResult> {
   const exposure = ts.exposure;
   if (exposure === undefined || !exposure.tools.some((t) => t.function.name === step.tool)) return notExposed(ts, step.tool);
-  const op: OpCtx = {
-    via: exposure.mode === 'direct' ? 'direct' : 'tool', causationId, signal,
-    ...(ts.turnSpan === undefined ? {} : { parentSpan: ts.turnSpan }),
-  };
+  // No parentSpan: the model's own steps hang under the turn's execute span (spans.ts).
+  const op: OpCtx = { via: exposure.mode === 'direct' ? 'direct' : 'tool', causationId, signal };
   const args = stepArgsObject(step.args, step.tool);
   if (!args.ok) return args;
   if (exposure.mode === 'direct') {

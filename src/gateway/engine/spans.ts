@@ -1,17 +1,378 @@
-import type { Span } from '@opentelemetry/api';
-import { withSpan, type SpanAttrs, type Telemetry } from '../../telemetry/index.js';
+import { performance } from 'node:perf_hooks';
+import { trace, type Context, type Span } from '@opentelemetry/api';
+import type { Envelope } from '../../bus/index.js';
+import type { EventOf } from '../../events/index.js';
+import {
+  SpanName,
+  applySpanFacts,
+  approvalSpanFacts,
+  callSpanFacts,
+  codeSpanFacts,
+  countersFromEvents,
+  describeSpanFacts,
+  errorCodeOf,
+  executeSpanFacts,
+  exposeSpanFacts,
+  failedPhaseSpanFacts,
+  hookSpanFacts,
+  indexSpanFacts,
+  injectTraceHeaders,
+  listSourcesSpanFacts,
+  markError,
+  resolvePolicySpanFacts,
+  searchSpanFacts,
+  sourceSpanFacts,
+  spanOf,
+  turnSpanFacts,
+  type CallEnd,
+  type CodeEnd,
+  type SpanNameValue,
+  type Telemetry,
+  type TraceHeaders,
+  type TurnEnd,
+} from '../../telemetry/index.js';
+
+/*
+ * Live spans of a turn, following the span model (src/telemetry/spanModel.ts, /work/notes/span-model.md): the
+ * engine wraps each piece of real work (phase, search, describe, call, code run) in `traced`, and the turn's
+ * TurnTrace sees every event the turn publishes or receives (`observe`). A span's attributes come only from the
+ * `*SpanFacts` functions applied to those events, so the live trace and the one rebuilt from the events agree in
+ * names, parents and attributes. Which span an event belongs to: the span active (this turn's scope) when the
+ * event was published for the event that opens an id (`call.requested`, `code.requested`, `search.performed`,
+ * `describe.performed`), then the id (`callId`, `codeRunId`, `approvalId`) for everything after it.
+ */
+
+type PhaseName = typeof SpanName.resolvePolicy | typeof SpanName.listSources | typeof SpanName.index | typeof SpanName.expose;
+type WorkName = typeof SpanName.search | typeof SpanName.describe | typeof SpanName.call | typeof SpanName.code;
+export type TracedName = PhaseName | WorkName;
+
+const PHASE_EVENT: Record<PhaseName, string> = {
+  [SpanName.resolvePolicy]: 'policy.resolved',
+  [SpanName.listSources]: 'sources.listed',
+  [SpanName.index]: 'catalog.indexed',
+  [SpanName.expose]: 'tools.exposed',
+};
+const isPhase = (name: TracedName): name is PhaseName => Object.hasOwn(PHASE_EVENT, name);
+
+/** One live span of the turn and the events it is built from. */
+interface Rec {
+  name: TracedName;
+  span: Span;
+  /** performance.now() at start (source spans start with their listSources). */
+  startedAt: number;
+  ended: boolean;
+  /** The opening event (call.requested, code.requested) or the one event (search/describe.performed, a phase's). */
+  event?: Envelope;
+  decided?: EventOf<'call.decided'>;
+  end?: Envelope;
+  /** performance.now() of the last event of this call (a hook span starts there). */
+  lastAt: number;
+  approvals: Map<string, { span: Span; requested: EventOf<'approval.requested'> }>;
+}
+
+const now = (): number => performance.now();
+
+/** The traced pieces of one turn: root span, phases, execute, and the work under it. */
+export class TurnTrace {
+  readonly turn: Span;
+  readonly turnCtx: Context;
+  readonly traceId: string;
+  execute: Span | undefined;
+  private readonly recs = new WeakMap<Span, Rec>();
+  private readonly calls = new Map<string, Rec>();
+  private readonly codes = new Map<string, Rec>();
+  private readonly running = new Set<Rec>();
+  private readonly events: Envelope[] = [];
+  private readonly answers = new Set<string>();
+  private started: EventOf<'turn.started'> | undefined;
+  private exposed: EventOf<'tools.exposed'> | undefined;
+  private end: TurnEnd | undefined;
+  private done = false;
+
+  constructor(
+    readonly telemetry: Telemetry,
+    readonly sessionId: string,
+    readonly turnId: string,
+  ) {
+    this.turn = telemetry.startSpan(SpanName.turn, {}, { parent: null });
+    this.turnCtx = trace.setSpan(telemetry.activeContext(), this.turn);
+    this.traceId = this.turn.spanContext().traceId;
+  }
+
+  /** The span work hangs under when the caller names none: execute once tools are exposed, else the turn. */
+  workParent(): Span {
+    return this.execute ?? this.turn;
+  }
+
+  /** The span of this turn active in scope now, else the turn: what an event's `trace` names. */
+  private activeSpan(): Span {
+    const s = spanOf(this.telemetry.activeContext());
+    return s !== undefined && s.spanContext().traceId === this.traceId ? s : this.turn;
+  }
+
+  /** W3C headers of the span active when an event is published (`envelope.trace`). */
+  headers(): TraceHeaders | undefined {
+    return injectTraceHeaders(this.activeSpan());
+  }
+
+  /** Starts a span for a piece of work; `fn` runs with it active in this turn's scope. */
+  async run<T>(name: TracedName, parent: Span | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
+    const p = parent ?? (isPhase(name) ? this.turn : this.workParent());
+    const span = this.telemetry.startSpan(name, {}, { parent: p });
+    const rec: Rec = { name, span, startedAt: now(), ended: false, lastAt: now(), approvals: new Map() };
+    this.recs.set(span, rec);
+    this.running.add(rec);
+    const ctx = trace.setSpan(this.telemetry.activeContext(), span);
+    try {
+      return await this.telemetry.runInContext(ctx, () => fn(span));
+    } catch (err) {
+      if (!isPhase(name)) markError(span, errorCodeOf(err));
+      throw err;
+    } finally {
+      this.finish(rec);
+    }
+  }
+
+  /** Takes one event of this turn (published by it, or an answer it received) into the spans it shapes. */
+  observe(e: Envelope): void {
+    if (this.done) return;
+    if (e.type === 'call.decided' || e.type === 'approval.resolved') {
+      // Answers arrive through the bus subscription and, when this turn published them, through the publisher too.
+      if (this.answers.has(e.id)) return;
+      this.answers.add(e.id);
+    }
+    this.events.push(e);
+    const t = now();
+    const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown; approvalId?: unknown };
+    switch (e.type) {
+      case 'turn.started':
+        this.started = e as EventOf<'turn.started'>;
+        return;
+      case 'turn.completed':
+      case 'turn.failed':
+        this.end ??= e as TurnEnd;
+        return;
+      case 'tools.exposed':
+        this.exposed = e as EventOf<'tools.exposed'>;
+        this.execute ??= this.telemetry.startSpan(SpanName.execute, {}, { parent: this.turn });
+        this.phaseEvent(e);
+        return;
+      case 'policy.resolved':
+      case 'sources.listed':
+      case 'catalog.indexed':
+        this.phaseEvent(e);
+        return;
+      case 'search.performed':
+      case 'describe.performed': {
+        const rec = this.activeRec(e.type === 'search.performed' ? SpanName.search : SpanName.describe);
+        if (rec !== undefined) rec.event ??= e;
+        return;
+      }
+      case 'code.requested': {
+        const rec = this.activeRec(SpanName.code);
+        if (rec !== undefined && typeof data.codeRunId === 'string') {
+          rec.event = e;
+          this.codes.set(data.codeRunId, rec);
+        }
+        return;
+      }
+      case 'code.settled':
+      case 'code.timedOut': {
+        const rec = typeof data.codeRunId === 'string' ? this.codes.get(data.codeRunId) : undefined;
+        if (rec !== undefined) rec.end ??= e;
+        return;
+      }
+      case 'call.requested': {
+        const rec = this.activeRec(SpanName.call);
+        if (rec !== undefined && typeof data.callId === 'string') {
+          rec.event = e;
+          rec.lastAt = t;
+          this.calls.set(data.callId, rec);
+        }
+        return;
+      }
+      default:
+        break;
+    }
+    const call = typeof data.callId === 'string' ? this.calls.get(data.callId) : undefined;
+    if (call === undefined) return;
+    const previous = call.lastAt;
+    call.lastAt = t;
+    switch (e.type) {
+      case 'call.decided':
+        call.decided ??= e as EventOf<'call.decided'>;
+        break;
+      case 'approval.requested': {
+        const requested = e as EventOf<'approval.requested'>;
+        const span = this.telemetry.startSpan(SpanName.approval, {}, { parent: call.span });
+        call.approvals.set(requested.data.approvalId, { span, requested });
+        break;
+      }
+      case 'approval.resolved': {
+        const resolved = e as EventOf<'approval.resolved'>;
+        const a = call.approvals.get(resolved.data.approvalId);
+        if (a === undefined) break;
+        call.approvals.delete(resolved.data.approvalId);
+        applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested, resolved }));
+        a.span.end();
+        break;
+      }
+      case 'hook.ran': {
+        const span = this.telemetry.startSpan(SpanName.hook, {}, { parent: call.span, startTime: previous });
+        applySpanFacts(span, hookSpanFacts(e as EventOf<'hook.ran'>));
+        span.end(t);
+        break;
+      }
+      case 'call.completed':
+      case 'call.failed':
+      case 'call.blocked':
+      case 'call.pending':
+        call.end ??= e;
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** The running span of this kind active in this turn's scope (the one whose work published the event). */
+  private activeRec(name: WorkName): Rec | undefined {
+    const s = spanOf(this.telemetry.activeContext());
+    const rec = s === undefined ? undefined : this.recs.get(s);
+    return rec !== undefined && rec.name === name && !rec.ended ? rec : undefined;
+  }
+
+  private phaseEvent(e: Envelope): void {
+    for (const rec of this.running) {
+      if (isPhase(rec.name) && PHASE_EVENT[rec.name] === e.type) rec.event = e;
+    }
+  }
+
+  private finish(rec: Rec): void {
+    if (rec.ended) return;
+    const span = rec.span;
+    switch (rec.name) {
+      case SpanName.resolvePolicy:
+      case SpanName.listSources:
+      case SpanName.index:
+      case SpanName.expose:
+        // A phase that did not reach its event is the one that was running when the turn failed: it ends with the turn.
+        if (rec.event === undefined) return;
+        this.endPhase(rec);
+        return;
+      case SpanName.search:
+        if (rec.event !== undefined) applySpanFacts(span, searchSpanFacts(rec.event as EventOf<'search.performed'>));
+        break;
+      case SpanName.describe:
+        if (rec.event !== undefined) applySpanFacts(span, describeSpanFacts(rec.event as EventOf<'describe.performed'>));
+        break;
+      case SpanName.call: {
+        const requested = rec.event as EventOf<'call.requested'> | undefined;
+        if (requested !== undefined) {
+          applySpanFacts(span, callSpanFacts({ requested, decided: rec.decided, end: rec.end as CallEnd | undefined }));
+          this.calls.delete(requested.data.callId);
+        }
+        for (const a of rec.approvals.values()) {
+          applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested }));
+          a.span.end();
+        }
+        rec.approvals.clear();
+        break;
+      }
+      case SpanName.code: {
+        const requested = rec.event as EventOf<'code.requested'> | undefined;
+        if (requested !== undefined) {
+          applySpanFacts(span, codeSpanFacts({ requested, end: rec.end as CodeEnd | undefined }));
+          this.codes.delete(requested.data.codeRunId);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    rec.ended = true;
+    this.running.delete(rec);
+    span.end();
+  }
+
+  private endPhase(rec: Rec): void {
+    const e = rec.event!;
+    switch (rec.name) {
+      case SpanName.resolvePolicy:
+        applySpanFacts(rec.span, resolvePolicySpanFacts(e as EventOf<'policy.resolved'>));
+        break;
+      case SpanName.listSources: {
+        const listed = e as EventOf<'sources.listed'>;
+        applySpanFacts(rec.span, listSourcesSpanFacts(listed));
+        const end = now();
+        listed.data.sources.forEach((s, i) => {
+          const child = this.telemetry.startSpan(SpanName.source, {}, { parent: rec.span, startTime: rec.startedAt });
+          applySpanFacts(child, sourceSpanFacts(listed, i));
+          child.end(Math.min(end, rec.startedAt + Math.max(0, s.durationMs)));
+        });
+        break;
+      }
+      case SpanName.index:
+        applySpanFacts(rec.span, indexSpanFacts(e as EventOf<'catalog.indexed'>));
+        break;
+      case SpanName.expose:
+        applySpanFacts(rec.span, exposeSpanFacts(e as EventOf<'tools.exposed'>));
+        break;
+      default:
+        break;
+    }
+    rec.ended = true;
+    this.running.delete(rec);
+    rec.span.end();
+  }
+
+  /**
+   * Ends the turn's trace after its end event was published (or could not be): the phase still running gets the
+   * failure, execute and the turn get their facts, with the counters folded from the turn's events. Idempotent.
+   */
+  endTurn(): void {
+    if (this.done) return;
+    this.done = true;
+    const end = this.end;
+    for (const rec of [...this.running]) {
+      if (!isPhase(rec.name)) continue;
+      if (rec.event !== undefined) this.endPhase(rec);
+      else {
+        if (end?.type === 'turn.failed' && this.exposed === undefined) applySpanFacts(rec.span, failedPhaseSpanFacts(end));
+        rec.ended = true;
+        this.running.delete(rec);
+        rec.span.end();
+      }
+    }
+    if (this.execute !== undefined && this.exposed !== undefined) {
+      applySpanFacts(this.execute, executeSpanFacts(this.exposed, end));
+      this.execute.end();
+    }
+    applySpanFacts(this.turn, turnSpanFacts({
+      sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
+      derived: countersFromEvents(this.events),
+    }));
+    this.turn.end();
+    this.events.length = 0;
+  }
+}
+
+/** A TurnTrace when telemetry is on (a disabled Telemetry records nothing, so it gets none). */
+export function startTurnTrace(telemetry: Telemetry | undefined, sessionId: string, turnId: string): TurnTrace | undefined {
+  return telemetry === undefined || !telemetry.enabled ? undefined : new TurnTrace(telemetry, sessionId, turnId);
+}
 
 /**
- * Runs `fn` in a span named `name` under `parent` when telemetry is on; without telemetry it just runs `fn`.
- * Kept light: the engine records ids, counts and codes only (never argument values).
+ * Runs `fn` in a live span named `name` of the turn's trace, under `parent` (default: the turn for a phase,
+ * execute for work); without a TurnTrace it just runs `fn`. Attributes come from the events the work publishes
+ * (see TurnTrace), never from `fn`'s return value: a returned failure is recorded by its event's facts.
  */
 export function traced<T>(
-  telemetry: Telemetry | undefined,
-  name: string,
-  attrs: SpanAttrs,
+  ts: { trace?: TurnTrace | undefined },
+  name: TracedName,
   parent: Span | undefined,
   fn: (span: Span | undefined) => Promise<T>,
 ): Promise<T> {
-  if (telemetry === undefined) return fn(undefined);
-  return withSpan(telemetry, name, attrs, (span) => fn(span), parent === undefined ? {} : { parent });
+  const tt = ts.trace;
+  if (tt === undefined) return fn(undefined);
+  return tt.run(name, parent, fn);
 }

@@ -12,6 +12,8 @@ export class TurnPublisher {
   /** Events published by this turn (ids), for tests and counters. */
   count = 0;
   trace: Record<string, string> | undefined;
+  /** Live tracing: the `trace` headers of the span active at publish time, and the span builder's view of each event. */
+  tracing: { headers(): Record<string, string> | undefined; observe(e: Envelope): void } | undefined;
 
   constructor(
     private readonly bus: EventBus,
@@ -32,10 +34,13 @@ export class TurnPublisher {
       seq = ++this.seq;
       if (opts.reserveAnswer === true) this.seq++;
     }
+    const trace = this.tracing?.headers() ?? this.trace;
     const event = makeEnvelope({
       type, sessionId: this.sessionId, turnId: this.turnId, seq, at: this.now(), causationId, data, id: this.newId(),
-      ...(this.trace === undefined ? {} : { trace: this.trace }),
+      ...(trace === undefined ? {} : { trace }),
     });
+    // Seen by the trace before the bus delivers it, so answers published in reaction come after it.
+    this.tracing?.observe(event);
     await this.bus.publish(event);
     this.count++;
     return event;
@@ -51,6 +56,8 @@ export class TurnAnswers {
   private readonly waiting = new Map<string, (e: Envelope) => void>();
   private readonly early = new Map<string, Envelope>();
   private readonly unsubscribe: () => void;
+  /** Live tracing: sees each answer as it arrives. */
+  observe: ((e: Envelope) => void) | undefined;
 
   constructor(bus: EventBus, sessionId: string, turnId: string) {
     this.unsubscribe = bus.subscribe(sessionEventsPattern(sessionId, turnId), (e) => this.deliver(e));
@@ -59,6 +66,7 @@ export class TurnAnswers {
   private deliver(e: Envelope): void {
     const key = answerKey(e);
     if (key === undefined) return;
+    this.observe?.(e);
     const w = this.waiting.get(key);
     if (w !== undefined) {
       this.waiting.delete(key);

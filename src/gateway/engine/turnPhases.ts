@@ -3,17 +3,15 @@ import type { Catalog } from '../../catalog/index.js';
 import { expose as exposeSurface, type ExposureMode } from '../../expose/index.js';
 import type { CatalogInfo, Exposure as MachineExposure } from '../../../machines/index.js';
 import { sessionPolicy, type EffectivePolicy } from '../../policy/index.js';
-import { Attr, SpanName } from '../../telemetry/index.js';
+import { SpanName } from '../../telemetry/index.js';
 import { bySource } from './codeRun.js';
 import { listTurnSources } from './sources.js';
 import { traced } from './spans.js';
 import type { EngineDeps, TurnState } from './types.js';
 
-const attrs = (ts: TurnState) => ({ [Attr.sessionId]: ts.facts.sessionId, [Attr.turnId]: ts.turnId, [Attr.agentId]: ts.facts.agentId });
-
 /** resolvePolicy: the effective policy from the config layers and the session facts; `policy.resolved`. */
 export function resolvePolicyPhase(deps: EngineDeps, ts: TurnState): Promise<EffectivePolicy> {
-  return traced(deps.opts.telemetry, SpanName.resolvePolicy, attrs(ts), ts.turnSpan, async () => {
+  return traced(ts, SpanName.resolvePolicy, undefined, async () => {
     const policy = sessionPolicy(deps.config, ts.facts);
     const approval = deps.config.tools.approval.require;
     const layers = policy.layers.map((l) => ({ name: l.name, allow: l.allow, deny: l.deny }));
@@ -27,7 +25,7 @@ export function resolvePolicyPhase(deps: EngineDeps, ts: TurnState): Promise<Eff
 
 /** listSources: every source listed, then filtered by the policy; `sources.listed` with counts and failures. */
 export function listSourcesPhase(deps: EngineDeps, ts: TurnState, policy: EffectivePolicy, signal: AbortSignal): Promise<Catalog> {
-  return traced(deps.opts.telemetry, SpanName.listSources, attrs(ts), ts.turnSpan, async () => {
+  return traced(ts, SpanName.listSources, undefined, async () => {
     const { full, filtered, failures } = await listTurnSources(deps, ts, policy, signal);
     await ts.events.emit('sources.listed', {
       sources: [...full.sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
@@ -41,11 +39,10 @@ export function listSourcesPhase(deps: EngineDeps, ts: TurnState, policy: Effect
 
 /** index: the search index of the filtered catalog, reused by fingerprint; `catalog.indexed`. */
 export function indexPhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): Promise<CatalogInfo> {
-  return traced(deps.opts.telemetry, SpanName.index, attrs(ts), ts.turnSpan, async (span) => {
+  return traced(ts, SpanName.index, undefined, async () => {
     const started = performance.now();
     const { index, reused } = deps.indexes.get(catalog);
     ts.index = index;
-    span?.setAttribute(Attr.catalogSize, catalog.entries.length);
     await ts.events.emit('catalog.indexed', {
       catalogSize: catalog.entries.length, fingerprint: catalog.fingerprint, bySource: bySource(ts), reused, durationMs: performance.now() - started,
     }, ts.startedEventId);
@@ -59,7 +56,7 @@ export function indexPhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): P
  * reason; a `codex` harness gets its eligible tools directly. `tools.exposed` records mode, names and bytes.
  */
 export function exposePhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): Promise<MachineExposure> {
-  return traced(deps.opts.telemetry, SpanName.expose, attrs(ts), ts.turnSpan, async (span) => {
+  return traced(ts, SpanName.expose, undefined, async () => {
     const mode: ExposureMode = ts.requestedMode;
     let codeAvailable: { ok: true } | { ok: false; reason: string } = { ok: true };
     if (mode === 'code' && ts.harness !== 'codex') {
@@ -76,8 +73,6 @@ export function exposePhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): 
     const exposure = exposeSurface({ mode, entries: catalog.entries, harness: ts.harness, codeAvailable });
     ts.exposure = exposure;
     const names = exposure.tools.map((t) => t.function.name);
-    span?.setAttribute(Attr.mode, exposure.mode);
-    span?.setAttribute(Attr.exposedBytes, exposure.bytes);
     const fellBack = mode === 'code' && exposure.mode === 'tools';
     const harnessDirect = ts.harness === 'codex' && mode !== 'direct';
     await ts.events.emit('tools.exposed', {

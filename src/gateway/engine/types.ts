@@ -12,6 +12,7 @@ import type { StaticSources } from '../staticSources.js';
 import type { ClientToolSpec } from '../../catalog/index.js';
 import type { CatalogMemo } from './catalogMemo.js';
 import type { IndexStore } from './indexStore.js';
+import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
 
 export interface EngineOptions {
@@ -95,6 +96,7 @@ export interface TurnState {
   index?: SearchIndex;
   exposure?: Exposure;
   counts: TurnCounts;
-  turnSpan?: Span;
+  /** Live spans of this turn (absent when telemetry is off). */
+  trace?: TurnTrace;
   abort: AbortController;
 }
