@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openNatsBus, type NatsBus, type NatsBusOptions } from '../../src/bus/nats/index.js';
-import type { Envelope } from '../../src/bus/index.js';
+import type { Envelope, EventBus } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { loadStaticSources, type StaticSources } from '../../src/gateway/staticSources.js';
 import { PLUGIN_SOURCE } from '../engine/fixture.js';
@@ -47,3 +47,28 @@ export async function replayAll(bus: { replay(f: { sessionId: string }): AsyncIt
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const loose = (r: unknown): any => r;
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * A bus that records what it acknowledged: an event lands in `acked` only after the underlying publish resolved
+ * (JetStream ack). The "live log" of a fault test is the fold of these.
+ */
+export function recording<B extends EventBus>(bus: B): { bus: EventBus; acked: Envelope[] } {
+  const acked: Envelope[] = [];
+  return {
+    acked,
+    bus: {
+      publish: async (e) => {
+        await bus.publish(e);
+        acked.push(e);
+      },
+      subscribe: (p, cb, o) => bus.subscribe(p, cb, o),
+      serve: (s, h, o) => bus.serve(s, h, o),
+      request: (s, p, o) => bus.request(s, p, o),
+      replay: (f) => bus.replay(f),
+      close: () => bus.close(),
+    },
+  };
+}
+
+/** Acknowledged events of one session, in ack order. Pure: no I/O. */
+export const ackedOf = (acked: Envelope[], sessionId: string): Envelope[] => acked.filter((e) => e.sessionId === sessionId);
