@@ -7,6 +7,8 @@ import { statusCommand } from './commands/status.js';
 import { codeCommand } from './commands/code.js';
 import { logCommand } from './commands/log.js';
 import { turnCommand } from './commands/turn.js';
+import { mcpCommand } from './commands/mcp.js';
+import { serveCommand } from './commands/serve.js';
 import type { Command } from './io.js';
 
 const config: Command = {
@@ -17,4 +19,4 @@ const config: Command = {
 };
 
 /** Every command of the CLI, in the order `toolsearch --help` lists them. */
-export const commands: Command[] = [searchCommand, describeCommand, evalCommand, turnCommand, codeCommand, logCommand, config, auditCommand, tracesCommand, statusCommand, mockProviderCommand];
+export const commands: Command[] = [searchCommand, describeCommand, evalCommand, turnCommand, codeCommand, logCommand, serveCommand, mcpCommand, config, auditCommand, tracesCommand, statusCommand, mockProviderCommand];

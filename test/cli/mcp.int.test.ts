@@ -5,8 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Spawned like `toolsearch mcp`; scripts/lib/cli.ts is src/cli/run.ts with the mcp command registered.
-const ENTRY = 'scripts/lib/cli.ts';
+// Spawned like `toolsearch mcp`: the CLI entry point.
+const ENTRY = 'src/cli/run.ts';
 
 const snapshot = {
   name: 'tracker',

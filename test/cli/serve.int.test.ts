@@ -108,7 +108,7 @@ describe('toolsearch serve', () => {
   it('prints the URL and the curl line, serves a turn, and stops cleanly on SIGTERM', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'toolsearch-serve-cli-'));
     await writeFile(join(dir, 'toolsearch.config.json5'), "{ tools: { toolSearch: { mode: 'tools' } }, log: { path: 'events.jsonl' } }");
-    const child = spawn(process.execPath, ['--import', pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href, join(process.cwd(), 'scripts/lib/cli.ts'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href, join(process.cwd(), 'src/cli/run.ts'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
