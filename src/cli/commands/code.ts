@@ -9,7 +9,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../i
 
 const USAGE = [
   'Usage: toolsearch code [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] [--nats URL [--stream-prefix P]]',
-  '                       (--file BODY.js | --eval BODY) [--json]',
+  '                       [--traces-dir DIR] (--file BODY.js | --eval BODY) [--json]',
   '',
   'Runs one JavaScript body as a tool_search_code run in a fresh session and prints the outcome. The body uses',
   '`await tools.search(q, {limit})`, `tools.describe(id)`, `tools.call(id, args)` and console.log; `return` gives',
@@ -18,6 +18,7 @@ const USAGE = [
   '  --file BODY.js  the body, from a file',
   '  --eval BODY     the body, inline',
   '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
+  '  --traces-dir DIR  write the run\'s trace files there (OTLP JSON lines, Jaeger JSON); default config telemetry',
   '  --json          last line: {"ok": true, "value", "logs", "telemetry"} or {"ok": false, "error": {code, message}, ...}',
 ].join('\n');
 
@@ -31,6 +32,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandArgs(argv, {
     config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
     file: { type: 'string' }, eval: { type: 'string' }, json: { type: 'boolean' }, nats: { type: 'string' }, 'stream-prefix': { type: 'string' },
+    'traces-dir': { type: 'string' },
   }, { positionals: false });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
@@ -55,6 +57,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     ...(nats.value === undefined ? {} : { bus: nats.value }),
     ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
     catalog: strs(v['catalog']), plugin: strs(v['plugin']), withSandbox: true, cwd: io.cwd,
+    ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
     onWarning: (w) => io.stderr(`warning: ${w}`),
   });
   if (!opened.ok) {

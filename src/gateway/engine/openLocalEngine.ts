@@ -15,6 +15,7 @@ export interface LocalEngineFlags {
   log?: string;
   /** Force the log off (benches). */
   noLog?: boolean;
+  /** Trace files of the run go there (`run-<time>-<pid>.otlp.jsonl` / `.jaeger.json`); default config `telemetry.tracesDir` when `telemetry.enabled`. */
   tracesDir?: string;
   /** Open a sandbox for code mode. */
   withSandbox: boolean;
@@ -29,6 +30,8 @@ export interface LocalEngine {
   bus: EventBus;
   engine: Engine;
   logPath: string | undefined;
+  /** The run's tracing, when trace files or OTLP/HTTP (OTEL_EXPORTER_OTLP_*ENDPOINT) are on; flushed by close(). */
+  telemetry: Telemetry | undefined;
   close(): Promise<void>;
 }
 
@@ -68,15 +71,20 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
       maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
     })
     : undefined;
-  const telemetry: Telemetry | undefined = flags.tracesDir === undefined
+  const tracesDir = flags.tracesDir !== undefined ? resolve(flags.cwd, flags.tracesDir) : config.telemetry.enabled ? config.telemetry.tracesDir : undefined;
+  const otlpEnv = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'].some((k) => (process.env[k] ?? '').trim() !== '');
+  const telemetry: Telemetry | undefined = tracesDir === undefined && !otlpEnv
     ? undefined
-    : createTelemetry({ tracesDir: resolve(flags.cwd, flags.tracesDir), fileName: { kind: 'run' }, otlp: 'env' });
+    : createTelemetry({
+      ...(tracesDir === undefined ? {} : { tracesDir, fileName: { kind: 'run' as const } }), otlp: 'env', sampleRatio: config.telemetry.sampleRatio,
+      ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
+    });
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
   });
   return ok({
-    config, bus, engine, logPath,
+    config, bus, engine, logPath, telemetry,
     async close() {
       await engine.close();
       await sandbox?.close();
