@@ -72,26 +72,42 @@ const index = cache.get(catalog);
 const buildMs = performance.now() - t;
 const buildCpu = cpuMs() - c;
 const heapAfter = heap();
-line('first build of the index', ms(buildMs), '<= 1000 ms', buildMs <= 1000);
-console.log(`  (process CPU time of the build: ${ms(buildCpu)}; load average now ${os.loadavg()[0]?.toFixed(1)} on ${os.cpus().length} cores)`);
+line('first build of the index (wall)', ms(buildMs), '<= 1000 ms', buildMs <= 1000);
+line('first build of the index (process CPU)', ms(buildCpu), '<= 1000 ms', buildCpu <= 1000);
+console.log(`  (load average now ${os.loadavg()[0]?.toFixed(1)} on ${os.cpus().length} cores: wall time includes waiting for a core)`);
 
 const queries = ['list issues in a github repository', 'delete a calendar event', 'take a screenshot of the page',
   'create pull request', 'send a slack message', 'query the database', 'read file', 'kubernetes pod logs',
   'search the web for news', 'update a feature flag', 'draw a bar chart', 'create a jira ticket', 'git commit',
   'list my onedrive files', 'find documents about billing', 'get current weather', 'reverse geocode', 'xyzzy'];
-for (let i = 0; i < 50; i++) index.search(queries[i % queries.length] as string); // warm up
-const times: number[] = [];
-c = cpuMs();
-for (let i = 0; i < 1000; i++) {
-  const q = queries[i % queries.length] as string;
-  t = performance.now();
-  index.search(q);
-  times.push(performance.now() - t);
+// Fresh queries: each string is new to the index, so nothing of it is memoized (the worst case).
+const fresh: string[] = [];
+for (let i = 0; fresh.length < 1000; i++) fresh.push(`${queries[i % queries.length] as string} ${WORDS[Math.floor(i / queries.length) % WORDS.length] as string}${i >= queries.length * WORDS.length ? ` ${i}` : ''}`);
+for (let i = 0; i < 50; i++) index.search(`warm up ${queries[i % queries.length] as string}`);
+
+/** Wall and process-CPU time of each search, in ms. */
+function timeSearches(list: readonly string[], rounds: number): { wall: number[]; cpu: number[] } {
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const q = list[i % list.length] as string;
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    index.search(q);
+    wall.push(performance.now() - t0);
+    const d = process.cpuUsage(c0);
+    cpu.push((d.user + d.system) / 1000);
+  }
+  return { wall, cpu };
 }
-const searchCpu = (cpuMs() - c) / 1000;
-line('search p50', ms(percentile(times, 50)), '', true);
-console.log(`  (mean process CPU time per search: ${ms(searchCpu)})`);
-line('search p99', ms(percentile(times, 99)), '<= 2 ms', percentile(times, 99) <= 2);
+for (const [label, list] of [['repeated queries', queries], ['fresh queries', fresh]] as const) {
+  const { wall, cpu } = timeSearches(list, 1000);
+  console.log(`search, ${label} (1000 searches):`);
+  line('  p50 wall', ms(percentile(wall, 50)), '', true);
+  line('  p99 wall', ms(percentile(wall, 99)), '<= 2 ms', percentile(wall, 99) <= 2);
+  line('  p50 process CPU', ms(percentile(cpu, 50)), '', true);
+  line('  p99 process CPU', ms(percentile(cpu, 99)), '<= 2 ms', percentile(cpu, 99) <= 2);
+}
 
 const reuse: number[] = [];
 for (let i = 0; i < 100; i++) {

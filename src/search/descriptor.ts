@@ -1,5 +1,6 @@
 import type { ToolEntry } from '../catalog/index.js';
 import { splitWords, tokenize } from './tokenize.js';
+import type { SearchResult } from './types.js';
 
 /** What ranking needs about one tool: its compact descriptor as weighted terms, and the re-ranking features. */
 export interface ToolMeta {
@@ -18,6 +19,8 @@ export interface ToolMeta {
   lowerId: string;
   /** The name with separators and case removed: `listIssues`, `list-issues` and `list issues` share one key. */
   nameKey: string;
+  /** The sanitized search result, made on first use. */
+  result?: SearchResult;
 }
 
 /**

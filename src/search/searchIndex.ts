@@ -10,7 +10,7 @@ import { synonymsOf } from './synonyms.js';
 import { tokenize, tokenizeKeepingStopWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
-import type { SearchAnswer, SearchOptions, SearchSettings } from './types.js';
+import type { SearchAnswer, SearchOptions, SearchResult, SearchSettings } from './types.js';
 
 export { sourceKeyOf } from './descriptor.js';
 
@@ -53,15 +53,17 @@ export class SearchIndex {
   private readonly byNameKey = new Map<string, Set<string>>();
   private readonly byLowerId = new Map<string, string>();
   /** Owner term -> number of sources whose owner has it, and number of tools of those sources. */
-  private readonly ownerTermSources = new Map<string, number>();
+  private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
   private readonly plans = new Map<string, QueryPlan | null>();
+  private readonly expansions = new Map<string, Expansion[]>();
   // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
   private acc = new Float64Array(0);
   private coverage = new Float32Array(0);
   private matchMask = new Uint32Array(0);
   private seenAt = new Int32Array(0);
   private termSeenAt = new Int32Array(0);
+  private ownerMark = new Int32Array(0);
   private termScore = new Float32Array(0);
   private termCredit = new Float32Array(0);
   private touched = new Int32Array(0);
@@ -102,6 +104,7 @@ export class SearchIndex {
   addEntries(entries: readonly ToolEntry[]): void {
     if (entries.length === 0) return;
     this.plans.clear();
+    this.expansions.clear();
     for (const entry of entries) {
       if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
       const meta = buildMeta(entry);
@@ -112,7 +115,7 @@ export class SearchIndex {
       if (ids === undefined) {
         ids = new Set();
         this.bySource.set(meta.sourceKey, ids);
-        for (const t of meta.ownerTerms) increment(this.ownerTermSources, t, 1);
+        for (const t of meta.ownerTerms) addTo(this.ownerTermSources, t, meta.sourceKey);
       }
       ids.add(entry.id);
       for (const t of meta.ownerTerms) increment(this.ownerTermTools, t, 1);
@@ -133,6 +136,12 @@ export class SearchIndex {
     return count;
   }
 
+  /** The sanitized result of a tool, made once per indexed entry (entries are not mutated); a fresh copy each time. */
+  private resultOf(meta: ToolMeta): SearchResult {
+    meta.result ??= toSearchResult(meta.entry);
+    return { ...meta.result };
+  }
+
   private metaOf(id: string): ToolMeta | undefined {
     const slot = this.slotOf.get(id);
     return slot === undefined ? undefined : this.slots[slot];
@@ -140,6 +149,7 @@ export class SearchIndex {
 
   private removeIds(ids: readonly string[]): void {
     this.plans.clear();
+    this.expansions.clear();
     for (const id of ids) {
       const slot = this.slotOf.get(id);
       if (slot === undefined) continue;
@@ -152,7 +162,7 @@ export class SearchIndex {
       set?.delete(id);
       if (set !== undefined && set.size === 0) {
         this.bySource.delete(meta.sourceKey);
-        for (const t of meta.ownerTerms) increment(this.ownerTermSources, t, -1);
+        for (const t of meta.ownerTerms) removeFrom(this.ownerTermSources, t, meta.sourceKey);
       }
       for (const t of meta.ownerTerms) increment(this.ownerTermTools, t, -1);
       const named = this.byNameKey.get(meta.nameKey);
@@ -170,6 +180,7 @@ export class SearchIndex {
     this.matchMask = new Uint32Array(cap);
     this.seenAt = new Int32Array(cap);
     this.termSeenAt = new Int32Array(cap);
+    this.ownerMark = new Int32Array(cap);
     this.termScore = new Float32Array(cap);
     this.termCredit = new Float32Array(cap);
     this.touched = new Int32Array(cap);
@@ -189,7 +200,7 @@ export class SearchIndex {
     if (!limitChecked.ok) return limitChecked;
     const { limit, note: limitNote } = limitChecked.value;
     const ranked = this.rank(checked.value, limit);
-    const results = ranked.ids.map((id) => toSearchResult((this.metaOf(id) as ToolMeta).entry));
+    const results = ranked.ids.map((id) => this.resultOf(this.metaOf(id) as ToolMeta));
     const note = [ranked.note, limitNote].filter((n) => n !== undefined).join(' ');
     const answer: SearchAnswer = { results, matched: ranked.matched, catalogSize: this.size };
     if (note !== '') answer.note = note;
@@ -300,32 +311,14 @@ export class SearchIndex {
     const expansions: Expansion[][] = [];
     const allTerms = new Set<string>();
     for (const t of typed) {
-      const byTerm = new Map<string, Expansion>();
-      const add = (term: string, credit: number): void => {
-        const list = this.postings.get(term);
-        if (list === undefined) return;
-        const had = byTerm.get(term);
-        if (had === undefined || had.credit < credit) byTerm.set(term, { term, credit, list });
-      };
-      add(t, 1);
-      for (const syn of synonymsOf(t)) add(syn, WEIGHTS.synonym);
-      if (t.length >= 3) {
-        for (const [term, list] of this.postings.withPrefix(t, MAX_PREFIX_EXPANSIONS)) {
-          if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.prefix, list });
-        }
-      }
-      // Typos only: a word the catalog knows is matched as typed.
-      if (t.length >= 5 && this.postings.get(t) === undefined) {
-        for (const [term, list] of this.postings.near(t, 1)) if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.fuzzy, list });
-      }
-      const list = [...byTerm.values()];
+      const list = this.expand(t);
       for (const e of list) allTerms.add(e.term);
       expansions.push(list);
     }
     // Owner words that name a server: owned by few sources and rare in other tools (not "server", "search").
     const genericAt = Math.max(3, Math.ceil(this.bySource.size * 0.2));
     const ownerMentions = typed.filter((t) => {
-      const sources = this.ownerTermSources.get(t);
+      const sources = this.ownerTermSources.get(t)?.size;
       if (sources === undefined || sources >= genericAt) return false;
       const owned = this.ownerTermTools.get(t) ?? 0;
       const elsewhere = (this.postings.get(t)?.length ?? 0) - owned;
@@ -338,12 +331,41 @@ export class SearchIndex {
     return plan;
   }
 
+  /** What one typed term is searched as, memoized until the index changes (queries share their words). */
+  private expand(t: string): Expansion[] {
+    const known = this.expansions.get(t);
+    if (known !== undefined) return known;
+    const byTerm = new Map<string, Expansion>();
+    const add = (term: string, credit: number): void => {
+      const list = this.postings.get(term);
+      if (list === undefined) return;
+      const had = byTerm.get(term);
+      if (had === undefined || had.credit < credit) byTerm.set(term, { term, credit, list });
+    };
+    add(t, 1);
+    for (const syn of synonymsOf(t)) add(syn, WEIGHTS.synonym);
+    if (t.length >= 3) {
+      for (const [term, list] of this.postings.withPrefix(t, MAX_PREFIX_EXPANSIONS)) {
+        if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.prefix, list });
+      }
+    }
+    // Typos only: a word the catalog knows is matched as typed.
+    if (t.length >= 5 && this.postings.get(t) === undefined) {
+      for (const [term, list] of this.postings.near(t, 1)) if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.fuzzy, list });
+    }
+    const list = [...byTerm.values()];
+    if (this.expansions.size >= PLAN_CACHE_MAX * 4) this.expansions.clear();
+    this.expansions.set(t, list);
+    return list;
+  }
+
   /** Scores every tool matching the plan into the scratch arrays; returns how many were touched. */
   private score(q: QueryPlan): number {
     const n = this.size;
     if (this.stamp > 0x3fffffff) {
       this.seenAt.fill(0);
       this.termSeenAt.fill(0);
+      this.ownerMark.fill(0);
       this.stamp = 0;
     }
     const queryStamp = ++this.stamp;
@@ -397,16 +419,18 @@ export class SearchIndex {
     const { acc, coverage, touched } = this;
     const n = Math.max(q.topicalCount, 1);
 
-    // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
-    const depth = Math.max(RERANK_DEPTH, max);
-    const heap = new MinHeap(depth);
-    for (let k = 0; k < count; k++) {
-      const slot = touched[k] as number;
-      const share = q.topicalCount === 0 ? 1 : Math.max(Math.min((coverage[slot] as number) / n, 1), 0.05);
-      let pre = Math.sqrt(acc[slot] as number) * share;
-      if (q.ownerMentions.length > 0 && this.namesOwner(slot, q)) pre *= WEIGHTS.owner;
-      heap.offer(slot, pre);
+    // Tools of a server the query names: marked with this query's stamp.
+    const { ownerMark, queryStamp } = this;
+    if (q.ownerMentions.length > 0) {
+      for (const t of q.ownerMentions) {
+        for (const key of this.ownerTermSources.get(t) ?? []) {
+          for (const id of this.bySource.get(key) ?? []) ownerMark[this.slotOf.get(id) as number] = queryStamp;
+        }
+      }
     }
+    // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
+    const heap = new MinHeap(Math.max(RERANK_DEPTH, max));
+    selectCandidates(heap, touched, count, acc, coverage, q.topicalCount === 0 ? 0 : 1 / n, ownerMark, queryStamp);
     const top: { id: string; score: number }[] = [];
     for (let k = 0; k < heap.size; k++) {
       const slot = heap.slots[k] as number;
@@ -445,11 +469,23 @@ export class SearchIndex {
     return q.note === undefined ? out : { ...out, note: q.note };
   }
 
-  /** Does the tool in this slot belong to a server the query names? */
-  private namesOwner(slot: number, q: QueryPlan): boolean {
-    const owner = (this.slots[slot] as ToolMeta).ownerTerms;
-    for (const t of q.ownerMentions) if (owner.includes(t)) return true;
-    return false;
+}
+
+/**
+ * Offers every touched tool to the heap by its pre-score: BM25 x share of the query matched (clamped to
+ * 0.05..1; 1 when the query has no topical words) x the owner factor when the query names its server, squared
+ * (the order of sqrt(bm25) x share x owner, without a square root per tool). A plain loop over typed arrays.
+ */
+function selectCandidates(heap: MinHeap, touched: Int32Array, count: number, acc: Float64Array, coverage: Float32Array,
+  invN: number, ownerMark: Int32Array, stamp: number): void {
+  const ownerFactor = WEIGHTS.owner * WEIGHTS.owner;
+  for (let k = 0; k < count; k++) {
+    const slot = touched[k] as number;
+    let share = invN === 0 ? 1.5 : (coverage[slot] as number) * invN;
+    share = share > 1 ? 1 : share < 0.05 ? 0.05 : share;
+    let pre = (acc[slot] as number) * share * share;
+    if (ownerMark[slot] === stamp) pre *= ownerFactor;
+    if (heap.size < heap.capacity || pre > heap.min()) heap.offer(slot, pre);
   }
 }
 
@@ -459,9 +495,14 @@ class MinHeap {
   private readonly scores: Float64Array;
   size = 0;
 
-  constructor(private readonly capacity: number) {
+  constructor(readonly capacity: number) {
     this.slots = new Int32Array(capacity);
     this.scores = new Float64Array(capacity);
+  }
+
+  /** The lowest kept score (the heap must not be empty). */
+  min(): number {
+    return this.scores[0] as number;
   }
 
   offer(slot: number, score: number): void {
@@ -499,6 +540,12 @@ function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
   const set = map.get(key) ?? new Set<string>();
   set.add(id);
   map.set(key, set);
+}
+
+function removeFrom(map: Map<string, Set<string>>, key: string, value: string): void {
+  const set = map.get(key);
+  set?.delete(value);
+  if (set !== undefined && set.size === 0) map.delete(key);
 }
 
 function increment(map: Map<string, number>, key: string, by: number): void {
