@@ -29,6 +29,30 @@ export interface TurnCounter {
   status: 'running' | 'completed' | 'failed';
 }
 
+/** What a turn cost and chose, to compare direct exposure with Tool Search (issue 6 counters). */
+export interface TurnUsage {
+  turnId: string;
+  /** Bytes of the requests sent to the provider, as the front reported them at the turn's end. */
+  promptBytes?: number;
+  catalogSize?: number;
+  catalogBySource?: { openclaw: number; mcp: number; client: number };
+  /** Final calls that ran (completed) or were handed to the client (pending). */
+  callsExecuted: number;
+  /** The tools of those calls, in order. */
+  toolsSelected: Array<{ id: string; source: SourceKindSchema }>;
+}
+
+/** Session totals of the usage counters, with the per-turn rows. */
+export interface SessionUsage {
+  promptBytes: number;
+  callsExecuted: number;
+  toolsSelected: Array<{ id: string; source: SourceKindSchema }>;
+  /** The catalog of the latest turn that reported one. */
+  catalogSize?: number;
+  catalogBySource?: { openclaw: number; mcp: number; client: number };
+  perTurn: TurnUsage[];
+}
+
 /** The session log: the answers about one session, a fold over its events (so a replay gives the same). */
 export interface SessionLog {
   sessionId: string;
@@ -47,6 +71,8 @@ export interface SessionLog {
   /** tool_search_code runs. */
   codeRuns: number;
   counters: { exposedBytes: number; perTurn: TurnCounter[] };
+  /** Prompt bytes, catalog, calls executed and tools selected, per turn and for the session. */
+  usage: SessionUsage;
 }
 
 /** The fold's state: the log plus the ids already folded (a duplicate delivery changes nothing). */
@@ -68,6 +94,7 @@ export function initialSessionLog(sessionId = ''): SessionLogState {
       resultOrigins: { gateway: 0, plugin: 0, mcp: 0, client: 0 },
       codeRuns: 0,
       counters: { exposedBytes: 0, perTurn: [] },
+      usage: { promptBytes: 0, callsExecuted: 0, toolsSelected: [], perTurn: [] },
     },
     seen: new Set(),
   };
@@ -94,8 +121,19 @@ function withTotals(log: SessionLog): SessionLog {
   const resultOrigins = { gateway: 0, plugin: 0, mcp: 0, client: 0 };
   for (const c of log.finalCalls) if (c.outcome === 'ok') resultOrigins[c.origin]++;
   const perTurn = log.counters.perTurn;
+  const usageRows = log.usage.perTurn;
+  const lastCatalog = [...usageRows].reverse().find((t) => t.catalogSize !== undefined);
+  const usage: SessionUsage = {
+    promptBytes: usageRows.reduce((n, t) => n + (t.promptBytes ?? 0), 0),
+    callsExecuted: usageRows.reduce((n, t) => n + t.callsExecuted, 0),
+    toolsSelected: usageRows.flatMap((t) => t.toolsSelected),
+    ...(lastCatalog?.catalogSize === undefined ? {} : { catalogSize: lastCatalog.catalogSize }),
+    ...(lastCatalog?.catalogBySource === undefined ? {} : { catalogBySource: lastCatalog.catalogBySource }),
+    perTurn: usageRows,
+  };
   return {
     ...log,
+    usage,
     schemasUpFront: perTurn.reduce((n, t) => n + t.schemasUpFront, 0),
     searches: perTurn.reduce((n, t) => n + t.searches, 0),
     describes: perTurn.reduce((n, t) => n + t.describes, 0),
@@ -103,6 +141,18 @@ function withTotals(log: SessionLog): SessionLog {
     resultOrigins,
     counters: { exposedBytes: perTurn.reduce((n, t) => n + t.exposedBytes, 0), perTurn },
   };
+}
+
+function updateUsage(log: SessionLog, turnId: string, change: (t: TurnUsage) => TurnUsage): SessionLog {
+  const rows = log.usage.perTurn;
+  const i = rows.findIndex((t) => t.turnId === turnId);
+  const next = i < 0 ? [...rows, change({ turnId, callsExecuted: 0, toolsSelected: [] })] : rows.map((t, j) => (j === i ? change(t) : t));
+  return { ...log, usage: { ...log.usage, perTurn: next } };
+}
+
+/** A final call that ran or went to the client counts once as executed, with its tool. */
+function selectTool(log: SessionLog, turnId: string, id: string, source: SourceKindSchema): SessionLog {
+  return updateUsage(log, turnId, (t) => ({ ...t, callsExecuted: t.callsExecuted + 1, toolsSelected: [...t.toolsSelected, { id, source }] }));
 }
 
 function updateTurn(log: SessionLog, turnId: string, change: (t: TurnCounter) => TurnCounter): SessionLog {
@@ -174,7 +224,13 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
         { outcome: 'blocked', reason: `${e.data.stage}: ${e.data.reason}` },
       );
     case 'call.completed':
-      return updateCall(log, e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin }, { outcome: 'ok' });
+      return updateCall(
+        selectTool(log, e.turnId, e.data.toolId, e.data.source),
+        e.data.callId,
+        e.data.toolId,
+        { source: e.data.source, origin: e.data.origin },
+        { outcome: 'ok' },
+      );
     case 'call.failed':
       return updateCall(
         log,
@@ -184,15 +240,25 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
         { outcome: 'failed', reason: `${e.data.error.code}: ${e.data.error.message}` },
       );
     case 'call.pending':
-      return updateCall(log, e.data.callId, e.data.toolId, {});
+      return updateCall(selectTool(log, e.turnId, e.data.toolId, 'client'), e.data.callId, e.data.toolId, {});
+    case 'catalog.indexed':
+      return updateUsage(log, e.turnId, (t) => ({ ...t, catalogSize: e.data.catalogSize, catalogBySource: { ...e.data.bySource } }));
     case 'client.result.received': {
       const call = log.finalCalls.find((c) => c.callId === e.data.callId);
       if (call === undefined) return log; // a result for a call this session never requested: nothing to count
       const reason = e.data.error === undefined ? undefined : `${e.data.error.code}: ${e.data.error.message}`;
       return updateCall(log, call.callId, call.id, {}, { outcome: e.data.ok ? 'ok' : 'failed', ...(reason === undefined ? {} : { reason }) });
     }
-    case 'turn.completed':
-      return updateTurn(log, e.turnId, (t) => ({ ...t, status: 'completed' }));
+    case 'turn.completed': {
+      const c = e.data.counters;
+      const usage = updateUsage(log, e.turnId, (t) => ({
+        ...t,
+        ...(c.promptBytes === undefined ? {} : { promptBytes: c.promptBytes }),
+        catalogSize: c.catalogSize,
+        catalogBySource: { ...c.bySource },
+      }));
+      return updateTurn(usage, e.turnId, (t) => ({ ...t, status: 'completed' }));
+    }
     case 'turn.failed':
       return updateTurn(log, e.turnId, (t) => ({ ...t, status: 'failed' }));
     default:
@@ -298,5 +364,9 @@ export function formatSessionLog(log: SessionLog): string {
   }
   const o = log.resultOrigins;
   lines.push(`Results by origin: gateway ${o.gateway}, plugin ${o.plugin}, mcp ${o.mcp}, client ${o.client}`);
+  const u = log.usage;
+  const catalog = u.catalogSize === undefined ? 'unknown' : `${u.catalogSize}${u.catalogBySource === undefined ? '' : ` (openclaw ${u.catalogBySource.openclaw}, mcp ${u.catalogBySource.mcp}, client ${u.catalogBySource.client})`}`;
+  lines.push(`Prompt bytes: ${u.promptBytes}; catalog: ${catalog}; final calls executed: ${u.callsExecuted}` +
+    `${u.toolsSelected.length === 0 ? '' : ` (${u.toolsSelected.map((t) => t.id).join(', ')})`}`);
   return lines.join('\n');
 }

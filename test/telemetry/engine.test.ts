@@ -1,5 +1,6 @@
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
+import { sessionLogFrom } from '../../src/audit/index.js';
 import type { Envelope } from '../../src/bus/index.js';
 import { Attr, SpanName, rebuildTraceFromEvents, spanShapes } from '../../src/telemetry/index.js';
 import { parentName, startTurn, tracedWorld, tree, type TracedWorld } from './engineWorld.js';
@@ -114,6 +115,39 @@ describe('live engine spans follow the span model', () => {
     // The enforcer answers with the request's context, so its side of the call stays in the trace.
     expect(at('call.decided')).toBe(SpanName.call);
     expect(at('turn.completed')).toBe(SpanName.turn);
+  });
+
+  it('counters per turn and per session: the session log and the turn spans agree', async () => {
+    world = await tracedWorld({ tools: { toolSearch: { mode: 'tools' } } });
+    const clientTools = [{ name: 'show_map', description: 'Show a map of a place to the user.' }];
+    const a = await startTurn(world, { sessionId: 'u1', clientTools });
+    await a.invoke('tool_search', { query: 'add numbers' });
+    await a.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } });
+    await a.invoke('tool_call', { id: 'client:client:show_map', args: {} });
+    await a.end({ promptBytes: 1000 });
+    const b = await startTurn(world, { sessionId: 'u1', mode: 'direct' });
+    await b.invoke('echo_text', { text: 'x' });
+    await b.end({ promptBytes: 5000 });
+    const log = sessionLogFrom(await world.events('u1'));
+    const roots = world.spans().filter((s) => s.name === SpanName.turn);
+    const rootOf = (turnId: string) => roots.find((s) => s.attributes[Attr.turnId] === turnId)!.attributes;
+    expect(log.usage).toMatchObject({
+      promptBytes: 6000, callsExecuted: 3,
+      toolsSelected: [
+        { id: 'openclaw:demo:add_numbers', source: 'openclaw' }, { id: 'client:client:show_map', source: 'client' }, { id: 'openclaw:demo:echo_text', source: 'openclaw' },
+      ],
+    });
+    for (const [turn, row] of [[a, log.usage.perTurn[0]!], [b, log.usage.perTurn[1]!]] as const) {
+      const attrs = rootOf(turn.turnId);
+      expect(row.turnId).toBe(turn.turnId);
+      expect(attrs[Attr.promptBytes]).toBe(row.promptBytes);
+      expect(attrs[Attr.catalogSize]).toBe(row.catalogSize);
+      expect(attrs[Attr.catalogClient]).toBe(row.catalogBySource?.client);
+      expect(attrs[Attr.callsExecuted]).toBe(row.callsExecuted);
+      expect(attrs[Attr.toolsSelected]).toEqual(row.toolsSelected.map((t) => t.id));
+    }
+    expect(log.usage.perTurn[0]!.catalogBySource).toMatchObject({ client: 1 });
+    expect(rootOf(a.turnId)[Attr.exposedBytes]).toBeLessThan(rootOf(b.turnId)[Attr.exposedBytes] as number);
   });
 
   it('a turn failed by its caller: the execute span and the turn carry the code; two turns are two traces', async () => {
