@@ -54,7 +54,8 @@ export function sourceKeyOf(entry: ToolEntry): string {
 /** Builds the compact descriptor and ranking metadata of one entry. Pure: no I/O. */
 export function buildMeta(entry: ToolEntry): ToolMeta {
   const nameTerms = tokenizeMemo(entry.name);
-  const ownerTerms = unique(tokenizeMemo(entry.owner === entry.sourceName ? entry.owner : `${entry.owner} ${entry.sourceName}`));
+  const ownerText = entry.owner === entry.sourceName ? entry.owner : `${entry.owner} ${entry.sourceName}`;
+  const ownerTerms = unique(tokenizeMemo(ownerText).concat(brandAliases(ownerText)));
   const labelTerms = entry.label === undefined || entry.label === '' ? [] : tokenizeMemo(entry.label);
   const description = typeof entry.description === 'string' ? entry.description.slice(0, DESCRIPTION_CHARS) : '';
   const cut = firstSentenceEnd(description);
@@ -96,6 +97,25 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     lowerId: entry.id.toLowerCase(),
     nameKey: splitWords(entry.name).join(''),
   };
+}
+
+/** Two-consonant openings of English words: a name starting with any other pair may be a brand prefix. */
+const ONSETS = new Set(['bl', 'br', 'ch', 'cl', 'cr', 'dr', 'dw', 'fl', 'fr', 'gh', 'gl', 'gn', 'gr', 'kn', 'kr', 'ph', 'pl',
+  'pn', 'pr', 'ps', 'qu', 'rh', 'sc', 'sh', 'sk', 'sl', 'sm', 'sn', 'sp', 'sq', 'st', 'sv', 'sw', 'th', 'tr', 'ts', 'tw', 'wh', 'wr']);
+const VOWELS = new Set(['a', 'e', 'i', 'o', 'u', 'y']);
+
+/**
+ * Words a server name stands for behind a one-letter brand prefix: gmail -> mail, gdrive -> drive (a first
+ * letter that cannot open an English word with the second). Pure: no I/O.
+ */
+export function brandAliases(ownerText: string): string[] {
+  const out: string[] = [];
+  for (const w of splitWords(ownerText)) {
+    if (w.length < 5 || VOWELS.has(w[0] as string) || VOWELS.has(w[1] as string) || ONSETS.has(w.slice(0, 2))) continue;
+    if (/\d/.test(w)) continue;
+    out.push(...tokenize(w.slice(1)));
+  }
+  return out;
 }
 
 /** Adds one field's BM25+ term scores (times the field's boost) to the tool's term scores. */

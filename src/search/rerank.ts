@@ -46,6 +46,8 @@ export const WEIGHTS = Object.freeze({
   /** Credit of a longer word the typed word starts (a prefix match), and of a typo fix. */
   prefix: 0.3,
   fuzzy: 0.2,
+  /** Credit of the listing and getting verbs added to a request that names no action. */
+  implicit: 0.3,
 });
 
 /**

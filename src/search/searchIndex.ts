@@ -6,8 +6,8 @@ import type { ToolMeta } from './descriptor.js';
 import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
-import { synonymsOf } from './synonyms.js';
-import { tokenize, tokenizeKeepingStopWords } from './tokenize.js';
+import { hasActionVerb, IDIOMS, RETRIEVAL_VERBS, synonymsOf } from './synonyms.js';
+import { splitWords, stem, tokenize, tokenizeKeepingStopWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
 import type { SearchAnswer, SearchOptions, SearchResult, SearchSettings } from './types.js';
@@ -300,14 +300,23 @@ export class SearchIndex {
   }
 
   private makePlan(query: string): QueryPlan | null {
-    let typed = unique(tokenize(query));
+    let typed = tokenize(query);
     let note: string | undefined;
     if (typed.length === 0) {
-      typed = unique(tokenizeKeepingStopWords(query));
+      typed = tokenizeKeepingStopWords(query);
       if (typed.length === 0) return null;
       note = 'The query has only very common words; results may be weak. Name the action and the object, e.g. "create issue".';
     }
-    typed = typed.slice(0, 32); // one bit per typed term in the match mask
+    // Idioms ("how many" -> count) and words the catalog writes as one ("to do" -> todo, "web hook" -> webhook).
+    const words = splitWords(query);
+    for (let i = 0; i + 1 < words.length; i++) {
+      const a = words[i] as string;
+      const b = words[i + 1] as string;
+      for (const [idiom, term] of IDIOMS) if (idiom[0] === a && idiom[1] === b) typed.push(...tokenize(term));
+      const joined = stem(a + b);
+      if (a.length + b.length >= 5 && this.postings.get(joined) !== undefined) typed.push(joined);
+    }
+    typed = unique(typed).slice(0, 30); // one bit per typed term in the match mask, two kept for implicit verbs
     const expansions: Expansion[][] = [];
     const allTerms = new Set<string>();
     for (const t of typed) {
@@ -326,6 +335,17 @@ export class SearchIndex {
     });
     const topical = typed.map((t) => !ownerMentions.includes(t));
     const topicalCount = topical.filter((x) => x).length;
+    // A request without an action verb asks for information: listing and getting tools gain a little.
+    if (note === undefined && !hasActionVerb(typed)) {
+      for (const term of RETRIEVAL_VERBS) {
+        const list = this.postings.get(term);
+        if (list === undefined || typed.includes(term)) continue;
+        typed.push(term);
+        topical.push(false);
+        expansions.push([{ term, credit: WEIGHTS.implicit, list }]);
+        allTerms.add(term);
+      }
+    }
     const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms };
     if (note !== undefined) plan.note = note;
     return plan;
