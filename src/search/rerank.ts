@@ -19,6 +19,8 @@ export interface QueryPlan {
   topicalCount: number;
   /** Typed terms that name a server (an owner word specific to a few sources and rare elsewhere). */
   ownerMentions: readonly string[];
+  /** typed[implicitFrom..] were added (verbs implied by a request without one): they match no tool on their own. */
+  implicitFrom: number;
   /** Every expansion term, for "how much of its name does the query explain". */
   allTerms: ReadonlySet<string>;
   note?: string;

@@ -336,6 +336,7 @@ export class SearchIndex {
     const topical = typed.map((t) => !ownerMentions.includes(t));
     const topicalCount = topical.filter((x) => x).length;
     // A request without an action verb asks for information: listing and getting tools gain a little.
+    const implicitFrom = typed.length;
     if (note === undefined && !hasActionVerb(typed)) {
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
@@ -346,7 +347,7 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms };
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms, implicitFrom };
     if (note !== undefined) plan.note = note;
     return plan;
   }
@@ -414,10 +415,12 @@ export class SearchIndex {
         }
       }
       const topical = q.topical[i] === true;
+      const implicit = i >= q.implicitFrom;
       const bit = 1 << i;
       for (let k = 0; k < termCount; k++) {
         const slot = termTouched[k] as number;
         if (seenAt[slot] !== queryStamp) {
+          if (implicit) continue; // implicit verbs only reorder tools the typed words found
           seenAt[slot] = queryStamp;
           acc[slot] = 0;
           coverage[slot] = 0;
