@@ -351,8 +351,10 @@ class NatsBusImpl implements NatsBus {
       await ensured;
       if (stopped) return;
       const consumer = await this.#js.consumers.get(stream, name);
-      // One message per pull: members of the group take turns instead of one hoarding a batch.
-      messages = await consumer.consume({ max_messages: 1 });
+      // One message per pull: members of the group take turns instead of one hoarding a batch. Pulls expire after
+      // 5 s (heartbeats every 2.5 s) so a consumer whose leader moved (a cluster node stopped) is re-pulled within
+      // seconds instead of the default 30 s, well inside a turn's decision bound.
+      messages = await consumer.consume({ max_messages: 1, expires: 5000 });
       if (stopped) {
         messages.stop();
         return;
