@@ -161,3 +161,55 @@ describe('SearchIndex maintenance', () => {
     expect(idx.get('mcp:jira:create_ticket')).toBeUndefined();
   });
 });
+
+describe('SearchIndex query understanding', () => {
+  it('prefers listing tools for a request that names no action', () => {
+    // No verb: "what events ... tomorrow" asks for information, so list-events beats the other event tools.
+    expect(ids('what calendar events are there tomorrow')[0]).toBe('mcp:calendar:list-events');
+    // With a verb the verb decides.
+    expect(ids('delete the calendar event tomorrow')[0]).toBe('mcp:calendar:delete-event');
+  });
+
+  it('lets implied verbs reorder matches but never match a tool on their own', () => {
+    expect(answer('zzqqxxyy').matched).toBe(0);
+    expect(index.rankIds('qqzzyy widgets')).toEqual([]);
+  });
+
+  it('joins two typed words the catalog writes as one, and reads "how many" as count', () => {
+    const idx = new SearchIndex([
+      ...fixtureEntries(),
+      mcpTool('tasks', ['add_todo', 'Add an item to the todo list', ['title']]),
+      mcpTool('tasks', ['add_note', 'Add a note to the notebook', ['title']]),
+      mcpTool('db', ['count', 'Count the documents of a collection matching a filter', ['collection']]),
+      mcpTool('db', ['find', 'Find documents in a collection', ['collection', 'filter']]),
+    ]);
+    expect(idx.rankIds('add something to my to do list')[0]).toBe('mcp:tasks:add_todo');
+    expect(idx.rankIds('how many documents are in the collection')[0]).toBe('mcp:db:count');
+  });
+
+  it('matches a server named with a one-letter brand prefix by the word behind it', () => {
+    const idx = new SearchIndex([
+      ...fixtureEntries(),
+      mcpTool('gmail', ['send_message', 'Sends a new message', ['to', 'body']]),
+      mcpTool('sentry', ['send_message', 'Sends a new message to the on-call team', ['team']]),
+    ]);
+    expect(idx.rankIds('send a mail message')[0]).toBe('mcp:gmail:send_message');
+  });
+
+  it('ranks the same after an incremental update as after a rebuild', () => {
+    const entries = fixtureEntries();
+    const updated = new SearchIndex(entries.filter((e) => e.owner !== 'slack'));
+    updated.addEntries(entries.filter((e) => e.owner === 'slack'));
+    const rebuilt = new SearchIndex(entries);
+    for (const q of ['post a message', 'list issues', 'get channel history', 'create a new file', 'users of the workspace']) {
+      expect(updated.rankIds(q)).toEqual(rebuilt.rankIds(q));
+    }
+  });
+
+  it('explains a ranking with the typed terms each tool matched', () => {
+    const [top] = index.explain('take a screenshot', 1);
+    expect(top?.id).toBe('mcp:browser:browser_take_screenshot');
+    expect(top?.matched).toEqual(expect.arrayContaining(['take', 'screenshot']));
+    expect(top?.factor).toBeGreaterThan(0);
+  });
+});
