@@ -87,8 +87,8 @@ export function createEngine(opts: EngineOptions): Engine {
     const tt = startTurnTrace(opts.telemetry, facts.sessionId, turnId);
     if (tt !== undefined) {
       ts.trace = tt;
-      ts.events.tracing = { headers: () => tt.headers(), observe: (e) => tt.observe(e) };
-      ts.answers.observe = (e) => tt.observe(e);
+      ts.events.tracing = tt;
+      ts.answers.observe = (e) => { tt.observe(e); };
     }
 
     const pendingSteps = new Map<string, (r: StepResult) => void>();

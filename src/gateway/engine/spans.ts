@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { trace, type Context, type Span } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import type { Envelope } from '../../bus/index.js';
 import type { EventOf } from '../../events/index.js';
 import {
@@ -22,7 +22,6 @@ import {
   resolvePolicySpanFacts,
   searchSpanFacts,
   sourceSpanFacts,
-  spanOf,
   turnSpanFacts,
   type CallEnd,
   type CodeEnd,
@@ -37,27 +36,33 @@ import {
  * engine wraps each piece of real work (phase, search, describe, call, code run) in `traced`, and the turn's
  * TurnTrace sees every event the turn publishes or receives (`observe`). A span's attributes come only from the
  * `*SpanFacts` functions applied to those events, so the live trace and the one rebuilt from the events agree in
- * names, parents and attributes. Which span an event belongs to: the span active (this turn's scope) when the
- * event was published for the event that opens an id (`call.requested`, `code.requested`, `search.performed`,
- * `describe.performed`), then the id (`callId`, `codeRunId`, `approvalId`) for everything after it.
+ * names, parents and attributes. Which span an event belongs to is read from the event itself, never from an
+ * async context (no AsyncLocalStorage: it would slow every promise of the process, and a sandbox bridge callback
+ * runs in whatever context its child process was started in): a phase's event goes to that phase; an event that
+ * opens an id (`call.requested`, `code.requested`) or a search/describe goes to the oldest running span of its
+ * kind under the parent the event names (the code run of `data.codeRunId`, else execute); everything after
+ * goes by id (`callId`, `codeRunId`, `approvalId`). The span an event belongs to is also the one its `trace`
+ * headers name, so an actor in another process can continue the trace from the event.
  */
 
 type PhaseName = typeof SpanName.resolvePolicy | typeof SpanName.listSources | typeof SpanName.index | typeof SpanName.expose;
 type WorkName = typeof SpanName.search | typeof SpanName.describe | typeof SpanName.call | typeof SpanName.code;
 export type TracedName = PhaseName | WorkName;
 
-const PHASE_EVENT: Record<PhaseName, string> = {
-  [SpanName.resolvePolicy]: 'policy.resolved',
-  [SpanName.listSources]: 'sources.listed',
-  [SpanName.index]: 'catalog.indexed',
-  [SpanName.expose]: 'tools.exposed',
+const PHASE_OF_EVENT: Readonly<Record<string, PhaseName>> = {
+  'policy.resolved': SpanName.resolvePolicy,
+  'sources.listed': SpanName.listSources,
+  'catalog.indexed': SpanName.index,
+  'tools.exposed': SpanName.expose,
 };
-const isPhase = (name: TracedName): name is PhaseName => Object.hasOwn(PHASE_EVENT, name);
+const PHASES: ReadonlySet<string> = new Set(Object.values(PHASE_OF_EVENT));
+const isPhase = (name: TracedName): name is PhaseName => PHASES.has(name);
 
 /** One live span of the turn and the events it is built from. */
 interface Rec {
   name: TracedName;
   span: Span;
+  parent: Span;
   /** performance.now() at start (source spans start with their listSources). */
   startedAt: number;
   ended: boolean;
@@ -67,7 +72,7 @@ interface Rec {
   end?: Envelope;
   /** performance.now() of the last event of this call (a hook span starts there). */
   lastAt: number;
-  approvals: Map<string, { span: Span; requested: EventOf<'approval.requested'> }>;
+  approvals?: Map<string, { span: Span; requested: EventOf<'approval.requested'> }>;
 }
 
 const now = (): number => performance.now();
@@ -75,15 +80,15 @@ const now = (): number => performance.now();
 /** The traced pieces of one turn: root span, phases, execute, and the work under it. */
 export class TurnTrace {
   readonly turn: Span;
-  readonly turnCtx: Context;
-  readonly traceId: string;
   execute: Span | undefined;
-  private readonly recs = new WeakMap<Span, Rec>();
+  /** Spans started and not yet given their opening event, oldest first. */
+  private readonly waiting: Rec[] = [];
+  private readonly running = new Set<Rec>();
   private readonly calls = new Map<string, Rec>();
   private readonly codes = new Map<string, Rec>();
-  private readonly running = new Set<Rec>();
   private readonly events: Envelope[] = [];
   private readonly answers = new Set<string>();
+  private readonly headerCache = new WeakMap<Span, TraceHeaders | undefined>();
   private started: EventOf<'turn.started'> | undefined;
   private exposed: EventOf<'tools.exposed'> | undefined;
   private end: TurnEnd | undefined;
@@ -95,8 +100,6 @@ export class TurnTrace {
     readonly turnId: string,
   ) {
     this.turn = telemetry.startSpan(SpanName.turn, {}, { parent: null });
-    this.turnCtx = trace.setSpan(telemetry.activeContext(), this.turn);
-    this.traceId = this.turn.spanContext().traceId;
   }
 
   /** The span work hangs under when the caller names none: execute once tools are exposed, else the turn. */
@@ -104,27 +107,24 @@ export class TurnTrace {
     return this.execute ?? this.turn;
   }
 
-  /** The span of this turn active in scope now, else the turn: what an event's `trace` names. */
-  private activeSpan(): Span {
-    const s = spanOf(this.telemetry.activeContext());
-    return s !== undefined && s.spanContext().traceId === this.traceId ? s : this.turn;
+  /** W3C headers of a span (`envelope.trace`), computed once per span. */
+  private headersOf(span: Span): TraceHeaders | undefined {
+    if (this.headerCache.has(span)) return this.headerCache.get(span);
+    const h = injectTraceHeaders(span);
+    this.headerCache.set(span, h);
+    return h;
   }
 
-  /** W3C headers of the span active when an event is published (`envelope.trace`). */
-  headers(): TraceHeaders | undefined {
-    return injectTraceHeaders(this.activeSpan());
-  }
-
-  /** Starts a span for a piece of work; `fn` runs with it active in this turn's scope. */
+  /** Starts a span for a piece of work and ends it, with its facts, when `fn` settles. */
   async run<T>(name: TracedName, parent: Span | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
     const p = parent ?? (isPhase(name) ? this.turn : this.workParent());
     const span = this.telemetry.startSpan(name, {}, { parent: p });
-    const rec: Rec = { name, span, startedAt: now(), ended: false, lastAt: now(), approvals: new Map() };
-    this.recs.set(span, rec);
+    const t = now();
+    const rec: Rec = { name, span, parent: p, startedAt: t, ended: false, lastAt: t };
     this.running.add(rec);
-    const ctx = trace.setSpan(this.telemetry.activeContext(), span);
+    this.waiting.push(rec);
     try {
-      return await this.telemetry.runInContext(ctx, () => fn(span));
+      return await fn(span);
     } catch (err) {
       if (!isPhase(name)) markError(span, errorCodeOf(err));
       throw err;
@@ -133,69 +133,82 @@ export class TurnTrace {
     }
   }
 
-  /** Takes one event of this turn (published by it, or an answer it received) into the spans it shapes. */
-  observe(e: Envelope): void {
-    if (this.done) return;
+  /** The oldest running span of `name` under `parent` still waiting for its opening event; it takes `e`. */
+  private claim(name: TracedName, parent: Span | undefined, e: Envelope): Rec | undefined {
+    const i = this.waiting.findIndex((r) => r.name === name && (parent === undefined || r.parent === parent));
+    if (i < 0) return undefined;
+    const rec = this.waiting[i]!;
+    this.waiting.splice(i, 1);
+    rec.event = e;
+    return rec;
+  }
+
+  /** The parent a search/describe/call/code event names: its code run's span, else execute, else the turn. */
+  private parentNamed(codeRunId: unknown): Span {
+    return (typeof codeRunId === 'string' ? this.codes.get(codeRunId)?.span : undefined) ?? this.workParent();
+  }
+
+  /**
+   * Takes one event of this turn (published by it, or an answer it received) into the spans it shapes, and
+   * answers the W3C headers of the span it belongs to (for `envelope.trace`).
+   */
+  observe(e: Envelope): TraceHeaders | undefined {
+    if (this.done) return undefined;
     if (e.type === 'call.decided' || e.type === 'approval.resolved') {
       // Answers arrive through the bus subscription and, when this turn published them, through the publisher too.
-      if (this.answers.has(e.id)) return;
+      if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
     }
     this.events.push(e);
     const t = now();
-    const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown; approvalId?: unknown };
+    const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
+    const phase = PHASE_OF_EVENT[e.type];
+    if (phase !== undefined) {
+      const rec = this.claim(phase, undefined, e);
+      if (e.type === 'tools.exposed') {
+        this.exposed = e as EventOf<'tools.exposed'>;
+        this.execute ??= this.telemetry.startSpan(SpanName.execute, {}, { parent: this.turn });
+      }
+      return this.headersOf(rec?.span ?? this.turn);
+    }
     switch (e.type) {
       case 'turn.started':
         this.started = e as EventOf<'turn.started'>;
-        return;
+        return this.headersOf(this.turn);
       case 'turn.completed':
       case 'turn.failed':
         this.end ??= e as TurnEnd;
-        return;
-      case 'tools.exposed':
-        this.exposed = e as EventOf<'tools.exposed'>;
-        this.execute ??= this.telemetry.startSpan(SpanName.execute, {}, { parent: this.turn });
-        this.phaseEvent(e);
-        return;
-      case 'policy.resolved':
-      case 'sources.listed':
-      case 'catalog.indexed':
-        this.phaseEvent(e);
-        return;
+        return this.headersOf(this.turn);
       case 'search.performed':
       case 'describe.performed': {
-        const rec = this.activeRec(e.type === 'search.performed' ? SpanName.search : SpanName.describe);
-        if (rec !== undefined) rec.event ??= e;
-        return;
+        const rec = this.claim(e.type === 'search.performed' ? SpanName.search : SpanName.describe, this.parentNamed(data.codeRunId), e);
+        return this.headersOf(rec?.span ?? this.workParent());
       }
       case 'code.requested': {
-        const rec = this.activeRec(SpanName.code);
-        if (rec !== undefined && typeof data.codeRunId === 'string') {
-          rec.event = e;
-          this.codes.set(data.codeRunId, rec);
-        }
-        return;
+        const rec = this.claim(SpanName.code, undefined, e);
+        if (rec === undefined || typeof data.codeRunId !== 'string') return this.headersOf(this.workParent());
+        this.codes.set(data.codeRunId, rec);
+        return this.headersOf(rec.span);
       }
+      case 'code.bridge.requested':
       case 'code.settled':
       case 'code.timedOut': {
         const rec = typeof data.codeRunId === 'string' ? this.codes.get(data.codeRunId) : undefined;
-        if (rec !== undefined) rec.end ??= e;
-        return;
+        if (rec !== undefined && e.type !== 'code.bridge.requested') rec.end ??= e;
+        return this.headersOf(rec?.span ?? this.workParent());
       }
       case 'call.requested': {
-        const rec = this.activeRec(SpanName.call);
-        if (rec !== undefined && typeof data.callId === 'string') {
-          rec.event = e;
-          rec.lastAt = t;
-          this.calls.set(data.callId, rec);
-        }
-        return;
+        const rec = this.claim(SpanName.call, this.parentNamed(data.codeRunId), e);
+        if (rec === undefined || typeof data.callId !== 'string') return this.headersOf(this.workParent());
+        rec.lastAt = t;
+        this.calls.set(data.callId, rec);
+        return this.headersOf(rec.span);
       }
       default:
         break;
     }
     const call = typeof data.callId === 'string' ? this.calls.get(data.callId) : undefined;
-    if (call === undefined) return;
+    if (call === undefined) return this.headersOf(this.turn);
     const previous = call.lastAt;
     call.lastAt = t;
     switch (e.type) {
@@ -205,17 +218,17 @@ export class TurnTrace {
       case 'approval.requested': {
         const requested = e as EventOf<'approval.requested'>;
         const span = this.telemetry.startSpan(SpanName.approval, {}, { parent: call.span });
-        call.approvals.set(requested.data.approvalId, { span, requested });
-        break;
+        (call.approvals ??= new Map()).set(requested.data.approvalId, { span, requested });
+        return this.headersOf(span);
       }
       case 'approval.resolved': {
         const resolved = e as EventOf<'approval.resolved'>;
-        const a = call.approvals.get(resolved.data.approvalId);
+        const a = call.approvals?.get(resolved.data.approvalId);
         if (a === undefined) break;
-        call.approvals.delete(resolved.data.approvalId);
+        call.approvals!.delete(resolved.data.approvalId);
         applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested, resolved }));
         a.span.end();
-        break;
+        return this.headersOf(a.span);
       }
       case 'hook.ran': {
         const span = this.telemetry.startSpan(SpanName.hook, {}, { parent: call.span, startTime: previous });
@@ -232,23 +245,13 @@ export class TurnTrace {
       default:
         break;
     }
-  }
-
-  /** The running span of this kind active in this turn's scope (the one whose work published the event). */
-  private activeRec(name: WorkName): Rec | undefined {
-    const s = spanOf(this.telemetry.activeContext());
-    const rec = s === undefined ? undefined : this.recs.get(s);
-    return rec !== undefined && rec.name === name && !rec.ended ? rec : undefined;
-  }
-
-  private phaseEvent(e: Envelope): void {
-    for (const rec of this.running) {
-      if (isPhase(rec.name) && PHASE_EVENT[rec.name] === e.type) rec.event = e;
-    }
+    return this.headersOf(call.span);
   }
 
   private finish(rec: Rec): void {
     if (rec.ended) return;
+    const w = this.waiting.indexOf(rec);
+    if (w >= 0) this.waiting.splice(w, 1);
     const span = rec.span;
     switch (rec.name) {
       case SpanName.resolvePolicy:
@@ -271,11 +274,11 @@ export class TurnTrace {
           applySpanFacts(span, callSpanFacts({ requested, decided: rec.decided, end: rec.end as CallEnd | undefined }));
           this.calls.delete(requested.data.callId);
         }
-        for (const a of rec.approvals.values()) {
+        for (const a of rec.approvals?.values() ?? []) {
           applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested }));
           a.span.end();
         }
-        rec.approvals.clear();
+        rec.approvals?.clear();
         break;
       }
       case SpanName.code: {
@@ -293,7 +296,6 @@ export class TurnTrace {
     this.running.delete(rec);
     span.end();
   }
-
   private endPhase(rec: Rec): void {
     const e = rec.event!;
     switch (rec.name) {
@@ -332,6 +334,7 @@ export class TurnTrace {
   endTurn(): void {
     if (this.done) return;
     this.done = true;
+    this.waiting.length = 0;
     const end = this.end;
     for (const rec of [...this.running]) {
       if (!isPhase(rec.name)) continue;

@@ -12,8 +12,8 @@ export class TurnPublisher {
   /** Events published by this turn (ids), for tests and counters. */
   count = 0;
   trace: Record<string, string> | undefined;
-  /** Live tracing: the `trace` headers of the span active at publish time, and the span builder's view of each event. */
-  tracing: { headers(): Record<string, string> | undefined; observe(e: Envelope): void } | undefined;
+  /** Live tracing: sees each event before it is published and names the span it belongs to (`envelope.trace`). */
+  tracing: { observe(e: Envelope): Record<string, string> | undefined } | undefined;
 
   constructor(
     private readonly bus: EventBus,
@@ -34,13 +34,13 @@ export class TurnPublisher {
       seq = ++this.seq;
       if (opts.reserveAnswer === true) this.seq++;
     }
-    const trace = this.tracing?.headers() ?? this.trace;
     const event = makeEnvelope({
       type, sessionId: this.sessionId, turnId: this.turnId, seq, at: this.now(), causationId, data, id: this.newId(),
-      ...(trace === undefined ? {} : { trace }),
+      ...(this.trace === undefined ? {} : { trace: this.trace }),
     });
     // Seen by the trace before the bus delivers it, so answers published in reaction come after it.
-    this.tracing?.observe(event);
+    const headers = this.tracing?.observe(event);
+    if (headers !== undefined) event.trace = headers;
     await this.bus.publish(event);
     this.count++;
     return event;
