@@ -8,7 +8,8 @@ import type { ExposureMode } from '../expose/index.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { createTelemetry, type Telemetry } from '../telemetry/index.js';
-import { createEngine, type Engine } from './engine/index.js';
+import type { Engine } from './engine/index.js';
+import { startRoleServices } from './roles/index.js';
 import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from './httpFront.js';
 import { startMockProvider, type MockProvider } from './mockProvider.js';
 import { createProviderClient, redactUrl } from './providerClient.js';
@@ -46,6 +47,11 @@ export interface StartGatewayOptions {
   includeConfig?: boolean;
   /** Run one turn at start-up to start the MCP servers and build the index, reporting counts (default false). */
   warmUp?: boolean;
+  /**
+   * `all` (default): every actor in this process. `gateway` (needs `nats`): turns and the front here, policy
+   * decisions from `serve --role policy` and code runs on `serve --role sandbox` processes.
+   */
+  role?: 'all' | 'gateway';
   /** Human-readable progress lines (never secrets). */
   onProgress?: (line: string) => void;
   /** Loop progress of every turn. */
@@ -127,7 +133,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     // Sandbox, only when turns run in code mode.
     let sandbox: Sandbox | undefined;
-    if (mode === 'code') {
+    if (mode === 'code' && (opts.role ?? 'all') === 'all') {
       const s = createSandbox({
         poolSize: config.sandbox.poolSize, maxOldSpaceMb: config.sandbox.maxOldSpaceMb, requireIsolation: config.sandbox.requireIsolation,
         maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
@@ -154,13 +160,19 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     const staticTools = statics.value.parts.reduce((n, p) => n + p.entries.length, 0);
     say(`sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`);
 
-    const engine = createEngine({
-      config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
-      ...(sandbox !== undefined ? { sandbox } : {}),
-      ...(telemetry !== undefined ? { telemetry } : {}),
-      ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
+    // The turn engine through the deployment roles (src/gateway/roles): `all` runs its own policy enforcer and
+    // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. The front
+    // publishes its own session events, so the session event consumer stays off here.
+    const services = await startRoleServices({
+      role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: false, sandbox: sandbox ?? false, onProgress: say,
+      engineOptions: {
+        staticSources: statics.value, includeConfigMcp: includeConfig,
+        ...(telemetry !== undefined ? { telemetry } : {}),
+        ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
+      },
     });
-    closers.push(() => engine.close());
+    closers.push(() => services.close());
+    const engine = services.engine!;
 
     if (opts.warmUp === true) await warmUp(engine, bus, config, includeConfig, say);
 

@@ -1,9 +1,11 @@
-import { loadConfig } from '../../config/index.js';
+import { loadConfig, type ResolvedConfig } from '../../config/index.js';
+import { openNatsBus } from '../../bus/index.js';
+import { startRoleServices } from '../../gateway/roles/index.js';
 import { startGateway, DEFAULT_GATEWAY_PORT } from '../../gateway/serve.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
-export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--config F] [--nats URL] [--log FILE] [--provider URL] [--role all|gateway]
+export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--config F] [--nats URL] [--log FILE] [--provider URL] [--role all|gateway|policy|sandbox]
 
 Serves the OpenAI-compatible gateway on 127.0.0.1: POST /v1/chat/completions (plain and stream: true),
 GET /v1/models, GET /healthz. Each request is a turn: the exposed tools go to the upstream provider, the
@@ -19,11 +21,48 @@ put "target=<tool name>" in the message to see a real tool call.
                   provider.apiKey, TOOLSEARCH_PROVIDER_API_KEY or OPENAI_API_KEY
   --catalog PATH  add MCP tools/list snapshot files or folders to the catalog; repeatable
   --plugin FILE   add a plugin module; repeatable
-  --role R        all (default) or gateway: this process runs the turns
+  --role R        all (default): everything in this process. With --nats, split across processes:
+                  gateway (turns and the HTTP front), policy (policy enforcement), sandbox (code runs);
+                  several of each share the work. See them with toolsearch status --nats URL.
 
 Request headers: x-toolsearch-session (session id; default a new one, returned in the response),
 x-toolsearch-agent and x-toolsearch-profile (policy; default "default").
 Runs until SIGINT or SIGTERM, then closes every session, MCP server and child process.`;
+
+/** Until SIGINT or SIGTERM; returns the signal's name. */
+function untilSignal(): Promise<string> {
+  return new Promise<string>((resolve) => {
+    const stop = (s: NodeJS.Signals): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve(s);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
+/** `serve --role policy|sandbox`: only that role's actors on NATS, no HTTP front, until a signal. */
+async function serveActorRole(role: 'policy' | 'sandbox', url: string, config: ResolvedConfig, io: CliIo): Promise<number> {
+  let bus;
+  try {
+    bus = await openNatsBus({
+      servers: url.split(',').map((u) => u.trim()).filter((u) => u !== ''), name: `toolsearch-${role}`,
+      replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000,
+    });
+  } catch (err) {
+    io.stderr(`gateway.busUnavailable: ${err instanceof Error ? err.message : String(err)}`);
+    return EXIT_FAILED;
+  }
+  const services = await startRoleServices({ role, bus, config, cwd: io.cwd, onProgress: (l) => io.stderr(l), onError: (m) => io.stderr(`warning: ${m}`) });
+  await bus.ready();
+  io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${url}`);
+  const signal = await untilSignal();
+  io.stderr(`${signal}: stopping the ${role} actor`);
+  await services.close();
+  await bus.close();
+  return EXIT_OK;
+}
 
 /** `toolsearch serve`: runs the gateway until SIGINT/SIGTERM. */
 export const serveCommand: Command = {
@@ -41,12 +80,12 @@ export const serveCommand: Command = {
     }
     const v = parsed.value.values;
     const role = str(v['role']) ?? 'all';
-    if (role === 'policy' || role === 'sandbox') {
-      io.stderr(`serve: --role ${role} is not available yet: run --role all (or gateway), which runs policy enforcement and code runs in this process.`);
+    if (role !== 'all' && role !== 'gateway' && role !== 'policy' && role !== 'sandbox') {
+      io.stderr(`serve: unknown --role "${role}": use all, gateway, policy or sandbox.`);
       return EXIT_USAGE;
     }
-    if (role !== 'all' && role !== 'gateway') {
-      io.stderr(`serve: unknown --role "${role}": use all, gateway, policy or sandbox.`);
+    if (role !== 'all' && str(v['nats']) === undefined && !io.env['NATS_URL']?.trim()) {
+      io.stderr(`serve: --role ${role} needs NATS (--nats URL or NATS_URL): the other roles run in other processes. Without NATS use --role all.`);
       return EXIT_USAGE;
     }
     const portText = str(v['port']) ?? io.env['PORT'];
@@ -66,11 +105,13 @@ export const serveCommand: Command = {
     for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
     io.stderr(loaded.value.path === undefined ? 'config: none found, using defaults' : `config: ${loaded.value.path}`);
     const nats = str(v['nats']) ?? (io.env['NATS_URL']?.trim() || undefined);
+    if ((role === 'policy' || role === 'sandbox') && nats !== undefined) return serveActorRole(role, nats, loaded.value.config, io);
 
     const started = await startGateway({
       config: loaded.value.config, cwd: io.cwd, env: io.env, warmUp: true,
       ...(port !== undefined ? { port } : {}),
       ...(nats !== undefined ? { nats } : {}),
+      role: role === 'gateway' ? 'gateway' : 'all',
       ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
       ...(str(v['provider']) !== undefined ? { providerUrl: str(v['provider']) as string } : {}),
       catalogPaths: strs(v['catalog']), pluginFiles: strs(v['plugin']),

@@ -22,9 +22,11 @@ export interface RoleServicesOptions {
   cwd: string;
   /**
    * What the engine needs beyond bus and config (gateway and all): static sources, includeConfigMcp, telemetry,
-   * mode... `sandbox` here is used as the local sandbox of role `all`; role gateway always runs code remotely.
+   * mode... The sandbox comes from `sandbox` (all) or the sandbox role over the bus (gateway).
    */
-  engineOptions?: Omit<EngineOptions, 'bus' | 'config' | 'startEnforcer'>;
+  engineOptions?: Omit<EngineOptions, 'bus' | 'config' | 'startEnforcer' | 'sandbox'>;
+  /** The local sandbox of roles all and sandbox (default: one created from the config; false: none, so role all runs no runner). */
+  sandbox?: Sandbox | false;
   /** Consume Gateway session events (`gateway.session.>`, queue group `gateway`) with the engine (default true). */
   sessionEvents?: boolean;
   /** The actor id announced for `toolsearch status` (default `<hostname-less pid>-<random>`). */
@@ -92,8 +94,8 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
     }
 
     let sandbox: Sandbox | undefined;
-    if (role === 'sandbox' || role === 'all') {
-      const given = opts.engineOptions?.sandbox;
+    if (role === 'sandbox' || (role === 'all' && opts.sandbox !== false)) {
+      const given = opts.sandbox === false ? undefined : opts.sandbox;
       const s = given ?? localSandbox(config);
       if (given === undefined) closers.push(() => s.close());
       sandbox = s;
