@@ -83,7 +83,10 @@ export const MAX_ROUNDS_NOTE = 'stopped after the maximum number of provider rou
  */
 export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatTurnOutput>> {
   const { engine, provider, request, session, onProgress } = input;
+  // Bytes of every provider request of this turn, recorded on the turn (session log, turn span).
+  let promptBytes = 0;
   const emit = (p: LoopProgress): void => {
+    if (p.type === 'provider.requested') promptBytes += p.requestBytes;
     try {
       onProgress?.(p);
     } catch {
@@ -115,7 +118,7 @@ export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatT
   const end = async (failed?: { code: string; reason: string }): Promise<void> => {
     if (ended) return;
     ended = true;
-    await turn.end(failed === undefined ? undefined : { failed });
+    await turn.end(failed === undefined ? { promptBytes } : { failed, promptBytes });
     emit(failed === undefined ? { type: 'turn.ended', outcome: 'completed' } : { type: 'turn.ended', outcome: 'failed', reason: `${failed.code}: ${failed.reason}` });
   };
 

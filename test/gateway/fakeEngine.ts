@@ -15,7 +15,7 @@ export interface FakeEngine extends TurnEngine {
   requests: TurnRequest[];
   calls: FakeCall[];
   clientResults: Array<{ callId: string; result: { ok: boolean; content: string } }>;
-  ended: Array<{ turnId: string; outcome?: { failed?: { code: string; reason: string } } }>;
+  ended: Array<{ turnId: string; outcome?: { failed?: { code: string; reason: string }; promptBytes?: number } }>;
   invocations: Array<{ tool: string; args: unknown }>;
   reset(): void;
 }

@@ -66,7 +66,8 @@ describe('runChatTurn with the mock provider', () => {
     expect(r.value.response.choices[0]?.message.content).toContain('fake_plugin_tool_17');
     expect(r.value.response.choices[0]?.message.content).toContain(MARKER);
     expect(engine.requests[0]).toMatchObject({ sessionId: 's1', agentId: 'main', profile: 'default' });
-    expect(engine.ended).toEqual([{ turnId: r.value.turnId }]);
+    // The turn records the bytes of every provider request (session log, turn span).
+    expect(engine.ended).toEqual([{ turnId: r.value.turnId, outcome: { promptBytes: r.value.requestBytes } }]);
     expect(progress.map((p) => p.type)).toEqual(['turn.started', 'provider.requested', 'provider.answered', 'tool.invoked', 'provider.requested', 'provider.answered', 'turn.ended']);
     // The provider saw every exposed schema and the client's model.
     const first = mock.requests()[0] as ChatRequest;
@@ -121,7 +122,8 @@ describe('runChatTurn with the mock provider', () => {
     expect(JSON.parse(handed[0]!.function.arguments)).toEqual({ city: MARKER });
     expect(first.value.pendingClientCalls).toEqual([{ callId: handed[0]!.id, toolName: 'get_weather', args: { city: MARKER } }]);
     expect(engine.ended).toHaveLength(1);
-    expect(engine.ended[0]?.outcome).toBeUndefined();
+    expect(engine.ended[0]?.outcome?.failed).toBeUndefined();
+    expect(engine.ended[0]?.outcome?.promptBytes).toBe(first.value.requestBytes);
 
     const next: ChatRequest = { ...request, messages: [...request.messages, choice.message, { role: 'tool', tool_call_id: handed[0]!.id, content: 'sunny, 21C' }] };
     const second = await runChatTurn({ engine, provider, request: next, session, maxRounds: 8, pendingClientCalls: new Set([handed[0]!.id]) });
