@@ -42,7 +42,7 @@ export const WEIGHTS = Object.freeze({
   /** Exponent of the share of the query matched anywhere (a soft AND). */
   coord: 1.0,
   /** Factor for tools of a server the query names. */
-  owner: 3.0,
+  owner: 5.0,
   /** Credit of a synonym relative to the typed word. */
   synonym: 0.6,
   /** Credit of a longer word the typed word starts (a prefix match), and of a typo fix. */
@@ -76,7 +76,13 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): nu
     name += bestName;
     core += bestCore;
   }
-  const any = q.topicalCount === 0 ? n : Math.max(coverage, core);
+  let owned = false;
+  if (q.ownerMentions.length > 0) {
+    for (const t of q.ownerMentions) if (meta.ownerTerms.includes(t)) { owned = true; break; }
+  }
+  // A server the query names counts as one more query word, matched by that server's tools only.
+  const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
+  const any = (q.topicalCount === 0 ? n : Math.max(coverage, core)) + (owned ? named : 0);
   let explained = 0;
   for (const w of meta.nameOnly) {
     if (q.allTerms.has(w)) explained++;
@@ -84,9 +90,7 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): nu
   }
   const precision = meta.nameOnly.length === 0 ? 0.5 : explained / meta.nameOnly.length;
   let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
-    * Math.pow(Math.max(Math.min(any / n, 1), 0.05), WEIGHTS.coord);
-  if (q.ownerMentions.length > 0) {
-    for (const t of q.ownerMentions) if (meta.ownerTerms.includes(t)) { factor *= WEIGHTS.owner; break; }
-  }
+    * Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
+  if (owned) factor *= WEIGHTS.owner;
   return factor;
 }

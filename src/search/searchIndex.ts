@@ -6,8 +6,8 @@ import type { ToolMeta } from './descriptor.js';
 import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
-import { hasActionVerb, IDIOMS, RETRIEVAL_VERBS, synonymsOf } from './synonyms.js';
-import { splitWords, stem, tokenize, tokenizeKeepingStopWords } from './tokenize.js';
+import { hasActionVerb, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
+import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
 import type { SearchAnswer, SearchOptions, SearchResult, SearchSettings } from './types.js';
@@ -300,21 +300,21 @@ export class SearchIndex {
   }
 
   private makePlan(query: string): QueryPlan | null {
-    let typed = tokenize(query);
+    // Idioms and abbreviations first ("how many" -> count, "set up" -> create, PR -> pull request).
+    const words = this.compactBrands(rewritePhrases(splitWords(query)));
+    let typed = tokenizeWords(words);
     let note: string | undefined;
     if (typed.length === 0) {
-      typed = tokenizeKeepingStopWords(query);
+      typed = tokenizeWords(words, true);
       if (typed.length === 0) return null;
       note = 'The query has only very common words; results may be weak. Name the action and the object, e.g. "create issue".';
     }
-    // Idioms ("how many" -> count) and words the catalog writes as one ("to do" -> todo, "web hook" -> webhook).
-    const words = splitWords(query);
+    // Words the catalog writes as one ("to do" -> todo, "web hook" -> webhook).
     for (let i = 0; i + 1 < words.length; i++) {
       const a = words[i] as string;
       const b = words[i + 1] as string;
-      for (const [idiom, term] of IDIOMS) if (idiom[0] === a && idiom[1] === b) typed.push(...tokenize(term));
       const joined = stem(a + b);
-      if (a.length + b.length >= 5 && this.postings.get(joined) !== undefined) typed.push(joined);
+      if (a.length + b.length >= 4 && this.postings.get(joined) !== undefined) typed.push(joined);
     }
     typed = unique(typed).slice(0, 30); // one bit per typed term in the match mask, two kept for implicit verbs
     const expansions: Expansion[][] = [];
@@ -337,7 +337,7 @@ export class SearchIndex {
     const topicalCount = topical.filter((x) => x).length;
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
-    if (note === undefined && !hasActionVerb(typed)) {
+    if (note === undefined && !hasActionVerb(words.filter((w) => !STOP_WORDS.has(w)))) {
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
         if (list === undefined || typed.includes(term)) continue;
@@ -350,6 +350,28 @@ export class SearchIndex {
     const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms, implicitFrom };
     if (note !== undefined) plan.note = note;
     return plan;
+  }
+
+  /**
+   * A brand and product written out where a server's name writes them as one word behind the brand's initial
+   * ("google drive" for gdrive, "google mail" for gmail): the pair is replaced by that server word.
+   */
+  private compactBrands(words: string[]): string[] {
+    const out: string[] = [];
+    for (let i = 0; i < words.length; i++) {
+      const a = words[i] as string;
+      const b = words[i + 1];
+      if (b !== undefined && a.length >= 3 && b.length >= 3 && !/\d/.test(a)) {
+        const compact = a[0] + b;
+        if (this.ownerTermSources.has(stem(compact))) {
+          out.push(compact);
+          i++;
+          continue;
+        }
+      }
+      out.push(a);
+    }
+    return out;
   }
 
   /** What one typed term is searched as, memoized until the index changes (queries share their words). */
@@ -453,7 +475,8 @@ export class SearchIndex {
     }
     // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
     const heap = new MinHeap(Math.max(RERANK_DEPTH, max));
-    selectCandidates(heap, touched, count, acc, coverage, q.topicalCount === 0 ? 0 : 1 / n, ownerMark, queryStamp);
+    const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
+    selectCandidates(heap, touched, count, acc, coverage, q.topicalCount === 0 ? 0 : 1 / (n + named), named, ownerMark, queryStamp);
     const top: { id: string; score: number }[] = [];
     for (let k = 0; k < heap.size; k++) {
       const slot = heap.slots[k] as number;
@@ -500,14 +523,15 @@ export class SearchIndex {
  * (the order of sqrt(bm25) x share x owner, without a square root per tool). A plain loop over typed arrays.
  */
 function selectCandidates(heap: MinHeap, touched: Int32Array, count: number, acc: Float64Array, coverage: Float32Array,
-  invN: number, ownerMark: Int32Array, stamp: number): void {
+  invN: number, named: number, ownerMark: Int32Array, stamp: number): void {
   const ownerFactor = WEIGHTS.owner * WEIGHTS.owner;
   for (let k = 0; k < count; k++) {
     const slot = touched[k] as number;
-    let share = invN === 0 ? 1.5 : (coverage[slot] as number) * invN;
+    const owned = ownerMark[slot] === stamp;
+    let share = invN === 0 ? 1.5 : ((coverage[slot] as number) + (owned ? named : 0)) * invN;
     share = share > 1 ? 1 : share < 0.05 ? 0.05 : share;
     let pre = (acc[slot] as number) * share * share;
-    if (ownerMark[slot] === stamp) pre *= ownerFactor;
+    if (owned) pre *= ownerFactor;
     if (heap.size < heap.capacity || pre > heap.min()) heap.offer(slot, pre);
   }
 }

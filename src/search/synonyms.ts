@@ -1,4 +1,4 @@
-import { tokenize } from './tokenize.js';
+import { stem, tokenize } from './tokenize.js';
 
 /**
  * Groups of words that tool authors use interchangeably for the same operation or object. General on purpose:
@@ -6,12 +6,14 @@ import { tokenize } from './tokenize.js';
  * query side only, with a lower weight than the words the user typed.
  */
 const GROUPS: readonly (readonly string[])[] = [
-  ['delete', 'remove', 'erase', 'destroy', 'drop'],
-  ['create', 'add', 'new', 'make', 'insert'],
+  ['delete', 'remove', 'erase', 'destroy', 'drop', 'discard'],
+  ['create', 'add', 'new', 'make', 'insert', 'schedule'],
+  ['add', 'append'],
   ['list', 'enumerate', 'show', 'view', 'display', 'see'],
   ['get', 'fetch', 'retrieve', 'read', 'show', 'view', 'see'],
   ['find', 'search', 'lookup', 'locate', 'query'],
   ['update', 'edit', 'modify', 'change', 'set', 'mark'],
+  ['enable', 'disable', 'toggle', 'update'],
   ['run', 'execute', 'exec', 'invoke', 'evaluate', 'eval'],
   ['stop', 'kill', 'terminate', 'halt', 'cancel', 'abort'],
   ['undo', 'revert', 'reset', 'rollback'],
@@ -28,37 +30,118 @@ const GROUPS: readonly (readonly string[])[] = [
   ['repo', 'repository'],
   ['error', 'exception'],
   ['record', 'row', 'entry'],
+  ['comment', 'note'],
+  ['user', 'account', 'member'],
+  ['copy', 'duplicate', 'clone', 'fork'],
+  ['issue', 'ticket'],
+  ['route', 'direction'],
+  ['coordinate', 'latitude', 'longitude'],
+  ['current', 'active'],
   ['javascript', 'js', 'script'],
 ];
 
 /**
  * Verbs of an action: a query with none of them ("what meetings do I have tomorrow") asks for information, so
- * listing and getting tools are preferred a little.
+ * listing and getting tools are preferred a little. These are (almost) never nouns in a tool request.
  */
-const ACTION_VERBS = ['add', 'analyze', 'apply', 'approve', 'archive', 'assign', 'attach', 'build', 'cancel', 'change', 'check',
-  'clear', 'click', 'clone', 'close', 'commit', 'compare', 'connect', 'convert', 'copy', 'count', 'crawl', 'create', 'debug',
-  'decline', 'delete', 'deploy', 'describe', 'display', 'download', 'draft', 'drag', 'draw', 'drop', 'edit', 'enable', 'disable',
-  'evaluate', 'execute', 'explain', 'export', 'extract', 'fetch', 'fill', 'find', 'fork', 'format', 'forward', 'generate', 'get',
-  'import', 'insert', 'install', 'invite', 'kill', 'link', 'list', 'load', 'lookup', 'make', 'mark', 'merge', 'modify', 'move',
-  'navigate', 'open', 'pause', 'plot', 'post', 'press', 'publish', 'pull', 'push', 'query', 'read', 'rebase', 'record', 'remove',
-  'rename', 'reply', 'reset', 'resize', 'resolve', 'restart', 'restore', 'retrieve', 'revert', 'run', 'save', 'scale', 'scrape',
-  'search', 'select', 'send', 'set', 'share', 'show', 'sort', 'start', 'stop', 'store', 'summarize', 'switch', 'sync', 'tag',
-  'take', 'test', 'track', 'translate', 'trigger', 'type', 'undo', 'uninstall', 'update', 'upgrade', 'upload', 'view', 'write'];
+const ACTION_VERBS = ['accept', 'add', 'analyze', 'append', 'apply', 'approve', 'archive', 'assign', 'attach', 'audit', 'build',
+  'calculate', 'cancel', 'change', 'check', 'clean', 'clear', 'click', 'clone', 'close', 'compare', 'compress', 'configure',
+  'connect', 'convert', 'copy', 'count', 'crawl', 'create', 'debug', 'decline', 'delete', 'deploy', 'describe', 'disable',
+  'discard', 'display', 'download', 'drag', 'draw', 'drop', 'duplicate', 'edit', 'enable', 'evaluate', 'execute', 'explain',
+  'export', 'extract', 'fetch', 'fill', 'find', 'fix', 'fork', 'forward', 'generate', 'get', 'give', 'hide', 'import',
+  'insert', 'inspect', 'install', 'invite', 'join', 'kill', 'leave', 'lint', 'list', 'load', 'lookup', 'make', 'mark',
+  'modify', 'move', 'navigate', 'notify', 'open', 'pause', 'press', 'publish', 'put', 'query', 'read', 'rebase', 'reject',
+  'remember', 'remove', 'rename', 'reopen', 'replace', 'reply', 'rerun', 'reset', 'resize', 'resolve', 'restart', 'restore',
+  'resume', 'retrieve', 'revert', 'revoke', 'run', 'save', 'scale', 'scrape', 'search', 'select', 'send', 'set', 'show',
+  'start', 'stop', 'store', 'submit', 'subscribe', 'summarize', 'switch', 'sync', 'take', 'toggle', 'translate', 'trigger',
+  'turn', 'undo', 'uninstall', 'unsubscribe', 'update', 'upgrade', 'upload', 'validate', 'verify', 'view', 'visualize',
+  'write'];
+
+/**
+ * Words that are verbs when they open a request ("tag the release", "comment on the issue") but usually nouns
+ * elsewhere ("list the tags", "open pull requests", "show the git log").
+ */
+const LEADING_VERBS = ['book', 'chart', 'comment', 'commit', 'draft', 'file', 'flag', 'format', 'label', 'link', 'log',
+  'map', 'merge', 'pin', 'plot', 'post', 'pull', 'push', 'record', 'review', 'schedule', 'share', 'sort', 'stage', 'star',
+  'tag', 'tail', 'test', 'track', 'type', 'watch'];
 
 /** What an information request without a verb is searched with, besides its own words. */
 export const RETRIEVAL_VERBS: readonly string[] = ['list', 'get'].flatMap((w) => tokenize(w));
 
-/** Idioms that stand for an operation: "how many" asks for a count. Matched on lowercased words. */
-export const IDIOMS: readonly (readonly [readonly string[], string])[] = [
-  [['how', 'many'], 'count'],
-  [['how', 'much'], 'count'],
+/**
+ * Phrases rewritten before tokenizing: idioms that stand for an operation ("how many" asks for a count,
+ * "set up" for a creation, "turn off" for disabling) and common abbreviations (PR, MR). Matched on lowercased
+ * words; the phrase's words are replaced.
+ */
+const PHRASES: readonly (readonly [string, string])[] = [
+  ['how many', 'count'],
+  ['how much', 'count'],
+  ['set up', 'create'],
+  ['sign up', 'create account'],
+  ['look up', 'find'],
+  ['look for', 'find'],
+  ['turn off', 'disable'],
+  ['switch off', 'disable'],
+  ['turn on', 'enable'],
+  ['switch on', 'enable'],
+  ['throw away', 'discard'],
+  ['get rid of', 'delete'],
+  ['clean up', 'delete'],
+  ['fill in', 'fill'],
+  ['fill out', 'fill'],
+  ['log in', 'login'],
+  ['sign in', 'login'],
+  ['log out', 'logout'],
+  ['sign out', 'logout'],
+  ['right now', 'current'],
+  ['pr', 'pull request'],
+  ['prs', 'pull requests'],
+  ['mr', 'merge request'],
+  ['mrs', 'merge requests'],
+  ['k8s', 'kubernetes'],
+  ['db', 'database'],
 ];
 
-const VERBS: ReadonlySet<string> = new Set(ACTION_VERBS.flatMap((w) => tokenize(w)));
+const PHRASE_TABLE: readonly (readonly [readonly string[], readonly string[]])[] =
+  PHRASES.map(([from, to]) => [from.split(' '), to.split(' ')] as const);
 
-/** Does any of these stemmed terms name an action? Pure: no I/O. */
-export function hasActionVerb(terms: readonly string[]): boolean {
-  return terms.some((t) => VERBS.has(t));
+/** Rewrites idioms and abbreviations in a list of lowercased words (see PHRASES). Pure: no I/O. */
+export function rewritePhrases(words: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < words.length;) {
+    let matched = false;
+    for (const [from, to] of PHRASE_TABLE) {
+      if (i + from.length > words.length) continue;
+      let k = 0;
+      while (k < from.length && words[i + k] === from[k]) k++;
+      if (k === from.length) {
+        out.push(...to);
+        i += from.length;
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) out.push(words[i++] as string);
+  }
+  return out;
+}
+
+const VERBS: ReadonlySet<string> = new Set(ACTION_VERBS.flatMap((w) => tokenize(w)));
+const LEADING: ReadonlySet<string> = new Set(LEADING_VERBS.flatMap((w) => tokenize(w)));
+
+/**
+ * Does a request name an action: a verb anywhere, or a word that is a verb when it opens the request. Takes
+ * the request's words (lowercased, stop words out, not stemmed): participles ("issues assigned to me", "files
+ * changed in the PR", "iterations running now") describe things and are not the requested action. Pure: no I/O.
+ */
+export function hasActionVerb(words: readonly string[]): boolean {
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i] as string;
+    if (w.length > 4 && (w.endsWith('ed') || w.endsWith('ing'))) continue;
+    const t = stem(w);
+    if (VERBS.has(t) || (i === 0 && LEADING.has(t))) return true;
+  }
+  return false;
 }
 
 /** Stemmed term -> stemmed equivalents (not including itself). */

@@ -177,3 +177,10 @@ export function tokenize(text: string): string[] {
 export function tokenizeKeepingStopWords(text: string): string[] {
   return splitWords(text).map(stem);
 }
+
+/** tokenize for words already split (and lowercased); with keepStopWords, only stemming. Pure: no I/O. */
+export function tokenizeWords(words: readonly string[], keepStopWords = false): string[] {
+  const out: string[] = [];
+  for (const word of words) if (keepStopWords || keep(word)) out.push(stem(word));
+  return out;
+}
