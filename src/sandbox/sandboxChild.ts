@@ -104,7 +104,13 @@ export class SandboxChild {
         resolveReady(false);
         resolve(this.#exit);
       };
-      this.#proc.on('exit', done);
+      // 'close' comes after the child's stdout has been read to the end: a result written just before a normal
+      // exit is still delivered. 'exit' can arrive first on a loaded machine, so it only arms a fallback for a
+      // pipe held open by something else.
+      this.#proc.on('close', done);
+      this.#proc.on('exit', (code, signal) => {
+        setTimeout(() => done(code, signal), 2000).unref();
+      });
       this.#proc.on('error', (e) => {
         this.#stderr += `spawn failed: ${e.message}`;
         done(null, null);
