@@ -108,3 +108,25 @@ export function counterAttrs(c: TurnCounters): SpanAttrs {
     [Attr.toolsSelected]: c.toolsSelected === undefined ? undefined : [...c.toolsSelected],
   };
 }
+
+/**
+ * Writes the counters' attributes into `attrs`, in `counterAttrs` order, leaving absent counters out (no
+ * intermediate object: the span facts call this on every turn). Returns `attrs`. Pure apart from `attrs`.
+ */
+export function putCounterAttrs(attrs: SpanAttrs, c: TurnCounters): SpanAttrs {
+  if (c.exposedBytes !== undefined) attrs[Attr.exposedBytes] = c.exposedBytes;
+  if (c.promptBytes !== undefined) attrs[Attr.promptBytes] = c.promptBytes;
+  if (c.catalogSize !== undefined) attrs[Attr.catalogSize] = c.catalogSize;
+  const by = c.catalogBySource;
+  if (by !== undefined) {
+    if (by.openclaw !== undefined) attrs[Attr.catalogOpenclaw] = by.openclaw;
+    if (by.mcp !== undefined) attrs[Attr.catalogMcp] = by.mcp;
+    if (by.client !== undefined) attrs[Attr.catalogClient] = by.client;
+  }
+  if (c.searches !== undefined) attrs[Attr.searches] = c.searches;
+  if (c.describes !== undefined) attrs[Attr.describes] = c.describes;
+  if (c.calls !== undefined) attrs[Attr.calls] = c.calls;
+  if (c.callsExecuted !== undefined) attrs[Attr.callsExecuted] = c.callsExecuted;
+  if (c.toolsSelected !== undefined) attrs[Attr.toolsSelected] = [...c.toolsSelected];
+  return attrs;
+}

@@ -1,4 +1,4 @@
-export { Attr, SpanName, GEN_AI_EXECUTE_TOOL, counterAttrs } from './attributes.js';
+export { Attr, SpanName, GEN_AI_EXECUTE_TOOL, counterAttrs, putCounterAttrs } from './attributes.js';
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';
 export { argsAttrs, canonicalJson, jsonBytes } from './digest.js';
 export { createTelemetry, spanOf } from './setup.js';

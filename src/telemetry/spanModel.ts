@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { Span } from '@opentelemetry/api';
 import type { Envelope } from '../bus/types.js';
 import type { EventOf, TurnCounters as TurnCountersData } from '../events/index.js';
-import { Attr, GEN_AI_EXECUTE_TOOL, SpanName, counterAttrs, type SpanAttrs, type SpanNameValue, type TurnCounters } from './attributes.js';
+import type { AttributeValue } from '@opentelemetry/api';
+import { Attr, GEN_AI_EXECUTE_TOOL, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue, type TurnCounters } from './attributes.js';
 import { markError, setAttrs } from './spans.js';
 
 /*
@@ -103,14 +104,28 @@ interface TurnRef {
   turnId: string;
 }
 
+/*
+ * The facts functions build their attribute objects by plain assignment, in a fixed key order, leaving out
+ * `undefined` values (every consumer skips them anyway): object spreads of these dotted keys were the main
+ * cost of tracing a turn (bench/tracing.ts).
+ */
+
 /** Attributes every span of the model carries: session, turn and the ids of the events it was built from. */
-function baseAttrs(turn: TurnRef, events: readonly (Envelope | undefined)[]): SpanAttrs {
-  const ids = events.filter((e): e is Envelope => e !== undefined).map((e) => e.id);
-  return {
-    [Attr.sessionId]: turn.sessionId,
-    [Attr.turnId]: turn.turnId,
-    ...(ids.length > 0 ? { [Attr.eventIds]: ids } : {}),
-  };
+function baseAttrs(turn: TurnRef, a: Envelope | undefined, b?: Envelope, c?: Envelope): SpanAttrs {
+  const attrs: SpanAttrs = {};
+  attrs[Attr.sessionId] = turn.sessionId;
+  attrs[Attr.turnId] = turn.turnId;
+  const ids: string[] = [];
+  if (a !== undefined) ids.push(a.id);
+  if (b !== undefined) ids.push(b.id);
+  if (c !== undefined) ids.push(c.id);
+  if (ids.length > 0) attrs[Attr.eventIds] = ids;
+  return attrs;
+}
+
+/** Sets `key` unless `value` is undefined. */
+function put(attrs: SpanAttrs, key: AttrName, value: AttributeValue | undefined): void {
+  if (value !== undefined) attrs[key] = value;
 }
 
 /** Splits `<source>:<owner>:<tool>` (the tool part may itself hold `:`). Pure: no I/O. */
@@ -211,96 +226,88 @@ export function turnSpanFacts(input: TurnRef & {
   derived?: TurnCounters | undefined;
 }): SpanFacts {
   const { started, exposed, end } = input;
-  const fromEnd = end?.type === 'turn.completed' ? countersFromCompleted(end.data.counters) : {};
-  const counters: TurnCounters = { ...(input.derived ?? {}), ...fromEnd };
-  const attrs: SpanAttrs = {
-    ...baseAttrs(input, [started, end]),
-    [Attr.agentId]: started?.data.agentId,
-    [Attr.mode]: exposed?.data.mode ?? started?.data.mode,
-    ...counterAttrs(counters),
-  };
+  const fromEnd = end?.type === 'turn.completed' ? countersFromCompleted(end.data.counters) : undefined;
+  const counters: TurnCounters = Object.assign({}, input.derived, fromEnd);
+  const attrs = baseAttrs(input, started, end);
+  put(attrs, Attr.agentId, started?.data.agentId);
+  put(attrs, Attr.mode, exposed?.data.mode ?? started?.data.mode);
+  putCounterAttrs(attrs, counters);
   return facts(attrs, end?.type === 'turn.failed' ? end.data.code : undefined);
 }
 
 /** `toolsearch.resolvePolicy`, closed by `policy.resolved`. Pure: no I/O. */
 export function resolvePolicySpanFacts(e: EventOf<'policy.resolved'>): SpanFacts {
-  return facts(baseAttrs(e, [e]));
+  return facts(baseAttrs(e, e));
 }
 
 /** `toolsearch.listSources`, closed by `sources.listed`: the total tool count. Pure: no I/O. */
 export function listSourcesSpanFacts(e: EventOf<'sources.listed'>): SpanFacts {
-  return facts({ ...baseAttrs(e, [e]), [Attr.sourceToolCount]: e.data.total });
+  const attrs = baseAttrs(e, e);
+  put(attrs, Attr.sourceToolCount, e.data.total);
+  return facts(attrs);
 }
 
 /** `toolsearch.source`, one per listing of `sources.listed`; a failed source is `source.failed`. Pure: no I/O. */
 export function sourceSpanFacts(e: EventOf<'sources.listed'>, index: number): SpanFacts {
   const s = e.data.sources[index];
-  if (s === undefined) return facts(baseAttrs(e, [e]));
-  return facts(
-    {
-      ...baseAttrs(e, [e]),
-      [Attr.sourceName]: s.key,
-      [Attr.toolSource]: s.source,
-      [Attr.toolOwner]: s.owner,
-      [Attr.sourceToolCount]: s.toolCount,
-    },
-    s.ok ? undefined : 'source.failed',
-  );
+  const attrs = baseAttrs(e, e);
+  if (s === undefined) return facts(attrs);
+  put(attrs, Attr.sourceName, s.key);
+  put(attrs, Attr.toolSource, s.source);
+  put(attrs, Attr.toolOwner, s.owner);
+  put(attrs, Attr.sourceToolCount, s.toolCount);
+  return facts(attrs, s.ok ? undefined : 'source.failed');
 }
 
 /** `toolsearch.index`, closed by `catalog.indexed`: catalog size and breakdown by source. Pure: no I/O. */
 export function indexSpanFacts(e: EventOf<'catalog.indexed'>): SpanFacts {
-  return facts({
-    ...baseAttrs(e, [e]),
-    ...counterAttrs({ catalogSize: e.data.catalogSize, catalogBySource: e.data.bySource }),
-  });
+  const attrs = baseAttrs(e, e);
+  putCounterAttrs(attrs, { catalogSize: e.data.catalogSize, catalogBySource: e.data.bySource });
+  return facts(attrs);
 }
 
 /** `toolsearch.expose`, closed by the turn's last `tools.exposed`: mode and serialized bytes. Pure: no I/O. */
 export function exposeSpanFacts(e: EventOf<'tools.exposed'>): SpanFacts {
-  return facts({ ...baseAttrs(e, [e]), [Attr.mode]: e.data.mode, [Attr.exposedBytes]: e.data.bytes });
+  const attrs = baseAttrs(e, e);
+  put(attrs, Attr.mode, e.data.mode);
+  put(attrs, Attr.exposedBytes, e.data.bytes);
+  return facts(attrs);
 }
 
 /** `toolsearch.execute`, from the last `tools.exposed` to the turn end (a failed turn's error code). Pure: no I/O. */
 export function executeSpanFacts(exposed: EventOf<'tools.exposed'>, end?: TurnEnd): SpanFacts {
-  return facts(
-    { ...baseAttrs(exposed, [exposed, end]), [Attr.mode]: exposed.data.mode },
-    end?.type === 'turn.failed' ? end.data.code : undefined,
-  );
+  const attrs = baseAttrs(exposed, exposed, end);
+  put(attrs, Attr.mode, exposed.data.mode);
+  return facts(attrs, end?.type === 'turn.failed' ? end.data.code : undefined);
 }
 
 /** The phase that was running when the turn failed before exposing (ends at `turn.failed`). Pure: no I/O. */
 export function failedPhaseSpanFacts(failed: EventOf<'turn.failed'>): SpanFacts {
-  return facts(baseAttrs(failed, [failed]), failed.data.code);
+  return facts(baseAttrs(failed, failed), failed.data.code);
 }
 
 /** `toolsearch.search`: query, limit, result count, matches and catalog size; error code. Pure: no I/O. */
 export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
-  return facts(
-    {
-      ...baseAttrs(e, [e]),
-      [Attr.searchQuery]: e.data.query,
-      [Attr.searchLimit]: e.data.limit,
-      [Attr.searchResultCount]: e.data.resultIds.length,
-      [Attr.searchMatched]: e.data.matched,
-      [Attr.catalogSize]: e.data.catalogSize,
-    },
-    e.data.error?.code,
-  );
+  const attrs = baseAttrs(e, e);
+  put(attrs, Attr.searchQuery, e.data.query);
+  put(attrs, Attr.searchLimit, e.data.limit);
+  put(attrs, Attr.searchResultCount, e.data.resultIds.length);
+  put(attrs, Attr.searchMatched, e.data.matched);
+  put(attrs, Attr.catalogSize, e.data.catalogSize);
+  return facts(attrs, e.data.error?.code);
 }
 
 /** `toolsearch.describe`: the resolved tool id with its source and owner; error code. Pure: no I/O. */
 export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
-  const parts = e.data.toolId === undefined ? {} : toolIdParts(e.data.toolId);
-  return facts(
-    {
-      ...baseAttrs(e, [e]),
-      [Attr.toolId]: e.data.toolId,
-      [Attr.toolSource]: parts.source,
-      [Attr.toolOwner]: parts.owner,
-    },
-    e.data.error?.code,
-  );
+  const attrs = baseAttrs(e, e);
+  const id = e.data.toolId;
+  put(attrs, Attr.toolId, id);
+  if (id !== undefined) {
+    const parts = toolIdParts(id);
+    put(attrs, Attr.toolSource, parts.source);
+    put(attrs, Attr.toolOwner, parts.owner);
+  }
+  return facts(attrs, e.data.error?.code);
 }
 
 export type CallEnd =
@@ -323,23 +330,20 @@ export function callSpanFacts(input: {
   const blocked = end?.type === 'call.blocked' ? end : undefined;
   const reason = blocked !== undefined ? `${blocked.data.stage}: ${blocked.data.reason}` : decided?.data.reason;
   const errorCode = end?.type === 'call.failed' ? end.data.error.code : blocked !== undefined ? 'call.blocked' : undefined;
-  return facts(
-    {
-      ...baseAttrs(r, [r, decided, end]),
-      [Attr.toolId]: r.data.toolId,
-      [Attr.toolSource]: r.data.source,
-      [Attr.toolOwner]: r.data.owner,
-      [Attr.genAiOperationName]: GEN_AI_EXECUTE_TOOL,
-      [Attr.genAiToolName]: r.data.toolName,
-      [Attr.genAiToolCallId]: r.data.callId,
-      [Attr.argsDigest]: r.data.argsDigest,
-      [Attr.argsBytes]: r.data.argsBytes,
-      [Attr.policyDecision]: blocked !== undefined ? 'blocked' : decided?.data.decision,
-      [Attr.policyReason]: reason,
-      [Attr.resultBytes]: end?.type === 'call.completed' ? end.data.resultBytes : undefined,
-    },
-    errorCode,
-  );
+  const d = r.data;
+  const attrs = baseAttrs(r, r, decided, end);
+  put(attrs, Attr.toolId, d.toolId);
+  put(attrs, Attr.toolSource, d.source);
+  put(attrs, Attr.toolOwner, d.owner);
+  put(attrs, Attr.genAiOperationName, GEN_AI_EXECUTE_TOOL);
+  put(attrs, Attr.genAiToolName, d.toolName);
+  put(attrs, Attr.genAiToolCallId, d.callId);
+  put(attrs, Attr.argsDigest, d.argsDigest);
+  put(attrs, Attr.argsBytes, d.argsBytes);
+  put(attrs, Attr.policyDecision, blocked !== undefined ? 'blocked' : decided?.data.decision);
+  put(attrs, Attr.policyReason, reason);
+  put(attrs, Attr.resultBytes, end?.type === 'call.completed' ? end.data.resultBytes : undefined);
+  return facts(attrs, errorCode);
 }
 
 /** `toolsearch.approval`: tool id, and the answer (`approved`, `denied`, `timedOut`) with its reason. Pure: no I/O. */
@@ -349,25 +353,20 @@ export function approvalSpanFacts(input: {
 }): SpanFacts {
   const { requested: r, resolved: a } = input;
   const decision = a === undefined ? undefined : a.data.approved ? 'approved' : a.data.timedOut === true ? 'timedOut' : 'denied';
-  return facts({
-    ...baseAttrs(r, [r, a]),
-    [Attr.toolId]: r.data.toolId,
-    [Attr.policyDecision]: decision,
-    [Attr.policyReason]: a?.data.reason,
-  });
+  const attrs = baseAttrs(r, r, a);
+  put(attrs, Attr.toolId, r.data.toolId);
+  put(attrs, Attr.policyDecision, decision);
+  put(attrs, Attr.policyReason, a?.data.reason);
+  return facts(attrs);
 }
 
 /** `toolsearch.hook`: the plugin whose before_tool_call ran, its outcome and reason; a throw is `hook.threw`. Pure: no I/O. */
 export function hookSpanFacts(e: EventOf<'hook.ran'>): SpanFacts {
-  return facts(
-    {
-      ...baseAttrs(e, [e]),
-      [Attr.hookName]: e.data.pluginId,
-      [Attr.policyDecision]: e.data.outcome,
-      [Attr.policyReason]: e.data.reason,
-    },
-    e.data.outcome === 'threw' ? 'hook.threw' : undefined,
-  );
+  const attrs = baseAttrs(e, e);
+  put(attrs, Attr.hookName, e.data.pluginId);
+  put(attrs, Attr.policyDecision, e.data.outcome);
+  put(attrs, Attr.policyReason, e.data.reason);
+  return facts(attrs, e.data.outcome === 'threw' ? 'hook.threw' : undefined);
 }
 
 export type CodeEnd = EventOf<'code.settled'> | EventOf<'code.timedOut'>;
@@ -385,15 +384,11 @@ export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end
       : end?.type === 'code.settled' && !end.data.ok
         ? (end.data.error?.code ?? 'code.failed')
         : undefined;
-  return facts(
-    {
-      ...baseAttrs(r, [r, end]),
-      [Attr.codeBytes]: r.data.bodyBytes,
-      [Attr.argsDigest]: r.data.bodyDigest,
-      ...(t === undefined
-        ? {}
-        : counterAttrs({ catalogSize: t.catalogSize, searches: t.searchCount, describes: t.describeCount, calls: t.callCount })),
-    },
-    errorCode,
-  );
+  const attrs = baseAttrs(r, r, end);
+  put(attrs, Attr.codeBytes, r.data.bodyBytes);
+  put(attrs, Attr.argsDigest, r.data.bodyDigest);
+  if (t !== undefined) {
+    putCounterAttrs(attrs, { catalogSize: t.catalogSize, searches: t.searchCount, describes: t.describeCount, calls: t.callCount });
+  }
+  return facts(attrs, errorCode);
 }

@@ -11,7 +11,10 @@ export interface WithSpanOptions {
 
 /** Sets the given attributes, skipping `undefined` ones. */
 export function setAttrs(span: Span, attrs: SpanAttrs): void {
-  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) span.setAttribute(k, v);
+  for (const k in attrs) {
+    const v = attrs[k as keyof SpanAttrs];
+    if (v !== undefined) span.setAttribute(k, v);
+  }
 }
 
 /**
