@@ -29,10 +29,10 @@ export interface ToolMeta {
  * indexed: an incremental update ranks exactly like a rebuild.
  */
 const FIELDS = {
-  name: { boost: 4, refLength: 3 },
+  name: { boost: 3, refLength: 3 },
   owner: { boost: 2.5, refLength: 2 },
   lead: { boost: 1, refLength: 12 },
-  rest: { boost: 0.6, refLength: 16 },
+  rest: { boost: 0.4, refLength: 16 },
   params: { boost: 0.5, refLength: 6 },
 } as const;
 const K1 = 1.2;
