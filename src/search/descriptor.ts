@@ -1,4 +1,5 @@
 import type { ToolEntry } from '../catalog/index.js';
+import { verbClassesOf } from './synonyms.js';
 import { splitWords, tokenize } from './tokenize.js';
 import type { SearchResult } from './types.js';
 
@@ -19,6 +20,8 @@ export interface ToolMeta {
   lowerId: string;
   /** The name with separators and case removed: `listIssues`, `list-issues` and `list issues` share one key. */
   nameKey: string;
+  /** Operation kinds (VERB_CLASS bits) its name's verbs name: delete_email -> delete. */
+  nameClasses: number;
   /** The sanitized search result, made on first use. */
   result?: SearchResult;
 }
@@ -96,6 +99,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     nameOnly: unique(nameTerms.filter((t) => !ownerTerms.includes(t))),
     lowerId: entry.id.toLowerCase(),
     nameKey: splitWords(entry.name).join(''),
+    nameClasses: verbClassesOf(splitWords(entry.name)),
   };
 }
 

@@ -1,5 +1,6 @@
 import type { ToolMeta } from './descriptor.js';
 import type { PostingList } from './postings.js';
+import { VERB_CLASS } from './synonyms.js';
 
 /** A term searched for one typed query word: the word itself, a synonym, a longer word it starts, or a typo fix. */
 export interface Expansion {
@@ -21,6 +22,8 @@ export interface QueryPlan {
   ownerMentions: readonly string[];
   /** typed[implicitFrom..] were added (verbs implied by a request without one): they match no tool on their own. */
   implicitFrom: number;
+  /** Operation kinds (VERB_CLASS bits) the request names; read when it names no action. */
+  verbClasses: number;
   /** Every expansion term, for "how much of its name does the query explain". */
   allTerms: ReadonlySet<string>;
   note?: string;
@@ -50,6 +53,10 @@ export const WEIGHTS = Object.freeze({
   fuzzy: 0.2,
   /** Credit of the listing and getting verbs added to a request that names no action. */
   implicit: 0.3,
+  /** Factor for a tool whose name deletes when the request asks for no deletion. */
+  unaskedDelete: 0.6,
+  /** Factor for a tool whose name's operation differs from every operation the request names. */
+  otherVerb: 0.8,
 });
 
 /**
@@ -92,5 +99,10 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): nu
   let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
     * Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
   if (owned) factor *= WEIGHTS.owner;
+  // A tool whose name says it deletes is a poor answer unless deleting was asked for; one whose name says another
+  // kind of operation than the request's (create_x for "list x") is a weaker answer.
+  const tool = meta.nameClasses;
+  if ((tool & VERB_CLASS.delete) !== 0 && (q.verbClasses & VERB_CLASS.delete) === 0) factor *= WEIGHTS.unaskedDelete;
+  else if (tool !== 0 && q.verbClasses !== 0 && (tool & q.verbClasses) === 0) factor *= WEIGHTS.otherVerb;
   return factor;
 }

@@ -6,7 +6,7 @@ import type { ToolMeta } from './descriptor.js';
 import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
-import { hasActionVerb, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
+import { hasActionVerb, RETRIEVAL_VERBS, rewritePhrases, synonymsOf, VERB_CLASS, verbClassesOf } from './synonyms.js';
 import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
@@ -337,7 +337,10 @@ export class SearchIndex {
     const topicalCount = topical.filter((x) => x).length;
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
-    if (note === undefined && !hasActionVerb(words.filter((w) => !STOP_WORDS.has(w)))) {
+    const content = words.filter((w) => !STOP_WORDS.has(w));
+    let verbClasses = verbClassesOf(content);
+    if (note === undefined && !hasActionVerb(content)) {
+      verbClasses |= VERB_CLASS.read;
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
         if (list === undefined || typed.includes(term)) continue;
@@ -347,7 +350,7 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms, implicitFrom };
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms, implicitFrom, verbClasses };
     if (note !== undefined) plan.note = note;
     return plan;
   }
