@@ -1,7 +1,7 @@
 export { Attr, SpanName, GEN_AI_EXECUTE_TOOL, counterAttrs, putCounterAttrs } from './attributes.js';
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';
 export { argsAttrs, canonicalJson, jsonBytes } from './digest.js';
-export { createTelemetry, spanOf } from './setup.js';
+export { createTelemetry, spanOf, PooledIdGenerator, ParentOrAlwaysOnSampler } from './setup.js';
 export type { Telemetry, TelemetryOptions, TelemetryStats, StartSpanOptions } from './setup.js';
 export { withSpan, withSpanSync, setAttrs, markError, errorCodeOf } from './spans.js';
 export type { WithSpanOptions } from './spans.js';

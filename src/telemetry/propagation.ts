@@ -1,5 +1,6 @@
 import {
   ROOT_CONTEXT,
+  TraceFlags,
   defaultTextMapGetter,
   defaultTextMapSetter,
   isSpanContextValid,
@@ -49,6 +50,9 @@ export function parentContext(parent: ParentLike): Context {
  * turn spread over processes stays one trace. `undefined` when there is no valid span. Pure: no I/O.
  */
 export function injectTraceHeaders(from: Span | SpanContext | Context): TraceHeaders | undefined {
+  // A span or span context: format the headers directly, as W3CTraceContextPropagator.inject does for a
+  // context holding it (a fresh context never suppresses tracing), without building that context first.
+  if (!isContext(from)) return headersOfSpanContext(isSpan(from) ? from.spanContext() : from);
   const ctx = parentContext(from);
   const sc = trace.getSpanContext(ctx);
   if (!sc || !isSpanContextValid(sc)) return undefined;
@@ -56,6 +60,14 @@ export function injectTraceHeaders(from: Span | SpanContext | Context): TraceHea
   w3c.inject(ctx, carrier, defaultTextMapSetter);
   if (carrier.traceparent === undefined) return undefined;
   return carrier.tracestate ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate } : { traceparent: carrier.traceparent };
+}
+
+/** `traceparent` (and `tracestate`) of a span context, byte for byte what the W3C propagator writes. */
+function headersOfSpanContext(sc: SpanContext): TraceHeaders | undefined {
+  if (!isSpanContextValid(sc)) return undefined;
+  const traceparent = `00-${sc.traceId}-${sc.spanId}-0${Number(sc.traceFlags || TraceFlags.NONE).toString(16)}`;
+  const tracestate = sc.traceState?.serialize();
+  return tracestate ? { traceparent, tracestate } : { traceparent };
 }
 
 /**

@@ -1,5 +1,18 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ROOT_CONTEXT, trace, type Context, type Span, type SpanKind, type TimeInput, type Tracer } from '@opentelemetry/api';
+import { randomFillSync } from 'node:crypto';
+import {
+  ROOT_CONTEXT,
+  TraceFlags,
+  isSpanContextValid,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanKind,
+  type SpanOptions,
+  type TimeInput,
+  type Tracer,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -7,9 +20,12 @@ import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
+  SamplingDecision,
   SimpleSpanProcessor,
   TraceIdRatioBasedSampler,
+  type IdGenerator,
   type Sampler,
+  type SamplingResult,
   type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
@@ -110,6 +126,53 @@ function defaultRunId(): string {
   return `${new Date().toISOString().replace(/[:.]/g, '-')}-${process.pid}`;
 }
 
+/**
+ * Random W3C ids cut from a pool of crypto random bytes, refilled 4 KiB at a time: one hex conversion per
+ * ~250 span ids instead of the SDK's per-id Math.random and Buffer work. Never all zeros (invalid in W3C).
+ */
+export class PooledIdGenerator implements IdGenerator {
+  private readonly bytes = Buffer.allocUnsafe(4096);
+  private hex = '';
+  private pos = 0;
+
+  private take(chars: number): string {
+    for (;;) {
+      if (this.pos + chars > this.hex.length) {
+        this.hex = randomFillSync(this.bytes).toString('hex');
+        this.pos = 0;
+      }
+      const id = this.hex.slice(this.pos, this.pos + chars);
+      this.pos += chars;
+      for (let i = 0; i < chars; i++) if (id.charCodeAt(i) !== 48) return id;
+    }
+  }
+  generateTraceId(): string {
+    return this.take(32);
+  }
+  generateSpanId(): string {
+    return this.take(16);
+  }
+}
+
+const SAMPLED: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD_AND_SAMPLED });
+const DROPPED: SamplingResult = Object.freeze({ decision: SamplingDecision.NOT_RECORD });
+
+/**
+ * The SDK default, `ParentBased(root: AlwaysOn)`, decided the same way with less work: a new trace or a
+ * sampled parent is sampled, a valid parent that is not sampled (local or remote) is not, and an invalid
+ * parent counts as none. Only the not-sampled case needs the (regex) validity check.
+ */
+export class ParentOrAlwaysOnSampler implements Sampler {
+  shouldSample(context: Context): SamplingResult {
+    const parent = trace.getSpanContext(context);
+    if (parent === undefined || (parent.traceFlags & TraceFlags.SAMPLED) !== 0) return SAMPLED;
+    return isSpanContextValid(parent) ? DROPPED : SAMPLED;
+  }
+  toString(): string {
+    return 'ParentOrAlwaysOnSampler';
+  }
+}
+
 const defaultWarn = (message: string): void => {
   process.emitWarning(message, { code: 'TOOLSEARCH_TELEMETRY' });
 };
@@ -170,9 +233,15 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
   else if (opts.sampleRatio !== undefined) {
     const ratio = Number.isFinite(opts.sampleRatio) ? Math.min(1, Math.max(0, opts.sampleRatio)) : 1;
     sampler = new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  } else if (!envSet('OTEL_TRACES_SAMPLER') || process.env.OTEL_TRACES_SAMPLER!.trim() === 'parentbased_always_on') {
+    // The SDK's default (and what that variable names), decided more cheaply; any other OTEL_TRACES_SAMPLER
+    // is left to the SDK to build.
+    sampler = new ParentOrAlwaysOnSampler();
   }
 
-  const provider = new BasicTracerProvider({ resource, spanProcessors: processors, ...(sampler ? { sampler } : {}) });
+  const provider = new BasicTracerProvider({
+    resource, spanProcessors: processors, idGenerator: new PooledIdGenerator(), ...(sampler ? { sampler } : {}),
+  });
   const tracer = provider.getTracer('toolsearch');
   const scope = new AsyncLocalStorage<Context>();
   let shutdownPromise: Promise<void> | undefined;
@@ -183,15 +252,20 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
     enabled,
     serviceName,
     tracer,
-    startSpan(name, attrs, o = {}) {
-      const ctx = o.parent === undefined ? activeContext() : parentContext(o.parent);
-      const clean: Record<string, NonNullable<SpanAttrs[keyof SpanAttrs]>> = {};
-      if (attrs) for (const [k, v] of Object.entries(attrs)) if (v !== undefined) clean[k] = v;
-      return tracer.startSpan(
-        name,
-        { attributes: clean, ...(o.kind !== undefined ? { kind: o.kind } : {}), ...(o.startTime !== undefined ? { startTime: o.startTime } : {}) },
-        ctx,
-      );
+    startSpan(name, attrs, o) {
+      const ctx = o?.parent === undefined ? activeContext() : parentContext(o.parent);
+      const options: SpanOptions = {};
+      if (attrs !== undefined) {
+        let clean: Attributes | undefined;
+        for (const k in attrs) {
+          const v = attrs[k as keyof SpanAttrs];
+          if (v !== undefined) (clean ??= {})[k] = v;
+        }
+        if (clean !== undefined) options.attributes = clean;
+      }
+      if (o?.kind !== undefined) options.kind = o.kind;
+      if (o?.startTime !== undefined) options.startTime = o.startTime;
+      return tracer.startSpan(name, options, ctx);
     },
     activeContext,
     runInContext: (ctx, fn) => scope.run(ctx, fn),

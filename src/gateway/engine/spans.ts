@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Span } from '@opentelemetry/api';
+import type { Context, Span } from '@opentelemetry/api';
 import type { Envelope } from '../../bus/index.js';
 import type { EventOf } from '../../events/index.js';
 import {
@@ -19,6 +19,7 @@ import {
   injectTraceHeaders,
   listSourcesSpanFacts,
   markError,
+  parentContext,
   resolvePolicySpanFacts,
   searchSpanFacts,
   sourceSpanFacts,
@@ -88,7 +89,9 @@ export class TurnTrace {
   private readonly codes = new Map<string, Rec>();
   private readonly events: Envelope[] = [];
   private readonly answers = new Set<string>();
-  private readonly headerCache = new WeakMap<Span, TraceHeaders | undefined>();
+  /** W3C headers and child context of each span of the turn, computed once (plain Maps: the turn's lifetime). */
+  private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
+  private readonly contextCache = new Map<Span, Context>();
   private started: EventOf<'turn.started'> | undefined;
   private exposed: EventOf<'tools.exposed'> | undefined;
   private end: TurnEnd | undefined;
@@ -109,28 +112,56 @@ export class TurnTrace {
 
   /** W3C headers of a span (`envelope.trace`), computed once per span. */
   private headersOf(span: Span): TraceHeaders | undefined {
-    if (this.headerCache.has(span)) return this.headerCache.get(span);
-    const h = injectTraceHeaders(span);
-    this.headerCache.set(span, h);
+    let h = this.headerCache.get(span);
+    if (h === undefined && !this.headerCache.has(span)) {
+      h = injectTraceHeaders(span);
+      this.headerCache.set(span, h);
+    }
     return h;
   }
 
+  /** Starts a child span of `parent` (its context built once per parent). */
+  private child(name: string, parent: Span, startTime?: number): Span {
+    let ctx = this.contextCache.get(parent);
+    if (ctx === undefined) {
+      ctx = parentContext(parent);
+      this.contextCache.set(parent, ctx);
+    }
+    return this.telemetry.startSpan(name, undefined, startTime === undefined ? { parent: ctx } : { parent: ctx, startTime });
+  }
+
   /** Starts a span for a piece of work and ends it, with its facts, when `fn` settles. */
-  async run<T>(name: TracedName, parent: Span | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
+  run<T>(name: TracedName, parent: Span | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
     const p = parent ?? (isPhase(name) ? this.turn : this.workParent());
-    const span = this.telemetry.startSpan(name, {}, { parent: p });
+    const span = this.child(name, p);
     const t = now();
     const rec: Rec = { name, span, parent: p, startedAt: t, ended: false, lastAt: t };
     this.running.add(rec);
     this.waiting.push(rec);
+    // No async wrapper: `fn` runs now, and the span ends in the microtask that sees its promise settle.
+    let result: Promise<T>;
     try {
-      return await fn(span);
+      result = fn(span);
     } catch (err) {
-      if (!isPhase(name)) markError(span, errorCodeOf(err));
-      throw err;
-    } finally {
-      this.finish(rec);
+      this.fail(rec, err);
+      return Promise.reject(err);
     }
+    return Promise.resolve(result).then(
+      (v) => {
+        this.finish(rec);
+        return v;
+      },
+      (err: unknown) => {
+        this.fail(rec, err);
+        throw err;
+      },
+    );
+  }
+
+  /** Ends a span whose work threw: work spans carry the error code; a phase gets its failure from the turn's end. */
+  private fail(rec: Rec, err: unknown): void {
+    if (!isPhase(rec.name)) markError(rec.span, errorCodeOf(err));
+    this.finish(rec);
   }
 
   /** The oldest running span of `name` under `parent` still waiting for its opening event; it takes `e`. */
@@ -167,7 +198,7 @@ export class TurnTrace {
       const rec = this.claim(phase, undefined, e);
       if (e.type === 'tools.exposed') {
         this.exposed = e as EventOf<'tools.exposed'>;
-        this.execute ??= this.telemetry.startSpan(SpanName.execute, {}, { parent: this.turn });
+        this.execute ??= this.child(SpanName.execute, this.turn);
       }
       return this.headersOf(rec?.span ?? this.turn);
     }
@@ -217,7 +248,7 @@ export class TurnTrace {
         break;
       case 'approval.requested': {
         const requested = e as EventOf<'approval.requested'>;
-        const span = this.telemetry.startSpan(SpanName.approval, {}, { parent: call.span });
+        const span = this.child(SpanName.approval, call.span);
         (call.approvals ??= new Map()).set(requested.data.approvalId, { span, requested });
         return this.headersOf(span);
       }
@@ -231,7 +262,7 @@ export class TurnTrace {
         return this.headersOf(a.span);
       }
       case 'hook.ran': {
-        const span = this.telemetry.startSpan(SpanName.hook, {}, { parent: call.span, startTime: previous });
+        const span = this.child(SpanName.hook, call.span, previous);
         applySpanFacts(span, hookSpanFacts(e as EventOf<'hook.ran'>));
         span.end(t);
         break;
@@ -306,11 +337,12 @@ export class TurnTrace {
         const listed = e as EventOf<'sources.listed'>;
         applySpanFacts(rec.span, listSourcesSpanFacts(listed));
         const end = now();
-        listed.data.sources.forEach((s, i) => {
-          const child = this.telemetry.startSpan(SpanName.source, {}, { parent: rec.span, startTime: rec.startedAt });
+        const sources = listed.data.sources;
+        for (let i = 0; i < sources.length; i++) {
+          const child = this.child(SpanName.source, rec.span, rec.startedAt);
           applySpanFacts(child, sourceSpanFacts(listed, i));
-          child.end(Math.min(end, rec.startedAt + Math.max(0, s.durationMs)));
-        });
+          child.end(Math.min(end, rec.startedAt + Math.max(0, sources[i]!.durationMs)));
+        }
         break;
       }
       case SpanName.index:
@@ -356,6 +388,8 @@ export class TurnTrace {
     }));
     this.turn.end();
     this.events.length = 0;
+    this.headerCache.clear();
+    this.contextCache.clear();
   }
 }
 
