@@ -18,6 +18,8 @@ export interface QueryPlan {
   /** Whether typed[i] is about the tool (not a server name): coverage counts only these. */
   topical: readonly boolean[];
   topicalCount: number;
+  /** Each typed term's weight in the coverage shares: its specificity relative to the query's mean (sums to topicalCount). */
+  weights: readonly number[];
   /** Typed terms that name a server (an owner word specific to a few sources and rare elsewhere). */
   ownerMentions: readonly string[];
   /** typed[implicitFrom..] were added (verbs implied by a request without one): they match no tool on their own. */
@@ -47,9 +49,15 @@ export const WEIGHTS = Object.freeze({
   /** Factor for tools of a server the query names. */
   owner: 5.0,
   /** Credit of a synonym relative to the typed word. */
+  /** Exponent of a typed word's idf in its weight within the query (0: all words count the same). */
+  specificity: 0.5,
   synonym: 0.6,
+  /** Credit of a synonym of a typed word the catalog does not use at all. */
+  synonymOnly: 0.85,
   /** Credit of a longer word the typed word starts (a prefix match), and of a typo fix. */
   prefix: 0.3,
+  /** Credit of a longer word that is the typed word with a derivational ending (react -> reaction). */
+  derived: 0.7,
   fuzzy: 0.2,
   /** Credit of the listing and getting verbs added to a request that names no action. */
   implicit: 0.3,
@@ -80,8 +88,9 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): nu
         if (e.credit > bestCore) bestCore = e.credit;
       } else if (e.credit > bestCore && meta.core.has(e.term)) bestCore = e.credit;
     }
-    name += bestName;
-    core += bestCore;
+    const w = q.weights[i] as number;
+    name += bestName * w;
+    core += bestCore * w;
   }
   let owned = false;
   if (q.ownerMentions.length > 0) {

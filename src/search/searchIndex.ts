@@ -18,6 +18,8 @@ export { sourceKeyOf } from './descriptor.js';
 const RERANK_DEPTH = 64;
 /** Longer words one typed word may stand for as a prefix ("screen" -> "screenshot"). */
 const MAX_PREFIX_EXPANSIONS = 24;
+/** Endings (after stemming) that make a verb a noun or an agent: react -> reaction, deploy -> deployment. */
+const DERIVATIONS = new Set(['ion', 'ation', 'ment', 'er', 'or', 'al', 'ance', 'ence', 'ure']);
 /** Planned queries kept (cleared whenever the index changes). */
 const PLAN_CACHE_MAX = 1_000;
 /** An owner word names a server when at most this share (or 2) of the tools outside that server use it. */
@@ -335,6 +337,16 @@ export class SearchIndex {
     });
     const topical = typed.map((t) => !ownerMentions.includes(t));
     const topicalCount = topical.filter((x) => x).length;
+    // Rare words say more about the tool than common ones: each topical word's share of the query is its
+    // specificity (idf, softened) relative to the others'.
+    const spec = expansions.map((list, i) => {
+      if (!topical[i]) return 0;
+      let best = 0;
+      for (const e of list) best = Math.max(best, e.credit * idfOf(e.list.length, this.size));
+      return Math.pow(Math.max(best, 0.1), WEIGHTS.specificity);
+    });
+    const specSum = spec.reduce((a, b) => a + b, 0);
+    const weights = spec.map((x) => (specSum > 0 ? (x * topicalCount) / specSum : 1));
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
     const content = words.filter((w) => !STOP_WORDS.has(w));
@@ -347,10 +359,11 @@ export class SearchIndex {
         typed.push(term);
         topical.push(false);
         expansions.push([{ term, credit: WEIGHTS.implicit, list }]);
+        weights.push(0);
         allTerms.add(term);
       }
     }
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, ownerMentions, allTerms, implicitFrom, verbClasses };
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses };
     if (note !== undefined) plan.note = note;
     return plan;
   }
@@ -389,10 +402,15 @@ export class SearchIndex {
       if (had === undefined || had.credit < credit) byTerm.set(term, { term, credit, list });
     };
     add(t, 1);
-    for (const syn of synonymsOf(t)) add(syn, WEIGHTS.synonym);
+    // A word the catalog never uses is matched through its synonyms only: they stand in for it almost fully.
+    const synonymCredit = this.postings.get(t) === undefined ? WEIGHTS.synonymOnly : WEIGHTS.synonym;
+    for (const syn of synonymsOf(t)) add(syn, synonymCredit);
     if (t.length >= 3) {
       for (const [term, list] of this.postings.withPrefix(t, MAX_PREFIX_EXPANSIONS)) {
-        if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.prefix, list });
+        if (byTerm.has(term)) continue;
+        // react -> reaction, deploy -> deployment: the same word made a noun, not just a longer word.
+        const derived = t.length >= 4 && DERIVATIONS.has(term.slice(t.length));
+        byTerm.set(term, { term, credit: derived ? WEIGHTS.derived : WEIGHTS.prefix, list });
       }
     }
     // Typos only: a word the catalog knows is matched as typed.
@@ -423,7 +441,7 @@ export class SearchIndex {
       let termCount = 0;
       for (const e of q.expansions[i] as readonly Expansion[]) {
         const { slots, weights, length } = e.list;
-        const idf = Math.log(1 + (n - length + 0.5) / (length + 0.5)) * e.credit;
+        const idf = idfOf(length, n) * e.credit;
         const credit = e.credit;
         for (let j = 0; j < length; j++) {
           const slot = slots[j] as number;
@@ -440,6 +458,7 @@ export class SearchIndex {
         }
       }
       const topical = q.topical[i] === true;
+      const weight = q.weights[i] as number;
       const implicit = i >= q.implicitFrom;
       const bit = 1 << i;
       for (let k = 0; k < termCount; k++) {
@@ -453,7 +472,7 @@ export class SearchIndex {
           touched[count++] = slot;
         }
         acc[slot] = (acc[slot] as number) + (termScore[slot] as number);
-        if (topical) coverage[slot] = (coverage[slot] as number) + (termCredit[slot] as number);
+        if (topical) coverage[slot] = (coverage[slot] as number) + (termCredit[slot] as number) * weight;
         matchMask[slot] = (matchMask[slot] as number) | bit;
       }
     }
@@ -537,6 +556,11 @@ function selectCandidates(heap: MinHeap, touched: Int32Array, count: number, acc
     if (owned) pre *= ownerFactor;
     if (heap.size < heap.capacity || pre > heap.min()) heap.offer(slot, pre);
   }
+}
+
+/** BM25's inverse document frequency of a term found in `df` of `n` tools. */
+function idfOf(df: number, n: number): number {
+  return Math.log(1 + (n - df + 0.5) / (df + 0.5));
 }
 
 /** A bounded min-heap of (slot, score): keeps the `capacity` highest scores offered. */
