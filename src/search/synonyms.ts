@@ -28,7 +28,7 @@ const GROUPS: readonly (readonly string[])[] = [
   ['doc', 'docs', 'documentation'],
   ['meeting', 'event', 'appointment'],
   ['repo', 'repository'],
-  ['error', 'exception'],
+  ['error', 'exception', 'problem'],
   ['record', 'row', 'entry'],
   ['comment', 'note'],
   ['user', 'account', 'member'],
@@ -36,7 +36,8 @@ const GROUPS: readonly (readonly string[])[] = [
   ['issue', 'ticket'],
   ['route', 'direction'],
   ['coordinate', 'latitude', 'longitude'],
-  ['current', 'active'],
+  ['current', 'active', 'now'],
+  ['remember', 'memory', 'memorize'],
   ['javascript', 'js', 'script'],
 ];
 
