@@ -22,6 +22,8 @@ export interface LocalEngineFlags {
   cwd: string;
   /** A bus to use instead of the embedded one (e.g. NATS); the caller closes it. */
   bus?: EventBus;
+  /** A sandbox to use instead of the one `withSandbox` creates (tests); closed by close() all the same. */
+  sandbox?: Sandbox;
   onWarning?: (message: string) => void;
 }
 
@@ -32,6 +34,10 @@ export interface LocalEngine {
   logPath: string | undefined;
   /** The run's tracing, when trace files or OTLP/HTTP (OTEL_EXPORTER_OTLP_*ENDPOINT) are on; flushed by close(). */
   telemetry: Telemetry | undefined;
+  /**
+   * Engine, then telemetry (trace files, OTLP) and the event log whatever failed before, then the sandbox
+   * (bounded); holds the event loop until done; idempotent. Rejects with the first failure after doing all.
+   */
   close(): Promise<void>;
 }
 
@@ -65,12 +71,12 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
     memory = await openMemoryBus({ logPath: logPath ?? false, ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
     bus = memory;
   }
-  const sandbox: Sandbox | undefined = flags.withSandbox
+  const sandbox: Sandbox | undefined = flags.sandbox ?? (flags.withSandbox
     ? createSandbox({
       poolSize: 0, requireIsolation: config.sandbox.requireIsolation, maxOldSpaceMb: config.sandbox.maxOldSpaceMb,
       maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
     })
-    : undefined;
+    : undefined);
   const tracesDir = flags.tracesDir !== undefined ? resolve(flags.cwd, flags.tracesDir) : config.telemetry.enabled ? config.telemetry.tracesDir : undefined;
   const otlpEnv = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'].some((k) => (process.env[k] ?? '').trim() !== '');
   const telemetry: Telemetry | undefined = tracesDir === undefined && !otlpEnv
@@ -83,13 +89,45 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
   });
+  let closing: Promise<void> | undefined;
   return ok({
     config, bus, engine, logPath, telemetry,
-    async close() {
-      await engine.close();
-      await sandbox?.close();
-      await telemetry?.shutdown();
-      await memory?.close();
-    },
+    close: () => (closing ??= closeLocal(engine, telemetry, memory, sandbox)),
   });
+}
+
+/** How long close() waits for the sandbox's children to exit before it lets them go. */
+export const SANDBOX_CLOSE_BOUND_MS = 5000;
+
+/**
+ * Closes in the order that keeps the record: the engine (ends sessions, so every span has ended), then the
+ * telemetry (trace files written, OTLP flushed) and the event log, each whatever happened before, and only then
+ * the sandbox, bounded. The event loop is held meanwhile: a wait with nothing else alive (a sandbox child whose
+ * pipes are unref'd) would otherwise let a CLI process exit in the middle of close(), before the trace files.
+ */
+async function closeLocal(engine: Engine, telemetry: Telemetry | undefined, memory: MemoryBus | undefined, sandbox: Sandbox | undefined): Promise<void> {
+  const hold = setInterval(() => undefined, 60_000);
+  const errors: unknown[] = [];
+  const step = async (fn: (() => Promise<void>) | undefined): Promise<void> => {
+    try {
+      await fn?.();
+    } catch (err) {
+      errors.push(err);
+    }
+  };
+  try {
+    await step(() => engine.close());
+    await step(telemetry === undefined ? undefined : () => telemetry.shutdown());
+    await step(memory === undefined ? undefined : () => memory.close());
+    if (sandbox !== undefined) {
+      let timer: NodeJS.Timeout | undefined;
+      await step(() => Promise.race([
+        sandbox.close(),
+        new Promise<void>((r) => (timer = setTimeout(r, SANDBOX_CLOSE_BOUND_MS))),
+      ]).finally(() => clearTimeout(timer)));
+    }
+  } finally {
+    clearInterval(hold);
+  }
+  if (errors.length > 0) throw errors[0];
 }
