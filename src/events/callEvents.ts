@@ -49,6 +49,11 @@ export const CallRequested = Type.Object({
   sessionOwner: Type.Optional(Type.Boolean()),
   /** The tool is owner-only (so the enforcer can gate it without the catalog). */
   ownerOnly: Type.Optional(Type.Boolean()),
+  /**
+   * The id of the engine-embedded enforcer that decides this request (added, optional). Absent: the shared
+   * enforcers (queue group `policy`, the policy role) decide it; present: only that engine's own enforcer does.
+   */
+  decider: Type.Optional(Type.String()),
 });
 export type CallRequested = Static<typeof CallRequested>;
 

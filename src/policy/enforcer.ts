@@ -76,8 +76,24 @@ export function decideCall(
 export interface PolicyEnforcerOptions {
   bus: EventBus;
   config: ResolvedConfig;
-  /** Queue group, so several enforcers share the work (default `policy`). */
+  /**
+   * Shared mode (no `decider`): the queue group, so several enforcers of a deployment share the work (default
+   * `policy`; on NATS a durable work-queue consumer). Such an enforcer decides only requests that name no decider.
+   */
   queue?: string;
+  /**
+   * Private mode: the id of the engine this enforcer is embedded in. It subscribes on its own (no queue group, no
+   * durable consumer) and decides only requests that name this decider and that `owns` accepts; every other
+   * request, of any other process or engine, is left alone.
+   */
+  decider?: string;
+  /** Private mode: whether the engine started the request's turn (default: every request naming the decider). */
+  owns?: (request: EventOf<'call.requested'>) => boolean;
+  /**
+   * A request older than this (by its `at`) is not decided and nothing is recorded: its turn has already blocked
+   * it (fail closed), so a late decision would only contradict the record. Default config `nats.decisionTimeoutMs`.
+   */
+  decisionTimeoutMs?: number;
   now?: () => Date;
   newId?: () => string;
   /** Where a failure to publish a decision is reported (the turn then blocks at its bound: fail closed). */
@@ -87,24 +103,46 @@ export interface PolicyEnforcerOptions {
 export interface PolicyEnforcer {
   /** Decisions published so far. */
   readonly decided: number;
+  /** Requests left undecided because they were older than the decision timeout. */
+  readonly skippedStale: number;
   stop(): void;
 }
 
 /** The subject pattern of every `call.requested` event of every session and turn. */
 export const CALL_REQUESTED_PATTERN = `toolsearch.evt.*.*.${typeToken('call.requested')}`;
 
+/** Whether a request is this enforcer's to decide (shared: no decider named; private: its decider and owned). Pure: no I/O. */
+export function isOwnRequest(req: EventOf<'call.requested'>, scope: { decider?: string; owns?: (r: EventOf<'call.requested'>) => boolean }): boolean {
+  const named = (req.data as { decider?: unknown } | null)?.decider;
+  if (scope.decider === undefined) return named === undefined;
+  return named === scope.decider && (scope.owns === undefined || scope.owns(req));
+}
+
+/** Whether a request was made longer ago than the decision timeout (its turn no longer waits). Pure: no I/O. */
+export function isStaleRequest(at: string, now: Date, decisionTimeoutMs: number): boolean {
+  const t = Date.parse(at);
+  return !Number.isNaN(t) && now.getTime() - t > decisionTimeoutMs;
+}
+
 /**
- * The policy-enforcement actor: subscribes to `call.requested` (queue group `policy`), recomputes the effective
- * policy from the session facts the request carries and the config, and publishes `call.decided` (allowed, blocked
- * with the reason, or approvalRequired) as the answer: same session and turn, `seq` = request seq + 1 (the turn
- * reserves it), `causationId` = the request's id. A request without session facts is blocked (fail closed).
+ * The policy-enforcement actor: subscribes to `call.requested`, recomputes the effective policy from the session
+ * facts the request carries and the config, and publishes `call.decided` (allowed, blocked with the reason, or
+ * approvalRequired) as the answer: same session and turn, `seq` = request seq + 1 (the turn reserves it),
+ * `causationId` = the request's id. A request without session facts is blocked (fail closed).
+ *
+ * Two modes: shared (queue group `policy`, the deployment's policy role) decides requests that name no decider;
+ * private (`decider` set, an engine's embedded enforcer) decides only its own engine's requests, on a
+ * subscription of its own, so a process with a config of its own never decides other processes' calls.
+ * Requests older than the decision timeout are skipped (nothing recorded).
  */
 export function startPolicyEnforcer(opts: PolicyEnforcerOptions): PolicyEnforcer {
   const now = opts.now ?? (() => new Date());
+  const timeoutMs = opts.decisionTimeoutMs ?? opts.config.nats.decisionTimeoutMs;
+  const scope = { ...(opts.decider === undefined ? {} : { decider: opts.decider }), ...(opts.owns === undefined ? {} : { owns: opts.owns }) };
   let decided = 0;
+  let skippedStale = 0;
   let stopped = false;
-  const answer = async (e: Envelope): Promise<void> => {
-    const req = e as EventOf<'call.requested'>;
+  const answer = async (req: EventOf<'call.requested'>): Promise<void> => {
     const d = req.data;
     const hasFacts = typeof d.agentId === 'string' && typeof d.profile === 'string' && typeof d.sandboxId === 'string' && typeof d.sessionOwner === 'boolean';
     const verdict: CallVerdict = hasFacts
@@ -133,13 +171,22 @@ export function startPolicyEnforcer(opts: PolicyEnforcerOptions): PolicyEnforcer
     CALL_REQUESTED_PATTERN,
     (e) => {
       if (stopped || e.type !== 'call.requested') return;
-      answer(e).catch((err: unknown) => opts.onError?.(`policy enforcer could not answer ${e.id}: ${err instanceof Error ? err.message : String(err)}`));
+      const req = e as EventOf<'call.requested'>;
+      if (!isOwnRequest(req, scope)) return;
+      if (isStaleRequest(req.at, now(), timeoutMs)) {
+        skippedStale++;
+        return;
+      }
+      answer(req).catch((err: unknown) => opts.onError?.(`policy enforcer could not answer ${e.id}: ${err instanceof Error ? err.message : String(err)}`));
     },
-    { queue: opts.queue ?? 'policy' },
+    opts.decider === undefined ? { queue: opts.queue ?? 'policy' } : {},
   );
   return {
     get decided() {
       return decided;
+    },
+    get skippedStale() {
+      return skippedStale;
     },
     stop() {
       stopped = true;

@@ -3,7 +3,7 @@ export { checkTool } from './checkTool.js';
 export { filterCatalog } from './filterCatalog.js';
 export { globMatch, globToRegExp } from './glob.js';
 export type { EffectivePolicy, PolicyInput, PolicyLayer, PolicyLayerName, NamedPolicyLayer, ToolCheck } from './types.js';
-export { startPolicyEnforcer, decideCall, sessionPolicy, policyInputFor, approvalPattern, CALL_REQUESTED_PATTERN } from './enforcer.js';
+export { startPolicyEnforcer, decideCall, sessionPolicy, policyInputFor, approvalPattern, isOwnRequest, isStaleRequest, CALL_REQUESTED_PATTERN } from './enforcer.js';
 export type { SessionFacts, CallVerdict, PolicyEnforcer, PolicyEnforcerOptions } from './enforcer.js';
 export { waitForApproval } from './approvals.js';
 export type { Approver, ApprovalRequest, ApprovalDecision, ApprovalOutcome, WaitForApprovalOptions } from './approvals.js';

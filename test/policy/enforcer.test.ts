@@ -50,6 +50,52 @@ describe('startPolicyEnforcer', () => {
   });
 });
 
+describe('startPolicyEnforcer: scope and staleness', () => {
+  const config = cfg({ nats: { decisionTimeoutMs: 1000 } });
+  const request = (callId: string, at: Date, extra: Record<string, unknown> = {}, turnId = 't') => makeEnvelope({
+    type: 'call.requested', sessionId: 's', turnId, seq: 1, at, causationId: null,
+    data: { callId, toolId: 'openclaw:p:good', toolName: 'good', source: 'openclaw', owner: 'p', origin: 'plugin', argsDigest: 'x', argsBytes: 2, via: 'tool',
+      agentId: 'a', profile: 'p', sandboxId: 'b', sessionOwner: false, ...extra },
+  });
+  const collect = async () => {
+    const bus = await openMemoryBus({ logPath: false });
+    const decided: Array<{ data: { callId: string } }> = [];
+    bus.subscribe('toolsearch.evt.*.*.call_decided', (e) => decided.push(e as never));
+    return { bus, decided, ids: () => decided.map((d) => d.data.callId).sort() };
+  };
+
+  it('skips a request older than the decision timeout and records nothing for it', async () => {
+    const clock = { t: Date.parse('2030-01-01T00:00:10Z') };
+    const { bus, ids } = await collect();
+    const enforcer = startPolicyEnforcer({ bus, config, now: () => new Date(clock.t) });
+    await bus.publish(request('fresh', new Date(clock.t - 900)));
+    await bus.publish(request('stale', new Date(clock.t - 1500)));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(ids()).toEqual(['fresh']);
+    expect(enforcer.skippedStale).toBe(1);
+    enforcer.stop();
+    await bus.close();
+  });
+
+  it('a private enforcer decides only requests naming it (and owned); a shared one only requests naming no decider', async () => {
+    const { bus, decided } = await collect();
+    const now = new Date();
+    const mine = startPolicyEnforcer({ bus, config, decider: 'engine-1', owns: (r) => r.turnId === 'mine' });
+    const shared = startPolicyEnforcer({ bus, config, queue: 'policy' });
+    await bus.publish(request('own', now, { decider: 'engine-1' }, 'mine'));
+    await bus.publish(request('ownButNotLive', now, { decider: 'engine-1' }, 'other'));
+    await bus.publish(request('otherEngine', now, { decider: 'engine-2' }));
+    await bus.publish(request('deployment', now));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(decided.map((d) => d.data.callId).sort()).toEqual(['deployment', 'own']);
+    expect(mine.decided).toBe(1);
+    expect(shared.decided).toBe(1);
+    mine.stop();
+    shared.stop();
+    await bus.close();
+  });
+});
+
 describe('waitForApproval', () => {
   const request = { approvalId: 'ap', callId: 'c', toolId: 't', toolName: 't', sessionId: 's', turnId: 't', agentId: 'a', argsDigest: 'd' };
   it('an approver that throws denies; no answer times out', async () => {

@@ -54,6 +54,15 @@ function execute(deps: EngineDeps, ts: TurnState, entry: ToolEntry, args: Record
 type BlockStage = EventOf<'call.blocked'>['data']['stage'];
 
 /**
+ * What createEngine adds to its EngineDeps when it embeds a private policy enforcer: the enforcer's id, named as
+ * `decider` on every `call.requested` of this engine, so that enforcer (and only it) decides them.
+ */
+export interface EmbeddedEnforcerDeps {
+  decider?: string;
+}
+const deciderOf = (deps: EngineDeps): string | undefined => (deps as EngineDeps & EmbeddedEnforcerDeps).decider;
+
+/**
  * The enforced call path, the same for direct, structured and code-mode calls: publish `call.requested`, wait
  * (bounded) for the policy-enforcement actor's `call.decided`, wait for an approver when required, run every
  * plugin's `before_tool_call` hook, validate the final arguments against the input schema, execute (client tools
@@ -70,12 +79,14 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
   const argsDigest = digest(rawArgs);
   ts.counts.calls++;
   const decisionWait = ts.answers.expect(`call.decided:${callId}`);
+  const decider = deciderOf(deps);
   const requested = await ts.events.emit('call.requested', {
     callId, toolId: entry.id, toolName: entry.name, source: entry.source, owner: entry.owner, origin: entry.origin,
     argsDigest, argsBytes: bytesOf(rawArgs), via: op.via,
     ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
     agentId: ts.facts.agentId, profile: ts.facts.profile, sandboxId: ts.facts.sandboxId, sessionOwner: ts.facts.owner,
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
+    ...(decider === undefined ? {} : { decider }),
   }, op.causationId, { reserveAnswer: true });
 
   let lastEventId = requested.id;

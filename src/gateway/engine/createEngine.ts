@@ -13,6 +13,7 @@ import type { StepResult, Turn, TurnEngine, TurnRequest } from '../types.js';
 import { bySource } from './codeRun.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
+import type { EmbeddedEnforcerDeps } from './callPath.js';
 import { runStep } from './runStep.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
@@ -35,11 +36,19 @@ export interface Engine extends TurnEngine {
  * The turn engine: each turn is an actor of the pure `turnMachine`, provided with real actors (policy, sources,
  * index, exposure, steps), and every fact is published on the bus before it is acted on. Per session it keeps the
  * MCP runtime (opened once, reused, closed at closeSession or idle) and pending client calls; search indexes are
- * shared by fingerprint. In one process it starts its own policy enforcer on the bus unless told not to.
+ * shared by fingerprint. By default it embeds a private policy enforcer that decides only this engine's own calls
+ * (its requests name it as `decider`; no shared queue), so a one-shot command with a config of its own never
+ * decides a deployment's calls; `startEnforcer: true` joins the deployment's shared queue `policy` instead (role
+ * all), `false` starts none (decisions come from the policy role).
  */
 export function createEngine(opts: EngineOptions): Engine {
   const config = opts.config;
-  const deps: EngineDeps = {
+  // The embedded enforcer: private to this engine (default), shared with the deployment (`startEnforcer: true`,
+  // role all: joins queue group `policy` and decides requests naming no decider), or none (`false`).
+  const enforcerMode = opts.startEnforcer === false ? 'none' : opts.startEnforcer === true ? 'shared' : 'own';
+  const decider = enforcerMode === 'own' ? `engine-${randomUUID()}` : undefined;
+  const deps: EngineDeps & EmbeddedEnforcerDeps = {
+    ...(decider === undefined ? {} : { decider }),
     opts,
     config,
     now: opts.now ?? (() => new Date()),
@@ -51,7 +60,15 @@ export function createEngine(opts: EngineOptions): Engine {
   };
   const sessions = new Map<string, SessionState>();
   const liveTurns = new Set<{ end: Turn['end'] }>();
-  let enforcer: PolicyEnforcer | undefined = opts.startEnforcer === false ? undefined : startPolicyEnforcer({ bus: opts.bus, config, now: deps.now, newId: deps.newId });
+  /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
+  const ownTurns = new Set<string>();
+  const turnKey = (sessionId: string, turnId: string) => `${sessionId}\u0000${turnId}`;
+  let enforcer: PolicyEnforcer | undefined = enforcerMode === 'none'
+    ? undefined
+    : startPolicyEnforcer({
+      bus: opts.bus, config, now: deps.now, newId: deps.newId, decisionTimeoutMs: deps.decisionTimeoutMs,
+      ...(decider === undefined ? { queue: 'policy' } : { decider, owns: (req) => ownTurns.has(turnKey(req.sessionId, req.turnId)) }),
+    });
   let closed = false;
 
   const sessionOf = (sessionId: string): SessionState => {
@@ -91,6 +108,8 @@ export function createEngine(opts: EngineOptions): Engine {
       ts.answers.observe = (e) => { tt.observe(e); };
     }
 
+    const ownKey = turnKey(facts.sessionId, turnId);
+    ownTurns.add(ownKey);
     const pendingSteps = new Map<string, (r: StepResult) => void>();
     const machine = turnMachine.provide({
       actors: {
@@ -121,6 +140,7 @@ export function createEngine(opts: EngineOptions): Engine {
     } catch (err) {
       ts.answers.close();
       ts.trace?.endTurn();
+      ownTurns.delete(ownKey);
       return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
     }
 
@@ -160,6 +180,7 @@ export function createEngine(opts: EngineOptions): Engine {
       } finally {
         ts.answers.close();
         ts.trace?.endTurn();
+        ownTurns.delete(ownKey);
       }
     };
 
