@@ -175,6 +175,8 @@ export interface AuditState {
   sourceFailures: Map<string, AuditSourceFailure>;
   /** Bridge requests already counted (`<codeRunId>\0<requestId>`). */
   bridgeSeen: ReadonlySet<string>;
+  /** When the decision each call kept was made (callId -> `at`), to drop one made after the call had ended. */
+  decidedAt: ReadonlyMap<string, string>;
   first?: string;
   last?: string;
   total: number;
@@ -191,6 +193,7 @@ export function initialAuditState(): AuditState {
     codeRuns: new Map(),
     sourceFailures: new Map(),
     bridgeSeen: new Set(),
+    decidedAt: new Map(),
     total: 0,
     byType: {},
   };
@@ -362,11 +365,12 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
           requestedAt: c.requestedAt === undefined ? e.at : earlier(c.requestedAt, e.at),
         }),
       );
-    case 'call.decided':
+    case 'call.decided': {
       // The first decision stands (a second enforcer answering the same call does not change the record).
-      return onCall(s, e, e.data.callId, e.data.toolId, (c) =>
-        c.decision !== undefined ? c : defined({ ...c, decision: e.data.decision, decisionReason: e.data.reason }),
-      );
+      if (s.calls.get(e.data.callId)?.decision !== undefined) return s;
+      const decided = onCall(s, e, e.data.callId, e.data.toolId, (c) => defined({ ...c, decision: e.data.decision, decisionReason: e.data.reason }));
+      return { ...decided, decidedAt: new Map(s.decidedAt).set(e.data.callId, e.at) };
+    }
     case 'approval.requested':
       return onCall(s, e, e.data.callId, e.data.toolId, (c) => ({
         ...c,
@@ -531,9 +535,17 @@ export function auditReport(events: Iterable<Envelope>, sessionId: string): Audi
     .map((c) => {
       const fc = logCalls.get(c.callId)!.c;
       const out: AuditCall = { ...c, id: fc.id, source: fc.source, resultOrigin: fc.origin, outcome: fc.outcome };
+      // A decision made after the call had ended (a late enforcer answering a call already blocked for want of
+      // a decision) decided nothing: the call never waited for it.
+      const decidedAt = timeOf(s.decidedAt.get(c.callId));
+      const endedAt = timeOf(c.endedAt);
+      if (decidedAt !== undefined && endedAt !== undefined && decidedAt > endedAt) {
+        delete out.decision;
+        delete out.decisionReason;
+      }
       if (fc.reason !== undefined) out.reason = fc.reason;
       else delete out.reason;
-      if (fc.outcome === 'blocked' && out.blockedStage === undefined && c.decision === 'blocked') out.blockedStage = 'policy';
+      if (fc.outcome === 'blocked' && out.blockedStage === undefined && out.decision === 'blocked') out.blockedStage = 'policy';
       if (fc.outcome !== 'blocked') delete out.blockedStage;
       return out;
     });

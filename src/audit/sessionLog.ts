@@ -171,7 +171,7 @@ function updateCall(
   callId: string,
   toolId: string,
   known: Partial<Pick<FinalCall, 'source' | 'origin'>>,
-  outcome?: { outcome: CallOutcome; reason?: string },
+  outcome?: { outcome: CallOutcome; reason?: string; force?: boolean },
 ): SessionLog {
   const i = log.finalCalls.findIndex((c) => c.callId === callId);
   const current: FinalCall =
@@ -179,7 +179,7 @@ function updateCall(
       ? log.finalCalls[i]!
       : { callId, id: toolId, source: known.source ?? sourceOfId(toolId), origin: known.origin ?? originOfId(toolId), outcome: 'pending' };
   let next: FinalCall = { ...current, ...known };
-  if (outcome !== undefined && current.outcome !== 'blocked') {
+  if (outcome !== undefined && (current.outcome !== 'blocked' || outcome.force === true)) {
     next = { ...next, outcome: outcome.outcome };
     if (outcome.reason !== undefined) next.reason = outcome.reason;
     else delete next.reason;
@@ -221,7 +221,8 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
         e.data.callId,
         e.data.toolId,
         { source: e.data.source, origin: e.data.origin },
-        { outcome: 'blocked', reason: `${e.data.stage}: ${e.data.reason}` },
+        // Blocked for want of a decision: any decision in the record came too late and explains nothing.
+        { outcome: 'blocked', reason: `${e.data.stage}: ${e.data.reason}`, ...(e.data.stage === 'enforcer' ? { force: true } : {}) },
       );
     case 'call.completed':
       return updateCall(

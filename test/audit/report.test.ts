@@ -156,6 +156,33 @@ describe('auditReport', () => {
     expect(text).toContain('mcp:github: mcp.serverUnavailable: connection refused');
   });
 
+  it('ignores a decision made after the call had ended (a late enforcer): no "allowed" beside "blocked"', () => {
+    const t0 = Date.UTC(2026, 1, 1);
+    const ev = (seq: number, atMs: number, type: Parameters<typeof makeEnvelope>[0]['type'], data: unknown) =>
+      makeEnvelope({ type, sessionId: 'late', turnId: 't', seq, at: new Date(t0 + atMs), causationId: null, data: data as never, id: `late-${seq}` });
+    const call = { callId: 'c1', toolId: 'openclaw:demo:add', toolName: 'add', source: 'openclaw', owner: 'demo', origin: 'plugin', argsDigest: 'd', argsBytes: 2, via: 'tool' };
+    const events = [
+      ev(1, 0, 'turn.started', { mode: 'tools', harness: 'pi', agentId: 'a', profile: 'p', sandboxId: 'b', owner: false, clientId: 'c' }),
+      ev(2, 10, 'call.requested', call),
+      // seq 3 was reserved for the decision; the turn gave up waiting at 1 s and blocked the call.
+      ev(4, 1010, 'call.blocked', { callId: 'c1', toolId: call.toolId, source: 'openclaw', origin: 'plugin', stage: 'enforcer', reason: 'no policy enforcer answered within 1000 ms' }),
+      ev(3, 5000, 'call.decided', { callId: 'c1', toolId: call.toolId, decision: 'allowed' }),
+    ];
+    const r = auditReport(events, 'late');
+    expect(r.detail.calls).toHaveLength(1);
+    expect(r.detail.calls[0]).toMatchObject({ callId: 'c1', outcome: 'blocked', blockedStage: 'enforcer' });
+    expect(r.detail.calls[0]!.decision).toBeUndefined();
+    expect(r.detail.blocked).toEqual([{ callId: 'c1', id: call.toolId, stage: 'enforcer', reason: 'enforcer: no policy enforcer answered within 1000 ms' }]);
+    // A late "blocked" decision does not take the reason over either.
+    const lateBlocked = events.map((e) => (e.type === 'call.decided' ? { ...e, data: { ...(e.data as object), decision: 'blocked', reason: 'denied by global policy' } } : e));
+    const r2 = auditReport(lateBlocked, 'late');
+    expect(r2.finalCalls[0]).toMatchObject({ outcome: 'blocked', reason: 'enforcer: no policy enforcer answered within 1000 ms' });
+    expect(r2.detail.calls[0]!.decision).toBeUndefined();
+    // A decision in time is kept.
+    const inTime = events.map((e) => (e.type === 'call.decided' ? { ...e, at: new Date(t0 + 500).toISOString(), data: { ...(e.data as object), decision: 'blocked', reason: 'denied' } } : e));
+    expect(auditReport(inTime, 'late').detail.calls[0]).toMatchObject({ decision: 'blocked', decisionReason: 'denied' });
+  });
+
   it('is empty but well formed for a session with no events', () => {
     const r = auditReport([], 'nobody');
     expect(sharedKeys(r)).toEqual(sessionLogFrom([], 'nobody'));
