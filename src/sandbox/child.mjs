@@ -102,11 +102,25 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
   const str = (s) => stringify(S(s));
 
   // JSON-safe conversion; builds null-prototype containers so prototype tricks cannot change the output.
-  // mode 'cut': strings and containers are cut past the budget with a marker; mode 'strict': TooLarge.
+  // mode 'cut' (results, logs): strings and containers are cut past the budget with a marker, and what JSON
+  // cannot carry (functions, symbols, BigInt, cycles, values that throw when read) is described in a string.
+  // mode 'strict' (bridge arguments): past the budget throws TooLarge, and anything JSON cannot carry throws
+  // BadArgument with badWhat naming the value at fault (a tool never runs on arguments the model did not mean).
   const TooLarge = {};
+  const BadArgument = {};
+  let badWhat = '';
   const convert = (root, budget, mode) => {
     let used = 0;
+    const strict = mode === 'strict';
     const seen = new SetC();
+    const bad = (path, what) => {
+      const where = path === '' ? 'the value' : (path.length > 200 ? apply(slice, path, [0, 200]) + '…' : path);
+      badWhat = where + ' ' + what;
+      throw BadArgument;
+    };
+    const at = (path, k) => (strict ? (path === '' ? S(k) : path + '.' + S(k)) : '');
+    const atIndex = (path, i) => (strict ? path + '[' + i + ']' : '');
+    const rethrow = (x) => { if (x === TooLarge || x === BadArgument) throw x; };
     const cutString = (s) => {
       const room = budget - used;
       if (s.length <= room) { used += s.length + 2; return s; }
@@ -115,29 +129,31 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
       used = budget + 1;
       return apply(slice, s, [0, keep]) + '…[truncated ' + (s.length - keep) + ' bytes]';
     };
-    const conv = (v, depth) => {
-      if (used > budget) { if (mode === 'strict') throw TooLarge; return '…[truncated]'; }
+    const conv = (v, depth, path) => {
+      if (used > budget) { if (strict) throw TooLarge; return '…[truncated]'; }
       switch (typeof v) {
         case 'string': return cutString(v);
         case 'number': used += 8; return isFiniteN(v) ? v : null;
         case 'boolean': used += 5; return v;
         case 'undefined': return undefined;
-        case 'bigint': return cutString(S(v) + 'n');
-        case 'symbol': return cutString(apply(symToString, v, []));
+        case 'bigint': if (strict) bad(path, 'is a BigInt'); return cutString(S(v) + 'n');
+        case 'symbol': if (strict) bad(path, 'is a symbol'); return cutString(apply(symToString, v, []));
         case 'function': {
           let n = '';
           try { const d = fnName(v, 'name'); if (d && typeof d.value === 'string') n = d.value; } catch (x) {}
+          if (strict) bad(path, 'is a function' + (n ? ' (' + n + ')' : ''));
           return cutString('[Function ' + (n || 'anonymous') + ']');
         }
       }
       if (v === null) { used += 4; return null; }
-      if (depth > 64) return '[Depth limit]';
-      if (apply(setHas, seen, [v])) return '[Circular]';
+      if (depth > 64) { if (strict) bad(path, 'is nested more than 64 levels deep'); return '[Depth limit]'; }
+      if (apply(setHas, seen, [v])) { if (strict) bad(path, 'refers back to itself (a circular reference)'); return '[Circular]'; }
       apply(setAdd, seen, [v]);
       try {
-        return convObject(v, depth);
+        return convObject(v, depth, path);
       } catch (x) {
-        if (x === TooLarge) throw x;
+        rethrow(x);
+        if (strict) bad(path, 'cannot be read: ' + header(x));
         return '[Unserializable]';
       } finally {
         apply(setDelete, seen, [v]);
@@ -147,7 +163,7 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
     const newObject = () => ({ __proto__: null });
     const put = (o, k, v) => { used += S(k).length + 4; defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true }); };
     const more = (arr, n) => { if (used > budget && n > 0) put(arr, arr.length, '…[truncated ' + n + ' more items]'); };
-    const convObject = (v, depth) => {
+    const convObject = (v, depth, path) => {
       let isMap = false, isSet = false, isDate = false;
       try { apply(mapSize, v, []); isMap = true; } catch (x) {}
       try { apply(setSize, v, []); isSet = true; } catch (x) {}
@@ -163,11 +179,11 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
           if (isMap) {
             if (typeof r.value[0] !== 'string') allStringKeys = false;
             const pair = newArray();
-            put(pair, 0, conv(r.value[0], depth + 1));
-            put(pair, 1, conv(r.value[1], depth + 1));
+            put(pair, 0, conv(r.value[0], depth + 1, atIndex(path, out.length)));
+            put(pair, 1, conv(r.value[1], depth + 1, atIndex(path, out.length)));
             put(out, out.length, pair);
           } else {
-            const c = conv(r.value, depth + 1);
+            const c = conv(r.value, depth + 1, atIndex(path, out.length));
             put(out, out.length, c === undefined ? null : c);
           }
         }
@@ -193,28 +209,40 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
         const out = newArray();
         const n = v.length;
         for (let i = 0; i < n; i++) {
-          if (used > budget) { if (mode === 'strict') throw TooLarge; more(out, n - i); break; }
+          if (used > budget) { if (strict) throw TooLarge; more(out, n - i); break; }
           let c;
-          try { c = conv(v[i], depth + 1); } catch (x) { if (x === TooLarge) throw x; c = '[Thrown]'; }
+          try { c = conv(v[i], depth + 1, atIndex(path, i)); } catch (x) {
+            rethrow(x);
+            if (strict) bad(atIndex(path, i), 'cannot be read: ' + header(x));
+            c = '[Thrown]';
+          }
           put(out, i, c === undefined ? null : c);
         }
         return out;
       }
       let toJSON;
-      try { toJSON = v.toJSON; } catch (x) {}
-      if (typeof toJSON === 'function') return conv(apply(toJSON, v, []), depth + 1);
+      try { toJSON = v.toJSON; } catch (x) { if (strict) bad(path, 'cannot be read: its toJSON threw ' + header(x)); }
+      if (typeof toJSON === 'function') {
+        let j;
+        try { j = apply(toJSON, v, []); } catch (x) { if (strict) bad(path, 'cannot be turned into JSON: its toJSON() threw ' + header(x)); throw x; }
+        return conv(j, depth + 1, path);
+      }
       const out = newObject();
       const ks = keys(v);
       for (let i = 0; i < ks.length; i++) {
-        if (used > budget) { if (mode === 'strict') throw TooLarge; put(out, '…', '[truncated ' + (ks.length - i) + ' more keys]'); break; }
+        if (used > budget) { if (strict) throw TooLarge; put(out, '…', '[truncated ' + (ks.length - i) + ' more keys]'); break; }
         const k = ks[i];
         let c;
-        try { c = conv(v[k], depth + 1); } catch (x) { if (x === TooLarge) throw x; c = '[Thrown: ' + header(x) + ']'; }
+        try { c = conv(v[k], depth + 1, at(path, k)); } catch (x) {
+          rethrow(x);
+          if (strict) bad(at(path, k), 'cannot be read: ' + header(x));
+          c = '[Thrown: ' + header(x) + ']';
+        }
         if (c !== undefined) put(out, k, c);
       }
       return out;
     };
-    return conv(root, 0);
+    return conv(root, 0, '');
   };
 
   // console: formats in the guest, stops sending past the log budget (the host and parent cap again).
@@ -260,7 +288,8 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
     try { json = stringify(convert(args, limits.maxArgBytes, 'strict')); }
     catch (x) {
       if (x === TooLarge) reject(bridgeError('sandbox.argsTooLarge', 'The arguments of tools.' + op + ' exceed ' + limits.maxArgBytes + ' bytes as JSON. Pass less data.'));
-      else reject(bridgeError('sandbox.badArguments', 'The arguments of tools.' + op + ' cannot be turned into JSON: ' + header(x)));
+      else if (x === BadArgument) reject(bridgeError('sandbox.badArguments', 'The arguments of tools.' + op + ' are not plain JSON data: ' + badWhat + '. Pass only strings, numbers, booleans, null, arrays and plain objects; the call was not made.'));
+      else reject(bridgeError('sandbox.badArguments', 'The arguments of tools.' + op + ' cannot be turned into JSON: ' + header(x) + '. The call was not made.'));
       return;
     }
     callCount++;
@@ -400,19 +429,39 @@ function pump() {
   }
 }
 
+const hostFunctionToString = Function.prototype.toString;
+
+/** The parser's own message for a body that is not a function body on its own; compiling runs nothing. */
+function bodySyntaxError(body) {
+  try {
+    // Parsed as a plain (not async) function body, so `await` is an error here that the real wrapper allows.
+    vm.compileFunction(body, [], { filename: GUEST_FILE });
+  } catch (e) {
+    if (e instanceof SyntaxError && !/await/.test(e.message)) return `SyntaxError: ${e.message} (the body must be the statements of one function body)`;
+  }
+  return "SyntaxError: Unexpected token '}': the body closes the function it runs in. Write statements only, ending with return.";
+}
+
 let started = false;
 function onMessage(m) {
   if (m?.t === 'run' && !started && typeof m.body === 'string') {
     started = true;
     applyLimits(m.limits);
     let fn;
+    const wrapped = `async function () {\n${m.body}\n}`;
     try {
-      fn = new vm.Script(`(async function () {\n${m.body}\n})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(context);
+      fn = new vm.Script(`(${wrapped})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(context);
     } catch (e) {
       // Compile errors are raised host-side by vm; report the text only.
       const text = e instanceof Error ? `${e.name}: ${e.message}` : 'the body does not compile';
       return finish({ t: 'error', code: 'sandbox.guestError', message: text });
     }
+    // A body that closes the function it is wrapped in (`}); (function(){`) compiles, but the script's value is
+    // then another function (or none). Only the wrapper itself has exactly the wrapper's source text (the host
+    // realm's toString, which guest code cannot replace): anything else is a syntax error of the body.
+    let source;
+    try { source = typeof fn === 'function' ? hostFunctionToString.call(fn) : undefined; } catch { source = undefined; }
+    if (source !== wrapped) return finish({ t: 'error', code: 'sandbox.guestError', message: bodySyntaxError(m.body) });
     try { guest.start(fn); } catch { return corrupt('start'); }
     schedulePump();
   } else if (m?.t === 'res' && started && pending.has(m.id)) {

@@ -76,7 +76,7 @@ export const exitError = (exit: ChildExit): { code: string; message: string } =>
   if (exit.protocolError !== undefined) {
     return { code: 'sandbox.protocolError', message: `The sandbox child ${exit.protocolError} and was killed.` };
   }
-  if (/heap out of memory|Reached heap limit|Fatal process out of memory|Allocation failed/i.test(exit.stderrTail)) {
+  if (/heap out of memory|Reached heap limit|Fatal process out of memory|Allocation failed|std::bad_alloc/i.test(exit.stderrTail)) {
     return { code: 'sandbox.outOfMemory', message: 'The body ran out of memory and the sandbox child was stopped. Keep less data in memory.' };
   }
   const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;

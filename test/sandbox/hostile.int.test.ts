@@ -226,30 +226,52 @@ describe('hostile bodies are contained', () => {
     expect(JSON.stringify({ a: 1 })).toBe('{"a":1}');
   });
 
-  it('passes malformed bridge arguments as JSON-safe data, and refuses oversized ones', async () => {
+  it('refuses malformed bridge arguments in the guest (sandbox.badArguments naming the value) and oversized ones; the tool never runs', async () => {
     const rec = recordingBridge();
     const o = await run(
       `const circular = { a: 1 }; circular.self = circular;
        let reads = 0;
        const getter = { get path() { reads++; return "/x"; }, get boom() { throw new Error("no"); } };
+       const cases = [
+         getter,
+         { f() {} },
+         { s: Symbol("x") },
+         { b: 1n },
+         circular,
+         new Proxy({}, { ownKeys() { throw new Error("trap"); } }),
+         { nested: [1, { toJSON() { throw new Error("tj"); } }] },
+       ];
        const out = [];
-       for (const args of [getter, { s: Symbol("x"), f() {}, b: 1n }, circular, new Proxy({}, { ownKeys() { throw new Error("trap"); } })]) {
-         try { out.push(await tools.call("mcp:fs:read", args)); } catch (e) { out.push(e.code); }
+       for (const args of cases) {
+         try { out.push(await tools.call("mcp:fs:read", args)); } catch (e) { out.push(e.code + " | " + e.message); }
        }
        try { await tools.call("mcp:fs:read", { big: "x".repeat(100000) }); } catch (e) { out.push(e.code); }
-       try { await tools.search(Symbol("q"), () => 1); } catch (e) { out.push(e.code); }
+       try { await tools.search(Symbol("q")); } catch (e) { out.push(e.code + " | " + e.message); }
+       try { await tools.search("q", () => 1); } catch (e) { out.push(e.code + " | " + e.message); }
+       // Plain data still goes through, a getter that works is read once, undefined fields are dropped as in JSON.
+       out.push(await tools.call("mcp:fs:read", { path: "/ok", n: 1, list: [true, null], skip: undefined, d: new Date(0) }));
        return { out, reads };`,
       rec.bridge,
     );
     expect(o.ok).toBe(true);
-    const value = (o.ok ? o.value : {}) as { out: unknown[]; reads: number };
-    expect(value.out).toContain('sandbox.argsTooLarge');
-    expect(value.reads).toBe(1);
-    for (const call of rec.calls) expect(() => JSON.stringify(call.args)).not.toThrow();
-    expect(rec.calls[0]?.args[1]).toEqual({ path: '/x', boom: '[Thrown: Error: no]' });
-    expect(rec.calls[1]?.args[1]).toEqual({ s: 'Symbol(x)', f: '[Function f]', b: '1n' });
-    expect(rec.calls[2]?.args[1]).toEqual({ a: 1, self: '[Circular]' });
-    expect(rec.calls.some((c) => JSON.stringify(c.args).length > 65536)).toBe(false);
+    const { out, reads } = (o.ok ? o.value : {}) as { out: string[]; reads: number };
+    expect(out.slice(0, 7)).toEqual([
+      expect.stringMatching(/^sandbox\.badArguments \| .*args\.boom cannot be read: Error: no/),
+      expect.stringMatching(/^sandbox\.badArguments \| .*args\.f is a function/),
+      expect.stringMatching(/^sandbox\.badArguments \| .*args\.s is a symbol/),
+      expect.stringMatching(/^sandbox\.badArguments \| .*args\.b is a BigInt/),
+      expect.stringMatching(/^sandbox\.badArguments \| .*args\.self refers back to itself/),
+      expect.stringMatching(/^sandbox\.badArguments \| .*args cannot be read: Error: trap/),
+      expect.stringMatching(/^sandbox\.badArguments \| .*args\.nested\[1\] cannot be turned into JSON: its toJSON\(\) threw Error: tj/),
+    ]);
+    expect(out[7]).toBe('sandbox.argsTooLarge');
+    expect(out[8]).toMatch(/^sandbox\.badArguments \| The arguments of tools\.search .*query is a symbol/);
+    expect(out[9]).toMatch(/^sandbox\.badArguments \| .*opts is a function/);
+    expect(reads).toBe(1);
+    // Only the plain call reached the bridge: none of the malformed ones ran the tool.
+    expect(rec.calls).toHaveLength(1);
+    expect(rec.calls[0]?.args).toEqual(['mcp:fs:read', { path: '/ok', n: 1, list: [true, null], d: '1970-01-01T00:00:00.000Z' }]);
+    expect(out[10]).toEqual({ echo: { path: '/ok', n: 1, list: [true, null], d: '1970-01-01T00:00:00.000Z' } });
   });
 
   it('bounds thousands of bridge calls: the rest reject with sandbox.tooManyCalls, at most 16 in flight', async () => {

@@ -73,6 +73,7 @@ describe('childCommand', () => {
 describe('exitError', () => {
   it('names out-of-memory, protocol breaks and other crashes', () => {
     expect(exitError({ code: null, signal: 'SIGABRT', stderrTail: 'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory' }).code).toBe('sandbox.outOfMemory');
+    expect(exitError({ code: 134, signal: null, stderrTail: "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc" }).code).toBe('sandbox.outOfMemory');
     expect(exitError({ code: null, signal: 'SIGKILL', stderrTail: '', protocolError: 'sent a line that is not JSON' })).toEqual({
       code: 'sandbox.protocolError',
       message: 'The sandbox child sent a line that is not JSON and was killed.',

@@ -119,6 +119,21 @@ describe('ordinary bodies', () => {
     expect(await run('return (')).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringContaining('SyntaxError') } });
   });
 
+  it('reports a body that closes the function it is wrapped in as a syntax error, and runs nothing after', async () => {
+    const rec = recordingBridge();
+    for (const body of ['}); (function(){', '}); (async function(){ await tools.call("mcp:fs:read", {}); return 1', 'return 1 }, (async function(){']) {
+      const o = await run(body, rec.bridge);
+      expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringMatching(/^SyntaxError: /) } });
+      expect(o.ok ? '' : o.error.message).not.toContain('corrupted');
+    }
+    expect(rec.calls).toEqual([]);
+  });
+
+  it('reports a deeply nested value that exhausts the child (std::bad_alloc or heap) as sandbox.outOfMemory', async () => {
+    const o = await run('let x = []; for (let i = 0; i < 1e7; i++) x = [x]; return x;');
+    expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.outOfMemory' } });
+  });
+
   it('converts values that are not JSON-safe', async () => {
     const o = await run(`
       const cyc = { name: "c" }; cyc.self = cyc;
