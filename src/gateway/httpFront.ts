@@ -5,8 +5,8 @@ import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sen
 import { isRecord, type ChatRequest } from './front/openai.js';
 import { writeSse } from './front/sse.js';
 import type { ProviderClient } from './providerClient.js';
-import { clientToolSpecs, runChatTurn, type LoopProgress } from './providerLoop.js';
-import type { TurnEngine } from './types.js';
+import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
+import type { StepResult, TurnEngine } from './types.js';
 
 /** The request headers that name a request's session, agent and profile. */
 export const SESSION_HEADER = 'x-toolsearch-session';
@@ -18,12 +18,13 @@ export const MAX_HEADER_VALUE = 200;
 
 /**
  * A Gateway session event as the front produces it: `type` and `data` follow the schemas of
- * src/events/gatewayEvents.ts (`gateway.turn.requested`, `gateway.tool.invoked`, `gateway.turn.ended`); the
- * caller wraps it in an envelope and publishes it. Only requests that start a turn produce events, and each
- * `turn.requested` is followed by exactly one `turn.ended`.
+ * src/events/gatewayEvents.ts (`gateway.turn.requested`, `gateway.tool.invoked` before each tool runs or each
+ * client result is recorded, `gateway.tool.answered` after it, `gateway.turn.ended`); the caller wraps it in an
+ * envelope and publishes it. Only requests that start a turn produce events, and each `turn.requested` is
+ * followed by exactly one `turn.ended`. Every event's data carries `origin` (see `GatewayServerOptions.origin`).
  */
 export interface GatewayFrontEvent {
-  type: 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended';
+  type: 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.tool.answered' | 'gateway.turn.ended';
   sessionId: string;
   turnId: string;
   data: Record<string, unknown>;
@@ -38,8 +39,20 @@ export interface GatewayServerOptions {
   /** Provider round trips per turn. */
   maxRounds: number;
   defaults: { agentId: string; profile: string; sandboxId?: string; owner?: boolean };
+  /**
+   * The agent and profile names a request may give (`default` is always allowed): a header naming another one
+   * is refused with 400 `unknown_agent` / `unknown_profile`, so a typo never drops a profile's restrictions.
+   * Absent: any name is passed on to the engine.
+   */
+  known?: { agents: readonly string[]; profiles: readonly string[] };
   /** Body cap (default 4 MiB); larger bodies get 413. */
   maxBodyBytes?: number;
+  /**
+   * Written into the data of every event the front publishes (`origin`, default `front:<pid>`): the turn the
+   * event records is run by this front, so a session event consumer must not run it a second time
+   * (`startSessionEventConsumer` skips data whose origin starts with `front:`).
+   */
+  origin?: string;
   /** Gateway session events of the front's requests. A throwing listener is ignored. */
   onEvent?: (e: GatewayFrontEvent) => void | Promise<void>;
   /** Loop progress of every turn (for logs). */
@@ -52,6 +65,9 @@ export interface GatewayServer {
   port: number;
   close(): Promise<void>;
 }
+
+/** The prefix of the `origin` a front writes into its session events' data; consumers skip such events. */
+export const FRONT_ORIGIN_PREFIX = 'front:';
 
 /** How many sessions' pending client calls are remembered (oldest forgotten first). */
 const MAX_SESSIONS_REMEMBERED = 10_000;
@@ -67,9 +83,10 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const pendingBySession = new Map<string, Set<string>>();
 
+  const origin = opts.origin ?? `${FRONT_ORIGIN_PREFIX}${process.pid}`;
   const publish = async (e: GatewayFrontEvent): Promise<void> => {
     try {
-      await opts.onEvent?.(e);
+      await opts.onEvent?.({ ...e, data: { ...e.data, origin } });
     } catch {
       // The listener owns its failures (the bus reports them); the client still gets its answer.
     }
@@ -80,6 +97,10 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     if (!headers.ok) return sendError(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
     const { sessionId, agentId, profile } = headers.value;
     const sessionHeader = { [SESSION_HEADER]: sessionId };
+    if (opts.known !== undefined) {
+      const unknown = unknownName(AGENT_HEADER, 'agent', agentId, opts.known.agents) ?? unknownName(PROFILE_HEADER, 'profile', profile, opts.known.profiles);
+      if (unknown !== undefined) return sendError(res, 400, unknown.message, unknown.code, { param: unknown.header, headers: sessionHeader });
+    }
 
     const body = await readBody(req, maxBody);
     if (!body.ok) {
@@ -127,7 +148,6 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       publish({ type: 'gateway.turn.ended', sessionId, turnId, data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt } });
 
     const known = pendingBySession.get(sessionId);
-    const toolEvents: Promise<void>[] = [];
     let result;
     try {
       result = await runChatTurn({
@@ -145,25 +165,23 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
         turnId,
         ...(known !== undefined ? { pendingClientCalls: known } : {}),
         signal: abort.signal,
-        onProgress: (p) => {
-          opts.onProgress?.(sessionId, p);
-          if (p.type === 'tool.invoked') {
-            toolEvents.push(publish({ type: 'gateway.tool.invoked', sessionId, turnId, data: { requestId, callId: p.callId, tool: p.tool, args: p.args } }));
-          } else if (p.type === 'client.result') {
-            toolEvents.push(publish({
-              type: 'gateway.tool.invoked', sessionId, turnId,
-              data: { requestId, callId: p.callId, tool: p.toolName, args: {}, clientResult: { ok: p.ok, value: p.content } },
-            }));
-          }
+        onProgress: (p) => opts.onProgress?.(sessionId, p),
+        // Published before the tool runs (or the client result is recorded), the answer after it.
+        toolHooks: {
+          before: (inv) => publish({
+            type: 'gateway.tool.invoked', sessionId, turnId,
+            data: inv.clientResult === undefined
+              ? { requestId, callId: inv.callId, tool: inv.tool, args: inv.args }
+              : { requestId, callId: inv.callId, tool: inv.tool, args: {}, clientResult: { ok: inv.clientResult.ok, value: inv.clientResult.content } },
+          }),
+          after: (inv, result) => publish({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: answerOf(result) } }),
         },
       });
     } catch (err) {
-      await Promise.all(toolEvents);
       const message = err instanceof Error ? err.message : String(err);
       await ended('failed', `gateway.internal: ${message}`);
       return sendError(res, 500, `Internal error while running the turn: ${message}`, 'internal_error', { headers: sessionHeader });
     }
-    await Promise.all(toolEvents);
     if (!result.ok) {
       await ended(abort.signal.aborted ? 'cancelled' : 'failed', `${result.error.code}: ${result.error.message}`);
       const { status, type } = statusOf(result.error);
@@ -204,6 +222,20 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
   return { url: server.url, port: server.port, close: () => server.close() };
 }
 
+/** A step result in the shape of `gateway.tool.answered` (JSON values only). Pure: no I/O. */
+export function answerOf(r: StepResult): Record<string, unknown> {
+  if (!r.ok) return { ok: false, error: { code: r.error.code, message: r.error.message, ...(r.error.details === undefined ? {} : { details: r.error.details }) } };
+  if ('pending' in r) return { ok: true, pending: true, callId: r.callId, toolName: r.toolName, args: r.args };
+  const listed = pendingCallsOf(r);
+  let value: unknown;
+  try {
+    value = r.value === undefined ? undefined : (JSON.parse(JSON.stringify(r.value) ?? 'null') as unknown);
+  } catch {
+    value = String(r.value);
+  }
+  return { ok: true, ...(value === undefined ? {} : { value }), ...(listed.length > 0 ? { pendingClientCalls: listed } : {}) };
+}
+
 /** The HTTP status and OpenAI error type of a turn failure. Pure: no I/O. */
 export function statusOf(error: ToolSearchError): { status: number; type: string } {
   const code = error.code;
@@ -212,6 +244,27 @@ export function statusOf(error: ToolSearchError): { status: number; type: string
   if (code.startsWith('provider.')) return { status: 502, type: 'upstream_error' };
   if (code.startsWith('request.') || /invalid|unknown|notFound|usage/i.test(code)) return { status: 400, type: 'invalid_request_error' };
   return { status: 500, type: 'api_error' };
+}
+
+/**
+ * Why a header's agent or profile name is refused (`unknown_agent` / `unknown_profile`), or undefined when it is
+ * `default` or one of `allowed`. Pure: no I/O.
+ */
+export function unknownName(
+  header: string,
+  what: 'agent' | 'profile',
+  value: string,
+  allowed: readonly string[],
+): { code: string; header: string; message: string } | undefined {
+  const names = ['default', ...allowed.filter((n) => n !== 'default')];
+  if (names.includes(value)) return undefined;
+  const shown = names.length > 20 ? `${names.slice(0, 20).join(', ')}, … (${names.length} in all)` : names.join(', ');
+  const where = what === 'agent' ? 'agents' : 'profiles';
+  return {
+    code: `unknown_${what}`,
+    header,
+    message: `Header ${header} names an unknown ${what} "${value}": use one of ${shown} (the config's ${where}), or leave the header out for "default".`,
+  };
 }
 
 type HeaderResult =

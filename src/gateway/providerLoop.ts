@@ -25,6 +25,28 @@ export interface PendingClientCall {
   args: Record<string, unknown>;
 }
 
+/**
+ * One tool invocation as the loop is about to run it: a model's call of an exposed tool (`round` >= 1), or a
+ * client's result for a call handed back earlier (`round` 0, `clientResult` set).
+ */
+export interface ToolInvocation {
+  round: number;
+  callId: string;
+  tool: string;
+  args: unknown;
+  clientResult?: { ok: boolean; content: string };
+}
+
+/**
+ * Awaited around each invocation, so the gateway session events are published before anything acts on them:
+ * `before` ahead of running the tool (or recording the client result), `after` with its result. A throwing hook
+ * is ignored.
+ */
+export interface ToolHooks {
+  before?(inv: ToolInvocation): void | Promise<void>;
+  after?(inv: ToolInvocation, result: StepResult): void | Promise<void>;
+}
+
 /** Progress of one chat turn, for logs and the gateway session events. */
 export type LoopProgress =
   | { type: 'turn.started'; sessionId: string; turnId: string; mode: ExposureMode; exposedTools: number; exposureBytes: number }
@@ -52,6 +74,8 @@ export interface RunChatTurnInput {
   pendingClientCalls?: ReadonlySet<string>;
   signal?: AbortSignal;
   onProgress?: (p: LoopProgress) => void;
+  /** Awaited before and after each tool invocation (the front publishes its session events there). */
+  toolHooks?: ToolHooks;
 }
 
 export interface ChatTurnOutput {
@@ -145,7 +169,10 @@ async function loop(
   const { provider, request } = input;
   const clientResults: string[] = [];
   for (const r of newClientResults(request.messages, input.pendingClientCalls)) {
+    const inv: ToolInvocation = { round: 0, callId: r.callId, tool: r.toolName, args: {}, clientResult: { ok: true, content: r.content } };
+    await hook(input.toolHooks?.before, inv);
     await turn.clientResult(r.callId, { ok: true, content: r.content });
+    await hook(input.toolHooks?.after, inv, { ok: true, value: { recorded: true, callId: r.callId } });
     clientResults.push(r.callId);
     emit({ type: 'client.result', callId: r.callId, toolName: r.toolName, ok: true, content: r.content });
   }
@@ -200,10 +227,15 @@ async function loop(
     const pending: PendingClientCall[] = [];
     for (const call of calls) {
       toolCalls++;
-      const step = await invoke(turn, call);
-      if ('pending' in step.result) {
-        const p = step.result;
-        pending.push({ callId: p.callId, toolName: p.toolName, args: p.args });
+      const parsedArgs = parseArgs(call);
+      const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args };
+      await hook(input.toolHooks?.before, inv);
+      const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args)) };
+      await hook(input.toolHooks?.after, inv, step.result);
+      // A client tool called directly, or from inside a code run (the run's outcome lists the calls it handed back).
+      const handedBack = pendingCallsOf(step.result);
+      if (handedBack.length > 0) {
+        pending.push(...handedBack);
         emit({ type: 'tool.invoked', round, callId: call.id, tool: call.function.name, args: step.args, outcome: 'pending' });
         continue;
       }
@@ -226,19 +258,41 @@ async function loop(
   return respond({ role: 'assistant', content: text === '' ? note : `${text}\n\n${note}` }, 'length', last?.model, [], true);
 }
 
-async function invoke(turn: Turn, call: ChatToolCall): Promise<{ args: unknown; result: StepResult }> {
+/** The call's arguments parsed, or (arguments that are not JSON) the raw text and the error result the model reads. */
+function parseArgs(call: ChatToolCall): { args: unknown; error?: StepResult } {
   const raw = call.function.arguments;
-  let args: unknown;
   try {
-    args = raw.trim() === '' ? {} : (JSON.parse(raw) as unknown);
+    return { args: raw.trim() === '' ? {} : (JSON.parse(raw) as unknown) };
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     return {
       args: raw,
-      result: { ok: false, error: { code: 'tool.badArguments', message: `The arguments of ${call.function.name} are not valid JSON (${reason}). Send a JSON object.` } },
+      error: { ok: false, error: { code: 'tool.badArguments', message: `The arguments of ${call.function.name} are not valid JSON (${reason}). Send a JSON object.` } },
     };
   }
-  return { args, result: await turn.invoke(call.function.name, args) };
+}
+
+async function hook<A extends unknown[]>(fn: ((...a: A) => void | Promise<void>) | undefined, ...args: A): Promise<void> {
+  if (fn === undefined) return;
+  try {
+    await fn(...args);
+  } catch {
+    // Hooks are the caller's (event publishing reports its own failures); they never break the turn.
+  }
+}
+
+/**
+ * The client calls a step result hands back: a pending client call itself, or the `pendingClientCalls` a code
+ * run's outcome lists (a client tool called through the bridge from `tool_search_code`). Pure: no I/O.
+ */
+export function pendingCallsOf(result: StepResult): PendingClientCall[] {
+  if ('pending' in result) return [{ callId: result.callId, toolName: result.toolName, args: result.args }];
+  const listed = (result as { pendingClientCalls?: unknown }).pendingClientCalls;
+  if (!Array.isArray(listed)) return [];
+  return listed.flatMap((p: unknown) =>
+    isRecord(p) && typeof p['callId'] === 'string' && typeof p['toolName'] === 'string'
+      ? [{ callId: p['callId'], toolName: p['toolName'], args: isRecord(p['args']) ? p['args'] : {} }]
+      : []);
 }
 
 /** The tool message content the model reads: a string value as is, anything else as JSON. Pure: no I/O. */

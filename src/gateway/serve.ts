@@ -214,6 +214,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       server = await startGatewayServer({
         engine, provider, port, host: opts.host ?? config.gateway.host, maxRounds: config.provider.maxRounds,
         defaults: { agentId: 'default', profile: 'default' }, onEvent,
+        known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
       });
     } catch (err) {

@@ -35,7 +35,8 @@ describe('startGateway', () => {
   it('with no provider configured, answers a real turn through the built-in mock and says so', async () => {
     const lines: string[] = [];
     const started = await startGateway({
-      config: configOf({ tools: { toolSearch: { mode: 'tools' } } }, dir), cwd: dir, port: 0, logPath: 'events.jsonl', onProgress: (l) => lines.push(l),
+      config: configOf({ tools: { toolSearch: { mode: 'tools' } }, agents: { ops: {} }, profiles: { strict: { tools: { deny: ['current_time'] } } } }, dir),
+      cwd: dir, port: 0, logPath: 'events.jsonl', onProgress: (l) => lines.push(l),
     });
     if (!started.ok) throw new Error(started.error.message);
     const gw = started.value;
@@ -48,6 +49,17 @@ describe('startGateway', () => {
       expect(body.choices[0]?.message.content).toMatch(/^result: .*"iso"/);
       expect(gw.mockProvider!.requests()).toHaveLength(4); // search, describe, call, answer
 
+      // A header naming an agent or profile the config does not have is refused, never run under the global policy.
+      for (const [header, code] of [['x-toolsearch-agent', 'unknown_agent'], ['x-toolsearch-profile', 'unknown_profile']] as const) {
+        const bad = await chat(gw.url, 'target=current_time', { 'x-toolsearch-session': 'serve-bad', [header]: 'nosuch' });
+        expect(bad.status).toBe(400);
+        const err = ((await bad.json()) as { error: { code: string; param: string; message: string } }).error;
+        expect(err).toMatchObject({ code, param: header });
+        expect(err.message).toContain('"nosuch"');
+        expect(err.message).toContain(header === 'x-toolsearch-agent' ? 'default, ops' : 'default, strict');
+      }
+      expect(gw.mockProvider!.requests()).toHaveLength(4);
+
       const events: Envelope[] = [];
       gw.bus.subscribe('gateway.session.>', () => undefined);
       for await (const e of gw.bus.replay({ sessionId: 'serve-s1' })) events.push(e);
@@ -58,8 +70,19 @@ describe('startGateway', () => {
     // The log holds the front's Gateway session events too, valid against the catalogue, with per-turn seq.
     const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Envelope);
     const gateway = logged.filter((e) => e.type.startsWith('gateway.') && e.sessionId === 'serve-s1');
-    expect(gateway.map((e) => e.type)).toEqual(['gateway.turn.requested', 'gateway.tool.invoked', 'gateway.tool.invoked', 'gateway.tool.invoked', 'gateway.turn.ended']);
-    expect(gateway.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4]);
+    expect(gateway.map((e) => e.type)).toEqual([
+      'gateway.turn.requested',
+      'gateway.tool.invoked', 'gateway.tool.answered', 'gateway.tool.invoked', 'gateway.tool.answered', 'gateway.tool.invoked', 'gateway.tool.answered',
+      'gateway.turn.ended',
+    ]);
+    expect(gateway.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    // Each gateway.tool.invoked is in the log before the turn events it causes (search.performed, ...).
+    const serveEvents = logged.filter((e) => e.sessionId === 'serve-s1');
+    const at = (pred: (e: Envelope) => boolean) => serveEvents.findIndex(pred);
+    const firstInvoked = at((e) => e.type === 'gateway.tool.invoked');
+    expect(firstInvoked).toBeGreaterThanOrEqual(0);
+    expect(firstInvoked).toBeLessThan(at((e) => e.type === 'search.performed'));
+    expect(at((e) => e.type === 'search.performed')).toBeLessThan(at((e) => e.type === 'gateway.tool.answered'));
     for (const e of gateway) expect(validateEvent(e).ok).toBe(true);
     expect((gateway[0]?.data as { agentId?: string }).agentId).toBe('ops');
     // Closed: nothing listens any more.

@@ -62,4 +62,34 @@ describe('code mode through the real sandbox', () => {
     expect(log).toMatchObject({ schemasUpFront: 1, searches: 1, describes: 1, codeRuns: 2 });
     expect(log.finalCalls).toMatchObject([{ id: 'openclaw:demo:add_numbers', outcome: 'ok', origin: 'plugin' }]);
   });
+
+  it('a client tool called from the body is listed in the outcome as a pending client call, and its result is recorded later', async () => {
+    world = await makeWorld({ tools: { toolSearch: { mode: 'code', codeTimeoutMs: 5000 } } }, { sandbox });
+    const started = await world.engine.startTurn({ sessionId: 'code-client', clientTools: [{ name: 'notify_user', description: 'Notify the user with a message.', parameters: { type: 'object', properties: { message: { type: 'string' } } } }] });
+    if (!started.ok) throw new Error(started.error.message);
+    const turn = started.value;
+    const body = `
+      const hits = await tools.search('notify the user', { limit: 3 });
+      const hit = hits.find((h) => h.name === 'notify_user');
+      const r = await tools.call(hit.id, { message: 'done' });
+      return { got: r, sum: (await tools.call('add_numbers', { a: 1, b: 2 })).sum };
+    `;
+    const r = loose(await turn.invoke('tool_search_code', { code: body }));
+    expect(r.ok).toBe(true);
+    expect(r.value.got).toMatchObject({ pending: true, toolName: 'notify_user', callId: expect.any(String) });
+    expect(r.value.sum).toBe(3);
+    expect(r.pendingClientCalls).toEqual([{ callId: r.value.got.callId, toolName: 'notify_user', args: { message: 'done' } }]);
+    // A run without client calls lists none.
+    const plain = loose(await turn.invoke('tool_search_code', { code: 'return 1;' }));
+    expect(plain).toMatchObject({ ok: true, value: 1 });
+    expect(plain.pendingClientCalls).toBeUndefined();
+    await turn.clientResult(r.value.got.callId, { ok: true, content: 'notified' });
+    await turn.end();
+    const events = await world.events('code-client');
+    expect(checkEvents(events)).toEqual([]);
+    expect(events.filter((e) => e.type === 'call.pending').map((e) => (e.data as { callId: string }).callId)).toEqual([r.value.got.callId]);
+    const received = events.find((e) => e.type === 'client.result.received');
+    expect(received?.data).toMatchObject({ callId: r.value.got.callId, ok: true });
+    expect(received?.causationId).not.toBeNull(); // recorded against a call the session knew was pending
+  });
 });

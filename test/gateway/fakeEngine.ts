@@ -126,26 +126,29 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
             if (toolName === 'tool_call') return call(resolve(a['id']), a['args'] ?? {}, 'tool_call');
           }
           if (exposure.mode === 'code' && toolName === 'tool_search_code') {
-            const pending: StepResult[] = [];
+            // As the real code run: a client tool called from the body answers the guest with a pending marker, and
+            // the run's outcome lists the calls handed back (pendingClientCalls) beside its value.
+            const pendingClientCalls: Array<{ callId: string; toolName: string; args: Record<string, unknown> }> = [];
             const tools = {
               search: async (q: string, o?: { limit?: number }) => search(q, o?.limit).results,
               describe: async (id: string) => describe(id),
               call: async (id: string, callArgs: unknown) => {
                 const r = await call(resolve(id), callArgs, 'code');
                 if ('pending' in r) {
-                  pending.push(r);
-                  return { pending: true };
+                  pendingClientCalls.push({ callId: r.callId, toolName: r.toolName, args: r.args });
+                  return { pending: true, callId: r.callId, toolName: r.toolName };
                 }
                 if (!r.ok) throw r.error;
                 return r.value;
               },
             };
+            const handedBack = () => (pendingClientCalls.length > 0 ? { pendingClientCalls } : {});
             const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...a: string[]) => (t: unknown) => Promise<unknown>;
             try {
               const value = await new AsyncFunction('tools', String(a['code'] ?? ''))(tools);
-              return pending[0] ?? { ok: true, value: { result: value, logs: [] } };
+              return { ok: true, value: { result: value, logs: [] }, ...handedBack() } as StepResult;
             } catch (err) {
-              return { ok: false, error: { code: 'code.failed', message: err instanceof Error ? err.message : JSON.stringify(err) } };
+              return { ok: false, error: { code: 'code.failed', message: err instanceof Error ? err.message : JSON.stringify(err) }, ...handedBack() } as StepResult;
             }
           }
           return { ok: false, error: { code: 'tool.notExposed', message: `${toolName} is not exposed` } };

@@ -13,6 +13,8 @@ let mock: MockProvider;
 let engine: FakeEngine;
 let gateway: GatewayServer;
 const events: GatewayFrontEvent[] = [];
+/** How many tool invocations the engine had seen when each event was published. */
+const invokedBefore: number[] = [];
 const closers: Array<() => Promise<void>> = [];
 
 beforeAll(async () => {
@@ -26,6 +28,7 @@ beforeAll(async () => {
     maxBodyBytes: 64 * 1024,
     onEvent: (e) => {
       events.push(e);
+      invokedBefore.push(engine.invocations.length);
     },
   });
 });
@@ -36,6 +39,7 @@ afterAll(async () => {
 });
 beforeEach(() => {
   events.length = 0;
+  invokedBefore.length = 0;
   engine.reset();
   mock.clear();
 });
@@ -90,12 +94,20 @@ describe('gateway HTTP front', () => {
     const sessionId = r.headers.get('x-toolsearch-session');
     expect(sessionId).toMatch(/^s-/);
     expect(r.headers.get('x-toolsearch-turn')).toBe(r.json.toolsearch.turnId);
+    // Each tool.invoked is published before the tool runs, its answer after.
     expect(events.map((e) => e.type)).toEqual([
-      'gateway.turn.requested', 'gateway.tool.invoked', 'gateway.tool.invoked', 'gateway.tool.invoked', 'gateway.turn.ended',
+      'gateway.turn.requested',
+      'gateway.tool.invoked', 'gateway.tool.answered',
+      'gateway.tool.invoked', 'gateway.tool.answered',
+      'gateway.tool.invoked', 'gateway.tool.answered',
+      'gateway.turn.ended',
     ]);
     expect(events.every((e) => e.sessionId === sessionId && e.turnId === r.json.toolsearch.turnId)).toBe(true);
+    expect(events.every((e) => (e.data as { origin?: string }).origin === `front:${process.pid}`)).toBe(true);
     expect(events[0]?.data).toMatchObject({ agentId: 'main', profile: 'default', model: 'toolsearch' });
-    expect(events.map((e) => (e.data as { tool?: string }).tool).filter(Boolean)).toEqual(['tool_search', 'tool_describe', 'tool_call']);
+    expect(events.filter((e) => e.type === 'gateway.tool.invoked').map((e) => (e.data as { tool?: string }).tool)).toEqual(['tool_search', 'tool_describe', 'tool_call']);
+    expect(invokedBefore).toEqual([0, 0, 1, 1, 2, 2, 3, 3]);
+    expect(events.at(-2)?.data).toMatchObject({ tool: 'tool_call', result: { ok: true, value: { tool: 'fake_plugin_tool_4' } } });
     expect(events.at(-1)?.data).toMatchObject({ outcome: 'completed' });
     // Each event is valid against the event catalogue once wrapped in an envelope.
     events.forEach((e, seq) => {
@@ -208,6 +220,35 @@ describe('gateway HTTP front', () => {
     expect(control.json.error.message).toContain('x-toolsearch-profile contains control characters');
     expect(events).toEqual([]);
     expect(engine.requests).toEqual([]);
+  });
+
+  it('refuses an agent or profile the config does not name with 400 unknown_agent / unknown_profile, before any turn or event', async () => {
+    const e = createFakeEngine({ mode: 'direct' });
+    const got: GatewayFrontEvent[] = [];
+    const g = await startGatewayServer({
+      engine: e, provider: createProviderClient({ baseUrl: mock.url }), maxRounds: 4, defaults: { agentId: 'default', profile: 'default' },
+      known: { agents: ['ops'], profiles: ['strict', 'readonly'] }, onEvent: (ev) => void got.push(ev),
+    });
+    closers.push(() => g.close());
+    const agent = await chat(g.url, ask('x'), { 'x-toolsearch-agent': 'nosuch', 'x-toolsearch-session': 's-unknown' });
+    expect(agent.status).toBe(400);
+    expect(agent.json.error).toMatchObject({ type: 'invalid_request_error', code: 'unknown_agent', param: 'x-toolsearch-agent' });
+    expect(agent.json.error.message).toContain('x-toolsearch-agent');
+    expect(agent.json.error.message).toContain('"nosuch"');
+    expect(agent.json.error.message).toContain('default, ops');
+    expect(agent.headers.get('x-toolsearch-session')).toBe('s-unknown');
+    const profile = await chat(g.url, ask('x'), { 'x-toolsearch-agent': 'ops', 'x-toolsearch-profile': 'nosuch' });
+    expect(profile.status).toBe(400);
+    expect(profile.json.error).toMatchObject({ code: 'unknown_profile', param: 'x-toolsearch-profile' });
+    expect(profile.json.error.message).toContain('"nosuch"');
+    expect(profile.json.error.message).toContain('default, strict, readonly');
+    expect(got).toEqual([]);
+    expect(e.requests).toEqual([]);
+    // Known names and the defaults pass.
+    for (const h of [{}, { 'x-toolsearch-agent': 'ops', 'x-toolsearch-profile': 'strict' }, { 'x-toolsearch-agent': 'default', 'x-toolsearch-profile': 'default' }] as Array<Record<string, string>>) {
+      expect((await chat(g.url, ask('x'), h)).status).toBe(200);
+    }
+    expect(e.requests.map((r) => [r.agentId, r.profile])).toEqual([['default', 'default'], ['ops', 'strict'], ['default', 'default']]);
   });
 
   it('refuses a body over the cap with 413', async () => {

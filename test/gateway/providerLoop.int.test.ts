@@ -134,6 +134,64 @@ describe('runChatTurn with the mock provider', () => {
     expect(second.value.response.choices[0]?.message.content).toBe('result: sunny, 21C');
   });
 
+  it('code mode: a client tool called from the tool_search_code body is handed back to the client as tool_calls', async () => {
+    const engine = createFakeEngine({ mode: 'code' });
+    const weather = { type: 'function' as const, function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+    const request = ask('target=get_weather', { tools: [weather] });
+    const first = await runChatTurn({ engine, provider, request, session, maxRounds: 8 });
+    expect(first.ok).toBe(true);
+    if (!first.ok) return;
+    expect(engine.invocations.map((i) => i.tool)).toEqual(['tool_search_code']);
+    expect(first.value.roundTrips).toBe(1);
+    const choice = first.value.response.choices[0]!;
+    expect(choice.finish_reason).toBe('tool_calls');
+    const handed = choice.message.tool_calls!;
+    expect(handed.map((c) => c.function.name)).toEqual(['get_weather']);
+    expect(JSON.parse(handed[0]!.function.arguments)).toEqual({ city: MARKER });
+    expect(first.value.pendingClientCalls).toEqual([{ callId: handed[0]!.id, toolName: 'get_weather', args: { city: MARKER } }]);
+    expect(engine.ended[0]?.outcome?.failed).toBeUndefined();
+
+    const next: ChatRequest = { ...request, messages: [...request.messages, choice.message, { role: 'tool', tool_call_id: handed[0]!.id, content: 'rainy, 12C' }] };
+    const second = await runChatTurn({ engine, provider, request: next, session, maxRounds: 8, pendingClientCalls: new Set([handed[0]!.id]) });
+    expect(second.ok).toBe(true);
+    if (!second.ok) return;
+    expect(engine.clientResults).toEqual([{ callId: handed[0]!.id, result: { ok: true, content: 'rainy, 12C' } }]);
+    expect(second.value.response.choices[0]?.finish_reason).toBe('stop');
+    expect(second.value.response.choices[0]?.message.content).toBe('result: rainy, 12C');
+  });
+
+  it('publishes through the tool hooks before each invocation and answers after it', async () => {
+    const engine = createFakeEngine({ mode: 'tools' });
+    const order: string[] = [];
+    const inner = engine.startTurn.bind(engine);
+    engine.startTurn = async (req) => {
+      const t = await inner(req);
+      if (!t.ok) return t;
+      const invoke = t.value.invoke.bind(t.value);
+      t.value.invoke = async (tool, args) => {
+        order.push(`run ${tool}`);
+        return invoke(tool, args);
+      };
+      return t;
+    };
+    const r = await runChatTurn({
+      engine, provider, request: ask('target=fake_plugin_tool_3'), session, maxRounds: 8,
+      toolHooks: {
+        before: async (inv) => {
+          await new Promise((res) => setTimeout(res, 5));
+          order.push(`before ${inv.tool}`);
+        },
+        after: (inv, result) => void order.push(`after ${inv.tool} ${result.ok}`),
+      },
+    });
+    expect(r.ok).toBe(true);
+    expect(order).toEqual([
+      'before tool_search', 'run tool_search', 'after tool_search true',
+      'before tool_describe', 'run tool_describe', 'after tool_describe true',
+      'before tool_call', 'run tool_call', 'after tool_call true',
+    ]);
+  });
+
   it('without a pending set, takes only the trailing tool messages that answer the last assistant message', async () => {
     const engine = createFakeEngine({ mode: 'direct' });
     const messages = [

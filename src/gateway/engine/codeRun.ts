@@ -19,10 +19,21 @@ export interface CodeRunTelemetry {
   durationMs: number;
 }
 
-/** The outcome of one `tool_search_code` run: also the step result the model reads. */
+/** A client tool the body called through the bridge: handed back to the client, its result arrives later. */
+export interface CodePendingClientCall {
+  callId: string;
+  toolName: string;
+  args: Record<string, unknown>;
+}
+
+/**
+ * The outcome of one `tool_search_code` run: also the step result the model reads. `pendingClientCalls` lists
+ * the client tool calls the body made (the guest got `{pending: true, callId, ...}` for each); the caller hands
+ * them to the client as tool calls, as for a client tool the model called itself. Absent when there were none.
+ */
 export type CodeRunOutcome =
-  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry }
-  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry };
+  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[] }
+  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[] };
 
 /** Tool counts per source kind of the turn's eligible catalog. Pure: no I/O. */
 export function bySource(ts: TurnState): { openclaw: number; mcp: number; client: number } {
@@ -43,6 +54,7 @@ export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op
     const codeRunId = deps.newId();
     const timeoutMs = deps.config.tools.toolSearch.codeTimeoutMs;
     const counts = { searchCount: 0, describeCount: 0, callCount: 0 };
+    const pendingClientCalls: CodePendingClientCall[] = [];
     const telemetry = (): CodeRunTelemetry => ({
       catalogSize: ts.catalog?.entries.length ?? 0, sources: bySource(ts), ...counts, durationMs: Math.round(performance.now() - started),
     });
@@ -86,6 +98,7 @@ export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op
         if (!parsed.ok) return parsed;
         const r = await callTool(deps, ts, entry.value, parsed.value, ctx);
         if ('pending' in r) {
+          pendingClientCalls.push({ callId: r.callId, toolName: r.toolName, args: r.args });
           return ok({ pending: true, callId: r.callId, toolName: r.toolName, note: 'a client tool: its result comes back to the client, not to this run' });
         }
         return r.ok ? ok(r.value) : fail(r.error.code, r.error.message);
@@ -101,9 +114,10 @@ export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op
         ...(outcome.ok ? {} : { error: { code: outcome.error.code, message: outcome.error.message } }),
       }, requested.id);
     }
+    const handedBack = pendingClientCalls.length > 0 ? { pendingClientCalls } : {};
     return outcome.ok
-      ? { ok: true, value: outcome.value, logs: outcome.logs, telemetry: telemetry() }
-      : { ok: false, error: { code: outcome.error.code, message: outcome.error.message }, logs: outcome.logs, telemetry: telemetry() };
+      ? { ok: true, value: outcome.value, logs: outcome.logs, telemetry: telemetry(), ...handedBack }
+      : { ok: false, error: { code: outcome.error.code, message: outcome.error.message }, logs: outcome.logs, telemetry: telemetry(), ...handedBack };
   });
 }
 
