@@ -2,7 +2,13 @@
  * Tracing cost bench (issue 6): a scripted turn of the REAL turn engine, timed with tracing off and on, printed
  * side by side against the target of at most 10% overhead. Wall time and CPU time (process.cpuUsage, user +
  * system) per turn, because the machine may be shared: CPU time is the steadier figure there.
- * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N] [--no-code]
+ * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N] [--no-code] [--only tools|log|code]
+ *
+ * Method: every variant gets its own engine in this process and is warmed up first. Then, per round, each
+ * variant runs one block of turns, in rotating order (A B C, B C A, ...), so drift and GC debt are spread over
+ * all of them. Each traced block is compared with the untraced block of the same round (paired), and the
+ * figure is the median of those per-round ratios (the spread is the 25th-75th percentile). The timed turns
+ * carry no exporter beyond the variant's own: the span count comes from a separate, untimed run.
  *
  * Turn, tools mode: start (policy, sources, index of a 1,000-tool synthetic catalog reused by fingerprint,
  * expose), tool_search, tool_describe, tool_call (policy enforcer on the embedded bus), end. Code mode (unless
@@ -11,7 +17,7 @@
  * nothing from ../shared.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openMemoryBus } from '../src/bus/index.js';
@@ -31,11 +37,11 @@ export interface Runner {
 export type MakeRunner = (telemetry: Telemetry | undefined) => Promise<Runner>;
 
 export interface TracingBenchOptions {
-  /** Rounds; each round runs every variant once, in rotating order, to spread drift. Default 8. */
+  /** Rounds; each round runs every variant once, in rotating order. Default 30. */
   rounds?: number;
-  /** Turns per variant per round. Default 40. */
+  /** Turns per variant per round. Default 15. */
   turnsPerRound?: number;
-  /** Untimed turns per variant before measuring. Default 50. */
+  /** Untimed turns per variant before measuring. Default 60. */
   warmupTurns?: number;
 }
 
@@ -45,11 +51,18 @@ export interface TracingBenchRow {
   wallMs: number;
   /** Median over rounds of the mean CPU time (user + system) per turn, ms. */
   cpuMs: number;
+  /** Median over rounds of (this block / the off block of the same round - 1), in %; 0 for off. */
   wallOverheadPct: number;
   cpuOverheadPct: number;
-  /** `flush()` after each round (exports, file writes), per turn: off the turn's path. */
+  /** 25th and 75th percentile of the per-round CPU overhead, in %. */
+  cpuOverheadIqr: [number, number];
+  /** Median over rounds of (this block - the off block of the same round), CPU µs per turn. */
+  cpuCostUs: number;
+  /** `flush()` after each block (exports, file writes), per turn: off the turn's path. */
   flushMs: number;
+  /** Spans per turn (counted in a separate, untimed run). */
   spans: number;
+  rounds: number;
 }
 
 interface Variant { name: string; options?: (dir: string) => TelemetryOptions }
@@ -61,17 +74,20 @@ const VARIANTS: Variant[] = [
   { name: 'on (trace files)', options: (dir) => ({ otlp: false, tracesDir: dir, fileName: { kind: 'run', id: 'bench' } }) },
 ];
 
-const median = (xs: number[]): number => {
+const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+  const pos = (s.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
 };
+const median = (xs: number[]): number => quantile(xs, 0.5);
 const cpuMsNow = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
 
-/** Counts spans without keeping them: tells how many spans a traced turn makes. */
+/** Counts spans without keeping them (used only in the untimed counting run). */
 class CountingExporter {
   count = 0;
   export(spans: unknown[], done: (r: { code: number }) => void): void {
@@ -82,25 +98,42 @@ class CountingExporter {
   async forceFlush(): Promise<void> {}
 }
 
+/** Spans one traced turn of `makeRunner` makes, from a few untimed turns on their own engine. */
+async function spansPerTurn(makeRunner: MakeRunner, options: TelemetryOptions): Promise<number> {
+  const counter = new CountingExporter();
+  const tel = createTelemetry({ ...options, extraExporters: [counter] });
+  const runner = await makeRunner(tel);
+  const turns = 3;
+  try {
+    await runner.run(0);
+    await tel.flush();
+    const before = counter.count;
+    for (let i = 1; i <= turns; i++) await runner.run(i);
+    await tel.flush();
+    return (counter.count - before) / turns;
+  } finally {
+    await runner.close();
+    await tel.shutdown();
+  }
+}
+
 /** Times the turn of `makeRunner` with tracing off and on (see VARIANTS). */
 export async function measureTracingOverhead(makeRunner: MakeRunner, opts: TracingBenchOptions = {}): Promise<TracingBenchRow[]> {
-  const rounds = opts.rounds ?? 8;
-  const perRound = opts.turnsPerRound ?? 40;
-  const warmup = opts.warmupTurns ?? 50;
+  const rounds = opts.rounds ?? 30;
+  const perRound = opts.turnsPerRound ?? 15;
+  const warmup = opts.warmupTurns ?? 60;
   const dir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-traces-'));
-  const live: Array<{ v: Variant; tel: Telemetry | undefined; counter: CountingExporter; runner: Runner; wall: number[]; cpu: number[]; flush: number[] }> = [];
+  const live: Array<{ v: Variant; tel: Telemetry | undefined; runner: Runner; wall: number[]; cpu: number[]; flush: number[]; spans: number }> = [];
   try {
     for (const v of VARIANTS) {
-      const counter = new CountingExporter();
-      const tel = v.options === undefined ? undefined : createTelemetry({ ...v.options(dir), extraExporters: [counter] });
-      live.push({ v, tel, counter, runner: await makeRunner(tel), wall: [], cpu: [], flush: [] });
+      const spans = v.options === undefined ? 0 : await spansPerTurn(makeRunner, v.options(dir));
+      const tel = v.options === undefined ? undefined : createTelemetry(v.options(dir));
+      live.push({ v, tel, runner: await makeRunner(tel), wall: [], cpu: [], flush: [], spans });
     }
     let turn = 0;
-    for (const l of live) {
-      for (let i = 0; i < warmup; i++) await l.runner.run(turn++);
-      await l.tel?.flush();
-    }
-    const spansBefore = live.map((l) => l.counter.count);
+    // Warm-up, interleaved too, so every engine (and the JIT) sees the same history before timing starts.
+    for (let i = 0; i < warmup; i++) for (const l of live) await l.runner.run(turn++);
+    for (const l of live) await l.tel?.flush();
     for (let r = 0; r < rounds; r++) {
       for (let k = 0; k < live.length; k++) {
         const l = live[(r + k) % live.length]!;
@@ -115,17 +148,23 @@ export async function measureTracingOverhead(makeRunner: MakeRunner, opts: Traci
         l.flush.push((performance.now() - t1) / perRound);
       }
     }
-    const baseWall = median(live[0]!.wall);
-    const baseCpu = median(live[0]!.cpu);
-    return live.map((l, i) => ({
-      variant: l.v.name,
-      wallMs: median(l.wall),
-      cpuMs: median(l.cpu),
-      wallOverheadPct: ((median(l.wall) - baseWall) / baseWall) * 100,
-      cpuOverheadPct: ((median(l.cpu) - baseCpu) / baseCpu) * 100,
-      flushMs: median(l.flush),
-      spans: (l.counter.count - spansBefore[i]!) / (rounds * perRound),
-    }));
+    const off = live[0]!;
+    const pct = (xs: number[], base: number[]) => xs.map((x, r) => (x / base[r]! - 1) * 100);
+    return live.map((l) => {
+      const cpuPct = pct(l.cpu, off.cpu);
+      return {
+        variant: l.v.name,
+        wallMs: median(l.wall),
+        cpuMs: median(l.cpu),
+        wallOverheadPct: median(pct(l.wall, off.wall)),
+        cpuOverheadPct: median(cpuPct),
+        cpuOverheadIqr: [quantile(cpuPct, 0.25), quantile(cpuPct, 0.75)],
+        cpuCostUs: median(l.cpu.map((c, r) => (c - off.cpu[r]!) * 1000)),
+        flushMs: median(l.flush),
+        spans: l.spans,
+        rounds,
+      };
+    });
   } finally {
     for (const l of live) {
       await l.runner.close();
@@ -135,16 +174,24 @@ export async function measureTracingOverhead(makeRunner: MakeRunner, opts: Traci
   }
 }
 
-/** Prints the rows side by side with the target. */
+/** Prints the rows side by side, each overhead with its verdict against the target. */
 export function printTracingReport(title: string, rows: TracingBenchRow[], targetPct = 10): void {
-  const pct = (r: TracingBenchRow, v: number) => (r.variant === 'off' ? '-' : `${v >= 0 ? '+' : ''}${v.toFixed(1)}%`);
+  const signed = (v: number, digits = 1) => `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`;
+  const verdict = (v: number) => (v <= targetPct ? 'ok' : 'MISS');
+  const fig = (r: TracingBenchRow, v: number) => (r.variant === 'off' ? '-' : `${signed(v)}% ${verdict(v)}`);
   console.log(`\n${title}`);
-  console.log(`${'variant'.padEnd(26)} ${'spans'.padStart(5)} ${'wall ms'.padStart(9)} ${'overhead'.padStart(9)} ${'cpu ms'.padStart(9)} ${'overhead'.padStart(9)}  ${'verdict'.padEnd(8)} ${'flush ms'.padStart(9)}   (per turn; target: overhead <= ${targetPct}%)`);
+  console.log(`  (per turn; median of ${rows[0]?.rounds ?? 0} interleaved rounds, each traced block against the untraced block of its round; target: overhead <= ${targetPct}%)`);
+  console.log(
+    `  ${'variant'.padEnd(24)} ${'spans'.padStart(5)} ${'wall ms'.padStart(8)} ${'wall overhead'.padStart(14)} ` +
+      `${'cpu ms'.padStart(7)} ${'cpu overhead'.padStart(13)} ${'cpu IQR'.padStart(15)} ${'cpu cost'.padStart(9)} ${'flush ms'.padStart(9)}`,
+  );
   for (const r of rows) {
-    const verdict = r.variant === 'off' ? '' : Math.min(r.wallOverheadPct, r.cpuOverheadPct) <= targetPct ? 'ok' : 'MISS';
+    const off = r.variant === 'off';
     console.log(
-      `${r.variant.padEnd(26)} ${r.spans.toFixed(0).padStart(5)} ${r.wallMs.toFixed(3).padStart(9)} ${pct(r, r.wallOverheadPct).padStart(9)} ` +
-        `${r.cpuMs.toFixed(3).padStart(9)} ${pct(r, r.cpuOverheadPct).padStart(9)}  ${verdict.padEnd(8)} ${r.flushMs.toFixed(3).padStart(9)}`,
+      `  ${r.variant.padEnd(24)} ${r.spans.toFixed(0).padStart(5)} ${r.wallMs.toFixed(3).padStart(8)} ${fig(r, r.wallOverheadPct).padStart(14)} ` +
+        `${r.cpuMs.toFixed(3).padStart(7)} ${fig(r, r.cpuOverheadPct).padStart(13)} ` +
+        `${(off ? '-' : `${signed(r.cpuOverheadIqr[0], 0)}..${signed(r.cpuOverheadIqr[1], 0)}%`).padStart(15)} ` +
+        `${(off ? '-' : `${signed(r.cpuCostUs, 0)} µs`).padStart(9)} ${r.flushMs.toFixed(3).padStart(9)}`,
     );
   }
 }
@@ -230,25 +277,31 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const turns = numArg('--turns');
   if (rounds !== undefined) opts.rounds = rounds;
   if (turns !== undefined) opts.turnsPerRound = turns;
-  console.log(`Tracing cost on the real turn engine (node ${process.version}, ${process.platform}, load avg ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')})`);
-  const tools = await measureTracingOverhead(engineRunner('tools'), opts);
-  printTracingReport('Tools mode: start (1,000-tool catalog, index reused) + tool_search + tool_describe + tool_call + end; event log off', tools);
-  const logDir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-log-'));
-  try {
-    const logged = await measureTracingOverhead(engineRunner('tools', undefined, logDir), opts);
-    printTracingReport('Tools mode, the same turn with the JSONL event log on (the default config: group commit + fsync)', logged);
-  } finally {
-    await rm(logDir, { recursive: true, force: true });
+  const only = process.argv.indexOf('--only') >= 0 ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+  const want = (part: 'tools' | 'log' | 'code') => only === undefined || only === part;
+  console.log(`Tracing cost on the real turn engine (node ${process.version}, ${process.platform}, load avg ${loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+  if (want('tools')) {
+    const tools = await measureTracingOverhead(engineRunner('tools'), opts);
+    printTracingReport('Tools mode: start (1,000-tool catalog, index reused) + tool_search + tool_describe + tool_call + end; event log off', tools);
   }
-  if (!process.argv.includes('--no-code')) {
+  if (want('log')) {
+    const logDir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-log-'));
+    try {
+      const logged = await measureTracingOverhead(engineRunner('tools', undefined, logDir), opts);
+      printTracingReport('Tools mode, the same turn with the JSONL event log on (the default config: group commit + fsync)', logged);
+    } finally {
+      await rm(logDir, { recursive: true, force: true });
+    }
+  }
+  if (want('code') && !process.argv.includes('--no-code')) {
     const sandbox = createSandbox({ poolSize: 1 });
     const avail = await sandbox.available();
     if (!avail.ok) console.log(`\nCode mode skipped: the sandbox is unavailable (${avail.reason}).`);
     else {
       const code = await measureTracingOverhead(engineRunner('code', sandbox), {
-        rounds: Math.min(opts.rounds ?? 4, 4), turnsPerRound: Math.min(opts.turnsPerRound ?? 5, 5), warmupTurns: 3,
+        rounds: Math.min(opts.rounds ?? 8, 8), turnsPerRound: Math.min(opts.turnsPerRound ?? 3, 3), warmupTurns: 3,
       });
-      printTracingReport('Code mode: one tool_search_code run (search, describe, call) through the real sandbox, child process per run', code);
+      printTracingReport('Code mode: one tool_search_code run (search, describe, call) through the real sandbox, child process per run (CPU: this process only)', code);
     }
     await sandbox.close();
   }
