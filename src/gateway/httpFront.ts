@@ -6,6 +6,7 @@ import { isRecord, type ChatRequest } from './front/openai.js';
 import { writeSse } from './front/sse.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
+import { FRONT_ORIGIN_PREFIX } from './sessionEvents/index.js';
 import type { StepResult, TurnEngine } from './types.js';
 
 /** The request headers that name a request's session, agent and profile. */
@@ -65,9 +66,6 @@ export interface GatewayServer {
   port: number;
   close(): Promise<void>;
 }
-
-/** The prefix of the `origin` a front writes into its session events' data; consumers skip such events. */
-export const FRONT_ORIGIN_PREFIX = 'front:';
 
 /** How many sessions' pending client calls are remembered (oldest forgotten first). */
 const MAX_SESSIONS_REMEMBERED = 10_000;

@@ -10,6 +10,7 @@ import { fail, ok, type Result } from '../shared/index.js';
 import { createTelemetry, type Telemetry } from '../telemetry/index.js';
 import type { Engine } from './engine/index.js';
 import { startRoleServices } from './roles/index.js';
+import type { SessionEventConsumer } from './sessionEvents/index.js';
 import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from './httpFront.js';
 import { startMockProvider, type MockProvider } from './mockProvider.js';
 import { createProviderClient, redactUrl } from './providerClient.js';
@@ -52,6 +53,12 @@ export interface StartGatewayOptions {
    * decisions from `serve --role policy` and code runs on `serve --role sandbox` processes.
    */
   role?: 'all' | 'gateway';
+  /**
+   * Consume Gateway session events published by other gateways (`gateway.session.>`, queue group `gateway`) and
+   * run their turns here. Default: on with NATS, off with the embedded bus. The front's own events are never
+   * consumed (they carry `origin: front:<pid>`).
+   */
+  sessionEvents?: boolean;
   /** Human-readable progress lines (never secrets). */
   onProgress?: (line: string) => void;
   /** Loop progress of every turn. */
@@ -69,6 +76,8 @@ export interface RunningGateway {
   mockProvider: MockProvider | undefined;
   bus: EventBus;
   engine: Engine;
+  /** The session event consumer, when one runs (see `StartGatewayOptions.sessionEvents`). */
+  sessionEvents: SessionEventConsumer | undefined;
   /** The exposure mode turns get by default. */
   mode: ExposureMode;
   /** Closes the front, the engine (sessions, MCP servers), the sandbox, the mock provider and the bus. Idempotent. */
@@ -161,10 +170,13 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     say(`sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`);
 
     // The turn engine through the deployment roles (src/gateway/roles): `all` runs its own policy enforcer and
-    // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. The front
-    // publishes its own session events, so the session event consumer stays off here.
+    // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
+    // session event consumer runs too, so other gateways can drive turns here; it skips the front's own events
+    // (marked `origin: front:<id>`), which record turns the front runs itself.
+    const consumeSessionEvents = opts.sessionEvents ?? opts.nats !== undefined;
     const services = await startRoleServices({
-      role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: false, sandbox: sandbox ?? false, onProgress: say,
+      role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,
+      onError: (m) => say(`warning: ${m}`),
       engineOptions: {
         staticSources: statics.value, includeConfigMcp: includeConfig,
         ...(telemetry !== undefined ? { telemetry } : {}),
@@ -226,7 +238,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     let closing: Promise<void> | undefined;
     return ok({
-      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode,
+      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode, sessionEvents: services.sessionEvents,
       close: () => (closing ??= closeAll()),
     });
   } catch (err) {

@@ -36,6 +36,22 @@ export interface SessionEventConsumerStats {
   rejected: number;
   /** Errors reported through `onError`. */
   errors: number;
+  /** Events left alone because an HTTP front published them about a turn it runs itself (`data.origin` `front:...`). */
+  skipped: number;
+}
+
+/**
+ * Events whose `data.origin` starts with this were published by an HTTP front about a turn it runs itself (a
+ * record, not a request): the consumer does not run them again. Another gateway that wants this gateway to
+ * run a turn publishes the same schemas without `origin` (or with any other origin).
+ */
+export const FRONT_ORIGIN_PREFIX = 'front:';
+
+/** Whether a delivered event is a front's record of its own turn (`data.origin` starts with `front:`). Pure: no I/O. */
+export function isFrontRecord(value: unknown): boolean {
+  const data = typeof value === 'object' && value !== null ? (value as { data?: unknown }).data : undefined;
+  const origin = typeof data === 'object' && data !== null ? (data as { origin?: unknown }).origin : undefined;
+  return typeof origin === 'string' && origin.startsWith(FRONT_ORIGIN_PREFIX);
 }
 
 export interface SessionEventConsumer {
@@ -97,7 +113,8 @@ const errorInfo = (e: ToolSearchError) => ({ code: e.code, message: e.message, .
  * arrival order (a promise chain per session); sessions run side by side. Nothing here throws into the bus:
  * engine failures become answers, publish failures go to `onError`.
  *
- * Answers are published on `gateway.session.<sessionId>.<type>` (the consumer ignores its own answer types),
+ * Events an HTTP front published about its own turns (`data.origin` starting with `front:`) are skipped: that
+ * front runs them. Answers are published on `gateway.session.<sessionId>.<type>` (the consumer ignores its own answer types),
  * with ids derived from the event they answer, so a redelivered event cannot produce a second answer.
  */
 export function startSessionEventConsumer(opts: SessionEventConsumerOptions): SessionEventConsumer {
@@ -107,7 +124,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const chains = new Map<string, Promise<void>>();
   /** Open turns per session, by turn id and by request id. */
   const open = new Map<string, Map<string, OpenTurn>>();
-  const counters: SessionEventConsumerStats = { received: 0, processed: 0, duplicates: 0, rejected: 0, errors: 0 };
+  const counters: SessionEventConsumerStats = { received: 0, processed: 0, duplicates: 0, rejected: 0, errors: 0, skipped: 0 };
   let stopped = false;
 
   const report = (message: string) => {
@@ -337,6 +354,11 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     // Our own answers come back on the same subjects: not input.
     if (type !== undefined && (SESSION_ANSWER_TYPES as readonly string[]).includes(type)) return;
     counters.received++;
+    // A front's record of a turn it runs itself: running it here too would run the turn twice.
+    if (isFrontRecord(value)) {
+      counters.skipped++;
+      return;
+    }
     const id = str((value as Partial<Envelope> | null)?.id);
     if (id !== undefined && !seen.add(id)) {
       counters.duplicates++;
