@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { makeToolId } from './ids.js';
+import { makeToolId, quoteName, toolNameProblem } from './ids.js';
 import { isValidServerName } from './snapshot.js';
 import type { Catalog, ClientToolSpec, DuplicateTool, SourceStatus, ToolEntry } from './types.js';
 
@@ -90,45 +90,72 @@ export function buildCatalog(parts: readonly CatalogPart[]): Catalog {
 }
 
 /**
- * Entries of the tools a client brings to a run: ids `client:<clientId>:<name>`, origin client, untrusted. Specs
- * without a usable name are left out (see checkClientTools for an error instead). Pure: no I/O.
+ * The tools a client brings to a run, checked one by one (fail closed): a bad clientId (empty, spaces, ':') refuses
+ * the whole source; a tool with an unusable name (the tool-name rule of toolNameProblem), a description that is not a
+ * string or parameters that are not a JSON Schema object is refused; a name listed twice keeps its first spec. Only
+ * accepted tools become entries (ids `client:<clientId>:<name>`, origin client, untrusted); `problems` names each
+ * refused tool and why. Pure: no I/O.
  */
-export function clientTools(specs: readonly ClientToolSpec[], clientId = 'client'): ToolEntry[] {
-  return specs.flatMap((spec) => {
-    if (!spec || typeof spec.name !== 'string' || spec.name.trim() === '') return [];
-    const params = spec.parameters;
-    return [{
-      id: makeToolId('client', clientId, spec.name),
-      source: 'client' as const,
-      owner: clientId,
-      sourceName: clientId,
-      name: spec.name,
-      description: typeof spec.description === 'string' ? spec.description : '',
-      inputSchema: params && typeof params === 'object' && !Array.isArray(params) ? params : { type: 'object', properties: {} },
-      origin: 'client' as const,
-      trusted: false,
-    }];
-  });
-}
-
-/** Problems with client tool specs, each naming the tool; empty when all are usable. Pure: no I/O. */
-export function checkClientTools(specs: unknown, clientId: unknown = 'client'): string[] {
+export function clientToolSource(specs: unknown, clientId: unknown = 'client'): { entries: ToolEntry[]; problems: string[] } {
+  if (!isValidServerName(clientId)) {
+    return { entries: [], problems: [`clientId ${quoteName(clientId)} must be 1-128 characters without spaces or ":"; every client tool of this run was refused.`] };
+  }
+  if (!Array.isArray(specs)) return { entries: [], problems: ['clientTools must be an array of {name, description?, parameters?}; no client tool was accepted.'] };
+  const entries: ToolEntry[] = [];
   const problems: string[] = [];
-  if (!isValidServerName(clientId)) problems.push(`clientId ${JSON.stringify(clientId)} must be 1-128 characters without spaces or ":".`);
-  if (!Array.isArray(specs)) return [...problems, 'clientTools must be an array of {name, description?, parameters?}.'];
   const names = new Set<string>();
   specs.forEach((s: unknown, i) => {
-    const r = s as Record<string, unknown> | null;
-    if (!r || typeof r !== 'object' || typeof r['name'] !== 'string' || r['name'].trim() === '') {
-      problems.push(`clientTools[${i}] needs a non-empty string "name".`);
+    const r = s !== null && typeof s === 'object' && !Array.isArray(s) ? (s as Record<string, unknown>) : undefined;
+    if (r === undefined) {
+      problems.push(`clientTools[${i}] refused: it must be an object {name, description?, parameters?}.`);
       return;
     }
     const name = r['name'];
-    if (names.has(name)) problems.push(`clientTools[${i}] "${name}" is listed twice.`);
-    names.add(name);
-    if (r['description'] !== undefined && typeof r['description'] !== 'string') problems.push(`clientTools[${i}] "${name}": description must be a string.`);
+    const at = `clientTools[${i}] ${quoteName(name)}`;
+    const nameProblem = toolNameProblem(name);
+    if (nameProblem !== undefined) {
+      problems.push(`${at} refused: ${nameProblem}.`);
+      return;
+    }
+    const n = name as string;
+    if (names.has(n)) {
+      problems.push(`${at} refused: the name is listed twice; the first one is kept.`);
+      return;
+    }
+    if (r['description'] !== undefined && typeof r['description'] !== 'string') {
+      problems.push(`${at} refused: description must be a string.`);
+      return;
+    }
     const p = r['parameters'];
-    if (p !== undefined && (typeof p !== 'object' || p === null || Array.isArray(p))) problems.push(`clientTools[${i}] "${name}": parameters must be a JSON Schema object.`);
+    if (p !== undefined && (typeof p !== 'object' || p === null || Array.isArray(p))) {
+      problems.push(`${at} refused: parameters must be a JSON Schema object.`);
+      return;
+    }
+    names.add(n);
+    entries.push({
+      id: makeToolId('client', clientId, n),
+      source: 'client',
+      owner: clientId,
+      sourceName: clientId,
+      name: n,
+      description: typeof r['description'] === 'string' ? r['description'] : '',
+      inputSchema: p === undefined ? { type: 'object', properties: {} } : (p as Record<string, unknown>),
+      origin: 'client',
+      trusted: false,
+    });
   });
-  return problems;
+  return { entries, problems };
+}
+
+/**
+ * Entries of the tools a client brings to a run: only the accepted ones of clientToolSource (a bad clientId gives
+ * none, a spec with an unusable name, description or parameters is left out). Pure: no I/O.
+ */
+export function clientTools(specs: readonly ClientToolSpec[], clientId = 'client'): ToolEntry[] {
+  return clientToolSource(specs, clientId).entries;
+}
+
+/** Problems with client tool specs, each naming the tool; empty when all are usable (see clientToolSource). Pure: no I/O. */
+export function checkClientTools(specs: unknown, clientId: unknown = 'client'): string[] {
+  return clientToolSource(specs, clientId).problems;
 }

@@ -31,3 +31,24 @@ export function parseToolId(id: unknown): ToolIdParts | undefined {
   if (!SOURCES.has(source)) return undefined;
   return { source: source as SourceKind, owner: id.slice(first + 1, second), name: id.slice(second + 1) };
 }
+
+/**
+ * Tool names usable in ids and search results: MCP's tool-name rule (SEP-986, as the SDK's `validateToolName`
+ * checks it: 1-128 of A-Z a-z 0-9 `_` `-` `.`), plus `/` and `:` which some servers use for namespacing. Anything
+ * else (spaces, markup, control characters, unbounded length) is refused where the tool is loaded.
+ */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.\-/:]{1,128}$/;
+
+/** Why a tool name is unusable (for a warning naming it), or undefined when it is fine. Pure: no I/O. */
+export function toolNameProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name === '') return 'the name must be a non-empty string';
+  if (name.length > 128) return `the name is ${name.length} characters long (at most 128)`;
+  if (!TOOL_NAME_PATTERN.test(name)) return 'the name may hold only letters, digits, "_", "-", ".", "/" and ":" (MCP tool-name rule)';
+  return undefined;
+}
+
+/** A name quoted for a message: JSON-escaped and cut to 80 characters. Pure: no I/O. */
+export const quoteName = (name: unknown): string => {
+  const s = JSON.stringify(typeof name === 'string' && name.length > 80 ? `${name.slice(0, 80)}…` : name) ?? String(name);
+  return s;
+};

@@ -2,21 +2,21 @@ export type {
   SourceKind, ResultOrigin, JsonSchema, ToolEntry, ToolContext, HookCall, HookOutcome, PluginTool, PluginModule,
   ClientToolSpec, SourceStatus, ToolExecutor, Catalog, DuplicateTool, ToolRegistry,
 } from './types.js';
-export { makeToolId, parseToolId } from './ids.js';
+export { makeToolId, parseToolId, toolNameProblem, TOOL_NAME_PATTERN } from './ids.js';
 export type { ToolIdParts } from './ids.js';
 export { coreTools } from './coreTools.js';
 export type { CoreToolOptions, ExecutableTool } from './coreTools.js';
 export { guardExecutor, describeThrown } from './guard.js';
 export { loadPlugin, validatePluginModule, pluginFromModule, RESERVED_PLUGIN_IDS } from './loadPlugin.js';
 export type { LoadedPlugin } from './loadPlugin.js';
-export { loadSnapshot, loadCatalogPaths, parseSnapshot, mcpToolEntry, mcpToolEntries, isValidServerName } from './snapshot.js';
-export type { LoadedSnapshot, McpTool } from './snapshot.js';
+export { loadSnapshot, loadCatalogPaths, parseSnapshot, mcpToolEntry, mcpToolEntries, checkedMcpToolEntries, isValidServerName } from './snapshot.js';
+export type { LoadedSnapshot, LoadedCatalogPaths, McpTool } from './snapshot.js';
 export { connectMcpServer, validateMcpSpec, stdioServerEnv, DEFAULT_MCP_TIMEOUT_MS, DEFAULT_MCP_CALL_TIMEOUT_MS } from './mcp.js';
 export type {
   McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler,
 } from './mcp.js';
 export { SessionMcpRuntime } from './mcpRuntime.js';
 export type { SessionMcpRuntimeOptions, EnsureOptions } from './mcpRuntime.js';
-export { buildCatalog, catalogFromEntries, clientTools, checkClientTools, canonicalJson, entryDigest, sourceKeyOf } from './buildCatalog.js';
+export { buildCatalog, catalogFromEntries, clientTools, checkClientTools, clientToolSource, canonicalJson, entryDigest, sourceKeyOf } from './buildCatalog.js';
 export type { CatalogPart } from './buildCatalog.js';
 export { resolveTool, suggestTools, nameSimilarity, nameTokens, editDistance } from './resolveTool.js';

@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { describeThrown, guardExecutor } from './guard.js';
-import { makeToolId } from './ids.js';
+import { makeToolId, quoteName, toolNameProblem } from './ids.js';
 import type { PluginModule, PluginTool, ToolEntry, ToolExecutor } from './types.js';
 
 /** A plugin module loaded and checked: its catalog entries, their executors and its hooks. */
@@ -16,6 +16,8 @@ export interface LoadedPlugin {
   /** Keyed by tool id. */
   executors: Map<string, ToolExecutor>;
   hooks: NonNullable<PluginModule['hooks']>;
+  /** Tools left out because their names break the tool-name rule, one sentence each. */
+  warnings: string[];
 }
 
 /** Plugin ids the gateway keeps for itself. */
@@ -62,11 +64,20 @@ export function validatePluginModule(value: unknown, file: string): Result<Plugi
   return ok(value as unknown as PluginModule);
 }
 
-/** Catalog entries and executors of a checked plugin module. Pure: no I/O. */
+/**
+ * Catalog entries and executors of a checked plugin module. A tool whose name breaks the tool-name rule (see
+ * toolNameProblem) is left out and named in `warnings`. Pure: no I/O.
+ */
 export function pluginFromModule(mod: PluginModule, file: string): LoadedPlugin {
   const entries: ToolEntry[] = [];
   const executors = new Map<string, ToolExecutor>();
+  const warnings: string[] = [];
   for (const tool of mod.tools as PluginTool[]) {
+    const problem = toolNameProblem(tool.name);
+    if (problem !== undefined) {
+      warnings.push(`plugin "${mod.id}" (${file}): tool ${quoteName(tool.name)} skipped: ${problem}.`);
+      continue;
+    }
     const id = makeToolId('openclaw', mod.id, tool.name);
     const entry: ToolEntry = {
       id, source: 'openclaw', owner: mod.id, sourceName: mod.id, name: tool.name,
@@ -77,7 +88,7 @@ export function pluginFromModule(mod: PluginModule, file: string): LoadedPlugin 
     entries.push(entry);
     executors.set(id, guardExecutor(id, async (args, ctx) => ok(await tool.execute(args, ctx))));
   }
-  return { id: mod.id, file, entries, executors, hooks: mod.hooks ?? {} };
+  return { id: mod.id, file, entries, executors, hooks: mod.hooks ?? {}, warnings };
 }
 
 /**

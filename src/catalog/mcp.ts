@@ -9,7 +9,7 @@ import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { describeThrown } from './guard.js';
 import { makeToolId } from './ids.js';
-import { isValidServerName, loadSnapshot, mcpToolEntries } from './snapshot.js';
+import { checkedMcpToolEntries, isValidServerName, loadSnapshot } from './snapshot.js';
 import type { ToolEntry } from './types.js';
 
 /** A stdio MCP server: the command runs with only `env` plus PATH and HOME. */
@@ -19,12 +19,16 @@ export interface McpStdioSpec {
   env?: Record<string, string>;
   cwd?: string;
   timeoutMs?: number;
+  /** Bound on each tools/call (default 60000 ms). */
+  callTimeoutMs?: number;
 }
 /** A streamable HTTP MCP server. */
 export interface McpHttpSpec {
   url: string;
   headers?: Record<string, string>;
   timeoutMs?: number;
+  /** Bound on each tools/call (default 60000 ms). */
+  callTimeoutMs?: number;
 }
 /** A saved `tools/list` snapshot `{name, tools}`: listed, but there is no live server to call. */
 export interface McpSnapshotSpec {
@@ -38,7 +42,7 @@ export type SnapshotCallHandler = (server: string, tool: string, args: Record<st
 export interface ConnectOptions {
   /** Bound on starting and on each list request (default 15000 ms); a spec's own `timeoutMs` wins. */
   timeoutMs?: number;
-  /** Bound on each tools/call (default 60000 ms). */
+  /** Bound on each tools/call (default 60000 ms); a spec's own `callTimeoutMs` wins. */
   callTimeoutMs?: number;
   signal?: AbortSignal;
   /** Replaces the `mcp.snapshotOnly` failure of snapshot tools, e.g. with a stub for tests and demos. */
@@ -55,6 +59,8 @@ export interface McpConnection {
   readonly pid: number | undefined;
   /** All tools, following tools/list pagination; each page bounded by the timeout. */
   listTools(signal?: AbortSignal): Promise<Result<ToolEntry[]>>;
+  /** Tools the last listing left out (unusable names), one sentence each; empty or absent when none. */
+  readonly listWarnings?: readonly string[];
   /** Calls a tool; the value is the MCP CallToolResult (an `isError` result is still a value the model reads). */
   callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<unknown>>;
   close(): Promise<void>;
@@ -76,8 +82,9 @@ export function validateMcpSpec(name: string, spec: unknown): Result<McpServerSp
   if (!isRecord(spec)) return bad('the config must be an object: {command, args?, env?, cwd?} or {url, headers?} or {catalogFile}.');
   const kinds = ['command', 'url', 'catalogFile'].filter((k) => spec[k] !== undefined);
   if (kinds.length !== 1) return bad(`give exactly one of "command" (stdio), "url" (streamable HTTP) or "catalogFile" (snapshot); got ${kinds.length ? kinds.join(', ') : 'none'}.`);
-  if (spec['timeoutMs'] !== undefined && !(typeof spec['timeoutMs'] === 'number' && Number.isInteger(spec['timeoutMs']) && spec['timeoutMs'] > 0)) {
-    return bad('"timeoutMs" must be a positive integer number of milliseconds.');
+  for (const key of ['timeoutMs', 'callTimeoutMs']) {
+    const v = spec[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v > 0)) return bad(`"${key}" must be a positive integer number of milliseconds.`);
   }
   if (kinds[0] === 'command') {
     if (typeof spec['command'] !== 'string' || spec['command'] === '') return bad('"command" must be a non-empty string.');
@@ -198,11 +205,12 @@ function explain(error: unknown, phase: string, timeoutMs: number, transport: Tr
   return { reason: withStderr(`${phase} failed: ${describeThrown(error)}`), gone: false, timedOut: false };
 }
 
-function snapshotConnection(name: string, entries: ToolEntry[], onCall: SnapshotCallHandler | undefined): McpConnection {
+function snapshotConnection(name: string, entries: ToolEntry[], onCall: SnapshotCallHandler | undefined, warnings: readonly string[] = []): McpConnection {
   let alive = true;
   return {
     name,
     kind: 'snapshot',
+    listWarnings: warnings,
     get alive() { return alive; },
     pid: undefined,
     async listTools() {
@@ -229,10 +237,10 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   if ('catalogFile' in s) {
     const snap = await loadSnapshot(s.catalogFile);
     if (!snap.ok) return snap;
-    return ok(snapshotConnection(name, snap.value.entries, opts.onSnapshotCall));
+    return ok(snapshotConnection(name, snap.value.entries, opts.onSnapshotCall, snap.value.warnings));
   }
   const timeoutMs = s.timeoutMs ?? opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
-  const callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS;
+  const callTimeoutMs = s.callTimeoutMs ?? opts.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS;
   if (opts.signal?.aborted) return fail('mcp.aborted', `Connecting to MCP server "${name}" was cancelled.`, { server: name });
 
   let transport: WatchedStdioTransport | StreamableHTTPClientTransport;
@@ -272,9 +280,11 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   const goneReason = () =>
     transport instanceof WatchedStdioTransport && transport.exit ? explain(undefined, '', 0, transport).reason : closed ? 'connection closed' : 'connection lost';
 
+  let listWarnings: readonly string[] = [];
   const connection: McpConnection = {
     name,
     kind,
+    get listWarnings() { return listWarnings; },
     get alive() { return alive && (!(transport instanceof WatchedStdioTransport) || transport.running); },
     get pid() { return transport instanceof WatchedStdioTransport ? transport.pid ?? undefined : undefined; },
 
@@ -293,7 +303,11 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
           if (why.gone) return unavailable(why.reason);
           return fail(why.timedOut ? 'mcp.timedOut' : 'mcp.listFailed', `MCP server "${name}": ${why.reason}`, { server: name, reason: why.reason });
         }
-        if (cursor === undefined) return ok(mcpToolEntries(name, tools));
+        if (cursor === undefined) {
+          const checked = checkedMcpToolEntries(name, tools);
+          listWarnings = checked.skipped;
+          return ok(checked.entries);
+        }
         if (seen.has(cursor)) return fail('mcp.listFailed', `MCP server "${name}" repeated the tools/list cursor ${JSON.stringify(cursor)}; its pagination is broken.`, { server: name });
         seen.add(cursor);
       }
@@ -309,7 +323,9 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
         if (signal?.aborted) return fail('tool.aborted', `The call to ${toolName} on MCP server "${name}" was cancelled.`, { server: name, tool: toolName });
         const why = explain(error, `calling ${toolName}`, callTimeoutMs, transport);
         if (why.gone) return unavailable(why.reason);
-        if (why.timedOut) return fail('mcp.timedOut', `MCP server "${name}": ${why.reason}`, { server: name, tool: toolName });
+        if (why.timedOut) {
+          return fail('mcp.timedOut', `MCP server "${name}": ${why.reason}. To allow longer calls, raise mcpServers.${name}.callTimeoutMs (now ${callTimeoutMs} ms) in the config.`, { server: name, tool: toolName, callTimeoutMs });
+        }
         return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, { server: name, tool: toolName });
       }
     },

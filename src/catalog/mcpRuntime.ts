@@ -31,9 +31,10 @@ interface Slot {
   failedAt: number | undefined;
 }
 
-const statusOf = (name: string, ok: boolean, toolCount: number, durationMs: number, reason?: string): SourceStatus => {
+const statusOf = (name: string, ok: boolean, toolCount: number, durationMs: number, reason?: string, warnings?: readonly string[]): SourceStatus => {
   const s: SourceStatus = { key: `mcp:${name}`, source: 'mcp', owner: name, ok, toolCount, durationMs };
   if (reason !== undefined) s.reason = reason;
+  if (warnings !== undefined && warnings.length > 0) s.warnings = [...warnings];
   return s;
 };
 
@@ -154,7 +155,7 @@ export class SessionMcpRuntime {
     }
     this.slots.set(name, {
       specKey, connection: outcome.connection, entries: outcome.entries, failedAt: undefined,
-      status: statusOf(name, true, outcome.entries.length, durationMs),
+      status: statusOf(name, true, outcome.entries.length, durationMs, undefined, outcome.connection.listWarnings),
     });
   }
 
@@ -187,7 +188,7 @@ export class SessionMcpRuntime {
       const listed = await slot.connection.listTools(signal);
       if (listed.ok) {
         slot.entries = listed.value;
-        slot.status = statusOf(name, true, listed.value.length, this.now() - started);
+        slot.status = statusOf(name, true, listed.value.length, this.now() - started, undefined, slot.connection.listWarnings);
       } else {
         slot.status = statusOf(name, false, slot.entries.length, this.now() - started, listed.error.message);
       }

@@ -2,7 +2,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join, resolve } from 'node:path';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
-import { makeToolId } from './ids.js';
+import { makeToolId, quoteName, toolNameProblem } from './ids.js';
 import type { JsonSchema, ToolEntry } from './types.js';
 
 /** A tool as MCP `tools/list` returns it (the fields the catalog reads; others are kept by the server). */
@@ -20,6 +20,15 @@ export interface LoadedSnapshot {
   name: string;
   file: string;
   entries: ToolEntry[];
+  /** What was left out or replaced while loading (tools with unusable names, a replaced server name). */
+  warnings: string[];
+}
+
+/** The snapshots of `--catalog` paths and what was skipped on the way. */
+export interface LoadedCatalogPaths {
+  snapshots: LoadedSnapshot[];
+  /** Skipped files, empty folders, duplicate server names, replaced names: each a sentence for `warning: ...`. */
+  warnings: string[];
 }
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -50,11 +59,29 @@ export function mcpToolEntry(server: string, tool: McpTool): ToolEntry {
   return entry;
 }
 
-/** Entries of a `tools/list` answer; tools without a string name are left out. Pure: no I/O. */
+/**
+ * Entries of a `tools/list` answer (a snapshot or a live listing). A tool whose name breaks the tool-name rule
+ * (see toolNameProblem: bounded, no spaces or markup) is left out and named in `skipped`, so every id a search can
+ * return is bounded and markup-free. Pure: no I/O.
+ */
+export function checkedMcpToolEntries(server: string, tools: readonly unknown[]): { entries: ToolEntry[]; skipped: string[] } {
+  const entries: ToolEntry[] = [];
+  const skipped: string[] = [];
+  tools.forEach((t, i) => {
+    const name = isRecord(t) ? t['name'] : undefined;
+    const problem = isRecord(t) ? toolNameProblem(name) : 'the tool is not an object';
+    if (problem !== undefined) {
+      skipped.push(`MCP server "${server}": tool ${name === undefined ? `#${i}` : quoteName(name)} skipped: ${problem}.`);
+      return;
+    }
+    entries.push(mcpToolEntry(server, t as McpTool));
+  });
+  return { entries, skipped };
+}
+
+/** Entries of a `tools/list` answer; tools with unusable names are left out (checkedMcpToolEntries says which). Pure: no I/O. */
 export function mcpToolEntries(server: string, tools: readonly unknown[]): ToolEntry[] {
-  const out: ToolEntry[] = [];
-  for (const t of tools) if (isRecord(t) && typeof t['name'] === 'string' && t['name'] !== '') out.push(mcpToolEntry(server, t as McpTool));
-  return out;
+  return checkedMcpToolEntries(server, tools).entries;
 }
 
 /**
@@ -76,7 +103,13 @@ export function parseSnapshot(text: string, file: string): Result<LoadedSnapshot
   if (!isValidServerName(name)) {
     return fail('catalog.snapshotInvalid', `Catalog snapshot ${file} has no usable "name" (no spaces or ":"); add one.`, { file });
   }
-  return ok({ name, file, entries: mcpToolEntries(name, data['tools']) });
+  const warnings: string[] = [];
+  if (data['name'] !== undefined && name !== data['name']) {
+    warnings.push(`catalog snapshot ${file}: "name" ${quoteName(data['name'])} is unusable (1-128 characters, no spaces or ":"); using the file name "${name}" instead.`);
+  }
+  const { entries, skipped } = checkedMcpToolEntries(name, data['tools']);
+  warnings.push(...skipped.map((w) => `catalog snapshot ${file}: ${w}`));
+  return ok({ name, file, entries, warnings });
 }
 
 /** Reads one snapshot file; a missing or unreadable file, bad JSON or no `tools` array is `catalog.snapshotInvalid`. */
@@ -94,11 +127,25 @@ export async function loadSnapshot(file: string): Promise<Result<LoadedSnapshot>
 
 /**
  * Loads snapshot files and folders of them, in the order given (folder contents sorted by name). In a folder every
- * `*.json` with a `tools` array is loaded and anything else (INDEX.tsv, other JSON) is skipped silently; a file named
- * explicitly must be a valid snapshot, else the whole call fails naming it.
+ * `*.json` with a `tools` array is loaded; a `*.json` that is not JSON or has no `tools` array is skipped with a
+ * warning saying why, other files (INDEX.tsv) are skipped silently, and a folder with no snapshot is a warning. A
+ * file named explicitly must be a valid snapshot, else the whole call fails naming it. Two snapshots with the same
+ * server name: the first is kept and the warning names both files.
  */
-export async function loadCatalogPaths(paths: readonly string[]): Promise<Result<LoadedSnapshot[]>> {
-  const out: LoadedSnapshot[] = [];
+export async function loadCatalogPaths(paths: readonly string[]): Promise<Result<LoadedCatalogPaths>> {
+  const snapshots: LoadedSnapshot[] = [];
+  const warnings: string[] = [];
+  const byName = new Map<string, string>();
+  const add = (one: LoadedSnapshot): void => {
+    const first = byName.get(one.name);
+    if (first !== undefined) {
+      warnings.push(`catalog snapshots ${first} and ${one.file} both name the server "${one.name}"; kept the first, skipped ${one.file}.`);
+      return;
+    }
+    byName.set(one.name, one.file);
+    snapshots.push(one);
+    warnings.push(...one.warnings);
+  };
   for (const p of paths) {
     const abs = resolve(p);
     let info;
@@ -110,17 +157,24 @@ export async function loadCatalogPaths(paths: readonly string[]): Promise<Result
     if (!info.isDirectory()) {
       const one = await loadSnapshot(abs);
       if (!one.ok) return one;
-      out.push(one.value);
+      add(one.value);
       continue;
     }
     const names = (await readdir(abs)).filter((n) => n.toLowerCase().endsWith('.json')).sort();
+    let loaded = 0;
     for (const n of names) {
       const file = join(abs, n);
       const s = await stat(file).catch(() => undefined);
       if (!s?.isFile()) continue;
       const one = await loadSnapshot(file);
-      if (one.ok) out.push(one.value);
+      if (!one.ok) {
+        warnings.push(`skipped ${file}: ${one.error.message}`);
+        continue;
+      }
+      loaded++;
+      add(one.value);
     }
+    if (loaded === 0) warnings.push(`catalog folder ${abs} holds no snapshot (*.json with a "tools" array); nothing was loaded from it.`);
   }
-  return ok(out);
+  return ok({ snapshots, warnings });
 }

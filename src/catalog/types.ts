@@ -86,6 +86,8 @@ export interface SourceStatus {
   toolCount: number;
   /** Why it failed (a server that would not start or list), when !ok. */
   reason?: string;
+  /** Added field (optional): tools left out of an ok source (unusable names, refused client tools), one sentence each. */
+  warnings?: string[];
   durationMs: number;
 }
 

@@ -36,6 +36,7 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
   const statics = await loadStaticSources({ config, includeConfig, catalogPaths: flags.catalog, pluginFiles: flags.plugin ?? [], cwd: io.cwd });
   if (!statics.ok) return statics;
   for (const f of statics.value.failures) io.stderr(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
+  for (const w of statics.value.warnings ?? []) io.stderr(`warning: ${w}`);
 
   const parts: CatalogPart[] = [...statics.value.parts];
   const runtime = new SessionMcpRuntime({ idleTimeoutMs: 0 });
@@ -46,7 +47,8 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
     const statuses = await runtime.ensure(servers as never);
     const entries = runtime.list();
     for (const s of statuses) {
-      if (!s.ok) io.stderr(`warning: MCP server ${s.owner} failed: ${s.reason ?? 'unknown reason'}`);
+      if (!s.ok) io.stderr(`warning: source ${s.key} failed: ${s.reason ?? 'unknown reason'}`);
+      for (const w of s.warnings ?? []) io.stderr(`warning: ${w}`);
       const own: ToolEntry[] = entries.filter((e) => e.owner === s.owner);
       parts.push({ key: s.key, status: s, entries: own });
     }

@@ -47,6 +47,7 @@ export const StdioServer = Type.Object(
     env: Type.Optional(StringMap),
     cwd: Type.Optional(Type.String()),
     timeoutMs: Type.Optional(positiveInt('per-server start/list timeout')),
+    callTimeoutMs: Type.Optional(positiveInt('per-call tools/call timeout, default 60000')),
   },
   closed,
 );
@@ -55,6 +56,7 @@ export const HttpServer = Type.Object(
     url: Type.String({ minLength: 1 }),
     headers: Type.Optional(StringMap),
     timeoutMs: Type.Optional(positiveInt('per-server connect/list timeout')),
+    callTimeoutMs: Type.Optional(positiveInt('per-call tools/call timeout, default 60000')),
   },
   closed,
 );

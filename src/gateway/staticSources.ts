@@ -19,6 +19,8 @@ export interface StaticSources {
   hooks: PluginHook[];
   /** Plugins that failed to load: reported, while the rest of the catalog still builds. */
   failures: SourceStatus[];
+  /** What loading skipped or replaced (snapshot files, duplicate server names, tools with unusable names): print as `warning: ...`. */
+  warnings?: string[];
 }
 
 export interface StaticSourceOptions {
@@ -47,6 +49,7 @@ export async function loadStaticSources(opts: StaticSourceOptions): Promise<Resu
   const registry: ToolRegistry = new Map();
   const hooks: PluginHook[] = [];
   const failures: SourceStatus[] = [];
+  const warnings: string[] = [];
   const cwd = opts.cwd ?? process.cwd();
 
   if (opts.includeConfig && opts.config !== undefined) {
@@ -72,18 +75,20 @@ export async function loadStaticSources(opts: StaticSourceOptions): Promise<Resu
     for (const [id, exec] of p.executors) registry.set(id, exec);
     if (p.hooks.before_tool_call) hooks.push({ pluginId: p.id, before_tool_call: p.hooks.before_tool_call.bind(p.hooks) });
     const key = `openclaw:${p.id}`;
-    parts.push({ key, status: { key, source: 'openclaw', owner: p.id, ok: true, toolCount: p.entries.length, durationMs: Date.now() - started }, entries: p.entries });
+    warnings.push(...p.warnings);
+    parts.push({ key, status: { key, source: 'openclaw', owner: p.id, ok: true, toolCount: p.entries.length, durationMs: Date.now() - started, ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}) }, entries: p.entries });
   }
 
   if (opts.catalogPaths !== undefined && opts.catalogPaths.length > 0) {
     const snaps = await loadCatalogPaths(opts.catalogPaths.map((p) => resolve(cwd, p)));
     if (!snaps.ok) return snaps;
     const onCall = opts.onSnapshotCall ?? snapshotOnly;
-    for (const s of snaps.value) {
+    warnings.push(...snaps.value.warnings);
+    for (const s of snaps.value.snapshots) {
       const key = `mcp:${s.name}`;
       for (const e of s.entries) registry.set(e.id, (args) => onCall(s.name, e.name, args));
       parts.push({ key, status: { key, source: 'mcp', owner: s.name, ok: true, toolCount: s.entries.length, durationMs: 0 }, entries: s.entries });
     }
   }
-  return ok({ parts, registry, hooks, failures });
+  return ok({ parts, registry, hooks, failures, warnings });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildCatalog, catalogFromEntries, checkClientTools, clientTools } from '../../src/catalog/index.js';
+import { buildCatalog, catalogFromEntries, checkClientTools, clientTools, clientToolSource } from '../../src/catalog/index.js';
 import type { SourceStatus, ToolEntry } from '../../src/catalog/index.js';
 import { entry } from './helpers.js';
 
@@ -70,13 +70,33 @@ describe('clientTools', () => {
     expect(clientTools([{ name: 'x' }])[0]?.id).toBe('client:client:x');
   });
 
-  it('reports bad specs by name', () => {
-    expect(checkClientTools([{ name: 'a' }, { name: 'a' }, { description: 'no name' }, { name: 'b', parameters: 'x' }], 'app')).toEqual([
-      'clientTools[1] "a" is listed twice.',
-      'clientTools[2] needs a non-empty string "name".',
-      'clientTools[3] "b": parameters must be a JSON Schema object.',
+  it('refuses each bad spec by name (fail closed): only good tools become entries, the first of a duplicate is kept', () => {
+    const specs = [{ name: 'a' }, { name: 'a', description: 'second' }, { description: 'no name' }, { name: 'b', parameters: 'x' },
+      { name: 'a b' }, { name: '<i>x</i>' }, { name: 'c', description: 3 }, { name: 'ok', parameters: 5 }, { name: 'good.one' }];
+    const r = clientToolSource(specs, 'app');
+    expect(r.entries.map((e) => e.id)).toEqual(['client:app:a', 'client:app:good.one']);
+    expect(r.entries[0]?.description).toBe('');
+    expect(r.problems).toEqual([
+      'clientTools[1] "a" refused: the name is listed twice; the first one is kept.',
+      'clientTools[2] undefined refused: the name must be a non-empty string.',
+      'clientTools[3] "b" refused: parameters must be a JSON Schema object.',
+      expect.stringMatching(/^clientTools\[4\] "a b" refused: the name may hold only/),
+      expect.stringMatching(/^clientTools\[5\] "<i>x<\/i>" refused: the name may hold only/),
+      'clientTools[6] "c" refused: description must be a string.',
+      'clientTools[7] "ok" refused: parameters must be a JSON Schema object.',
     ]);
-    expect(checkClientTools([], 'bad:id')).toHaveLength(1);
+    expect(checkClientTools(specs, 'app')).toEqual(r.problems);
+    expect(clientTools(specs as never, 'app').map((e) => e.id)).toEqual(['client:app:a', 'client:app:good.one']);
     expect(checkClientTools([{ name: 'ok' }])).toEqual([]);
+  });
+
+  it('refuses every tool of a bad clientId (":" or empty or spaces)', () => {
+    for (const id of ['web:1', '', 'a b']) {
+      const r = clientToolSource([{ name: 'ok' }], id);
+      expect(r.entries).toEqual([]);
+      expect(r.problems).toEqual([expect.stringContaining(`clientId ${JSON.stringify(id)} must be`)]);
+      expect(clientTools([{ name: 'ok' }], id)).toEqual([]);
+    }
+    expect(clientToolSource('nope', 'app')).toMatchObject({ entries: [], problems: [expect.stringContaining('must be an array')] });
   });
 });

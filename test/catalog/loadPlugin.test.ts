@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadPlugin } from '../../src/catalog/index.js';
+import { loadPlugin, pluginFromModule } from '../../src/catalog/index.js';
 import { ctx } from './helpers.js';
 
 let dir: string;
@@ -77,5 +77,15 @@ describe('loadPlugin', () => {
     expect(await loadPlugin(join(dir, 'nope.mjs'))).toMatchObject({ ok: false, error: { code: 'plugin.notFound' } });
     const file = await write('throws.mjs', 'throw new Error("init failed");');
     expect(await loadPlugin(file)).toMatchObject({ ok: false, error: { code: 'plugin.loadFailed', message: expect.stringContaining('init failed') } });
+  });
+
+  it('skips tools whose names break the tool-name rule and says which', () => {
+    const tool = (name: string) => ({ name, description: 'd', parameters: { type: 'object' }, execute: () => 1 });
+    const p = pluginFromModule({ id: 'odd', tools: [tool('fine_1'), tool('has space'), tool('<script>'), tool('y'.repeat(200))] }, '/x/odd.mjs');
+    expect(p.entries.map((e) => e.id)).toEqual(['openclaw:odd:fine_1']);
+    expect([...p.executors.keys()]).toEqual(['openclaw:odd:fine_1']);
+    expect(p.warnings).toHaveLength(3);
+    expect(p.warnings[0]).toMatch(/^plugin "odd" \(\/x\/odd\.mjs\): tool "has space" skipped: /);
+    expect(p.warnings[2]).toContain('200 characters');
   });
 });

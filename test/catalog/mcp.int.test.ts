@@ -114,11 +114,14 @@ describe('MCP servers over stdio (real servers)', () => {
   });
 
   it('bounds a call that never answers by the call timeout; a killed server fails calls naming it, never a hang', async () => {
-    const c = await connectMcpServer('victim', { command: process.execPath, args: [script] }, { timeoutMs: 10_000, callTimeoutMs: 1500 });
+    // The spec's own callTimeoutMs (config mcpServers.<name>.callTimeoutMs) wins over the runtime-wide one.
+    const c = await connectMcpServer('victim', { command: process.execPath, args: [script], callTimeoutMs: 1500 }, { timeoutMs: 10_000, callTimeoutMs: 60_000 });
     expect(c.ok).toBe(true);
     if (!c.ok) return;
     extra.push(c.value);
-    expect(await c.value.callTool('stall', {})).toMatchObject({ ok: false, error: { code: 'mcp.timedOut', message: expect.stringContaining('timed out after 1500 ms') } });
+    const timedOut = await c.value.callTool('stall', {});
+    expect(timedOut).toMatchObject({ ok: false, error: { code: 'mcp.timedOut', message: expect.stringContaining('timed out after 1500 ms') } });
+    expect(!timedOut.ok && timedOut.error.message).toContain('raise mcpServers.victim.callTimeoutMs (now 1500 ms)');
     expect(await c.value.callTool('t1', {})).toMatchObject({ ok: true, value: { content: [{ text: 'called t1' }] } });
     const inFlight = c.value.callTool('stall', {});
     await new Promise((r) => setTimeout(r, 100));

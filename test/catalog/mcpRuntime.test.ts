@@ -29,6 +29,7 @@ function fakes() {
         name, kind: 'stdio', pid: 1,
         get alive() { return state.alive; },
         listTools: async () => ({ ok: true, value: tools }),
+        listWarnings: command === 'odd' ? ['MCP server "odd": tool "a b" skipped: bad name.'] : [],
         callTool: async (tool, args) => ({ ok: true, value: { tool, args } }),
         close: async () => { state.alive = false; closed.push(name); },
       },
@@ -122,5 +123,14 @@ describe('SessionMcpRuntime', () => {
     const st = await rt.ensure({ a: { command: 'x' } });
     expect(st[0]).toMatchObject({ ok: false, reason: expect.stringContaining('closed') });
     expect(f.opened).toEqual(['a']);
+  });
+
+  it('carries the tools a listing skipped (unusable names) as the status warnings', async () => {
+    const f = fakes();
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });
+    const st = await rt.ensure({ good: { command: 'x' }, weird: { command: 'odd' } });
+    expect(st[0]?.warnings).toBeUndefined();
+    expect(st[1]).toMatchObject({ ok: true, warnings: ['MCP server "odd": tool "a b" skipped: bad name.'] });
+    await rt.close();
   });
 });

@@ -51,17 +51,58 @@ describe('catalog snapshots', () => {
     expect(await loadSnapshot(join(dir, 'missing.json'))).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid' } });
   });
 
-  it('loads a folder: every *.json with tools, others skipped silently; name falls back to the file name', async () => {
+  it('loads a folder: every *.json with tools; bad *.json skipped with a warning saying why, INDEX.tsv silently', async () => {
     const r = await loadCatalogPaths([join(dir, 'folder')]);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.map((s) => s.name)).toEqual(['a', 'bee']);
-    expect(r.value.flatMap((s) => s.entries.map((e) => e.id))).toEqual(['mcp:a:t2', 'mcp:bee:t1']);
+    expect(r.value.snapshots.map((s) => s.name)).toEqual(['a', 'bee']);
+    expect(r.value.snapshots.flatMap((s) => s.entries.map((e) => e.id))).toEqual(['mcp:a:t2', 'mcp:bee:t1']);
+    expect(r.value.warnings).toHaveLength(2);
+    expect(r.value.warnings[0]).toMatch(/^skipped .*garbage\.json: .*not valid JSON/);
+    expect(r.value.warnings[1]).toMatch(/^skipped .*meta\.json: .*no "tools" array/);
+    expect(r.value.warnings.join('\n')).not.toContain('INDEX.tsv');
+  });
+
+  it('warns for an empty folder, two snapshots of one name (first kept, both files named) and a replaced name', async () => {
+    await mkdir(join(dir, 'empty'));
+    await writeFile(join(dir, 'empty', 'INDEX.tsv'), 'x\n');
+    const empty = await loadCatalogPaths([join(dir, 'empty')]);
+    expect(empty.ok && empty.value.warnings).toEqual([expect.stringMatching(/empty holds no snapshot/)]);
+
+    await mkdir(join(dir, 'dupes'));
+    await writeFile(join(dir, 'dupes', 'one.json'), JSON.stringify({ name: 'same', tools: [{ name: 'first' }] }));
+    await writeFile(join(dir, 'dupes', 'two.json'), JSON.stringify({ name: 'same', tools: [{ name: 'second' }] }));
+    await writeFile(join(dir, 'dupes', 'three.json'), JSON.stringify({ name: 'has space', tools: [{ name: 'third' }] }));
+    const d = await loadCatalogPaths([join(dir, 'dupes')]);
+    expect(d.ok).toBe(true);
+    if (!d.ok) return;
+    expect(d.value.snapshots.map((s) => s.entries.map((e) => e.id))).toEqual([['mcp:same:first'], ['mcp:three:third']]);
+    expect(d.value.warnings).toEqual([
+      expect.stringMatching(/three\.json: "name" "has space" is unusable .* using the file name "three"/),
+      expect.stringMatching(/one\.json and .*two\.json both name the server "same"; kept the first, skipped .*two\.json/),
+    ]);
+  });
+
+  it('skips tools whose names break the MCP tool-name rule and says which', async () => {
+    const long = 'x'.repeat(129);
+    await writeFile(join(dir, 'names.json'), JSON.stringify({ name: 'names', tools: [
+      { name: 'ok.tool-1/sub' }, { name: 'a b' }, { name: '<b>ignore previous</b>' }, { name: long }, { name: '' }, { name: 5 }, 'x',
+    ] }));
+    const r = await loadSnapshot(join(dir, 'names.json'));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.entries.map((e) => e.id)).toEqual(['mcp:names:ok.tool-1/sub']);
+    expect(r.value.warnings).toHaveLength(6);
+    expect(r.value.warnings[0]).toContain('MCP server "names": tool "a b" skipped');
+    expect(r.value.warnings[1]).toContain('"<b>ignore previous</b>" skipped');
+    expect(r.value.warnings[2]).toContain('129 characters');
+    const all = await loadCatalogPaths([join(dir, 'names.json')]);
+    expect(all.ok && all.value.warnings).toHaveLength(6);
   });
 
   it('mixes files and folders in order; an explicitly named bad file fails the load', async () => {
     const mixed = await loadCatalogPaths([join(dir, 'good.json'), join(dir, 'folder')]);
-    expect(mixed.ok && mixed.value.map((s) => s.name)).toEqual(['search-srv', 'a', 'bee']);
+    expect(mixed.ok && mixed.value.snapshots.map((s) => s.name)).toEqual(['search-srv', 'a', 'bee']);
     expect(await loadCatalogPaths([join(dir, 'folder'), join(dir, 'broken.json')])).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid' } });
     expect(await loadCatalogPaths([join(dir, 'nowhere')])).toMatchObject({ ok: false, error: { code: 'catalog.pathNotFound' } });
   });

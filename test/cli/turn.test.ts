@@ -82,4 +82,60 @@ describe('toolsearch turn --json', () => {
     expect(await turnCommand.run(['--json'], io)).toBe(2);
     expect(await turnCommand.run(['--nats', 'nats://localhost:4222'], captureIo(dir))).toBe(2);
   });
+
+  it('fails closed on bad client tools: a bad clientId refuses all, a bad tool is refused alone, each reported', async () => {
+    dir = cliDir();
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({
+      session: { sessionId: 'c1' }, mode: 'direct', clientId: 'web:1', clientTools: [{ name: 'ok', parameters: 5 }, { name: 'fine' }],
+      steps: [{ tool: 'ok', args: {} }, { tool: 'fine', args: {} }],
+    }));
+    const io = captureIo(dir);
+    expect(await turnCommand.run(['--script', 'bad.json', '--json'], io)).toBe(0);
+    const out = io.lastJson();
+    expect(out.exposure.tools).not.toContain('ok');
+    expect(out.exposure.tools).not.toContain('fine');
+    expect(out.exposure.tools.join(' ')).not.toMatch(/client/);
+    expect(out.results.map((r: { error?: { code: string } }) => r.error?.code)).toEqual(['tool.notExposed', 'tool.notExposed']);
+    expect(out.sources).toContainEqual({ key: 'client:web:1', ok: false, toolCount: 0, reason: expect.stringContaining('clientId "web:1" must be') });
+    expect(io.err.join('\n')).toContain('warning: source client:web:1 failed: clientId "web:1" must be');
+
+    writeFileSync(join(dir, 'mixed.json'), JSON.stringify({
+      session: { sessionId: 'c2' }, mode: 'direct', clientId: 'web', clientTools: [{ name: 'ok', parameters: 5 }, { name: 'good' }, { name: 'a b' }, { name: 'good' }],
+      steps: [{ tool: 'ok', args: {} }, { tool: 'good', args: {} }],
+    }));
+    const io2 = captureIo(dir);
+    expect(await turnCommand.run(['--script', 'mixed.json', '--json'], io2)).toBe(0);
+    const out2 = io2.lastJson();
+    expect(out2.exposure.tools).toContain('good');
+    expect(out2.exposure.tools).not.toContain('ok');
+    expect(out2.results[0]).toMatchObject({ ok: false, error: { code: 'tool.notExposed' } });
+    expect(out2.results[1]).toMatchObject({ ok: true, value: { pending: true, toolName: 'good' } });
+    const client = out2.sources.find((x: { key: string }) => x.key === 'client:web');
+    expect(client).toMatchObject({ ok: true, toolCount: 1 });
+    expect(client.warnings).toEqual([
+      expect.stringContaining('clientTools[0] "ok" refused: parameters'), expect.stringContaining('clientTools[2] "a b" refused'),
+      expect.stringContaining('clientTools[3] "good" refused: the name is listed twice'),
+    ]);
+    expect(io2.err.filter((l) => l.startsWith('warning: source client:web: '))).toHaveLength(3);
+  });
+
+  it('reports a failed MCP source on stderr and in the --json sources', async () => {
+    dir = cliDir();
+    writeFileSync(join(dir, 'dead.json5'), `{ plugins: ['./demo.mjs'], mcpServers: { dead: { command: 'false' } }, log: { path: 'dead.jsonl' } }`);
+    writeFileSync(join(dir, 'script.json'), JSON.stringify({ session: { sessionId: 'd1' }, mode: 'tools', steps: [] }));
+    const io = captureIo(dir);
+    expect(await turnCommand.run(['--config', 'dead.json5', '--script', 'script.json', '--json'], io)).toBe(0);
+    expect(io.err.join('\n')).toMatch(/warning: source mcp:dead failed: .*exited with code 1/);
+    const sources = io.lastJson().sources;
+    expect(sources).toContainEqual({ key: 'mcp:dead', ok: false, toolCount: 0, reason: expect.stringContaining('exited with code 1') });
+    expect(sources).toContainEqual(expect.objectContaining({ key: 'openclaw:demo', ok: true }));
+  });
+
+  it('rejects an unknown harness instead of running it as pi', async () => {
+    dir = cliDir();
+    writeFileSync(join(dir, 'gpt.json'), JSON.stringify({ session: { sessionId: 'h1' }, harness: 'gpt', steps: [] }));
+    const io = captureIo(dir);
+    expect(await turnCommand.run(['--script', 'gpt.json', '--json'], io)).toBe(1);
+    expect(io.lastJson()).toMatchObject({ ok: false, error: { code: 'script.badHarness', message: expect.stringContaining('"gpt" is not a known harness; use "pi"') } });
+  });
 });

@@ -18,8 +18,8 @@ const fullConfig = {
   sessions: { s1: { mcpServers: { web: { url: 'http://127.0.0.1:9/mcp', headers: { a: 'b' } } } } },
   plugins: ['./plugins/fake.mjs'],
   mcpServers: {
-    fs: { command: 'npx', args: ['server-filesystem', '.'], env: { A: '1' }, cwd: 'srv', timeoutMs: 5000 },
-    remote: { url: 'https://example.test/mcp', timeoutMs: 100 },
+    fs: { command: 'npx', args: ['server-filesystem', '.'], env: { A: '1' }, cwd: 'srv', timeoutMs: 5000, callTimeoutMs: 120000 },
+    remote: { url: 'https://example.test/mcp', timeoutMs: 100, callTimeoutMs: 5000 },
     'saved.snap-1': { catalogFile: 'catalogs/github.json' },
   },
   workspaceDir: 'ws',
@@ -50,6 +50,9 @@ describe('validateConfig', () => {
       { mcpServers: { a: { command: 'x', url: 'y' } } },
       { agents: { a: { mcpServers: { b: {} } } } },
       { telemetry: { sampleRatio: 2 } },
+      { mcpServers: { a: { command: 'x', callTimeoutMs: 0 } } },
+      { mcpServers: { a: { url: 'http://x/mcp', callTimeoutMs: 'long' } } },
+      { mcpServers: { a: { catalogFile: 'x.json', callTimeoutMs: 1000 } } },
       [],
     ];
     for (const doc of bad) {
@@ -95,7 +98,7 @@ describe('validateConfig', () => {
     ]);
     expect(messages({ profiles: { p: { mcpServers: {} } } })).toEqual(['unknown key profiles.p.mcpServers: allowed keys are tools']);
     expect(messages({ mcpServers: { fs: { command: 'x', environment: {} } } })).toEqual([
-      'unknown key mcpServers.fs.environment: allowed keys are command, args, env, cwd, timeoutMs',
+      'unknown key mcpServers.fs.environment: allowed keys are command, args, env, cwd, timeoutMs, callTimeoutMs',
     ]);
   });
 
@@ -134,7 +137,7 @@ describe('validateConfig', () => {
       '{"args":["x"]} is not allowed at mcpServers.fs: expected an object with "command" (stdio server), "url" (streamable HTTP server) or "catalogFile" (saved tools/list snapshot)',
     ]);
     expect(messages({ mcpServers: { web: { url: 'http://x', args: [] } } })).toEqual([
-      'unknown key mcpServers.web.args: allowed keys are url, headers, timeoutMs',
+      'unknown key mcpServers.web.args: allowed keys are url, headers, timeoutMs, callTimeoutMs',
     ]);
     expect(messages({ mcpServers: { s: { catalogFile: 3 } } })).toEqual([
       '3 is not allowed at mcpServers.s.catalogFile: expected a non-empty string',
@@ -219,7 +222,7 @@ describe('parseConfig', () => {
     expect(c.telemetry.tracesDir).toBe('/etc/ts/tr');
     expect(c.mcpServers.fs).toMatchObject({ command: 'npx', cwd: '/etc/ts/srv' });
     expect(c.mcpServers['saved.snap-1']).toEqual({ catalogFile: '/etc/ts/catalogs/github.json' });
-    expect(c.mcpServers.remote).toEqual({ url: 'https://example.test/mcp', timeoutMs: 100 });
+    expect(c.mcpServers.remote).toEqual({ url: 'https://example.test/mcp', timeoutMs: 100, callTimeoutMs: 5000 });
     expect(c.agents.main?.mcpServers?.git).toEqual({ command: 'git-mcp', args: ['--x'] });
     expect(c.sessions.s1?.tools).toEqual({});
     expect(c.sandbox).toMatchObject({ requireIsolation: true, poolSize: 0, maxOldSpaceMb: 128 });

@@ -17,7 +17,9 @@ const USAGE = [
   '',
   'Runs one turn without a model: the steps of the script are invoked as a model would invoke the exposed tools.',
   'Script: {"session": {"sessionId", "agentId", "profile", "sandboxId", "owner"}, "mode": "direct"|"tools"|"code",',
-  '         "clientTools": [{name, description, parameters}], "steps": [{"tool": "<exposed name>", "args": {...}}]}',
+  '         "harness": "pi"|"codex", "clientId", "clientTools": [{name, description, parameters}],',
+  '         "steps": [{"tool": "<exposed name>", "args": {...}}]}',
+  'A source that fails (an MCP server that will not start, refused client tools) is a warning on stderr.',
   '',
   '  --config F        config file (default toolsearch.config.json5 in the working directory, if present)',
   '  --catalog PATH    a saved MCP tools/list snapshot (file or folder); with no --config the catalog is exactly these',
@@ -27,7 +29,8 @@ const USAGE = [
   '                    with its own policy enforcer; audit it with toolsearch audit --nats URL --session ID',
   '  --stream-prefix P prefix of the NATS stream names (as for audit)',
   '  --traces-dir DIR  write trace files of the run there',
-  '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...}}',
+  '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...},',
+  '                    "sources": [{key, ok, toolCount, reason?, warnings?}]}',
 ].join('\n');
 
 interface Script {
@@ -60,6 +63,11 @@ export function parseScript(text: string, file: string): Result<Script> {
   if (session['owner'] !== undefined && typeof session['owner'] !== 'boolean') return bad('"session.owner" must be true or false.');
   const mode = raw['mode'];
   if (mode !== undefined && mode !== 'direct' && mode !== 'tools' && mode !== 'code') return bad('"mode" must be "direct", "tools" or "code".');
+  const harness = raw['harness'];
+  if (harness !== undefined && harness !== 'pi' && harness !== 'codex') {
+    return fail('script.badHarness', `${file}: "harness" ${JSON.stringify(harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`);
+  }
+  if (raw['clientId'] !== undefined && typeof raw['clientId'] !== 'string') return bad('"clientId" must be a string (no spaces or ":").');
   if (raw['clientTools'] !== undefined && !Array.isArray(raw['clientTools'])) return bad('"clientTools" must be an array of {name, description?, parameters?}.');
   const steps = raw['steps'];
   if (!Array.isArray(steps)) return bad('"steps" must be an array of {tool, args}.');
@@ -80,6 +88,30 @@ export function printableResult(r: StepResult): unknown {
   if (r.ok && 'pending' in r) return { ok: true, value: { pending: true, callId: r.callId, toolName: r.toolName, args: r.args } };
   if (!r.ok) return { ...r, error: { code: r.error.code, message: r.error.message, ...(r.error.details === undefined ? {} : { details: r.error.details }) } };
   return r;
+}
+
+/** One source of a turn as the `--json` line reports it. */
+export interface TurnSource {
+  key: string;
+  ok: boolean;
+  toolCount: number;
+  reason?: string;
+  warnings?: string[];
+}
+
+/** The sources a turn listed, read from its `sources.listed` event. Pure: no I/O. */
+export function sourcesOfTurn(events: readonly Envelope[], turnId: string): TurnSource[] {
+  const listed = events.find((e) => e.type === 'sources.listed' && e.turnId === turnId);
+  const data = listed?.data as { sources?: unknown } | undefined;
+  if (!Array.isArray(data?.sources)) return [];
+  return data.sources.flatMap((raw: unknown): TurnSource[] => {
+    const r = raw as Record<string, unknown> | null;
+    if (!r || typeof r['key'] !== 'string') return [];
+    const out: TurnSource = { key: r['key'], ok: r['ok'] === true, toolCount: typeof r['toolCount'] === 'number' ? r['toolCount'] : 0 };
+    if (typeof r['reason'] === 'string') out.reason = r['reason'];
+    if (Array.isArray(r['warnings'])) out.warnings = r['warnings'].filter((w): w is string => typeof w === 'string');
+    return [out];
+  });
 }
 
 async function run(argv: string[], io: CliIo): Promise<number> {
@@ -139,6 +171,11 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     const events: Envelope[] = [];
     for await (const e of local.bus.replay({ sessionId: s.session.sessionId })) events.push(e);
     const log = sessionLogFrom(events, s.session.sessionId);
+    const sources = sourcesOfTurn(events, turn.turnId);
+    for (const src of sources) {
+      if (!src.ok) io.stderr(`warning: source ${src.key} failed: ${src.reason ?? 'unknown reason'}`);
+      for (const w of src.warnings ?? []) io.stderr(`warning: source ${src.key}: ${w}`);
+    }
     const exposure = { mode: turn.exposure.mode, tools: turn.exposure.tools.map((t) => t.function.name), bytes: turn.exposure.bytes, ...(turn.exposure.reason === undefined ? {} : { reason: turn.exposure.reason }) };
     const sessionLog = {
       schemasUpFront: log.schemasUpFront, searches: log.searches, describes: log.describes,
@@ -152,7 +189,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       for (const c of sessionLog.finalCalls) io.stdout(`  ${c.id} [${c.source}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`);
       if (local.logPath !== undefined) io.stdout(`Events: ${local.logPath}`);
     }
-    if (json) io.stdout(JSON.stringify({ exposure, results, sessionLog, turnId: turn.turnId }));
+    if (json) io.stdout(JSON.stringify({ exposure, results, sessionLog, turnId: turn.turnId, sources }));
     return EXIT_OK;
   } finally {
     await local.close();

@@ -1,5 +1,5 @@
 import {
-  checkClientTools, clientTools, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
+  clientToolSource, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
   type SourceStatus,
 } from '../../catalog/index.js';
 import type { EffectivePolicy } from '../../policy/index.js';
@@ -67,13 +67,20 @@ export async function listTurnSources(
       parts.push({ key: status.key, status, entries: live.filter((e) => e.source === 'mcp' && e.owner === status.owner) });
     }
   }
-  const problems = checkClientTools(ts.clientTools, ts.clientId);
-  if (ts.clientTools.length > 0 || problems.length > 0) {
-    const entries = clientTools(ts.clientTools, ts.clientId);
+  // Fail closed: only the client tools that pass every check become entries. A source with no usable tool (a bad
+  // clientId, every spec refused) is failed with the reasons; an ok source lists the tools it refused as warnings.
+  const { entries, problems } = clientToolSource(ts.clientTools, ts.clientId);
+  const clientToolsGiven = !Array.isArray(ts.clientTools) || ts.clientTools.length > 0;
+  if (clientToolsGiven || problems.length > 0) {
     const key = `client:${ts.clientId}`;
+    const usable = entries.length > 0;
     parts.push({
       key,
-      status: { key, source: 'client', owner: ts.clientId, ok: problems.length === 0, toolCount: entries.length, durationMs: 0, ...(problems.length > 0 ? { reason: problems.join(' ') } : {}) },
+      status: {
+        key, source: 'client', owner: ts.clientId, ok: usable, toolCount: entries.length, durationMs: 0,
+        ...(!usable && problems.length > 0 ? { reason: problems.join(' ') } : {}),
+        ...(usable && problems.length > 0 ? { warnings: problems } : {}),
+      },
       entries,
     });
   }
