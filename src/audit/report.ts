@@ -1,6 +1,6 @@
 import type { Envelope } from '../bus/index.js';
 import type { AnyEvent, ModeSchema, ResultOriginSchema, SourceKindSchema } from '../events/index.js';
-import { orderSessionEvents, sessionLogFrom, type CallOutcome, type SessionLog } from './sessionLog.js';
+import { orderSessionEvents, sessionLogFrom, sourceOfToolId, type CallOutcome, type SessionLog } from './sessionLog.js';
 
 /** One turn as the auditor sees it. */
 export interface AuditTurn {
@@ -82,7 +82,8 @@ export interface AuditCall {
   /** The catalog id. */
   id: string;
   toolName?: string;
-  source: SourceKindSchema;
+  /** `unknown` only for a rejected call whose name is not a well-formed tool id. */
+  source: SourceKindSchema | 'unknown';
   owner?: string;
   via?: 'direct' | 'tool' | 'code';
   codeRunId?: string;
@@ -93,13 +94,16 @@ export interface AuditCall {
   approval?: AuditApproval;
   hooks: AuditHook[];
   /** Where the result came from (gateway tool, plugin, MCP server, client). */
-  resultOrigin: ResultOriginSchema;
+  resultOrigin: ResultOriginSchema | 'unknown';
   resultBytes?: number;
   durationMs?: number;
   /** Equal to the session log's outcome and reason for this call. */
   outcome: CallOutcome;
   reason?: string;
-  /** The stage that blocked it (`policy`, `approval`, `hook`, `validation`, `enforcer`). */
+  /**
+   * The stage that blocked it (`policy`, `approval`, `hook`, `validation`, `enforcer`, or `resolve`: the name
+   * did not resolve in the policy-filtered catalog, so nothing was requested).
+   */
   blockedStage?: string;
   requestedAt?: string;
   endedAt?: string;
@@ -363,6 +367,21 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
           argsDigest: e.data.argsDigest,
           argsBytes: e.data.argsBytes,
           requestedAt: c.requestedAt === undefined ? e.at : earlier(c.requestedAt, e.at),
+        }),
+      );
+    case 'call.rejected':
+      return onCall(s, e, e.data.callId, e.data.ref, (c) =>
+        defined({
+          ...c,
+          turnId: e.turnId,
+          id: e.data.ref,
+          source: sourceOfToolId(e.data.ref) ?? ('unknown' as const),
+          resultOrigin: sourceOfToolId(e.data.ref) === undefined ? ('unknown' as const) : originOfId(e.data.ref),
+          via: e.data.via,
+          codeRunId: e.data.codeRunId,
+          blockedStage: 'resolve',
+          requestedAt: c.requestedAt ?? e.at,
+          endedAt: c.endedAt ?? e.at,
         }),
       );
     case 'call.decided': {

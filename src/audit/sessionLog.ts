@@ -7,10 +7,11 @@ export type CallOutcome = 'ok' | 'blocked' | 'failed' | 'pending';
 /** One attempted final call, in the order requested. */
 export interface FinalCall {
   callId: string;
-  /** The catalog id of the tool. */
+  /** The catalog id of the tool; for a call naming no eligible tool (`call.rejected`), what the model named. */
   id: string;
-  source: SourceKindSchema;
-  origin: ResultOriginSchema;
+  /** `unknown` only for a rejected call whose name is not a well-formed tool id. */
+  source: SourceKindSchema | 'unknown';
+  origin: ResultOriginSchema | 'unknown';
   outcome: CallOutcome;
   /** Why it was blocked or failed. */
   reason?: string;
@@ -100,6 +101,12 @@ export function initialSessionLog(sessionId = ''): SessionLogState {
   };
 }
 
+/** The source of a well-formed tool id `<source>:<owner>:<name>`, else undefined (as catalog parseToolId). Pure: no I/O. */
+export const sourceOfToolId = (id: string): SourceKindSchema | undefined => {
+  const m = /^(openclaw|mcp|client):[^:]+:./.exec(id);
+  return m === null ? undefined : (m[1] as SourceKindSchema);
+};
+
 const sourceOfId = (id: string): SourceKindSchema =>
   id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : 'openclaw';
 const originOfId = (id: string): ResultOriginSchema =>
@@ -119,7 +126,7 @@ const emptyTurn = (turnId: string): TurnCounter => ({
 /** Recomputes the totals derived from the per-turn counters and the calls. Pure: no I/O. */
 function withTotals(log: SessionLog): SessionLog {
   const resultOrigins = { gateway: 0, plugin: 0, mcp: 0, client: 0 };
-  for (const c of log.finalCalls) if (c.outcome === 'ok') resultOrigins[c.origin]++;
+  for (const c of log.finalCalls) if (c.outcome === 'ok' && c.origin !== 'unknown') resultOrigins[c.origin]++;
   const perTurn = log.counters.perTurn;
   const usageRows = log.usage.perTurn;
   const lastCatalog = [...usageRows].reverse().find((t) => t.catalogSize !== undefined);
@@ -211,6 +218,18 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
       const counted = updateTurn(log, e.turnId, (t) => ({ ...t, calls: t.calls + 1 }));
       return updateCall(counted, e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin });
     }
+    case 'call.rejected': {
+      // A call naming no eligible tool: blocked before any request, recorded under the name the model gave.
+      if (log.finalCalls.some((c) => c.callId === e.data.callId)) return log;
+      const source = sourceOfToolId(e.data.ref);
+      const call: FinalCall = {
+        callId: e.data.callId, id: e.data.ref,
+        source: source ?? 'unknown',
+        origin: source === undefined ? 'unknown' : originOfId(e.data.ref),
+        outcome: 'blocked', reason: `${e.data.code}: ${e.data.reason}`,
+      };
+      return { ...log, finalCalls: [...log.finalCalls, call] };
+    }
     case 'call.decided':
       return e.data.decision === 'blocked'
         ? updateCall(log, e.data.callId, e.data.toolId, {}, { outcome: 'blocked', reason: e.data.reason ?? 'blocked by policy' })
@@ -298,6 +317,7 @@ function factKey(e: AnyEvent): string | undefined {
     case 'code.requested':
       return k('code', e.turnId, e.data.codeRunId);
     case 'call.requested':
+    case 'call.rejected':
       return k('call', e.turnId, e.data.callId);
     default:
       return undefined;

@@ -57,6 +57,23 @@ export const CallRequested = Type.Object({
 });
 export type CallRequested = Static<typeof CallRequested>;
 
+/**
+ * `call.rejected`: a final call (a direct tool name, tool_call or a code run's tools.call) named a tool that does
+ * not resolve in the turn's policy-filtered catalog (unknown, outside the policy, ambiguous, not a reference, or
+ * in direct mode not exposed). Nothing was requested or run; the model got the error `code` and `reason`, the
+ * same whether the tool is unknown or denied.
+ */
+export const CallRejected = Type.Object({
+  callId: Type.String(),
+  /** What the model named, as given (cut to 300 characters). */
+  ref: Type.String(),
+  via: Type.Union([Type.Literal('direct'), Type.Literal('tool'), Type.Literal('code')]),
+  codeRunId: Type.Optional(Type.String()),
+  code: Type.String(),
+  reason: Type.String(),
+});
+export type CallRejected = Static<typeof CallRejected>;
+
 /** `call.decided`: the policy-enforcement actor's answer to `call.requested`. */
 export const CallDecided = Type.Object({
   callId: Type.String(),

@@ -41,6 +41,7 @@ export {
   CallDecided,
   CallFailed,
   CallPending,
+  CallRejected,
   CallRequested,
   ClientResultReceived,
   DescribePerformed,

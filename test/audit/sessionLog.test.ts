@@ -200,6 +200,23 @@ describe('session log fold', () => {
     expect(sessionLogFrom([...events, ...extra])).toEqual(sessionLogFrom(events));
   });
 
+  it('lists a rejected call (a name that resolved to no eligible tool) as blocked, once, under the name given', () => {
+    const { events, emit } = recorder('sess-r');
+    emit('t1', 'turn.started', { mode: 'tools', ...started });
+    const rejected = emit('t1', 'call.rejected', { callId: 'r1', ref: 'mcp:prod:drop_db', via: 'tool', code: 'tool.notFound', reason: 'No tool "mcp:prod:drop_db" is available.' });
+    emit('t1', 'call.rejected', { callId: 'r2', ref: 'drop_db', via: 'code', codeRunId: 'run1', code: 'tool.notFound', reason: 'No tool "drop_db" is available.' });
+    emit('t1', 'call.requested', request('c1', 'openclaw:core:read', 'openclaw', 'gateway'));
+    emit('t1', 'call.completed', { callId: 'c1', toolId: 'openclaw:core:read', source: 'openclaw', origin: 'gateway', durationMs: 1, resultBytes: 2 });
+    const log = sessionLogFrom([...events, { ...rejected, id: 'republished' }], 'sess-r');
+    expect(log.finalCalls).toEqual([
+      { callId: 'r1', id: 'mcp:prod:drop_db', source: 'mcp', origin: 'mcp', outcome: 'blocked', reason: 'tool.notFound: No tool "mcp:prod:drop_db" is available.' },
+      { callId: 'r2', id: 'drop_db', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: 'tool.notFound: No tool "drop_db" is available.' },
+      { callId: 'c1', id: 'openclaw:core:read', source: 'openclaw', origin: 'gateway', outcome: 'ok' },
+    ]);
+    expect(log.resultOrigins).toEqual({ gateway: 1, plugin: 0, mcp: 0, client: 0 });
+    expect(log.usage.callsExecuted).toBe(1);
+  });
+
   it('gives an empty log for no events', () => {
     expect(sessionLogFrom([], 'none')).toMatchObject({ sessionId: 'none', turns: 0, searches: 0, finalCalls: [] });
   });

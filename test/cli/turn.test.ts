@@ -47,6 +47,7 @@ describe('toolsearch turn --json', () => {
       schemasUpFront: 3, searches: 1, describes: 1,
       finalCalls: [
         { id: 'openclaw:demo:add_numbers', source: 'openclaw', outcome: 'ok' },
+        { id: 'secret_vault', source: 'unknown', outcome: 'blocked' }, // denied: the attempt is recorded too
         { id: 'client:client:ask_user', source: 'client', outcome: 'pending' },
         { id: 'openclaw:demo:echo_text', source: 'openclaw', outcome: 'blocked' },
       ],
@@ -57,7 +58,7 @@ describe('toolsearch turn --json', () => {
     expect(logIo.lastJson()).toMatchObject({ sessionId: 'cli-s1', searches: 1, describes: 1, schemasUpFront: 3, finalCalls: expect.any(Array) });
     const textIo = captureIo(dir);
     expect(await logCommand.run(['--log', 'events.jsonl', '--session', 'cli-s1'], textIo)).toBe(0);
-    expect(textIo.out.join('\n')).toContain('Final calls (3)');
+    expect(textIo.out.join('\n')).toContain('Final calls (4)');
     const missing = captureIo(dir);
     expect(await logCommand.run(['--session', 'nobody', '--json'], missing)).toBe(1);
     expect(missing.lastJson()).toMatchObject({ ok: false, error: { code: 'log.sessionNotFound' } });

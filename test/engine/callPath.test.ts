@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { sessionLogFrom } from '../../src/audit/index.js';
+import { auditReport, sessionLogFrom } from '../../src/audit/index.js';
 import { makeEnvelope } from '../../src/events/index.js';
 import type { McpConnection } from '../../src/catalog/index.js';
 import { ok } from '../../src/shared/index.js';
@@ -32,8 +32,50 @@ describe('fail closed', () => {
     expect(await turn.invoke('tool_call', { id: 'admin_reset' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
     await turn.end();
     const events = await world.events('deny');
-    expect(events.some((e) => JSON.stringify(e.data).includes('"openclaw:demo:secret_vault"') && e.type !== 'describe.performed')).toBe(false);
-    expect(sessionLogFrom(events).finalCalls).toEqual([]);
+    // Only what the model itself named is recorded (describes, rejected calls): no search answer, no request.
+    expect(events.some((e) => JSON.stringify(e.data).includes('"openclaw:demo:secret_vault"') && !['describe.performed', 'call.rejected'].includes(e.type))).toBe(false);
+    expect(types(events)).not.toContain('call.requested');
+    // Every attempted call is in the record, blocked, under the name the model gave.
+    expect(sessionLogFrom(events).finalCalls).toEqual([
+      { callId: expect.any(String), id: 'openclaw:demo:secret_vault', source: 'openclaw', origin: 'plugin', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
+      { callId: expect.any(String), id: 'secret_vault', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
+      { callId: expect.any(String), id: 'admin_reset', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
+    ]);
+    expect(checkEvents(events)).toEqual([]);
+  });
+
+  it('a denied tool and one that does not exist get the same answer, with suggestions from eligible tools only', async () => {
+    world = await makeWorld({ tools: TOOLS });
+    const turn = await start(world, { sessionId: 'same-shape' });
+    const denied = loose(await turn.invoke('tool_call', { id: 'openclaw:demo:secret_vault', args: {} }));
+    const unknown = loose(await turn.invoke('tool_call', { id: 'openclaw:demo:secret_vaulx', args: {} }));
+    expect(denied.error.code).toBe(unknown.error.code);
+    expect(denied.error.message.replace('secret_vault', 'X')).toBe(unknown.error.message.replace('secret_vaulx', 'X'));
+    for (const r of [denied, unknown]) {
+      expect(r.error.details.suggestions.length).toBeLessThanOrEqual(3);
+      expect(r.error.details.suggestions.join(' ')).not.toContain('secret');
+    }
+    await turn.end();
+    const report = auditReport(await world.events('same-shape'), 'same-shape');
+    expect(report.detail.blocked).toEqual([
+      { callId: expect.any(String), id: 'openclaw:demo:secret_vault', stage: 'resolve', reason: expect.stringContaining('tool.notFound: No tool "openclaw:demo:secret_vault"') },
+      { callId: expect.any(String), id: 'openclaw:demo:secret_vaulx', stage: 'resolve', reason: expect.stringContaining('tool.notFound: No tool "openclaw:demo:secret_vaulx"') },
+    ]);
+    expect(report.detail.calls.map((c) => [c.id, c.via, c.outcome])).toEqual([
+      ['openclaw:demo:secret_vault', 'tool', 'blocked'], ['openclaw:demo:secret_vaulx', 'tool', 'blocked'],
+    ]);
+  });
+
+  it('direct mode: a step naming no exposed tool is an attempted call in the record', async () => {
+    world = await makeWorld({ tools: { toolSearch: false } });
+    const turn = await start(world, { sessionId: 'direct-rejected' });
+    expect(turn.exposure.mode).toBe('direct');
+    expect(await turn.invoke('secret_vault', {})).toMatchObject({ ok: false, error: { code: 'tool.notExposed' } });
+    expect(await turn.invoke('add_numbers', { a: 1, b: 2 })).toMatchObject({ ok: true });
+    await turn.end();
+    const log = sessionLogFrom(await world.events('direct-rejected'));
+    expect(log.finalCalls.map((c) => [c.id, c.source, c.outcome])).toEqual([['secret_vault', 'unknown', 'blocked'], ['openclaw:demo:add_numbers', 'openclaw', 'ok']]);
+    expect(log.finalCalls[0]!.reason).toMatch(/^tool\.notExposed: /);
   });
 
   it('unknown names get up to 3 suggestions; ambiguous names list the candidates', async () => {

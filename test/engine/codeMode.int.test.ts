@@ -52,7 +52,7 @@ describe('code mode through the real sandbox', () => {
       'code.bridge.requested', 'search.performed',
       'code.bridge.requested', 'describe.performed',
       'code.bridge.requested', 'call.requested', 'call.decided', 'call.completed',
-      'code.bridge.requested',
+      'code.bridge.requested', 'call.rejected', // tools.call('secret_vault'): denied, so it does not resolve; recorded
       'code.settled',
       'code.requested', 'code.settled',
     ]);
@@ -60,7 +60,10 @@ describe('code mode through the real sandbox', () => {
     expect(search.data).toMatchObject({ via: 'code', query: 'add two numbers', limit: 3 });
     const log = sessionLogFrom(events);
     expect(log).toMatchObject({ schemasUpFront: 1, searches: 1, describes: 1, codeRuns: 2 });
-    expect(log.finalCalls).toMatchObject([{ id: 'openclaw:demo:add_numbers', outcome: 'ok', origin: 'plugin' }]);
+    expect(log.finalCalls).toMatchObject([
+      { id: 'openclaw:demo:add_numbers', outcome: 'ok', origin: 'plugin' },
+      { id: 'secret_vault', source: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
+    ]);
   });
 
   it('a client tool called from the body is listed in the outcome as a pending client call, and its result is recorded later', async () => {

@@ -33,15 +33,19 @@ describe('engine, direct mode', () => {
     expect(checkEvents(events)).toEqual([]);
     expect(types(events)).toEqual([
       'turn.started', 'policy.resolved', 'sources.listed', 'catalog.indexed', 'tools.exposed',
-      'call.requested', 'call.decided', 'hook.ran', 'call.completed', 'turn.completed',
+      'call.requested', 'call.decided', 'hook.ran', 'call.completed', 'call.rejected', 'turn.completed',
     ]);
+    expect(events.find((e) => e.type === 'call.rejected')!.data).toMatchObject({ ref: 'secret_vault', via: 'direct', code: 'tool.notExposed' });
     const requested = events.find((e) => e.type === 'call.requested')!;
     const decided = events.find((e) => e.type === 'call.decided')!;
     expect(decided.causationId).toBe(requested.id);
     expect(decided.seq).toBe(requested.seq + 1);
     const log = sessionLogFrom(events);
     expect(log.schemasUpFront).toBe(names.length);
-    expect(log.finalCalls).toMatchObject([{ id: 'openclaw:demo:echo_text', source: 'openclaw', origin: 'plugin', outcome: 'ok' }]);
+    expect(log.finalCalls).toMatchObject([
+      { id: 'openclaw:demo:echo_text', source: 'openclaw', origin: 'plugin', outcome: 'ok' },
+      { id: 'secret_vault', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notExposed: /) },
+    ]);
   });
 
   it('gives owner sessions their owner-only tools', async () => {

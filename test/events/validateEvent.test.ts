@@ -30,6 +30,7 @@ const samples: { [K in EventType]: EventData<K> } = {
     callId: 'c1', toolId: 'mcp:fs:read', toolName: 'read', source: 'mcp', owner: 'fs', origin: 'mcp',
     argsDigest: 'sha256:00', argsBytes: 12, via: 'tool',
   },
+  'call.rejected': { callId: 'c0', ref: 'mcp:fs:write', via: 'code', codeRunId: 'r1', code: 'tool.notFound', reason: 'No tool "mcp:fs:write" is available.' },
   'call.decided': { callId: 'c1', toolId: 'mcp:fs:read', decision: 'blocked', reason: 'denied by agent policy' },
   'approval.requested': { callId: 'c1', toolId: 'mcp:fs:read', approvalId: 'ap1', timeoutMs: 5000 },
   'approval.resolved': { callId: 'c1', approvalId: 'ap1', approved: false, timedOut: true },

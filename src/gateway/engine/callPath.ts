@@ -26,9 +26,40 @@ const bytesOf = (value: unknown): number => {
   }
 };
 
-/** Resolves what the model named to an entry of the turn's policy-filtered catalog (nothing else can be called). */
+/** Stand-ins for names that did not resolve, with the error the model gets (see resolveForCall). */
+const unresolved = new WeakMap<ToolEntry, { ref: string; error: ToolSearchError }>();
+
+/** What the model named, as text for the record. Pure: no I/O. */
+const refText = (ref: unknown): string => (typeof ref === 'string' ? ref : JSON.stringify(ref ?? null) ?? String(ref)).slice(0, 300);
+
+/**
+ * Resolves what the model named to an entry of the turn's policy-filtered catalog (nothing else can be called).
+ * A name that does not resolve (unknown or outside the policy: the model cannot tell which; ambiguous; not a
+ * reference) still is an attempted call: it resolves to a stand-in entry that never runs. `callTool` records it
+ * as `call.rejected` and answers with the resolution error, so every attempted call is in the record.
+ */
 export function resolveForCall(ts: TurnState, ref: unknown): Result<ToolEntry> {
-  return resolveTool(ts.catalog?.entries ?? [], ref);
+  const r = resolveTool(ts.catalog?.entries ?? [], ref);
+  if (r.ok) return r;
+  const text = refText(ref);
+  const standIn: ToolEntry = {
+    id: text, source: 'openclaw', owner: '', sourceName: '', name: text, description: '', inputSchema: {}, origin: 'plugin', trusted: false,
+  };
+  unresolved.set(standIn, { ref: text, error: r.error });
+  return ok(standIn);
+}
+
+/**
+ * Records an attempted call that names no eligible tool (`call.rejected`) and answers the model with `error`.
+ * Nothing is requested from the enforcer and nothing runs.
+ */
+export async function rejectCall(deps: EngineDeps, ts: TurnState, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
+  await ts.events.emit('call.rejected', {
+    callId: deps.newId(), ref: refText(ref), via: op.via,
+    ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+    code: error.code, reason: error.message,
+  }, op.causationId);
+  return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
 }
 
 /** Whether a catalog tool can still be executed now: its executor exists and its MCP server still serves it. */
@@ -70,6 +101,8 @@ const deciderOf = (deps: EngineDeps): string | undefined => (deps as EngineDeps 
  * `call.pending`). A blocked call is an error result with a `call.blocked.*` code, never an exception.
  */
 export async function callTool(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
+  const rejected = unresolved.get(entry);
+  if (rejected !== undefined) return rejectCall(deps, ts, rejected.ref, rejected.error, op);
   return traced(ts, SpanName.call, op.parentSpan, () => runCall(deps, ts, entry, rawArgs, op));
 }
 

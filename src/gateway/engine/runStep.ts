@@ -1,7 +1,7 @@
 import type { TurnStep } from '../../../machines/index.js';
 import { fail } from '../../shared/index.js';
 import type { StepResult } from '../types.js';
-import { callTool, resolveForCall } from './callPath.js';
+import { callTool, rejectCall, resolveForCall } from './callPath.js';
 import { runCode } from './codeRun.js';
 import { describeTool, searchTools } from './operations.js';
 import { stepArgsObject, toolCallArgs } from './stepArgs.js';
@@ -19,15 +19,22 @@ function notExposed(ts: TurnState, tool: string): StepResult {
  */
 export async function runStep(deps: EngineDeps, ts: TurnState, step: TurnStep, signal: AbortSignal, causationId: string | null): Promise<StepResult> {
   const exposure = ts.exposure;
-  if (exposure === undefined || !exposure.tools.some((t) => t.function.name === step.tool)) return notExposed(ts, step.tool);
   // No parentSpan: the model's own steps hang under the turn's execute span (spans.ts).
-  const op: OpCtx = { via: exposure.mode === 'direct' ? 'direct' : 'tool', causationId, signal };
+  const op: OpCtx = { via: exposure?.mode === 'direct' ? 'direct' : 'tool', causationId, signal };
+  if (exposure === undefined || !exposure.tools.some((t) => t.function.name === step.tool)) {
+    // In direct mode every step is a call: one naming no exposed tool is an attempted call, recorded.
+    const error = notExposed(ts, step.tool);
+    return exposure?.mode === 'direct' && !error.ok ? rejectCall(deps, ts, step.tool, error.error, op) : error;
+  }
   const args = stepArgsObject(step.args, step.tool);
   if (!args.ok) return args;
   if (exposure.mode === 'direct') {
     const id = exposure.nameToId.get(step.tool);
     const entry = id === undefined ? undefined : ts.byId?.get(id);
-    if (entry === undefined) return notExposed(ts, step.tool);
+    if (entry === undefined) {
+      const error = notExposed(ts, step.tool);
+      return error.ok ? error : rejectCall(deps, ts, step.tool, error.error, op);
+    }
     return callTool(deps, ts, entry, args.value, op);
   }
   switch (step.tool) {
