@@ -1,4 +1,6 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { resolve } from 'node:path';
 import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
@@ -84,6 +86,33 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
+/** Whether the standard OTLP endpoint variables ask for OTLP/HTTP export. Pure: no I/O. */
+export function otlpFromEnv(env: NodeJS.ProcessEnv): boolean {
+  const set = (k: string) => (env[k] ?? '').trim() !== '';
+  return (set('OTEL_EXPORTER_OTLP_ENDPOINT') || set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) && env['OTEL_TRACES_EXPORTER']?.trim() !== 'none';
+}
+
+interface QuietTelemetry {
+  telemetry: Telemetry;
+  /** Runs `fn` with every span started from its async context (and theirs) a non-recording one. */
+  quietly<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/** The same telemetry, except that spans started inside `quietly()` are not recorded. */
+function quietable(t: Telemetry): QuietTelemetry {
+  const scope = new AsyncLocalStorage<true>();
+  const telemetry = new Proxy(t, {
+    get(target, prop, receiver) {
+      if (prop === 'startSpan') {
+        return (...args: Parameters<Telemetry['startSpan']>) =>
+          scope.getStore() === true ? trace.wrapSpanContext(INVALID_SPAN_CONTEXT) : target.startSpan(...args);
+      }
+      return Reflect.get(target, prop, receiver) as unknown;
+    },
+  });
+  return { telemetry, quietly: (fn) => scope.run(true, fn) };
+}
+
 /** The provider API key: config first, then TOOLSEARCH_PROVIDER_API_KEY, then OPENAI_API_KEY. Pure: no I/O. */
 export function providerApiKey(config: ResolvedConfig, env: NodeJS.ProcessEnv): string | undefined {
   const pick = (v: string | undefined) => (v !== undefined && v.trim() !== '' ? v.trim() : undefined);
@@ -132,12 +161,21 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       say(memory.logPath === undefined ? 'event bus: embedded (no log file)' : `event bus: embedded, events logged to ${memory.logPath}`);
     }
 
-    // Telemetry (config telemetry.enabled): one trace file per session under tracesDir.
+    // Telemetry: one trace file per session under tracesDir (config telemetry.enabled), and OTLP/HTTP whenever
+    // the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set, so pointing it at Jaeger just works.
     let telemetry: Telemetry | undefined;
-    if (config.telemetry.enabled) {
-      const t = createTelemetry({ tracesDir: config.telemetry.tracesDir, fileName: { kind: 'session' }, sampleRatio: config.telemetry.sampleRatio, onWarning: (m) => say(`warning: ${m}`) });
-      telemetry = t;
+    let quiet: QuietTelemetry | undefined;
+    const otlpEnv = otlpFromEnv(process.env); // as the OTLP exporter reads them
+    if (config.telemetry.enabled || otlpEnv) {
+      const t = createTelemetry({
+        ...(config.telemetry.enabled ? { tracesDir: config.telemetry.tracesDir, fileName: { kind: 'session' as const } } : {}),
+        otlp: 'env', sampleRatio: config.telemetry.sampleRatio, onWarning: (m) => say(`warning: ${m}`),
+      });
+      quiet = quietable(t);
+      telemetry = quiet.telemetry;
       closers.push(() => t.shutdown());
+      const exporters = t.stats().exporters;
+      say(`telemetry: ${exporters.length > 0 ? exporters.join(', ') : 'no exporter'}`);
     }
 
     // Sandbox, only when turns run in code mode.
@@ -186,7 +224,11 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     closers.push(() => services.close());
     const engine = services.engine!;
 
-    if (opts.warmUp === true) await warmUp(engine, bus, config, includeConfig, say);
+    // The warm-up turn is the gateway's own: no spans, so no trace file or Jaeger trace of a `warmup-…` session.
+    if (opts.warmUp === true) {
+      const run = () => warmUp(engine, bus, config, includeConfig, say);
+      await (quiet === undefined ? run() : quiet.quietly(run));
+    }
 
     // Provider: configured upstream, or the built-in mock.
     let mockProvider: MockProvider | undefined;

@@ -26,7 +26,12 @@ put "target=<tool name>" in the message to see a real tool call.
                   several of each share the work. See them with toolsearch status --nats URL.
 
 Request headers: x-toolsearch-session (session id; default a new one, returned in the response),
-x-toolsearch-agent and x-toolsearch-profile (policy; default "default").
+x-toolsearch-agent and x-toolsearch-profile (policy; "default" or a name from the config's agents /
+profiles: any other value is refused with 400 unknown_agent / unknown_profile).
+Telemetry: OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://localhost:4318 for Jaeger) or
+OTEL_EXPORTER_OTLP_TRACES_ENDPOINT exports every turn's spans over OTLP/HTTP; config telemetry.enabled
+also writes trace files per session. With --nats, turns published by other gateways as session events
+run here too.
 Runs until SIGINT or SIGTERM, then closes every session, MCP server and child process.`;
 
 /** Until SIGINT or SIGTERM; returns the signal's name. */
