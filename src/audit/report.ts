@@ -609,6 +609,9 @@ export function auditReport(events: Iterable<Envelope>, sessionId: string): Audi
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
+/** A duration for the text report: rounded to 0.1 ms (the JSON keeps the recorded value). Pure: no I/O. */
+const ms = (n: number): string => String(Math.round(n * 10) / 10);
+
 /** The audit report as text for a terminal (`toolsearch audit`). Pure: no I/O. */
 export function formatAuditReport(r: AuditReport): string {
   const d = r.detail;
@@ -617,7 +620,7 @@ export function formatAuditReport(r: AuditReport): string {
     `  ${plural(r.turns, 'turn')}, ${plural(r.schemasUpFront, 'tool schema')} seen up front, ${plural(r.searches, 'search', 'searches')}, ` +
       `${plural(r.describes, 'describe')}, ${plural(r.finalCalls.length, 'final call')}, ${plural(r.codeRuns, 'code run')}`,
     `  events: ${d.events.total} (${d.events.duplicates} duplicate deliveries ignored)` +
-      (d.timings.firstEventAt === undefined ? '' : `, ${d.timings.firstEventAt} .. ${d.timings.lastEventAt} (${d.timings.spanMs ?? '?'} ms)`),
+      (d.timings.firstEventAt === undefined ? '' : `, ${d.timings.firstEventAt} .. ${d.timings.lastEventAt} (${d.timings.spanMs === undefined ? '?' : ms(d.timings.spanMs)} ms)`),
     '',
     'Turns:',
   ];
@@ -625,7 +628,7 @@ export function formatAuditReport(r: AuditReport): string {
     const mode = t.mode === undefined ? 'not exposed' : t.requestedMode !== undefined && t.requestedMode !== t.mode ? `${t.mode} (asked ${t.requestedMode})` : t.mode;
     lines.push(
       `  ${t.turnId}: ${mode}, ${plural(t.toolCount, 'tool')}, ${t.exposureBytes} bytes, ${t.outcome}` +
-        `${t.durationMs === undefined ? '' : ` in ${t.durationMs} ms`}${t.reason === undefined ? '' : ` (${t.reason})`}` +
+        `${t.durationMs === undefined ? '' : ` in ${ms(t.durationMs)} ms`}${t.reason === undefined ? '' : ` (${t.reason})`}` +
         `${t.exposureReason === undefined ? '' : `; ${t.exposureReason}`}`,
     );
   }
@@ -642,7 +645,7 @@ export function formatAuditReport(r: AuditReport): string {
     lines.push(
       `  ${c.callId} ${c.id} [${c.source}/${c.resultOrigin}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`,
       `    decision ${c.decision ?? 'none'}${approval}${hooks}, args ${c.argsDigest ?? '?'} (${c.argsBytes ?? '?'} bytes)` +
-        `${c.durationMs === undefined ? '' : `, ${c.durationMs} ms`}`,
+        `${c.durationMs === undefined ? '' : `, ${ms(c.durationMs)} ms`}`,
     );
   }
   lines.push('', `Blocked (${d.blocked.length}):`);
@@ -651,7 +654,7 @@ export function formatAuditReport(r: AuditReport): string {
   for (const c of d.codeRuns) {
     const t = c.telemetry;
     lines.push(
-      `  ${c.codeRunId}: ${c.outcome}${c.durationMs === undefined ? '' : ` in ${c.durationMs} ms`}${c.error === undefined ? '' : ` (${c.error})`}` +
+      `  ${c.codeRunId}: ${c.outcome}${c.durationMs === undefined ? '' : ` in ${ms(c.durationMs)} ms`}${c.error === undefined ? '' : ` (${c.error})`}` +
         (t === undefined ? '' : `; ${t.searchCount} searches, ${t.describeCount} describes, ${t.callCount} calls over ${t.catalogSize} tools`),
     );
   }

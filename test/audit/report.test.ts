@@ -183,6 +183,16 @@ describe('auditReport', () => {
     expect(auditReport(inTime, 'late').detail.calls[0]).toMatchObject({ decision: 'blocked', decisionReason: 'denied' });
   });
 
+  it('rounds durations in the text to 0.1 ms (the JSON keeps them as recorded)', () => {
+    const precise = events.map((e) => (e.type === 'call.completed' ? { ...e, data: { ...(e.data as object), durationMs: 12.345678 } } : e));
+    const r = auditReport(precise, SID);
+    expect(r.detail.calls.some((c) => c.durationMs === 12.345678)).toBe(true);
+    const text = formatAuditReport(r);
+    expect(text).toContain(', 12.3 ms');
+    expect(text).not.toContain('12.345678');
+    expect(text).not.toMatch(/\d\.\d{2,} ms/);
+  });
+
   it('is empty but well formed for a session with no events', () => {
     const r = auditReport([], 'nobody');
     expect(sharedKeys(r)).toEqual(sessionLogFrom([], 'nobody'));

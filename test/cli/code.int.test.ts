@@ -1,6 +1,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { auditCommand } from '../../src/cli/commands/audit.js';
 import { codeCommand } from '../../src/cli/commands/code.js';
 import { captureIo, cliDir } from '../engine/cliFixture.js';
 
@@ -24,5 +25,16 @@ describe('toolsearch code --json', () => {
     expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'await tools.call("mcp:weather:get_forecast", {city: "Oslo"})', '--json'], bad)).toBe(0);
     expect(bad.lastJson()).toMatchObject({ ok: false, error: { code: expect.any(String), message: expect.stringContaining('snapshot') }, logs: [], telemetry: { callCount: 1 } });
     expect(await codeCommand.run(['--json'], captureIo(dir))).toBe(2);
+  });
+
+  it('carries the sessionId, so the run can be audited', async () => {
+    dir = cliDir();
+    const io = captureIo(dir);
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'return (await tools.search("weather")).length', '--json'], io)).toBe(0);
+    const out = io.lastJson() as { ok: boolean; sessionId: string };
+    expect(out).toMatchObject({ ok: true, value: 2, sessionId: expect.stringMatching(/^code-/) });
+    const audit = captureIo(dir);
+    expect(await auditCommand.run(['--log', '.toolsearch/events.jsonl', '--session', out.sessionId, '--json'], audit)).toBe(0);
+    expect(audit.lastJson()).toMatchObject({ sessionId: out.sessionId, codeRuns: 1, searches: 1 });
   });
 });

@@ -19,7 +19,7 @@ const USAGE = [
   '  --eval BODY     the body, inline',
   '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
   '  --traces-dir DIR  write the run\'s trace files there (OTLP JSON lines, Jaeger JSON); default config telemetry',
-  '  --json          last line: {"ok": true, "value", "logs", "telemetry"} or {"ok": false, "error": {code, message}, ...}',
+  '  --json          last line: {"ok": true, "value", "logs", "telemetry", "sessionId"} or {"ok": false, "error": {code, message}, ...}',
 ].join('\n');
 
 function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
@@ -86,7 +86,8 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       }
       io.stdout(`telemetry: ${JSON.stringify(outcome['telemetry'])} (session ${sessionId})`);
     }
-    if (json) io.stdout(JSON.stringify(outcome));
+    // sessionId (extra key) so the run can be audited: toolsearch audit --session <sessionId>.
+    if (json) io.stdout(JSON.stringify({ ...outcome, sessionId }));
     return EXIT_OK;
   } finally {
     await local.close();
