@@ -25,3 +25,23 @@ export interface Command {
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
+
+/**
+ * A reader that went away (`toolsearch search ... | head -3`) makes the next write fail with EPIPE: that is the
+ * reader's choice, not an error of ours, so the process exits quietly with 0 instead of printing a stack trace.
+ * Other stream errors are left to the default handling.
+ */
+export function exitQuietlyOnEpipe(
+  streams: Array<Pick<NodeJS.WriteStream, 'on'>> = [process.stdout, process.stderr],
+  exit: (code: number) => void = (code) => process.exit(code),
+): void {
+  for (const stream of streams) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') {
+        exit(EXIT_OK);
+        return;
+      }
+      throw err;
+    });
+  }
+}

@@ -29,8 +29,8 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
     return EXIT_USAGE;
   }
   if (rest.includes('--help') || rest.includes('-h')) {
-    io.stdout(command.usage);
+    io.stdout(command.usage ?? (await command.load()).usage);
     return EXIT_OK;
   }
-  return command.run(rest, io);
+  return (await command.load()).run(rest, io);
 }

@@ -1,5 +1,8 @@
 // Entry point of the `toolsearch` command.
+import { exitQuietlyOnEpipe } from './io.js';
 import { runCli } from './main.js';
+
+exitQuietlyOnEpipe();
 
 runCli(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },

@@ -5,18 +5,7 @@ import { loadConfig } from '../../config/index.js';
 import { fail, type Failure } from '../../shared/index.js';
 import { parseCommandArgs, str } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
-
-const USAGE = [
-  'Usage: toolsearch log [--log FILE] [--config F] --session ID [--json]',
-  '',
-  "Prints a session's log, folded from the JSONL event log: tool schemas seen up front, searches, describes, every",
-  'final call with its source and outcome (ok, blocked, failed, pending) and where each result came from.',
-  '',
-  '  --log FILE    the event log (default config log.path, .toolsearch/events.jsonl)',
-  '  --config F    the config file whose log.path is the default',
-  '  --session ID  the session',
-  '  --json        the session log as one JSON object on the last line',
-].join('\n');
+import { LOG_USAGE } from '../usage.js';
 
 function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
   if (json) io.stdout(JSON.stringify({ ok: false, error: { code: failure.error.code, message: failure.error.message } }));
@@ -25,7 +14,7 @@ function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED
 }
 
 async function run(argv: string[], io: CliIo): Promise<number> {
-  const parsed = parseCommandArgs(argv, { log: { type: 'string' }, config: { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } }, { positionals: false });
+  const parsed = parseCommandArgs(argv, { log: { type: 'string' }, config: { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } }, { positionals: false, command: 'log' });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
   const json = v['json'] === true;
@@ -49,4 +38,4 @@ async function run(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** `toolsearch log`: a session's log from the JSONL event log. */
-export const logCommand: Command = { name: 'log', summary: "print a session's log (schemas, searches, describes, final calls)", usage: USAGE, run };
+export const logCommand: Command = { name: 'log', summary: "print a session's log (schemas, searches, describes, final calls)", usage: LOG_USAGE, run };

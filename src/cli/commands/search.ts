@@ -4,19 +4,13 @@ import type { Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 import { openCatalog } from '../openCatalog.js';
+import { DESCRIBE_USAGE, EVAL_USAGE, SEARCH_USAGE } from '../usage.js';
 
 const catalogOptions = {
   config: { type: 'string' },
   catalog: { type: 'string', multiple: true },
   json: { type: 'boolean' },
 } as const;
-
-const CATALOG_HELP = [
-  '  --config F        config file (default: toolsearch.config.json5 in the working directory)',
-  '  --catalog PATH    MCP tools/list snapshot file or folder of them; repeatable. With --catalog and no --config the',
-  '                    catalog is exactly those snapshots (no config file, no core tools).',
-  '  --json            print one JSON object on the last line',
-].join('\n');
 
 function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
   if (json) io.stdout(JSON.stringify({ ok: false, error: failure.error }));
@@ -27,11 +21,9 @@ function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED
 export const searchCommand: Command = {
   name: 'search',
   summary: 'search the policy-filtered tool catalog',
-  usage: ['Usage: toolsearch search [--config F] [--catalog PATH ...] [--limit N] [--json] QUERY', '',
-    'Ranks the eligible tools for QUERY and prints the best (default limit from config, 8).', '', CATALOG_HELP,
-    '  --limit N         number of results (1..maxSearchLimit; larger is clamped)'].join('\n'),
+  usage: SEARCH_USAGE,
   async run(argv, io) {
-    const parsed = parseCommandArgs(argv, { ...catalogOptions, limit: { type: 'string' } });
+    const parsed = parseCommandArgs(argv, { ...catalogOptions, limit: { type: 'string' } }, { command: 'search' });
     if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
     const { values, positionals } = parsed.value;
     const json = values['json'] === true;
@@ -40,11 +32,13 @@ export const searchCommand: Command = {
       return EXIT_USAGE;
     }
     const limitText = str(values['limit']);
-    const limit = limitText === undefined ? undefined : Number(limitText);
+    // A number-like text becomes the number the index checks (1..maxSearchLimit); anything else goes as the text
+    // itself, so the error echoes what was typed ("abc", not NaN).
+    const limit: unknown = limitText === undefined ? undefined : /^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i.test(limitText) ? Number(limitText) : limitText;
     const opened = await openCatalog({ config: str(values['config']), catalog: strs(values['catalog']) }, io);
     if (!opened.ok) return failWith(io, json, opened);
     try {
-      const answer = opened.value.index.search(positionals.join(' '), limit === undefined ? {} : { limit });
+      const answer = opened.value.index.search(positionals.join(' '), limit === undefined ? {} : { limit: limit as number });
       if (!answer.ok) return failWith(io, json, answer);
       const a = answer.value;
       if (json) {
@@ -63,10 +57,9 @@ export const searchCommand: Command = {
 export const describeCommand: Command = {
   name: 'describe',
   summary: 'show one tool\'s full entry and exact input schema',
-  usage: ['Usage: toolsearch describe [--config F] [--catalog PATH ...] [--json] ID', '',
-    'ID is a tool id (mcp:<server>:<tool>, openclaw:<owner>:<tool>, client:<id>:<tool>) or a bare name when unique.', '', CATALOG_HELP].join('\n'),
+  usage: DESCRIBE_USAGE,
   async run(argv, io) {
-    const parsed = parseCommandArgs(argv, catalogOptions);
+    const parsed = parseCommandArgs(argv, catalogOptions, { command: 'describe' });
     if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
     const { values, positionals } = parsed.value;
     const json = values['json'] === true;
@@ -91,13 +84,9 @@ export const describeCommand: Command = {
 export const evalCommand: Command = {
   name: 'eval',
   summary: 'measure retrieval (recall@1/3/5, MRR, latency) on labelled queries',
-  usage: ['Usage: toolsearch eval [--config F] --catalog PATH ... --queries FILE.jsonl [--json]', '',
-    'Each line of FILE.jsonl is {"query": "...", "gold": ["<id>", ...]}; a hit is any gold id in the top k.',
-    'Prints n, recall@1, @3, @5, MRR and search latency p50/p99. With --json the last line is one JSON object',
-    '{n, recallAt1, recallAt3, recallAt5, mrr, p50Ms, p99Ms, perQuery: [{query, ids}]} (top 10 ids per query, input order).', '',
-    CATALOG_HELP, '  --queries FILE    the labelled queries (JSON lines)'].join('\n'),
+  usage: EVAL_USAGE,
   async run(argv, io) {
-    const parsed = parseCommandArgs(argv, { ...catalogOptions, queries: { type: 'string' } }, { positionals: false });
+    const parsed = parseCommandArgs(argv, { ...catalogOptions, queries: { type: 'string' } }, { positionals: false, command: 'eval' });
     if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
     const { values } = parsed.value;
     const json = values['json'] === true;

@@ -10,28 +10,7 @@ import type { StepResult, TurnRequest } from '../../gateway/types.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
-
-const USAGE = [
-  'Usage: toolsearch turn [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] [--log FILE] [--nats URL]',
-  '                       [--traces-dir DIR] --script FILE.json [--json]',
-  '',
-  'Runs one turn without a model: the steps of the script are invoked as a model would invoke the exposed tools.',
-  'Script: {"session": {"sessionId", "agentId", "profile", "sandboxId", "owner"}, "mode": "direct"|"tools"|"code",',
-  '         "harness": "pi"|"codex", "clientId", "clientTools": [{name, description, parameters}],',
-  '         "steps": [{"tool": "<exposed name>", "args": {...}}]}',
-  'A source that fails (an MCP server that will not start, refused client tools) is a warning on stderr.',
-  '',
-  '  --config F        config file (default toolsearch.config.json5 in the working directory, if present)',
-  '  --catalog PATH    a saved MCP tools/list snapshot (file or folder); with no --config the catalog is exactly these',
-  '  --plugin FILE     a plugin module, on top of config plugins',
-  '  --log FILE        the JSONL event log (default config log.path, .toolsearch/events.jsonl)',
-  '  --nats URL        use NATS JetStream as the bus (default NATS_URL, else the embedded bus); the turn runs here,',
-  '                    with its own policy enforcer; audit it with toolsearch audit --nats URL --session ID',
-  '  --stream-prefix P prefix of the NATS stream names (as for audit)',
-  '  --traces-dir DIR  write trace files of the run there',
-  '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...},',
-  '                    "sources": [{key, ok, toolCount, reason?, warnings?}]}',
-].join('\n');
+import { TURN_USAGE } from '../usage.js';
 
 interface Script {
   session: { sessionId: string; agentId?: string; profile?: string; sandboxId?: string; owner?: boolean };
@@ -118,7 +97,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandArgs(argv, {
     config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
     log: { type: 'string' }, nats: { type: 'string' }, 'stream-prefix': { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
-  }, { positionals: false });
+  }, { positionals: false, command: 'turn' });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
   const json = v['json'] === true;
@@ -198,4 +177,4 @@ async function run(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** `toolsearch turn`: one scripted turn without a model. */
-export const turnCommand: Command = { name: 'turn', summary: 'run one scripted turn without a model (events, session log)', usage: USAGE, run };
+export const turnCommand: Command = { name: 'turn', summary: 'run one scripted turn without a model (events, session log)', usage: TURN_USAGE, run };
