@@ -18,6 +18,8 @@ Reads or edits the config file (default: ${DEFAULT_CONFIG_FILE} in the working d
                           the file is left as it was.
   config unset KEY        remove KEY, so its default applies again
 
+set and unset rewrite the whole file as formatted JSON5: comments are not kept (a warning says so).
+
 KEY is dotted: tools.toolSearch, tools.toolSearch.mode, mcpServers["my.server"].url, plugins[0].
 
 Options:

@@ -47,8 +47,29 @@ export function parseValueArg(text: string): unknown {
   }
 }
 
+/**
+ * Whether JSON5 text holds a comment (line or block comment outside strings). Pure: no I/O.
+ */
+export function hasComments(text: string): boolean {
+  let quote: string | undefined;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (quote !== undefined) {
+      if (c === '\\') i += 1;
+      else if (c === quote) quote = undefined;
+      continue;
+    }
+    if (c === '"' || c === "'") quote = c;
+    else if (c === '/' && (text[i + 1] === '/' || text[i + 1] === '*')) return true;
+  }
+  return false;
+}
+
+const commentsDropped = (file: string): string =>
+  `${file} had comments; they were not preserved (the file was rewritten as formatted ${file.endsWith('.json') ? 'JSON' : 'JSON5'}).`;
+
 /** Reads the document; an absent file is `{}` with `exists: false`. */
-function readDocument(file: string): Result<{ doc: Record<string, unknown>; exists: boolean; mode?: number }> {
+function readDocument(file: string): Result<{ doc: Record<string, unknown>; exists: boolean; mode?: number; comments?: boolean }> {
   let text: string;
   let mode: number | undefined;
   try {
@@ -65,7 +86,7 @@ function readDocument(file: string): Result<{ doc: Record<string, unknown>; exis
     return fail('config.invalid', `${file} must hold an object, not ${showValue(parsed.value)}. Fix it by hand first.`, {
       file,
     });
-  return ok({ doc: parsed.value, exists: true, ...(mode === undefined ? {} : { mode }) });
+  return ok({ doc: parsed.value, exists: true, comments: hasComments(text), ...(mode === undefined ? {} : { mode }) });
 }
 
 function getAt(doc: unknown, segments: readonly KeySegment[]): { found: boolean; value: unknown } {
@@ -200,7 +221,8 @@ export function configGet(path: string, key: string): Result<ConfigGetValue> {
  * `toolsearch config set KEY VALUE`: parses VALUE (see `parseValueArg`), sets it, validates the whole document
  * and writes it atomically. A value that would make the config invalid is refused (`config.invalid`, the reason
  * in the message) and the file stays byte-for-byte as it was. Creates the file when absent.
- * Comments in the file are not preserved (it is rewritten as formatted JSON5, or JSON for a `.json` file).
+ * Comments in the file are not preserved (it is rewritten as formatted JSON5, or JSON for a `.json` file); a file
+ * that had comments gets a warning saying so.
  */
 export function configSet(path: string, key: string, valueText: string): Result<ConfigEditResult> {
   const file = resolve(path);
@@ -214,7 +236,8 @@ export function configSet(path: string, key: string, valueText: string): Result<
   if (!set.ok) return set;
   const done = commit(file, key, read.value.doc, after, read.value.mode, set.value);
   if (!done.ok) return done;
-  return ok({ key, path: file, value, created: !read.value.exists, changed: true, warnings: done.value });
+  const warnings = read.value.comments === true ? [commentsDropped(file), ...done.value] : done.value;
+  return ok({ key, path: file, value, created: !read.value.exists, changed: true, warnings });
 }
 
 /**
@@ -237,5 +260,6 @@ export function configUnset(path: string, key: string): Result<ConfigEditResult>
   else delete (parent as Record<string, unknown>)[String(last)];
   const done = commit(file, key, read.value.doc, after, read.value.mode, []);
   if (!done.ok) return done;
-  return ok({ ...base, value: current.value, changed: true, warnings: done.value });
+  const warnings = read.value.comments === true ? [commentsDropped(file), ...done.value] : done.value;
+  return ok({ ...base, value: current.value, changed: true, warnings });
 }

@@ -23,7 +23,23 @@ describe('toolsearch config', () => {
       const r = await run(...argv);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('Usage: toolsearch config <get|set|unset> KEY [VALUE] [--config PATH]');
+      expect(r.stdout).toContain('comments are not kept');
     }
+  });
+
+  it('set and unset warn when the file had comments, and only then', async () => {
+    const file = join(dir, 'toolsearch.config.json5');
+    writeFileSync(file, '{\n  // keep me\n  tools: { allow: ["http://x/*"] },\n}\n');
+    const set = await run('set', 'tools.toolSearch', 'true');
+    expect(set.code).toBe(0);
+    expect(set.stderr).toMatch(/^warning: .*toolsearch\.config\.json5 had comments; they were not preserved/m);
+    expect(readFileSync(file, 'utf8')).not.toContain('keep me');
+    const again = await run('set', 'tools.toolSearch', 'false');
+    expect(again).toMatchObject({ code: 0, stderr: '' });
+    writeFileSync(file, "{ tools: { /* note */ toolSearch: true, allow: ['a//b', \"c/*d\"] } }\n");
+    expect((await run('unset', 'tools.toolSearch')).stderr).toContain('had comments; they were not preserved');
+    writeFileSync(file, "{ tools: { toolSearch: true, allow: ['a//b', \"c/*d\", 'it\\'s // not'] } }\n");
+    expect((await run('unset', 'tools.toolSearch')).stderr).toBe('');
   });
 
   it('set, get and unset in the working directory', async () => {
