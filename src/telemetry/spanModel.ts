@@ -57,6 +57,7 @@ export const SPAN_MODEL: readonly SpanModelRow[] = [
   { event: 'call.completed', span: SpanName.call, role: 'closes', parent: null, note: 'result bytes' },
   { event: 'call.failed', span: SpanName.call, role: 'closes', parent: null, note: 'error code' },
   { event: 'call.blocked', span: SpanName.call, role: 'closes', parent: null, note: 'decision blocked, error code call.blocked' },
+  { event: 'call.rejected', span: null, role: 'none', parent: null, note: 'a call naming no eligible tool: nothing requested, no span' },
   { event: 'call.pending', span: SpanName.call, role: 'closes', parent: null, note: 'client call handed back' },
   { event: 'client.result.received', span: null, role: 'none', parent: null, note: 'arrives in a later turn: no span' },
   { event: 'code.requested', span: SpanName.code, role: 'opens', parent: 'execute', note: 'bridged search/describe/call are its children' },

@@ -32,7 +32,10 @@ export interface EngineOptions {
   newId?: () => string;
   /** How long a call waits for `call.decided` (default config `nats.decisionTimeoutMs`). */
   decisionTimeoutMs?: number;
-  /** Start an in-process policy enforcer on the bus (default true; false when enforcers run elsewhere). */
+  /**
+   * The policy enforcer: absent = private to this engine (decides only the turns it started); true = shared, in
+   * queue group `policy` (the policy role); false = none (enforcers run elsewhere).
+   */
   startEnforcer?: boolean;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
