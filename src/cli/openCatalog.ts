@@ -37,6 +37,7 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
   if (!statics.ok) return statics;
   for (const f of statics.value.failures) io.stderr(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
   for (const w of statics.value.warnings ?? []) io.stderr(`warning: ${w}`);
+  for (const p of statics.value.parts) for (const w of p.status.warnings ?? []) io.stderr(`warning: ${w}`);
 
   const parts: CatalogPart[] = [...statics.value.parts];
   const runtime = new SessionMcpRuntime({ idleTimeoutMs: 0 });

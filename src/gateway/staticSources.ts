@@ -19,7 +19,10 @@ export interface StaticSources {
   hooks: PluginHook[];
   /** Plugins that failed to load: reported, while the rest of the catalog still builds. */
   failures: SourceStatus[];
-  /** What loading skipped or replaced (snapshot files, duplicate server names, tools with unusable names): print as `warning: ...`. */
+  /**
+   * What loading `--catalog` paths skipped or replaced (snapshot files, duplicate server names, tools with unusable
+   * names): print as `warning: ...`. A plugin's skipped tools are in its part's `status.warnings`.
+   */
   warnings?: string[];
 }
 
@@ -75,7 +78,6 @@ export async function loadStaticSources(opts: StaticSourceOptions): Promise<Resu
     for (const [id, exec] of p.executors) registry.set(id, exec);
     if (p.hooks.before_tool_call) hooks.push({ pluginId: p.id, before_tool_call: p.hooks.before_tool_call.bind(p.hooks) });
     const key = `openclaw:${p.id}`;
-    warnings.push(...p.warnings);
     parts.push({ key, status: { key, source: 'openclaw', owner: p.id, ok: true, toolCount: p.entries.length, durationMs: Date.now() - started, ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}) }, entries: p.entries });
   }
 

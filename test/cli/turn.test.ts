@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logCommand } from '../../src/cli/commands/log.js';
@@ -138,5 +138,24 @@ describe('toolsearch turn --json', () => {
     const io = captureIo(dir);
     expect(await turnCommand.run(['--script', 'gpt.json', '--json'], io)).toBe(1);
     expect(io.lastJson()).toMatchObject({ ok: false, error: { code: 'script.badHarness', message: expect.stringContaining('"gpt" is not a known harness; use "pi"') } });
+  });
+
+  it('prints what loading skipped: a bad snapshot file, a duplicate server name, a plugin tool with an unusable name (once each)', async () => {
+    dir = cliDir();
+    mkdirSync(join(dir, 'cat'));
+    writeFileSync(join(dir, 'cat', 'a.json'), JSON.stringify({ name: 'w', tools: [{ name: 'get_x' }] }));
+    writeFileSync(join(dir, 'cat', 'b.json'), JSON.stringify({ name: 'w', tools: [{ name: 'get_y' }] }));
+    writeFileSync(join(dir, 'cat', 'c.json'), 'nope');
+    writeFileSync(join(dir, 'odd.mjs'), `export default { id: 'odd', tools: [
+      { name: 'fine', description: 'd', parameters: { type: 'object' }, execute: () => 1 },
+      { name: 'not fine', description: 'd', parameters: { type: 'object' }, execute: () => 2 }] };`);
+    writeFileSync(join(dir, 'script.json'), JSON.stringify({ session: { sessionId: 'w1' }, mode: 'direct', steps: [] }));
+    const io = captureIo(dir);
+    expect(await turnCommand.run(['--catalog', 'cat', '--plugin', 'odd.mjs', '--script', 'script.json', '--log', 'w.jsonl', '--json'], io)).toBe(0);
+    expect(io.lastJson().exposure.tools.sort()).toEqual(['fine', 'get_x']);
+    const warnings = io.err.filter((l) => l.startsWith('warning: '));
+    expect(warnings.filter((w) => /both name the server "w"/.test(w))).toHaveLength(1);
+    expect(warnings.filter((w) => /skipped .*c\.json/.test(w))).toHaveLength(1);
+    expect(warnings.filter((w) => /tool "not fine" skipped/.test(w))).toHaveLength(1);
   });
 });

@@ -62,6 +62,7 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
   const statics = await loadStaticSources({ config, includeConfig, catalogPaths: flags.catalog, pluginFiles: flags.plugin, cwd: flags.cwd });
   if (!statics.ok) return statics;
   for (const f of statics.value.failures) flags.onWarning?.(`source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
+  for (const w of statics.value.warnings ?? []) flags.onWarning?.(w);
 
   let memory: MemoryBus | undefined;
   let logPath: string | undefined;
