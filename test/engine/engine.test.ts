@@ -121,4 +121,13 @@ describe('client tools', () => {
     world = await makeWorld();
     expect(await world.engine.startTurn({ sessionId: '' })).toMatchObject({ ok: false, error: { code: 'turn.invalidRequest' } });
   });
+
+  it('refuses an unknown harness or mode instead of reading it as the default', async () => {
+    world = await makeWorld();
+    const harness = await world.engine.startTurn({ sessionId: 'h', harness: 'gpt' as never });
+    expect(harness).toMatchObject({ ok: false, error: { code: 'turn.badHarness' } });
+    if (!harness.ok) expect(harness.error.message).toMatch(/"pi".*"codex"/);
+    expect(await world.engine.startTurn({ sessionId: 'h', mode: 'fast' as never })).toMatchObject({ ok: false, error: { code: 'turn.badMode' } });
+    expect(world.engine.sessionIds()).not.toContain('h');
+  });
 });

@@ -87,6 +87,13 @@ export function createEngine(opts: EngineOptions): Engine {
     if (typeof req?.sessionId !== 'string' || req.sessionId.trim() === '') {
       return fail('turn.invalidRequest', 'A turn needs a non-empty "sessionId".');
     }
+    // Requests arrive as untrusted JSON (HTTP, NATS): an unknown harness or mode is refused, not read as the default.
+    if (req.harness !== undefined && req.harness !== 'pi' && req.harness !== 'codex') {
+      return fail('turn.badHarness', `Unknown harness ${JSON.stringify(req.harness)}: use "pi" (the embedded harness, Tool Search applies) or "codex" (native tool search, tools exposed directly).`);
+    }
+    if (req.mode !== undefined && req.mode !== 'direct' && req.mode !== 'tools' && req.mode !== 'code') {
+      return fail('turn.badMode', `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`);
+    }
     const session = sessionOf(req.sessionId);
     session.turns++;
     const turnId = req.turnId ?? deps.newId();
