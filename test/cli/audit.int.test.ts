@@ -7,18 +7,9 @@ import { openNatsBus } from '../../src/bus/nats/index.js';
 import { auditCommand } from '../../src/cli/commands/audit.js';
 import { auditSession } from '../audit/reportSession.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { runCaptured } from './support.js';
 
-async function audit(argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
-  let out = '';
-  let err = '';
-  const code = await auditCommand.run(argv, {
-    stdout: (s) => { out += s.endsWith('\n') ? s : `${s}\n`; },
-    stderr: (s) => { err += s.endsWith('\n') ? s : `${s}\n`; },
-    cwd,
-    env,
-  });
-  return { code, out, err, lastJson: () => JSON.parse(out.trim().split('\n').at(-1) ?? 'null') };
-}
+const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) => runCaptured(auditCommand.run, argv, cwd, env);
 
 let server: NatsServer;
 let cwd: string;

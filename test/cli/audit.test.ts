@@ -6,20 +6,10 @@ import { auditReport, sessionLogFrom } from '../../src/audit/index.js';
 import { openMemoryBus } from '../../src/bus/index.js';
 import { auditCommand } from '../../src/cli/commands/audit.js';
 import { auditSession } from '../audit/reportSession.js';
+import { runCaptured } from './support.js';
 
 /** Runs the command in-process with its own io and captures what it prints. */
-async function audit(argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) {
-  let out = '';
-  let err = '';
-  const code = await auditCommand.run(argv, {
-    stdout: (s) => { out += s.endsWith('\n') ? s : `${s}\n`; },
-    stderr: (s) => { err += s.endsWith('\n') ? s : `${s}\n`; },
-    cwd,
-    env,
-  });
-  const lines = out.trim().split('\n');
-  return { code, out, err, lines, lastJson: () => JSON.parse(lines.at(-1) ?? 'null') };
-}
+const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) => runCaptured(auditCommand.run, argv, cwd, env);
 
 const SID = 'sess-cli';
 const events = auditSession(SID);

@@ -2,20 +2,37 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.js';
+import type { CliIo } from '../../src/cli/io.js';
 
-/** Runs the CLI in-process and captures what it prints. */
-export async function cli(argv: string[], cwd: string): Promise<{ code: number; out: string; err: string; lastJson: () => any }> {
+export interface Captured {
+  code: number;
+  out: string;
+  err: string;
+  lines: string[];
+  lastJson: () => any;
+}
+
+/** Runs a CLI entry (runCli or one command's run) in-process with its own io and captures what it prints. */
+export async function runCaptured(
+  run: (argv: string[], io: CliIo) => Promise<number>,
+  argv: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<Captured> {
   let out = '';
   let err = '';
-  const code = await runCli(argv, {
+  const code = await run(argv, {
     stdout: (s) => { out += s.endsWith('\n') ? s : `${s}\n`; },
     stderr: (s) => { err += s.endsWith('\n') ? s : `${s}\n`; },
     cwd,
-    env: {},
+    env,
   });
-  const lastJson = () => JSON.parse(out.trim().split('\n').at(-1) ?? 'null');
-  return { code, out, err, lastJson };
+  const lines = out.trim().split('\n');
+  return { code, out, err, lines, lastJson: () => JSON.parse(lines.at(-1) ?? 'null') };
 }
+
+/** Runs the CLI in-process and captures what it prints. */
+export const cli = (argv: string[], cwd: string): Promise<Captured> => runCaptured(runCli, argv, cwd);
 
 /** A temp folder with MCP tools/list snapshots in the catalog snapshot shape. */
 export function snapshotDir(): string {

@@ -6,23 +6,14 @@ import { openMemoryBus } from '../../src/bus/index.js';
 import { tracesCommand } from '../../src/cli/commands/traces.js';
 import { Attr, SpanName, rebuildTraceFromEvents, traceIdFor, type JaegerFile, type OtlpTraceRequest } from '../../src/telemetry/index.js';
 import { SECRET, codeTurn, directTurn, toolsTurn } from '../telemetry/rebuildEvents.js';
+import { runCaptured } from './support.js';
 
 let work: string;
 const logRel = 'logs/events.jsonl';
 const session = [...directTurn('s-1', 't1', 0).events, ...toolsTurn('s-1', 't2', 5000).events, ...codeTurn('s-1', 't3', 9000).events];
 const other = toolsTurn('s-other', 't1', 0).events;
 
-async function traces(argv: string[]): Promise<{ code: number; out: string; err: string; lastJson: () => any }> {
-  let out = '';
-  let err = '';
-  const code = await tracesCommand.run(argv, {
-    stdout: (s) => { out += s.endsWith('\n') ? s : `${s}\n`; },
-    stderr: (s) => { err += s.endsWith('\n') ? s : `${s}\n`; },
-    cwd: work,
-    env: {},
-  });
-  return { code, out, err, lastJson: () => JSON.parse(out.trim().split('\n').at(-1) ?? 'null') };
-}
+const traces = (argv: string[]) => runCaptured(tracesCommand.run, argv, work);
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'toolsearch-traces-'));
