@@ -3,8 +3,7 @@ import { auditReport, sessionLogFrom } from '../../src/audit/index.js';
 import { makeEnvelope } from '../../src/events/index.js';
 import type { McpConnection } from '../../src/catalog/index.js';
 import { ok } from '../../src/shared/index.js';
-import type { Turn } from '../../src/gateway/types.js';
-import { checkEvents, loose, makeWorld, types, type World } from './fixture.js';
+import { checkEvents, loose, makeWorld, startTurn as start, types, type World } from './fixture.js';
 
 let world: World | undefined;
 afterEach(async () => {
@@ -12,11 +11,6 @@ afterEach(async () => {
   world = undefined;
 });
 
-async function start(w: World, req: Parameters<World['engine']['startTurn']>[0]): Promise<Turn> {
-  const r = await w.engine.startTurn(req);
-  if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-  return r.value;
-}
 const TOOLS = { toolSearch: { mode: 'tools' } };
 
 describe('fail closed', () => {

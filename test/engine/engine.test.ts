@@ -1,19 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
-import type { Turn } from '../../src/gateway/types.js';
-import { checkEvents, makeWorld, types, type World } from './fixture.js';
+import { checkEvents, makeWorld, startTurn as start, types, type World } from './fixture.js';
 
 let world: World | undefined;
 afterEach(async () => {
   await world?.close();
   world = undefined;
 });
-
-async function start(w: World, req: Parameters<World['engine']['startTurn']>[0]): Promise<Turn> {
-  const r = await w.engine.startTurn(req);
-  if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-  return r.value;
-}
 
 describe('engine, direct mode', () => {
   it('exposes eligible tools only and runs a call through the enforced path, every fact on the bus in order', async () => {

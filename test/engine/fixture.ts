@@ -8,6 +8,7 @@ import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { validateEvent } from '../../src/events/index.js';
 import { createEngine, type Engine, type EngineOptions } from '../../src/gateway/engine/index.js';
 import { loadStaticSources, type StaticSources } from '../../src/gateway/staticSources.js';
+import type { Turn } from '../../src/gateway/types.js';
 
 export const PLUGIN_SOURCE = `
 export default {
@@ -98,6 +99,13 @@ export function checkEvents(events: Envelope[]): string[] {
     seqs.add(key);
   }
   return problems;
+}
+
+/** Starts a turn on the world's engine; a refusal is a test failure (thrown with its code and message). */
+export async function startTurn(w: World, req: Parameters<World['engine']['startTurn']>[0]): Promise<Turn> {
+  const r = await w.engine.startTurn(req);
+  if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
+  return r.value;
 }
 
 export const types = (events: Envelope[]) => events.map((e) => e.type);
