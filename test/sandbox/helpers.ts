@@ -1,4 +1,8 @@
-import { realpathSync } from 'node:fs';
+import dgram from 'node:dgram';
+import { realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createNetServer, type Server } from 'node:net';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fail, ok, type Result } from '../../src/shared/index.js';
 import { detectHost } from '../../src/sandbox/detectIsolation.js';
@@ -92,4 +96,71 @@ export async function runFixture(
   });
   await child.exited;
   return outcome;
+}
+
+/** What a contained guest must not reach, with counters of what did reach it. */
+export interface Witnesses {
+  /** The loopback TCP listener's port. */
+  readonly port: number;
+  /** The loopback UDP socket's port. */
+  readonly udpPort: number;
+  readonly connections: number;
+  readonly udpPackets: number;
+  /** SIGUSR2 signals this process received. */
+  readonly signals: number;
+  /** Stops the listeners and the signal counter, clears the env secret, removes dir. */
+  close(): Promise<void>;
+}
+
+/**
+ * Sets out the witnesses of side effects: `secret` written to dir/secret.txt and put in the environment
+ * (TOOLSEARCH_TEST_SECRET), a SIGUSR2 counter, a loopback TCP listener (an HTTP server answering "hi", or a
+ * plain socket server that ends each connection) and a loopback UDP socket, each counting what reaches it.
+ */
+export async function startWitnesses(dir: string, secret: string, listener: 'http' | 'net'): Promise<Witnesses> {
+  let connections = 0;
+  let udpPackets = 0;
+  let signals = 0;
+  const onSignal = () => {
+    signals += 1;
+  };
+  writeFileSync(join(dir, 'secret.txt'), secret);
+  process.env['TOOLSEARCH_TEST_SECRET'] = secret;
+  process.on('SIGUSR2', onSignal);
+  let server: Server;
+  if (listener === 'http') {
+    server = createHttpServer((_req, res) => res.end('hi'));
+    server.on('connection', () => (connections += 1));
+  } else {
+    server = createNetServer((s) => {
+      connections += 1;
+      s.end();
+    });
+  }
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  const udp = dgram.createSocket('udp4');
+  udp.on('message', () => (udpPackets += 1));
+  await new Promise<void>((r) => udp.bind(0, '127.0.0.1', r));
+  const udpPort = udp.address().port;
+  return {
+    port,
+    udpPort,
+    get connections() {
+      return connections;
+    },
+    get udpPackets() {
+      return udpPackets;
+    },
+    get signals() {
+      return signals;
+    },
+    async close() {
+      process.off('SIGUSR2', onSignal);
+      delete process.env['TOOLSEARCH_TEST_SECRET'];
+      await new Promise((r) => server.close(r));
+      udp.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

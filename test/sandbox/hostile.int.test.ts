@@ -1,11 +1,9 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import dgram from 'node:dgram';
-import { createServer, type Server } from 'node:http';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, type CodeOutcome, type Sandbox } from '../../src/sandbox/index.js';
-import { recordingBridge } from './helpers.js';
+import { recordingBridge, startWitnesses, type Witnesses } from './helpers.js';
 
 // The guest battery: hostile bodies run through the real child. Each must be contained (a clear error or a
 // harmless value), leave no side effect, and leave the parent healthy.
@@ -13,39 +11,16 @@ import { recordingBridge } from './helpers.js';
 const SECRET = 'toolsearch-test-secret-7c1f';
 let sandbox: Sandbox;
 const dir = mkdtempSync(join(tmpdir(), 'toolsearch-hostile-'));
-let server: Server;
-let port: number;
-let connections = 0;
-let udp: dgram.Socket;
-let udpPort: number;
-let udpPackets = 0;
-let signals = 0;
-const onSignal = () => {
-  signals += 1;
-};
+let w: Witnesses;
 
 beforeAll(async () => {
   sandbox = createSandbox({ poolSize: 2, maxLogBytes: 4096, maxResultBytes: 8192, maxArgBytes: 65536 });
-  writeFileSync(join(dir, 'secret.txt'), SECRET);
-  process.env['TOOLSEARCH_TEST_SECRET'] = SECRET;
-  process.on('SIGUSR2', onSignal);
-  server = createServer((_req, res) => res.end('hi'));
-  server.on('connection', () => (connections += 1));
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as { port: number }).port;
-  udp = dgram.createSocket('udp4');
-  udp.on('message', () => (udpPackets += 1));
-  await new Promise<void>((r) => udp.bind(0, '127.0.0.1', r));
-  udpPort = udp.address().port;
+  w = await startWitnesses(dir, SECRET, 'http');
 });
 
 afterAll(async () => {
   await sandbox.close();
-  process.off('SIGUSR2', onSignal);
-  delete process.env['TOOLSEARCH_TEST_SECRET'];
-  await new Promise((r) => server.close(r));
-  udp.close();
-  rmSync(dir, { recursive: true, force: true });
+  await w.close();
 });
 
 const run = (body: string, bridge = recordingBridge().bridge, timeoutMs = 10_000): Promise<CodeOutcome> =>
@@ -77,13 +52,13 @@ describe('hostile bodies are contained', () => {
     expectContained(o);
     expect(existsSync(join(dir, 'pwned.txt'))).toBe(false);
     expect(existsSync('/tmp/toolsearch-pwned')).toBe(false);
-    expect(signals).toBe(0);
+    expect(w.signals).toBe(0);
   });
 
   it('opens no TCP connection, fetch or DNS query to listeners on loopback', async () => {
     for (const body of [
-      `return require("net").connect(${port}, "127.0.0.1")`,
-      `return await fetch("http://127.0.0.1:${port}/")`,
+      `return require("net").connect(${w.port}, "127.0.0.1")`,
+      `return await fetch("http://127.0.0.1:${w.port}/")`,
       `return await import("node:net")`,
       `return require("dns").resolve4("example.com")`,
     ]) {
@@ -91,9 +66,9 @@ describe('hostile bodies are contained', () => {
       expect(o.ok).toBe(false);
       expectContained(o);
     }
-    expect(connections).toBe(0);
-    expect(udpPackets).toBe(0);
-    expect(udpPort).toBeGreaterThan(0);
+    expect(w.connections).toBe(0);
+    expect(w.udpPackets).toBe(0);
+    expect(w.udpPort).toBeGreaterThan(0);
   });
 
   // Each expression yields what an attacker reaches (a constructor, a stack frame's function, a caught error's

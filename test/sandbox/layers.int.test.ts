@@ -1,11 +1,9 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import dgram from 'node:dgram';
-import { createServer, type Server } from 'node:net';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { detectIsolation } from '../../src/sandbox/index.js';
-import { runFixture } from './helpers.js';
+import { runFixture, startWitnesses, type Witnesses } from './helpers.js';
 
 // The layers below the vm, each on its own: a fixture entry plays a guest that escaped into the child's host
 // realm (full Node API) and is started exactly like the real child (permission model, one read grant, empty
@@ -13,40 +11,13 @@ import { runFixture } from './helpers.js';
 
 const SECRET = 'toolsearch-layer-secret-41d2';
 const dir = mkdtempSync(join(tmpdir(), 'toolsearch-layers-'));
-let server: Server;
-let port: number;
-let connections = 0;
-let udp: dgram.Socket;
-let udpPort: number;
-let udpPackets = 0;
-let signals = 0;
-const onSignal = () => {
-  signals += 1;
-};
+let w: Witnesses;
 
 beforeAll(async () => {
-  writeFileSync(join(dir, 'secret.txt'), SECRET);
-  process.env['TOOLSEARCH_TEST_SECRET'] = SECRET;
-  process.on('SIGUSR2', onSignal);
-  server = createServer((s) => {
-    connections += 1;
-    s.end();
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  port = (server.address() as { port: number }).port;
-  udp = dgram.createSocket('udp4');
-  udp.on('message', () => (udpPackets += 1));
-  await new Promise<void>((r) => udp.bind(0, '127.0.0.1', r));
-  udpPort = udp.address().port;
+  w = await startWitnesses(dir, SECRET, 'net');
 });
 
-afterAll(async () => {
-  process.off('SIGUSR2', onSignal);
-  delete process.env['TOOLSEARCH_TEST_SECRET'];
-  await new Promise((r) => server.close(r));
-  udp.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => w.close());
 
 const attack = async (name: string, params: Record<string, unknown> = {}, opts: { useOsNetwork?: boolean } = {}) => {
   const o = await runFixture('escapedChild.mjs', JSON.stringify({ attack: name, ...params }), opts);
@@ -78,23 +49,23 @@ describe('with the vm bypassed, the process layers still hold', () => {
 
   it('the OS layer cuts TCP, fetch and DNS to loopback listeners', async () => {
     expect((await detectIsolation()).osNetwork).toBeDefined();
-    expect(await attack('connect', { port })).toMatchObject({ succeeded: false });
-    expect(await attack('fetch', { port })).toMatchObject({ succeeded: false });
-    expect(await attack('dns', { port: udpPort })).toMatchObject({ succeeded: false });
-    expect(connections).toBe(0);
-    expect(udpPackets).toBe(0);
+    expect(await attack('connect', { port: w.port })).toMatchObject({ succeeded: false });
+    expect(await attack('fetch', { port: w.port })).toMatchObject({ succeeded: false });
+    expect(await attack('dns', { port: w.udpPort })).toMatchObject({ succeeded: false });
+    expect(w.connections).toBe(0);
+    expect(w.udpPackets).toBe(0);
   });
 
   it('control: without the OS layer the same escaped code does reach the listener (the permission model alone does not cut the network)', async () => {
-    expect(await attack('connect', { port }, { useOsNetwork: false })).toEqual({ succeeded: true, value: 'connected' });
-    expect(connections).toBe(1);
+    expect(await attack('connect', { port: w.port }, { useOsNetwork: false })).toEqual({ succeeded: true, value: 'connected' });
+    expect(w.connections).toBe(1);
   });
 
   it('the pid namespace hides the parent: a signal to its pid does not arrive', async () => {
     expect(await attack('whoami')).toMatchObject({ succeeded: true });
     await attack('signalParent', { pid: process.pid });
     await new Promise((r) => setTimeout(r, 100));
-    expect(signals).toBe(0);
+    expect(w.signals).toBe(0);
   });
 });
 
