@@ -133,15 +133,7 @@ export const serveCommand: Command = {
     io.stdout(`  curl -s ${gw.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
     io.stdout('Stop with Ctrl-C.');
 
-    const signal = await new Promise<string>((resolve) => {
-      const stop = (s: NodeJS.Signals): void => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        resolve(s);
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    const signal = await untilSignal();
     io.stderr(`${signal}: closing sessions, MCP servers and the bus`);
     await gw.close();
     io.stderr('gateway stopped');
