@@ -8,6 +8,7 @@ import { MARKER } from '../../src/gateway/mock/markerArgs.js';
 import { startMockProvider, type MockProvider } from '../../src/gateway/mockProvider.js';
 import { createProviderClient } from '../../src/gateway/providerClient.js';
 import { createFakeEngine, type FakeEngine } from './fakeEngine.js';
+import { postJson } from '../support/http.js';
 
 let mock: MockProvider;
 let engine: FakeEngine;
@@ -44,21 +45,8 @@ beforeEach(() => {
   mock.clear();
 });
 
-async function chat(base: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${base}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, headers: res.headers, json, text };
-}
+const chat = (base: string, body: unknown, headers: Record<string, string> = {}) =>
+  postJson(`${base}/v1/chat/completions`, body, headers);
 const ask = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'toolsearch', messages: [{ role: 'user', content }], ...extra });
 
 /** A raw request, for header values fetch would refuse to send. */

@@ -4,6 +4,7 @@ import { parseSse } from '../../src/gateway/front/sse.js';
 import { MARKER } from '../../src/gateway/mock/markerArgs.js';
 import { mockProviderCommand, startMockProvider, type MockProvider } from '../../src/gateway/mockProvider.js';
 import { fakePluginTools } from './fakeEngine.js';
+import { postJson } from '../support/http.js';
 
 const entries = fakePluginTools(40);
 const direct = expose({ mode: 'direct', entries });
@@ -20,21 +21,7 @@ afterAll(async () => {
 });
 beforeEach(() => mock.clear());
 
-async function post(body: unknown): Promise<{ status: number; json: any; text: string }> {
-  const res = await fetch(`${mock.url}/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, json, text };
-}
+const post = (body: unknown) => postJson(`${mock.url}/chat/completions`, body);
 
 const user = (content: string) => ({ role: 'user', content });
 const toolCallsOf = (json: any) => json.choices[0].message.tool_calls as Array<{ id: string; function: { name: string; arguments: string } }>;
