@@ -22,6 +22,8 @@ export interface ToolMeta {
   nameKey: string;
   /** Operation kinds (VERB_CLASS bits) its name's verbs name: delete_email -> delete. */
   nameClasses: number;
+  /** Words of the name as written, lowercased (not stemmed): list_pull_requests -> list, pull, requests. */
+  nameWords: readonly string[];
   /** The sanitized search result, made on first use. */
   result?: SearchResult;
 }
@@ -84,6 +86,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
   addField(scores, rest, FIELDS.rest);
   addField(scores, params, FIELDS.params);
 
+  const nameWords = splitWords(entry.name);
   const identity = new Set(identityList);
   const core = new Set(identityList);
   for (const t of ownerTerms) core.add(t);
@@ -98,8 +101,9 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     ownerTerms,
     nameOnly: unique(nameTerms.filter((t) => !ownerTerms.includes(t))),
     lowerId: entry.id.toLowerCase(),
-    nameKey: splitWords(entry.name).join(''),
-    nameClasses: verbClassesOf(splitWords(entry.name)),
+    nameKey: nameWords.join(''),
+    nameClasses: verbClassesOf(nameWords),
+    nameWords,
   };
 }
 

@@ -28,6 +28,8 @@ export interface QueryPlan {
   verbClasses: number;
   /** Every expansion term, for "how much of its name does the query explain". */
   allTerms: ReadonlySet<string>;
+  /** Query words written in the plural ("requests"): a tool whose name writes the same word agrees in number. */
+  plurals: readonly string[];
   note?: string;
 }
 
@@ -61,6 +63,8 @@ export const WEIGHTS = Object.freeze({
   fuzzy: 0.2,
   /** Credit of the listing and getting verbs added to a request that names no action. */
   implicit: 0.3,
+  /** Factor for a tool whose name writes a query word in the same plural form (list_pull_requests for "requests"). */
+  plural: 1.15,
   /** Factor for a tool whose name deletes when the request asks for no deletion. */
   unaskedDelete: 0.6,
   /** Factor for a tool whose name's operation differs from every operation the request names. */
@@ -108,6 +112,7 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): nu
   let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
     * Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
   if (owned) factor *= WEIGHTS.owner;
+  for (const p of q.plurals) if (meta.nameWords.includes(p)) { factor *= WEIGHTS.plural; break; }
   // A tool whose name says it deletes is a poor answer unless deleting was asked for; one whose name says another
   // kind of operation than the request's (create_x for "list x") is a weaker answer.
   const tool = meta.nameClasses;

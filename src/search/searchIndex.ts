@@ -363,7 +363,9 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses };
+    // Plural nouns as typed ("requests", "messages"; not "status", "address"): a stemmed index loses the number.
+    const plurals = content.filter((w) => w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && stem(w) !== w);
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses, plurals };
     if (note !== undefined) plan.note = note;
     return plan;
   }
