@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { offeredNames, type LaneResult } from './lane.js';
 
-/** One catalog compared three ways: direct, Tool Search code mode, Tool Search tools mode. */
-export interface LaneGroup {
+/** A catalog to compare and its target. */
+export interface GroupTarget {
   label: string;
   /** The tool the request targets: its bare name and its catalog id. */
   targetName: string;
@@ -13,6 +13,10 @@ export interface LaneGroup {
   ownSchemas?: Map<string, unknown>;
   /** Whether this is a large catalog (claim 5 applies). */
   large: boolean;
+}
+
+/** One catalog compared three ways: direct, Tool Search code mode, Tool Search tools mode. */
+export interface LaneGroup extends GroupTarget {
   direct: LaneResult;
   code: LaneResult;
   tools: LaneResult;

@@ -4,18 +4,12 @@ import { join, resolve } from 'node:path';
 import type { ExposureMode } from '../../../src/expose/index.js';
 import { MARKER } from '../../../src/gateway/index.js';
 import { ok } from '../../../src/shared/index.js';
-import type { LaneGroup } from './claims.js';
+import type { GroupTarget, LaneGroup } from './claims.js';
 import { FAKE_PLUGIN_ID, fakeTool, fakeToolName, writeFakePlugin } from './fakePlugin.js';
 import { runLane, type LaneResult, type LaneSpec } from './lane.js';
 
 /** A catalog to compare: how to configure a lane for it and what the target is. */
-export interface GroupDef {
-  label: string;
-  targetName: string;
-  expectedId: string;
-  targetDescription?: string;
-  ownSchemas?: Map<string, unknown>;
-  large: boolean;
+export interface GroupDef extends GroupTarget {
   lane: (mode: ExposureMode) => LaneSpec;
 }
 
