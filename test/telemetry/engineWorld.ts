@@ -2,9 +2,8 @@
 // in-memory span exporter, and helpers to look at the span tree.
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { EngineOptions } from '../../src/gateway/engine/index.js';
-import type { Turn } from '../../src/gateway/types.js';
 import { createTelemetry, type Telemetry, type TelemetryOptions } from '../../src/telemetry/index.js';
-import { makeWorld, type World } from '../engine/fixture.js';
+import { makeWorld, startTurn, type World } from '../engine/fixture.js';
 
 export interface TracedWorld extends World {
   telemetry: Telemetry;
@@ -32,11 +31,7 @@ export async function tracedWorld(
   };
 }
 
-export async function startTurn(w: World, req: Parameters<World['engine']['startTurn']>[0]): Promise<Turn> {
-  const r = await w.engine.startTurn(req);
-  if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-  return r.value;
-}
+export { startTurn };
 
 /** The name of a span's parent within the set (null for a root or a remote parent). */
 export function parentName(spans: readonly ReadableSpan[], s: ReadableSpan): string | null {
