@@ -26,6 +26,13 @@ export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
+/** A command's failure: with --json `{ ok: false, error }` on stdout; always `code: message` on stderr. Returns `exit`. */
+export function reportFailure(io: CliIo, json: boolean, error: { code: string; message: string }, exit: number = EXIT_FAILED): number {
+  if (json) io.stdout(JSON.stringify({ ok: false, error }));
+  io.stderr(`${error.code}: ${error.message}`);
+  return exit;
+}
+
 /**
  * A reader that went away (`toolsearch search ... | head -3`) makes the next write fail with EPIPE: that is the
  * reader's choice, not an error of ours, so the process exits quietly with 0 instead of printing a stack trace.

@@ -5,7 +5,7 @@ import { readEventLog, type Envelope } from '../../bus/index.js';
 import { openNatsBus } from '../../bus/nats/index.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str } from '../args.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
   'Usage: toolsearch audit (--nats URL | --log FILE) --session ID [--stream-prefix P] [--json]',
@@ -23,11 +23,7 @@ const USAGE = [
   '  --json              print the report as one JSON object on the last line',
 ].join('\n');
 
-function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
-  if (json) io.stdout(JSON.stringify({ ok: false, error: failure.error }));
-  io.stderr(`${failure.error.code}: ${failure.error.message}`);
-  return code;
-}
+const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number => reportFailure(io, json, failure.error, code);
 
 /** Where the events come from, as the user named it (for messages). */
 type Origin = { kind: 'log'; file: string } | { kind: 'nats'; url: string; streamPrefix: string };

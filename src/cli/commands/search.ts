@@ -2,7 +2,7 @@ import { resolveTool } from '../../catalog/index.js';
 import { describeEntry, evaluate, readQueriesJsonl } from '../../search/index.js';
 import type { Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 import { openCatalog } from '../openCatalog.js';
 import { DESCRIBE_USAGE, EVAL_USAGE, SEARCH_USAGE } from '../usage.js';
 
@@ -12,11 +12,7 @@ const catalogOptions = {
   json: { type: 'boolean' },
 } as const;
 
-function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
-  if (json) io.stdout(JSON.stringify({ ok: false, error: failure.error }));
-  io.stderr(`${failure.error.code}: ${failure.error.message}`);
-  return code;
-}
+const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number => reportFailure(io, json, failure.error, code);
 
 export const searchCommand: Command = {
   name: 'search',

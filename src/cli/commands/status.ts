@@ -1,6 +1,6 @@
 import { isBusError, listActors, type ActorInfo } from '../../bus/nats/index.js';
 import { parseCommandArgs, str } from '../args.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
   'Usage: toolsearch status [--nats URL] [--wait-ms N] [--json]',
@@ -14,11 +14,8 @@ const USAGE = [
   '  --json        last line: {"ok": true, "actors": [{role, id, host, pid, startedAt, lastSeen}], "roles": {role: count}}',
 ].join('\n');
 
-function failWith(io: CliIo, json: boolean, code: string, message: string, exit = EXIT_FAILED): number {
-  if (json) io.stdout(JSON.stringify({ ok: false, error: { code, message } }));
-  io.stderr(`${code}: ${message}`);
-  return exit;
-}
+const failWith = (io: CliIo, json: boolean, code: string, message: string, exit = EXIT_FAILED): number =>
+  reportFailure(io, json, { code, message }, exit);
 
 /** How long ago, for people. Pure: no I/O. */
 function ago(iso: string, now: number): string {

@@ -4,7 +4,7 @@ import { DEFAULT_EVENT_LOG, readEventLog, type Envelope } from '../../bus/index.
 import { isBusError, openNatsBus } from '../../bus/nats/index.js';
 import { DEFAULT_TRACES_DIR, rebuildTrace, rebuiltTraceText, writeRebuiltTrace, type RebuiltTraceFormat } from '../../telemetry/index.js';
 import { parseCommandArgs, str } from '../args.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
   'Usage: toolsearch traces --session ID (--log FILE | --nats URL) [--format jaeger|otlp] [--traces-dir DIR | --out DIR|-] [--json]',
@@ -100,11 +100,8 @@ async function loadFromNats(url: string, sessionId: string, streamPrefix: string
   }
 }
 
-function failWith(io: CliIo, json: boolean, code: string, message: string, exit = EXIT_FAILED): number {
-  if (json) io.stdout(JSON.stringify({ ok: false, error: { code, message } }));
-  io.stderr(`${code}: ${message}`);
-  return exit;
-}
+const failWith = (io: CliIo, json: boolean, code: string, message: string, exit = EXIT_FAILED): number =>
+  reportFailure(io, json, { code, message }, exit);
 
 /** `toolsearch traces`: rebuilds a session's trace from its events (JSONL log or NATS) and writes it for Jaeger. */
 export const tracesCommand: Command = {

@@ -9,7 +9,7 @@ import { openCommandBus } from '../../gateway/roles/index.js';
 import type { StepResult, TurnRequest } from '../../gateway/types.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 import { TURN_USAGE } from '../usage.js';
 
 interface Script {
@@ -56,11 +56,8 @@ export function parseScript(text: string, file: string): Result<Script> {
   return ok({ ...(raw as unknown as Script), session: { ...session, sessionId: typeof session['sessionId'] === 'string' ? session['sessionId'] : `cli-${randomUUID()}` } as Script['session'] });
 }
 
-function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
-  if (json) io.stdout(JSON.stringify({ ok: false, error: { code: failure.error.code, message: failure.error.message } }));
-  io.stderr(`${failure.error.code}: ${failure.error.message}`);
-  return code;
-}
+const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number =>
+  reportFailure(io, json, { code: failure.error.code, message: failure.error.message }, code);
 
 /** A step result as the script output shows it: pending client calls become values. Pure: no I/O. */
 export function printableResult(r: StepResult): unknown {
