@@ -24,6 +24,8 @@ export interface ToolMeta {
   nameClasses: number;
   /** Words of the name as written, lowercased (not stemmed): list_pull_requests -> list, pull, requests. */
   nameWords: readonly string[];
+  /** Terms of the description's opening in order: where a query's "A to B" can be checked for direction. */
+  lead: readonly string[];
   /** The sanitized search result, made on first use. */
   result?: SearchResult;
 }
@@ -104,6 +106,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     nameKey: nameWords.join(''),
     nameClasses: verbClassesOf(nameWords),
     nameWords,
+    lead,
   };
 }
 

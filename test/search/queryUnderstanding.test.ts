@@ -83,3 +83,15 @@ describe('number agreement', () => {
     expect(idx.rankIds('show the contact of the address book')[0]).toBe('mcp:crm:get_contact');
   });
 });
+
+describe('direction of "A to B"', () => {
+  it('prefers the tool whose opening names A before B, in either direction', () => {
+    const tools = [
+      mcpTool('geo', ['geocode', 'Convert an address into geographic coordinates', ['address']]),
+      mcpTool('geo', ['reverse_geocode', 'Convert coordinates into an address', ['latitude', 'longitude']]),
+    ];
+    const idx = new SearchIndex(tools);
+    expect(idx.rankIds('convert a street address to coordinates')[0]).toBe('mcp:geo:geocode');
+    expect(idx.rankIds('convert coordinates to a street address')[0]).toBe('mcp:geo:reverse_geocode');
+  });
+});
