@@ -123,7 +123,17 @@ export function stem(word: string): string {
 const STEMS = new Map<string, string>();
 const STEM_CACHE_MAX = 200_000;
 
+/** Irregular English plurals (nouns only; not "leaves", "lives", which are also verbs): stemmed as their singular. */
+const IRREGULAR = new Map(Object.entries({
+  indices: 'index', vertices: 'vertex', matrices: 'matrix', appendices: 'appendix', people: 'person',
+  children: 'child', analyses: 'analysis', hypotheses: 'hypothesis', diagnoses: 'diagnosis', crises: 'crisis',
+  criteria: 'criterion', phenomena: 'phenomenon', knives: 'knife', halves: 'half', shelves: 'shelf',
+  mice: 'mouse', feet: 'foot', teeth: 'tooth', geese: 'goose', women: 'woman', axes: 'axis',
+}));
+
 function stemUncached(word: string): string {
+  const singular = IRREGULAR.get(word);
+  if (singular !== undefined) return singular.length <= 3 ? singular : stemUncached(singular);
   let w = word;
   // Step 1a: plurals.
   if (w.endsWith('sses')) w = w.slice(0, -2);

@@ -56,3 +56,11 @@ describe('tokenize', () => {
     for (const w of ['get', 'list', 'file', 'delete', 'create', 'search']) expect(STOP_WORDS.has(w)).toBe(false);
   });
 });
+
+describe('irregular plurals', () => {
+  it('stems an irregular plural like its singular', () => {
+    expect(tokenize('list indices')).toEqual(tokenize('list index'));
+    expect(tokenize('people children analyses')).toEqual(tokenize('person child analysis'));
+    expect(stem('vertices')).toBe(stem('vertex'));
+  });
+});
