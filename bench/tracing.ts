@@ -16,17 +16,15 @@
  * per run). Tools mode runs with the event log off (only tracing differs) and on (the default config). Needs
  * nothing from ../shared.
  */
+import { syntheticSources } from './lib/syntheticSources.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openMemoryBus } from '../src/bus/index.js';
-import type { CatalogPart, ToolEntry, ToolRegistry } from '../src/catalog/index.js';
 import { parseConfig } from '../src/config/index.js';
 import { createEngine } from '../src/gateway/engine/index.js';
-import type { StaticSources } from '../src/gateway/staticSources.js';
 import { createSandbox, type Sandbox } from '../src/sandbox/index.js';
-import { ok } from '../src/shared/index.js';
 import { createTelemetry, type Telemetry, type TelemetryOptions } from '../src/telemetry/index.js';
 
 export interface Runner {
@@ -198,32 +196,8 @@ export function printTracingReport(title: string, rows: TracingBenchRow[], targe
 
 // ---------- the turn ----------
 
-const WORDS = ['list', 'get', 'create', 'update', 'delete', 'search', 'file', 'issue', 'branch', 'user', 'message', 'channel',
-  'event', 'calendar', 'page', 'table', 'record', 'project', 'task', 'comment', 'folder', 'image', 'query', 'database'];
 
-/** A plugin-like static source of `size` tools over 10 owners, each executing in-process. */
-function syntheticSources(size: number): StaticSources {
-  const owners = 10;
-  const parts: CatalogPart[] = [];
-  const registry: ToolRegistry = new Map();
-  for (let o = 0; o < owners; o++) {
-    const owner = `srv${o}`;
-    const entries: ToolEntry[] = [];
-    for (let i = 0; i < size / owners; i++) {
-      const name = `${WORDS[(i + o) % WORDS.length]}_${WORDS[(i * 7 + o) % WORDS.length]}_${i}`;
-      const id = `openclaw:${owner}:${name}`;
-      entries.push({
-        id, source: 'openclaw', owner, sourceName: owner, name, description: `${name.replaceAll('_', ' ')} in ${owner}: a synthetic tool.`,
-        inputSchema: { type: 'object', properties: { text: { type: 'string' }, n: { type: 'integer' } }, required: ['text'] }, origin: 'plugin', trusted: true,
-      });
-      registry.set(id, async (args) => ok({ echoed: args['text'] }));
-    }
-    parts.push({ key: `openclaw:${owner}`, status: { key: `openclaw:${owner}`, source: 'openclaw', owner, ok: true, toolCount: entries.length, durationMs: 0 }, entries });
-  }
-  return { parts, registry, hooks: [], failures: [] };
-}
-
-const SOURCES = syntheticSources(1000);
+const SOURCES = syntheticSources(1000, 10);
 const TARGET = SOURCES.parts[3]!.entries[5]!.id;
 
 let logs = 0;

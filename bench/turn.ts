@@ -4,42 +4,17 @@
  * Run: node --import tsx bench/turn.ts
  * The catalog is synthetic (a plugin-like static source of 10,000 tools); ../shared is not needed.
  */
+import { syntheticSources } from './lib/syntheticSources.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { openMemoryBus, type MemoryBus } from '../src/bus/index.js';
-import type { CatalogPart, ToolEntry, ToolRegistry } from '../src/catalog/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import { expose } from '../src/expose/index.js';
 import { createEngine } from '../src/gateway/engine/index.js';
-import type { StaticSources } from '../src/gateway/staticSources.js';
-import { ok } from '../src/shared/index.js';
 import { percentile } from '../src/search/index.js';
 
-const WORDS = ['list', 'get', 'create', 'update', 'delete', 'search', 'file', 'issue', 'branch', 'user', 'message', 'channel',
-  'event', 'calendar', 'page', 'table', 'record', 'project', 'task', 'comment', 'folder', 'image', 'query', 'database'];
-
-function syntheticSources(size: number): StaticSources {
-  const owners = 50;
-  const parts: CatalogPart[] = [];
-  const registry: ToolRegistry = new Map();
-  for (let o = 0; o < owners; o++) {
-    const owner = `srv${o}`;
-    const entries: ToolEntry[] = [];
-    for (let i = 0; i < size / owners; i++) {
-      const name = `${WORDS[(i + o) % WORDS.length]}_${WORDS[(i * 7 + o) % WORDS.length]}_${i}`;
-      const id = `openclaw:${owner}:${name}`;
-      entries.push({
-        id, source: 'openclaw', owner, sourceName: owner, name, description: `${name.replaceAll('_', ' ')} in ${owner}: a synthetic tool.`,
-        inputSchema: { type: 'object', properties: { text: { type: 'string' }, n: { type: 'integer' } }, required: ['text'] }, origin: 'plugin', trusted: true,
-      });
-      registry.set(id, async (args) => ok({ echoed: args['text'] }));
-    }
-    parts.push({ key: `openclaw:${owner}`, status: { key: `openclaw:${owner}`, source: 'openclaw', owner, ok: true, toolCount: entries.length, durationMs: 0 }, entries });
-  }
-  return { parts, registry, hooks: [], failures: [] };
-}
 
 function config(raw: Record<string, unknown>): ResolvedConfig {
   const p = parseConfig(raw);
@@ -52,7 +27,7 @@ const row = (label: string, value: string, note = '') => console.log(`  ${label.
 
 async function exposeBench(): Promise<void> {
   console.log('\n1. Expose for a turn whose 10,000-tool catalog is cached (tools mode, log off)');
-  const sources = syntheticSources(10_000);
+  const sources = syntheticSources(10_000, 50);
   const bus = await openMemoryBus({ logPath: false });
   const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
   const startTimes: number[] = [];
@@ -85,7 +60,7 @@ async function exposeBench(): Promise<void> {
 async function callsWith(log: boolean, calls: number): Promise<{ perCall: number; events: number; bytes: number; fsyncs: number }> {
   const dir = mkdtempSync(join(os.tmpdir(), 'ts-bench-turn-'));
   const bus: MemoryBus = await openMemoryBus({ logPath: log ? join(dir, 'events.jsonl') : false });
-  const sources = syntheticSources(1_000);
+  const sources = syntheticSources(1_000, 50);
   const target = sources.parts[1]!.entries[0]!.id;
   const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
   const r = await engine.startTurn({ sessionId: 'calls' });
@@ -118,7 +93,7 @@ async function concurrencyBench(): Promise<void> {
   console.log('\n3. 100 concurrent turns in one process (tools mode, 1,000 tools + a client tool each, search + call)');
   const dir = mkdtempSync(join(os.tmpdir(), 'ts-bench-turn-'));
   const bus = await openMemoryBus({ logPath: join(dir, 'events.jsonl') });
-  const sources = syntheticSources(1_000);
+  const sources = syntheticSources(1_000, 50);
   const target = sources.parts[2]!.entries[0]!.id;
   const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
   const t0 = performance.now();
