@@ -2,6 +2,7 @@ import { fail } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
 import type { ConnectOptions, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import type { CatalogPart } from './buildCatalog.js';
 import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
 
 export interface SessionMcpRuntimeOptions {
@@ -169,6 +170,17 @@ export class SessionMcpRuntime {
     const out: ToolEntry[] = [];
     for (const slot of this.slots.values()) if (slot.connection?.alive) out.push(...slot.entries);
     return out;
+  }
+
+  /** One catalog part per status (from `ensure`): the live tools of that server, none for a failed one. */
+  parts(statuses: readonly SourceStatus[]): CatalogPart[] {
+    const byOwner = new Map<string, ToolEntry[]>();
+    for (const e of this.list()) {
+      const own = byOwner.get(e.owner);
+      if (own === undefined) byOwner.set(e.owner, [e]);
+      else own.push(e);
+    }
+    return statuses.map((status) => ({ key: status.key, status, entries: status.ok ? byOwner.get(status.owner) ?? [] : [] }));
   }
 
   /** Per-server status: the last outcome of opening it; a server that died since is reported as not ok. */

@@ -1,4 +1,4 @@
-import { buildCatalog, SessionMcpRuntime, type Catalog, type CatalogPart, type ToolEntry } from '../catalog/index.js';
+import { buildCatalog, SessionMcpRuntime, type Catalog, type CatalogPart } from '../catalog/index.js';
 import { loadConfig, type ResolvedConfig } from '../config/index.js';
 import { loadStaticSources } from '../gateway/staticSources.js';
 import { filterCatalog, resolvePolicy } from '../policy/index.js';
@@ -45,13 +45,11 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
   const names = Object.keys(servers);
   if (names.length > 0) {
     io.stderr(`starting ${names.length} MCP server${names.length === 1 ? '' : 's'}: ${names.join(', ')}`);
-    const statuses = await runtime.ensure(servers as never);
-    const entries = runtime.list();
-    for (const s of statuses) {
+    for (const part of runtime.parts(await runtime.ensure(servers as never))) {
+      const s = part.status;
       if (!s.ok) io.stderr(`warning: source ${s.key} failed: ${s.reason ?? 'unknown reason'}`);
       for (const w of s.warnings ?? []) io.stderr(`warning: ${w}`);
-      const own: ToolEntry[] = entries.filter((e) => e.owner === s.owner);
-      parts.push({ key: s.key, status: s, entries: own });
+      parts.push(part);
     }
   }
   const catalog = buildCatalog(parts);

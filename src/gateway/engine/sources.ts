@@ -57,14 +57,9 @@ export async function listTurnSources(
   const names = Object.keys(specs);
   if (names.length > 0) {
     const runtime = runtimeOf(deps, ts.session);
-    const statuses = await runtime.ensure(specs, { signal });
-    const live = runtime.list();
-    for (const status of statuses) {
-      if (!status.ok) {
-        failures.push(status);
-        continue;
-      }
-      parts.push({ key: status.key, status, entries: live.filter((e) => e.source === 'mcp' && e.owner === status.owner) });
+    for (const part of runtime.parts(await runtime.ensure(specs, { signal }))) {
+      if (part.status.ok) parts.push(part);
+      else failures.push(part.status);
     }
   }
   // Fail closed: only the client tools that pass every check become entries. A source with no usable tool (a bad
