@@ -18,9 +18,9 @@ import { openMemoryBus, type Envelope, type EventBus } from '../src/bus/index.js
 import { openNatsBus, type NatsBus } from '../src/bus/nats/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import { encodeToken } from '../src/events/index.js';
-import { createEngine } from '../src/gateway/engine/index.js';
-import { loadStaticSources, type StaticSources } from '../src/gateway/staticSources.js';
-import { PLUGIN_SOURCE } from '../test/engine/fixture.js';
+import { createEngine } from '../src/turn/index.js';
+import { loadStaticSources, type StaticSources } from '../src/catalog/index.js';
+import { PLUGIN_SOURCE } from '../test/turn/fixture.js';
 import { startNatsServer } from '../test/support/natsServer.js';
 
 const arg = (name: string, dflt: number): number => {

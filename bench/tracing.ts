@@ -23,7 +23,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openMemoryBus } from '../src/bus/index.js';
 import { parseConfig } from '../src/config/index.js';
-import { createEngine } from '../src/gateway/engine/index.js';
+import { createEngine } from '../src/turn/index.js';
 import { createSandbox, type Sandbox } from '../src/sandbox/index.js';
 import { createTelemetry, type Telemetry, type TelemetryOptions } from '../src/telemetry/index.js';
 

@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { openMemoryBus, type MemoryBus } from '../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import { expose } from '../src/expose/index.js';
-import { createEngine } from '../src/gateway/engine/index.js';
+import { createEngine } from '../src/turn/index.js';
 import { percentile } from '../src/search/index.js';
 
 

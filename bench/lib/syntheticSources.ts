@@ -1,5 +1,5 @@
 import type { CatalogPart, ToolEntry, ToolRegistry } from '../../src/catalog/index.js';
-import type { StaticSources } from '../../src/gateway/staticSources.js';
+import type { StaticSources } from '../../src/catalog/index.js';
 import { ok } from '../../src/shared/index.js';
 
 const WORDS = ['list', 'get', 'create', 'update', 'delete', 'search', 'file', 'issue', 'branch', 'user', 'message', 'channel',

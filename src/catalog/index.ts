@@ -20,3 +20,5 @@ export type { SessionMcpRuntimeOptions, EnsureOptions } from './mcpRuntime.js';
 export { buildCatalog, catalogFromEntries, clientTools, checkClientTools, clientToolSource, canonicalJson, entryDigest, sourceKeyOf } from './buildCatalog.js';
 export type { CatalogPart } from './buildCatalog.js';
 export { resolveTool, suggestTools, nameSimilarity, nameTokens, editDistance } from './resolveTool.js';
+export { loadStaticSources } from './loadStaticSources.js';
+export type { StaticSources, StaticSourceOptions, PluginHook } from './loadStaticSources.js';

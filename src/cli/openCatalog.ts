@@ -1,6 +1,6 @@
 import { buildCatalog, SessionMcpRuntime, type Catalog, type CatalogPart } from '../catalog/index.js';
 import { loadConfig, type ResolvedConfig } from '../config/index.js';
-import { loadStaticSources } from '../gateway/staticSources.js';
+import { loadStaticSources } from '../catalog/index.js';
 import { filterCatalog, resolvePolicy } from '../policy/index.js';
 import { SearchIndex } from '../search/index.js';
 import { ok, type Result } from '../shared/index.js';

@@ -7,7 +7,7 @@ import { writeSse } from './front/sse.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
 import { FRONT_ORIGIN_PREFIX } from './sessionEvents/index.js';
-import type { StepResult, TurnEngine } from './types.js';
+import type { StepResult, TurnEngine } from '../turn/index.js';
 
 /** The request headers that name a request's session, agent and profile. */
 export const SESSION_HEADER = 'x-toolsearch-session';

@@ -1,7 +1,4 @@
-export type { TurnRequest, StepResult, Turn, TurnEngine } from './types.js';
-export { loadStaticSources } from './staticSources.js';
-export type { StaticSources, StaticSourceOptions, PluginHook } from './staticSources.js';
-export { startMockProvider, mockProviderCommand, MOCK_MODEL } from './mockProvider.js';
+export { startMockProvider, MOCK_MODEL } from './mockProvider.js';
 export type { MockProvider, MockProviderOptions } from './mockProvider.js';
 export { MARKER } from './mock/markerArgs.js';
 export { createProviderClient, redactUrl } from './providerClient.js';
@@ -14,5 +11,8 @@ export {
 export type { GatewayServer, GatewayServerOptions, GatewayFrontEvent } from './httpFront.js';
 export { parseSse } from './front/sse.js';
 export type { ChatRequest, ChatMessage, ChatCompletion } from './front/openai.js';
-export { createEngine, openLocalEngine, toolCallArgs, stepArgsObject } from './engine/index.js';
-export type { Engine, EngineOptions, CodeRunOutcome, CodeRunTelemetry, LocalEngine, LocalEngineFlags } from './engine/index.js';
+export { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, FRONT_ORIGIN_PREFIX, isFrontRecord, startSessionEventConsumer, toTurnRequest } from './sessionEvents/index.js';
+export type {
+  PublishSessionEventOptions, SessionAnswerType, SessionEventType, SessionEventConsumer, SessionEventConsumerOptions,
+  SessionEventConsumerStats,
+} from './sessionEvents/index.js';

@@ -4,7 +4,7 @@ import type { ExposureMode } from '../expose/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { contentText, isRecord, type ChatCompletion, type ChatMessage, type ChatRequest, type ChatToolCall, type ChatUsage } from './front/openai.js';
 import type { ProviderClient } from './providerClient.js';
-import type { StepResult, Turn, TurnEngine } from './types.js';
+import type { StepResult, Turn, TurnEngine } from '../turn/index.js';
 
 /** The session facts of one chat request (from headers or defaults). */
 export interface ChatSession {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { auditCommand } from '../../src/cli/commands/audit.js';
 import { codeCommand } from '../../src/cli/commands/code.js';
-import { captureIo, cliDir } from '../engine/cliFixture.js';
+import { captureIo, cliDir } from '../turn/cliFixture.js';
 
 let dir: string | undefined;
 afterEach(() => {

@@ -8,7 +8,7 @@ import type { Envelope } from '../../src/bus/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { validateEvent } from '../../src/events/index.js';
 import { startMockProvider } from '../../src/gateway/index.js';
-import { providerApiKey, startGateway } from '../../src/gateway/serve.js';
+import { providerApiKey, startGateway } from '../../src/app/index.js';
 
 const chat = (url: string, content: string, headers: Record<string, string> = {}) =>
   fetch(`${url}/v1/chat/completions`, {

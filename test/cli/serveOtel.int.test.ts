@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { startGateway } from '../../src/gateway/serve.js';
+import { startGateway } from '../../src/app/index.js';
 import { receivedSpans, startReceiver } from '../telemetry/receiver.js';
 
 // This file alone mutates process.env (vitest runs each file in its own worker), and restores it.

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { logCommand } from '../../src/cli/commands/log.js';
 import { turnCommand } from '../../src/cli/commands/turn.js';
-import { captureIo, cliDir } from '../engine/cliFixture.js';
+import { captureIo, cliDir } from '../turn/cliFixture.js';
 
 let dir: string | undefined;
 afterEach(() => {

@@ -2,7 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
 import type { NatsBus } from '../../src/bus/nats/index.js';
-import { createEngine, type Engine } from '../../src/gateway/engine/index.js';
+import { createEngine, type Engine } from '../../src/turn/index.js';
 import { startNatsCluster, type NatsCluster } from '../support/natsServer.js';
 import { ackedOf, loose, openBus, recording, replayAll, roleWorld, type RoleWorld } from '../roles/world.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditReport, sessionLogFrom } from '../../src/audit/index.js';
 import type { Envelope } from '../../src/bus/index.js';
 import type { NatsBus } from '../../src/bus/nats/index.js';
-import { createEngine } from '../../src/gateway/engine/index.js';
+import { createEngine } from '../../src/turn/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { loose, openBus, recording, replayAll, roleWorld, sleep, type RoleWorld } from '../roles/world.js';
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
 import type { NatsBus } from '../../src/bus/nats/index.js';
-import { startRoleServices, type RoleServices } from '../../src/gateway/roles/index.js';
+import { startRoleServices, type RoleServices } from '../../src/app/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { loose, openBus, replayAll, roleWorld, sleep, type RoleWorld } from '../roles/world.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
 import type { NatsBus } from '../../src/bus/nats/index.js';
-import { createEngine, type Engine } from '../../src/gateway/engine/index.js';
+import { createEngine, type Engine } from '../../src/turn/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { ackedOf, loose, openBus, recording, replayAll, roleWorld, sleep, type RoleWorld } from '../roles/world.js';
 

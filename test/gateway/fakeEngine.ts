@@ -3,7 +3,7 @@
 // (trusted test code only; the real engine runs it in the sandbox).
 import { clientTools, type ToolEntry } from '../../src/catalog/index.js';
 import { expose, type ExposureMode } from '../../src/expose/index.js';
-import type { StepResult, Turn, TurnEngine, TurnRequest } from '../../src/gateway/types.js';
+import type { StepResult, Turn, TurnEngine, TurnRequest } from '../../src/turn/index.js';
 
 export interface FakeCall {
   id: string;

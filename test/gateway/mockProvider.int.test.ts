@@ -2,7 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { expose } from '../../src/expose/index.js';
 import { parseSse } from '../../src/gateway/front/sse.js';
 import { MARKER } from '../../src/gateway/mock/markerArgs.js';
-import { mockProviderCommand, startMockProvider, type MockProvider } from '../../src/gateway/mockProvider.js';
+import { startMockProvider, type MockProvider } from '../../src/gateway/mockProvider.js';
+import { mockProviderCommand } from '../../src/cli/commands/mockProvider.js';
 import { fakePluginTools } from './fakeEngine.js';
 import { postJson } from '../support/http.js';
 

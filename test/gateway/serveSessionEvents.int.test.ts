@@ -9,7 +9,7 @@ import type { Envelope } from '../../src/bus/index.js';
 import { openNatsBus, type NatsBus } from '../../src/bus/nats/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { gatewaySessionPattern } from '../../src/events/index.js';
-import { startGateway, type RunningGateway } from '../../src/gateway/serve.js';
+import { startGateway, type RunningGateway } from '../../src/app/index.js';
 import { publishSessionEvent } from '../../src/gateway/sessionEvents/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 

@@ -3,7 +3,7 @@ import type { Envelope } from '../../src/bus/index.js';
 import { openNatsBus, type NatsBus } from '../../src/bus/nats/index.js';
 import { gatewaySessionPattern } from '../../src/events/index.js';
 import { publishSessionEvent, startSessionEventConsumer } from '../../src/gateway/sessionEvents/index.js';
-import type { Turn, TurnEngine, TurnRequest } from '../../src/gateway/types.js';
+import type { Turn, TurnEngine, TurnRequest } from '../../src/turn/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 
 let server: NatsServer;

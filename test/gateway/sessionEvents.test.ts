@@ -8,7 +8,7 @@ import {
   parseGatewaySubject,
   subjectFor,
 } from '../../src/events/index.js';
-import type { StepResult, Turn, TurnEngine, TurnRequest } from '../../src/gateway/types.js';
+import type { StepResult, Turn, TurnEngine, TurnRequest } from '../../src/turn/index.js';
 import {
   publishSessionEvent,
   startSessionEventConsumer,

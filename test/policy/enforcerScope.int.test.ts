@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../src/bus/index.js';
 import type { NatsBus } from '../../src/bus/nats/index.js';
-import { createEngine, type Engine } from '../../src/gateway/engine/index.js';
-import { startRoleServices, type RoleServices } from '../../src/gateway/roles/index.js';
+import { createEngine, type Engine } from '../../src/turn/index.js';
+import { startRoleServices, type RoleServices } from '../../src/app/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { loose, openBus, replayAll, roleWorld, type RoleWorld } from '../roles/world.js';
 

@@ -2,9 +2,9 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
-import { startRoleServices, type RoleServices } from '../../src/gateway/roles/index.js';
+import { startRoleServices, type RoleServices } from '../../src/app/index.js';
 import type { NatsBus } from '../../src/bus/nats/index.js';
-import { cliDir } from '../engine/cliFixture.js';
+import { cliDir } from '../turn/cliFixture.js';
 import { freePort, startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { openBus, roleWorld } from './world.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
 import { listActors, type NatsBus } from '../../src/bus/nats/index.js';
-import { startRoleServices, type RoleServices } from '../../src/gateway/roles/index.js';
+import { startRoleServices, type RoleServices } from '../../src/app/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { loose, openBus, replayAll, roleWorld, type RoleWorld } from './world.js';
 

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { openNatsBus, type NatsBus, type NatsBusOptions } from '../../src/bus/nats/index.js';
 import type { Envelope, EventBus } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
-import { loadStaticSources, type StaticSources } from '../../src/gateway/staticSources.js';
-import { PLUGIN_SOURCE } from '../engine/fixture.js';
+import { loadStaticSources, type StaticSources } from '../../src/catalog/index.js';
+import { PLUGIN_SOURCE } from '../turn/fixture.js';
 
 export interface RoleWorld {
   dir: string;

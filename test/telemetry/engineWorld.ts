@@ -1,9 +1,9 @@
 // Engine turns traced live, for the telemetry tests: the engine test world (test/engine/fixture.ts) with an
 // in-memory span exporter, and helpers to look at the span tree.
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { EngineOptions } from '../../src/gateway/engine/index.js';
+import type { EngineOptions } from '../../src/turn/index.js';
 import { createTelemetry, type Telemetry, type TelemetryOptions } from '../../src/telemetry/index.js';
-import { makeWorld, startTurn, type World } from '../engine/fixture.js';
+import { makeWorld, startTurn, type World } from '../turn/fixture.js';
 
 export interface TracedWorld extends World {
   telemetry: Telemetry;

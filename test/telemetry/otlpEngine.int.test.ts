@@ -5,7 +5,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readEventLog, type Envelope } from '../../src/bus/index.js';
 import { turnCommand } from '../../src/cli/commands/turn.js';
-import type { StepResult, Turn } from '../../src/gateway/types.js';
+import type { StepResult, Turn } from '../../src/turn/index.js';
 import {
   Attr,
   SpanName,
@@ -16,7 +16,7 @@ import {
   type OtlpTraceRequest,
   type TelemetryOptions,
 } from '../../src/telemetry/index.js';
-import { PLUGIN_SOURCE } from '../engine/fixture.js';
+import { PLUGIN_SOURCE } from '../turn/fixture.js';
 import { startTurn, tracedWorld, type TracedWorld } from './engineWorld.js';
 import { closedPort, receivedSpans, startReceiver } from './receiver.js';
 

@@ -6,7 +6,7 @@ import type { SnapshotCallHandler } from '../../../src/catalog/index.js';
 import { loadConfig } from '../../../src/config/index.js';
 import type { ExposureMode } from '../../../src/expose/index.js';
 import { SESSION_HEADER } from '../../../src/gateway/index.js';
-import { startGateway } from '../../../src/gateway/serve.js';
+import { startGateway } from '../../../src/app/index.js';
 
 /** One gateway run of the comparison: a catalog, a mode, one request. */
 export interface LaneSpec {

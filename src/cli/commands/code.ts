@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openLocalEngine } from '../../gateway/engine/index.js';
-import { openCommandBus } from '../../gateway/roles/index.js';
+import { openLocalEngine } from '../../app/index.js';
+import { openCommandBus } from '../../app/index.js';
 import { fail, type Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';

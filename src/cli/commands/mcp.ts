@@ -1,6 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { loadConfig, parseConfig, type ResolvedConfig } from '../../config/index.js';
-import { startMcpGateway } from '../../gateway/mcpServer.js';
+import { startMcpGateway } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 

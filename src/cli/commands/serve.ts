@@ -1,7 +1,7 @@
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
 import { openNatsBus } from '../../bus/index.js';
-import { startRoleServices } from '../../gateway/roles/index.js';
-import { startGateway, DEFAULT_GATEWAY_PORT } from '../../gateway/serve.js';
+import { startRoleServices } from '../../app/index.js';
+import { startGateway, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 

@@ -9,7 +9,7 @@ import {
   type EventProblem,
 } from '../../events/index.js';
 import type { ToolSearchError } from '../../shared/index.js';
-import type { StepResult, Turn, TurnEngine } from '../types.js';
+import type { StepResult, Turn, TurnEngine } from '../../turn/index.js';
 import { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, type SessionEventType } from './publishSessionEvent.js';
 import { toTurnRequest } from './toTurnRequest.js';
 

@@ -1,6 +1,6 @@
 import type { EventData } from '../../events/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
-import type { TurnRequest } from '../types.js';
+import type { TurnRequest } from '../../turn/index.js';
 
 const HARNESSES = ['pi', 'codex'] as const;
 

@@ -1,5 +1,5 @@
-import type { Envelope, EventBus } from '../../bus/index.js';
-import { makeEnvelope, sessionEventsPattern, type EventData, type EventOf, type EventType } from '../../events/index.js';
+import type { Envelope, EventBus } from '../bus/index.js';
+import { makeEnvelope, sessionEventsPattern, type EventData, type EventOf, type EventType } from '../events/index.js';
 
 /**
  * Publishes one turn's events in order: `seq` 1, 2, ... per turn, awaited (the bus has accepted the event before

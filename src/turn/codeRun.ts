@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Bridge, CodeOutcome, LogLine } from '../../sandbox/index.js';
-import { fail, ok, type Result } from '../../shared/index.js';
-import { SpanName } from '../../telemetry/index.js';
+import type { Bridge, CodeOutcome, LogLine } from '../sandbox/index.js';
+import { fail, ok, type Result } from '../shared/index.js';
+import { SpanName } from '../telemetry/index.js';
 import { callTool, resolveForCall } from './callPath.js';
 import { describeTool, searchTools } from './operations.js';
 import { traced } from './spans.js';

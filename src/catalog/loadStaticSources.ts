@@ -1,8 +1,10 @@
 import { resolve } from 'node:path';
-import {
-  coreTools, loadCatalogPaths, loadPlugin, type CatalogPart, type LoadedPlugin, type SnapshotCallHandler, type SourceStatus,
-  type ToolRegistry,
-} from '../catalog/index.js';
+import type { CatalogPart } from './buildCatalog.js';
+import { coreTools } from './coreTools.js';
+import { loadPlugin, type LoadedPlugin } from './loadPlugin.js';
+import type { SnapshotCallHandler } from './mcp.js';
+import { loadCatalogPaths } from './snapshot.js';
+import type { SourceStatus, ToolRegistry } from './types.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { buildCatalog, entryDigest, type Catalog, type CatalogPart } from '../../catalog/index.js';
-import { filterCatalog, type EffectivePolicy } from '../../policy/index.js';
+import { buildCatalog, entryDigest, type Catalog, type CatalogPart } from '../catalog/index.js';
+import { filterCatalog, type EffectivePolicy } from '../policy/index.js';
 
 /**
  * Catalogs of turns, memoized: building and filtering a 10,000-tool catalog costs tens of milliseconds, and most

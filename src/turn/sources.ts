@@ -1,8 +1,8 @@
 import {
   clientToolSource, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
   type SourceStatus,
-} from '../../catalog/index.js';
-import type { EffectivePolicy } from '../../policy/index.js';
+} from '../catalog/index.js';
+import type { EffectivePolicy } from '../policy/index.js';
 import type { EngineDeps, SessionState, TurnState } from './types.js';
 
 const own = <T>(record: Record<string, T>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);

@@ -3,13 +3,13 @@ import { createActor, fromPromise, toPromise, waitFor, type Actor } from 'xstate
 import {
   turnMachine, type CatalogInfo, type ExecuteStepInput, type Exposure as MachineExposure, type ExposeInput, type IndexCatalogInput,
   type ListSourcesInput, type TurnActorBase,
-} from '../../../machines/index.js';
-import type { Catalog } from '../../catalog/index.js';
-import { makeEnvelope } from '../../events/index.js';
-import type { ExposureMode } from '../../expose/index.js';
-import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../../policy/index.js';
-import { fail, ok, type Result, type ToolSearchError } from '../../shared/index.js';
-import type { StepResult, Turn, TurnEngine, TurnRequest } from '../types.js';
+} from '../../machines/index.js';
+import type { Catalog } from '../catalog/index.js';
+import { makeEnvelope } from '../events/index.js';
+import type { ExposureMode } from '../expose/index.js';
+import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
+import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
+import type { StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
 import { bySource } from './codeRun.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';

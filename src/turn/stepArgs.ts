@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '../../shared/index.js';
+import { fail, ok, type Result } from '../shared/index.js';
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 

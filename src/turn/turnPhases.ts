@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { Catalog } from '../../catalog/index.js';
-import { expose as exposeSurface, type ExposureMode } from '../../expose/index.js';
-import type { CatalogInfo, Exposure as MachineExposure } from '../../../machines/index.js';
-import { sessionPolicy, type EffectivePolicy } from '../../policy/index.js';
-import { SpanName } from '../../telemetry/index.js';
+import type { Catalog } from '../catalog/index.js';
+import { expose as exposeSurface, type ExposureMode } from '../expose/index.js';
+import type { CatalogInfo, Exposure as MachineExposure } from '../../machines/index.js';
+import { sessionPolicy, type EffectivePolicy } from '../policy/index.js';
+import { SpanName } from '../telemetry/index.js';
 import { bySource } from './codeRun.js';
 import { listTurnSources } from './sources.js';
 import { traced } from './spans.js';

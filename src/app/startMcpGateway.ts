@@ -6,10 +6,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
-import { createEngine } from './engine/index.js';
-import { toolContent } from './providerLoop.js';
-import { loadStaticSources } from './staticSources.js';
-import type { Turn } from './types.js';
+import { loadStaticSources } from '../catalog/index.js';
+import { toolContent } from '../gateway/index.js';
+import { createEngine, type Turn } from '../turn/index.js';
 
 export interface McpGatewayOptions {
   config: ResolvedConfig;

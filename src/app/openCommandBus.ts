@@ -1,5 +1,5 @@
-import { isBusError, openNatsBus, type NatsBus } from '../../bus/nats/index.js';
-import { fail, ok, type Result } from '../../shared/index.js';
+import { isBusError, openNatsBus, type NatsBus } from '../bus/nats/index.js';
+import { fail, ok, type Result } from '../shared/index.js';
 
 /**
  * The NATS bus of a one-shot command (`turn --nats`, `code --nats`): `url` from the flag, else NATS_URL; a

@@ -10,14 +10,14 @@ import type { ExposureMode } from '../expose/index.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { createTelemetry, type Telemetry } from '../telemetry/index.js';
-import type { Engine } from './engine/index.js';
-import { startRoleServices } from './roles/index.js';
-import type { SessionEventConsumer } from './sessionEvents/index.js';
-import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from './httpFront.js';
-import { startMockProvider, type MockProvider } from './mockProvider.js';
-import { createProviderClient, redactUrl } from './providerClient.js';
-import type { LoopProgress } from './providerLoop.js';
-import { loadStaticSources } from './staticSources.js';
+import type { Engine } from '../turn/index.js';
+import { startRoleServices } from './startRoleServices.js';
+import type { SessionEventConsumer } from '../gateway/index.js';
+import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from '../gateway/index.js';
+import { startMockProvider, type MockProvider } from '../gateway/index.js';
+import { createProviderClient, redactUrl } from '../gateway/index.js';
+import type { LoopProgress } from '../gateway/index.js';
+import { loadStaticSources } from '../catalog/index.js';
 
 /** The port `toolsearch serve` listens on when neither --port, PORT nor config `gateway.port` says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 8787;
@@ -207,7 +207,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     const staticTools = statics.value.parts.reduce((n, p) => n + p.entries.length, 0);
     say(`sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`);
 
-    // The turn engine through the deployment roles (src/gateway/roles): `all` runs its own policy enforcer and
+    // The turn engine through the deployment roles (src/app/startRoleServices.ts): `all` runs its own policy enforcer and
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
     // session event consumer runs too, so other gateways can drive turns here; it skips the front's own events
     // (marked `origin: front:<id>`), which record turns the front runs itself.

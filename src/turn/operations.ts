@@ -1,7 +1,7 @@
-import { resolveTool } from '../../catalog/index.js';
-import { describeEntry, type DescribedTool, type SearchAnswer } from '../../search/index.js';
-import { fail, type Result } from '../../shared/index.js';
-import { SpanName } from '../../telemetry/index.js';
+import { resolveTool } from '../catalog/index.js';
+import { describeEntry, type DescribedTool, type SearchAnswer } from '../search/index.js';
+import { fail, type Result } from '../shared/index.js';
+import { SpanName } from '../telemetry/index.js';
 import { traced } from './spans.js';
 import type { EngineDeps, OpCtx, TurnState } from './types.js';
 

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Context, Span } from '@opentelemetry/api';
-import type { Envelope } from '../../bus/index.js';
-import type { EventOf } from '../../events/index.js';
+import type { Envelope } from '../bus/index.js';
+import type { EventOf } from '../events/index.js';
 import {
   SpanName,
   applySpanFacts,
@@ -30,7 +30,7 @@ import {
   type Telemetry,
   type TraceHeaders,
   type TurnEnd,
-} from '../../telemetry/index.js';
+} from '../telemetry/index.js';
 
 /*
  * Live spans of a turn, following the span model (src/telemetry/spanModel.ts, /work/notes/span-model.md): the

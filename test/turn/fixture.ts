@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { openMemoryBus, readEventLog, type Envelope, type MemoryBus } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { validateEvent } from '../../src/events/index.js';
-import { createEngine, type Engine, type EngineOptions } from '../../src/gateway/engine/index.js';
-import { loadStaticSources, type StaticSources } from '../../src/gateway/staticSources.js';
-import type { Turn } from '../../src/gateway/types.js';
+import { createEngine, type Engine, type EngineOptions } from '../../src/turn/index.js';
+import { loadStaticSources, type StaticSources } from '../../src/catalog/index.js';
+import type { Turn } from '../../src/turn/index.js';
 
 export const PLUGIN_SOURCE = `
 export default {

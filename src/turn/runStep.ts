@@ -1,6 +1,6 @@
-import type { TurnStep } from '../../../machines/index.js';
-import { fail } from '../../shared/index.js';
-import type { StepResult } from '../types.js';
+import type { TurnStep } from '../../machines/index.js';
+import { fail } from '../shared/index.js';
+import type { StepResult } from './turnEngine.js';
 import { callTool, rejectCall, resolveForCall } from './callPath.js';
 import { runCode } from './codeRun.js';
 import { describeTool, searchTools } from './operations.js';

@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
-import { openMemoryBus, type EventBus, type MemoryBus } from '../../bus/index.js';
-import { loadConfig, parseConfig, type ResolvedConfig } from '../../config/index.js';
-import { createSandbox, type Sandbox } from '../../sandbox/index.js';
-import { ok, type Result } from '../../shared/index.js';
-import { createTelemetry, type Telemetry } from '../../telemetry/index.js';
-import { loadStaticSources } from '../staticSources.js';
-import { createEngine, type Engine } from './createEngine.js';
+import { openMemoryBus, type EventBus, type MemoryBus } from '../bus/index.js';
+import { loadConfig, parseConfig, type ResolvedConfig } from '../config/index.js';
+import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import { ok, type Result } from '../shared/index.js';
+import { createTelemetry, type Telemetry } from '../telemetry/index.js';
+import { loadStaticSources } from '../catalog/index.js';
+import { createEngine, type Engine } from '../turn/index.js';
 
 export interface LocalEngineFlags {
   config?: string;

@@ -1,5 +1,5 @@
-import type { Catalog } from '../../catalog/index.js';
-import { SearchIndex, type SearchSettings } from '../../search/index.js';
+import type { Catalog } from '../catalog/index.js';
+import { SearchIndex, type SearchSettings } from '../search/index.js';
 
 /**
  * Search indexes shared by every session of an engine, keyed by the (policy-filtered) catalog fingerprint: a

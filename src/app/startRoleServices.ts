@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { EventBus } from '../../bus/index.js';
-import type { ResolvedConfig } from '../../config/index.js';
-import { startPolicyEnforcer, type PolicyEnforcer } from '../../policy/index.js';
+import type { EventBus } from '../bus/index.js';
+import type { ResolvedConfig } from '../config/index.js';
+import { startPolicyEnforcer, type PolicyEnforcer } from '../policy/index.js';
 import {
   createRemoteSandbox, createSandbox, startSandboxRunner, type RemoteSandboxOptions, type Sandbox, type SandboxRunner,
-} from '../../sandbox/index.js';
-import { createEngine, type Engine, type EngineOptions } from '../engine/index.js';
-import { startSessionEventConsumer, type SessionEventConsumer } from '../sessionEvents/index.js';
+} from '../sandbox/index.js';
+import { createEngine, type Engine, type EngineOptions } from '../turn/index.js';
+import { startSessionEventConsumer, type SessionEventConsumer } from '../gateway/index.js';
 
 export type Role = 'all' | 'gateway' | 'policy' | 'sandbox';
 export const ROLES: readonly Role[] = ['all', 'gateway', 'policy', 'sandbox'];

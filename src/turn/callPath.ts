@@ -4,13 +4,13 @@ import { createActor, fromPromise, toPromise } from 'xstate';
 import {
   toolCallMachine, type ApprovalAnswer, type ArgsValidation, type CallActorInput, type HooksOutcome, type PolicyDecision,
   type ToolCallOutput,
-} from '../../../machines/index.js';
-import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEntry } from '../../catalog/index.js';
-import type { EventOf } from '../../events/index.js';
-import { approvalPattern, runBeforeToolCallHooks, waitForApproval, type ApprovalDecision } from '../../policy/index.js';
-import { fail, ok, type Result, type ToolSearchError } from '../../shared/index.js';
-import { SpanName } from '../../telemetry/index.js';
-import type { StepResult } from '../types.js';
+} from '../../machines/index.js';
+import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEntry } from '../catalog/index.js';
+import type { EventOf } from '../events/index.js';
+import { approvalPattern, runBeforeToolCallHooks, waitForApproval, type ApprovalDecision } from '../policy/index.js';
+import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
+import { SpanName } from '../telemetry/index.js';
+import type { StepResult } from './turnEngine.js';
 import { traced } from './spans.js';
 import type { EngineDeps, OpCtx, TurnState } from './types.js';
 

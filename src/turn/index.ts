@@ -1,8 +1,7 @@
-/** Public face of the turn engine (re-exported by src/gateway/index.ts). */
+/** Public face of the turn core: start a turn, run its steps, the call path and code runs. */
 export { createEngine } from './createEngine.js';
 export type { Engine } from './createEngine.js';
 export type { EngineOptions } from './types.js';
 export type { CodeRunOutcome, CodeRunTelemetry } from './codeRun.js';
 export { toolCallArgs, stepArgsObject } from './stepArgs.js';
-export { openLocalEngine } from './openLocalEngine.js';
-export type { LocalEngine, LocalEngineFlags } from './openLocalEngine.js';
+export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
