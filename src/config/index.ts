@@ -17,4 +17,4 @@ export { runConfigCommand, CONFIG_USAGE } from './cliConfig.js';
 export type { ConfigCommandIo } from './cliConfig.js';
 export { formatKeyPath, parseKeyPath } from './keyPath.js';
 export type { KeySegment } from './keyPath.js';
-export type { ResolvedConfig, LoadedConfig, ToolSearchSettings, PolicyLayer, ToolLists } from './types.js';
+export type { ResolvedConfig, LoadedConfig, ToolSearchSettings, PolicyLayer, ToolLists, Principal } from './types.js';

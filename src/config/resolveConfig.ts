@@ -83,6 +83,21 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
     },
     session: { ...d.session, ...raw.session },
     harness: raw.harness ?? d.harness,
+    principals: Object.fromEntries(
+      Object.entries(raw.principals ?? {}).map(([name, p]) => [
+        name,
+        {
+          name,
+          ...(p.nkey !== undefined ? { nkey: p.nkey } : {}),
+          ...(p.keySha256 !== undefined ? { keySha256: p.keySha256 } : {}),
+          agents: [...(p.agents ?? ['default'])],
+          profiles: [...(p.profiles ?? ['default'])],
+          sandboxes: [...(p.sandboxes ?? ['default'])],
+          owner: p.owner ?? false,
+          approver: p.approver ?? false,
+        },
+      ]),
+    ),
   };
   return { config, warnings: [...toolSearch.warnings] };
 }

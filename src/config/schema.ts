@@ -102,6 +102,24 @@ export const ToolsSection = Type.Object(
   closed,
 );
 
+/**
+ * One principal: a NATS user (its nkey's public key) and/or an HTTP API key (stored as its SHA-256), and what a command
+ * or request made as it may ask for. Lists are exact names; `owner` / `approver` are rights, default false.
+ */
+export const PrincipalSpec = Type.Object(
+  {
+    nkey: Type.Optional(Type.String({ pattern: '^U[A-Z2-7]{55}$', description: "a NATS user's public nkey (U...)" })),
+    keySha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of an HTTP API key, hex' })),
+    agents: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    profiles: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    sandboxes: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    owner: Type.Optional(Type.Boolean()),
+    approver: Type.Optional(Type.Boolean()),
+  },
+  closed,
+);
+export type PrincipalSpec = Static<typeof PrincipalSpec>;
+
 /** The config file (`toolsearch.config.json5`) exactly as written: every key optional. */
 export const ToolSearchConfig = Type.Object(
   {
@@ -174,6 +192,9 @@ export const ToolSearchConfig = Type.Object(
     ),
     session: Type.Optional(Type.Object({ idleTimeoutMs: Type.Optional(positiveInt('600000')) }, closed)),
     harness: Type.Optional(Type.Union([Type.Literal('pi'), Type.Literal('codex')])),
+    principals: Type.Optional(
+      Type.Record(Type.String({ pattern: NAME_PATTERN }), PrincipalSpec, { ...closed, 'x-keyHint': NAME_HINT }),
+    ),
   },
   closed,
 );

@@ -56,6 +56,20 @@ export interface ResolvedConfig {
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
   session: { idleTimeoutMs: number };
   harness: 'pi' | 'codex';
+  /** Keyed by principal name; empty = none configured (outside commands run as `default`, owner false). */
+  principals: Record<string, Principal>;
+}
+
+/** A principal with every default applied (see `PrincipalSpec`). */
+export interface Principal {
+  name: string;
+  nkey?: string;
+  keySha256?: string;
+  agents: string[];
+  profiles: string[];
+  sandboxes: string[];
+  owner: boolean;
+  approver: boolean;
 }
 
 /** What `loadConfig` / `parseConfig` return. */

@@ -11,3 +11,5 @@ export { runBeforeToolCallHooks } from './hooks.js';
 export type { BeforeToolCallHook, HookRun, HooksVerdict } from './hooks.js';
 export { ArgsValidator, describeProblem } from './validateArgs.js';
 export type { ArgsCheck } from './validateArgs.js';
+export { authorizeIdentity, DEFAULT_IDENTITY } from './authorizeIdentity.js';
+export type { TurnIdentity, RequestedIdentity } from './authorizeIdentity.js';
