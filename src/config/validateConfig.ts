@@ -24,6 +24,7 @@ interface Node {
   maximum?: number;
   minLength?: number;
   pattern?: string;
+  description?: string;
   'x-expected'?: string;
   'x-lenient'?: boolean;
   'x-keyHint'?: string;
@@ -148,6 +149,8 @@ function walk(node: Node, value: unknown, at: KeySegment[], out: ConfigProblem[]
     case 'string': {
       const s = value as string;
       if (node.minLength !== undefined && s.length < node.minLength) notAllowed(`expected ${describe(node)}`);
+      else if (node.pattern !== undefined && !new RegExp(node.pattern, 'u').test(s))
+        notAllowed(`expected ${node.description ?? `a string matching ${node.pattern}`}`);
       return;
     }
     case 'array':
