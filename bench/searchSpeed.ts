@@ -67,7 +67,7 @@ const cpuMs = (): number => {
 const heapBefore = heap();
 const cache = new IndexCache();
 let t = performance.now();
-let c = cpuMs();
+const c = cpuMs();
 const index = cache.get(catalog);
 const buildMs = performance.now() - t;
 const buildCpu = cpuMs() - c;

@@ -34,8 +34,6 @@ const one = (spans: readonly SpanRecord[], name: string, pred: (s: SpanRecord) =
   expect(found, `exactly one ${name}`).toHaveLength(1);
   return found[0]!;
 };
-const byId = (spans: readonly SpanRecord[]) => new Map(spans.map((s) => [s.spanId, s]));
-const parentName = (spans: readonly SpanRecord[], s: SpanRecord) => (s.parentSpanId ? byId(spans).get(s.parentSpanId)?.name : undefined);
 const T = 'toolsearch.turn';
 const X = `${T}/toolsearch.execute`;
 

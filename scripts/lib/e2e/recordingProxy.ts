@@ -48,7 +48,7 @@ export async function startRecordingProxy(upstream: string, maxBodyBytes = 256 *
       const body = JSON.parse(raw.toString('utf8')) as { messages?: Array<{ role?: string; content?: unknown }>; tools?: Array<{ function?: { name?: string } }> };
       recorded.push(body);
       const lastUser = [...(body.messages ?? [])].reverse().find((m) => m.role === 'user');
-      const target = /\btarget=([A-Za-z0-9_.\-]+)/.exec(typeof lastUser?.content === 'string' ? lastUser.content : '')?.[1]?.split(':').at(-1) ?? '';
+      const target = /\btarget=([A-Za-z0-9_.-]+)/.exec(typeof lastUser?.content === 'string' ? lastUser.content : '')?.[1]?.split(':').at(-1) ?? '';
       const keep = (name: string) => name.startsWith('tool_search') || name === 'tool_describe' || name === 'tool_call' || (target !== '' && name.endsWith(target));
       const trimmed = Array.isArray(body.tools) ? { ...body, tools: body.tools.filter((t) => keep(t.function?.name ?? '')) } : body;
       const answer = await fetch(`${upstream.replace(/\/+$/, '')}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(trimmed) });

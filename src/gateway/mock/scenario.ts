@@ -13,7 +13,7 @@ export interface MockTarget {
   id?: string;
 }
 
-const TARGET_RE = /\btarget=([A-Za-z0-9_.:\-]+)/;
+const TARGET_RE = /\btarget=([A-Za-z0-9_.:-]+)/;
 
 /** Pure: no I/O. */
 export function parseTarget(text: string): MockTarget | undefined {
