@@ -1,11 +1,15 @@
 import { resolve } from 'node:path';
-import { openMemoryBus, type EventBus, type MemoryBus } from '../bus/index.js';
-import { loadConfig, parseConfig, type ResolvedConfig } from '../config/index.js';
-import { createSandbox, type Sandbox } from '../sandbox/index.js';
-import { ok, type Result } from '../shared/index.js';
-import { createTelemetry, type Telemetry } from '../telemetry/index.js';
+import type { EventBus } from '../bus/index.js';
 import { loadStaticSources } from '../catalog/index.js';
+import { loadConfig, parseConfig, type ResolvedConfig } from '../config/index.js';
+import type { Sandbox } from '../sandbox/index.js';
+import { ok, type Result } from '../shared/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import { createEngine, type Engine } from '../turn/index.js';
+import { closeInOrder } from './closeInOrder.js';
+import { openBus, type OpenedBus } from './openBus.js';
+import { openSandbox, SANDBOX_CLOSE_BOUND_MS } from './openSandbox.js';
+import { openTelemetry } from './openTelemetry.js';
 
 export interface LocalEngineFlags {
   config?: string;
@@ -64,71 +68,30 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
   for (const f of statics.value.failures) flags.onWarning?.(`source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
   for (const w of statics.value.warnings ?? []) flags.onWarning?.(w);
 
-  let memory: MemoryBus | undefined;
-  let logPath: string | undefined;
+  let opened: OpenedBus | undefined;
   let bus = flags.bus;
   if (bus === undefined) {
-    logPath = flags.noLog === true ? undefined : flags.log !== undefined ? resolve(flags.cwd, flags.log) : config.log.enabled ? resolve(config.baseDir, config.log.path) : undefined;
-    memory = await openMemoryBus({ logPath: logPath ?? false, ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
-    bus = memory;
+    const logPath = flags.noLog === true ? false : flags.log !== undefined ? resolve(flags.cwd, flags.log) : undefined;
+    const b = await openBus({ config, cwd: flags.cwd, logPath, name: 'toolsearch-local', ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
+    if (!b.ok) return b;
+    opened = b.value;
+    bus = opened.bus;
   }
-  const sandbox: Sandbox | undefined = flags.sandbox ?? (flags.withSandbox
-    ? createSandbox({
-      poolSize: 0, requireIsolation: config.sandbox.requireIsolation, maxOldSpaceMb: config.sandbox.maxOldSpaceMb,
-      maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
-    })
-    : undefined);
+  const sandbox: Sandbox | undefined = flags.sandbox ?? (flags.withSandbox ? openSandbox(config, { poolSize: 0 }) : undefined);
   const tracesDir = flags.tracesDir !== undefined ? resolve(flags.cwd, flags.tracesDir) : config.telemetry.enabled ? config.telemetry.tracesDir : undefined;
-  const otlpEnv = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'].some((k) => (process.env[k] ?? '').trim() !== '');
-  const telemetry: Telemetry | undefined = tracesDir === undefined && !otlpEnv
-    ? undefined
-    : createTelemetry({
-      ...(tracesDir === undefined ? {} : { tracesDir, fileName: { kind: 'run' as const } }), otlp: 'env', sampleRatio: config.telemetry.sampleRatio,
-      ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
-    });
+  const telemetry = openTelemetry({ config, tracesDir, fileKind: 'run', ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
   });
   let closing: Promise<void> | undefined;
   return ok({
-    config, bus, engine, logPath, telemetry,
-    close: () => (closing ??= closeLocal(engine, telemetry, memory, sandbox)),
+    config, bus, engine, logPath: opened?.logPath, telemetry,
+    close: () => (closing ??= closeInOrder([
+      { name: 'engine', close: () => engine.close() },
+      ...(telemetry !== undefined ? [{ name: 'telemetry', close: () => telemetry.shutdown() }] : []),
+      ...(opened !== undefined ? [{ name: 'bus', close: () => opened.close() }] : []),
+      ...(sandbox !== undefined ? [{ name: 'sandbox', close: () => sandbox.close(), boundMs: SANDBOX_CLOSE_BOUND_MS }] : []),
+    ])),
   });
-}
-
-/** How long close() waits for the sandbox's children to exit before it lets them go. */
-export const SANDBOX_CLOSE_BOUND_MS = 5000;
-
-/**
- * Closes in the order that keeps the record: the engine (ends sessions, so every span has ended), then the
- * telemetry (trace files written, OTLP flushed) and the event log, each whatever happened before, and only then
- * the sandbox, bounded. The event loop is held meanwhile: a wait with nothing else alive (a sandbox child whose
- * pipes are unref'd) would otherwise let a CLI process exit in the middle of close(), before the trace files.
- */
-async function closeLocal(engine: Engine, telemetry: Telemetry | undefined, memory: MemoryBus | undefined, sandbox: Sandbox | undefined): Promise<void> {
-  const hold = setInterval(() => undefined, 60_000);
-  const errors: unknown[] = [];
-  const step = async (fn: (() => Promise<void>) | undefined): Promise<void> => {
-    try {
-      await fn?.();
-    } catch (err) {
-      errors.push(err);
-    }
-  };
-  try {
-    await step(() => engine.close());
-    await step(telemetry === undefined ? undefined : () => telemetry.shutdown());
-    await step(memory === undefined ? undefined : () => memory.close());
-    if (sandbox !== undefined) {
-      let timer: NodeJS.Timeout | undefined;
-      await step(() => Promise.race([
-        sandbox.close(),
-        new Promise<void>((r) => (timer = setTimeout(r, SANDBOX_CLOSE_BOUND_MS))),
-      ]).finally(() => clearTimeout(timer)));
-    }
-  } finally {
-    clearInterval(hold);
-  }
-  if (errors.length > 0) throw errors[0];
 }

@@ -1,16 +1,19 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
-import { resolve } from 'node:path';
-import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
+import type { EventBus } from '../bus/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { makeEnvelope } from '../events/index.js';
 import type { ExposureMode } from '../expose/index.js';
-import { createSandbox, type Sandbox } from '../sandbox/index.js';
+import type { Sandbox } from '../sandbox/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
-import { createTelemetry, type Telemetry } from '../telemetry/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import type { Engine } from '../turn/index.js';
+import { closeInOrder, type Closer } from './closeInOrder.js';
+import { openBus, shownNats } from './openBus.js';
+import { openSandbox, SANDBOX_CLOSE_BOUND_MS } from './openSandbox.js';
+import { openTelemetry } from './openTelemetry.js';
 import { startRoleServices } from './startRoleServices.js';
 import type { SessionEventConsumer } from '../gateway/index.js';
 import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from '../gateway/index.js';
@@ -86,12 +89,6 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-/** Whether the standard OTLP endpoint variables ask for OTLP/HTTP export. Pure: no I/O. */
-export function otlpFromEnv(env: NodeJS.ProcessEnv): boolean {
-  const set = (k: string) => (env[k] ?? '').trim() !== '';
-  return (set('OTEL_EXPORTER_OTLP_ENDPOINT') || set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) && env['OTEL_TRACES_EXPORTER']?.trim() !== 'none';
-}
-
 interface QuietTelemetry {
   telemetry: Telemetry;
   /** Runs `fn` with every span started from its async context (and theirs) a non-recording one. */
@@ -135,45 +132,38 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
   const config = opts.config;
   const say = opts.onProgress ?? (() => undefined);
   const env = opts.env ?? process.env;
-  const closers: Array<() => Promise<void>> = [];
+  // Closed in the order that keeps the record: the front (no new turns), the roles (engine: sessions end, spans end),
+  // the mock provider, telemetry (files written, OTLP flushed), the bus (log flushed), and the sandbox last, bounded.
+  const parts: Partial<Record<'front' | 'roles' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>> = {};
   const closeAll = async (): Promise<void> => {
-    for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
+    const order = (['front', 'roles', 'mock', 'telemetry', 'bus', 'sandbox'] as const).map((k) => parts[k]).filter((c): c is Closer => c !== undefined);
+    for (const k of Object.keys(parts)) delete parts[k as keyof typeof parts];
+    await closeInOrder(order).catch(() => undefined);
   };
   const mode = effectiveMode(config, opts.mode);
 
   try {
     // Bus.
-    let bus: EventBus;
-    if (opts.nats !== undefined) {
-      say(`connecting to NATS at ${redactUrl(opts.nats)}`);
-      try {
-        const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-gateway', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000 });
-        bus = nats;
-        closers.push(() => nats.close());
-      } catch (err) {
-        return fail('gateway.busUnavailable', `Cannot use NATS at ${redactUrl(opts.nats)}: ${err instanceof Error ? err.message : String(err)}. Start nats-server (with -js) or leave out --nats for the embedded bus.`);
-      }
-    } else {
-      const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
-      const memory = await openMemoryBus({ logPath, onWarning: (m) => say(`warning: ${m}`) });
-      bus = memory;
-      closers.push(() => memory.close());
-      say(memory.logPath === undefined ? 'event bus: embedded (no log file)' : `event bus: embedded, events logged to ${memory.logPath}`);
-    }
+    if (opts.nats !== undefined) say(`connecting to NATS at ${shownNats(opts.nats)}`);
+    const opened = await openBus({
+      config, cwd: opts.cwd, name: 'toolsearch-gateway', onWarning: (m) => say(`warning: ${m}`),
+      ...(opts.nats !== undefined ? { nats: opts.nats } : {}),
+      ...(opts.logPath !== undefined ? { logPath: opts.logPath } : {}),
+    });
+    if (!opened.ok) return opened;
+    const bus = opened.value.bus;
+    parts.bus = { name: 'bus', close: () => opened.value.close() };
+    if (opened.value.kind === 'embedded') say(`event bus: ${opened.value.describe}`);
 
     // Telemetry: one trace file per session under tracesDir (config telemetry.enabled), and OTLP/HTTP whenever
     // the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set, so pointing it at Jaeger just works.
     let telemetry: Telemetry | undefined;
     let quiet: QuietTelemetry | undefined;
-    const otlpEnv = otlpFromEnv(process.env); // as the OTLP exporter reads them
-    if (config.telemetry.enabled || otlpEnv) {
-      const t = createTelemetry({
-        ...(config.telemetry.enabled ? { tracesDir: config.telemetry.tracesDir, fileName: { kind: 'session' as const } } : {}),
-        otlp: 'env', sampleRatio: config.telemetry.sampleRatio, onWarning: (m) => say(`warning: ${m}`),
-      });
+    const t = openTelemetry({ config, tracesDir: config.telemetry.enabled ? config.telemetry.tracesDir : undefined, fileKind: 'session', onWarning: (m) => say(`warning: ${m}`) });
+    if (t !== undefined) {
       quiet = quietable(t);
       telemetry = quiet.telemetry;
-      closers.push(() => t.shutdown());
+      parts.telemetry = { name: 'telemetry', close: () => t.shutdown() };
       const exporters = t.stats().exporters;
       say(`telemetry: ${exporters.length > 0 ? exporters.join(', ') : 'no exporter'}`);
     }
@@ -181,12 +171,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // Sandbox, only when turns run in code mode.
     let sandbox: Sandbox | undefined;
     if (mode === 'code' && (opts.role ?? 'all') === 'all') {
-      const s = createSandbox({
-        poolSize: config.sandbox.poolSize, maxOldSpaceMb: config.sandbox.maxOldSpaceMb, requireIsolation: config.sandbox.requireIsolation,
-        maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
-      });
+      const s = openSandbox(config);
       sandbox = s;
-      closers.push(() => s.close());
+      parts.sandbox = { name: 'sandbox', close: () => s.close(), boundMs: SANDBOX_CLOSE_BOUND_MS };
       const available = await s.available();
       if (!available.ok) say(`warning: code mode unavailable (${available.reason}); turns fall back to tools mode`);
     }
@@ -221,7 +208,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
       },
     });
-    closers.push(() => services.close());
+    parts.roles = { name: 'roles', close: () => services.close() };
     const engine = services.engine!;
 
     // The warm-up turn is the gateway's own: no spans, so no trace file or Jaeger trace of a `warmup-…` session.
@@ -238,7 +225,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     if (upstream === undefined || upstream.trim() === '') {
       const mock = await startMockProvider({ port: 0, host: '127.0.0.1' });
       mockProvider = mock;
-      closers.push(() => mock.close());
+      parts.mock = { name: 'mock provider', close: () => mock.close() };
       baseUrl = mock.url;
       say(`no upstream provider configured: using the built-in mock provider at ${mock.url} (set provider.baseUrl in the config or pass --provider URL for a real one)`);
     } else {
@@ -275,7 +262,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       await closeAll();
       return fail('gateway.listenFailed', `Cannot listen on ${opts.host ?? config.gateway.host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`);
     }
-    closers.push(() => server.close());
+    parts.front = { name: 'front', close: () => server.close() };
     say(`gateway listening on ${server.url} (mode ${mode})`);
 
     let closing: Promise<void> | undefined;

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { fail, ok, type Result } from '../shared/index.js';
 import { loadStaticSources } from '../catalog/index.js';
 import { toolContent } from '../gateway/index.js';
 import { createEngine, type Turn } from '../turn/index.js';
+import { ok, type Result } from '../shared/index.js';
+import { openBus } from './openBus.js';
 
 export interface McpGatewayOptions {
   config: ResolvedConfig;
@@ -54,21 +53,14 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
   };
 
-  let bus: EventBus;
-  if (opts.nats !== undefined) {
-    try {
-      const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-mcp', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000 });
-      bus = nats;
-      closers.push(() => nats.close());
-    } catch (err) {
-      return fail('gateway.busUnavailable', `Cannot use NATS at ${opts.nats}: ${err instanceof Error ? err.message : String(err)}. Start nats-server (with -js) or leave out --nats.`);
-    }
-  } else {
-    const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
-    const memory = await openMemoryBus({ logPath, onWarning: (m) => say(`warning: ${m}`) });
-    bus = memory;
-    closers.push(() => memory.close());
-  }
+  const opened = await openBus({
+    config, cwd: opts.cwd, name: 'toolsearch-mcp', onWarning: (m) => say(`warning: ${m}`),
+    ...(opts.nats !== undefined ? { nats: opts.nats } : {}),
+    ...(opts.logPath !== undefined ? { logPath: opts.logPath } : {}),
+  });
+  if (!opened.ok) return opened;
+  const bus = opened.value.bus;
+  closers.push(() => opened.value.close());
 
   const includeConfig = opts.includeConfig ?? true;
   const statics = await loadStaticSources({

@@ -128,9 +128,10 @@ describe('startGateway', () => {
 });
 
 describe('toolsearch serve', () => {
-  it('prints the URL and the curl line, serves a turn, and stops cleanly on SIGTERM', async () => {
+  // Code mode keeps a warm sandbox pool: closing it must not hold up the rest of the shutdown.
+  it.each(['tools', 'code'])('prints the URL and the curl line, serves a turn, and stops cleanly on SIGTERM (mode %s)', async (mode) => {
     const dir = await mkdtemp(join(tmpdir(), 'toolsearch-serve-cli-'));
-    await writeFile(join(dir, 'toolsearch.config.json5'), "{ tools: { toolSearch: { mode: 'tools' } }, log: { path: 'events.jsonl' } }");
+    await writeFile(join(dir, 'toolsearch.config.json5'), `{ tools: { toolSearch: { mode: '${mode}' } }, log: { path: 'events.jsonl' } }`);
     const child = spawn(process.execPath, ['--import', pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href, join(process.cwd(), 'src/cli/run.ts'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -150,6 +151,9 @@ describe('toolsearch serve', () => {
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(stderr).toContain('gateway stopped');
+      // Everything was closed in order: the last event of the log is the warm-up's or the turn's, fully written.
+      const lines = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n');
+      expect(() => lines.map((l) => JSON.parse(l) as unknown)).not.toThrow();
       await expect(fetch(`${url}/healthz`)).rejects.toThrow();
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');

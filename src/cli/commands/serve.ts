@@ -1,7 +1,5 @@
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
-import { openNatsBus } from '../../bus/index.js';
-import { startRoleServices } from '../../app/index.js';
-import { startGateway, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
+import { openBus, shownNats, startGateway, startRoleServices, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
@@ -49,23 +47,19 @@ function untilSignal(): Promise<string> {
 
 /** `serve --role policy|sandbox`: only that role's actors on NATS, no HTTP front, until a signal. */
 async function serveActorRole(role: 'policy' | 'sandbox', url: string, config: ResolvedConfig, io: CliIo): Promise<number> {
-  let bus;
-  try {
-    bus = await openNatsBus({
-      servers: url.split(',').map((u) => u.trim()).filter((u) => u !== ''), name: `toolsearch-${role}`,
-      replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000,
-    });
-  } catch (err) {
-    io.stderr(`gateway.busUnavailable: ${err instanceof Error ? err.message : String(err)}`);
+  const opened = await openBus({ config, cwd: io.cwd, nats: url, name: `toolsearch-${role}` });
+  if (!opened.ok) {
+    io.stderr(`${opened.error.code}: ${opened.error.message}`);
     return EXIT_FAILED;
   }
+  const bus = opened.value.bus;
   const services = await startRoleServices({ role, bus, config, cwd: io.cwd, onProgress: (l) => io.stderr(l), onError: (m) => io.stderr(`warning: ${m}`) });
-  await bus.ready();
-  io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${url}`);
+  await opened.value.ready();
+  io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${shownNats(url)}`);
   const signal = await untilSignal();
   io.stderr(`${signal}: stopping the ${role} actor`);
   await services.close();
-  await bus.close();
+  await opened.value.close();
   return EXIT_OK;
 }
 

@@ -1,0 +1,80 @@
+import { resolve } from 'node:path';
+import { openMemoryBus, type EventBus } from '../bus/index.js';
+import { isBusError, openNatsBus, type NatsBusOptions } from '../bus/nats/index.js';
+import type { ResolvedConfig } from '../config/index.js';
+import { redactUrl } from '../gateway/index.js';
+import { fail, ok, type Result } from '../shared/index.js';
+
+export interface OpenBusOptions {
+  config: ResolvedConfig;
+  /** Where a relative `--log` path resolves. */
+  cwd: string;
+  /** NATS server URL(s), comma-separated for a cluster: NATS JetStream instead of the embedded bus. */
+  nats?: string;
+  /** Embedded bus only: `--log FILE`; undefined = config `log.path` when `log.enabled`; false = no log. */
+  logPath?: string | false;
+  /** Connection name shown by nats-server. */
+  name: string;
+  /** NATS only: who manages the streams (see `NatsBusOptions.manageStreams`); default true. */
+  manageStreams?: NatsBusOptions['manageStreams'];
+  streamPrefix?: string;
+  connectTimeoutMs?: number;
+  onWarning?: (message: string) => void;
+}
+
+/** An open bus and how to say what it is (credentials never included). */
+export interface OpenedBus {
+  bus: EventBus;
+  kind: 'nats' | 'embedded';
+  /** The embedded bus's JSONL log, when it has one. */
+  logPath: string | undefined;
+  /** One line for progress output: the NATS URL without credentials, or the embedded bus and its log. */
+  describe: string;
+  /** Resolves once the bus's subscriptions are live on the server (NATS); at once for the embedded bus. */
+  ready(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The NATS servers of a `--nats` value: comma-separated URLs. Pure: no I/O. */
+export const natsServers = (url: string): string[] => url.split(',').map((u) => u.trim()).filter((u) => u !== '');
+
+/** A `--nats` value as it may be shown: every server URL without its credentials. Pure: no I/O. */
+export const shownNats = (url: string): string => natsServers(url).map(redactUrl).join(',');
+
+/**
+ * Opens the bus every entry point uses: NATS JetStream when a URL is given (streams sized by config `nats.*`),
+ * else the embedded bus with its JSONL log. NATS unreachable is `gateway.busUnavailable`, whose message names the
+ * servers without their credentials.
+ */
+export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> {
+  const config = opts.config;
+  if (opts.nats !== undefined) {
+    const servers = natsServers(opts.nats);
+    const shown = shownNats(opts.nats);
+    try {
+      const nats = await openNatsBus({
+        servers, name: opts.name, replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs,
+        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        ...(opts.manageStreams !== undefined ? { manageStreams: opts.manageStreams } : {}),
+        ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),
+      });
+      return ok({ bus: nats, kind: 'nats', logPath: undefined, describe: `NATS at ${shown}`, ready: () => nats.ready(), close: () => nats.close() });
+    } catch (err) {
+      const why = isBusError(err) ? err.message : err instanceof Error ? err.message : String(err);
+      return fail('gateway.busUnavailable', `Cannot use NATS at ${shown}: ${why}. Start nats-server (with -js) or leave out --nats for the embedded bus.`, { servers: servers.map(redactUrl) });
+    }
+  }
+  const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
+  let memory;
+  try {
+    memory = await openMemoryBus({ logPath, ...(opts.onWarning !== undefined ? { onWarning: opts.onWarning } : {}) });
+  } catch (err) {
+    return fail('gateway.logUnavailable', `Cannot open the event log ${logPath === false ? '' : logPath}: ${err instanceof Error ? err.message : String(err)}. Choose a writable file with --log FILE or config log.path (log.enabled: false for none).`);
+  }
+  return ok({
+    bus: memory, kind: 'embedded', logPath: memory.logPath,
+    describe: memory.logPath === undefined ? 'embedded (no log file)' : `embedded, events logged to ${memory.logPath}`,
+    ready: async () => undefined,
+    close: () => memory.close(),
+  });
+}
