@@ -84,6 +84,16 @@ describe('toolsearch turn --json', () => {
     expect(await turnCommand.run(['--nats', 'nats://localhost:4222'], captureIo(dir))).toBe(2);
   });
 
+  it('refuses a malformed script with one error naming each field at fault', async () => {
+    dir = cliDir();
+    writeFileSync(join(dir, 'bad.json'), JSON.stringify({ session: { owner: 'yes' }, mode: 'fast', steps: [{ args: {} }], extra: 1 }));
+    const io = captureIo(dir);
+    expect(await turnCommand.run(['--script', 'bad.json', '--json'], io)).toBe(1);
+    const out = io.lastJson();
+    expect(out.error.code).toBe('script.invalid');
+    for (const part of ['"session.owner" is "yes"', '"mode" is "fast"', '"steps[0].tool" is missing', '"extra" is not a known key']) expect(out.error.message).toContain(part);
+  });
+
   it('fails closed on bad client tools: a bad clientId refuses all, a bad tool is refused alone, each reported', async () => {
     dir = cliDir();
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({

@@ -4,10 +4,10 @@ import { resolve } from 'node:path';
 import { sessionLogFrom } from '../../audit/index.js';
 import type { Envelope } from '../../bus/index.js';
 import type { ClientToolSpec } from '../../catalog/index.js';
-import { openLocalEngine } from '../../app/index.js';
-import { openCommandBus } from '../../app/index.js';
+import { openCommandBus, openLocalEngine } from '../../app/index.js';
 import type { StepResult, TurnRequest } from '../../turn/index.js';
-import { fail, ok, type Failure, type Result } from '../../shared/index.js';
+import { Type } from '@sinclair/typebox';
+import { checkSchema, fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 import { TURN_USAGE } from '../usage.js';
@@ -22,9 +22,28 @@ interface Script {
   steps: Array<{ tool: string; args?: unknown }>;
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A turn script (README, "A turn script"): the session facts, the mode, client tools and the steps to run. */
+const TurnScript = Type.Object({
+  session: Type.Optional(Type.Object({
+    sessionId: Type.Optional(Type.String({ minLength: 1, description: 'a non-empty string' })),
+    agentId: Type.Optional(Type.String({ description: 'a string' })),
+    profile: Type.Optional(Type.String({ description: 'a string' })),
+    sandboxId: Type.Optional(Type.String({ description: 'a string' })),
+    owner: Type.Optional(Type.Boolean({ description: 'true or false' })),
+  }, { additionalProperties: false, description: 'an object {sessionId?, agentId?, profile?, sandboxId?, owner?}' })),
+  mode: Type.Optional(Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')], { 'x-expected': '"direct", "tools" or "code"' })),
+  harness: Type.Optional(Type.Unknown()),
+  clientId: Type.Optional(Type.String({ description: 'a string (no spaces or ":")' })),
+  // Each client tool is checked by the catalog, which refuses a bad one alone and reports it.
+  clientTools: Type.Optional(Type.Array(Type.Unknown(), { description: 'an array of {name, description?, parameters?}' })),
+  mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object of MCP servers, as config mcpServers' })),
+  steps: Type.Array(
+    Type.Object({ tool: Type.String({ minLength: 1, description: 'the exposed tool name' }), args: Type.Optional(Type.Unknown()) }, { description: '{"tool": "<exposed tool name>", "args": {...}}' }),
+    { description: 'an array of {tool, args}' },
+  ),
+}, { additionalProperties: false, description: 'an object {session?, mode?, harness?, clientId?, clientTools?, steps}' });
 
-/** Reads and checks a turn script; every problem names the field. */
+/** Reads and checks a turn script against its schema; every problem names the field. */
 export function parseScript(text: string, file: string): Result<Script> {
   let raw: unknown;
   try {
@@ -32,28 +51,14 @@ export function parseScript(text: string, file: string): Result<Script> {
   } catch (err) {
     return fail('script.parse', `${file} is not JSON: ${err instanceof Error ? err.message : String(err)}.`);
   }
-  const bad = (why: string) => fail('script.invalid', `${file}: ${why}`);
-  if (!isRecord(raw)) return bad('the script must be an object {session, mode?, clientTools?, steps}.');
-  const session = raw['session'] === undefined ? {} : raw['session'];
-  if (!isRecord(session)) return bad('"session" must be an object {sessionId, agentId?, profile?, sandboxId?, owner?}.');
-  for (const k of ['sessionId', 'agentId', 'profile', 'sandboxId'] as const) {
-    if (session[k] !== undefined && typeof session[k] !== 'string') return bad(`"session.${k}" must be a string.`);
+  const checked = checkSchema(TurnScript, raw, 'script.invalid', file);
+  if (!checked.ok) return checked;
+  const script = checked.value;
+  if (script.harness !== undefined && script.harness !== 'pi' && script.harness !== 'codex') {
+    return fail('script.badHarness', `${file}: "harness" ${JSON.stringify(script.harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`);
   }
-  if (session['owner'] !== undefined && typeof session['owner'] !== 'boolean') return bad('"session.owner" must be true or false.');
-  const mode = raw['mode'];
-  if (mode !== undefined && mode !== 'direct' && mode !== 'tools' && mode !== 'code') return bad('"mode" must be "direct", "tools" or "code".');
-  const harness = raw['harness'];
-  if (harness !== undefined && harness !== 'pi' && harness !== 'codex') {
-    return fail('script.badHarness', `${file}: "harness" ${JSON.stringify(harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`);
-  }
-  if (raw['clientId'] !== undefined && typeof raw['clientId'] !== 'string') return bad('"clientId" must be a string (no spaces or ":").');
-  if (raw['clientTools'] !== undefined && !Array.isArray(raw['clientTools'])) return bad('"clientTools" must be an array of {name, description?, parameters?}.');
-  const steps = raw['steps'];
-  if (!Array.isArray(steps)) return bad('"steps" must be an array of {tool, args}.');
-  for (const [i, s] of steps.entries()) {
-    if (!isRecord(s) || typeof s['tool'] !== 'string') return bad(`steps[${i}] must be {"tool": "<exposed tool name>", "args": {...}}.`);
-  }
-  return ok({ ...(raw as unknown as Script), session: { ...session, sessionId: typeof session['sessionId'] === 'string' ? session['sessionId'] : `cli-${randomUUID()}` } as Script['session'] });
+  const session = script.session ?? {};
+  return ok({ ...(script as unknown as Script), session: { ...session, sessionId: session.sessionId ?? `cli-${randomUUID()}` } as Script['session'] });
 }
 
 const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number =>
