@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
@@ -18,6 +19,8 @@ import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { loadStaticSources } from '../catalog/index.js';
+import { checkFrontExposure, createFrontAuth, isLoopbackHost as isLoopback, keyPrincipals } from '../gateway/index.js';
+import { watchPrincipals } from './watchPrincipals.js';
 
 /** The port `toolsearch serve` listens on when neither --port, PORT nor config `gateway.port` says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 8787;
@@ -61,6 +64,15 @@ export interface StartGatewayOptions {
    * consumed (they carry `origin: front:<pid>`).
    */
   sessionEvents?: boolean;
+  /**
+   * The config file the config came from: watched, so key changes (`toolsearch keys add|revoke`) take effect
+   * without a restart.
+   */
+  configPath?: string;
+  /** Serve plain HTTP beyond loopback (TLS ends in front of the gateway). */
+  insecureHttp?: boolean;
+  /** Poll interval of the config watch (default 500 ms). */
+  configWatchMs?: number;
   /** Human-readable progress lines (never secrets). */
   onProgress?: (line: string) => void;
   /** Loop progress of every turn. */
@@ -140,6 +152,19 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
   };
   const mode = effectiveMode(config, opts.mode);
+
+  // The front's exposure is checked before anything starts: beyond loopback it needs keys and HTTPS.
+  const host = opts.host ?? config.gateway.host;
+  const exposure = checkFrontExposure({ host, keys: keyPrincipals(config.principals).length, tls: config.gateway.tls !== undefined, insecureHttp: opts.insecureHttp === true });
+  if (!exposure.ok) return exposure;
+  let tls: { cert: Buffer; key: Buffer } | undefined;
+  if (config.gateway.tls !== undefined) {
+    try {
+      tls = { cert: readFileSync(config.gateway.tls.cert), key: readFileSync(config.gateway.tls.key) };
+    } catch (err) {
+      return fail('gateway.tlsUnreadable', `Cannot read gateway.tls: ${err instanceof Error ? err.message : String(err)}. Point gateway.tls.cert and gateway.tls.key at readable PEM files.`);
+    }
+  }
 
   try {
     // Bus.
@@ -262,21 +287,32 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       await bus.publish(makeEnvelope({ type: e.type, sessionId: e.sessionId, turnId: e.turnId, seq, at: new Date(), causationId: null, data: e.data as never, id: randomUUID() }));
     };
 
+    // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
+    const auth = createFrontAuth({ principals: config.principals, required: !isLoopback(host), sessionIdleMs: config.session.idleTimeoutMs });
+    if (opts.configPath !== undefined) {
+      const watch = watchPrincipals(opts.configPath, (p) => {
+        auth.setPrincipals(p);
+        say(`config reloaded: ${keyPrincipals(p).length} API key${keyPrincipals(p).length === 1 ? '' : 's'} in force`);
+      }, { onWarning: (m) => say(`warning: ${m}`), ...(opts.configWatchMs !== undefined ? { intervalMs: opts.configWatchMs } : {}) });
+      closers.push(async () => watch.close());
+    }
+
     let server: GatewayServer;
     const port = opts.port ?? config.gateway.port ?? DEFAULT_GATEWAY_PORT;
     try {
       server = await startGatewayServer({
-        engine, provider, port, host: opts.host ?? config.gateway.host, maxRounds: config.provider.maxRounds,
-        defaults: { agentId: 'default', profile: 'default' }, onEvent,
+        engine, provider, port, host, maxRounds: config.provider.maxRounds,
+        defaults: { agentId: 'default', profile: 'default' }, onEvent, auth, content: config.log.content,
+        ...(tls !== undefined ? { tls } : {}),
         known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
       });
     } catch (err) {
       await closeAll();
-      return fail('gateway.listenFailed', `Cannot listen on ${opts.host ?? config.gateway.host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`);
+      return fail('gateway.listenFailed', `Cannot listen on ${host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`);
     }
     closers.push(() => server.close());
-    say(`gateway listening on ${server.url} (mode ${mode})`);
+    say(`gateway listening on ${server.url} (mode ${mode}; ${auth.required ? `API keys required, ${keyPrincipals(config.principals).length} configured` : 'no API keys: loopback only'})`);
 
     let closing: Promise<void> | undefined;
     return ok({
