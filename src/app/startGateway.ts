@@ -19,6 +19,7 @@ import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { loadStaticSources } from '../catalog/index.js';
+import { caseOnlyDenyWarnings } from '../policy/index.js';
 import { checkFrontExposure, createFrontAuth, isLoopbackHost as isLoopback, keyPrincipals } from '../gateway/index.js';
 import { watchPrincipals } from './watchPrincipals.js';
 
@@ -229,6 +230,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       return statics;
     }
     for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
+    for (const w of caseOnlyDenyWarnings(statics.value.parts.flatMap((p) => p.entries), config)) say(`warning: ${w}`);
     const staticTools = statics.value.parts.reduce((n, p) => n + p.entries.length, 0);
     say(`sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`);
 
