@@ -252,6 +252,41 @@ describe('exposure of the front', () => {
     }
   });
 
+  it('log.content: "full" is the explicit opt-in that records messages as sent', async () => {
+    const { d, config } = baseConfig({ log: { path: 'events.jsonl', content: 'full' } });
+    const r = await startGateway({ config, cwd: d, port: 0 });
+    if (!r.ok) throw new Error(r.error.message);
+    try {
+      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'keep FULL-MARKER-1' }] }, { 'x-toolsearch-session': 'full-1' });
+      expect(res.status).toBe(200);
+    } finally {
+      await r.value.close();
+    }
+    expect(readFileSync(join(d, 'events.jsonl'), 'utf8')).toContain('FULL-MARKER-1');
+  });
+
+  it('a configured MCP server that fails with its token in stderr leaks it neither to the log nor to the progress lines', async () => {
+    const token = 'sk-live-SECRET-5b2e9c41';
+    const { d, config } = baseConfig({
+      log: { path: 'events.jsonl' },
+      mcpServers: { broken: { command: process.execPath, args: ['-e', `console.error('refused token ' + process.env.SERVICE_TOKEN); process.exit(2)`], env: { SERVICE_TOKEN: token } } },
+    });
+    const progress: string[] = [];
+    const r = await startGateway({ config, cwd: d, port: 0, warmUp: true, onProgress: (l) => progress.push(l) });
+    if (!r.ok) throw new Error(r.error.message);
+    try {
+      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'target=current_time' }] }, { 'x-toolsearch-session': 'mcp-leak-1' });
+      expect(res.status).toBe(200);
+      expect(res.text).not.toContain(token);
+    } finally {
+      await r.value.close();
+    }
+    const log = readFileSync(join(d, 'events.jsonl'), 'utf8');
+    expect(log).toContain('refused token [redacted env SERVICE_TOKEN]');
+    expect(log).not.toContain(token);
+    expect(progress.join('\n')).not.toContain(token);
+  });
+
   it('on loopback without keys it serves as before (anonymous, any configured agent)', async () => {
     const { d, config } = baseConfig({ agents: { ops: {} } });
     const r = await startGateway({ config, cwd: d, port: 0 });
