@@ -141,7 +141,8 @@ export const serveCommand: Command = {
     const target = gw.mockProvider !== undefined ? ' target=current_time' : '';
     io.stdout(`toolsearch gateway listening on ${gw.url} (mode ${gw.mode}${gw.mockProvider !== undefined ? ', built-in mock provider' : `, provider ${gw.providerUrl}`})`);
     io.stdout('Try:');
-    io.stdout(`  curl -s ${gw.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
+    const keyed = Object.values(loaded.value.config.principals).some((p) => p.keySha256 !== undefined);
+    io.stdout(`  curl -s ${gw.url}/v1/chat/completions${keyed ? " -H 'authorization: Bearer <key>'" : ''} -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
     io.stdout('Stop with Ctrl-C.');
 
     const signal = await untilSignal();
