@@ -136,6 +136,16 @@ describe('prototype keys in arguments', () => {
     expect(rejected.map((e) => (e.data as { code: string }).code)).toEqual(['call.forbiddenKey', 'call.forbiddenKey', 'call.forbiddenKey']);
   });
 
+  it('is refused the same through tool_call in tools mode', async () => {
+    const w = await world({ tools: { toolSearch: { mode: 'tools' } } });
+    const turn = await w.start('proto-2');
+    const r = await turn.invoke('tool_call', JSON.parse('{"id":"openclaw:vault:store","args":{"name":"x","__proto__":{"polluted":true}}}'));
+    expect(r).toMatchObject({ ok: false, error: { code: 'call.forbiddenKey' } });
+    await turn.end();
+    expect(w.witness('store.jsonl')).toEqual([]);
+    expect(w.witness('hook.jsonl')).toEqual([]);
+  });
+
   it('finds the key at any depth and in arrays (pure)', () => {
     expect(forbiddenArgKey({ a: [{ b: 1 }, { c: JSON.parse('{"__proto__": 1}') }] })).toBe('args.a[1].c.__proto__');
     expect(forbiddenArgKey({ a: { b: 'constructor' } })).toBeUndefined();
