@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ToolSearchError } from '../shared/index.js';
+import type { JsonSchema } from '../catalog/index.js';
+import { redactSecretArgs } from '../policy/index.js';
 import { admitRequest, createFrontAuth, ownerHeader, refusalOf, type Caller, type FrontAuth } from './front/auth.js';
 import { recordedAnswer, recordedArgs, recordedClientResult, recordedMessages, type ContentMode } from './front/recordContent.js';
 import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sendJson } from './front/http.js';
@@ -197,7 +199,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           before: (inv) => publish({
             type: 'gateway.tool.invoked', sessionId, turnId,
             data: inv.clientResult === undefined
-              ? { requestId, callId: inv.callId, tool: inv.tool, ...recordedArgs(inv.args, content) }
+              ? { requestId, callId: inv.callId, tool: inv.tool, ...recordedArgs(redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args), content) }
               : { requestId, callId: inv.callId, tool: inv.tool, args: {}, clientResult: recordedClientResult(inv.clientResult.ok, inv.clientResult.content, content) },
           }),
           after: (inv, result) => publish({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: recordedAnswer(answerOf(result), content) } }),

@@ -265,6 +265,29 @@ describe('exposure of the front', () => {
     expect(readFileSync(join(d, 'events.jsonl'), 'utf8')).toContain('FULL-MARKER-1');
   });
 
+  it('with log.content "full", a direct tool\'s secret argument is still recorded as [redacted]', async () => {
+    const { d } = baseConfig({});
+    writeFileSync(join(d, 'unlock.mjs'), `export default { id: 'lock', tools: [{ name: 'unlock', description: 'Unlock with a password.',
+      parameters: { type: 'object', properties: { password: { type: 'string', format: 'password' } }, required: ['password'] },
+      execute: (args) => ({ unlocked: args.password.length > 0 }) }] };`);
+    writeFileSync(join(d, 'cfg.json'), JSON.stringify({ log: { path: 'events.jsonl', content: 'full' }, plugins: ['./unlock.mjs'] }));
+    const loaded = loadConfig({ path: join(d, 'cfg.json') });
+    if (!loaded.ok) throw new Error(loaded.error.message);
+    const r = await startGateway({ config: loaded.value.config, cwd: d, port: 0 });
+    if (!r.ok) throw new Error(r.error.message);
+    try {
+      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'target=unlock' }] }, { 'x-toolsearch-session': 'full-secret-1' });
+      expect(res.status).toBe(200);
+      expect(res.json.choices[0].message.content).toContain('"unlocked":true');
+    } finally {
+      await r.value.close();
+    }
+    const events = readFileSync(join(d, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const invoked = events.find((e) => e.type === 'gateway.tool.invoked' && e.sessionId === 'full-secret-1');
+    expect(invoked.data.args).toEqual({ password: '[redacted]' });
+    expect(JSON.stringify(events.filter((e) => e.sessionId === 'full-secret-1'))).not.toContain('toolsearch-marker');
+  });
+
   it('a configured MCP server that fails with its token in stderr leaks it neither to the log nor to the progress lines', async () => {
     const token = 'sk-live-SECRET-5b2e9c41';
     const { d, config } = baseConfig({
