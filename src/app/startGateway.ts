@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
+import { readFileSync } from 'node:fs';
 import type { EventBus } from '../bus/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
@@ -21,6 +22,9 @@ import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { loadStaticSources } from '../catalog/index.js';
+import { caseOnlyDenyWarnings } from '../policy/index.js';
+import { checkFrontExposure, createFrontAuth, isLoopbackHost as isLoopback, keyPrincipals } from '../gateway/index.js';
+import { watchPrincipals } from './watchPrincipals.js';
 
 /** The port `toolsearch serve` listens on when neither --port, PORT nor config `gateway.port` says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 8787;
@@ -64,6 +68,15 @@ export interface StartGatewayOptions {
    * consumed (they carry `origin: front:<pid>`).
    */
   sessionEvents?: boolean;
+  /**
+   * The config file the config came from: watched, so key changes (`toolsearch keys add|revoke`) take effect
+   * without a restart.
+   */
+  configPath?: string;
+  /** Serve plain HTTP beyond loopback (TLS ends in front of the gateway). */
+  insecureHttp?: boolean;
+  /** Poll interval of the config watch (default 500 ms). */
+  configWatchMs?: number;
   /** Human-readable progress lines (never secrets). */
   onProgress?: (line: string) => void;
   /** Loop progress of every turn. */
@@ -134,13 +147,26 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
   const env = opts.env ?? process.env;
   // Closed in the order that keeps the record: the front (no new turns), the roles (engine: sessions end, spans end),
   // the mock provider, telemetry (files written, OTLP flushed), the bus (log flushed), and the sandbox last, bounded.
-  const parts: Partial<Record<'front' | 'roles' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>> = {};
+  const parts: Partial<Record<'watch' | 'front' | 'roles' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>> = {};
   const closeAll = async (): Promise<void> => {
-    const order = (['front', 'roles', 'mock', 'telemetry', 'bus', 'sandbox'] as const).map((k) => parts[k]).filter((c): c is Closer => c !== undefined);
+    const order = (['watch', 'front', 'roles', 'mock', 'telemetry', 'bus', 'sandbox'] as const).map((k) => parts[k]).filter((c): c is Closer => c !== undefined);
     for (const k of Object.keys(parts)) delete parts[k as keyof typeof parts];
     await closeInOrder(order).catch(() => undefined);
   };
   const mode = effectiveMode(config, opts.mode);
+
+  // The front's exposure is checked before anything starts: beyond loopback it needs keys and HTTPS.
+  const host = opts.host ?? config.gateway.host;
+  const exposure = checkFrontExposure({ host, keys: keyPrincipals(config.principals).length, tls: config.gateway.tls !== undefined, insecureHttp: opts.insecureHttp === true });
+  if (!exposure.ok) return exposure;
+  let tls: { cert: Buffer; key: Buffer } | undefined;
+  if (config.gateway.tls !== undefined) {
+    try {
+      tls = { cert: readFileSync(config.gateway.tls.cert), key: readFileSync(config.gateway.tls.key) };
+    } catch (err) {
+      return fail('gateway.tlsUnreadable', `Cannot read gateway.tls: ${err instanceof Error ? err.message : String(err)}. Point gateway.tls.cert and gateway.tls.key at readable PEM files.`);
+    }
+  }
 
   try {
     // Bus.
@@ -191,6 +217,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       return statics;
     }
     for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
+    for (const w of caseOnlyDenyWarnings(statics.value.parts.flatMap((p) => p.entries), config)) say(`warning: ${w}`);
     const staticTools = statics.value.parts.reduce((n, p) => n + p.entries.length, 0);
     say(`sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`);
 
@@ -249,21 +276,32 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       await bus.publish(makeEnvelope({ type: e.type, sessionId: e.sessionId, turnId: e.turnId, seq, at: new Date(), causationId: null, data: e.data as never, id: randomUUID() }));
     };
 
+    // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
+    const auth = createFrontAuth({ principals: config.principals, required: !isLoopback(host), sessionIdleMs: config.session.idleTimeoutMs });
+    if (opts.configPath !== undefined) {
+      const watch = watchPrincipals(opts.configPath, (p) => {
+        auth.setPrincipals(p);
+        say(`config reloaded: ${keyPrincipals(p).length} API key${keyPrincipals(p).length === 1 ? '' : 's'} in force`);
+      }, { onWarning: (m) => say(`warning: ${m}`), ...(opts.configWatchMs !== undefined ? { intervalMs: opts.configWatchMs } : {}) });
+      parts.watch = { name: 'config watch', close: async () => watch.close() };
+    }
+
     let server: GatewayServer;
     const port = opts.port ?? config.gateway.port ?? DEFAULT_GATEWAY_PORT;
     try {
       server = await startGatewayServer({
-        engine, provider, port, host: opts.host ?? config.gateway.host, maxRounds: config.provider.maxRounds,
-        defaults: { agentId: 'default', profile: 'default' }, onEvent,
+        engine, provider, port, host, maxRounds: config.provider.maxRounds,
+        defaults: { agentId: 'default', profile: 'default' }, onEvent, auth, content: config.log.content,
+        ...(tls !== undefined ? { tls } : {}),
         known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
       });
     } catch (err) {
       await closeAll();
-      return fail('gateway.listenFailed', `Cannot listen on ${opts.host ?? config.gateway.host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`);
+      return fail('gateway.listenFailed', `Cannot listen on ${host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`);
     }
     parts.front = { name: 'front', close: () => server.close() };
-    say(`gateway listening on ${server.url} (mode ${mode})`);
+    say(`gateway listening on ${server.url} (mode ${mode}; ${auth.required ? `API keys required, ${keyPrincipals(config.principals).length} configured` : 'no API keys: loopback only'})`);
 
     let closing: Promise<void> | undefined;
     return ok({

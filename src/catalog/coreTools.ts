@@ -1,4 +1,5 @@
-import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { lstat, open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
@@ -78,6 +79,54 @@ async function confine(workspaceDir: string, input: unknown, argName: string): P
 }
 
 /**
+ * Opens a confined file so that what was checked is what is read. The path could be swapped (for a symbolic link
+ * out of the workspace, itself or a folder on the way) between the check and the open: the last component is opened
+ * with O_NOFOLLOW (a link there fails), and after the open the path is confined again and must name the very file
+ * the descriptor holds (same device and inode); where the system names the descriptor's file (Linux /proc/self/fd),
+ * that name must be inside the workspace too. A swap at any point is refused rather than read. O_NONBLOCK keeps
+ * a FIFO swapped in from hanging the open.
+ */
+async function openConfined(workspaceDir: string, input: string, real: string): Promise<Result<{ handle: FileHandle; info: Stats }>> {
+  const moved = (): Result<never> =>
+    fail('core.pathChanged', `"${input}" changed while it was being opened (it was replaced, possibly by a link out of the workspace); it was not read. Try again.`, { path: input });
+  let handle: FileHandle;
+  try {
+    handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'ENXIO') return moved();
+    throw err;
+  }
+  try {
+    const info = await handle.stat();
+    // Linux names the file a descriptor holds (/proc/self/fd/N): it must lie inside the workspace. This is exact, where
+    // re-checking a path can itself be raced (a folder on the way swapped between the realpath and the stat).
+    const held = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+    if (held !== undefined) {
+      const root = await realpath(workspaceDir);
+      if (!isInside(root, held.replace(/ \(deleted\)$/, ''))) {
+        await handle.close();
+        return moved();
+      }
+    }
+    const again = await confine(workspaceDir, input, 'path');
+    if (!again.ok) {
+      await handle.close();
+      return again.error.code === 'core.pathOutsideWorkspace' || again.error.code === 'core.pathNotFound' ? moved() : again;
+    }
+    const now = await stat(again.value.real).catch(() => undefined);
+    if (now === undefined || now.dev !== info.dev || now.ino !== info.ino) {
+      await handle.close();
+      return moved();
+    }
+    return ok({ handle, info });
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
+/**
  * The gateway's built-in tools: `read_file` and `list_dir` (confined to the workspace) and `current_time`.
  * Each returns a plain JSON value; expected failures are `Result` failures with `core.*` codes.
  */
@@ -106,11 +155,12 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
       if (!where.ok) return where;
       const wanted = args['maxBytes'];
       const limit = typeof wanted === 'number' && Number.isInteger(wanted) && wanted > 0 ? Math.min(wanted, maxRead) : maxRead;
-      const info = await stat(where.value.real);
-      if (!info.isFile()) return fail('core.notAFile', `"${where.value.shown}" is not a file; use list_dir for folders.`);
       if (ctx.signal.aborted) return fail('tool.aborted', 'The call was cancelled.');
-      const handle = await open(where.value.real, 'r');
+      const opened = await openConfined(opts.workspaceDir, args['path'] as string, where.value.real);
+      if (!opened.ok) return opened;
+      const { handle, info } = opened.value;
       try {
+        if (!info.isFile()) return fail('core.notAFile', `"${where.value.shown}" is not a file; use list_dir for folders.`);
         const buffer = Buffer.alloc(Math.min(limit, info.size));
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
         const truncated = info.size > bytesRead;
@@ -135,22 +185,34 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
       },
     ),
     async execute(args) {
-      const where = await confine(opts.workspaceDir, args['path'] ?? '.', 'path');
+      const input = args['path'] ?? '.';
+      const where = await confine(opts.workspaceDir, input, 'path');
       if (!where.ok) return where;
-      const info = await stat(where.value.real);
-      if (!info.isDirectory()) return fail('core.notADirectory', `"${where.value.shown}" is not a folder; use read_file for files.`);
-      const dirents = await readdir(where.value.real, { withFileTypes: true });
-      dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      const shown = dirents.slice(0, maxEntries);
-      const entries = await Promise.all(
-        shown.map(async (d) => {
-          const type = d.isDirectory() ? 'dir' : d.isFile() ? 'file' : d.isSymbolicLink() ? 'symlink' : 'other';
-          if (type !== 'file') return { name: d.name, type };
-          const s = await stat(resolve(where.value.real, d.name)).catch(() => undefined);
-          return { name: d.name, type, size: s?.size };
-        }),
-      );
-      return ok({ path: where.value.shown, entries, truncated: dirents.length > shown.length, total: dirents.length });
+      // Opened and checked like read_file; on Linux the listing goes through the descriptor (/proc/self/fd/N), so a
+      // folder swapped for a link after the check is not what gets listed.
+      const opened = await openConfined(opts.workspaceDir, input as string, where.value.real);
+      if (!opened.ok) return opened;
+      const { handle, info } = opened.value;
+      try {
+        if (!info.isDirectory()) return fail('core.notADirectory', `"${where.value.shown}" is not a folder; use read_file for files.`);
+        const viaFd = `/proc/self/fd/${handle.fd}`;
+        const base = await readlink(viaFd).then(() => viaFd, () => where.value.real);
+        const dirents = await readdir(base, { withFileTypes: true });
+        dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+        const shown = dirents.slice(0, maxEntries);
+        const entries = await Promise.all(
+          shown.map(async (d) => {
+            const type = d.isDirectory() ? 'dir' : d.isFile() ? 'file' : d.isSymbolicLink() ? 'symlink' : 'other';
+            if (type !== 'file') return { name: d.name, type };
+            // lstat: an entry swapped for a link since the listing does not give away its target's size.
+            const s = await lstat(resolve(base, d.name)).catch(() => undefined);
+            return { name: d.name, type, size: s?.isFile() === true ? s.size : undefined };
+          }),
+        );
+        return ok({ path: where.value.shown, entries, truncated: dirents.length > shown.length, total: dirents.length });
+      } finally {
+        await handle.close();
+      }
     },
   };
 

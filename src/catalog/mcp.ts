@@ -11,6 +11,7 @@ import { describeThrown } from './guard.js';
 import { makeToolId } from './ids.js';
 import { checkedMcpToolEntries, isValidServerName, loadSnapshot } from './snapshot.js';
 import type { ToolEntry } from './types.js';
+import { makeRedactor, redactFailure, redactingConnection, specSecrets } from './redactSecrets.js';
 
 /** A stdio MCP server: the command runs with only `env` plus PATH and HOME. */
 export interface McpStdioSpec {
@@ -239,6 +240,8 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     if (!snap.ok) return snap;
     return ok(snapshotConnection(name, snap.value.entries, opts.onSnapshotCall, snap.value.warnings));
   }
+  // Values of the server's env and headers never leave in a message derived from the server.
+  const redact = makeRedactor(specSecrets(s as McpStdioSpec & McpHttpSpec));
   const timeoutMs = s.timeoutMs ?? opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
   const callTimeoutMs = s.callTimeoutMs ?? opts.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS;
   if (opts.signal?.aborted) return fail('mcp.aborted', `Connecting to MCP server "${name}" was cancelled.`, { server: name });
@@ -272,7 +275,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     const why = explain(error, 'starting (no answer to initialize)', timeoutMs, transport);
     await shutdown(0);
     const code = opts.signal?.aborted ? 'mcp.aborted' : why.timedOut ? 'mcp.timedOut' : 'mcp.startFailed';
-    return fail(code, `MCP server "${name}" could not start: ${why.reason}`, { server: name, reason: why.reason });
+    return redactFailure(fail(code, `MCP server "${name}" could not start: ${why.reason}`, { server: name, reason: why.reason }), redact);
   }
 
   const unavailable = (reason: string) =>
@@ -332,5 +335,5 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
 
     close: () => shutdown(250),
   };
-  return ok(connection);
+  return ok(redactingConnection(connection, redact));
 }

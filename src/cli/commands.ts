@@ -24,6 +24,7 @@ export const commands: CommandEntry[] = [
   { name: 'log', summary: "print a session's log (schemas, searches, describes, final calls)", usage: LOG_USAGE, load: async () => (await import('./commands/log.js')).logCommand },
   { name: 'serve', summary: 'run the OpenAI-compatible gateway (built-in mock provider when none is configured)', load: async () => (await import('./commands/serve.js')).serveCommand },
   { name: 'mcp', summary: 'serve the gateway as one MCP server over stdio (tool_search, tool_describe, tool_call)', load: async () => (await import('./commands/mcp.js')).mcpCommand },
+  { name: 'keys', summary: 'add, list or revoke API keys of the HTTP front', load: async () => (await import('./commands/keys.js')).keysCommand },
   { name: 'config', summary: 'get, set or unset a key of the config file', load: async () => (await import('./commands/config.js')).configCommand },
   { name: 'audit', summary: "replay one session's events into an audit report", load: async () => (await import('./commands/audit.js')).auditCommand },
   { name: 'traces', summary: "rebuild a session's trace from its events (Jaeger JSON or OTLP JSON lines)", load: async () => (await import('./commands/traces.js')).tracesCommand },

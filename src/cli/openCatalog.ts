@@ -1,7 +1,7 @@
 import { buildCatalog, SessionMcpRuntime, type Catalog, type CatalogPart } from '../catalog/index.js';
 import { loadConfig, type ResolvedConfig } from '../config/index.js';
 import { loadStaticSources } from '../catalog/index.js';
-import { filterCatalog, resolvePolicy } from '../policy/index.js';
+import { caseOnlyDenyWarnings, filterCatalog, resolvePolicy } from '../policy/index.js';
 import { SearchIndex } from '../search/index.js';
 import { ok, type Result } from '../shared/index.js';
 import type { CliIo } from './io.js';
@@ -53,7 +53,11 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
     }
   }
   const catalog = buildCatalog(parts);
-  const policy = resolvePolicy({ global: config === undefined ? undefined : { allow: config.tools.allow, deny: config.tools.deny } });
+  const policy = resolvePolicy({
+    global: config === undefined ? undefined : { allow: config.tools.allow, deny: config.tools.deny },
+    ...(config?.tools.matchCase === false ? { matchCase: false } : {}),
+  });
+  if (config !== undefined) for (const w of caseOnlyDenyWarnings(catalog.entries, config)) io.stderr(`warning: ${w}`);
   const eligible = filterCatalog(catalog, policy);
   const settings = config?.tools.toolSearch;
   const index = new SearchIndex(eligible.entries, settings === undefined ? {} : { searchDefaultLimit: settings.searchDefaultLimit, maxSearchLimit: settings.maxSearchLimit });

@@ -56,6 +56,7 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       toolSearch,
       ...(tools.allow !== undefined ? { allow: [...tools.allow] } : {}),
       deny: [...(tools.deny ?? [])],
+      matchCase: tools.matchCase ?? true,
       approval: {
         require: [...(tools.approval?.require ?? [])],
         timeoutMs: tools.approval?.timeoutMs ?? d.approvalTimeoutMs,
@@ -72,10 +73,14 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
     log: {
       path: abs(baseDir, raw.log?.path ?? d.log.path),
       enabled: raw.log?.enabled ?? d.log.enabled,
+      content: raw.log?.content ?? 'digest',
     },
     nats: { ...d.nats, ...raw.nats },
     provider: { ...d.provider, ...raw.provider },
-    gateway: { ...d.gateway, ...raw.gateway },
+    gateway: {
+      ...d.gateway, ...raw.gateway,
+      ...(raw.gateway?.tls !== undefined ? { tls: { cert: abs(baseDir, raw.gateway.tls.cert), key: abs(baseDir, raw.gateway.tls.key) } } : {}),
+    },
     telemetry: {
       enabled: raw.telemetry?.enabled ?? d.telemetry.enabled,
       tracesDir: abs(baseDir, raw.telemetry?.tracesDir ?? d.telemetry.tracesDir),

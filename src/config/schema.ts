@@ -89,6 +89,8 @@ export const ToolsSection = Type.Object(
     toolSearch: Type.Optional(ToolSearchValue),
     allow: Type.Optional(StringList),
     deny: Type.Optional(StringList),
+    /** false: allow, deny and approval patterns match tool ids and names ignoring case (servers choose the case). */
+    matchCase: Type.Optional(Type.Boolean()),
     approval: Type.Optional(
       Type.Object(
         {
@@ -144,7 +146,14 @@ export const ToolSearchConfig = Type.Object(
       ),
     ),
     log: Type.Optional(
-      Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })), enabled: Type.Optional(Type.Boolean()) }, closed),
+      Type.Object(
+        {
+          path: Type.Optional(Type.String({ minLength: 1 })),
+          enabled: Type.Optional(Type.Boolean()),
+          content: Type.Optional(Type.Union([Type.Literal('digest'), Type.Literal('full')], { 'x-expected': '"digest" (default) or "full"' })),
+        },
+        closed,
+      ),
     ),
     nats: Type.Optional(
       Type.Object(
@@ -176,6 +185,9 @@ export const ToolSearchConfig = Type.Object(
         {
           port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
           host: Type.Optional(Type.String({ minLength: 1 })),
+          tls: Type.Optional(
+            Type.Object({ cert: Type.String({ minLength: 1 }), key: Type.String({ minLength: 1 }) }, closed),
+          ),
         },
         closed,
       ),

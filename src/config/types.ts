@@ -25,6 +25,8 @@ export interface ResolvedConfig {
     /** undefined = no global allow list (everything not denied is allowed). */
     allow?: string[];
     deny: string[];
+    /** false: patterns match ignoring case. Default true. */
+    matchCase: boolean;
     approval: { require: string[]; timeoutMs: number };
   };
   agents: Record<string, PolicyLayer>;
@@ -42,7 +44,8 @@ export interface ResolvedConfig {
     maxLogBytes: number;
     maxResultBytes: number;
   };
-  log: { path: string; enabled: boolean };
+  /** `content`: what the front's recorded session events keep of messages, arguments and results (default `digest`). */
+  log: { path: string; enabled: boolean; content: 'digest' | 'full' };
   nats: {
     url?: string;
     replicas: number;
@@ -52,7 +55,8 @@ export interface ResolvedConfig {
     decisionTimeoutMs: number;
   };
   provider: { baseUrl?: string; apiKey?: string; model?: string; maxRounds: number };
-  gateway: { port?: number; host: string };
+  /** `tls`: absolute paths of the PEM certificate and key; the front serves HTTPS when set. */
+  gateway: { port?: number; host: string; tls?: { cert: string; key: string } };
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
   session: { idleTimeoutMs: number };
   harness: 'pi' | 'codex';

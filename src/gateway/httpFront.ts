@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ToolSearchError } from '../shared/index.js';
+import type { JsonSchema } from '../catalog/index.js';
+import { redactSecretArgs } from '../policy/index.js';
+import { admitRequest, createFrontAuth, ownerHeader, refusalOf, type Caller, type FrontAuth } from './front/auth.js';
+import { recordedAnswer, recordedArgs, recordedClientResult, recordedMessages, type ContentMode } from './front/recordContent.js';
 import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sendJson } from './front/http.js';
 import { isRecord, type ChatRequest } from './front/openai.js';
 import { writeSse } from './front/sse.js';
@@ -13,6 +17,8 @@ import type { StepResult, TurnEngine } from '../turn/index.js';
 export const SESSION_HEADER = 'x-toolsearch-session';
 export const AGENT_HEADER = 'x-toolsearch-agent';
 export const PROFILE_HEADER = 'x-toolsearch-profile';
+/** `true` / `false`: ask for (or give up) owner rights; only a key with owner rights may ask for them. */
+export const OWNER_HEADER = 'x-toolsearch-owner';
 /** Response header: the turn id of the answer. */
 export const TURN_HEADER = 'x-toolsearch-turn';
 export const MAX_HEADER_VALUE = 200;
@@ -58,6 +64,15 @@ export interface GatewayServerOptions {
   onEvent?: (e: GatewayFrontEvent) => void | Promise<void>;
   /** Loop progress of every turn (for logs). */
   onProgress?: (sessionId: string, p: LoopProgress) => void;
+  /**
+   * API keys (see front/auth.ts): who may call, with which identity, and who owns each session. Absent: no keys,
+   * every request is anonymous with `defaults`.
+   */
+  auth?: FrontAuth;
+  /** What the recorded events keep of messages, arguments and results: `digest` (default) or `full`. */
+  content?: ContentMode;
+  /** TLS key and certificate (PEM): serve HTTPS. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
 }
 
 export interface GatewayServer {
@@ -80,6 +95,8 @@ const MAX_SESSIONS_REMEMBERED = 10_000;
 export async function startGatewayServer(opts: GatewayServerOptions): Promise<GatewayServer> {
   const maxBody = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const pendingBySession = new Map<string, Set<string>>();
+  const auth = opts.auth ?? createFrontAuth({ principals: {} });
+  const content: ContentMode = opts.content ?? 'digest';
 
   const origin = opts.origin ?? `${FRONT_ORIGIN_PREFIX}${process.pid}`;
   const publish = async (e: GatewayFrontEvent): Promise<void> => {
@@ -90,10 +107,23 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
   };
 
-  const chat = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const chat = async (req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> => {
     const headers = sessionHeaders(req, opts.defaults);
     if (!headers.ok) return sendError(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
-    const { sessionId, agentId, profile } = headers.value;
+    const owner = ownerHeader(req.headers[OWNER_HEADER]);
+    if (!owner.ok) return sendError(res, 400, owner.error.message, 'invalid_header', { param: OWNER_HEADER });
+    // Identity from the caller's key: the headers may only narrow it; the session must be the caller's own.
+    const admitted = admitRequest(auth, caller, headers.value.sessionId, {
+      ...(req.headers[AGENT_HEADER] !== undefined ? { agentId: headers.value.agentId } : {}),
+      ...(req.headers[PROFILE_HEADER] !== undefined ? { profile: headers.value.profile } : {}),
+      ...(owner.value !== undefined ? { owner: owner.value } : {}),
+    }, { agentId: opts.defaults.agentId, profile: opts.defaults.profile, sandboxId: opts.defaults.sandboxId ?? 'default', owner: opts.defaults.owner ?? false });
+    if (!admitted.ok) {
+      const r = refusalOf(admitted.error);
+      return sendError(res, r.status, admitted.error.message, admitted.error.code, { param: r.param });
+    }
+    const { sessionId } = headers.value;
+    const { agentId, profile } = admitted.value;
     const sessionHeader = { [SESSION_HEADER]: sessionId };
     if (opts.known !== undefined) {
       const unknown = unknownName(AGENT_HEADER, 'agent', agentId, opts.known.agents) ?? unknownName(PROFILE_HEADER, 'profile', profile, opts.known.profiles);
@@ -138,7 +168,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
         agentId,
         profile,
         ...(typeof request.model === 'string' ? { model: request.model } : {}),
-        messages: request.messages,
+        ...recordedMessages(request.messages, content),
         ...(clientTools.value.length > 0 ? { clientTools: clientTools.value } : {}),
       },
     });
@@ -156,8 +186,8 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           sessionId,
           agentId,
           profile,
-          ...(opts.defaults.sandboxId !== undefined ? { sandboxId: opts.defaults.sandboxId } : {}),
-          ...(opts.defaults.owner !== undefined ? { owner: opts.defaults.owner } : {}),
+          ...(caller.kind === 'key' || opts.defaults.sandboxId !== undefined ? { sandboxId: admitted.value.sandboxId } : {}),
+          ...(caller.kind === 'key' || opts.defaults.owner !== undefined || owner.value !== undefined ? { owner: admitted.value.owner } : {}),
         },
         maxRounds: opts.maxRounds,
         turnId,
@@ -169,10 +199,10 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           before: (inv) => publish({
             type: 'gateway.tool.invoked', sessionId, turnId,
             data: inv.clientResult === undefined
-              ? { requestId, callId: inv.callId, tool: inv.tool, args: inv.args }
-              : { requestId, callId: inv.callId, tool: inv.tool, args: {}, clientResult: { ok: inv.clientResult.ok, value: inv.clientResult.content } },
+              ? { requestId, callId: inv.callId, tool: inv.tool, ...recordedArgs(redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args), content) }
+              : { requestId, callId: inv.callId, tool: inv.tool, args: {}, clientResult: recordedClientResult(inv.clientResult.ok, inv.clientResult.content, content) },
           }),
-          after: (inv, result) => publish({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: answerOf(result) } }),
+          after: (inv, result) => publish({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: recordedAnswer(answerOf(result), content) } }),
         },
       });
     } catch (err) {
@@ -205,18 +235,24 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
+    // Every route but /healthz needs the caller's key when keys are configured.
+    const caller = auth.authenticate(req);
+    if (!caller.ok) {
+      const r = refusalOf(caller.error);
+      return sendError(res, r.status, caller.error.message, caller.error.code, { param: r.param, headers: { 'www-authenticate': 'Bearer realm="toolsearch"' } });
+    }
     if (path === '/v1/chat/completions') {
       if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/chat/completions.', 'method_not_allowed', { headers: { allow: 'POST' } });
-      return chat(req, res);
+      return chat(req, res, caller.value);
     }
     if (path === '/v1/models' && req.method === 'GET') {
       return sendJson(res, 200, { object: 'list', data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }] });
     }
-    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
     return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, GET /v1/models, GET /healthz.`, 'not_found');
   };
 
-  const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1' });
+  const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1', ...(opts.tls !== undefined ? { tls: opts.tls } : {}) });
   return { url: server.url, port: server.port, close: () => server.close() };
 }
 

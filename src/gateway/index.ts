@@ -6,10 +6,16 @@ export type { ProviderClient, ProviderClientOptions, ChatResult } from './provid
 export { runChatTurn, toolContent, clientToolSpecs } from './providerLoop.js';
 export type { ChatSession, LoopProgress, ChatTurnOutput, PendingClientCall, RunChatTurnInput } from './providerLoop.js';
 export {
-  startGatewayServer, statusOf, sessionHeaders, SESSION_HEADER, AGENT_HEADER, PROFILE_HEADER, TURN_HEADER,
+  startGatewayServer, statusOf, sessionHeaders, SESSION_HEADER, AGENT_HEADER, PROFILE_HEADER, OWNER_HEADER, TURN_HEADER,
 } from './httpFront.js';
 export type { GatewayServer, GatewayServerOptions, GatewayFrontEvent } from './httpFront.js';
 export { parseSse } from './front/sse.js';
+export {
+  createFrontAuth, checkFrontExposure, hashApiKey, newApiKey, isLoopbackHost, keyPrincipals, bearerToken, API_KEY_PREFIX,
+} from './front/auth.js';
+export type { FrontAuth, FrontAuthOptions, Caller, AskedIdentity } from './front/auth.js';
+export { contentDigest } from './front/recordContent.js';
+export type { ContentMode } from './front/recordContent.js';
 export type { ChatRequest, ChatMessage, ChatCompletion } from './front/openai.js';
 export { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, FRONT_ORIGIN_PREFIX, isFrontRecord, startSessionEventConsumer, toTurnRequest } from './sessionEvents/index.js';
 export type {

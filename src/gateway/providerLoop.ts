@@ -35,6 +35,8 @@ export interface ToolInvocation {
   tool: string;
   args: unknown;
   clientResult?: { ok: boolean; content: string };
+  /** The exposed tool's parameters (JSON Schema), so a record can leave out arguments it marks secret. */
+  parameters?: unknown;
 }
 
 /**
@@ -228,7 +230,8 @@ async function loop(
     for (const call of calls) {
       toolCalls++;
       const parsedArgs = parseArgs(call);
-      const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args };
+      const parameters = (turn.exposure.tools as Array<{ function?: { name?: string; parameters?: unknown } }>).find((t) => t.function?.name === call.function.name)?.function?.parameters;
+      const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args, ...(parameters !== undefined ? { parameters } : {}) };
       await hook(input.toolHooks?.before, inv);
       const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args)) };
       await hook(input.toolHooks?.after, inv, step.result);

@@ -28,7 +28,7 @@ const own = <T>(record: Record<string, T>, key: string): T | undefined => (Objec
  * `profiles[profile]`, `sandboxes[sandboxId]` and `sessions[sessionId]`, plus the owner flag. Pure: no I/O.
  */
 export function policyInputFor(config: ResolvedConfig, facts: SessionFacts): PolicyInput {
-  const input: PolicyInput = { owner: facts.owner };
+  const input: PolicyInput = { owner: facts.owner, ...(config.tools.matchCase === false ? { matchCase: false } : {}) };
   input.global = config.tools.allow === undefined ? { deny: config.tools.deny } : { allow: config.tools.allow, deny: config.tools.deny };
   const agent = own(config.agents, facts.agentId);
   if (agent) input.agent = agent.tools;
@@ -48,7 +48,8 @@ export function sessionPolicy(config: ResolvedConfig, facts: SessionFacts): Effe
 
 /** Whether a tool (by id or bare name) needs an approver, by config `tools.approval.require`. Pure: no I/O. */
 export function approvalPattern(config: ResolvedConfig, tool: { id: string; name: string }): string | undefined {
-  return config.tools.approval.require.find((p) => globMatch(p, tool.id) || globMatch(p, tool.name));
+  const ignoreCase = config.tools.matchCase === false;
+  return config.tools.approval.require.find((p) => globMatch(p, tool.id, ignoreCase) || globMatch(p, tool.name, ignoreCase));
 }
 
 /**

@@ -13,3 +13,5 @@ export { ArgsValidator, describeProblem } from './validateArgs.js';
 export type { ArgsCheck } from './validateArgs.js';
 export { authorizeIdentity, DEFAULT_IDENTITY } from './authorizeIdentity.js';
 export type { TurnIdentity, RequestedIdentity } from './authorizeIdentity.js';
+export { forbiddenArgKey, redactSecretArgs, secretArgValues, scrubSecrets, FORBIDDEN_ARG_KEYS, REDACTED } from './argsSafety.js';
+export { caseOnlyDenyWarnings } from './caseOnlyDenies.js';

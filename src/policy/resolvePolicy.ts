@@ -19,5 +19,5 @@ export function resolvePolicy(input: PolicyInput = {}): EffectivePolicy {
     const deny = patterns(layer.deny);
     if (allow.length > 0 || deny.length > 0) layers.push({ name, allow, deny });
   }
-  return { layers, owner: input.owner === true };
+  return { layers, owner: input.owner === true, ...(input.matchCase === false ? { matchCase: false } : {}) };
 }

@@ -17,6 +17,8 @@ export interface NamedPolicyLayer {
 export interface EffectivePolicy {
   layers: NamedPolicyLayer[];
   owner: boolean;
+  /** false: patterns match ignoring case (config `tools.matchCase: false`); absent = true. */
+  matchCase?: boolean;
 }
 
 export interface PolicyInput {
@@ -28,6 +30,8 @@ export interface PolicyInput {
   session?: PolicyLayer;
   /** Owner sessions may use ownerOnly tools; absent means not owner. */
   owner?: boolean;
+  /** false: patterns match ignoring case; absent = true. */
+  matchCase?: boolean;
 }
 
 export type ToolCheck = { allowed: true } | { allowed: false; reason: string };

@@ -7,7 +7,10 @@ import {
 } from '../../machines/index.js';
 import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEntry } from '../catalog/index.js';
 import type { EventOf } from '../events/index.js';
-import { approvalPattern, runBeforeToolCallHooks, waitForApproval, type ApprovalDecision } from '../policy/index.js';
+import {
+  approvalPattern, forbiddenArgKey, redactSecretArgs, runBeforeToolCallHooks, scrubSecrets, secretArgValues, waitForApproval,
+  type ApprovalDecision,
+} from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
 import type { StepResult } from './turnEngine.js';
@@ -103,19 +106,28 @@ const deciderOf = (deps: EngineDeps): string | undefined => (deps as EngineDeps 
 export async function callTool(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
   const rejected = unresolved.get(entry);
   if (rejected !== undefined) return rejectCall(deps, ts, rejected.ref, rejected.error, op);
+  // Refused before hooks and validation, which could see other arguments than the tool would.
+  const unsafe = forbiddenArgKey(rawArgs);
+  if (unsafe !== undefined) {
+    return rejectCall(deps, ts, entry.id, { code: 'call.forbiddenKey', message: `${unsafe} is refused: argument keys "__proto__", "constructor" and "prototype" are not accepted anywhere in a call's arguments. Rename the argument.` }, op);
+  }
   return traced(ts, SpanName.call, op.parentSpan, () => runCall(deps, ts, entry, rawArgs, op));
 }
 
 async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
   const callId = deps.newId();
   const started = performance.now();
-  const argsDigest = digest(rawArgs);
+  // Arguments the schema marks secret (writeOnly, format password) are left out of every record, digests included.
+  const recordedArgs = redactSecretArgs(entry.inputSchema, rawArgs);
+  const secrets = recordedArgs === rawArgs ? [] : secretArgValues(entry.inputSchema, rawArgs);
+  const clean = (text: string): string => (secrets.length === 0 ? text : scrubSecrets(text, secrets));
+  const argsDigest = digest(recordedArgs);
   ts.counts.calls++;
   const decisionWait = ts.answers.expect(`call.decided:${callId}`);
   const decider = deciderOf(deps);
   const requested = await ts.events.emit('call.requested', {
     callId, toolId: entry.id, toolName: entry.name, source: entry.source, owner: entry.owner, origin: entry.origin,
-    argsDigest, argsBytes: bytesOf(rawArgs), via: op.via,
+    argsDigest, argsBytes: bytesOf(recordedArgs), via: op.via,
     ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
     agentId: ts.facts.agentId, profile: ts.facts.profile, sandboxId: ts.facts.sandboxId, sessionOwner: ts.facts.owner,
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
@@ -232,14 +244,14 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
   }
   if (out.outcome === 'blocked') {
     const stage: BlockStage = noEnforcer ? 'enforcer' : out.stage === 'hooks' ? 'hook' : out.stage === 'approval' ? 'approval' : 'policy';
-    const reason = out.reason ?? 'blocked';
+    const reason = clean(out.reason ?? 'blocked');
     const error: ToolSearchError = noEnforcer
       ? { code: 'call.blocked.noEnforcer', message: `Blocked: ${reason}; the call was not run (fail closed). Start a policy enforcer or check the bus.` }
-      : out.error ?? { code: 'call.blocked', message: `Blocked: ${reason}.` };
+      : out.error !== undefined ? { ...out.error, message: clean(out.error.message) } : { code: 'call.blocked', message: `Blocked: ${reason}.` };
     await ts.events.emit('call.blocked', { ...common, stage, reason }, lastEventId);
     return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
   }
-  const error: ToolSearchError = out.error ?? { code: 'call.failed', message: `${entry.id} failed.` };
+  const error: ToolSearchError = out.error !== undefined ? { ...out.error, message: clean(out.error.message) } : { code: 'call.failed', message: `${entry.id} failed.` };
   await ts.events.emit('call.failed', { ...common, error: { code: error.code, message: error.message }, durationMs }, lastEventId);
   return { ok: false, error };
 }

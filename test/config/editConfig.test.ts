@@ -90,7 +90,7 @@ describe('config set / get / unset', () => {
     const cases: Array<[string, string, string]> = [
       ['tools.toolSearch.mode', 'fast', '"fast" is not allowed at tools.toolSearch.mode: use "code" or "tools"'],
       ['tools.toolSearch.codeTimeoutMs', 'soon', '"soon" is not allowed at tools.toolSearch.codeTimeoutMs: expected a number'],
-      ['tools.foo', '1', 'unknown key tools.foo: allowed keys are toolSearch, allow, deny, approval'],
+      ['tools.foo', '1', 'unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval'],
       ['sandbox.poolSize', '99', '99 is not allowed at sandbox.poolSize: expected an integer from 0 to 16'],
       ['tools.toolSearch', '"yes"', '"yes" is not allowed at tools.toolSearch'],
       ['mcpServers.fs', '{}', 'is not allowed at mcpServers.fs: expected an object with "command"'],

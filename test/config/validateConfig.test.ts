@@ -86,7 +86,7 @@ describe('validateConfig', () => {
 
   it('unknown keys are errors at every level and list the allowed keys', () => {
     expect(messages({ foo: 1 })[0]).toMatch(/^unknown key foo: allowed keys are tools, agents, profiles/);
-    expect(messages({ tools: { foo: 1 } })).toEqual(['unknown key tools.foo: allowed keys are toolSearch, allow, deny, approval']);
+    expect(messages({ tools: { foo: 1 } })).toEqual(['unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval']);
     expect(messages({ tools: { toolSearch: { limit: 3 } } })).toEqual([
       'unknown key tools.toolSearch.limit: allowed keys are mode, codeTimeoutMs, searchDefaultLimit, maxSearchLimit',
     ]);
@@ -177,7 +177,7 @@ describe('parseConfig', () => {
     expect(r.error.code).toBe('config.invalid');
     expect(r.error.message).toContain('/x/toolsearch.config.json5 has 2 problems');
     expect(r.error.message).toContain('"fast" is not allowed at tools.toolSearch.mode: use "code" or "tools"');
-    expect(r.error.message).toContain('unknown key tools.foo: allowed keys are toolSearch, allow, deny, approval');
+    expect(r.error.message).toContain('unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval');
     expect((r.error.details?.problems as unknown[]).length).toBe(2);
   });
 
@@ -194,7 +194,7 @@ describe('parseConfig', () => {
     expect(c.tools.deny).toEqual([]);
     expect(c.tools.approval).toEqual({ require: [], timeoutMs: 30000 });
     expect(c.sandbox).toEqual({ requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 65536, maxResultBytes: 262144 });
-    expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true });
+    expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true, content: 'digest' });
     expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5000 });
     expect(c.provider).toEqual({ maxRounds: 8 });
     expect(c.gateway).toEqual({ host: '127.0.0.1' });
@@ -218,7 +218,7 @@ describe('parseConfig', () => {
     expect(c.tools.allow).toEqual(['mcp:*']);
     expect(c.plugins).toEqual(['/etc/ts/plugins/fake.mjs']);
     expect(c.workspaceDir).toBe('/etc/ts/ws');
-    expect(c.log).toEqual({ path: '/etc/ts/events.jsonl', enabled: false });
+    expect(c.log).toEqual({ path: '/etc/ts/events.jsonl', enabled: false, content: 'digest' });
     expect(c.telemetry.tracesDir).toBe('/etc/ts/tr');
     expect(c.mcpServers.fs).toMatchObject({ command: 'npx', cwd: '/etc/ts/srv' });
     expect(c.mcpServers['saved.snap-1']).toEqual({ catalogFile: '/etc/ts/catalogs/github.json' });

@@ -8,6 +8,7 @@ import { MARKER } from '../../src/gateway/mock/markerArgs.js';
 import { startMockProvider, type MockProvider } from '../../src/gateway/mockProvider.js';
 import { createProviderClient } from '../../src/gateway/providerClient.js';
 import { createFakeEngine, type FakeEngine } from './fakeEngine.js';
+import { contentDigest } from '../../src/gateway/front/recordContent.js';
 import { postJson } from '../support/http.js';
 
 let mock: MockProvider;
@@ -95,7 +96,12 @@ describe('gateway HTTP front', () => {
     expect(events[0]?.data).toMatchObject({ agentId: 'main', profile: 'default', model: 'toolsearch' });
     expect(events.filter((e) => e.type === 'gateway.tool.invoked').map((e) => (e.data as { tool?: string }).tool)).toEqual(['tool_search', 'tool_describe', 'tool_call']);
     expect(invokedBefore).toEqual([0, 0, 1, 1, 2, 2, 3, 3]);
-    expect(events.at(-2)?.data).toMatchObject({ tool: 'tool_call', result: { ok: true, value: { tool: 'fake_plugin_tool_4' } } });
+    // Recorded by digest and size, not content (log.content: "full" is the opt-in).
+    const answer = (events.at(-2)?.data as { result: Record<string, unknown> }).result;
+    expect(answer).toMatchObject({ ok: true, valueDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), valueBytes: expect.any(Number) });
+    expect(answer).not.toHaveProperty('value');
+    expect(JSON.stringify(events)).not.toContain('fake_plugin_tool_4"}');
+    expect(events[0]?.data).toMatchObject({ messageCount: 1, messagesDigest: contentDigest([{ role: 'user', content: 'target=fake_plugin_tool_4' }]).digest });
     expect(events.at(-1)?.data).toMatchObject({ outcome: 'completed' });
     // Each event is valid against the event catalogue once wrapped in an envelope.
     events.forEach((e, seq) => {
@@ -158,7 +164,8 @@ describe('gateway HTTP front', () => {
     expect(engine.clientResults).toEqual([{ callId, result: { ok: true, content: 'rain, 12C' } }]);
     expect(second.json.choices[0].message.content).toBe('result: rain, 12C');
     const resultEvent = events.find((e) => e.type === 'gateway.tool.invoked' && (e.data as any).clientResult);
-    expect(resultEvent?.data).toMatchObject({ callId, tool: 'get_weather', clientResult: { ok: true, value: 'rain, 12C' } });
+    expect(resultEvent?.data).toMatchObject({ callId, tool: 'get_weather', clientResult: { ok: true, valueDigest: contentDigest('rain, 12C').digest, valueBytes: 11 } });
+    expect(JSON.stringify(events)).not.toContain('rain, 12C');
     for (const e of events) {
       const checked = validateEvent(makeEnvelope({ type: e.type, sessionId: e.sessionId, turnId: e.turnId, seq: 0, at: new Date(0), causationId: null, data: e.data as never }));
       expect(checked.ok ? 'valid' : checked.error.message).toBe('valid');

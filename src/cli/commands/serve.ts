@@ -1,9 +1,11 @@
-import { loadConfig, type ResolvedConfig } from '../../config/index.js';
+import { resolve } from 'node:path';
+import { DEFAULT_CONFIG_FILE, loadConfig, type ResolvedConfig } from '../../config/index.js';
 import { openBus, shownNats, startGateway, startRoleServices, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
-export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--config F] [--nats URL] [--log FILE] [--provider URL] [--role all|gateway|policy|sandbox]
+export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--host H] [--insecure-http] [--config F] [--nats URL] [--log FILE] [--provider URL]
+                        [--role all|gateway|policy|sandbox]
 
 Serves the OpenAI-compatible gateway on 127.0.0.1: POST /v1/chat/completions (plain and stream: true),
 GET /v1/models, GET /healthz. Each request is a turn: the exposed tools go to the upstream provider, the
@@ -12,6 +14,9 @@ Without an upstream provider (config provider.baseUrl or --provider) the built-i
 put "target=<tool name>" in the message to see a real tool call.
 
   --port N        port (default: PORT, else config gateway.port, else ${DEFAULT_GATEWAY_PORT}; 0 = a free port)
+  --host H        address to listen on (default: config gateway.host, else 127.0.0.1). Beyond loopback the
+                  front needs API keys (toolsearch keys add NAME) and serves HTTPS (config gateway.tls.cert/key)
+  --insecure-http serve plain HTTP beyond loopback (only when TLS ends in a proxy in front of the gateway)
   --config F      config file (default: toolsearch.config.json5 in the working directory)
   --nats URL      use NATS JetStream as the bus (default: NATS_URL, else the embedded bus)
   --log FILE      JSONL event log of the embedded bus (default: config log.path, .toolsearch/events.jsonl)
@@ -25,7 +30,10 @@ put "target=<tool name>" in the message to see a real tool call.
 
 Request headers: x-toolsearch-session (session id; default a new one, returned in the response),
 x-toolsearch-agent and x-toolsearch-profile (policy; "default" or a name from the config's agents /
-profiles: any other value is refused with 400 unknown_agent / unknown_profile).
+profiles: any other value is refused with 400 unknown_agent / unknown_profile), x-toolsearch-owner.
+With API keys (config principals, toolsearch keys add): Authorization: Bearer <key>; the key's principal
+says which agents, profiles and owner rights requests may use (headers may only narrow), and a session
+belongs to the key that opened it. Key changes in the config file apply without a restart.
 Telemetry: OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://localhost:4318 for Jaeger) or
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT exports every turn's spans over OTLP/HTTP; config telemetry.enabled
 also writes trace files per session. With --nats, turns published by other gateways as session events
@@ -71,7 +79,7 @@ export const serveCommand: Command = {
   async run(argv: string[], io: CliIo): Promise<number> {
     const parsed = parseCommandArgs(argv, {
       port: { type: 'string' }, config: { type: 'string' }, nats: { type: 'string' }, log: { type: 'string' },
-      provider: { type: 'string' }, role: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+      provider: { type: 'string' }, role: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
     }, { positionals: false });
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${SERVE_USAGE}`);
@@ -108,6 +116,9 @@ export const serveCommand: Command = {
 
     const started = await startGateway({
       config: loaded.value.config, cwd: io.cwd, env: io.env, warmUp: true,
+      configPath: loaded.value.path ?? resolve(io.cwd, DEFAULT_CONFIG_FILE),
+      ...(str(v['host']) !== undefined ? { host: str(v['host']) as string } : {}),
+      ...(v['insecure-http'] === true ? { insecureHttp: true } : {}),
       ...(port !== undefined ? { port } : {}),
       ...(nats !== undefined ? { nats } : {}),
       role: role === 'gateway' ? 'gateway' : 'all',
@@ -124,7 +135,8 @@ export const serveCommand: Command = {
     const target = gw.mockProvider !== undefined ? ' target=current_time' : '';
     io.stdout(`toolsearch gateway listening on ${gw.url} (mode ${gw.mode}${gw.mockProvider !== undefined ? ', built-in mock provider' : `, provider ${gw.providerUrl}`})`);
     io.stdout('Try:');
-    io.stdout(`  curl -s ${gw.url}/v1/chat/completions -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
+    const keyed = Object.values(loaded.value.config.principals).some((p) => p.keySha256 !== undefined);
+    io.stdout(`  curl -s ${gw.url}/v1/chat/completions${keyed ? " -H 'authorization: Bearer <key>'" : ''} -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
     io.stdout('Stop with Ctrl-C.');
 
     const signal = await untilSignal();

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { fail, ok, type Result } from '../../shared/index.js';
 import { openAiError } from './openai.js';
@@ -78,16 +79,18 @@ export interface Listening {
  */
 export async function listen(
   handler: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
-  opts: { port?: number; host?: string; path?: string },
+  opts: { port?: number; host?: string; path?: string; tls?: { cert: string | Buffer; key: string | Buffer } },
 ): Promise<Listening> {
   const host = opts.host ?? '127.0.0.1';
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handler(req, res).catch((err: unknown) => {
       const message = err instanceof Error ? err.message : String(err);
       if (res.headersSent) res.destroy();
       else sendError(res, 500, `Internal error: ${message}`, 'internal_error');
     });
-  });
+  };
+  // With a key and certificate the same handler is served over HTTPS.
+  const server: Server = opts.tls !== undefined ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : createServer(onRequest);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => {
@@ -99,7 +102,7 @@ export async function listen(
   const hostPart = host.includes(':') ? `[${host}]` : host;
   let closing: Promise<void> | undefined;
   return {
-    url: `http://${hostPart}:${port}${opts.path ?? ''}`,
+    url: `${opts.tls !== undefined ? 'https' : 'http'}://${hostPart}:${port}${opts.path ?? ''}`,
     port,
     close: () => {
       closing ??= new Promise<void>((resolve) => {

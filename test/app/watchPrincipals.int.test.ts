@@ -1,0 +1,45 @@
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { watchPrincipals } from '../../src/app/watchPrincipals.js';
+import type { Principal } from '../../src/config/index.js';
+
+const until = async (check: () => boolean, ms = 5000): Promise<void> => {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+};
+
+let dir: string | undefined;
+afterEach(() => {
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+describe('watchPrincipals', () => {
+  it('follows a config file that appears, changes, breaks and is replaced by a rename', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ts-watch-'));
+    const file = join(dir, 'toolsearch.config.json5');
+    const seen: Array<Record<string, Principal>> = [];
+    const warnings: string[] = [];
+    const watch = watchPrincipals(file, (p) => seen.push(p), { intervalMs: 50, onWarning: (m) => warnings.push(m) });
+    try {
+      writeFileSync(file, `{ principals: { a: { keySha256: '${'a'.repeat(64)}' } } }`);
+      await until(() => seen.length === 1);
+      expect(Object.keys(seen[0]!)).toEqual(['a']);
+      writeFileSync(file, '{ principals: { a: { keySha256: 12 } } }');
+      await until(() => warnings.length === 1);
+      expect(warnings[0]).toContain('not reloaded (the keys in force stay)');
+      expect(seen).toHaveLength(1);
+      writeFileSync(join(dir, 'next.json5'), `{ principals: { b: { keySha256: '${'b'.repeat(64)}' } } }`);
+      renameSync(join(dir, 'next.json5'), file);
+      await until(() => seen.length === 2);
+      expect(Object.keys(seen[1]!)).toEqual(['b']);
+    } finally {
+      watch.close();
+    }
+  });
+});
