@@ -3,7 +3,8 @@ import { join } from 'node:path';
 const sdk = join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm');
 
 /**
- * Source of a stdio MCP server for the shared-connection tests: `lists` (how many tools/list requests it answered),
+ * Source of a stdio MCP server for the shared-connection tests: `lists` (how many tools/list requests it answered), `fails` (an isError result), `waitCancel` (reports progress
+ * 0, then waits for its cancellation and counts it), `cancels` (that count),
  * `slow` (waits `ms`, reports the highest number of calls it ran at once), `grow` (adds a tool `extra<n>` and sends
  * notifications/tools/list_changed), `pid` (its process id).
  */
@@ -11,15 +12,24 @@ export const sharedServerSource = `
 import { Server } from ${JSON.stringify(join(sdk, 'server/index.js'))};
 import { StdioServerTransport } from ${JSON.stringify(join(sdk, 'server/stdio.js'))};
 import { ListToolsRequestSchema, CallToolRequestSchema } from ${JSON.stringify(join(sdk, 'types.js'))};
-const tools = ['lists', 'slow', 'grow', 'pid'].map((name) => ({ name, description: 'tool ' + name, inputSchema: { type: 'object' } }));
-let lists = 0, running = 0, most = 0, grown = 0;
+const tools = ['lists', 'slow', 'grow', 'pid', 'fails', 'waitCancel', 'cancels'].map((name) => ({ name, description: 'tool ' + name, inputSchema: { type: 'object' } }));
+let lists = 0, running = 0, most = 0, grown = 0, cancels = 0;
 const server = new Server({ name: 'shared', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
 server.setRequestHandler(ListToolsRequestSchema, async () => { lists++; return { tools }; });
-server.setRequestHandler(CallToolRequestSchema, async (req) => {
+server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
   const name = req.params.name;
   const text = (t) => ({ content: [{ type: 'text', text: String(t) }] });
   if (name === 'lists') return text(lists);
   if (name === 'pid') return text(process.pid);
+  if (name === 'cancels') return text(cancels);
+  if (name === 'fails') return { content: [{ type: 'text', text: 'the server says no' }], structuredContent: { reason: 'no' }, isError: true };
+  if (name === 'waitCancel') {
+    const token = req.params._meta?.progressToken;
+    if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, message: 'waiting' } });
+    await new Promise((r) => extra.signal.addEventListener('abort', r, { once: true }));
+    cancels++;
+    return text('cancelled');
+  }
   if (name === 'grow') {
     grown++;
     tools.push({ name: 'extra' + grown, description: 'added later', inputSchema: { type: 'object' } });
