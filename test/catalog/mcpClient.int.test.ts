@@ -139,6 +139,25 @@ describe('the gateway as an MCP client', () => {
     expect(relayed.ok && textOf(relayed.value)).toContain('the host model says hello');
   }, 30_000);
 
+  it('routes a sampling request over a shared streamable HTTP connection to the session whose call caused it', async () => {
+    const c = await open('ev-http-shared', { type: 'http', url: `http://127.0.0.1:${httpPort}/mcp` });
+    const asked: string[] = [];
+    const relayOf = (who: string) => ({
+      createMessage: async () => {
+        asked.push(who);
+        return { role: 'assistant' as const, content: { type: 'text' as const, text: `answered by ${who}` }, model: who, stopReason: 'endTurn' };
+      },
+    });
+    // Session b has a call in flight on the same connection while session a's call asks for sampling.
+    const slow = withMcpCallScope({ sessionId: 'b', relay: relayOf('b') },
+      () => c.callTool('trigger-long-running-operation', { duration: 1, steps: 2 }, undefined, { sessionId: 'b' }));
+    const sampled = await withMcpCallScope({ sessionId: 'a', relay: relayOf('a') },
+      () => c.callTool('trigger-sampling-request', { prompt: 'hi', maxTokens: 10 }, undefined, { sessionId: 'a' }));
+    expect(asked).toEqual(['a']);
+    expect(sampled.ok && textOf(sampled.value)).toContain('answered by a');
+    expect((await slow).ok).toBe(true);
+  }, 30_000);
+
   it('relays progress of a long call to the scope that made it', async () => {
     const c = await open('ev-progress', { command: process.execPath, args: [entry, 'stdio'] });
     const seen: number[] = [];
