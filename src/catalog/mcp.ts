@@ -321,10 +321,17 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   // microtask late but settles responses at once, so the last progress of a call would be dropped; progress is
   // taken off the transport here, synchronously, in the order the server sent it.
   const progressHandlers = new Map<string, (p: { progress: number; total?: number; message?: string }) => void>();
-  const interceptProgress = (t: Transport): void => {
+  const interceptProgress = (t: Transport, c: Client): void => {
     const inner = t.onmessage;
     t.onmessage = (message, extra) => {
-      const m = message as { method?: unknown; params?: { progressToken?: unknown; progress?: unknown; total?: unknown; message?: unknown } };
+      const m = message as { method?: unknown; params?: { progressToken?: unknown; progress?: unknown; total?: unknown; message?: unknown; requestId?: unknown; reason?: unknown } };
+      if (m.method === 'notifications/cancelled' && m.params?.requestId === 0) {
+        // The SDK ignores the cancellation of request id 0 (a falsy check); a server's first request would then never
+        // be withdrawn from the front's client. Its handler's controller is aborted here instead.
+        const controllers = (c as unknown as { _requestHandlerAbortControllers?: Map<unknown, AbortController> })._requestHandlerAbortControllers;
+        controllers?.get(0)?.abort(m.params.reason);
+        return;
+      }
       if (m.method === 'notifications/progress' && typeof m.params?.progressToken === 'string') {
         const handler = progressHandlers.get(m.params.progressToken);
         if (handler !== undefined && typeof m.params.progress === 'number') {
@@ -421,7 +428,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       await connectOnce();
     }
     alive = true;
-    interceptProgress(transport);
+    interceptProgress(transport, client);
   } catch (error) {
     // A spawn error (ENOENT) happens before the process exists; anything else is explained by exit code or timeout.
     const why = explain(error, 'starting (no answer to initialize)', timeoutMs, transport);

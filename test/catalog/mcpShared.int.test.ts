@@ -40,11 +40,11 @@ describe('shared MCP servers', () => {
     const shared = pool();
     const runtimes = sessions(50, shared);
     const statuses = await Promise.all(runtimes.map((r) => r.ensure({ shared: spec })));
-    expect(statuses.every((s) => s[0]?.ok === true && s[0].toolCount === 7)).toBe(true);
+    expect(statuses.every((s) => s[0]?.ok === true && s[0].toolCount === 8)).toBe(true);
     expect(shared.opened).toBe(1);
     expect(shared.pids()).toHaveLength(1);
     // Every session sees the same tools, and a second turn lists nothing again.
-    expect(runtimes.every((r) => r.list().length === 7)).toBe(true);
+    expect(runtimes.every((r) => r.list().length === 8)).toBe(true);
     await Promise.all(runtimes.map((r) => r.ensure({ shared: spec })));
     const pids = await Promise.all(runtimes.slice(0, 5).map((r) => r.call('shared', 'pid', {})));
     expect(new Set(pids.map(textOf))).toEqual(new Set([String(shared.pids()[0])]));

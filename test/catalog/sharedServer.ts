@@ -4,15 +4,15 @@ const sdk = join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm
 
 /**
  * Source of a stdio MCP server for the shared-connection tests: `lists` (how many tools/list requests it answered), `fails` (an isError result), `waitCancel` (reports progress
- * 0, then waits for its cancellation and counts it), `cancels` (that count),
+ * 0, then waits for its cancellation and counts it), `cancels` (that count), `askThenCancel` (sends a sampling request, withdraws it after 300 ms),
  * `slow` (waits `ms`, reports the highest number of calls it ran at once), `grow` (adds a tool `extra<n>` and sends
  * notifications/tools/list_changed), `pid` (its process id).
  */
 export const sharedServerSource = `
 import { Server } from ${JSON.stringify(join(sdk, 'server/index.js'))};
 import { StdioServerTransport } from ${JSON.stringify(join(sdk, 'server/stdio.js'))};
-import { ListToolsRequestSchema, CallToolRequestSchema } from ${JSON.stringify(join(sdk, 'types.js'))};
-const tools = ['lists', 'slow', 'grow', 'pid', 'fails', 'waitCancel', 'cancels'].map((name) => ({ name, description: 'tool ' + name, inputSchema: { type: 'object' } }));
+import { ListToolsRequestSchema, CallToolRequestSchema, CreateMessageResultSchema } from ${JSON.stringify(join(sdk, 'types.js'))};
+const tools = ['lists', 'slow', 'grow', 'pid', 'fails', 'waitCancel', 'cancels', 'askThenCancel'].map((name) => ({ name, description: 'tool ' + name, inputSchema: { type: 'object' } }));
 let lists = 0, running = 0, most = 0, grown = 0, cancels = 0;
 const server = new Server({ name: 'shared', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
 server.setRequestHandler(ListToolsRequestSchema, async () => { lists++; return { tools }; });
@@ -23,6 +23,13 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
   if (name === 'pid') return text(process.pid);
   if (name === 'cancels') return text(cancels);
   if (name === 'fails') return { content: [{ type: 'text', text: 'the server says no' }], structuredContent: { reason: 'no' }, isError: true };
+  if (name === 'askThenCancel') {
+    // Asks the client to sample, then withdraws the request (notifications/cancelled) before it is answered.
+    const stop = new AbortController();
+    const asked = extra.sendRequest({ method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'never mind' } }], maxTokens: 5 } }, CreateMessageResultSchema, { signal: stop.signal });
+    setTimeout(() => stop.abort('changed my mind'), 300);
+    return asked.then(() => text('answered'), () => text('withdrawn'));
+  }
   if (name === 'waitCancel') {
     const token = req.params._meta?.progressToken;
     if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, message: 'waiting' } });

@@ -19,6 +19,7 @@ let host: Client;
 const listChanged: number[] = [];
 const sampled: unknown[] = [];
 const elicited: unknown[] = [];
+const withdrawn: string[] = [];
 
 /** tool_call of one catalog tool through the front, as an MCP host does it. */
 const call = (id: string, args: Record<string, unknown> = {}, options?: Parameters<Client['callTool']>[2]) =>
@@ -47,7 +48,14 @@ beforeAll(async () => {
   gateway = started.value;
   host = new Client({ name: 'host', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {} } } });
   host.setNotificationHandler(ToolListChangedNotificationSchema, async () => { listChanged.push(Date.now()); });
-  host.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+  host.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+    const first = req.params.messages[0]?.content;
+    if (first && 'text' in first && first.text === 'never mind') {
+      // Waits for the downstream server to withdraw its request, relayed as notifications/cancelled.
+      await new Promise((r) => extra.signal.addEventListener('abort', r, { once: true }));
+      withdrawn.push(String(extra.signal.reason ?? 'aborted'));
+      throw new Error('withdrawn');
+    }
     sampled.push(req.params);
     return { role: 'assistant', content: { type: 'text', text: 'sampled by the host' }, model: 'host-llm', stopReason: 'endTurn' };
   });
@@ -131,6 +139,12 @@ describe('toolsearch mcp, seen by an MCP host', () => {
     const e = await call('mcp:everything:trigger-elicitation-request');
     expect(elicited).toHaveLength(1);
     expect(JSON.stringify(e.content)).toContain('Ada Lovelace');
+  });
+
+  it("relays a downstream server's cancellation of its own sampling request to the host", async () => {
+    const r = await call('mcp:shared:askThenCancel');
+    expect(r.content).toEqual([{ type: 'text', text: 'withdrawn' }]);
+    await until(() => withdrawn.length === 1);
   });
 
   it('announces tools/list_changed when a downstream server changes its tools, and then searches the new catalog', async () => {
