@@ -108,7 +108,8 @@ export class SharedMcpServers {
       this.slots.set(key, slot);
     }
     const s = slot;
-    if (s.connection?.alive && s.opening === undefined) return { status: s.status };
+    // A live server is used as listed: this caller waited for nothing.
+    if (s.connection?.alive && s.opening === undefined) return { status: { ...s.status, durationMs: this.now() - started } };
     const retryAfter = this.opts.retryFailedAfterMs ?? 30_000;
     if (s.opening === undefined && !s.connection && s.failedAt !== undefined && this.now() - s.failedAt < retryAfter) return { status: s.status };
     s.opening ??= this.open(s, timeoutMs).finally(() => { s.opening = undefined; });
