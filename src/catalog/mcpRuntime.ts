@@ -24,6 +24,8 @@ export interface SessionMcpRuntimeOptions {
   shared?: SharedMcpServers;
   /** What `roots/list` answers for the session's own servers: the workspace. */
   roots?: ReadonlyArray<{ uri: string; name?: string }>;
+  /** The fetch of the session's own HTTP and SSE servers (a place for tracing headers); default the global fetch. */
+  fetch?: ConnectOptions['fetch'];
 }
 
 export interface EnsureOptions {
@@ -127,6 +129,7 @@ export class SessionMcpRuntime {
     const linked = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
     const connectOpts: ConnectOptions = { timeoutMs, signal: linked, onToolsChanged: () => { void this.relistOwn(name); } };
     if (this.opts.roots) connectOpts.roots = this.opts.roots;
+    if (this.opts.fetch) connectOpts.fetch = this.opts.fetch;
     if (this.opts.callTimeoutMs !== undefined) connectOpts.callTimeoutMs = this.opts.callTimeoutMs;
     if (this.opts.onSnapshotCall) connectOpts.onSnapshotCall = this.opts.onSnapshotCall;
 

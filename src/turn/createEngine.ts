@@ -61,6 +61,7 @@ export function createEngine(opts: EngineOptions): Engine {
     sharedMcp: opts.sharedMcp ?? new SharedMcpServers({
       roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
       ...(opts.mcpConnect === undefined ? {} : { connect: opts.mcpConnect }),
+      ...(opts.mcpFetch === undefined ? {} : { fetch: opts.mcpFetch }),
     }),
   };
   const ownsSharedMcp = opts.sharedMcp === undefined;

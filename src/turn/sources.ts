@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import {
   clientToolSource, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
   type SourceStatus,
@@ -35,6 +36,8 @@ function runtimeOf(deps: EngineDeps, session: SessionState): SessionMcpRuntime {
     session.runtime = new SessionMcpRuntime({
       idleTimeoutMs: deps.config.session.idleTimeoutMs,
       shared: deps.sharedMcp,
+      roots: [{ uri: pathToFileURL(deps.config.workspaceDir).href, name: 'workspace' }],
+      ...(deps.opts.mcpFetch === undefined ? {} : { fetch: deps.opts.mcpFetch }),
       ...(deps.opts.mcpConnect === undefined ? {} : { connect: deps.opts.mcpConnect }),
     });
   }

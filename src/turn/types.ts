@@ -44,6 +44,8 @@ export interface EngineOptions {
    * its own and closes it with itself; given: the caller owns it (and may listen to its tool changes).
    */
   sharedMcp?: SharedMcpServers;
+  /** The fetch of HTTP and SSE MCP servers (shared ones when the engine makes the pool, and per-session ones): a place for trace headers. */
+  mcpFetch?: NonNullable<ConnectOptions['fetch']>;
 }
 
 /** What the engine keeps per session across turns. */
