@@ -84,6 +84,11 @@ export interface McpConnection {
   readonly alive: boolean;
   /** Process id of a stdio server. */
   readonly pid: number | undefined;
+  /**
+   * true once the server asked its client something (sampling, elicitation) over a transport that does not say which
+   * call a request belongs to (stdio, SSE): a shared connection then runs one call at a time. Absent: false.
+   */
+  readonly exclusiveCalls?: boolean;
   /** All tools, following tools/list pagination; each page bounded by the timeout. */
   listTools(signal?: AbortSignal): Promise<Result<ToolEntry[]>>;
   /** Tools the last listing left out (unusable names), one sentence each; empty or absent when none. */
@@ -98,6 +103,8 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const STDERR_KEEP = 4096;
 const STDERR_SHOW = 1000;
 const MAX_PAGES = 1000;
+/** How long a server request that several sessions' calls could have caused waits for all but one to settle. */
+const AMBIGUOUS_WAIT_MS = 10_000;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStringMap = (v: unknown): v is Record<string, string> => isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
@@ -350,16 +357,33 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   // Calls in flight, with who made them: a server's sampling or elicitation request is routed to its caller.
   const inflight = new Map<number, { sessionId: string | undefined; scope: McpCallScope | undefined }>();
   let nextCall = 0;
-  /** The scope a server request belongs to: the call it came with (streamable HTTP), else the one session calling. */
-  const scopeOf = (): { scope: McpCallScope | undefined; why?: string } => {
+  // Set once the server has asked its client something: from then on, over a transport that cannot tell which call a
+  // request belongs to (stdio, SSE), calls on a shared connection run one at a time so every later request is exact.
+  let interactive = false;
+  let settled: Array<() => void> = [];
+  const callSettled = (): Promise<void> => new Promise((r) => settled.push(r));
+  /**
+   * The scope a server request belongs to: the call it came with (streamable HTTP carries it on that call's stream);
+   * else the one session with calls in flight. With several sessions in flight, the call that asked cannot finish
+   * before it is answered while the others can, so it waits (bounded) for the others to settle.
+   */
+  const scopeOf = async (): Promise<{ scope: McpCallScope | undefined; why?: string }> => {
+    interactive = true;
     const direct = mcpCallScope.getStore();
     if (direct !== undefined) return { scope: direct };
-    const sessions = new Set([...inflight.values()].map((c) => c.sessionId));
-    if (inflight.size === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
-    if (sessions.size > 1) {
-      return { scope: undefined, why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client` };
+    const deadline = Date.now() + AMBIGUOUS_WAIT_MS;
+    for (;;) {
+      const sessions = new Set([...inflight.values()].map((c) => c.sessionId));
+      if (inflight.size === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
+      if (sessions.size === 1) return { scope: [...inflight.values()][0]?.scope };
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        return { scope: undefined, why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client` };
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([callSettled(), new Promise((r) => { timer = setTimeout(r, left); })]);
+      clearTimeout(timer);
     }
-    return { scope: [...inflight.values()][0]?.scope };
   };
   const refuse = (what: string, why: string): never => {
     throw new McpError(ErrorCode.InvalidRequest, `toolsearch cannot relay ${what} from MCP server "${name}": ${why}.`);
@@ -373,7 +397,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     });
     c.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: (opts.roots ?? []).map((r) => ({ ...r })) }));
     c.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
-      const { scope, why } = scopeOf();
+      const { scope, why } = await scopeOf();
       const relay = scope?.relay?.createMessage;
       if (relay === undefined) {
         return refuse('a sampling request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare sampling" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'));
@@ -381,7 +405,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       return relay(req.params, { signal: extra.signal });
     });
     c.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
-      const { scope, why } = scopeOf();
+      const { scope, why } = await scopeOf();
       const relay = scope?.relay?.elicitInput;
       if (relay === undefined) {
         return refuse('an elicitation request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare elicitation" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'));
@@ -449,6 +473,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     get listWarnings() { return listWarnings; },
     get alive() { return alive && (!(transport instanceof WatchedStdioTransport) || transport.running); },
     get pid() { return transport instanceof WatchedStdioTransport ? transport.pid ?? undefined : undefined; },
+    get exclusiveCalls() { return interactive && kind !== 'http'; },
 
     async listTools(signal) {
       if (!connection.alive) return unavailable(goneReason());
@@ -503,6 +528,9 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       } finally {
         inflight.delete(token);
         progressHandlers.delete(progressToken);
+        const waiting = settled;
+        settled = [];
+        for (const w of waiting) w();
       }
     },
 

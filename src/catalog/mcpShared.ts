@@ -258,7 +258,9 @@ export class SharedMcpServers {
       const why = slot?.status.reason ? ` (${slot.status.reason})` : '';
       return fail('mcp.serverUnavailable', `MCP server "${name}" is not connected${why}.`, { server: name, tool });
     }
-    if (slot.running >= slot.limit) {
+    // A server that asks its client over stdio or SSE runs one call at a time, so each request has one possible caller.
+    const limit = (): number => (slot.connection?.exclusiveCalls === true ? 1 : slot.limit);
+    while (slot.running >= limit()) {
       const admitted = await new Promise<boolean>((resolve) => {
         const go = () => { signal?.removeEventListener('abort', cancel); resolve(true); };
         const cancel = () => {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectMcpServer, SessionMcpRuntime, SharedMcpServers } from '../../src/catalog/index.js';
+import { connectMcpServer, SessionMcpRuntime, SharedMcpServers, withMcpCallScope } from '../../src/catalog/index.js';
 import type { ConnectOptions, McpServerSpec } from '../../src/catalog/index.js';
 import { sharedServerSource } from './sharedServer.js';
 
@@ -111,15 +111,29 @@ describe('shared MCP servers', () => {
     expect(shared.opened).toBe(0);
   }, 30_000);
 
-  it('refuses a sampling request on a shared connection when calls of several sessions are in flight', async () => {
+  it('routes a sampling request on a shared stdio connection to its caller once the other sessions\' calls settle, then runs calls one at a time', async () => {
     const everything = { command: process.execPath, args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] } as McpServerSpec;
     const shared = pool();
     const [a, b] = sessions(2, shared) as [SessionMcpRuntime, SessionMcpRuntime];
     await a.ensure({ everything });
     await b.ensure({ everything });
-    const slow = b.call('everything', 'trigger-long-running-operation', { duration: 2, steps: 2 }, undefined, { sessionId: 'b' });
-    const sampled = await a.call('everything', 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, undefined, { sessionId: 'a' });
-    expect(JSON.stringify(sampled)).toContain('calls of 2 sessions are in flight on this shared connection');
+    const asked: string[] = [];
+    const relay = (who: string) => ({
+      createMessage: async () => {
+        asked.push(who);
+        return { role: 'assistant' as const, content: { type: 'text' as const, text: `from ${who}` }, model: who, stopReason: 'endTurn' };
+      },
+    });
+    const slow = withMcpCallScope({ sessionId: 'b', relay: relay('b') },
+      () => b.call('everything', 'trigger-long-running-operation', { duration: 1, steps: 2 }, undefined, { sessionId: 'b' }));
+    const sampled = await withMcpCallScope({ sessionId: 'a', relay: relay('a') },
+      () => a.call('everything', 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, undefined, { sessionId: 'a' }));
     expect((await slow).ok).toBe(true);
+    expect(asked).toEqual(['a']);
+    expect(JSON.stringify(sampled)).toContain('from a');
+    // From now on the connection runs one call at a time, so the next request has exactly one possible caller.
+    const three = [a.call('everything', 'echo', { message: '1' }), b.call('everything', 'echo', { message: '2' }), a.call('everything', 'get-sum', { a: 1, b: 2 })];
+    expect(shared.load('everything', everything)).toEqual({ running: 1, queued: 2 });
+    expect((await Promise.all(three)).every((r) => r.ok)).toBe(true);
   }, 30_000);
 });
