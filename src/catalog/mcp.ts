@@ -389,6 +389,14 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     throw new McpError(ErrorCode.InvalidRequest, `toolsearch cannot relay ${what} from MCP server "${name}": ${why}.`);
   };
 
+  // The server's own progress token means nothing to the front's client (progress would come back to the gateway
+  // under a token it never issued), so it is not passed on.
+  const forHost = <P extends { _meta?: Record<string, unknown> }>(params: P): P => {
+    if (params._meta?.['progressToken'] === undefined) return params;
+    const { progressToken: _dropped, ...meta } = params._meta;
+    return { ...params, _meta: meta };
+  };
+
   const makeClient = (): Client => {
     // Roots, sampling and elicitation are declared so servers offer the tools that use them; sampling and
     // elicitation are relayed to the front's own client where it has one, else refused with a reason.
@@ -402,7 +410,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       if (relay === undefined) {
         return refuse('a sampling request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare sampling" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'));
       }
-      return relay(req.params, { signal: extra.signal });
+      return relay(forHost(req.params), { signal: extra.signal });
     });
     c.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
       const { scope, why } = await scopeOf();
@@ -410,7 +418,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       if (relay === undefined) {
         return refuse('an elicitation request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare elicitation" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'));
       }
-      return relay(req.params, { signal: extra.signal });
+      return relay(forHost(req.params), { signal: extra.signal });
     });
     c.setNotificationHandler(ToolListChangedNotificationSchema, async () => { opts.onToolsChanged?.(); });
     return c;
