@@ -49,4 +49,11 @@ describe('toolsearch mcp --mcp-config (a Claude Desktop file as it is)', () => {
     expect(stderr).toContain("mcpServers.everything.autoApprove is ignored: approvals are the gateway's policy");
     expect(stderr).not.toContain('broken');
   }, 30_000);
+
+  it('answers an image over stdio as an image block, exactly as the server sent it', async () => {
+    const r = await client.callTool({ name: 'tool_call', arguments: { id: 'mcp:everything:get-tiny-image', args: {} } }) as CallToolResult;
+    const img = r.content.find((b) => b.type === 'image') as { mimeType: string; data: string } | undefined;
+    expect(img?.mimeType).toBe('image/png');
+    expect(r.content.some((b) => b.type === 'text' && b.text.includes('iVBOR'))).toBe(false);
+  }, 30_000);
 });
