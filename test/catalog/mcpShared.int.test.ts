@@ -69,6 +69,28 @@ describe('shared MCP servers', () => {
     expect(textOf(await b.call('shared', 'lists', {}))).toBe('2');
   }, 30_000);
 
+  it('starts a shared server again after it died, lists it again and tells listeners', async () => {
+    const shared = pool({ retryFailedAfterMs: 0 });
+    const [a, b] = sessions(2, shared) as [SessionMcpRuntime, SessionMcpRuntime];
+    await a.ensure({ shared: spec });
+    const first = shared.pids()[0] as number;
+    const changed: string[] = [];
+    shared.onToolsChanged((s) => changed.push(s));
+    process.kill(first, 'SIGKILL');
+    const until = Date.now() + 10_000;
+    while (b.statuses().some((s) => s.ok) || a.list().length > 0) {
+      if (Date.now() > until) throw new Error('the dead server still looks alive');
+      await b.ensure({}).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const again = await b.ensure({ shared: spec });
+    expect(again[0]?.ok).toBe(true);
+    expect(shared.opened).toBe(2);
+    expect(shared.pids()[0]).not.toBe(first);
+    expect(changed).toEqual(['shared']);
+    expect(textOf(await a.call('shared', 'lists', {}))).toBe('1');
+  }, 30_000);
+
   it('runs calls from many sessions concurrently up to maxConcurrentCalls and queues the rest', async () => {
     const shared = pool();
     const limited = { ...spec, maxConcurrentCalls: 2 } as McpServerSpec;
