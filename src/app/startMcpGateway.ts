@@ -82,7 +82,12 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
   const shared = new SharedMcpServers({ roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }] });
   closers.push(() => shared.close());
-  const engine = createEngine({ config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools', sharedMcp: shared });
+  // The front hears of catalog changes from the shared servers and from the session's own (scope "session").
+  const sessionChanges = new Set<() => void>();
+  const engine = createEngine({
+    config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools', sharedMcp: shared,
+    onSessionMcpToolsChanged: () => { for (const l of [...sessionChanges]) l(); },
+  });
   closers.push(() => engine.close());
 
   const servers = includeConfig ? Object.keys(config.mcpServers) : [];
@@ -91,7 +96,11 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   const front = await startMcpFront({
     engine,
     turn: { sessionId: opts.sessionId ?? `mcp-${randomUUID()}`, agentId: opts.agentId ?? 'default', profile: opts.profile ?? 'default' },
-    onCatalogChanged: (listener) => shared.onToolsChanged(() => listener()),
+    onCatalogChanged: (listener) => {
+      const off = shared.onToolsChanged(() => listener());
+      sessionChanges.add(listener);
+      return () => { off(); sessionChanges.delete(listener); };
+    },
     say,
   }, transport);
   if (!front.ok) {

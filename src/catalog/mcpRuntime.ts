@@ -26,6 +26,8 @@ export interface SessionMcpRuntimeOptions {
   roots?: ReadonlyArray<{ uri: string; name?: string }>;
   /** The fetch of the session's own HTTP and SSE servers (a place for tracing headers); default the global fetch. */
   fetch?: ConnectOptions['fetch'];
+  /** One of the session's own servers announced a change and was listed again. */
+  onToolsChanged?: (server: string) => void;
 }
 
 export interface EnsureOptions {
@@ -190,6 +192,7 @@ export class SessionMcpRuntime {
     if (listed.ok && this.slots.get(name) === slot) {
       slot.entries = listed.value;
       slot.status = statusOf(name, true, listed.value.length, this.now() - started, undefined, slot.connection.listWarnings);
+      this.opts.onToolsChanged?.(name);
     }
   }
 

@@ -38,6 +38,7 @@ function runtimeOf(deps: EngineDeps, session: SessionState): SessionMcpRuntime {
       shared: deps.sharedMcp,
       roots: [{ uri: pathToFileURL(deps.config.workspaceDir).href, name: 'workspace' }],
       ...(deps.opts.mcpFetch === undefined ? {} : { fetch: deps.opts.mcpFetch }),
+      ...(deps.opts.onSessionMcpToolsChanged === undefined ? {} : { onToolsChanged: (server: string) => deps.opts.onSessionMcpToolsChanged?.(session.sessionId, server) }),
       ...(deps.opts.mcpConnect === undefined ? {} : { connect: deps.opts.mcpConnect }),
     });
   }

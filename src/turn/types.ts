@@ -46,6 +46,8 @@ export interface EngineOptions {
   sharedMcp?: SharedMcpServers;
   /** The fetch of HTTP and SSE MCP servers (shared ones when the engine makes the pool, and per-session ones): a place for trace headers. */
   mcpFetch?: NonNullable<ConnectOptions['fetch']>;
+  /** A session's own MCP server (scope "session") announced a change of its tools and was listed again. */
+  onSessionMcpToolsChanged?: (sessionId: string, server: string) => void;
 }
 
 /** What the engine keeps per session across turns. */

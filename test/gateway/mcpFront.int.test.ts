@@ -39,7 +39,7 @@ beforeAll(async () => {
   await writeFile(script, sharedServerSource);
   const loaded = parseConfig({
     log: { enabled: false },
-    mcpServers: { everything, shared: { command: process.execPath, args: [script] } },
+    mcpServers: { everything, shared: { command: process.execPath, args: [script] }, own: { command: process.execPath, args: [script], scope: 'session' } },
   }, undefined, { cwd: dir });
   if (!loaded.ok) throw new Error(loaded.error.message);
   const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
@@ -154,6 +154,16 @@ describe('toolsearch mcp, seen by an MCP host', () => {
     const found = await host.callTool({ name: 'tool_search', arguments: { query: 'added later' } }) as CallToolResult;
     const ids = (found.structuredContent as { results: Array<{ id: string }> }).results.map((r) => r.id);
     expect(ids).toContain('mcp:shared:extra1');
+  });
+
+  it("announces tools/list_changed for the session's own server too", async () => {
+    const before = listChanged.length;
+    await call('mcp:own:grow');
+    await until(() => listChanged.length > before);
+    await until(async () => {
+      const found = await host.callTool({ name: 'tool_search', arguments: { query: 'added later', limit: 20 } }) as CallToolResult;
+      return (found.structuredContent as { results: Array<{ id: string }> }).results.some((r) => r.id === 'mcp:own:extra1');
+    });
   });
 
   it('answers an unknown tool name with JSON-RPC error -32602', async () => {
