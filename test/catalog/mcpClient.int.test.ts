@@ -137,6 +137,11 @@ describe('the gateway as an MCP client', () => {
     }, () => c.callTool('trigger-sampling-request', { prompt: 'hi', maxTokens: 10 }, undefined, { sessionId: 's-host' }));
     expect(asked).toHaveLength(1);
     expect(relayed.ok && textOf(relayed.value)).toContain('the host model says hello');
+
+    // A host that did not declare sampling: refused, saying so.
+    const undeclared = await withMcpCallScope({ sessionId: 's-host2', relay: {} },
+      () => c.callTool('trigger-sampling-request', { prompt: 'hi', maxTokens: 10 }, undefined, { sessionId: 's-host2' }));
+    expect(JSON.stringify(undeclared)).toContain('the MCP host connected to toolsearch did not declare sampling');
   }, 30_000);
 
   it('routes a sampling request over a shared streamable HTTP connection to the session whose call caused it', async () => {
