@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { pathToFileURL } from 'node:url';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { loadStaticSources } from '../catalog/index.js';
-import { toolContent } from '../gateway/index.js';
-import { createEngine, type Turn } from '../turn/index.js';
 import { ok, type Result } from '../shared/index.js';
+import { loadStaticSources, SharedMcpServers } from '../catalog/index.js';
+import { startMcpFront } from '../gateway/index.js';
+import { createEngine } from '../turn/index.js';
 import { openBus } from './openBus.js';
 
 export interface McpGatewayOptions {
@@ -41,9 +40,9 @@ export interface McpGateway {
 /**
  * Serves the gateway's aggregated catalog (configured MCP servers, plugins, core tools, `--catalog` snapshots) as an
  * MCP server with three tools, tool_search, tool_describe and tool_call, on the given transport (stdio for
- * `toolsearch mcp`). The connection is one engine session with one turn in tools mode, so policy, approvals,
- * hooks and events apply exactly as for the HTTP gateway; each MCP `tools/call` is `turn.invoke(name, args)`. A
- * blocked or failed call is an MCP result with `isError: true` and the code and message.
+ * `toolsearch mcp`). Composes the parts: the bus, the static sources, the shared MCP servers (with the workspace as
+ * their root), the engine and the MCP front (see startMcpFront), which serves one engine session; the front is told
+ * when a shared server's tools change. Closing closes them in reverse order.
  */
 export async function startMcpGateway(opts: McpGatewayOptions, transport: Transport): Promise<Result<McpGateway>> {
   const say = opts.onProgress ?? (() => undefined);
@@ -73,52 +72,37 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     return statics;
   }
   for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
-  const engine = createEngine({ config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools' });
+  const shared = new SharedMcpServers({ roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }] });
+  closers.push(() => shared.close());
+  // The front hears of catalog changes from the shared servers and from the session's own (scope "session").
+  const sessionChanges = new Set<() => void>();
+  const engine = createEngine({
+    config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools', sharedMcp: shared,
+    onSessionMcpToolsChanged: () => { for (const l of [...sessionChanges]) l(); },
+  });
   closers.push(() => engine.close());
 
   const servers = includeConfig ? Object.keys(config.mcpServers) : [];
   if (servers.length > 0) say(`starting ${servers.length} MCP server${servers.length === 1 ? '' : 's'}: ${servers.join(', ')}`);
   say('building the index');
-  const sessionId = opts.sessionId ?? `mcp-${randomUUID()}`;
-  const started = await engine.startTurn({ sessionId, agentId: opts.agentId ?? 'default', profile: opts.profile ?? 'default', mode: 'tools' });
-  if (!started.ok) {
+  const front = await startMcpFront({
+    engine,
+    turn: { sessionId: opts.sessionId ?? `mcp-${randomUUID()}`, agentId: opts.agentId ?? 'default', profile: opts.profile ?? 'default' },
+    onCatalogChanged: (listener) => {
+      const off = shared.onToolsChanged(() => listener());
+      sessionChanges.add(listener);
+      return () => { off(); sessionChanges.delete(listener); };
+    },
+    say,
+  }, transport);
+  if (!front.ok) {
     await closeAll();
-    return started;
+    return front;
   }
-  const turn: Turn = started.value;
-  closers.push(async () => {
-    await turn.end();
-    await engine.closeSession(sessionId);
-  });
-  const tools = turn.exposure.tools.map((t) => ({ name: t.function.name, description: t.function.description, inputSchema: t.function.parameters as { type: 'object' } }));
-  say(`serving ${tools.map((t) => t.name).join(', ')} over MCP (session ${sessionId}, mode ${turn.exposure.mode})`);
-
-  const server = new Server({ name: 'toolsearch', version: '0.1.0' }, { capabilities: { tools: {} } });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
-  // Calls in flight: a client that sends its last request and closes stdin still gets the answers.
-  const inflight = new Set<Promise<unknown>>();
-  server.setRequestHandler(CallToolRequestSchema, async (req): Promise<CallToolResult> => {
-    const pending = turn.invoke(req.params.name, req.params.arguments ?? {});
-    inflight.add(pending);
-    const result = await pending.finally(() => inflight.delete(pending));
-    const text = toolContent(result);
-    return result.ok ? { content: [{ type: 'text', text }] } : { content: [{ type: 'text', text }], isError: true };
-  });
-
-  let resolveClosed!: () => void;
-  const closed = new Promise<void>((r) => (resolveClosed = r));
+  const f = front.value;
   let closing: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closing ??= (async () => {
-      // Let requests already read from the transport start, then wait for them (and their answers) to finish.
-      await new Promise((r) => setTimeout(r, 50));
-      while (inflight.size > 0) await Promise.allSettled([...inflight]);
-      await new Promise((r) => setImmediate(r));
-      await server.close().catch(() => undefined);
-      await closeAll();
-      resolveClosed();
-    })());
-  server.onclose = () => void close();
-  await server.connect(transport);
-  return ok({ sessionId, toolNames: tools.map((t) => t.name), closed, close });
+  const close = (): Promise<void> => (closing ??= f.close().then(closeAll));
+  // The host disconnecting closes the front; everything behind it closes after.
+  void f.closed.then(() => close());
+  return ok({ sessionId: f.sessionId, toolNames: f.toolNames, closed: f.closed.then(() => close()), close });
 }

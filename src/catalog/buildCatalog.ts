@@ -27,9 +27,15 @@ const entryDigests = new WeakMap<ToolEntry, string>();
 export function entryDigest(entry: ToolEntry): string {
   let d = entryDigests.get(entry);
   if (d === undefined) {
-    d = createHash('sha256')
-      .update(canonicalJson([entry.id, entry.label ?? null, entry.description, entry.inputSchema, entry.ownerOnly === true, entry.origin, entry.trusted]))
-      .digest('hex');
+    const parts: unknown[] = [entry.id, entry.label ?? null, entry.description, entry.inputSchema, entry.ownerOnly === true, entry.origin, entry.trusted];
+    // Behaviour metadata counts only when present, so the digest of a plain tool is what it always was.
+    const extra: Record<string, unknown> = {};
+    if (entry.outputSchema !== undefined) extra['outputSchema'] = entry.outputSchema;
+    if (entry.annotations !== undefined) extra['annotations'] = entry.annotations;
+    if (entry.annotationsTrusted === true) extra['annotationsTrusted'] = true;
+    if (entry.idempotent === true) extra['idempotent'] = true;
+    if (Object.keys(extra).length > 0) parts.push(extra);
+    d = createHash('sha256').update(canonicalJson(parts)).digest('hex');
     entryDigests.set(entry, d);
   }
   return d;

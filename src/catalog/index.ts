@@ -1,7 +1,8 @@
 export type {
   SourceKind, ResultOrigin, JsonSchema, ToolEntry, ToolContext, HookCall, HookOutcome, PluginTool, PluginModule,
-  ClientToolSpec, SourceStatus, ToolExecutor, Catalog, DuplicateTool, ToolRegistry,
+  ClientToolSpec, SourceStatus, ToolExecutor, Catalog, DuplicateTool, ToolRegistry, ToolAnnotations,
 } from './types.js';
+export { rerunSafe } from './rerunSafe.js';
 export { makeToolId, parseToolId, toolNameProblem, TOOL_NAME_PATTERN } from './ids.js';
 export type { ToolIdParts } from './ids.js';
 export { coreTools } from './coreTools.js';
@@ -11,11 +12,15 @@ export { loadPlugin, validatePluginModule, pluginFromModule, RESERVED_PLUGIN_IDS
 export type { LoadedPlugin } from './loadPlugin.js';
 export { loadSnapshot, loadCatalogPaths, parseSnapshot, mcpToolEntry, mcpToolEntries, checkedMcpToolEntries, isValidServerName } from './snapshot.js';
 export type { LoadedSnapshot, LoadedCatalogPaths, McpTool } from './snapshot.js';
-export { connectMcpServer, validateMcpSpec, stdioServerEnv, DEFAULT_MCP_TIMEOUT_MS, DEFAULT_MCP_CALL_TIMEOUT_MS } from './mcp.js';
+export { connectMcpServer, validateMcpSpec, stdioServerEnv, plainText, DEFAULT_MCP_TIMEOUT_MS, DEFAULT_MCP_CALL_TIMEOUT_MS } from './mcp.js';
 export type {
-  McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler,
+  McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler, McpCaller, McpServerCommon,
 } from './mcp.js';
+export { mcpCallScope, withMcpCallScope } from './mcpCallScope.js';
+export type { ClientRelay, McpCallScope, McpProgress } from './mcpCallScope.js';
 export { SessionMcpRuntime } from './mcpRuntime.js';
+export { SharedMcpServers, DEFAULT_MAX_CONCURRENT_CALLS } from './mcpShared.js';
+export type { SharedMcpServersOptions } from './mcpShared.js';
 export type { SessionMcpRuntimeOptions, EnsureOptions } from './mcpRuntime.js';
 export { buildCatalog, catalogFromEntries, clientTools, checkClientTools, clientToolSource, canonicalJson, entryDigest, sourceKeyOf } from './buildCatalog.js';
 export type { CatalogPart } from './buildCatalog.js';

@@ -52,6 +52,7 @@ export function validatePluginModule(value: unknown, file: string): Result<Plugi
     if (!isRecord(tool['parameters'])) return bad(`${at} ("${name}").parameters must be a JSON Schema object, e.g. {type: "object", properties: {}}.`);
     if (tool['label'] !== undefined && typeof tool['label'] !== 'string') return bad(`${at} ("${name}").label must be a string when given.`);
     if (tool['ownerOnly'] !== undefined && typeof tool['ownerOnly'] !== 'boolean') return bad(`${at} ("${name}").ownerOnly must be a boolean when given.`);
+    if (tool['idempotent'] !== undefined && typeof tool['idempotent'] !== 'boolean') return bad(`${at} ("${name}").idempotent must be a boolean when given.`);
     if (typeof tool['execute'] !== 'function') return bad(`${at} ("${name}").execute must be a function (args, ctx) => result.`);
   }
   const hooks = value['hooks'];
@@ -85,6 +86,7 @@ export function pluginFromModule(mod: PluginModule, file: string): LoadedPlugin 
     };
     if (tool.label !== undefined) entry.label = tool.label;
     if (tool.ownerOnly === true) entry.ownerOnly = true;
+    if (tool.idempotent === true) entry.idempotent = true;
     entries.push(entry);
     executors.set(id, guardExecutor(id, async (args, ctx) => ok(await tool.execute(args, ctx))));
   }

@@ -2,9 +2,14 @@ import type { ChildProcess } from 'node:child_process';
 import { homedir } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { DEFAULT_INHERITED_ENV_VARS, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, ListRootsRequestSchema, McpError, ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { mcpCallScope } from './mcpCallScope.js';
+import type { McpCallScope } from './mcpCallScope.js';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { describeThrown } from './guard.js';
@@ -13,8 +18,18 @@ import { checkedMcpToolEntries, isValidServerName, loadSnapshot } from './snapsh
 import type { ToolEntry } from './types.js';
 import { makeRedactor, redactFailure, redactingConnection, specSecrets } from './redactSecrets.js';
 
+/** Keys every kind of server entry may carry. */
+export interface McpServerCommon {
+  /** `shared` (default): one connection per gateway process, for every session; `session`: one per session. */
+  scope?: 'shared' | 'session';
+  /** Calls in flight on this server at once (default 8, shared servers); more wait in a queue. */
+  maxConcurrentCalls?: number;
+  /** Rely on the server's tool annotations (readOnlyHint, idempotentHint) to re-run a call after a failover. */
+  trustAnnotations?: boolean;
+}
 /** A stdio MCP server: the command runs with only `env` plus PATH and HOME. */
-export interface McpStdioSpec {
+export interface McpStdioSpec extends McpServerCommon {
+  type?: 'stdio';
   command: string;
   args?: string[];
   env?: Record<string, string>;
@@ -23,8 +38,9 @@ export interface McpStdioSpec {
   /** Bound on each tools/call (default 60000 ms). */
   callTimeoutMs?: number;
 }
-/** A streamable HTTP MCP server. */
-export interface McpHttpSpec {
+/** An HTTP MCP server: streamable HTTP (`http`, `streamable-http`), legacy HTTP+SSE (`sse`), or absent: streamable HTTP, then SSE. */
+export interface McpHttpSpec extends McpServerCommon {
+  type?: 'http' | 'streamable-http' | 'sse';
   url: string;
   headers?: Record<string, string>;
   timeoutMs?: number;
@@ -32,7 +48,7 @@ export interface McpHttpSpec {
   callTimeoutMs?: number;
 }
 /** A saved `tools/list` snapshot `{name, tools}`: listed, but there is no live server to call. */
-export interface McpSnapshotSpec {
+export interface McpSnapshotSpec extends McpServerCommon {
   catalogFile: string;
 }
 export type McpServerSpec = McpStdioSpec | McpHttpSpec | McpSnapshotSpec;
@@ -48,22 +64,38 @@ export interface ConnectOptions {
   signal?: AbortSignal;
   /** Replaces the `mcp.snapshotOnly` failure of snapshot tools, e.g. with a stub for tests and demos. */
   onSnapshotCall?: SnapshotCallHandler;
+  /** What `roots/list` answers (the workspace); default none. */
+  roots?: ReadonlyArray<{ uri: string; name?: string }>;
+  /** The server said its tool list changed (`notifications/tools/list_changed`). */
+  onToolsChanged?: () => void;
+  /** The fetch of HTTP and SSE transports (a place for tracing headers); default the global fetch. */
+  fetch?: FetchLike;
+}
+
+/** Who makes a call, so a server's requests during it can be routed to that caller's client. */
+export interface McpCaller {
+  sessionId: string;
 }
 
 /** One open MCP server (or snapshot), owned by a session runtime or a caller that closes it. */
 export interface McpConnection {
   readonly name: string;
-  readonly kind: 'stdio' | 'http' | 'snapshot';
+  readonly kind: 'stdio' | 'http' | 'sse' | 'snapshot';
   /** false once the server is gone or the connection closed. */
   readonly alive: boolean;
   /** Process id of a stdio server. */
   readonly pid: number | undefined;
+  /**
+   * true once the server asked its client something (sampling, elicitation) over a transport that does not say which
+   * call a request belongs to (stdio, SSE): a shared connection then runs one call at a time. Absent: false.
+   */
+  readonly exclusiveCalls?: boolean;
   /** All tools, following tools/list pagination; each page bounded by the timeout. */
   listTools(signal?: AbortSignal): Promise<Result<ToolEntry[]>>;
   /** Tools the last listing left out (unusable names), one sentence each; empty or absent when none. */
   readonly listWarnings?: readonly string[];
   /** Calls a tool; the value is the MCP CallToolResult (an `isError` result is still a value the model reads). */
-  callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<unknown>>;
+  callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal, caller?: McpCaller): Promise<Result<unknown>>;
   close(): Promise<void>;
 }
 
@@ -72,6 +104,8 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const STDERR_KEEP = 4096;
 const STDERR_SHOW = 1000;
 const MAX_PAGES = 1000;
+/** How long a server request that several sessions' calls could have caused waits for all but one to settle. */
+const AMBIGUOUS_WAIT_MS = 10_000;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStringMap = (v: unknown): v is Record<string, string> => isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
@@ -83,9 +117,18 @@ export function validateMcpSpec(name: string, spec: unknown): Result<McpServerSp
   if (!isRecord(spec)) return bad('the config must be an object: {command, args?, env?, cwd?} or {url, headers?} or {catalogFile}.');
   const kinds = ['command', 'url', 'catalogFile'].filter((k) => spec[k] !== undefined);
   if (kinds.length !== 1) return bad(`give exactly one of "command" (stdio), "url" (streamable HTTP) or "catalogFile" (snapshot); got ${kinds.length ? kinds.join(', ') : 'none'}.`);
-  for (const key of ['timeoutMs', 'callTimeoutMs']) {
+  for (const key of ['timeoutMs', 'callTimeoutMs', 'maxConcurrentCalls']) {
     const v = spec[key];
-    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v > 0)) return bad(`"${key}" must be a positive integer number of milliseconds.`);
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v > 0)) return bad(`"${key}" must be a positive integer${key === 'maxConcurrentCalls' ? '' : ' number of milliseconds'}.`);
+  }
+  if (spec['scope'] !== undefined && spec['scope'] !== 'shared' && spec['scope'] !== 'session') return bad(`"scope" must be "shared" or "session", got ${JSON.stringify(spec['scope'])}.`);
+  if (spec['trustAnnotations'] !== undefined && typeof spec['trustAnnotations'] !== 'boolean') return bad('"trustAnnotations" must be true or false.');
+  const type = spec['type'];
+  if (type !== undefined) {
+    const allowed = kinds[0] === 'command' ? ['stdio'] : kinds[0] === 'url' ? ['http', 'streamable-http', 'sse'] : [];
+    if (!allowed.includes(type as string)) {
+      return bad(`"type" ${JSON.stringify(type)} does not fit a server with "${kinds[0]}"; ${allowed.length ? `use ${allowed.map((a) => `"${a}"`).join(', ')} or leave it out` : 'leave it out'}.`);
+    }
   }
   if (kinds[0] === 'command') {
     if (typeof spec['command'] !== 'string' || spec['command'] === '') return bad('"command" must be a non-empty string.');
@@ -203,7 +246,29 @@ function explain(error: unknown, phase: string, timeoutMs: number, transport: Tr
     const cmd = (error as { path?: string }).path ?? 'the command';
     return { reason: `cannot run ${cmd}: ${errno === 'ENOENT' ? 'not found (check "command" and PATH)' : 'permission denied'}`, gone: true, timedOut: false };
   }
-  return { reason: withStderr(`${phase} failed: ${describeThrown(error)}`), gone: false, timedOut: false };
+  if (error instanceof StreamableHTTPError || (error instanceof Error && error.name === 'SseError')) {
+    const status = (error as { code?: unknown }).code;
+    const shown = typeof status === 'number' && status > 0 ? `HTTP ${status}` : 'an unexpected answer';
+    return { reason: `${phase} failed: the server answered ${shown}: ${plainText(error.message)}`, gone: false, timedOut: false };
+  }
+  return { reason: withStderr(`${phase} failed: ${plainText(describeThrown(error))}`), gone: false, timedOut: false };
+}
+
+/**
+ * An error text without markup: a server that answers with an HTML page (a proxy, a web app, a wrong path) would
+ * otherwise put the page into the warning. Tags and scripts are dropped, whitespace collapsed, the rest bounded.
+ * Pure: no I/O.
+ */
+export function plainText(text: string): string {
+  const html = /<\s*(!doctype|html|head|body|title|div|p|h1|pre)\b/i.test(text);
+  let t = text;
+  if (html) {
+    const title = /<title[^>]*>([^<]*)<\/title>/i.exec(t)?.[1]?.trim();
+    const at = t.search(/<\s*(!doctype|html|head|body|title|div|p|h1|pre)\b/i);
+    t = `${t.slice(0, at).trim()} an HTML page${title ? ` ("${title}")` : ''}; check that the URL is the MCP endpoint`.trim();
+  }
+  t = t.replace(/\s+/g, ' ').trim();
+  return t.length > 300 ? `${t.slice(0, 297)}...` : t;
 }
 
 function snapshotConnection(name: string, entries: ToolEntry[], onCall: SnapshotCallHandler | undefined, warnings: readonly string[] = []): McpConnection {
@@ -246,19 +311,131 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   const callTimeoutMs = s.callTimeoutMs ?? opts.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS;
   if (opts.signal?.aborted) return fail('mcp.aborted', `Connecting to MCP server "${name}" was cancelled.`, { server: name });
 
-  let transport: WatchedStdioTransport | StreamableHTTPClientTransport;
-  if ('command' in s) {
-    const params = { command: s.command, args: s.args ?? [], env: stdioServerEnv(s.env) as Record<string, string> };
-    transport = new WatchedStdioTransport(s.cwd === undefined ? params : { ...params, cwd: s.cwd });
-  } else {
-    transport = new StreamableHTTPClientTransport(new URL(s.url), s.headers ? { requestInit: { headers: s.headers } } : undefined);
-  }
-  const kind = 'command' in s ? 'stdio' : 'http';
-  const client = new Client({ name: 'toolsearch', version: '0.1.0' }, { capabilities: {} });
+  type AnyTransport = WatchedStdioTransport | StreamableHTTPClientTransport | SSEClientTransport;
+  const httpOpts = (): { requestInit?: RequestInit; fetch?: FetchLike } => ({
+    ...(!('url' in s) || s.headers === undefined ? {} : { requestInit: { headers: s.headers } }),
+    ...(opts.fetch === undefined ? {} : { fetch: opts.fetch }),
+  });
+  const makeTransport = (as: 'stdio' | 'http' | 'sse'): AnyTransport => {
+    if (as === 'stdio' && 'command' in s) {
+      const params = { command: s.command, args: s.args ?? [], env: stdioServerEnv(s.env) as Record<string, string> };
+      return new WatchedStdioTransport(s.cwd === undefined ? params : { ...params, cwd: s.cwd });
+    }
+    const url = new URL((s as McpHttpSpec).url);
+    return as === 'sse' ? new SSEClientTransport(url, httpOpts()) : new StreamableHTTPClientTransport(url, httpOpts());
+  };
+  let kind: 'stdio' | 'http' | 'sse' = 'command' in s ? 'stdio' : s.type === 'sse' ? 'sse' : 'http';
+  const trustAnnotations = s.trustAnnotations === true;
+
+  // Progress of calls in flight, by the token each call sends. The SDK hands notifications to their handlers a
+  // microtask late but settles responses at once, so the last progress of a call would be dropped; progress is
+  // taken off the transport here, synchronously, in the order the server sent it.
+  const progressHandlers = new Map<string, (p: { progress: number; total?: number; message?: string }) => void>();
+  const interceptProgress = (t: Transport, c: Client): void => {
+    const inner = t.onmessage;
+    t.onmessage = (message, extra) => {
+      const m = message as { method?: unknown; params?: { progressToken?: unknown; progress?: unknown; total?: unknown; message?: unknown; requestId?: unknown; reason?: unknown } };
+      if (m.method === 'notifications/cancelled' && m.params?.requestId === 0) {
+        // The SDK ignores the cancellation of request id 0 (a falsy check); a server's first request would then never
+        // be withdrawn from the front's client. Its handler's controller is aborted here instead.
+        const controllers = (c as unknown as { _requestHandlerAbortControllers?: Map<unknown, AbortController> })._requestHandlerAbortControllers;
+        controllers?.get(0)?.abort(m.params.reason);
+        return;
+      }
+      if (m.method === 'notifications/progress' && typeof m.params?.progressToken === 'string') {
+        const handler = progressHandlers.get(m.params.progressToken);
+        if (handler !== undefined && typeof m.params.progress === 'number') {
+          handler({
+            progress: m.params.progress,
+            ...(typeof m.params.total === 'number' ? { total: m.params.total } : {}),
+            ...(typeof m.params.message === 'string' ? { message: m.params.message } : {}),
+          });
+          return;
+        }
+      }
+      inner?.(message, extra);
+    };
+  };
+
+  // Calls in flight, with who made them: a server's sampling or elicitation request is routed to its caller.
+  const inflight = new Map<number, { sessionId: string | undefined; scope: McpCallScope | undefined }>();
+  let nextCall = 0;
+  // Set once the server has asked its client something: from then on, over a transport that cannot tell which call a
+  // request belongs to (stdio, SSE), calls on a shared connection run one at a time so every later request is exact.
+  let interactive = false;
+  let settled: Array<() => void> = [];
+  const callSettled = (): Promise<void> => new Promise((r) => settled.push(r));
+  /**
+   * The scope a server request belongs to: the call it came with (streamable HTTP carries it on that call's stream);
+   * else the one session with calls in flight. With several sessions in flight, the call that asked cannot finish
+   * before it is answered while the others can, so it waits (bounded) for the others to settle.
+   */
+  const scopeOf = async (): Promise<{ scope: McpCallScope | undefined; why?: string }> => {
+    interactive = true;
+    const direct = mcpCallScope.getStore();
+    if (direct !== undefined) return { scope: direct };
+    const deadline = Date.now() + AMBIGUOUS_WAIT_MS;
+    for (;;) {
+      const sessions = new Set([...inflight.values()].map((c) => c.sessionId));
+      if (inflight.size === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
+      if (sessions.size === 1) return { scope: [...inflight.values()][0]?.scope };
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        return { scope: undefined, why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client` };
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([callSettled(), new Promise((r) => { timer = setTimeout(r, left); })]);
+      clearTimeout(timer);
+    }
+  };
+  const refuse = (what: string, why: string): never => {
+    throw new McpError(ErrorCode.InvalidRequest, `toolsearch cannot relay ${what} from MCP server "${name}": ${why}.`);
+  };
+
+  // The server's own progress token means nothing to the front's client (progress would come back to the gateway
+  // under a token it never issued), so it is not passed on.
+  const forHost = <P extends { _meta?: Record<string, unknown> }>(params: P): P => {
+    if (params._meta?.['progressToken'] === undefined) return params;
+    const { progressToken: _dropped, ...meta } = params._meta;
+    return { ...params, _meta: meta };
+  };
+
+  const makeClient = (): Client => {
+    // Roots, sampling and elicitation are declared so servers offer the tools that use them; sampling and
+    // elicitation are relayed to the front's own client where it has one, else refused with a reason.
+    const c = new Client({ name: 'toolsearch', version: '0.1.0' }, {
+      capabilities: { roots: { listChanged: false }, sampling: {}, elicitation: { form: {} } },
+    });
+    c.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: (opts.roots ?? []).map((r) => ({ ...r })) }));
+    c.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
+      const { scope, why } = await scopeOf();
+      const relay = scope?.relay?.createMessage;
+      if (relay === undefined) {
+        return refuse('a sampling request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare sampling" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'));
+      }
+      return relay(forHost(req.params), { signal: extra.signal });
+    });
+    c.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
+      const { scope, why } = await scopeOf();
+      const relay = scope?.relay?.elicitInput;
+      if (relay === undefined) {
+        return refuse('an elicitation request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare elicitation" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'));
+      }
+      return relay(forHost(req.params), { signal: extra.signal });
+    });
+    c.setNotificationHandler(ToolListChangedNotificationSchema, async () => { opts.onToolsChanged?.(); });
+    return c;
+  };
+
+  let transport: AnyTransport = makeTransport(kind);
+  let client = makeClient();
   let alive = false;
   let closed = false;
-  client.onclose = () => { alive = false; };
-  client.onerror = () => { /* transport errors surface as failed requests; nothing is printed */ };
+  const watch = (c: Client): void => {
+    c.onclose = () => { if (c === client) alive = false; };
+    c.onerror = () => { /* transport errors surface as failed requests; nothing is printed */ };
+  };
+  watch(client);
 
   const shutdown = async (graceMs: number): Promise<void> => {
     alive = false;
@@ -267,9 +444,26 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     await client.close().catch(() => undefined);
   };
 
+  // Opened outside any caller's scope: the connection outlives the call that first needed it.
+  const connectOnce = () => mcpCallScope.exit(() =>
+    client.connect(transport, opts.signal ? { timeout: timeoutMs, signal: opts.signal } : { timeout: timeoutMs }));
   try {
-    await client.connect(transport, opts.signal ? { timeout: timeoutMs, signal: opts.signal } : { timeout: timeoutMs });
+    try {
+      await connectOnce();
+    } catch (error) {
+      // A legacy HTTP+SSE server answers the streamable HTTP POST with 4xx: try the SSE transport (when the type allows it).
+      const status = error instanceof StreamableHTTPError ? error.code : undefined;
+      const fallback = 'url' in s && s.type === undefined && status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403;
+      if (!fallback || opts.signal?.aborted) throw error;
+      await client.close().catch(() => undefined);
+      kind = 'sse';
+      transport = makeTransport('sse');
+      client = makeClient();
+      watch(client);
+      await connectOnce();
+    }
     alive = true;
+    interceptProgress(transport, client);
   } catch (error) {
     // A spawn error (ENOENT) happens before the process exists; anything else is explained by exit code or timeout.
     const why = explain(error, 'starting (no answer to initialize)', timeoutMs, transport);
@@ -286,10 +480,11 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   let listWarnings: readonly string[] = [];
   const connection: McpConnection = {
     name,
-    kind,
+    get kind() { return kind; },
     get listWarnings() { return listWarnings; },
     get alive() { return alive && (!(transport instanceof WatchedStdioTransport) || transport.running); },
     get pid() { return transport instanceof WatchedStdioTransport ? transport.pid ?? undefined : undefined; },
+    get exclusiveCalls() { return interactive && kind !== 'http'; },
 
     async listTools(signal) {
       if (!connection.alive) return unavailable(goneReason());
@@ -307,7 +502,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
           return fail(why.timedOut ? 'mcp.timedOut' : 'mcp.listFailed', `MCP server "${name}": ${why.reason}`, { server: name, reason: why.reason });
         }
         if (cursor === undefined) {
-          const checked = checkedMcpToolEntries(name, tools);
+          const checked = checkedMcpToolEntries(name, tools, { trustAnnotations });
           listWarnings = checked.skipped;
           return ok(checked.entries);
         }
@@ -317,19 +512,36 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       return fail('mcp.listFailed', `MCP server "${name}" returned more than ${MAX_PAGES} pages of tools; stopped listing.`, { server: name });
     },
 
-    async callTool(toolName, args, signal) {
+    async callTool(toolName, args, signal, caller) {
       if (!connection.alive) return unavailable(goneReason());
+      const scope = mcpCallScope.getStore();
+      const token = nextCall++;
+      inflight.set(token, { sessionId: caller?.sessionId ?? scope?.sessionId, scope });
+      const signals = [signal, scope?.signal].filter((x): x is AbortSignal => x !== undefined);
+      const cancel = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+      const progressToken = `toolsearch-${token}`;
       try {
-        const options = signal ? { timeout: callTimeoutMs, signal } : { timeout: callTimeoutMs };
-        return ok(await client.callTool({ name: toolName, arguments: args }, undefined, options));
+        const onProgress = scope?.onProgress;
+        const options = { timeout: callTimeoutMs, ...(cancel === undefined ? {} : { signal: cancel }) };
+        // Progress is asked for only when the front has somewhere to send it.
+        if (onProgress !== undefined) progressHandlers.set(progressToken, onProgress);
+        const params = { name: toolName, arguments: args, ...(onProgress === undefined ? {} : { _meta: { progressToken } }) };
+        // The result is the server's CallToolResult as it sent it: every content block, structuredContent, isError, _meta.
+        return ok(await client.callTool(params, undefined, options));
       } catch (error) {
-        if (signal?.aborted) return fail('tool.aborted', `The call to ${toolName} on MCP server "${name}" was cancelled.`, { server: name, tool: toolName });
+        if (cancel?.aborted) return fail('tool.aborted', `The call to ${toolName} on MCP server "${name}" was cancelled.`, { server: name, tool: toolName });
         const why = explain(error, `calling ${toolName}`, callTimeoutMs, transport);
         if (why.gone) return unavailable(why.reason);
         if (why.timedOut) {
           return fail('mcp.timedOut', `MCP server "${name}": ${why.reason}. To allow longer calls, raise mcpServers.${name}.callTimeoutMs (now ${callTimeoutMs} ms) in the config.`, { server: name, tool: toolName, callTimeoutMs });
         }
         return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, { server: name, tool: toolName });
+      } finally {
+        inflight.delete(token);
+        progressHandlers.delete(progressToken);
+        const waiting = settled;
+        settled = [];
+        for (const w of waiting) w();
       }
     },
 

@@ -1,7 +1,8 @@
 import { fail } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
-import type { ConnectOptions, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import type { ConnectOptions, McpCaller, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import { SharedMcpServers, specKeyOf, statusOf } from './mcpShared.js';
 import type { CatalogPart } from './buildCatalog.js';
 import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
 
@@ -16,6 +17,17 @@ export interface SessionMcpRuntimeOptions {
   connect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
   /** Milliseconds clock; defaults to Date.now. */
   now?: () => number;
+  /**
+   * The gateway's shared servers: every server without `scope: "session"` is taken from there (one connection per
+   * gateway process) instead of being opened for this session. Without it every server is the session's own.
+   */
+  shared?: SharedMcpServers;
+  /** What `roots/list` answers for the session's own servers: the workspace. */
+  roots?: ReadonlyArray<{ uri: string; name?: string }>;
+  /** The fetch of the session's own HTTP and SSE servers (a place for tracing headers); default the global fetch. */
+  fetch?: ConnectOptions['fetch'];
+  /** One of the session's own servers announced a change and was listed again. */
+  onToolsChanged?: (server: string) => void;
 }
 
 export interface EnsureOptions {
@@ -32,25 +44,16 @@ interface Slot {
   failedAt: number | undefined;
 }
 
-const statusOf = (name: string, ok: boolean, toolCount: number, durationMs: number, reason?: string, warnings?: readonly string[]): SourceStatus => {
-  const s: SourceStatus = { key: `mcp:${name}`, source: 'mcp', owner: name, ok, toolCount, durationMs };
-  if (reason !== undefined) s.reason = reason;
-  if (warnings !== undefined && warnings.length > 0) s.warnings = [...warnings];
-  return s;
-};
-
-// Key order does not matter when deciding whether a server's config changed.
-const specKeyOf = (spec: unknown): string =>
-  JSON.stringify(spec, (_k, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v);
-
 /**
- * The MCP connections of one session: opened once (in parallel, each bounded by a timeout), reused across the
- * session's turns, listed at turn start and closed when the session ends or idles out. A server that fails to start
- * or list is reported with its reason and the others still serve.
+ * The MCP servers one session sees: shared servers of the gateway (see SharedMcpServers) through the shared pool,
+ * and the session's own (`scope: "session"`, or all of them without a pool) opened once (in parallel, each bounded
+ * by a timeout), reused across the session's turns and closed when the session ends or idles out. A server that
+ * fails to start or list is reported with its reason and the others still serve.
  */
 export class SessionMcpRuntime {
   private readonly slots = new Map<string, Slot>();
+  /** Servers this session takes from the shared pool, by name. */
+  private readonly sharedSpecs = new Map<string, McpServerSpec>();
   private readonly opening = new Map<string, Promise<void>>();
   private readonly stragglers = new Set<Promise<unknown>>();
   private idleTimer: NodeJS.Timeout | undefined;
@@ -79,13 +82,27 @@ export class SessionMcpRuntime {
     if (this.closed) return names.map((n) => statusOf(n, false, 0, 0, `MCP server "${n}" was not opened: the session's MCP runtime is closed.`));
     this.touch();
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
-    await Promise.all(names.map((name) => {
+    const sharedStatus = new Map<string, SourceStatus>();
+    await Promise.all(names.map(async (name) => {
       const spec = servers[name] as McpServerSpec;
       const own = (spec as { timeoutMs?: unknown }).timeoutMs;
-      return this.ensureOne(name, spec, typeof own === 'number' && own > 0 ? own : timeoutMs, opts.signal);
+      const bound = typeof own === 'number' && own > 0 ? own : timeoutMs;
+      const shared = this.opts.shared;
+      if (shared !== undefined && SharedMcpServers.isShared(spec)) {
+        const mine = this.slots.get(name);
+        if (mine) {
+          this.slots.delete(name);
+          await mine.connection?.close();
+        }
+        this.sharedSpecs.set(name, spec);
+        sharedStatus.set(name, (await shared.ensure(name, spec, { timeoutMs: bound, ...(opts.signal ? { signal: opts.signal } : {}) })).status);
+        return;
+      }
+      this.sharedSpecs.delete(name);
+      return this.ensureOne(name, spec, bound, opts.signal);
     }));
     this.touch();
-    return names.map((n) => this.slots.get(n)?.status ?? statusOf(n, false, 0, 0, `MCP server "${n}" was not opened.`));
+    return names.map((n) => sharedStatus.get(n) ?? this.slots.get(n)?.status ?? statusOf(n, false, 0, 0, `MCP server "${n}" was not opened.`));
   }
 
   private async ensureOne(name: string, spec: McpServerSpec, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
@@ -112,7 +129,9 @@ export class SessionMcpRuntime {
     // Aborted at the deadline so late work stops (and kills its process) instead of lingering.
     const stop = new AbortController();
     const linked = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
-    const connectOpts: ConnectOptions = { timeoutMs, signal: linked };
+    const connectOpts: ConnectOptions = { timeoutMs, signal: linked, onToolsChanged: () => { void this.relistOwn(name); } };
+    if (this.opts.roots) connectOpts.roots = this.opts.roots;
+    if (this.opts.fetch) connectOpts.fetch = this.opts.fetch;
     if (this.opts.callTimeoutMs !== undefined) connectOpts.callTimeoutMs = this.opts.callTimeoutMs;
     if (this.opts.onSnapshotCall) connectOpts.onSnapshotCall = this.opts.onSnapshotCall;
 
@@ -164,10 +183,24 @@ export class SessionMcpRuntime {
     this.slots.set(name, { specKey, connection: undefined, entries: [], failedAt: this.now(), status: statusOf(name, false, 0, durationMs, reason) });
   }
 
-  /** Tool entries of every live server, as listed when it was opened or last refreshed. */
+  /** Lists one of the session's own servers again after it announced a change. */
+  private async relistOwn(name: string): Promise<void> {
+    const slot = this.slots.get(name);
+    if (!slot?.connection?.alive) return;
+    const started = this.now();
+    const listed = await slot.connection.listTools();
+    if (listed.ok && this.slots.get(name) === slot) {
+      slot.entries = listed.value;
+      slot.status = statusOf(name, true, listed.value.length, this.now() - started, undefined, slot.connection.listWarnings);
+      this.opts.onToolsChanged?.(name);
+    }
+  }
+
+  /** Tool entries of every live server (shared ones as the pool lists them), as last listed. */
   list(): ToolEntry[] {
     this.touch();
     const out: ToolEntry[] = [];
+    for (const [name, spec] of this.sharedSpecs) out.push(...(this.opts.shared?.entries(name, spec) ?? []));
     for (const slot of this.slots.values()) if (slot.connection?.alive) out.push(...slot.entries);
     return out;
   }
@@ -185,10 +218,14 @@ export class SessionMcpRuntime {
 
   /** Per-server status: the last outcome of opening it; a server that died since is reported as not ok. */
   statuses(): SourceStatus[] {
-    return [...this.slots.entries()].map(([name, slot]) =>
+    const shared = [...this.sharedSpecs].flatMap(([name, spec]) => {
+      const st = this.opts.shared?.status(name, spec);
+      return st === undefined ? [] : [st];
+    });
+    return [...shared, ...[...this.slots.entries()].map(([name, slot]) =>
       slot.connection && !slot.connection.alive
         ? statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`)
-        : slot.status);
+        : slot.status)];
   }
 
   /** Lists the live servers again (e.g. after tools/list_changed); a failure keeps the previous list and is returned. */
@@ -209,7 +246,18 @@ export class SessionMcpRuntime {
   }
 
   /** Calls a tool of an open server. A server that is not open or has gone fails with `mcp.serverUnavailable`. */
-  async call(server: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<unknown>> {
+  async call(server: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal, caller?: McpCaller): Promise<Result<unknown>> {
+    const sharedSpec = this.sharedSpecs.get(server);
+    if (sharedSpec !== undefined && this.opts.shared !== undefined) {
+      this.inFlight++;
+      this.touch();
+      try {
+        return await this.opts.shared.call(server, sharedSpec, tool, args, signal, caller);
+      } finally {
+        this.inFlight--;
+        this.touch();
+      }
+    }
     const slot = this.slots.get(server);
     if (!slot?.connection) {
       const why = slot?.status.reason ? ` (${slot.status.reason})` : '';
@@ -218,7 +266,7 @@ export class SessionMcpRuntime {
     this.inFlight++;
     this.touch();
     try {
-      return await slot.connection.callTool(tool, args, signal);
+      return await slot.connection.callTool(tool, args, signal, caller);
     } finally {
       this.inFlight--;
       this.touch();
@@ -227,12 +275,14 @@ export class SessionMcpRuntime {
 
   /** An executor for one MCP tool that calls through this runtime with the call's signal. */
   executor(server: string, tool: string): ToolExecutor {
-    return (args, ctx) => this.call(server, tool, args, ctx.signal);
+    return (args, ctx) => this.call(server, tool, args, ctx.signal, { sessionId: ctx.sessionId });
   }
 
   /** Closes every connection; the runtime opens nothing afterwards. */
   async close(): Promise<void> {
     this.closed = true;
+    // Shared servers stay open for the other sessions; the pool's owner closes them.
+    this.sharedSpecs.clear();
     await this.closeAll();
   }
 

@@ -79,10 +79,11 @@ export function redactingConnection(c: McpConnection, redact: Redactor): McpConn
     get kind() { return c.kind; },
     get alive() { return c.alive; },
     get pid() { return c.pid; },
+    get exclusiveCalls() { return c.exclusiveCalls; },
     get listWarnings() { return c.listWarnings?.map(redact); },
     listTools: async (signal) => redactFailure(await c.listTools(signal), redact),
-    callTool: async (tool, args, signal) => {
-      const r = await c.callTool(tool, args, signal);
+    callTool: async (tool, args, signal, caller) => {
+      const r = await c.callTool(tool, args, signal, caller);
       return r.ok ? { ok: true, value: redactDeep(r.value, redact) } : redactFailure(r, redact);
     },
     close: () => c.close(),

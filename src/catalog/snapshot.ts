@@ -11,6 +11,7 @@ export interface McpTool {
   title?: string;
   description?: string;
   inputSchema?: JsonSchema;
+  outputSchema?: JsonSchema;
   annotations?: { title?: string; [key: string]: unknown };
   [key: string]: unknown;
 }
@@ -38,10 +39,11 @@ export const isValidServerName = (name: unknown): name is string =>
   typeof name === 'string' && /^[^\s:]{1,128}$/.test(name);
 
 /**
- * Catalog entry of one MCP tool: id `mcp:<server>:<tool>`, the input schema exactly as the server declared it, the
- * label from `title` or `annotations.title`, untrusted text. Pure: no I/O.
+ * Catalog entry of one MCP tool: id `mcp:<server>:<tool>`, the input and output schemas and the annotations exactly
+ * as the server declared them, the label from `title` or `annotations.title`, untrusted text. `trustAnnotations`
+ * (config `mcpServers.<name>.trustAnnotations`) marks the annotations as safe to act on. Pure: no I/O.
  */
-export function mcpToolEntry(server: string, tool: McpTool): ToolEntry {
+export function mcpToolEntry(server: string, tool: McpTool, opts: { trustAnnotations?: boolean } = {}): ToolEntry {
   const entry: ToolEntry = {
     id: makeToolId('mcp', server, tool.name),
     source: 'mcp',
@@ -56,6 +58,11 @@ export function mcpToolEntry(server: string, tool: McpTool): ToolEntry {
   const label = typeof tool.title === 'string' && tool.title !== '' ? tool.title
     : typeof tool.annotations?.title === 'string' && tool.annotations.title !== '' ? tool.annotations.title : undefined;
   if (label !== undefined) entry.label = label;
+  if (isRecord(tool.outputSchema)) entry.outputSchema = tool.outputSchema;
+  if (isRecord(tool.annotations) && Object.keys(tool.annotations).length > 0) {
+    entry.annotations = { ...tool.annotations };
+    if (opts.trustAnnotations === true) entry.annotationsTrusted = true;
+  }
   return entry;
 }
 
@@ -64,7 +71,7 @@ export function mcpToolEntry(server: string, tool: McpTool): ToolEntry {
  * (see toolNameProblem: bounded, no spaces or markup) is left out and named in `skipped`, so every id a search can
  * return is bounded and markup-free. Pure: no I/O.
  */
-export function checkedMcpToolEntries(server: string, tools: readonly unknown[]): { entries: ToolEntry[]; skipped: string[] } {
+export function checkedMcpToolEntries(server: string, tools: readonly unknown[], opts: { trustAnnotations?: boolean } = {}): { entries: ToolEntry[]; skipped: string[] } {
   const entries: ToolEntry[] = [];
   const skipped: string[] = [];
   tools.forEach((t, i) => {
@@ -74,7 +81,7 @@ export function checkedMcpToolEntries(server: string, tools: readonly unknown[])
       skipped.push(`MCP server "${server}": tool ${name === undefined ? `#${i}` : quoteName(name)} skipped: ${problem}.`);
       return;
     }
-    entries.push(mcpToolEntry(server, t as McpTool));
+    entries.push(mcpToolEntry(server, t as McpTool, opts));
   });
   return { entries, skipped };
 }

@@ -28,6 +28,27 @@ export interface ToolEntry {
   origin: ResultOrigin;
   /** false for text that comes from MCP servers or clients. */
   trusted: boolean;
+  /** An MCP tool's `outputSchema`, exactly as the server declared it (its results carry matching `structuredContent`). */
+  outputSchema?: JsonSchema;
+  /** An MCP tool's `annotations` (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title), as declared. */
+  annotations?: ToolAnnotations;
+  /**
+   * Whether `annotations` may be relied on (config `mcpServers.<name>.trustAnnotations: true`). The MCP
+   * specification calls a server's annotations untrusted hints, so without this they are shown but never acted on.
+   */
+  annotationsTrusted?: boolean;
+  /** A plugin tool's own `idempotent: true`: safe to run again when its outcome is unknown. */
+  idempotent?: boolean;
+}
+
+/** MCP tool annotations: hints about a tool's behaviour (untrusted unless the config trusts the server). */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+  [key: string]: unknown;
 }
 
 /** Context every tool execution and every `before_tool_call` hook receives. */
@@ -59,6 +80,8 @@ export interface PluginTool {
   description: string;
   parameters: JsonSchema;
   ownerOnly?: boolean;
+  /** Safe to run again after a failover left its outcome unknown (same effect when run twice). Default false. */
+  idempotent?: boolean;
   execute(args: Record<string, unknown>, ctx: ToolContext): unknown | Promise<unknown>;
 }
 

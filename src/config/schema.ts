@@ -40,32 +40,58 @@ export const ToolSearchValue = Type.Union([Type.Boolean(), ToolSearchOptions], {
 });
 export type ToolSearchValue = Static<typeof ToolSearchValue>;
 
+/**
+ * Keys every MCP server entry may carry, including those other MCP hosts write (Claude Desktop, Claude Code,
+ * Cursor, VS Code), so a pasted entry loads as it is.
+ */
+const serverCommon = {
+  /** Skip this server (as Claude Code and Cursor write it). */
+  disabled: Type.Optional(Type.Boolean()),
+  /** Another host's approval list: ignored with a warning (approvals are `tools.approval`). */
+  autoApprove: Type.Optional(Type.Array(Type.Unknown())),
+  /** `shared` (default): one connection per gateway for every session; `session`: one per session. */
+  scope: Type.Optional(Type.Union([Type.Literal('shared'), Type.Literal('session')], { 'x-expected': '"shared" or "session"' })),
+  /** Calls in flight on this server at once (default 8); more wait in a queue. */
+  maxConcurrentCalls: Type.Optional(positiveInt('8', { maximum: 1000 })),
+  /** Rely on this server's tool annotations (readOnlyHint, idempotentHint) to re-run a call after a failover. */
+  trustAnnotations: Type.Optional(Type.Boolean()),
+};
+
 export const StdioServer = Type.Object(
   {
+    type: Type.Optional(Type.Literal('stdio', { 'x-expected': '"stdio" (a server with "command")' })),
     command: Type.String({ minLength: 1 }),
     args: Type.Optional(StringList),
     env: Type.Optional(StringMap),
     cwd: Type.Optional(Type.String()),
     timeoutMs: Type.Optional(positiveInt('per-server start/list timeout')),
     callTimeoutMs: Type.Optional(positiveInt('per-call tools/call timeout, default 60000')),
+    ...serverCommon,
   },
   closed,
 );
 export const HttpServer = Type.Object(
   {
+    /** `http` / `streamable-http`: streamable HTTP only; `sse`: the legacy HTTP+SSE transport; absent: streamable HTTP, then SSE. */
+    type: Type.Optional(
+      Type.Union([Type.Literal('http'), Type.Literal('streamable-http'), Type.Literal('sse')], {
+        'x-expected': '"http", "streamable-http" or "sse" (a server with "url")',
+      }),
+    ),
     url: Type.String({ minLength: 1 }),
     headers: Type.Optional(StringMap),
     timeoutMs: Type.Optional(positiveInt('per-server connect/list timeout')),
     callTimeoutMs: Type.Optional(positiveInt('per-call tools/call timeout, default 60000')),
+    ...serverCommon,
   },
   closed,
 );
-export const SnapshotServer = Type.Object({ catalogFile: Type.String({ minLength: 1 }) }, closed);
+export const SnapshotServer = Type.Object({ catalogFile: Type.String({ minLength: 1 }), ...serverCommon }, closed);
 
-/** One MCP server: stdio `{command}`, streamable HTTP `{url}` or a saved tools/list snapshot `{catalogFile}`. */
+/** One MCP server: stdio `{command}`, HTTP `{url}` (streamable HTTP or SSE) or a saved tools/list snapshot `{catalogFile}`. */
 export const McpServerSpec = Type.Union([StdioServer, HttpServer, SnapshotServer], {
   'x-expected':
-    'an object with "command" (stdio server), "url" (streamable HTTP server) or "catalogFile" (saved tools/list snapshot)',
+    'an object with "command" (stdio server), "url" (streamable HTTP or SSE server) or "catalogFile" (saved tools/list snapshot)',
 });
 export type McpServerSpec = Static<typeof McpServerSpec>;
 
@@ -132,6 +158,8 @@ export const ToolSearchConfig = Type.Object(
     sessions: Type.Optional(layer(WithToolsAndServers)),
     plugins: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     mcpServers: Type.Optional(McpServers),
+    /** MCP config files of other hosts (Claude Desktop, Claude Code, Cursor, VS Code) whose servers are added. */
+    mcpConfigFiles: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     workspaceDir: Type.Optional(Type.String({ minLength: 1 })),
     sandbox: Type.Optional(
       Type.Object(

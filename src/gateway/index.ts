@@ -22,3 +22,5 @@ export type {
   PublishSessionEventOptions, SessionAnswerType, SessionEventType, SessionEventConsumer, SessionEventConsumerOptions,
   SessionEventConsumerStats,
 } from './sessionEvents/index.js';
+export { startMcpFront, toCallToolResult, TOOL_SEARCH_OUTPUT_SCHEMA } from './mcpFront.js';
+export type { McpFront, McpFrontOptions } from './mcpFront.js';

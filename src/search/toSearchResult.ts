@@ -41,6 +41,9 @@ export function describeEntry(entry: ToolEntry): DescribedTool {
     description: sanitizeText(entry.description, { maxLength: DESCRIBE_DESCRIPTION_LIMIT, keepNewlines: true }),
     inputSchema: entry.inputSchema,
   };
+  // What an MCP server declared about its results and behaviour, unchanged (annotations are hints, never trusted).
+  if (entry.outputSchema !== undefined) described.outputSchema = entry.outputSchema;
+  if (entry.annotations !== undefined) described.annotations = entry.annotations;
   if (entry.trusted === false) described.untrusted = true;
   return described;
 }

@@ -53,6 +53,10 @@ export interface DescribedTool {
   label: string;
   description: string;
   inputSchema: JsonSchema;
+  /** An MCP tool's declared output schema. */
+  outputSchema?: JsonSchema;
+  /** An MCP tool's declared annotations (readOnlyHint, destructiveHint, idempotentHint, openWorldHint, title). */
+  annotations?: Record<string, unknown>;
   untrusted?: true;
 }
 

@@ -4,7 +4,8 @@ import {
   turnMachine, type CatalogInfo, type ExecuteStepInput, type Exposure as MachineExposure, type ExposeInput, type IndexCatalogInput,
   type ListSourcesInput, type TurnActorBase,
 } from '../../machines/index.js';
-import type { Catalog } from '../catalog/index.js';
+import { SharedMcpServers, type Catalog } from '../catalog/index.js';
+import { pathToFileURL } from 'node:url';
 import { makeEnvelope } from '../events/index.js';
 import type { ExposureMode } from '../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
@@ -57,7 +58,13 @@ export function createEngine(opts: EngineOptions): Engine {
     validator: new ArgsValidator(),
     catalogs: new CatalogMemo(),
     indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
+    sharedMcp: opts.sharedMcp ?? new SharedMcpServers({
+      roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
+      ...(opts.mcpConnect === undefined ? {} : { connect: opts.mcpConnect }),
+      ...(opts.mcpFetch === undefined ? {} : { fetch: opts.mcpFetch }),
+    }),
   };
+  const ownsSharedMcp = opts.sharedMcp === undefined;
   const sessions = new Map<string, SessionState>();
   const liveTurns = new Set<{ end: Turn['end'] }>();
   /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
@@ -261,6 +268,7 @@ export function createEngine(opts: EngineOptions): Engine {
       enforcer = undefined;
       await Promise.allSettled([...sessions.values()].map((s) => s.runtime?.close()));
       sessions.clear();
+      if (ownsSharedMcp) await deps.sharedMcp.close();
     },
     sessionIds: () => [...sessions.keys()],
     indexStats: () => ({ builds: deps.indexes.builds, reuses: deps.indexes.reuses }),

@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import {
   clientToolSource, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
   type SourceStatus,
@@ -22,7 +23,8 @@ export function mcpServersFor(deps: EngineDeps, ts: TurnState): { specs: Record<
   }
   for (const [name, spec] of Object.entries(ts.mcpServers)) {
     const checked = validateMcpSpec(name, spec);
-    if (checked.ok) specs[name] = checked.value;
+    // A server a request adds is that session's own, never the gateway's shared one.
+    if (checked.ok) specs[name] = { ...checked.value, scope: 'session' };
     else failures.push({ key: `mcp:${name}`, source: 'mcp', owner: name, ok: false, toolCount: 0, reason: checked.error.message, durationMs: 0 });
   }
   return { specs, failures };
@@ -33,6 +35,10 @@ function runtimeOf(deps: EngineDeps, session: SessionState): SessionMcpRuntime {
   if (session.runtime === undefined || session.runtime.isClosed) {
     session.runtime = new SessionMcpRuntime({
       idleTimeoutMs: deps.config.session.idleTimeoutMs,
+      shared: deps.sharedMcp,
+      roots: [{ uri: pathToFileURL(deps.config.workspaceDir).href, name: 'workspace' }],
+      ...(deps.opts.mcpFetch === undefined ? {} : { fetch: deps.opts.mcpFetch }),
+      ...(deps.opts.onSessionMcpToolsChanged === undefined ? {} : { onToolsChanged: (server: string) => deps.opts.onSessionMcpToolsChanged?.(session.sessionId, server) }),
       ...(deps.opts.mcpConnect === undefined ? {} : { connect: deps.opts.mcpConnect }),
     });
   }

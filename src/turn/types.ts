@@ -1,6 +1,6 @@
 import type { Span } from '@opentelemetry/api';
 import type { EventBus } from '../bus/index.js';
-import type { Catalog, McpConnection, McpServerSpec, ConnectOptions, SessionMcpRuntime, ToolEntry } from '../catalog/index.js';
+import type { Catalog, McpConnection, McpServerSpec, ConnectOptions, SessionMcpRuntime, SharedMcpServers, ToolEntry } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import type { ApprovalDecision, ApprovalRequest, ArgsValidator, SessionFacts } from '../policy/index.js';
@@ -39,6 +39,15 @@ export interface EngineOptions {
   startEnforcer?: boolean;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
+  /**
+   * The gateway's shared MCP servers (one connection per configured server per process). Absent: the engine makes
+   * its own and closes it with itself; given: the caller owns it (and may listen to its tool changes).
+   */
+  sharedMcp?: SharedMcpServers;
+  /** The fetch of HTTP and SSE MCP servers (shared ones when the engine makes the pool, and per-session ones): a place for trace headers. */
+  mcpFetch?: NonNullable<ConnectOptions['fetch']>;
+  /** A session's own MCP server (scope "session") announced a change of its tools and was listed again. */
+  onSessionMcpToolsChanged?: (sessionId: string, server: string) => void;
 }
 
 /** What the engine keeps per session across turns. */
@@ -60,6 +69,8 @@ export interface EngineDeps {
   validator: ArgsValidator;
   indexes: IndexStore;
   catalogs: CatalogMemo;
+  /** The MCP servers every session of this engine shares. */
+  sharedMcp: SharedMcpServers;
 }
 
 /** How an operation was invoked: a structured/direct step or a code run's bridge. */

@@ -64,6 +64,7 @@ describe('loadPlugin', () => {
     ['id with a colon', 'export default { id: "a:b", tools: [] };', '"id" must be'],
     ['duplicate tool names', 'export default { id: "x", tools: [{ name: "a", description: "", parameters: {}, execute() {} }, { name: "a", description: "", parameters: {}, execute() {} }] };', 'used twice'],
     ['bad hook', 'export default { id: "x", tools: [], hooks: { before_tool_call: 3 } };', 'before_tool_call must be a function'],
+    ['idempotent not a boolean', 'export default { id: "x", tools: [{ name: "a", description: "", parameters: {}, idempotent: "yes", execute() {} }] };', 'tools[0] ("a").idempotent must be a boolean'],
   ])('refuses a bad shape: %s', async (_label, text, problem) => {
     const file = await write(`bad-${Math.random().toString(36).slice(2)}.mjs`, text);
     const r = await loadPlugin(file);
@@ -77,6 +78,14 @@ describe('loadPlugin', () => {
     expect(await loadPlugin(join(dir, 'nope.mjs'))).toMatchObject({ ok: false, error: { code: 'plugin.notFound' } });
     const file = await write('throws.mjs', 'throw new Error("init failed");');
     expect(await loadPlugin(file)).toMatchObject({ ok: false, error: { code: 'plugin.loadFailed', message: expect.stringContaining('init failed') } });
+  });
+
+  it('keeps a tool\'s idempotent: true in its entry (safe to run again), and nothing otherwise', () => {
+    const p = pluginFromModule({ id: 'idem', tools: [
+      { name: 'set_flag', description: 'd', parameters: { type: 'object' }, idempotent: true, execute: () => 1 },
+      { name: 'send_mail', description: 'd', parameters: { type: 'object' }, execute: () => 1 },
+    ] }, '/x/idem.mjs');
+    expect(p.entries.map((e) => [e.name, e.idempotent])).toEqual([['set_flag', true], ['send_mail', undefined]]);
   });
 
   it('skips tools whose names break the tool-name rule and says which', () => {

@@ -98,7 +98,7 @@ describe('validateConfig', () => {
     ]);
     expect(messages({ profiles: { p: { mcpServers: {} } } })).toEqual(['unknown key profiles.p.mcpServers: allowed keys are tools']);
     expect(messages({ mcpServers: { fs: { command: 'x', environment: {} } } })).toEqual([
-      'unknown key mcpServers.fs.environment: allowed keys are command, args, env, cwd, timeoutMs, callTimeoutMs',
+      'unknown key mcpServers.fs.environment: allowed keys are type, command, args, env, cwd, timeoutMs, callTimeoutMs, disabled, autoApprove, scope, maxConcurrentCalls, trustAnnotations',
     ]);
   });
 
@@ -134,10 +134,10 @@ describe('validateConfig', () => {
 
   it('MCP servers: each shape, a missing shape key, mixed shapes and bad names', () => {
     expect(messages({ mcpServers: { fs: { args: ['x'] } } })).toEqual([
-      '{"args":["x"]} is not allowed at mcpServers.fs: expected an object with "command" (stdio server), "url" (streamable HTTP server) or "catalogFile" (saved tools/list snapshot)',
+      '{"args":["x"]} is not allowed at mcpServers.fs: expected an object with "command" (stdio server), "url" (streamable HTTP or SSE server) or "catalogFile" (saved tools/list snapshot)',
     ]);
     expect(messages({ mcpServers: { web: { url: 'http://x', args: [] } } })).toEqual([
-      'unknown key mcpServers.web.args: allowed keys are url, headers, timeoutMs, callTimeoutMs',
+      'unknown key mcpServers.web.args: allowed keys are type, url, headers, timeoutMs, callTimeoutMs, disabled, autoApprove, scope, maxConcurrentCalls, trustAnnotations',
     ]);
     expect(messages({ mcpServers: { s: { catalogFile: 3 } } })).toEqual([
       '3 is not allowed at mcpServers.s.catalogFile: expected a non-empty string',

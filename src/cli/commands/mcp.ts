@@ -4,7 +4,7 @@ import { startMcpGateway } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
-export const MCP_USAGE = `Usage: toolsearch mcp [--config F] [--catalog PATH ...] [--plugin FILE ...] [--log FILE] [--nats URL]
+export const MCP_USAGE = `Usage: toolsearch mcp [--config F] [--mcp-config FILE ...] [--catalog PATH ...] [--plugin FILE ...] [--log FILE] [--nats URL]
 
 Runs the gateway as an MCP server over stdio: one compact server with three tools, tool_search,
 tool_describe and tool_call, over the aggregated catalog (the config's MCP servers, plugins and core
@@ -13,6 +13,8 @@ as the HTTP gateway. The connection is one session; progress goes to stderr, std
 
   --config F        config file (default: toolsearch.config.json5 in the working directory). With --catalog and
                     no --config the catalog is exactly the snapshots and --plugin modules (no config file read).
+  --mcp-config FILE another host's MCP config, as it is (Claude Desktop, Claude Code .mcp.json, Cursor mcp.json,
+                    VS Code mcp.json); its servers are added to the config's; repeatable
   --catalog PATH    MCP tools/list snapshot file or folder; repeatable (calls to snapshot tools fail: no live server)
   --plugin FILE     plugin module; repeatable
   --log FILE        JSONL event log (default: config log.path)
@@ -30,7 +32,7 @@ export const mcpCommand: Command = {
   usage: MCP_USAGE,
   async run(argv: string[], io: CliIo): Promise<number> {
     const parsed = parseCommandArgs(argv, {
-      config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+      config: { type: 'string' }, 'mcp-config': { type: 'string', multiple: true }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
       log: { type: 'string' }, nats: { type: 'string' }, session: { type: 'string' }, agent: { type: 'string' }, profile: { type: 'string' },
     }, { positionals: false });
     if (!parsed.ok) {
@@ -39,10 +41,11 @@ export const mcpCommand: Command = {
     }
     const v = parsed.value.values;
     const catalogs = strs(v['catalog']);
-    const includeConfig = !(catalogs.length > 0 && str(v['config']) === undefined);
+    const pasted = strs(v['mcp-config']);
+    const includeConfig = !(catalogs.length > 0 && str(v['config']) === undefined && pasted.length === 0);
     let config: ResolvedConfig;
     if (includeConfig) {
-      const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd });
+      const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd, mcpConfigFiles: pasted, env: io.env });
       if (!loaded.ok) {
         io.stderr(`${loaded.error.code}: ${loaded.error.message}`);
         return EXIT_FAILED;

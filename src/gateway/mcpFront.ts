@@ -1,0 +1,210 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
+import { fail, ok, type Result } from '../shared/index.js';
+import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
+
+/** How long a relayed sampling or elicitation request may wait for the host (a person may be answering). */
+const RELAY_TIMEOUT_MS = 10 * 60_000;
+
+/** What `tool_search` always answers; declared as its `outputSchema` and sent as `structuredContent`. */
+export const TOOL_SEARCH_OUTPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    results: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          id: { type: 'string' }, source: { type: 'string' }, sourceName: { type: 'string' }, name: { type: 'string' },
+          label: { type: 'string' }, description: { type: 'string' }, untrusted: { type: 'boolean' },
+        },
+        required: ['id', 'source', 'sourceName', 'name', 'label', 'description'],
+      },
+    },
+    matched: { type: 'integer', minimum: 0 },
+    catalogSize: { type: 'integer', minimum: 0 },
+  },
+  required: ['results', 'matched', 'catalogSize'],
+} as const;
+
+/** What the MCP host is told about each exposed tool's behaviour. */
+const ANNOTATIONS: Record<string, Tool['annotations']> = {
+  tool_search: { title: 'Search tools', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  tool_describe: { title: 'Describe a tool', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  tool_call: { title: 'Call a tool', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+};
+
+export interface McpFrontOptions {
+  engine: TurnEngine;
+  /** The one session this connection is (its turns run in tools mode). */
+  turn: TurnRequest;
+  /**
+   * Subscribes to changes of the catalog behind the front (a downstream server's tools/list_changed): the front
+   * starts a new turn over the new catalog and announces `notifications/tools/list_changed` to the host.
+   */
+  onCatalogChanged?: (listener: () => void) => () => void;
+  /** Progress lines for the operator (stderr for `toolsearch mcp`: stdout belongs to the protocol). */
+  say?: (line: string) => void;
+}
+
+/** The gateway as an MCP server on one transport: one session, its tools over one live turn. */
+export interface McpFront {
+  sessionId: string;
+  toolNames: string[];
+  /** The turn that serves calls now (replaced when the catalog changes). */
+  readonly turnId: string;
+  /** Resolves when the client disconnected (or `close` was called) and the turn and session are closed. */
+  closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Whether a value is an MCP CallToolResult as a server sent it (a content array of typed blocks). Pure: no I/O. */
+function isCallToolResult(v: unknown): v is CallToolResult {
+  return isRecord(v) && Array.isArray(v['content']) && v['content'].every((b) => isRecord(b) && typeof b['type'] === 'string');
+}
+
+/**
+ * The MCP answer to one exposed tool. A downstream MCP result (from tool_call) goes back exactly as the server sent
+ * it: every content block (text, image, audio, resource, resource_link), `structuredContent`, `isError` and `_meta`.
+ * `tool_search` answers with its JSON as text and as `structuredContent`; a blocked or failed step is
+ * `isError: true` with its code and message. Pure: no I/O.
+ */
+export function toCallToolResult(tool: string, result: StepResult): CallToolResult {
+  if (!result.ok) return { content: [{ type: 'text', text: `${result.error.code}: ${result.error.message}` }], isError: true };
+  if ('pending' in result) return { content: [{ type: 'text', text: JSON.stringify({ pending: true, callId: result.callId }) }] };
+  const value = result.value;
+  if (tool === 'tool_call' && isCallToolResult(value)) return value;
+  const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
+  if (tool === 'tool_search' && isRecord(value)) return { content: [{ type: 'text', text }], structuredContent: value };
+  return { content: [{ type: 'text', text }] };
+}
+
+/**
+ * Serves one engine session as an MCP server: tool_search, tool_describe and tool_call (tools mode) with their
+ * annotations and tool_search's outputSchema. Each `tools/call` is one `turn.invoke`, run in a call scope that
+ * relays the downstream server's progress to the host (when it sent a progressToken), the host's cancellation to
+ * the downstream call, and the downstream server's sampling and elicitation requests to the host (when it declared
+ * them). An unknown tool name is JSON-RPC error -32602. When the catalog behind changes, a new turn takes over and
+ * the host gets `notifications/tools/list_changed`.
+ */
+export async function startMcpFront(opts: McpFrontOptions, transport: Transport): Promise<Result<McpFront>> {
+  const say = opts.say ?? (() => undefined);
+  const request: TurnRequest = { ...opts.turn, mode: 'tools' };
+  const first = await opts.engine.startTurn(request);
+  if (!first.ok) return first;
+  let turn: Turn = first.value;
+  const sessionId = turn.sessionId;
+  const tools: Tool[] = turn.exposure.tools.map((t) => ({
+    name: t.function.name,
+    description: t.function.description,
+    inputSchema: t.function.parameters as Tool['inputSchema'],
+    ...(ANNOTATIONS[t.function.name] ? { annotations: ANNOTATIONS[t.function.name] } : {}),
+    ...(t.function.name === 'tool_search' ? { outputSchema: TOOL_SEARCH_OUTPUT_SCHEMA as unknown as Tool['outputSchema'] } : {}),
+  }));
+  const names = new Set(tools.map((t) => t.name));
+  say(`serving ${tools.map((t) => t.name).join(', ')} over MCP (session ${sessionId}, mode ${turn.exposure.mode})`);
+
+  const server = new Server({ name: 'toolsearch', version: '0.1.0' }, { capabilities: { tools: { listChanged: true } } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+
+  // Calls in flight per turn: a client that sends its last request and closes stdin still gets the answers, and a
+  // turn replaced after a catalog change ends only once its own calls are done.
+  const inflight = new Map<Turn, Set<Promise<unknown>>>();
+  const track = (t: Turn, p: Promise<unknown>): void => {
+    let set = inflight.get(t);
+    if (set === undefined) inflight.set(t, (set = new Set()));
+    set.add(p);
+    void p.finally(() => set.delete(p)).catch(() => undefined);
+  };
+  const drain = async (t: Turn): Promise<void> => {
+    const set = inflight.get(t);
+    while (set !== undefined && set.size > 0) await Promise.allSettled([...set]);
+    inflight.delete(t);
+  };
+
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const name = req.params.name;
+    if (!names.has(name)) {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}: this server offers ${[...names].join(', ')}.`);
+    }
+    const host = server.getClientCapabilities() ?? {};
+    const relay: ClientRelay = {};
+    if (host.sampling !== undefined) {
+      relay.createMessage = (params, o) => server.createMessage(params, { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS });
+    }
+    if (host.elicitation !== undefined) {
+      relay.elicitInput = (params, o) =>
+        server.elicitInput(params as Parameters<Server['elicitInput']>[0], { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS });
+    }
+    const progressToken = req.params._meta?.progressToken;
+    const scope: McpCallScope = { sessionId, relay, signal: extra.signal };
+    if (progressToken !== undefined) {
+      scope.onProgress = (p) => {
+        void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined);
+      };
+    }
+    const current = turn;
+    const pending = withMcpCallScope(scope, () => current.invoke(name, req.params.arguments ?? {}));
+    track(current, pending);
+    return toCallToolResult(name, await pending);
+  });
+
+  // A new turn over the changed catalog; the old one ends once its calls are answered.
+  let swapping: Promise<void> = Promise.resolve();
+  let closingStarted = false;
+  const swap = (): void => {
+    swapping = swapping.then(async () => {
+      if (closingStarted) return;
+      const next = await opts.engine.startTurn(request);
+      if (!next.ok) {
+        say(`warning: the catalog changed but a new turn could not start (${next.error.code}: ${next.error.message}); serving the previous catalog`);
+        return;
+      }
+      const old = turn;
+      turn = next.value;
+      say(`catalog changed: turn ${turn.turnId} serves it`);
+      await server.sendToolListChanged().catch(() => undefined);
+      await drain(old);
+      await old.end();
+    }).catch(() => undefined);
+  };
+  const unsubscribe = opts.onCatalogChanged?.(swap) ?? (() => undefined);
+
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((r) => (resolveClosed = r));
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      closingStarted = true;
+      unsubscribe();
+      // Let requests already read from the transport start, then wait for them (and their answers) to finish.
+      await new Promise((r) => setTimeout(r, 50));
+      await swapping;
+      for (const t of [...inflight.keys()]) await drain(t);
+      await new Promise((r) => setImmediate(r));
+      await server.close().catch(() => undefined);
+      await turn.end().catch(() => undefined);
+      await opts.engine.closeSession(sessionId).catch(() => undefined);
+      resolveClosed();
+    })());
+  server.onclose = () => void close();
+  try {
+    await server.connect(transport);
+  } catch (err) {
+    await turn.end().catch(() => undefined);
+    return fail('gateway.mcpTransport', `The MCP transport could not start: ${err instanceof Error ? err.message : String(err)}.`);
+  }
+  return ok({
+    sessionId,
+    toolNames: tools.map((t) => t.name),
+    get turnId() { return turn.turnId; },
+    closed,
+    close,
+  });
+}

@@ -1,0 +1,55 @@
+import { join } from 'node:path';
+
+const sdk = join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm');
+
+/**
+ * Source of a stdio MCP server for the shared-connection tests: `lists` (how many tools/list requests it answered), `fails` (an isError result), `waitCancel` (reports progress
+ * 0, then waits for its cancellation and counts it), `cancels` (that count), `askThenCancel` (sends a sampling request, withdraws it after 300 ms),
+ * `slow` (waits `ms`, reports the highest number of calls it ran at once), `grow` (adds a tool `extra<n>` and sends
+ * notifications/tools/list_changed), `pid` (its process id).
+ */
+export const sharedServerSource = `
+import { Server } from ${JSON.stringify(join(sdk, 'server/index.js'))};
+import { StdioServerTransport } from ${JSON.stringify(join(sdk, 'server/stdio.js'))};
+import { ListToolsRequestSchema, CallToolRequestSchema, CreateMessageResultSchema } from ${JSON.stringify(join(sdk, 'types.js'))};
+const tools = ['lists', 'slow', 'grow', 'pid', 'fails', 'waitCancel', 'cancels', 'askThenCancel'].map((name) => ({ name, description: 'tool ' + name, inputSchema: { type: 'object' } }));
+let lists = 0, running = 0, most = 0, grown = 0, cancels = 0;
+const server = new Server({ name: 'shared', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+server.setRequestHandler(ListToolsRequestSchema, async () => { lists++; return { tools }; });
+server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+  const name = req.params.name;
+  const text = (t) => ({ content: [{ type: 'text', text: String(t) }] });
+  if (name === 'lists') return text(lists);
+  if (name === 'pid') return text(process.pid);
+  if (name === 'cancels') return text(cancels);
+  if (name === 'fails') return { content: [{ type: 'text', text: 'the server says no' }], structuredContent: { reason: 'no' }, isError: true };
+  if (name === 'askThenCancel') {
+    // Asks the client to sample, then withdraws the request (notifications/cancelled) before it is answered.
+    const stop = new AbortController();
+    const asked = extra.sendRequest({ method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'never mind' } }], maxTokens: 5 } }, CreateMessageResultSchema, { signal: stop.signal });
+    setTimeout(() => stop.abort('changed my mind'), 300);
+    return asked.then(() => text('answered'), () => text('withdrawn'));
+  }
+  if (name === 'waitCancel') {
+    const token = req.params._meta?.progressToken;
+    if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: 0, message: 'waiting' } });
+    await new Promise((r) => extra.signal.addEventListener('abort', r, { once: true }));
+    cancels++;
+    return text('cancelled');
+  }
+  if (name === 'grow') {
+    grown++;
+    tools.push({ name: 'extra' + grown, description: 'added later', inputSchema: { type: 'object' } });
+    await server.sendToolListChanged();
+    return text(grown);
+  }
+  if (name === 'slow') {
+    running++; most = Math.max(most, running);
+    await new Promise((r) => setTimeout(r, Number(req.params.arguments?.ms ?? 200)));
+    running--;
+    return text(most);
+  }
+  return { content: [{ type: 'text', text: 'unknown' }], isError: true };
+});
+await server.connect(new StdioServerTransport());
+`;
