@@ -1,7 +1,7 @@
 export { EventSchemas, GATEWAY_TYPE_PREFIX, isEvent, isEventType, isGatewayType } from './registry.js';
 export type { AnyEvent, EventData, EventOf, EventType } from './registry.js';
 export { EVENT_TYPE_PATTERN, EnvelopeSchema, isWellFormedType, makeEnvelope } from './envelope.js';
-export type { EnvelopeInput } from './envelope.js';
+export type { Envelope, EnvelopeInput } from './envelope.js';
 export { envelopeProblems, isEnvelope, validateEvent } from './validateEvent.js';
 export type { EventProblem } from './validateEvent.js';
 export {

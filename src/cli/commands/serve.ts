@@ -1,5 +1,5 @@
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
-import { openNatsBus } from '../../bus/index.js';
+import { openNatsBus } from '../../bus/nats/index.js';
 import { startRoleServices } from '../../app/index.js';
 import { startGateway, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
