@@ -5,7 +5,7 @@ export { sandboxRunMachine } from './sandboxRun.js';
 export { ActorNotProvidedError, notProvided } from './notProvided.js';
 export { describeError } from './describeError.js';
 export type {
-  ExposureMode, TurnSession, TurnRequest, TurnInput, CatalogInfo, Exposure, TurnStep, StepResult, TurnStage,
+  TurnInput, CatalogInfo, ExposureSummary, TurnStep, StepRecord, TurnStage,
   TurnError, TurnContext, TurnEvent, TurnOutput, TurnActorBase, ListSourcesInput, IndexCatalogInput, ExposeInput,
   ExecuteStepInput,
 } from './turn.js';

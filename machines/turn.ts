@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate';
-import type { Catalog, ClientToolSpec } from '../src/catalog/index.js';
+import type { Catalog } from '../src/catalog/index.js';
+import type { ModeSchema } from '../src/events/index.js';
 import type { Result, ToolSearchError } from '../src/shared/index.js';
 import { describeError } from './describeError.js';
 import { notProvided } from './notProvided.js';
@@ -21,30 +22,11 @@ import { notProvided } from './notProvided.js';
  * through input and events; the machine never reads a clock.
  */
 
-/** The three surfaces a model can be given. */
-export type ExposureMode = 'direct' | 'tools' | 'code';
-
-/** Who runs the turn: the fields every tool context carries. */
-export interface TurnSession {
-  sessionId: string;
-  agentId: string;
-  profile: string;
-  sandboxId: string;
-  owner: boolean;
-}
-
-/** What the caller asked for. `mode` absent means "as configured"; `harness` absent means `pi`. */
-export interface TurnRequest {
-  mode?: ExposureMode;
-  harness?: string;
-  session: TurnSession;
-  clientTools?: ClientToolSpec[];
-}
-
 export interface TurnInput {
   sessionId: string;
   turnId: string;
-  request: TurnRequest;
+  /** The gateway's handle of this turn, handed to every actor unchanged; the machine does not look inside. */
+  turn: unknown;
 }
 
 /** What indexing produced (the index itself stays with the search capability). */
@@ -53,22 +35,24 @@ export interface CatalogInfo {
   fingerprint: string;
   /** true when an index with the same fingerprint was reused. */
   cached?: boolean;
+  /** The search index, for the steps; the machine does not look inside. */
+  index?: unknown;
 }
 
 /**
  * The surface the model sees. `mode` is the effective mode; when it differs from `requestedMode` (code falls
  * back to tools, a harness with its own tool search gets direct exposure) `reason` says why.
  */
-export interface Exposure {
-  mode: ExposureMode;
-  requestedMode?: ExposureMode;
+export interface ExposureSummary {
+  mode: ModeSchema;
+  requestedMode?: ModeSchema;
   /** Names of the exposed tools, as the provider receives them. */
   tools: string[];
   /** Serialized size of the exposed definitions. */
   bytes: number;
   reason?: string;
-  /** The definitions themselves, for the provider; the machine does not look inside. */
-  definitions?: readonly unknown[];
+  /** The exposure as the gateway built it (definitions, name map), for the steps; the machine does not look inside. */
+  surface?: unknown;
 }
 
 /** One invocation by the model of an exposed tool. `args` is as the model sent it. */
@@ -78,7 +62,8 @@ export interface TurnStep {
   args: unknown;
 }
 
-export interface StepResult {
+/** A step served, with its result. */
+export interface StepRecord {
   stepId: string;
   tool: string;
   result: Result<unknown>;
@@ -93,15 +78,15 @@ export interface TurnError extends ToolSearchError {
 export interface TurnContext {
   sessionId: string;
   turnId: string;
-  request: TurnRequest;
+  turn: unknown;
   /** Whatever `resolvePolicy` returned; handed on unchanged to the later actors. */
   policy?: unknown;
   catalog?: Catalog;
   catalogInfo?: CatalogInfo;
-  exposure?: Exposure;
+  exposure?: ExposureSummary;
   /** Steps received and not yet started, in arrival order. */
   queue: TurnStep[];
-  results: StepResult[];
+  results: StepRecord[];
   /** END was received: no more steps are accepted, the turn completes once the queue is drained. */
   ending: boolean;
   error?: TurnError;
@@ -116,9 +101,9 @@ export interface TurnOutput {
   outcome: 'completed' | 'failed';
   sessionId: string;
   turnId: string;
-  exposure?: Exposure;
+  exposure?: ExposureSummary;
   catalogInfo?: CatalogInfo;
-  results: StepResult[];
+  results: StepRecord[];
   error?: TurnError;
 }
 
@@ -126,7 +111,7 @@ export interface TurnOutput {
 export interface TurnActorBase {
   sessionId: string;
   turnId: string;
-  request: TurnRequest;
+  turn: unknown;
 }
 export type ListSourcesInput = TurnActorBase & { policy: unknown };
 export type IndexCatalogInput = TurnActorBase & { policy: unknown; catalog: Catalog };
@@ -134,7 +119,8 @@ export type ExposeInput = TurnActorBase & { policy: unknown; catalog: Catalog; c
 export type ExecuteStepInput = TurnActorBase & {
   policy: unknown;
   catalog: Catalog;
-  exposure: Exposure;
+  catalogInfo: CatalogInfo;
+  exposure: ExposureSummary;
   step: TurnStep;
 };
 
@@ -146,7 +132,7 @@ const failedAt = (stage: TurnStage, error: unknown): TurnError => ({
 const base = (context: TurnContext): TurnActorBase => ({
   sessionId: context.sessionId,
   turnId: context.turnId,
-  request: context.request,
+  turn: context.turn,
 });
 
 /**
@@ -181,7 +167,7 @@ export const turnMachine = setup({
     resolvePolicy: fromPromise<unknown, TurnActorBase>(notProvided('resolvePolicy')),
     listSources: fromPromise<Catalog, ListSourcesInput>(notProvided('listSources')),
     indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(notProvided('indexCatalog')),
-    expose: fromPromise<Exposure, ExposeInput>(notProvided('expose')),
+    expose: fromPromise<ExposureSummary, ExposeInput>(notProvided('expose')),
     executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(notProvided('executeStep')),
   },
   actions: {
@@ -206,7 +192,7 @@ export const turnMachine = setup({
   context: ({ input }) => ({
     sessionId: input.sessionId,
     turnId: input.turnId,
-    request: input.request,
+    turn: input.turn,
     queue: [],
     results: [],
     ending: false,
@@ -295,6 +281,7 @@ export const turnMachine = setup({
               ...base(context),
               policy: context.policy,
               catalog: required(context.catalog, 'catalog'),
+              catalogInfo: required(context.catalogInfo, 'catalogInfo'),
               exposure: required(context.exposure, 'exposure'),
               step: required(context.queue[0], 'queued step'),
             }),

@@ -29,7 +29,7 @@ export {
   SourcesListed,
   ToolsExposed,
   TurnCompleted,
-  TurnCounters,
+  TurnCompletedCounters,
   TurnFailed,
   TurnStarted,
 } from './turnEvents.js';
@@ -60,3 +60,7 @@ export {
   GatewayTurnOpened,
   GatewayTurnRequested,
 } from './gatewayEvents.js';
+export { completedCounters, evolveTurn, initialTurnState, turnStateFrom } from './turnState.js';
+export type { OpenCodeRun, PendingCall, TurnState } from './turnState.js';
+export { evolveSession, initialSessionState } from './sessionState.js';
+export type { SessionState } from './sessionState.js';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Context, Span } from '@opentelemetry/api';
 import type { Envelope } from '../bus/index.js';
-import type { EventOf } from '../events/index.js';
+import type { EventOf, TurnState } from '../events/index.js';
 import {
   SpanName,
   applySpanFacts,
@@ -9,6 +9,7 @@ import {
   callSpanFacts,
   codeSpanFacts,
   countersFromEvents,
+  countersFromTurnState,
   describeSpanFacts,
   errorCodeOf,
   executeSpanFacts,
@@ -361,9 +362,10 @@ export class TurnTrace {
 
   /**
    * Ends the turn's trace after its end event was published (or could not be): the phase still running gets the
-   * failure, execute and the turn get their facts, with the counters folded from the turn's events. Idempotent.
+   * failure, execute and the turn get their facts, with the counters of the turn's state (the fold of its events;
+   * folded from the events this trace saw when none is given). Idempotent.
    */
-  endTurn(): void {
+  endTurn(state?: TurnState): void {
     if (this.done) return;
     this.done = true;
     this.waiting.length = 0;
@@ -384,7 +386,7 @@ export class TurnTrace {
     }
     applySpanFacts(this.turn, turnSpanFacts({
       sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
-      derived: countersFromEvents(this.events),
+      derived: state === undefined ? countersFromEvents(this.events) : countersFromTurnState(state),
     }));
     this.turn.end();
     this.events.length = 0;

@@ -3,7 +3,7 @@ import { createActor, fromPromise, initialTransition, waitFor } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import { turnMachine } from '../../machines/index.js';
 import type {
-  CatalogInfo, ExecuteStepInput, ExposeInput, Exposure, IndexCatalogInput, ListSourcesInput, TurnActorBase,
+  CatalogInfo, ExecuteStepInput, ExposeInput, ExposureSummary, IndexCatalogInput, ListSourcesInput, TurnActorBase,
   TurnInput, TurnStage,
 } from '../../machines/index.js';
 import type { Catalog } from '../../src/catalog/index.js';
@@ -13,16 +13,12 @@ import { deferred, done, errored, spawned, step, stopped, untilAborted } from '.
 const input: TurnInput = {
   sessionId: 's-1',
   turnId: 't-1',
-  request: {
-    mode: 'code',
-    harness: 'pi',
-    session: { sessionId: 's-1', agentId: 'main', profile: 'default', sandboxId: 'sb-1', owner: true },
-  },
+  turn: { handle: 'the gateway keeps its own turn here' },
 };
 const policy = { allow: ['openclaw:core:*'] };
 const catalog: Catalog = { entries: [], fingerprint: 'fp-1', sourceFingerprints: {}, sources: [] };
 const catalogInfo: CatalogInfo = { size: 0, fingerprint: 'fp-1' };
-const exposure: Exposure = {
+const exposure: ExposureSummary = {
   mode: 'tools',
   requestedMode: 'code',
   tools: ['tool_search', 'tool_describe', 'tool_call'],
@@ -48,7 +44,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
     const [s, actions] = initialTransition(turnMachine, input);
     expect(s.value).toBe('resolvePolicy');
     expect(spawned(actions)).toEqual([
-      { src: 'resolvePolicy', input: { sessionId: 's-1', turnId: 't-1', request: input.request } },
+      { src: 'resolvePolicy', input: { sessionId: 's-1', turnId: 't-1', turn: input.turn } },
     ]);
   });
 
@@ -263,7 +259,7 @@ function fakes(overrides: TurnActors = {}) {
     resolvePolicy: fromPromise<unknown, TurnActorBase>(async () => policy),
     listSources: fromPromise<Catalog, ListSourcesInput>(async () => catalog),
     indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(async () => catalogInfo),
-    expose: fromPromise<Exposure, ExposeInput>(async () => exposure),
+    expose: fromPromise<ExposureSummary, ExposeInput>(async () => exposure),
     executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input: i }) =>
       okResult({ echo: i.step.tool, args: i.step.args }),
     ),
