@@ -11,13 +11,11 @@ export interface SessionState {
   turns: number;
   /** Client calls handed back (`call.pending`) and not answered yet (`client.result.received`). */
   pendingClientCalls: Readonly<Record<string, { toolId: string; turnId: string }>>;
-  /** `gateway.session.closed` was recorded. */
-  closed: boolean;
 }
 
 /** The state of a session before its first event. Pure: no I/O. */
 export function initialSessionState(sessionId: string): SessionState {
-  return { sessionId, turns: 0, pendingClientCalls: {}, closed: false };
+  return { sessionId, turns: 0, pendingClientCalls: {} };
 }
 
 /** One event into the session's state; other sessions and unknown types change nothing. Pure: no I/O. */
@@ -34,8 +32,6 @@ export function evolveSession(state: SessionState, envelope: Envelope): SessionS
       const { [e.data.callId]: _answered, ...rest } = state.pendingClientCalls;
       return { ...state, pendingClientCalls: rest };
     }
-    case 'gateway.session.closed':
-      return { ...state, closed: true };
     default:
       return state;
   }

@@ -5,7 +5,7 @@ import {
   type ListSourcesInput, type TurnActorBase,
 } from '../../machines/index.js';
 import type { Catalog } from '../catalog/index.js';
-import { completedCounters, evolveSession, initialSessionState, makeEnvelope, type SessionState, type TurnState } from '../events/index.js';
+import { completedCounters, initialSessionState, makeEnvelope, type SessionState, type TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
@@ -251,11 +251,9 @@ export function createEngine(opts: EngineOptions): Engine {
     sessions.delete(sessionId);
     await s?.runtime?.close();
     if (s !== undefined) {
-      const closedEvent = makeEnvelope({
+      await opts.bus.publish(makeEnvelope({
         type: 'gateway.session.closed', sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason: 'client' }, id: deps.newId(),
-      });
-      s.state = evolveSession(s.state, closedEvent);
-      await opts.bus.publish(closedEvent).catch(() => undefined);
+      })).catch(() => undefined);
     }
   }
 
