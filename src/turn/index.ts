@@ -5,3 +5,4 @@ export type { EngineOptions } from './types.js';
 export type { CodeRunOutcome, CodeRunTelemetry } from './codeRun.js';
 export { toolCallArgs, stepArgsObject } from './stepArgs.js';
 export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
+export { IndexStore } from './indexStore.js';
