@@ -2,7 +2,6 @@
 export { turnMachine } from './turn.js';
 export { toolCallMachine } from './toolCall.js';
 export { sandboxRunMachine } from './sandboxRun.js';
-export { ActorNotProvidedError, notProvided } from './notProvided.js';
 export { describeError } from './describeError.js';
 export type {
   TurnInput, CatalogInfo, ExposureSummary, TurnStep, StepRecord, TurnStage,

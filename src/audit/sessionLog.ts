@@ -31,7 +31,7 @@ export interface TurnCounter {
   status: 'running' | 'completed' | 'failed';
 }
 
-/** What a turn cost and chose, to compare direct exposure with Tool Search (issue 6 counters). */
+/** What a turn cost and chose, to compare direct exposure with Tool Search (usage counters). */
 export interface TurnUsage {
   turnId: string;
   /** Bytes of the requests sent to the provider, as the front reported them at the turn's end. */

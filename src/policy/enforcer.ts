@@ -1,4 +1,4 @@
-import type { Envelope, EventBus } from '../bus/index.js';
+import type { EventBus } from '../bus/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { makeEnvelope, typeToken, type EventOf } from '../events/index.js';
 import { checkTool } from './checkTool.js';

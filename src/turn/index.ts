@@ -2,7 +2,5 @@
 export { createEngine } from './createEngine.js';
 export type { Engine, ObservedTurn } from './createEngine.js';
 export type { EngineOptions } from './types.js';
-export type { CodeRunOutcome, CodeRunTelemetry } from './codeRun.js';
-export { toolCallArgs, stepArgsObject } from './stepArgs.js';
 export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
 export { IndexStore } from './indexStore.js';

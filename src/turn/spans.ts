@@ -27,14 +27,13 @@ import {
   turnSpanFacts,
   type CallEnd,
   type CodeEnd,
-  type SpanNameValue,
   type Telemetry,
   type TraceHeaders,
   type TurnEnd,
 } from '../telemetry/index.js';
 
 /*
- * Live spans of a turn, following the span model (src/telemetry/spanModel.ts, /work/notes/span-model.md): the
+ * Live spans of a turn, following the span model (src/telemetry/spanModel.ts): the
  * engine wraps each piece of real work (phase, search, describe, call, code run) in `traced`, and the turn's
  * TurnTrace sees every event the turn publishes or receives (`observe`). A span's attributes come only from the
  * `*SpanFacts` functions applied to those events, so the live trace and the one rebuilt from the events agree in
@@ -406,12 +405,12 @@ export function startTurnTrace(telemetry: Telemetry | undefined, sessionId: stri
  * (see TurnTrace), never from `fn`'s return value: a returned failure is recorded by its event's facts.
  */
 export function traced<T>(
-  ts: { trace?: TurnTrace | undefined },
+  turn: { trace?: TurnTrace | undefined },
   name: TracedName,
   parent: Span | undefined,
   fn: (span: Span | undefined) => Promise<T>,
 ): Promise<T> {
-  const tt = ts.trace;
+  const tt = turn.trace;
   if (tt === undefined) return fn(undefined);
   return tt.run(name, parent, fn);
 }
