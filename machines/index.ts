@@ -4,7 +4,7 @@ export { toolCallMachine } from './toolCall.js';
 export { sandboxRunMachine } from './sandboxRun.js';
 export { describeError } from './describeError.js';
 export type {
-  TurnInput, CatalogInfo, ExposureSummary, TurnStep, StepRecord, TurnStage,
+  TurnInput, CatalogInfo, ExposureSummary, TurnStep, TurnStage,
   TurnError, TurnContext, TurnEvent, TurnOutput, TurnActorBase, ListSourcesInput, IndexCatalogInput, ExposeInput,
   ExecuteStepInput,
 } from './turn.js';

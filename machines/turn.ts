@@ -14,7 +14,7 @@ import { notProvided } from './notProvided.js';
  * `executeStep`) that the gateway provides with `turnMachine.provide({ actors })`. Each placeholder rejects,
  * so a turn started without its actors ends in `failed` (fail closed). Any actor that rejects fails the turn,
  * with the stage and reason in `context.error`; expected failures of a step (a blocked or failed call) are
- * not rejections but `Result` values recorded in `results`.
+ * not rejections but `Result` values, which go to whoever sent the step (the machine only counts steps served).
  *
  * Steps come from outside as events: `STEP` queues a step (steps that arrive before `execute` wait in the
  * queue), the queue runs one step at a time in arrival order, `END` completes the turn once the queue is
@@ -62,13 +62,6 @@ export interface TurnStep {
   args: unknown;
 }
 
-/** A step served, with its result. */
-export interface StepRecord {
-  stepId: string;
-  tool: string;
-  result: Result<unknown>;
-}
-
 export type TurnStage = 'resolvePolicy' | 'listSources' | 'index' | 'expose' | 'execute';
 
 export interface TurnError extends ToolSearchError {
@@ -86,7 +79,8 @@ export interface TurnContext {
   exposure?: ExposureSummary;
   /** Steps received and not yet started, in arrival order. */
   queue: TurnStep[];
-  results: StepRecord[];
+  /** Steps served so far. */
+  served: number;
   /** END was received: no more steps are accepted, the turn completes once the queue is drained. */
   ending: boolean;
   error?: TurnError;
@@ -103,7 +97,7 @@ export interface TurnOutput {
   turnId: string;
   exposure?: ExposureSummary;
   catalogInfo?: CatalogInfo;
-  results: StepRecord[];
+  served: number;
   error?: TurnError;
 }
 
@@ -144,18 +138,6 @@ function required<T>(value: T | undefined, what: string): T {
   return value;
 }
 
-/** A step's actor may hand back anything; what is not a `Result` is recorded as a failed one. Pure: no I/O. */
-function asResult(output: unknown, step: TurnStep): Result<unknown> {
-  if (typeof output === 'object' && output !== null && typeof (output as { ok?: unknown }).ok === 'boolean') {
-    const result = output as Result<unknown>;
-    if (result.ok || typeof result.error?.code === 'string') return result;
-  }
-  return {
-    ok: false,
-    error: { code: 'turn.stepNoResult', message: `step ${step.stepId} (${step.tool}) returned no usable result.` },
-  };
-}
-
 export const turnMachine = setup({
   types: {
     context: {} as TurnContext,
@@ -194,7 +176,7 @@ export const turnMachine = setup({
     turnId: input.turnId,
     turn: input.turn,
     queue: [],
-    results: [],
+    served: 0,
     ending: false,
   }),
   initial: 'resolvePolicy',
@@ -287,17 +269,7 @@ export const turnMachine = setup({
             }),
             onDone: {
               target: 'waiting',
-              actions: assign(({ context, event }) => {
-                const [step, ...rest] = context.queue;
-                const done = required(step, 'queued step');
-                return {
-                  queue: rest,
-                  results: [
-                    ...context.results,
-                    { stepId: done.stepId, tool: done.tool, result: asResult(event.output, done) },
-                  ],
-                };
-              }),
+              actions: assign(({ context }) => ({ queue: context.queue.slice(1), served: context.served + 1 })),
             },
             onError: {
               target: '#turn.failed',
@@ -316,7 +288,7 @@ export const turnMachine = setup({
     turnId: context.turnId,
     ...(context.exposure === undefined ? {} : { exposure: context.exposure }),
     ...(context.catalogInfo === undefined ? {} : { catalogInfo: context.catalogInfo }),
-    results: context.results,
+    served: context.served,
     ...(context.error === undefined ? {} : { error: context.error }),
   }),
 });
