@@ -8,7 +8,6 @@ import {
   approvalSpanFacts,
   callSpanFacts,
   codeSpanFacts,
-  countersFromEvents,
   countersFromTurnState,
   describeSpanFacts,
   errorCodeOf,
@@ -87,7 +86,6 @@ export class TurnTrace {
   private readonly running = new Set<Rec>();
   private readonly calls = new Map<string, Rec>();
   private readonly codes = new Map<string, Rec>();
-  private readonly events: Envelope[] = [];
   private readonly answers = new Set<string>();
   /** W3C headers and child context of each span of the turn, computed once (plain Maps: the turn's lifetime). */
   private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
@@ -190,7 +188,6 @@ export class TurnTrace {
       if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
     }
-    this.events.push(e);
     const t = now();
     const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
     const phase = PHASE_OF_EVENT[e.type];
@@ -361,10 +358,10 @@ export class TurnTrace {
 
   /**
    * Ends the turn's trace after its end event was published (or could not be): the phase still running gets the
-   * failure, execute and the turn get their facts, with the counters of the turn's state (the fold of its events;
-   * folded from the events this trace saw when none is given). Idempotent.
+   * failure, execute and the turn get their facts, with the counters of the turn's state (the fold of its events,
+   * the one the engine reads). Idempotent.
    */
-  endTurn(state?: TurnState): void {
+  endTurn(state: TurnState): void {
     if (this.done) return;
     this.done = true;
     this.waiting.length = 0;
@@ -385,10 +382,9 @@ export class TurnTrace {
     }
     applySpanFacts(this.turn, turnSpanFacts({
       sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
-      derived: state === undefined ? countersFromEvents(this.events) : countersFromTurnState(state),
+      derived: countersFromTurnState(state),
     }));
     this.turn.end();
-    this.events.length = 0;
     this.headerCache.clear();
     this.contextCache.clear();
   }
