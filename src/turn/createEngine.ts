@@ -5,7 +5,7 @@ import {
   type ListSourcesInput, type TurnActorBase,
 } from '../../machines/index.js';
 import type { Catalog } from '../catalog/index.js';
-import { completedCounters, initialSessionState, makeEnvelope, type SessionState, type TurnState } from '../events/index.js';
+import { completedCounters, initialSessionState, makeEnvelope } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
@@ -53,14 +53,6 @@ const engineTurnMachine = turnMachine.provide({
   },
 });
 
-/** A turn as an observer sees it: its state and its session's, read live (the fold of their events). */
-export interface ObservedTurn {
-  readonly sessionId: string;
-  readonly turnId: string;
-  readonly state: TurnState;
-  readonly session: SessionState;
-}
-
 /** The TurnEngine with introspection for tests and benches. */
 export interface Engine extends TurnEngine {
   /** Live sessions (with an MCP runtime or pending client calls). */
@@ -70,10 +62,11 @@ export interface Engine extends TurnEngine {
 }
 
 /**
- * The turn engine: each turn is an actor of the pure `turnMachine`, provided with real actors (policy, sources,
- * index, exposure, steps), and every fact is published on the bus before it is acted on. Per session it keeps the
- * MCP runtime (opened once, reused, closed at closeSession or idle) and pending client calls; search indexes are
- * shared by fingerprint. By default it embeds a private policy enforcer that decides only this engine's own calls
+ * The turn engine: each turn is an actor of the pure `turnMachine`, provided once with real actors (policy, sources,
+ * index, exposure, steps), and every fact is published on the bus before it is acted on. What a turn and a session
+ * know is the fold of their events (`evolveTurn`, `evolveSession`), kept by the turn's publisher; the engine reads
+ * nothing else. Per session it keeps the MCP runtime (opened once, reused, closed at closeSession or idle); search
+ * indexes are shared by fingerprint. By default it embeds a private policy enforcer that decides only this engine's own calls
  * (its requests name it as `decider`; no shared queue), so a one-shot command with a config of its own never
  * decides a deployment's calls; `startEnforcer: true` joins the deployment's shared queue `policy` instead (role
  * all), `false` starts none (decisions come from the policy role).

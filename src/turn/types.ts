@@ -2,7 +2,7 @@ import type { Span } from '@opentelemetry/api';
 import type { EventBus } from '../bus/index.js';
 import type { Catalog, ClientToolSpec, ConnectOptions, McpConnection, McpServerSpec, SessionMcpRuntime, StaticSources, ToolEntry } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
-import type { SessionState } from '../events/index.js';
+import type { SessionState, TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import type { ApprovalDecision, ApprovalRequest, ArgsValidator, SessionFacts } from '../policy/index.js';
 import type { Sandbox } from '../sandbox/index.js';
@@ -10,7 +10,6 @@ import type { SearchIndex } from '../search/index.js';
 import type { Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { CatalogMemo } from './catalogMemo.js';
-import type { ObservedTurn } from './createEngine.js';
 import type { IndexStore } from './indexStore.js';
 import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
@@ -42,6 +41,14 @@ export interface EngineOptions {
   onTurnEnded?: (turn: ObservedTurn) => void;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
+}
+
+/** A turn as an observer sees it: its state and its session's, read live (the fold of their events). */
+export interface ObservedTurn {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly state: TurnState;
+  readonly session: SessionState;
 }
 
 /** What the engine keeps per session across turns: its MCP runtime and the fold of its events. */
