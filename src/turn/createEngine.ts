@@ -186,11 +186,15 @@ export function createEngine(opts: EngineOptions): Engine {
         answers.close();
         trace?.endTurn(events.state);
         ownTurns.delete(ownKey);
-        opts.onTurnEnded?.({
-          sessionId: facts.sessionId, turnId,
-          get state() { return events.state; },
-          get session() { return session.state; },
-        });
+        try {
+          opts.onTurnEnded?.({
+            sessionId: facts.sessionId, turnId,
+            get state() { return events.state; },
+            get session() { return session.state; },
+          });
+        } catch {
+          // An observer's bug is not the turn's: the turn has ended and stays ended.
+        }
       }
     };
 
