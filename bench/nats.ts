@@ -6,7 +6,11 @@
  *   2. replay time of a 1,000-event session (NATS and embedded);
  *   3. the floor: a bare JetStream publish/ack loop of the same message sizes and concurrency, beside the bus's
  *      own publishes (which add the per-turn writer guard: one marker publish per event).
- * Run: node --import tsx bench/nats.ts [--sessions 50] [--turns 4]
+ * Run: node --import tsx bench/nats.ts [--sessions 50] [--turns 4] [--only embedded] [--rounds 3]
+ * Each row also gives the process CPU per event (user + system over the loaded phase, divided by its events; the
+ * figure of record on a shared machine). `--only embedded` runs section 1 on the embedded bus only, `--rounds N`
+ * repeats it N times interleaved and prints the median and spread, and the last line is JSON
+ * `{"cpuPerEventUs": median, "rounds": [...]}` (bench/compareCpu.ts runs two checkouts side by side with it).
  * The catalog is the engine test plugin (6 tools); nothing under ../shared is read.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -29,6 +33,8 @@ const arg = (name: string, dflt: number): number => {
 };
 const SESSIONS = arg('sessions', 50);
 const TURNS = arg('turns', 4);
+const ROUNDS = arg('rounds', 1);
+const EMBEDDED_ONLY = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'embedded';
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -69,7 +75,7 @@ async function world(): Promise<{ config: ResolvedConfig; sources: StaticSources
   return { config: parsed.value.config, sources: sources.value, dir };
 }
 
-interface LoadResult { events: number; wallMs: number; turnMs: number[]; failures: number; sizes: number[] }
+interface LoadResult { events: number; wallMs: number; cpuMs: number; turnMs: number[]; failures: number; sizes: number[] }
 
 /** SESSIONS sessions at once, each TURNS scripted turns in a row. */
 async function load(bus: EventBus, w: { config: ResolvedConfig; sources: StaticSources }, tag: string): Promise<LoadResult> {
@@ -98,11 +104,13 @@ async function load(bus: EventBus, w: { config: ResolvedConfig; sources: StaticS
   const before = c.count();
   turnMs.length = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   await Promise.all(Array.from({ length: SESSIONS }, (_, s) => oneSession(s)));
+  const cpu = process.cpuUsage(cpu0);
   const wallMs = performance.now() - t0;
   const events = c.count() - before;
   await engine.close();
-  return { events, wallMs, turnMs, failures, sizes: c.sizes };
+  return { events, wallMs, cpuMs: (cpu.user + cpu.system) / 1000, turnMs, failures, sizes: c.sizes };
 }
 
 function envelope(sessionId: string, turnId: string, seq: number, bytes: number): Envelope {
@@ -119,9 +127,37 @@ async function replayMs(bus: EventBus, sessionId: string): Promise<{ ms: number;
   return { ms: performance.now() - t0, n };
 }
 
+const row = (name: string, r: LoadResult) =>
+  `  ${name.padEnd(26)} ${String(r.events).padStart(7)} events  ${f1(r.events / (r.wallMs / 1000)).padStart(9)} ev/s  ` +
+  `cpu ${f1((1000 * r.cpuMs) / Math.max(1, r.events)).padStart(6)} us/event  ` +
+  `turn p50 ${f1(pct(r.turnMs, 50)).padStart(7)} ms  p99 ${f1(pct(r.turnMs, 99)).padStart(7)} ms  wall ${f1(r.wallMs)} ms  failures ${r.failures}`;
+
+/** Section 1 on the embedded bus only, ROUNDS times: CPU per event, median and spread, then one JSON line. */
+async function embeddedOnly(w: { config: ResolvedConfig; sources: StaticSources }): Promise<void> {
+  const perEvent: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const memory = await openMemoryBus({ logPath: false });
+    const r = await load(memory, w, `mem${i}`);
+    await memory.close();
+    console.log(row(`embedded (no log) #${i + 1}`, r));
+    perEvent.push((1000 * r.cpuMs) / Math.max(1, r.events));
+  }
+  const median = pct(perEvent, 50);
+  console.log(`  cpu per event: median ${f1(median)} us, spread ${f1(Math.min(...perEvent))}..${f1(Math.max(...perEvent))} us over ${ROUNDS} round(s)`);
+  console.log(JSON.stringify({ cpuPerEventUs: median, rounds: perEvent }));
+}
+
 async function main(): Promise<void> {
   console.log(`bench/nats: ${SESSIONS} concurrent sessions x ${TURNS} turns (search, describe, call); host ${os.cpus().length} cpu(s), node ${process.version}`);
   const w = await world();
+  if (EMBEDDED_ONLY) {
+    try {
+      await embeddedOnly(w);
+    } finally {
+      rmSync(w.dir, { recursive: true, force: true });
+    }
+    return;
+  }
   const server = await startNatsServer({ jetstream: true });
   const prefix = `BENCH${process.pid}_`;
   let nats: NatsBus | undefined;
@@ -135,9 +171,6 @@ async function main(): Promise<void> {
     await memLog.close();
     nats = await openNatsBus({ url: server.url, streamPrefix: prefix, publishTimeoutMs: 30_000 });
     const nat = await load(nats, w, 'nats');
-    const row = (name: string, r: LoadResult) =>
-      `  ${name.padEnd(26)} ${String(r.events).padStart(7)} events  ${f1(r.events / (r.wallMs / 1000)).padStart(9)} ev/s  ` +
-      `turn p50 ${f1(pct(r.turnMs, 50)).padStart(7)} ms  p99 ${f1(pct(r.turnMs, 99)).padStart(7)} ms  wall ${f1(r.wallMs)} ms  failures ${r.failures}`;
     console.log('\n1. concurrent sessions');
     console.log(row('embedded (no log)', mem));
     console.log(row('embedded (JSONL log)', memL));

@@ -8,7 +8,8 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { ToolEntry } from '../src/catalog/index.js';
-import { IndexCache, percentile } from '../src/search/index.js';
+import { percentile } from '../src/search/index.js';
+import { IndexStore } from '../src/turn/index.js';
 import { toCatalog } from './lib/fingerprint.js';
 import { loadMcpCatalog, mcpEntry } from './lib/mcpCatalog.js';
 import { sharedPath } from './lib/paths.js';
@@ -65,10 +66,10 @@ const cpuMs = (): number => {
   return (u.user + u.system) / 1000;
 };
 const heapBefore = heap();
-const cache = new IndexCache();
 let t = performance.now();
 const c = cpuMs();
-const index = cache.get(catalog);
+const store = new IndexStore({});
+const { index } = store.get(catalog);
 const buildMs = performance.now() - t;
 const buildCpu = cpuMs() - c;
 const heapAfter = heap();
@@ -112,22 +113,22 @@ for (const [label, list] of [['repeated queries', queries], ['fresh queries', fr
 const reuse: number[] = [];
 for (let i = 0; i < 100; i++) {
   t = performance.now();
-  cache.get(catalog);
+  store.get(catalog);
   reuse.push(performance.now() - t);
 }
 line('index for an unchanged catalog (p99 of 100)', ms(percentile(reuse, 99)), '<= 5 ms', percentile(reuse, 99) <= 5);
 
-// One source changes: a description edited and a tool added.
+// One source changes: a description edited and a tool added. A new fingerprint is a new index (never updated in
+// place, so concurrent sessions with different catalogs cannot see each other's tools).
 const changedOwner = (entries[0] as ToolEntry).owner;
 const changed = entries.map((e) => (e.owner === changedOwner && e.name === (entries[0] as ToolEntry).name ? { ...e, description: `${e.description} now with paging` } : e));
 changed.push(mcpEntry(changedOwner, { name: 'brand_new_tool', description: 'A tool that was added later' }));
 const changedCatalog = toCatalog(changed);
 t = performance.now();
-const updated = cache.get(changedCatalog);
+const { index: updated } = store.get(changedCatalog);
 const updateMs = performance.now() - t;
-const stats = cache.stats();
-line(`incremental update of one source (${stats.sourcesUpdated} re-indexed)`, ms(updateMs), '< build', updateMs < buildMs && stats.builds === 1);
+line('index of a changed catalog (a new build)', ms(updateMs), '<= 1000 ms', updateMs <= 1000);
 const found = updated.search('brand new tool added later');
-console.log(`  after the update: ${updated.size} tools; search finds the added tool first: ${found.ok && found.value.results[0]?.name === 'brand_new_tool'}`);
-console.log(`  cache stats: ${JSON.stringify(stats)}`);
+console.log(`  after the change: ${updated.size} tools; search finds the added tool first: ${found.ok && found.value.results[0]?.name === 'brand_new_tool'}`);
+console.log(`  store: ${store.builds} builds, ${store.reuses} reuses`);
 console.log(`index heap size (heap delta${gc === undefined ? ', without --expose-gc: rough' : ''}): ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MB for ${entries.length} tools`);

@@ -2,10 +2,9 @@
 export { turnMachine } from './turn.js';
 export { toolCallMachine } from './toolCall.js';
 export { sandboxRunMachine } from './sandboxRun.js';
-export { ActorNotProvidedError, notProvided } from './notProvided.js';
 export { describeError } from './describeError.js';
 export type {
-  ExposureMode, TurnSession, TurnRequest, TurnInput, CatalogInfo, Exposure, TurnStep, StepResult, TurnStage,
+  TurnInput, CatalogInfo, ExposureSummary, TurnStep, TurnStage,
   TurnError, TurnContext, TurnEvent, TurnOutput, TurnActorBase, ListSourcesInput, IndexCatalogInput, ExposeInput,
   ExecuteStepInput,
 } from './turn.js';

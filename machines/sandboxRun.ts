@@ -23,6 +23,8 @@ export interface SandboxRunInput {
   timeoutMs: number;
   /** The guest body, handed to `runBody` unchanged. */
   body?: string;
+  /** The sandbox's handle of this run (request, bridge, progress), handed to the actors; the machine does not look inside. */
+  run?: unknown;
 }
 
 /** Where a run stopped. */
@@ -32,6 +34,7 @@ export interface SandboxRunContext {
   codeRunId: string;
   timeoutMs: number;
   body?: string;
+  run?: unknown;
   /** Whatever `acquireChild` returned (a child handle); the machine does not look inside. */
   child?: unknown;
   /** Whatever `runBody` resolved with: the run's outcome as the sandbox reports it. */
@@ -53,12 +56,14 @@ export interface SandboxRunOutput {
 
 export interface AcquireChildInput {
   codeRunId: string;
+  run?: unknown;
 }
 
 export interface RunBodyInput {
   codeRunId: string;
   body?: string;
   child: unknown;
+  run?: unknown;
 }
 
 export interface KillChildParams {
@@ -106,7 +111,7 @@ export const sandboxRunMachine = setup({
       invoke: {
         id: 'acquireChild',
         src: 'acquireChild',
-        input: ({ context }) => ({ codeRunId: context.codeRunId }),
+        input: ({ context }) => ({ codeRunId: context.codeRunId, run: context.run }),
         onDone: { target: 'running', actions: assign({ child: ({ event }) => event.output }) },
         onError: {
           target: 'crashed',
@@ -125,6 +130,7 @@ export const sandboxRunMachine = setup({
         input: ({ context }) => ({
           codeRunId: context.codeRunId,
           child: context.child,
+          run: context.run,
           ...(context.body === undefined ? {} : { body: context.body }),
         }),
         onDone: { target: 'settled', actions: assign({ result: ({ event }) => event.output }) },

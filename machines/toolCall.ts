@@ -25,6 +25,8 @@ export interface ToolCallInput {
   turnId: string;
   /** How long an approval may take before the call is blocked. */
   approvalTimeoutMs: number;
+  /** The gateway's handle of this call, handed to every actor unchanged; the machine does not look inside. */
+  call?: unknown;
 }
 
 /** Where a call stopped. */
@@ -62,6 +64,7 @@ export interface CallActorInput {
   sessionId: string;
   turnId: string;
   args: Record<string, unknown>;
+  call?: unknown;
 }
 
 export interface ToolCallContext extends ToolCallInput {
@@ -114,6 +117,7 @@ const actorInput = ({ context }: { context: ToolCallContext }): CallActorInput =
   sessionId: context.sessionId,
   turnId: context.turnId,
   args: context.args,
+  call: context.call,
 });
 
 const isArgs = (value: unknown): value is Record<string, unknown> =>

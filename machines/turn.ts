@@ -1,5 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate';
-import type { Catalog, ClientToolSpec } from '../src/catalog/index.js';
+import type { Catalog } from '../src/catalog/index.js';
+import type { ModeSchema } from '../src/events/index.js';
 import type { Result, ToolSearchError } from '../src/shared/index.js';
 import { describeError } from './describeError.js';
 import { notProvided } from './notProvided.js';
@@ -13,7 +14,7 @@ import { notProvided } from './notProvided.js';
  * `executeStep`) that the gateway provides with `turnMachine.provide({ actors })`. Each placeholder rejects,
  * so a turn started without its actors ends in `failed` (fail closed). Any actor that rejects fails the turn,
  * with the stage and reason in `context.error`; expected failures of a step (a blocked or failed call) are
- * not rejections but `Result` values recorded in `results`.
+ * not rejections but `Result` values, which go to whoever sent the step (the machine only counts steps served).
  *
  * Steps come from outside as events: `STEP` queues a step (steps that arrive before `execute` wait in the
  * queue), the queue runs one step at a time in arrival order, `END` completes the turn once the queue is
@@ -21,30 +22,11 @@ import { notProvided } from './notProvided.js';
  * through input and events; the machine never reads a clock.
  */
 
-/** The three surfaces a model can be given. */
-export type ExposureMode = 'direct' | 'tools' | 'code';
-
-/** Who runs the turn: the fields every tool context carries. */
-export interface TurnSession {
-  sessionId: string;
-  agentId: string;
-  profile: string;
-  sandboxId: string;
-  owner: boolean;
-}
-
-/** What the caller asked for. `mode` absent means "as configured"; `harness` absent means `pi`. */
-export interface TurnRequest {
-  mode?: ExposureMode;
-  harness?: string;
-  session: TurnSession;
-  clientTools?: ClientToolSpec[];
-}
-
 export interface TurnInput {
   sessionId: string;
   turnId: string;
-  request: TurnRequest;
+  /** The gateway's handle of this turn, handed to every actor unchanged; the machine does not look inside. */
+  turn: unknown;
 }
 
 /** What indexing produced (the index itself stays with the search capability). */
@@ -53,22 +35,24 @@ export interface CatalogInfo {
   fingerprint: string;
   /** true when an index with the same fingerprint was reused. */
   cached?: boolean;
+  /** The search index, for the steps; the machine does not look inside. */
+  index?: unknown;
 }
 
 /**
  * The surface the model sees. `mode` is the effective mode; when it differs from `requestedMode` (code falls
  * back to tools, a harness with its own tool search gets direct exposure) `reason` says why.
  */
-export interface Exposure {
-  mode: ExposureMode;
-  requestedMode?: ExposureMode;
+export interface ExposureSummary {
+  mode: ModeSchema;
+  requestedMode?: ModeSchema;
   /** Names of the exposed tools, as the provider receives them. */
   tools: string[];
   /** Serialized size of the exposed definitions. */
   bytes: number;
   reason?: string;
-  /** The definitions themselves, for the provider; the machine does not look inside. */
-  definitions?: readonly unknown[];
+  /** The exposure as the gateway built it (definitions, name map), for the steps; the machine does not look inside. */
+  surface?: unknown;
 }
 
 /** One invocation by the model of an exposed tool. `args` is as the model sent it. */
@@ -76,12 +60,6 @@ export interface TurnStep {
   stepId: string;
   tool: string;
   args: unknown;
-}
-
-export interface StepResult {
-  stepId: string;
-  tool: string;
-  result: Result<unknown>;
 }
 
 export type TurnStage = 'resolvePolicy' | 'listSources' | 'index' | 'expose' | 'execute';
@@ -93,15 +71,16 @@ export interface TurnError extends ToolSearchError {
 export interface TurnContext {
   sessionId: string;
   turnId: string;
-  request: TurnRequest;
+  turn: unknown;
   /** Whatever `resolvePolicy` returned; handed on unchanged to the later actors. */
   policy?: unknown;
   catalog?: Catalog;
   catalogInfo?: CatalogInfo;
-  exposure?: Exposure;
+  exposure?: ExposureSummary;
   /** Steps received and not yet started, in arrival order. */
   queue: TurnStep[];
-  results: StepResult[];
+  /** Steps served so far. */
+  served: number;
   /** END was received: no more steps are accepted, the turn completes once the queue is drained. */
   ending: boolean;
   error?: TurnError;
@@ -116,9 +95,9 @@ export interface TurnOutput {
   outcome: 'completed' | 'failed';
   sessionId: string;
   turnId: string;
-  exposure?: Exposure;
+  exposure?: ExposureSummary;
   catalogInfo?: CatalogInfo;
-  results: StepResult[];
+  served: number;
   error?: TurnError;
 }
 
@@ -126,7 +105,7 @@ export interface TurnOutput {
 export interface TurnActorBase {
   sessionId: string;
   turnId: string;
-  request: TurnRequest;
+  turn: unknown;
 }
 export type ListSourcesInput = TurnActorBase & { policy: unknown };
 export type IndexCatalogInput = TurnActorBase & { policy: unknown; catalog: Catalog };
@@ -134,7 +113,8 @@ export type ExposeInput = TurnActorBase & { policy: unknown; catalog: Catalog; c
 export type ExecuteStepInput = TurnActorBase & {
   policy: unknown;
   catalog: Catalog;
-  exposure: Exposure;
+  catalogInfo: CatalogInfo;
+  exposure: ExposureSummary;
   step: TurnStep;
 };
 
@@ -146,7 +126,7 @@ const failedAt = (stage: TurnStage, error: unknown): TurnError => ({
 const base = (context: TurnContext): TurnActorBase => ({
   sessionId: context.sessionId,
   turnId: context.turnId,
-  request: context.request,
+  turn: context.turn,
 });
 
 /**
@@ -156,18 +136,6 @@ const base = (context: TurnContext): TurnActorBase => ({
 function required<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`${what} missing from the turn context`);
   return value;
-}
-
-/** A step's actor may hand back anything; what is not a `Result` is recorded as a failed one. Pure: no I/O. */
-function asResult(output: unknown, step: TurnStep): Result<unknown> {
-  if (typeof output === 'object' && output !== null && typeof (output as { ok?: unknown }).ok === 'boolean') {
-    const result = output as Result<unknown>;
-    if (result.ok || typeof result.error?.code === 'string') return result;
-  }
-  return {
-    ok: false,
-    error: { code: 'turn.stepNoResult', message: `step ${step.stepId} (${step.tool}) returned no usable result.` },
-  };
 }
 
 export const turnMachine = setup({
@@ -181,7 +149,7 @@ export const turnMachine = setup({
     resolvePolicy: fromPromise<unknown, TurnActorBase>(notProvided('resolvePolicy')),
     listSources: fromPromise<Catalog, ListSourcesInput>(notProvided('listSources')),
     indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(notProvided('indexCatalog')),
-    expose: fromPromise<Exposure, ExposeInput>(notProvided('expose')),
+    expose: fromPromise<ExposureSummary, ExposeInput>(notProvided('expose')),
     executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(notProvided('executeStep')),
   },
   actions: {
@@ -206,9 +174,9 @@ export const turnMachine = setup({
   context: ({ input }) => ({
     sessionId: input.sessionId,
     turnId: input.turnId,
-    request: input.request,
+    turn: input.turn,
     queue: [],
-    results: [],
+    served: 0,
     ending: false,
   }),
   initial: 'resolvePolicy',
@@ -295,22 +263,13 @@ export const turnMachine = setup({
               ...base(context),
               policy: context.policy,
               catalog: required(context.catalog, 'catalog'),
+              catalogInfo: required(context.catalogInfo, 'catalogInfo'),
               exposure: required(context.exposure, 'exposure'),
               step: required(context.queue[0], 'queued step'),
             }),
             onDone: {
               target: 'waiting',
-              actions: assign(({ context, event }) => {
-                const [step, ...rest] = context.queue;
-                const done = required(step, 'queued step');
-                return {
-                  queue: rest,
-                  results: [
-                    ...context.results,
-                    { stepId: done.stepId, tool: done.tool, result: asResult(event.output, done) },
-                  ],
-                };
-              }),
+              actions: assign(({ context }) => ({ queue: context.queue.slice(1), served: context.served + 1 })),
             },
             onError: {
               target: '#turn.failed',
@@ -329,7 +288,7 @@ export const turnMachine = setup({
     turnId: context.turnId,
     ...(context.exposure === undefined ? {} : { exposure: context.exposure }),
     ...(context.catalogInfo === undefined ? {} : { catalogInfo: context.catalogInfo }),
-    results: context.results,
+    served: context.served,
     ...(context.error === undefined ? {} : { error: context.error }),
   }),
 });

@@ -1,5 +1,6 @@
-import type { Envelope } from '../bus/index.js';
-import type { AnyEvent, ModeSchema, ResultOriginSchema, SourceKindSchema } from '../events/index.js';
+import {
+  evolveTurn, initialTurnState, type AnyEvent, type Envelope, type ModeSchema, type ResultOriginSchema, type SourceKindSchema, type TurnState,
+} from '../events/index.js';
 
 /** How an attempted final call ended: `pending` is a client call handed back (or a call still in flight). */
 export type CallOutcome = 'ok' | 'blocked' | 'failed' | 'pending';
@@ -30,7 +31,7 @@ export interface TurnCounter {
   status: 'running' | 'completed' | 'failed';
 }
 
-/** What a turn cost and chose, to compare direct exposure with Tool Search (issue 6 counters). */
+/** What a turn cost and chose, to compare direct exposure with Tool Search (usage counters). */
 export interface TurnUsage {
   turnId: string;
   /** Bytes of the requests sent to the provider, as the front reported them at the turn's end. */
@@ -76,10 +77,14 @@ export interface SessionLog {
   usage: SessionUsage;
 }
 
-/** The fold's state: the log plus the ids already folded (a duplicate delivery changes nothing). */
+/**
+ * The fold's state: the log, the ids already folded (a duplicate delivery changes nothing) and each turn's state
+ * (`evolveTurn`, the fold the engine itself reads), which the per-turn counters and usage rows are read from.
+ */
 export interface SessionLogState {
   log: SessionLog;
   seen: ReadonlySet<string>;
+  turns: Readonly<Record<string, TurnState>>;
 }
 
 /** The empty state of a session; `sessionId` '' adopts the session of the first event folded. Pure: no I/O. */
@@ -98,6 +103,7 @@ export function initialSessionLog(sessionId = ''): SessionLogState {
       usage: { promptBytes: 0, callsExecuted: 0, toolsSelected: [], perTurn: [] },
     },
     seen: new Set(),
+    turns: {},
   };
 }
 
@@ -157,9 +163,39 @@ function updateUsage(log: SessionLog, turnId: string, change: (t: TurnUsage) => 
   return { ...log, usage: { ...log.usage, perTurn: next } };
 }
 
-/** A final call that ran or went to the client counts once as executed, with its tool. */
-function selectTool(log: SessionLog, turnId: string, id: string, source: SourceKindSchema): SessionLog {
-  return updateUsage(log, turnId, (t) => ({ ...t, callsExecuted: t.callsExecuted + 1, toolsSelected: [...t.toolsSelected, { id, source }] }));
+/** The per-turn rows of a turn, read from its state (the fold of its events), where the turn has them. */
+function withTurnState(log: SessionLog, turn: TurnState): SessionLog {
+  const perTurn = log.counters.perTurn;
+  const i = perTurn.findIndex((t) => t.turnId === turn.turnId);
+  let next = log;
+  if (i >= 0) {
+    const row: TurnCounter = {
+      turnId: turn.turnId,
+      ...(turn.exposure === undefined ? {} : { mode: turn.exposure.mode }),
+      exposedBytes: turn.exposure?.bytes ?? 0,
+      schemasUpFront: turn.exposure?.schemasUpFront ?? 0,
+      searches: turn.searches,
+      describes: turn.describes,
+      calls: turn.calls,
+      codeRuns: turn.codeRuns,
+      status: turn.status,
+    };
+    next = { ...next, counters: { ...next.counters, perTurn: perTurn.map((t, j) => (j === i ? row : t)) } };
+  }
+  const rows = next.usage.perTurn;
+  const u = rows.findIndex((t) => t.turnId === turn.turnId);
+  if (u >= 0) {
+    const promptBytes = turn.outcome?.status === 'completed' ? turn.outcome.promptBytes : undefined;
+    const row: TurnUsage = {
+      turnId: turn.turnId,
+      ...(promptBytes === undefined ? {} : { promptBytes }),
+      ...(turn.catalog === undefined ? {} : { catalogSize: turn.catalog.size, catalogBySource: { ...turn.catalog.bySource } }),
+      callsExecuted: turn.selected.length,
+      toolsSelected: turn.selected.map((t) => ({ ...t })),
+    };
+    next = { ...next, usage: { ...next.usage, perTurn: rows.map((t, j) => (j === u ? row : t)) } };
+  }
+  return next;
 }
 
 function updateTurn(log: SessionLog, turnId: string, change: (t: TurnCounter) => TurnCounter): SessionLog {
@@ -195,29 +231,25 @@ function updateCall(
   return { ...log, finalCalls };
 }
 
-/** The fold's step: one event into the log. Ignores other sessions, duplicates and unknown types. Pure: no I/O. */
+const row = (t: TurnCounter): TurnCounter => t;
+const usageRow = (t: TurnUsage): TurnUsage => t;
+
+/**
+ * The fold's step: one event into the log's calls, and the rows it opens (their values come from the turn's
+ * state). Ignores unknown types. Pure: no I/O.
+ */
 function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
   switch (e.type) {
     case 'turn.started':
-      return { ...updateTurn(log, e.turnId, (t) => t), turns: log.turns + 1 };
+      return { ...updateTurn(log, e.turnId, row), turns: log.turns + 1 };
     case 'tools.exposed':
-      // The last exposure of a turn is what the model saw (a fallback re-exposes before the model runs).
-      return updateTurn(log, e.turnId, (t) => ({
-        ...t,
-        mode: e.data.mode,
-        exposedBytes: e.data.bytes,
-        schemasUpFront: e.data.schemasUpFront,
-      }));
     case 'search.performed':
-      return updateTurn(log, e.turnId, (t) => ({ ...t, searches: t.searches + 1 }));
     case 'describe.performed':
-      return updateTurn(log, e.turnId, (t) => ({ ...t, describes: t.describes + 1 }));
     case 'code.requested':
-      return updateTurn(log, e.turnId, (t) => ({ ...t, codeRuns: t.codeRuns + 1 }));
-    case 'call.requested': {
-      const counted = updateTurn(log, e.turnId, (t) => ({ ...t, calls: t.calls + 1 }));
-      return updateCall(counted, e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin });
-    }
+    case 'turn.failed':
+      return updateTurn(log, e.turnId, row);
+    case 'call.requested':
+      return updateCall(updateTurn(log, e.turnId, row), e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin });
     case 'call.rejected': {
       // A call naming no eligible tool: blocked before any request, recorded under the name the model gave.
       if (log.finalCalls.some((c) => c.callId === e.data.callId)) return log;
@@ -245,7 +277,7 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
       );
     case 'call.completed':
       return updateCall(
-        selectTool(log, e.turnId, e.data.toolId, e.data.source),
+        updateUsage(log, e.turnId, usageRow),
         e.data.callId,
         e.data.toolId,
         { source: e.data.source, origin: e.data.origin },
@@ -260,27 +292,17 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
         { outcome: 'failed', reason: `${e.data.error.code}: ${e.data.error.message}` },
       );
     case 'call.pending':
-      return updateCall(selectTool(log, e.turnId, e.data.toolId, 'client'), e.data.callId, e.data.toolId, {});
+      return updateCall(updateUsage(log, e.turnId, usageRow), e.data.callId, e.data.toolId, {});
     case 'catalog.indexed':
-      return updateUsage(log, e.turnId, (t) => ({ ...t, catalogSize: e.data.catalogSize, catalogBySource: { ...e.data.bySource } }));
+      return updateUsage(log, e.turnId, usageRow);
     case 'client.result.received': {
       const call = log.finalCalls.find((c) => c.callId === e.data.callId);
       if (call === undefined) return log; // a result for a call this session never requested: nothing to count
       const reason = e.data.error === undefined ? undefined : `${e.data.error.code}: ${e.data.error.message}`;
       return updateCall(log, call.callId, call.id, {}, { outcome: e.data.ok ? 'ok' : 'failed', ...(reason === undefined ? {} : { reason }) });
     }
-    case 'turn.completed': {
-      const c = e.data.counters;
-      const usage = updateUsage(log, e.turnId, (t) => ({
-        ...t,
-        ...(c.promptBytes === undefined ? {} : { promptBytes: c.promptBytes }),
-        catalogSize: c.catalogSize,
-        catalogBySource: { ...c.bySource },
-      }));
-      return updateTurn(usage, e.turnId, (t) => ({ ...t, status: 'completed' }));
-    }
-    case 'turn.failed':
-      return updateTurn(log, e.turnId, (t) => ({ ...t, status: 'failed' }));
+    case 'turn.completed':
+      return updateTurn(updateUsage(log, e.turnId, usageRow), e.turnId, row);
     default:
       return log;
   }
@@ -297,11 +319,13 @@ export function evolveSessionLog(state: SessionLogState, envelope: Envelope): Se
   // A counted fact re-published under a new event id (a retrying publisher) is still one fact.
   const fact = factKey(envelope as AnyEvent);
   if (fact !== undefined) {
-    if (seen.has(fact)) return { log: state.log, seen };
+    if (seen.has(fact)) return { log: state.log, seen, turns: state.turns };
     seen.add(fact);
   }
   const base = state.log.sessionId === '' ? { ...state.log, sessionId: envelope.sessionId } : state.log;
-  return { log: withTotals(evolveLog(base, envelope as AnyEvent)), seen };
+  const turn = evolveTurn(state.turns[envelope.turnId] ?? initialTurnState(base.sessionId, envelope.turnId), envelope);
+  const turns = { ...state.turns, [envelope.turnId]: turn };
+  return { log: withTotals(withTurnState(evolveLog(base, envelope as AnyEvent), turn)), seen, turns };
 }
 
 /** The identity of a counted fact, apart from its event id (keys cannot collide with event ids). */

@@ -4,5 +4,3 @@ export type { MemoryBus, MemoryBusOptions, MemoryBusStats } from './memoryBus.js
 export { EventLogWriter, parseEventLog, readEventLog } from './eventLog.js';
 export type { EventLogContents } from './eventLog.js';
 export { assertPattern, subjectMatches } from './subjectMatch.js';
-export { openNatsBus, listActors, BusError, isBusError } from './nats/index.js';
-export type { NatsBus, NatsBusOptions, BusStatus, ActorInfo } from './nats/index.js';

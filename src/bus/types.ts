@@ -1,21 +1,7 @@
+import type { Envelope } from '../events/index.js';
 import type { Result } from '../shared/index.js';
 
-/**
- * The envelope every event shares. `id` is the JetStream message id, so a publish is idempotent on it.
- * `seq` orders a turn's events (1, 2, ...); `causationId` is the id of the event this one answers.
- */
-export interface Envelope<T = unknown> {
-  id: string;
-  type: string;
-  sessionId: string;
-  turnId: string;
-  seq: number;
-  at: string; // ISO 8601
-  causationId: string | null;
-  data: T;
-  /** W3C trace context (`traceparent`, `tracestate`), so a turn spread over processes stays one trace. */
-  trace?: Record<string, string>;
-}
+export type { Envelope };
 
 export interface SubscribeOptions {
   /** Queue group: each event goes to one member of the group (work sharing across processes). */

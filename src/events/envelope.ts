@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Envelope } from '../bus/types.js';
 import type { EventData, EventOf, EventType } from './registry.js';
 
 /**
@@ -13,7 +12,7 @@ const eventTypeRe = new RegExp(EVENT_TYPE_PATTERN);
 /** Pure: no I/O. Whether a string is a well-formed event type (known or not). */
 export const isWellFormedType = (type: string): boolean => eventTypeRe.test(type);
 
-/** The envelope every event shares (see `Envelope` in src/bus/types.ts); `data` is checked per type. */
+/** The envelope every event shares (see `Envelope`); `data` is checked per type. */
 export const EnvelopeSchema = Type.Object({
   id: Type.String({ minLength: 1 }),
   type: Type.String({ pattern: EVENT_TYPE_PATTERN }),
@@ -26,6 +25,23 @@ export const EnvelopeSchema = Type.Object({
   trace: Type.Optional(Type.Record(Type.String(), Type.String())),
 });
 export type EnvelopeSchema = Static<typeof EnvelopeSchema>;
+
+/**
+ * The envelope every event shares. `id` is the JetStream message id, so a publish is idempotent on it.
+ * `seq` orders a turn's events (1, 2, ...); `causationId` is the id of the event this one answers.
+ */
+export interface Envelope<T = unknown> {
+  id: string;
+  type: string;
+  sessionId: string;
+  turnId: string;
+  seq: number;
+  at: string; // ISO 8601
+  causationId: string | null;
+  data: T;
+  /** W3C trace context (`traceparent`, `tracestate`), so a turn spread over processes stays one trace. */
+  trace?: Record<string, string>;
+}
 
 /** What `makeEnvelope` needs; `id` defaults to a random UUID, `at` may be a Date. */
 export interface EnvelopeInput<K extends EventType> {

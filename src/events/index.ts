@@ -1,7 +1,7 @@
 export { EventSchemas, GATEWAY_TYPE_PREFIX, isEvent, isEventType, isGatewayType } from './registry.js';
 export type { AnyEvent, EventData, EventOf, EventType } from './registry.js';
 export { EVENT_TYPE_PATTERN, EnvelopeSchema, isWellFormedType, makeEnvelope } from './envelope.js';
-export type { EnvelopeInput } from './envelope.js';
+export type { Envelope, EnvelopeInput } from './envelope.js';
 export { envelopeProblems, isEnvelope, validateEvent } from './validateEvent.js';
 export type { EventProblem } from './validateEvent.js';
 export {
@@ -29,7 +29,7 @@ export {
   SourcesListed,
   ToolsExposed,
   TurnCompleted,
-  TurnCounters,
+  TurnCompletedCounters,
   TurnFailed,
   TurnStarted,
 } from './turnEvents.js';
@@ -60,3 +60,7 @@ export {
   GatewayTurnOpened,
   GatewayTurnRequested,
 } from './gatewayEvents.js';
+export { completedCounters, evolveTurn, initialTurnState, turnStateFrom } from './turnState.js';
+export type { OpenCodeRun, PendingCall, TurnState } from './turnState.js';
+export { evolveSession, initialSessionState } from './sessionState.js';
+export type { SessionState } from './sessionState.js';

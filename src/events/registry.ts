@@ -1,5 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox';
-import type { Envelope } from '../bus/types.js';
+import type { Envelope } from './envelope.js';
 import { CodeBridgeRequested, CodeRequested, CodeSettled, CodeTimedOut } from './codeEvents.js';
 import {
   ApprovalRequested,

@@ -1,4 +1,4 @@
-import type { Envelope } from '../bus/types.js';
+import type { Envelope } from './envelope.js';
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { isWellFormedType } from './envelope.js';
 import { GATEWAY_TYPE_PREFIX, isGatewayType } from './registry.js';

@@ -80,8 +80,8 @@ export const ToolsExposed = Type.Object({
 });
 export type ToolsExposed = Static<typeof ToolsExposed>;
 
-/** Per-turn counters (issue 6): extra fields are allowed so newer producers stay readable. */
-export const TurnCounters = Type.Object({
+/** The counters `turn.completed` records: extra fields are allowed so newer producers stay readable. */
+export const TurnCompletedCounters = Type.Object({
   /** Serialized tool bytes sent to the provider. */
   toolBytes: NonNegInt(),
   promptBytes: Type.Optional(NonNegInt()),
@@ -93,12 +93,12 @@ export const TurnCounters = Type.Object({
   /** Final tools executed: ids and sources. */
   selected: Type.Optional(Type.Array(Type.Object({ id: Type.String(), source: SourceKindSchema }))),
 });
-export type TurnCounters = Static<typeof TurnCounters>;
+export type TurnCompletedCounters = Static<typeof TurnCompletedCounters>;
 
 /** `turn.completed`: the turn ended normally. */
 export const TurnCompleted = Type.Object({
   durationMs: Type.Number({ minimum: 0 }),
-  counters: TurnCounters,
+  counters: TurnCompletedCounters,
 });
 export type TurnCompleted = Static<typeof TurnCompleted>;
 

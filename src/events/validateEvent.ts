@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import { TypeCompiler, type TypeCheck } from '@sinclair/typebox/compiler';
 import { Value } from '@sinclair/typebox/value';
-import type { Envelope } from '../bus/types.js';
+import type { Envelope } from './envelope.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { EnvelopeSchema } from './envelope.js';
 import { EventSchemas, isEventType } from './registry.js';

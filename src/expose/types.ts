@@ -1,3 +1,4 @@
+import type { ModeSchema } from '../events/index.js';
 import type { JsonSchema } from '../catalog/index.js';
 
 /** A tool definition in the OpenAI chat-completions shape, as the provider receives it. */
@@ -6,7 +7,8 @@ export interface ProviderTool {
   function: { name: string; description: string; parameters: JsonSchema };
 }
 
-export type ExposureMode = 'direct' | 'tools' | 'code';
+/** The three surfaces a model can be given: the events' mode (`ModeSchema`), one definition. */
+export type ExposureMode = ModeSchema;
 
 /** What the model sees for one turn, and how exposed names map back to catalog ids (direct mode). */
 export interface Exposure {

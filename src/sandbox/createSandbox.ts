@@ -1,13 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import { createActor, fromPromise, toPromise } from 'xstate';
+import { sandboxRunMachine, type AcquireChildInput, type RunBodyInput } from '../../machines/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { detectHost, type HostIsolation } from './detectIsolation.js';
-import { type RunLimits, runOnChild } from './runOnChild.js';
+import { type RunLimits, type RunProgress, runOnChild, telemetryOf } from './runOnChild.js';
 import { SandboxChild, type SpawnSettings, sweepStaleDirs } from './sandboxChild.js';
-import type { ChildLease, CodeOutcome, IsolationReport, RunRequest, Sandbox, SandboxOptions } from './types.js';
+import type { CodeOutcome, IsolationReport, RunRequest, Sandbox, SandboxOptions } from './types.js';
+
+/** One child, taken from the pool or spawned for this run. Serves one run; kill() is idempotent. */
+interface ChildLease {
+  readonly pooled: boolean;
+  run(req: RunRequest, progress: RunProgress): Promise<CodeOutcome>;
+  kill(): void;
+}
+
+/** What the sandbox-run machine's actors share for one run: the request, its progress, how to get a child. */
+interface RunHandle {
+  req: RunRequest;
+  progress: RunProgress;
+  acquire(signal: AbortSignal): Promise<Result<ChildLease>>;
+  /** Whether the child came from the warm pool. */
+  pooled?: boolean;
+  /** Why no child could be had (the machine then ends `crashed` at `acquire`). */
+  acquireError?: { code: string; message: string };
+}
+
+/**
+ * The sandbox-run machine with the sandbox's actors, provided once: it drives every run (acquire a child, run the
+ * body, the wall clock, the kill), with the run's `RunHandle` in the input.
+ */
+const drivenRunMachine = sandboxRunMachine.provide({
+  actors: {
+    acquireChild: fromPromise<unknown, AcquireChildInput>(async ({ input, signal }) => {
+      const h = input.run as RunHandle;
+      const lease = await h.acquire(signal);
+      if (!lease.ok) {
+        h.acquireError = { code: lease.error.code, message: lease.error.message };
+        throw new Error(lease.error.message);
+      }
+      h.pooled = lease.value.pooled;
+      if (signal.aborted) lease.value.kill();
+      return lease.value;
+    }),
+    runBody: fromPromise<unknown, RunBodyInput>(({ input, signal }) => {
+      const h = input.run as RunHandle;
+      return (input.child as ChildLease).run({ ...h.req, signal }, h.progress);
+    }),
+  },
+  actions: {
+    killChild: (_args, params) => { (params.child as ChildLease | undefined)?.kill(); },
+  },
+});
 
 /** A pooled child that dies before it gets ready this many times in a row stops the refill (no spawn storm). */
 const MAX_START_FAILURES = 3;
 
-const unavailable = (reason: string): CodeOutcome => ({
+const unavailable = (reason: string): Extract<CodeOutcome, { ok: false }> => ({
   ok: false,
   error: { code: 'sandbox.unavailable', message: `Code mode is unavailable: ${reason}. Use tool_search, tool_describe and tool_call.` },
   logs: [],
@@ -21,7 +69,7 @@ const positive = (v: number | undefined, fallback: number): number => (v !== und
 /**
  * The sandbox for `tool_search_code`: detects the isolation layers once, keeps `poolSize` warm children
  * (each serves one run and is killed), and runs bodies against a Bridge. A runner actor on the bus is a thin
- * wrapper around `run`; the sandbox-run machine can drive `acquire` and `ChildLease.run` itself.
+ * wrapper around `run`. Every run is driven by the sandbox-run machine (acquire, run, wall clock, kill).
  */
 export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const poolSize = options.poolSize !== undefined && options.poolSize >= 0 ? Math.floor(options.poolSize) : 2;
@@ -104,10 +152,10 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     let used = false;
     const lease: ChildLease = {
       pooled,
-      run: (req: RunRequest) => {
+      run: (req: RunRequest, progress: RunProgress) => {
         if (used) return Promise.resolve(unavailable('a child serves exactly one run'));
         used = true;
-        return runOnChild(child, req, limits, { startedAt, pooled }).finally(refill);
+        return runOnChild(child, req, limits, { startedAt, pooled }, progress).finally(refill);
       },
       kill: () => {
         child.kill();
@@ -118,18 +166,44 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     return ok(lease);
   };
 
+  /** One run, driven by the sandbox-run machine: its wall clock covers acquiring a child and the run itself. */
+  const drive = async (req: RunRequest): Promise<CodeOutcome> => {
+    const startedAt = Date.now();
+    const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
+    const handle: RunHandle = { req, progress: { logs: [], counts: { search: 0, describe: 0, call: 0 } }, acquire };
+    const actor = createActor(drivenRunMachine, { input: { codeRunId: randomUUID(), timeoutMs, body: req.body, run: handle } });
+    let cancelled = false;
+    const onAbort = () => {
+      cancelled = true;
+      actor.stop();
+    };
+    if (req.signal?.aborted === true) return { ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' }, logs: [], telemetry: telemetryOf(handle.progress, 0, false) };
+    req.signal?.addEventListener('abort', onAbort, { once: true });
+    actor.start();
+    const out = await toPromise(actor).catch(() => undefined);
+    req.signal?.removeEventListener('abort', onAbort);
+    const logs = handle.progress.logs;
+    const telemetry = () => telemetryOf(handle.progress, Date.now() - startedAt, handle.pooled === true);
+    if (cancelled || out === undefined) return { ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' }, logs, telemetry: telemetry() };
+    if (out.outcome === 'settled') return out.result as CodeOutcome;
+    if (out.outcome === 'timedOut') {
+      return {
+        ok: false, logs, telemetry: telemetry(),
+        error: { code: 'sandbox.timedOut', message: `The body ran longer than ${timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.` },
+      };
+    }
+    if (handle.acquireError !== undefined) return { ...unavailable(handle.acquireError.message), error: handle.acquireError };
+    const error = out.error ?? { code: 'sandbox.crashed', message: 'The code run ended without an outcome.' };
+    return { ok: false, error: { code: error.code, message: error.message }, logs, telemetry: telemetry() };
+  };
+
   return {
     available: async () => {
       const s = await setup;
       if (closed) return { ok: false, reason: 'the sandbox was closed', isolation: s.report };
       return s.ok ? { ok: true, isolation: s.report } : { ok: false, reason: s.reason, isolation: s.report };
     },
-    acquire,
-    run: async (req: RunRequest) => {
-      const lease = await acquire(req.signal);
-      if (!lease.ok) return { ...unavailable(lease.error.message), error: lease.error };
-      return lease.value.run(req);
-    },
+    run: (req: RunRequest) => drive(req),
     warmUp: async () => {
       const s = await setup;
       if (s.ok) fill(s.settings);

@@ -2,7 +2,6 @@ export { createSandbox } from './createSandbox.js';
 export { detectIsolation } from './detectIsolation.js';
 export type {
   Bridge,
-  ChildLease,
   CodeOutcome,
   CodeTelemetry,
   IsolationReport,

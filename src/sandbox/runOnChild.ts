@@ -84,42 +84,49 @@ export const exitError = (exit: ChildExit): { code: string; message: string } =>
   return { code: 'sandbox.crashed', message: `The sandbox child ended unexpectedly (${how})${tail ? `: ${tail}` : ''}.` };
 };
 
+/** What a run has done so far: kept by the caller, so a run stopped from outside (the wall clock) still reports it. */
+export interface RunProgress {
+  logs: LogLine[];
+  counts: { search: number; describe: number; call: number };
+}
+
+/** The telemetry of a run from its progress. Pure: no I/O (the clock is read by the caller). */
+export const telemetryOf = (progress: RunProgress, durationMs: number, pooled: boolean): CodeTelemetry => ({
+  searchCount: progress.counts.search,
+  describeCount: progress.counts.describe,
+  callCount: progress.counts.call,
+  durationMs,
+  pooled,
+});
+
 /**
  * Serves one run on one child: sends the body, answers bridge requests (counted, limited, aborted when the
- * run settles), collects capped logs, enforces the wall clock with SIGKILL and kills the child at the end.
- * Never rejects.
+ * run settles), collects capped logs into `progress`, and kills the child at the end or when `signal` aborts
+ * (the sandbox-run machine aborts it at the wall clock). Never rejects.
  */
 export function runOnChild(
   child: SandboxChild,
   req: RunRequest,
   limits: RunLimits,
   meta: { startedAt: number; pooled: boolean },
+  progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } },
 ): Promise<CodeOutcome> {
   return new Promise<CodeOutcome>((resolve) => {
-    const logs: LogLine[] = [];
+    const { logs, counts } = progress;
     let logBytes = 0;
     let logsCut = false;
-    const counts = { search: 0, describe: 0, call: 0 };
     const seenIds = new Set<number>();
     const queue: Array<() => void> = [];
     let inFlight = 0;
     let settled = false;
-    let stopReason: 'timeout' | 'abort' | undefined;
+    let aborted = false;
     const bridgeAbort = new AbortController();
-    const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
 
-    const telemetry = (): CodeTelemetry => ({
-      searchCount: counts.search,
-      describeCount: counts.describe,
-      callCount: counts.call,
-      durationMs: Date.now() - meta.startedAt,
-      pooled: meta.pooled,
-    });
+    const telemetry = (): CodeTelemetry => telemetryOf(progress, Date.now() - meta.startedAt, meta.pooled);
 
     const settle = (outcome: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
       bridgeAbort.abort(new Error('the code run settled'));
       queue.length = 0;
@@ -127,19 +134,8 @@ export function runOnChild(
       resolve(outcome.ok ? { ok: true, value: outcome.value, logs, telemetry: telemetry() } : { ok: false, error: outcome.error, logs, telemetry: telemetry() });
     };
 
-    const timer = setTimeout(() => {
-      stopReason = 'timeout';
-      settle({
-        ok: false,
-        error: {
-          code: 'sandbox.timedOut',
-          message: `The body ran longer than ${timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.`,
-        },
-      });
-    }, timeoutMs);
-
     const onAbort = () => {
-      stopReason = 'abort';
+      aborted = true;
       settle({ ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' } });
     };
     if (req.signal?.aborted === true) {
@@ -149,7 +145,7 @@ export function runOnChild(
     req.signal?.addEventListener('abort', onAbort, { once: true });
 
     void child.exited.then((exit) => {
-      if (!settled && stopReason === undefined) settle({ ok: false, error: exitError(exit) });
+      if (!settled && !aborted) settle({ ok: false, error: exitError(exit) });
     });
 
     const addLog = (level: LogLine['level'], text: string) => {

@@ -242,9 +242,6 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
   return {
     available,
     run,
-    async acquire() {
-      return fail('sandbox.remote', 'a remote sandbox runs whole bodies on the runners; it does not lend children');
-    },
     async warmUp() {
       await available();
     },

@@ -78,20 +78,11 @@ export interface SandboxOptions {
   isolation?: IsolationReport;
 }
 
-/** One child, taken from the pool or spawned for this run. Serves one run; kill() is idempotent. */
-export interface ChildLease {
-  readonly pooled: boolean;
-  run(req: RunRequest): Promise<CodeOutcome>;
-  kill(): void;
-}
-
 export interface Sandbox {
   /** Whether code mode can run here; `reason` says what is missing (fall back to tools mode). */
   available(): Promise<{ ok: true; isolation: IsolationReport } | { ok: false; reason: string; isolation: IsolationReport }>;
   /** Acquire a child, run the body on it, kill it. Never rejects: failures are outcomes. */
   run(req: RunRequest): Promise<CodeOutcome>;
-  /** For a runner that drives the steps itself (the sandbox-run machine): a ready child or why not. */
-  acquire(signal?: AbortSignal): Promise<Result<ChildLease>>;
   /** Resolves when every pooled child is started and waiting (for startup readiness and benchmarks). */
   warmUp(): Promise<void>;
   /** Kill the pooled children and refuse further runs. */

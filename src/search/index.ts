@@ -1,13 +1,11 @@
 export { tokenize, splitWords, stem, STOP_WORDS } from './tokenize.js';
 export { SearchIndex, sourceKeyOf } from './searchIndex.js';
 export type { RankTrace } from './searchIndex.js';
-export { IndexCache } from './indexCache.js';
 export { toSearchResult, describeEntry, RESULT_LIMITS, DESCRIBE_DESCRIPTION_LIMIT } from './toSearchResult.js';
 export { sanitizeText } from './sanitizeText.js';
 export { evaluate, percentile } from './evaluate.js';
 export { readQueriesJsonl, parseQueriesJsonl } from './readQueriesJsonl.js';
 export { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
 export type { SearchSettings, SearchResult, SearchAnswer, SearchOptions, DescribedTool } from './types.js';
-export type { IndexCacheStats } from './indexCache.js';
 export type { EvalQuery, EvalReport, Ranker } from './evaluate.js';
 export type { SanitizeOptions } from './sanitizeText.js';

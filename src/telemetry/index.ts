@@ -41,6 +41,7 @@ export {
   applySpanFacts,
   countersFromCompleted,
   countersFromEvents,
+  countersFromTurnState,
   turnSpanFacts,
   resolvePolicySpanFacts,
   listSourcesSpanFacts,

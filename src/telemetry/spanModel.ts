@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Span } from '@opentelemetry/api';
 import type { Envelope } from '../bus/types.js';
-import type { EventOf, TurnCounters as TurnCountersData } from '../events/index.js';
+import { initialTurnState, turnStateFrom, type EventOf, type TurnCompletedCounters, type TurnState } from '../events/index.js';
 import type { AttributeValue } from '@opentelemetry/api';
 import { Attr, GEN_AI_EXECUTE_TOOL, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue, type TurnCounters } from './attributes.js';
 import { markError, setAttrs } from './spans.js';
@@ -150,7 +150,7 @@ export function applySpanFacts(span: Span, f: SpanFacts): void {
 // ---------- counters ----------
 
 /** The span counters of a `turn.completed` event's counters. Pure: no I/O. */
-export function countersFromCompleted(c: TurnCountersData): TurnCounters {
+export function countersFromCompleted(c: TurnCompletedCounters): TurnCounters {
   const out: TurnCounters = {
     exposedBytes: c.toolBytes,
     catalogSize: c.catalogSize,
@@ -168,47 +168,25 @@ export function countersFromCompleted(c: TurnCountersData): TurnCounters {
 }
 
 /**
- * Counters folded from a turn's events, for a turn without `turn.completed` (failed or cut short) and for
- * what `turn.completed` leaves out: exposed bytes of the last exposure, catalog size and breakdown,
- * search/describe/call counts, calls executed (`call.completed`) and their tool ids in order. Events of
- * other turns are ignored only if the caller filters them. Pure: no I/O.
+ * The span counters of a turn's state (the fold of its events), for a turn without `turn.completed` (failed or
+ * cut short) and for what `turn.completed` leaves out: exposed bytes of the last exposure, catalog size and
+ * breakdown, search/describe/call counts, calls executed (`call.completed`) and their tool ids in order. Pure: no I/O.
  */
-export function countersFromEvents(events: readonly Envelope[]): TurnCounters {
-  const out: TurnCounters = { searches: 0, describes: 0, calls: 0, callsExecuted: 0 };
-  const selected: string[] = [];
-  for (const e of events) {
-    switch (e.type) {
-      case 'tools.exposed':
-        out.exposedBytes = (e as EventOf<'tools.exposed'>).data.bytes;
-        break;
-      case 'sources.listed':
-        out.catalogSize ??= (e as EventOf<'sources.listed'>).data.total;
-        break;
-      case 'catalog.indexed': {
-        const d = (e as EventOf<'catalog.indexed'>).data;
-        out.catalogSize = d.catalogSize;
-        out.catalogBySource = { ...d.bySource };
-        break;
-      }
-      case 'search.performed':
-        out.searches = (out.searches ?? 0) + 1;
-        break;
-      case 'describe.performed':
-        out.describes = (out.describes ?? 0) + 1;
-        break;
-      case 'call.requested':
-        out.calls = (out.calls ?? 0) + 1;
-        break;
-      case 'call.completed':
-        out.callsExecuted = (out.callsExecuted ?? 0) + 1;
-        selected.push((e as EventOf<'call.completed'>).data.toolId);
-        break;
-      default:
-        break;
-    }
-  }
-  out.toolsSelected = selected;
+export function countersFromTurnState(state: TurnState): TurnCounters {
+  const out: TurnCounters = { searches: state.searches, describes: state.describes, calls: state.calls, callsExecuted: state.completed.length };
+  if (state.exposure !== undefined) out.exposedBytes = state.exposure.bytes;
+  const catalogSize = state.catalog?.size ?? state.listed;
+  if (catalogSize !== undefined) out.catalogSize = catalogSize;
+  if (state.catalog !== undefined) out.catalogBySource = { ...state.catalog.bySource };
+  out.toolsSelected = [...state.completed];
   return out;
+}
+
+/** `countersFromTurnState` of the turn of `events` (the first event's), folded from them. Pure: no I/O. */
+export function countersFromEvents(events: readonly Envelope[]): TurnCounters {
+  const first = events[0];
+  if (first === undefined) return countersFromTurnState(initialTurnState('', ''));
+  return countersFromTurnState(turnStateFrom(events, first.sessionId, first.turnId));
 }
 
 // ---------- facts per span ----------

@@ -15,7 +15,7 @@ import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js'
 import { SpanName } from '../telemetry/index.js';
 import type { StepResult } from './turnEngine.js';
 import { traced } from './spans.js';
-import type { EngineDeps, OpCtx, TurnState } from './types.js';
+import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 
 /** Marks an execution handed back to the client. */
 const PENDING = Symbol('pending client call');
@@ -29,35 +29,24 @@ const bytesOf = (value: unknown): number => {
   }
 };
 
-/** Stand-ins for names that did not resolve, with the error the model gets (see resolveForCall). */
-const unresolved = new WeakMap<ToolEntry, { ref: string; error: ToolSearchError }>();
-
 /** What the model named, as text for the record. Pure: no I/O. */
 const refText = (ref: unknown): string => (typeof ref === 'string' ? ref : JSON.stringify(ref ?? null) ?? String(ref)).slice(0, 300);
 
 /**
  * Resolves what the model named to an entry of the turn's policy-filtered catalog (nothing else can be called).
  * A name that does not resolve (unknown or outside the policy: the model cannot tell which; ambiguous; not a
- * reference) still is an attempted call: it resolves to a stand-in entry that never runs. `callTool` records it
- * as `call.rejected` and answers with the resolution error, so every attempted call is in the record.
+ * reference) is an error; the caller records it as an attempted call with `rejectCall`. Pure: no I/O.
  */
-export function resolveForCall(ts: TurnState, ref: unknown): Result<ToolEntry> {
-  const r = resolveTool(ts.catalog?.entries ?? [], ref);
-  if (r.ok) return r;
-  const text = refText(ref);
-  const standIn: ToolEntry = {
-    id: text, source: 'openclaw', owner: '', sourceName: '', name: text, description: '', inputSchema: {}, origin: 'plugin', trusted: false,
-  };
-  unresolved.set(standIn, { ref: text, error: r.error });
-  return ok(standIn);
+export function resolveForCall(view: TurnView, ref: unknown): Result<ToolEntry> {
+  return resolveTool(view.catalog.entries, ref);
 }
 
 /**
  * Records an attempted call that names no eligible tool (`call.rejected`) and answers the model with `error`.
  * Nothing is requested from the enforcer and nothing runs.
  */
-export async function rejectCall(deps: EngineDeps, ts: TurnState, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
-  await ts.events.emit('call.rejected', {
+export async function rejectCall(deps: EngineDeps, run: TurnRun, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
+  await run.events.emit('call.rejected', {
     callId: deps.newId(), ref: refText(ref), via: op.via,
     ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
     code: error.code, reason: error.message,
@@ -66,35 +55,136 @@ export async function rejectCall(deps: EngineDeps, ts: TurnState, ref: unknown, 
 }
 
 /** Whether a catalog tool can still be executed now: its executor exists and its MCP server still serves it. */
-function availability(deps: EngineDeps, ts: TurnState, entry: ToolEntry): Result<true> {
+function availability(deps: EngineDeps, run: TurnRun, entry: ToolEntry): Result<true> {
   if (entry.source === 'client') return ok(true);
   if (deps.opts.staticSources.registry.has(entry.id)) return ok(true);
   if (entry.source === 'mcp') {
-    const runtime = ts.session.runtime;
+    const runtime = run.session.runtime;
     if (runtime !== undefined && !runtime.isClosed && runtime.list().some((e) => e.id === entry.id)) return ok(true);
     return fail('tool.unavailable', `${entry.id} is no longer available: MCP server "${entry.owner}" is not running in this session. Try again in a new turn or pick another tool.`, { server: entry.owner, toolId: entry.id });
   }
   return fail('tool.unavailable', `${entry.id} is no longer available: its source "${entry.owner}" has no executor for it.`, { toolId: entry.id });
 }
 
-function execute(deps: EngineDeps, ts: TurnState, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext): Promise<Result<unknown>> {
+function execute(deps: EngineDeps, run: TurnRun, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext): Promise<Result<unknown>> {
   if (entry.source === 'client') return Promise.resolve(ok(PENDING));
-  const available = availability(deps, ts, entry);
+  const available = availability(deps, run, entry);
   if (!available.ok) return Promise.resolve(available);
-  const exec = deps.opts.staticSources.registry.get(entry.id) ?? ts.session.runtime!.executor(entry.owner, entry.name);
+  const exec = deps.opts.staticSources.registry.get(entry.id) ?? run.session.runtime!.executor(entry.owner, entry.name);
   return exec(args, ctx);
 }
 
 type BlockStage = EventOf<'call.blocked'>['data']['stage'];
 
-/**
- * What createEngine adds to its EngineDeps when it embeds a private policy enforcer: the enforcer's id, named as
- * `decider` on every `call.requested` of this engine, so that enforcer (and only it) decides them.
- */
-export interface EmbeddedEnforcerDeps {
-  decider?: string;
+
+/** One call on its way through the machine: what its actors share. Made per call; the machine is not. */
+interface CallHandle {
+  deps: EngineDeps;
+  run: TurnRun;
+  entry: ToolEntry;
+  callId: string;
+  argsDigest: string;
+  decisionWait: { answer: Promise<EventOf<'call.decided'>>; cancel: () => void };
+  /** The cause of the call's next event: the last event of this call. */
+  lastEventId: string;
+  /** No enforcer answered in time: blocked, fail closed. */
+  noEnforcer: boolean;
+  /** The execution was handed back to the client. */
+  pending: boolean;
+  /** The library approver's answer being recorded. */
+  approvalDone: Promise<void>;
 }
-const deciderOf = (deps: EngineDeps): string | undefined => (deps as EngineDeps & EmbeddedEnforcerDeps).decider;
+
+const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
+
+const toolContext = (h: CallHandle, signal: AbortSignal): ToolContext => {
+  const f = h.run.facts;
+  return { sessionId: f.sessionId, turnId: h.run.turnId, agentId: f.agentId, profile: f.profile, sandboxId: f.sandboxId, owner: f.owner, callId: h.callId, signal };
+};
+
+/**
+ * The tool-call machine with the enforced path's actors, provided once: every call is an actor of it, with its
+ * `CallHandle` in the input. Leaving a state aborts the `signal` of its actor, and the call's actor is stopped
+ * when the step's signal aborts, so each actor's own `signal` is the only one it needs.
+ */
+const enforcedCallMachine = toolCallMachine.provide({
+  actors: {
+    decidePolicy: fromPromise<PolicyDecision, CallActorInput>(async ({ input }) => {
+      const h = handleOf(input);
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs); });
+      const got = await Promise.race([h.decisionWait.answer, bound]);
+      clearTimeout(timer);
+      if (got === 'timeout') {
+        h.decisionWait.cancel();
+        h.noEnforcer = true;
+        return { decision: 'blocked', reason: `no policy enforcer answered within ${h.deps.decisionTimeoutMs} ms` };
+      }
+      h.lastEventId = got.id;
+      const d = got.data;
+      return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
+    }),
+    awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(async ({ input, signal }) => {
+      const h = handleOf(input);
+      const { deps, run, entry, callId } = h;
+      const approvalTimeoutMs = deps.config.tools.approval.timeoutMs;
+      const approvalId = deps.newId();
+      const busWait = run.answers.expect(`approval.resolved:${callId}`);
+      const asked = await run.events.emit('approval.requested', { callId, toolId: entry.id, approvalId, timeoutMs: approvalTimeoutMs }, h.lastEventId, { reserveAnswer: true });
+      h.lastEventId = asked.id;
+      const fromBus = busWait.answer.then((e) => {
+        h.lastEventId = e.id;
+        const d = e.data as EventOf<'approval.resolved'>['data'];
+        return { approved: d.approved === true && d.timedOut !== true, ...(d.reason === undefined ? {} : { reason: d.reason }) } as ApprovalDecision;
+      });
+      const pattern = approvalPattern(deps.config, entry);
+      const outcome = await waitForApproval({
+        request: {
+          approvalId, callId, toolId: entry.id, toolName: entry.name, sessionId: run.facts.sessionId, turnId: run.turnId,
+          agentId: run.facts.agentId, argsDigest: h.argsDigest, ...(input.decision.reason !== undefined ? { reason: input.decision.reason } : pattern === undefined ? {} : { reason: pattern }),
+        },
+        ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
+        fromBus,
+        timeoutMs: approvalTimeoutMs,
+        signal,
+      });
+      busWait.cancel();
+      if (outcome.by !== 'bus') {
+        // The answer is recorded at the seq the request reserved; if someone answered on the bus meanwhile, theirs stands.
+        h.approvalDone = run.events.emit('approval.resolved', {
+          callId, approvalId, approved: outcome.approved, by: outcome.by,
+          ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+          ...(outcome.timedOut === true ? { timedOut: true } : {}),
+        }, asked.id, { seq: asked.seq + 1 }).then((e) => { h.lastEventId = e.id; });
+        await h.approvalDone;
+      }
+      return { approved: outcome.approved, ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...(outcome.timedOut === true ? { timedOut: true } : {}) };
+    }),
+    runHooks: fromPromise<HooksOutcome, CallActorInput>(async ({ input, signal }) => {
+      const h = handleOf(input);
+      const hooks = h.deps.opts.staticSources.hooks;
+      if (hooks.length === 0) return { outcome: 'continue' };
+      const { entry } = h;
+      const verdict = await runBeforeToolCallHooks(hooks, { id: entry.id, name: entry.name, source: entry.source, args: input.args }, toolContext(h, signal), async (ran) => {
+        const e = await h.run.events.emit('hook.ran', { callId: h.callId, ...ran }, h.lastEventId);
+        h.lastEventId = e.id;
+      });
+      if (verdict.outcome === 'threw') throw new Error(verdict.error);
+      if (verdict.outcome === 'blocked') return { outcome: 'blocked', reason: verdict.reason };
+      return verdict.outcome === 'rewritten' ? { outcome: 'rewritten', args: verdict.args } : { outcome: 'continue' };
+    }),
+    validateArgs: fromPromise<ArgsValidation, CallActorInput>(async ({ input }) => {
+      const { deps, entry } = handleOf(input);
+      return deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args);
+    }),
+    execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
+      const h = handleOf(input);
+      const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal));
+      if (r.ok && r.value === PENDING) h.pending = true;
+      return r;
+    }),
+  },
+});
 
 /**
  * The enforced call path, the same for direct, structured and code-mode calls: publish `call.requested`, wait
@@ -103,18 +193,16 @@ const deciderOf = (deps: EngineDeps): string | undefined => (deps as EngineDeps 
  * are handed back as pending), and publish the outcome (`call.completed` / `call.failed` / `call.blocked` /
  * `call.pending`). A blocked call is an error result with a `call.blocked.*` code, never an exception.
  */
-export async function callTool(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
-  const rejected = unresolved.get(entry);
-  if (rejected !== undefined) return rejectCall(deps, ts, rejected.ref, rejected.error, op);
+export function callTool(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
   // Refused before hooks and validation, which could see other arguments than the tool would.
   const unsafe = forbiddenArgKey(rawArgs);
   if (unsafe !== undefined) {
-    return rejectCall(deps, ts, entry.id, { code: 'call.forbiddenKey', message: `${unsafe} is refused: argument keys "__proto__", "constructor" and "prototype" are not accepted anywhere in a call's arguments. Rename the argument.` }, op);
+    return rejectCall(deps, run, entry.id, { code: 'call.forbiddenKey', message: `${unsafe} is refused: argument keys "__proto__", "constructor" and "prototype" are not accepted anywhere in a call's arguments. Rename the argument.` }, op);
   }
-  return traced(ts, SpanName.call, op.parentSpan, () => runCall(deps, ts, entry, rawArgs, op));
+  return traced(run, SpanName.call, op.parentSpan, () => runCall(deps, run, entry, rawArgs, op));
 }
 
-async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
+async function runCall(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
   const callId = deps.newId();
   const started = performance.now();
   // Arguments the schema marks secret (writeOnly, format password) are left out of every record, digests included.
@@ -122,99 +210,25 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
   const secrets = recordedArgs === rawArgs ? [] : secretArgValues(entry.inputSchema, rawArgs);
   const clean = (text: string): string => (secrets.length === 0 ? text : scrubSecrets(text, secrets));
   const argsDigest = digest(recordedArgs);
-  ts.counts.calls++;
-  const decisionWait = ts.answers.expect(`call.decided:${callId}`);
-  const decider = deciderOf(deps);
-  const requested = await ts.events.emit('call.requested', {
+  const decisionWait = run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'];
+  const facts = run.facts;
+  const requested = await run.events.emit('call.requested', {
     callId, toolId: entry.id, toolName: entry.name, source: entry.source, owner: entry.owner, origin: entry.origin,
     argsDigest, argsBytes: bytesOf(recordedArgs), via: op.via,
     ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-    agentId: ts.facts.agentId, profile: ts.facts.profile, sandboxId: ts.facts.sandboxId, sessionOwner: ts.facts.owner,
+    agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId, sessionOwner: facts.owner,
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
-    ...(decider === undefined ? {} : { decider }),
+    ...(deps.decider === undefined ? {} : { decider: deps.decider }),
   }, op.causationId, { reserveAnswer: true });
 
-  let lastEventId = requested.id;
-  let noEnforcer = false;
-  let pending = false;
-  let approvalDone: Promise<void> = Promise.resolve();
-  const ctx = (signal: AbortSignal): ToolContext => ({
-    sessionId: ts.facts.sessionId, turnId: ts.turnId, agentId: ts.facts.agentId, profile: ts.facts.profile,
-    sandboxId: ts.facts.sandboxId, owner: ts.facts.owner, callId, signal: AbortSignal.any([signal, op.signal]),
-  });
-  const approvalTimeoutMs = deps.config.tools.approval.timeoutMs;
-
-  const machine = toolCallMachine.provide({
-    actors: {
-      decidePolicy: fromPromise<PolicyDecision, CallActorInput>(async () => {
-        let timer: NodeJS.Timeout | undefined;
-        const bound = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), deps.decisionTimeoutMs); });
-        const got = await Promise.race([decisionWait.answer, bound]);
-        clearTimeout(timer);
-        if (got === 'timeout') {
-          decisionWait.cancel();
-          noEnforcer = true;
-          return { decision: 'blocked', reason: `no policy enforcer answered within ${deps.decisionTimeoutMs} ms` };
-        }
-        lastEventId = got.id;
-        const d = got.data as EventOf<'call.decided'>['data'];
-        return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
-      }),
-      awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(async ({ input, signal }) => {
-        const approvalId = deps.newId();
-        const busWait = ts.answers.expect(`approval.resolved:${callId}`);
-        const asked = await ts.events.emit('approval.requested', { callId, toolId: entry.id, approvalId, timeoutMs: approvalTimeoutMs }, lastEventId, { reserveAnswer: true });
-        lastEventId = asked.id;
-        const fromBus = busWait.answer.then((e) => {
-          lastEventId = e.id;
-          const d = e.data as EventOf<'approval.resolved'>['data'];
-          return { approved: d.approved === true && d.timedOut !== true, ...(d.reason === undefined ? {} : { reason: d.reason }) } as ApprovalDecision;
-        });
-        const pattern = approvalPattern(deps.config, entry);
-        const outcome = await waitForApproval({
-          request: {
-            approvalId, callId, toolId: entry.id, toolName: entry.name, sessionId: ts.facts.sessionId, turnId: ts.turnId,
-            agentId: ts.facts.agentId, argsDigest, ...(input.decision.reason !== undefined ? { reason: input.decision.reason } : pattern === undefined ? {} : { reason: pattern }),
-          },
-          ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
-          fromBus,
-          timeoutMs: approvalTimeoutMs,
-          signal,
-        });
-        busWait.cancel();
-        if (outcome.by !== 'bus') {
-          // The answer is recorded at the seq the request reserved; if someone answered on the bus meanwhile, theirs stands.
-          approvalDone = ts.events.emit('approval.resolved', {
-            callId, approvalId, approved: outcome.approved, by: outcome.by,
-            ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
-            ...(outcome.timedOut === true ? { timedOut: true } : {}),
-          }, asked.id, { seq: asked.seq + 1 }).then((e) => { lastEventId = e.id; });
-          await approvalDone;
-        }
-        return { approved: outcome.approved, ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...(outcome.timedOut === true ? { timedOut: true } : {}) };
-      }),
-      runHooks: fromPromise<HooksOutcome, CallActorInput>(async ({ input, signal }) => {
-        const hooks = deps.opts.staticSources.hooks;
-        if (hooks.length === 0) return { outcome: 'continue' };
-        const verdict = await runBeforeToolCallHooks(hooks, { id: entry.id, name: entry.name, source: entry.source, args: input.args }, ctx(signal), async (run) => {
-          const e = await ts.events.emit('hook.ran', { callId, ...run }, lastEventId);
-          lastEventId = e.id;
-        });
-        if (verdict.outcome === 'threw') throw new Error(verdict.error);
-        if (verdict.outcome === 'blocked') return { outcome: 'blocked', reason: verdict.reason };
-        return verdict.outcome === 'rewritten' ? { outcome: 'rewritten', args: verdict.args } : { outcome: 'continue' };
-      }),
-      validateArgs: fromPromise<ArgsValidation, CallActorInput>(async ({ input }) =>
-        deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args)),
-      execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
-        const r = await execute(deps, ts, entry, input.args, ctx(signal));
-        if (r.ok && r.value === PENDING) pending = true;
-        return r;
-      }),
+  const h: CallHandle = {
+    deps, run, entry, callId, argsDigest, decisionWait, lastEventId: requested.id, noEnforcer: false, pending: false, approvalDone: Promise.resolve(),
+  };
+  const actor = createActor(enforcedCallMachine, {
+    input: {
+      callId, toolId: entry.id, args: rawArgs, sessionId: facts.sessionId, turnId: run.turnId,
+      approvalTimeoutMs: deps.config.tools.approval.timeoutMs + 250, call: h,
     },
-  });
-  const actor = createActor(machine, {
-    input: { callId, toolId: entry.id, args: rawArgs, sessionId: ts.facts.sessionId, turnId: ts.turnId, approvalTimeoutMs: approvalTimeoutMs + 250 },
   });
   const onAbort = () => actor.stop();
   op.signal.addEventListener('abort', onAbort, { once: true });
@@ -227,31 +241,28 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
   } finally {
     op.signal.removeEventListener('abort', onAbort);
   }
-  await approvalDone.catch(() => undefined);
+  await h.approvalDone.catch(() => undefined);
   const durationMs = performance.now() - started;
   const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
 
-  if (out.outcome === 'completed' && pending) {
-    ts.session.pendingClient.set(callId, { toolId: entry.id, turnId: ts.turnId });
-    await ts.events.emit('call.pending', { callId, toolId: entry.id, clientId: entry.owner }, lastEventId);
-    ts.counts.selected.push({ id: entry.id, source: entry.source });
+  if (out.outcome === 'completed' && h.pending) {
+    await run.events.emit('call.pending', { callId, toolId: entry.id, clientId: entry.owner }, h.lastEventId);
     return { ok: true, pending: true, callId, toolName: entry.name, args: out.args };
   }
   if (out.outcome === 'completed') {
-    await ts.events.emit('call.completed', { ...common, durationMs, resultBytes: bytesOf(out.value) }, lastEventId);
-    ts.counts.selected.push({ id: entry.id, source: entry.source });
+    await run.events.emit('call.completed', { ...common, durationMs, resultBytes: bytesOf(out.value) }, h.lastEventId);
     return { ok: true, value: out.value };
   }
   if (out.outcome === 'blocked') {
-    const stage: BlockStage = noEnforcer ? 'enforcer' : out.stage === 'hooks' ? 'hook' : out.stage === 'approval' ? 'approval' : 'policy';
+    const stage: BlockStage = h.noEnforcer ? 'enforcer' : out.stage === 'hooks' ? 'hook' : out.stage === 'approval' ? 'approval' : 'policy';
     const reason = clean(out.reason ?? 'blocked');
-    const error: ToolSearchError = noEnforcer
+    const error: ToolSearchError = h.noEnforcer
       ? { code: 'call.blocked.noEnforcer', message: `Blocked: ${reason}; the call was not run (fail closed). Start a policy enforcer or check the bus.` }
       : out.error !== undefined ? { ...out.error, message: clean(out.error.message) } : { code: 'call.blocked', message: `Blocked: ${reason}.` };
-    await ts.events.emit('call.blocked', { ...common, stage, reason }, lastEventId);
+    await run.events.emit('call.blocked', { ...common, stage, reason }, h.lastEventId);
     return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
   }
   const error: ToolSearchError = out.error !== undefined ? { ...out.error, message: clean(out.error.message) } : { code: 'call.failed', message: `${entry.id} failed.` };
-  await ts.events.emit('call.failed', { ...common, error: { code: error.code, message: error.message }, durationMs }, lastEventId);
+  await run.events.emit('call.failed', { ...common, error: { code: error.code, message: error.message }, durationMs }, h.lastEventId);
   return { ok: false, error };
 }

@@ -1,29 +1,58 @@
 import { randomUUID } from 'node:crypto';
-import { createActor, fromPromise, toPromise, waitFor, type Actor } from 'xstate';
+import { createActor, fromPromise, toPromise, waitFor } from 'xstate';
 import {
-  turnMachine, type CatalogInfo, type ExecuteStepInput, type Exposure as MachineExposure, type ExposeInput, type IndexCatalogInput,
+  turnMachine, type CatalogInfo, type ExecuteStepInput, type ExposeInput, type ExposureSummary, type IndexCatalogInput,
   type ListSourcesInput, type TurnActorBase,
 } from '../../machines/index.js';
 import { SharedMcpServers, type Catalog } from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
-import { makeEnvelope } from '../events/index.js';
-import type { ExposureMode } from '../expose/index.js';
+import { completedCounters, initialSessionState, makeEnvelope } from '../events/index.js';
+import type { Exposure, ExposureMode } from '../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
-import { bySource } from './codeRun.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
-import type { EmbeddedEnforcerDeps } from './callPath.js';
 import { runStep } from './runStep.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
-import type { EngineDeps, EngineOptions, SessionState, TurnState } from './types.js';
+import { turnViewOf } from './turnView.js';
+import type { EngineDeps, EngineOptions, EngineSession, TurnRun } from './types.js';
 
-type TurnActor = Actor<typeof turnMachine>;
+/** What every actor of a turn receives as the machine's `turn`: the engine's services and the running turn. */
+interface TurnHandle {
+  deps: EngineDeps;
+  run: TurnRun;
+}
+const handleOf = (input: TurnActorBase): TurnHandle => input.turn as TurnHandle;
 
-const bytesOf = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
+/**
+ * The turn machine with the engine's actors, provided once: every turn is an actor of it, with its `TurnHandle`
+ * in the input; the values the phases return (policy, catalog, index, exposure) travel in the machine's context.
+ * A step's `signal` aborts when the turn is aborted (the machine leaves `execute` and stops the step's actor).
+ */
+const engineTurnMachine = turnMachine.provide({
+  actors: {
+    resolvePolicy: fromPromise<unknown, TurnActorBase>(({ input }) => resolvePolicyPhase(handleOf(input).deps, handleOf(input).run)),
+    listSources: fromPromise<Catalog, ListSourcesInput>(({ input, signal }) =>
+      listSourcesPhase(handleOf(input).deps, handleOf(input).run, input.policy as EffectivePolicy, signal)),
+    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(({ input }) => indexPhase(handleOf(input).deps, handleOf(input).run, input.catalog)),
+    expose: fromPromise<ExposureSummary, ExposeInput>(({ input }) => exposePhase(handleOf(input).deps, handleOf(input).run, input.catalog)),
+    executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input, signal }) => {
+      const { deps, run } = handleOf(input);
+      let result: StepResult;
+      try {
+        result = await runStep(deps, run, turnViewOf(input), input.step, signal);
+      } catch (err) {
+        result = fail('turn.stepFailed', `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      run.steps.get(input.step.stepId)?.(result);
+      run.steps.delete(input.step.stepId);
+      return result as Result<unknown>;
+    }),
+  },
+});
 
 /** The TurnEngine with introspection for tests and benches. */
 export interface Engine extends TurnEngine {
@@ -34,10 +63,11 @@ export interface Engine extends TurnEngine {
 }
 
 /**
- * The turn engine: each turn is an actor of the pure `turnMachine`, provided with real actors (policy, sources,
- * index, exposure, steps), and every fact is published on the bus before it is acted on. Per session it keeps the
- * MCP runtime (opened once, reused, closed at closeSession or idle) and pending client calls; search indexes are
- * shared by fingerprint. By default it embeds a private policy enforcer that decides only this engine's own calls
+ * The turn engine: each turn is an actor of the pure `turnMachine`, provided once with real actors (policy, sources,
+ * index, exposure, steps), and every fact is published on the bus before it is acted on. What a turn and a session
+ * know is the fold of their events (`evolveTurn`, `evolveSession`), kept by the turn's publisher; the engine reads
+ * nothing else. Per session it keeps the MCP runtime (opened once, reused, closed at closeSession or idle); search
+ * indexes are shared by fingerprint. By default it embeds a private policy enforcer that decides only this engine's own calls
  * (its requests name it as `decider`; no shared queue), so a one-shot command with a config of its own never
  * decides a deployment's calls; `startEnforcer: true` joins the deployment's shared queue `policy` instead (role
  * all), `false` starts none (decisions come from the policy role).
@@ -48,7 +78,7 @@ export function createEngine(opts: EngineOptions): Engine {
   // role all: joins queue group `policy` and decides requests naming no decider), or none (`false`).
   const enforcerMode = opts.startEnforcer === false ? 'none' : opts.startEnforcer === true ? 'shared' : 'own';
   const decider = enforcerMode === 'own' ? `engine-${randomUUID()}` : undefined;
-  const deps: EngineDeps & EmbeddedEnforcerDeps = {
+  const deps: EngineDeps = {
     ...(decider === undefined ? {} : { decider }),
     opts,
     config,
@@ -65,7 +95,7 @@ export function createEngine(opts: EngineOptions): Engine {
     }),
   };
   const ownsSharedMcp = opts.sharedMcp === undefined;
-  const sessions = new Map<string, SessionState>();
+  const sessions = new Map<string, EngineSession>();
   const liveTurns = new Set<{ end: Turn['end'] }>();
   /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
   const ownTurns = new Set<string>();
@@ -78,10 +108,10 @@ export function createEngine(opts: EngineOptions): Engine {
     });
   let closed = false;
 
-  const sessionOf = (sessionId: string): SessionState => {
+  const sessionOf = (sessionId: string): EngineSession => {
     let s = sessions.get(sessionId);
     if (s === undefined) {
-      s = { sessionId, runtime: undefined, pendingClient: new Map(), turns: 0 };
+      s = { sessionId, runtime: undefined, state: initialSessionState(sessionId) };
       sessions.set(sessionId, s);
     }
     return s;
@@ -102,72 +132,46 @@ export function createEngine(opts: EngineOptions): Engine {
       return fail('turn.badMode', `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`);
     }
     const session = sessionOf(req.sessionId);
-    session.turns++;
     const turnId = req.turnId ?? deps.newId();
     const facts = {
       sessionId: req.sessionId, agentId: req.agentId ?? 'default', profile: req.profile ?? 'default', sandboxId: req.sandboxId ?? 'default', owner: req.owner === true,
     };
-    const ts: TurnState = {
-      facts, turnId, harness: req.harness ?? config.harness, clientId: req.clientId ?? 'client', clientTools: req.clientTools ?? [],
-      mcpServers: req.mcpServers ?? {}, requestedMode: req.mode ?? configuredMode(),
-      events: new TurnPublisher(opts.bus, req.sessionId, turnId, deps.now, deps.newId),
-      answers: new TurnAnswers(opts.bus, req.sessionId, turnId),
-      session, startedAt: performance.now(), startedEventId: null,
-      counts: { searches: 0, describes: 0, calls: 0, selected: [] }, abort: new AbortController(),
-    };
-    const tt = startTurnTrace(opts.telemetry, facts.sessionId, turnId);
-    if (tt !== undefined) {
-      ts.trace = tt;
-      ts.events.tracing = tt;
-      ts.answers.observe = (e) => { tt.observe(e); };
+    const requestedMode = req.mode ?? configuredMode();
+    const harness = req.harness ?? config.harness;
+    const clientId = req.clientId ?? 'client';
+    const events = new TurnPublisher(opts.bus, facts.sessionId, turnId, deps.now, deps.newId, session);
+    const answers = new TurnAnswers(opts.bus, facts.sessionId, turnId, (e) => events.fold(e));
+    const trace = startTurnTrace(opts.telemetry, facts.sessionId, turnId);
+    if (trace !== undefined) {
+      events.tracing = trace;
+      answers.observe = (e) => { trace.observe(e); };
     }
-
+    const startedAt = performance.now();
     const ownKey = turnKey(facts.sessionId, turnId);
     ownTurns.add(ownKey);
-    const pendingSteps = new Map<string, (r: StepResult) => void>();
-    const machine = turnMachine.provide({
-      actors: {
-        resolvePolicy: fromPromise<unknown, TurnActorBase>(() => resolvePolicyPhase(deps, ts)),
-        listSources: fromPromise<Catalog, ListSourcesInput>(({ input, signal }) => listSourcesPhase(deps, ts, input.policy as EffectivePolicy, signal)),
-        indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(({ input }) => indexPhase(deps, ts, input.catalog)),
-        expose: fromPromise<MachineExposure, ExposeInput>(({ input }) => exposePhase(deps, ts, input.catalog)),
-        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input, signal }) => {
-          let result: StepResult;
-          try {
-            result = await runStep(deps, ts, input.step, AbortSignal.any([signal, ts.abort.signal]), ts.startedEventId);
-          } catch (err) {
-            result = fail('turn.stepFailed', `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`);
-          }
-          pendingSteps.get(input.step.stepId)?.(result);
-          pendingSteps.delete(input.step.stepId);
-          return result as Result<unknown>;
-        }),
-      },
-    });
 
+    let startedEventId: string;
     try {
-      const started = await ts.events.emit('turn.started', {
-        mode: ts.requestedMode, harness: ts.harness, agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId,
-        owner: facts.owner, clientId: ts.clientId,
+      const started = await events.emit('turn.started', {
+        mode: requestedMode, harness, agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId, owner: facts.owner, clientId,
       });
-      ts.startedEventId = started.id;
+      startedEventId = started.id;
     } catch (err) {
-      ts.answers.close();
-      ts.trace?.endTurn();
+      answers.close();
+      trace?.endTurn(events.state);
       ownTurns.delete(ownKey);
       return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
     }
+    const run: TurnRun = {
+      facts, turnId, harness, clientId, clientTools: req.clientTools ?? [], mcpServers: req.mcpServers ?? {}, requestedMode,
+      events, answers, session, startedEventId, trace, steps: new Map(),
+    };
 
-    const actor: TurnActor = createActor(machine, {
-      input: {
-        sessionId: facts.sessionId, turnId,
-        request: { mode: ts.requestedMode, harness: ts.harness, session: facts, clientTools: ts.clientTools },
-      },
-    });
+    const actor = createActor(engineTurnMachine, { input: { sessionId: facts.sessionId, turnId, turn: { deps, run } satisfies TurnHandle } });
     actor.subscribe({
       complete: () => {
-        for (const [id, resolve] of pendingSteps) resolve(fail('turn.ended', `The turn ${turnId} ended before this step ran.`));
-        pendingSteps.clear();
+        for (const resolve of run.steps.values()) resolve(fail('turn.ended', `The turn ${turnId} ended before this step ran.`));
+        run.steps.clear();
       },
       error: () => undefined,
     });
@@ -176,25 +180,28 @@ export function createEngine(opts: EngineOptions): Engine {
     let ended = false;
     const finish = async (failure?: { code: string; reason: string }, promptBytes?: number): Promise<void> => {
       const out = actor.getSnapshot().output;
-      const durationMs = performance.now() - ts.startedAt;
+      const durationMs = performance.now() - startedAt;
       try {
         if (failure === undefined && out?.outcome === 'completed') {
-          await ts.events.emit('turn.completed', {
-            durationMs,
-            counters: {
-              toolBytes: ts.exposure?.bytes ?? 0, ...(promptBytes === undefined ? {} : { promptBytes }), catalogSize: ts.catalog?.entries.length ?? 0, bySource: bySource(ts),
-              searches: ts.counts.searches, describes: ts.counts.describes, calls: ts.counts.calls, selected: ts.counts.selected,
-            },
-          }, ts.startedEventId);
+          await events.emit('turn.completed', { durationMs, counters: completedCounters(events.state, promptBytes) }, startedEventId);
         } else {
           const code = failure?.code ?? out?.error?.code ?? 'turn.failed';
           const reason = failure?.reason ?? out?.error?.message ?? 'the turn failed';
-          await ts.events.emit('turn.failed', { code, reason, durationMs }, ts.startedEventId);
+          await events.emit('turn.failed', { code, reason, durationMs }, startedEventId);
         }
       } finally {
-        ts.answers.close();
-        ts.trace?.endTurn();
+        answers.close();
+        trace?.endTurn(events.state);
         ownTurns.delete(ownKey);
+        try {
+          opts.onTurnEnded?.({
+            sessionId: facts.sessionId, turnId,
+            get state() { return events.state; },
+            get session() { return session.state; },
+          });
+        } catch {
+          // An observer's bug is not the turn's: the turn has ended and stays ended.
+        }
       }
     };
 
@@ -205,7 +212,7 @@ export function createEngine(opts: EngineOptions): Engine {
       return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
     }
 
-    const exposure = ts.exposure!;
+    const exposure = ready.context.exposure?.surface as Exposure;
     const turn: Turn & { end: Turn['end'] } = {
       sessionId: facts.sessionId,
       turnId,
@@ -216,27 +223,24 @@ export function createEngine(opts: EngineOptions): Engine {
         }
         const stepId = deps.newId();
         return new Promise<StepResult>((resolve) => {
-          pendingSteps.set(stepId, resolve);
+          run.steps.set(stepId, resolve);
           actor.send({ type: 'STEP', stepId, tool: String(toolName), args });
         });
       },
       async clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void> {
-        const known = session.pendingClient.get(callId);
-        session.pendingClient.delete(callId);
+        const known = Object.hasOwn(session.state.pendingClientCalls, callId);
         const content = typeof result?.content === 'string' ? result.content : JSON.stringify(result?.content ?? null);
-        await ts.events.emit('client.result.received', {
+        await events.emit('client.result.received', {
           callId, ok: result?.ok === true, resultBytes: Buffer.byteLength(content, 'utf8'),
           ...(result?.ok === true ? {} : { error: { code: 'client.toolFailed', message: content.slice(0, 500) || 'the client reported a failure' } }),
-        }, known === undefined ? null : ts.startedEventId);
+        }, known ? startedEventId : null);
       },
       async end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void> {
         if (ended) return;
         ended = true;
         liveTurns.delete(turn);
-        if (outcome?.failed !== undefined) {
-          ts.abort.abort(new Error(outcome.failed.reason));
-          actor.send({ type: 'ABORT', reason: outcome.failed.reason });
-        } else actor.send({ type: 'END' });
+        if (outcome?.failed !== undefined) actor.send({ type: 'ABORT', reason: outcome.failed.reason });
+        else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
         const promptBytes = outcome?.promptBytes;
         await finish(outcome?.failed, typeof promptBytes === 'number' && Number.isInteger(promptBytes) && promptBytes >= 0 ? promptBytes : undefined);

@@ -1,7 +1,6 @@
 /** Public face of the turn core: start a turn, run its steps, the call path and code runs. */
 export { createEngine } from './createEngine.js';
 export type { Engine } from './createEngine.js';
-export type { EngineOptions } from './types.js';
-export type { CodeRunOutcome, CodeRunTelemetry } from './codeRun.js';
-export { toolCallArgs, stepArgsObject } from './stepArgs.js';
+export type { EngineOptions, ObservedTurn } from './types.js';
 export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
+export { IndexStore } from './indexStore.js';

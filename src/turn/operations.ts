@@ -1,9 +1,9 @@
 import { resolveTool } from '../catalog/index.js';
 import { describeEntry, type DescribedTool, type SearchAnswer } from '../search/index.js';
-import { fail, type Result } from '../shared/index.js';
+import type { Result } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
 import { traced } from './spans.js';
-import type { EngineDeps, OpCtx, TurnState } from './types.js';
+import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 
 const errorInfo = (r: Result<unknown>) => (r.ok ? undefined : { code: r.error.code, message: r.error.message });
 
@@ -20,22 +20,18 @@ function effectiveLimit(deps: EngineDeps, limit: unknown): number {
  * here. Exactly one `search.performed` event per invocation, whatever the outcome, published before the answer
  * goes back.
  */
-export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
-  return traced(ts, SpanName.search, op.parentSpan, async () => {
-    const index = ts.index;
-    const answer: Result<SearchAnswer> = index === undefined
-      ? fail('turn.notReady', 'The turn has no catalog index yet.')
-      : index.search(query, limit === undefined ? {} : { limit });
+export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
+  return traced(run, SpanName.search, op.parentSpan, async () => {
+    const answer: Result<SearchAnswer> = view.index.search(query, limit === undefined ? {} : { limit });
     const searchId = deps.newId();
     const err = errorInfo(answer);
-    ts.counts.searches++;
-    await ts.events.emit('search.performed', {
+    await run.events.emit('search.performed', {
       searchId,
       query: typeof query === 'string' ? query.slice(0, 1000) : JSON.stringify(query ?? null).slice(0, 200),
       limit: effectiveLimit(deps, limit),
       resultIds: answer.ok ? answer.value.results.map((r) => r.id) : [],
       matched: answer.ok ? answer.value.matched : 0,
-      catalogSize: ts.catalog?.entries.length ?? 0,
+      catalogSize: view.catalog.entries.length,
       via: op.via === 'code' ? 'code' : 'tool',
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
@@ -49,13 +45,12 @@ export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknow
  * lists the candidates, an unknown one gets up to 3 suggestions) and answers the full entry with its schema.
  * Exactly one `describe.performed` event per invocation.
  */
-export async function describeTool(deps: EngineDeps, ts: TurnState, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
-  return traced(ts, SpanName.describe, op.parentSpan, async () => {
-    const resolved = resolveTool(ts.catalog?.entries ?? [], ref);
+export async function describeTool(deps: EngineDeps, run: TurnRun, view: TurnView, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
+  return traced(run, SpanName.describe, op.parentSpan, async () => {
+    const resolved = resolveTool(view.catalog.entries, ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
-    ts.counts.describes++;
     const err = errorInfo(answer);
-    await ts.events.emit('describe.performed', {
+    await run.events.emit('describe.performed', {
       describeId: deps.newId(),
       ref: typeof ref === 'string' ? ref.slice(0, 300) : JSON.stringify(ref ?? null).slice(0, 300),
       ...(resolved.ok ? { toolId: resolved.value.id } : {}),

@@ -4,7 +4,7 @@ import {
   type SourceStatus,
 } from '../catalog/index.js';
 import type { EffectivePolicy } from '../policy/index.js';
-import type { EngineDeps, SessionState, TurnState } from './types.js';
+import type { EngineDeps, EngineSession, TurnRun } from './types.js';
 
 const own = <T>(record: Record<string, T>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
 
@@ -13,15 +13,15 @@ const own = <T>(record: Record<string, T>, key: string): T | undefined => (Objec
  * is in use), then the request's own; a later layer's server of the same name wins. Invalid request specs are
  * reported as failed sources. Pure: no I/O.
  */
-export function mcpServersFor(deps: EngineDeps, ts: TurnState): { specs: Record<string, McpServerSpec>; failures: SourceStatus[] } {
+export function mcpServersFor(deps: EngineDeps, run: TurnRun): { specs: Record<string, McpServerSpec>; failures: SourceStatus[] } {
   const specs: Record<string, McpServerSpec> = {};
   const failures: SourceStatus[] = [];
   if (deps.opts.includeConfigMcp) {
     Object.assign(specs, deps.config.mcpServers);
-    Object.assign(specs, own(deps.config.agents, ts.facts.agentId)?.mcpServers ?? {});
-    Object.assign(specs, own(deps.config.sessions, ts.facts.sessionId)?.mcpServers ?? {});
+    Object.assign(specs, own(deps.config.agents, run.facts.agentId)?.mcpServers ?? {});
+    Object.assign(specs, own(deps.config.sessions, run.facts.sessionId)?.mcpServers ?? {});
   }
-  for (const [name, spec] of Object.entries(ts.mcpServers)) {
+  for (const [name, spec] of Object.entries(run.mcpServers)) {
     const checked = validateMcpSpec(name, spec);
     // A server a request adds is that session's own, never the gateway's shared one.
     if (checked.ok) specs[name] = { ...checked.value, scope: 'session' };
@@ -31,7 +31,7 @@ export function mcpServersFor(deps: EngineDeps, ts: TurnState): { specs: Record<
 }
 
 /** The session's MCP runtime, created on first need and reused by later turns. */
-function runtimeOf(deps: EngineDeps, session: SessionState): SessionMcpRuntime {
+function runtimeOf(deps: EngineDeps, session: EngineSession): SessionMcpRuntime {
   if (session.runtime === undefined || session.runtime.isClosed) {
     session.runtime = new SessionMcpRuntime({
       idleTimeoutMs: deps.config.session.idleTimeoutMs,
@@ -52,17 +52,17 @@ function runtimeOf(deps: EngineDeps, session: SessionState): SessionMcpRuntime {
  */
 export async function listTurnSources(
   deps: EngineDeps,
-  ts: TurnState,
+  run: TurnRun,
   policy: EffectivePolicy,
   signal: AbortSignal,
 ): Promise<{ full: Catalog; filtered: Catalog; failures: SourceStatus[] }> {
   const parts: CatalogPart[] = [...deps.opts.staticSources.parts];
   const failures: SourceStatus[] = [...deps.opts.staticSources.failures];
-  const { specs, failures: specFailures } = mcpServersFor(deps, ts);
+  const { specs, failures: specFailures } = mcpServersFor(deps, run);
   failures.push(...specFailures);
   const names = Object.keys(specs);
   if (names.length > 0) {
-    const runtime = runtimeOf(deps, ts.session);
+    const runtime = runtimeOf(deps, run.session);
     for (const part of runtime.parts(await runtime.ensure(specs, { signal }))) {
       if (part.status.ok) parts.push(part);
       else failures.push(part.status);
@@ -70,15 +70,15 @@ export async function listTurnSources(
   }
   // Fail closed: only the client tools that pass every check become entries. A source with no usable tool (a bad
   // clientId, every spec refused) is failed with the reasons; an ok source lists the tools it refused as warnings.
-  const { entries, problems } = clientToolSource(ts.clientTools, ts.clientId);
-  const clientToolsGiven = !Array.isArray(ts.clientTools) || ts.clientTools.length > 0;
+  const { entries, problems } = clientToolSource(run.clientTools, run.clientId);
+  const clientToolsGiven = !Array.isArray(run.clientTools) || run.clientTools.length > 0;
   if (clientToolsGiven || problems.length > 0) {
-    const key = `client:${ts.clientId}`;
+    const key = `client:${run.clientId}`;
     const usable = entries.length > 0;
     parts.push({
       key,
       status: {
-        key, source: 'client', owner: ts.clientId, ok: usable, toolCount: entries.length, durationMs: 0,
+        key, source: 'client', owner: run.clientId, ok: usable, toolCount: entries.length, durationMs: 0,
         ...(!usable && problems.length > 0 ? { reason: problems.join(' ') } : {}),
         ...(usable && problems.length > 0 ? { warnings: problems } : {}),
       },

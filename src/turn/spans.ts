@@ -1,14 +1,14 @@
 import { performance } from 'node:perf_hooks';
 import type { Context, Span } from '@opentelemetry/api';
 import type { Envelope } from '../bus/index.js';
-import type { EventOf } from '../events/index.js';
+import type { EventOf, TurnState } from '../events/index.js';
 import {
   SpanName,
   applySpanFacts,
   approvalSpanFacts,
   callSpanFacts,
   codeSpanFacts,
-  countersFromEvents,
+  countersFromTurnState,
   describeSpanFacts,
   errorCodeOf,
   executeSpanFacts,
@@ -26,14 +26,13 @@ import {
   turnSpanFacts,
   type CallEnd,
   type CodeEnd,
-  type SpanNameValue,
   type Telemetry,
   type TraceHeaders,
   type TurnEnd,
 } from '../telemetry/index.js';
 
 /*
- * Live spans of a turn, following the span model (src/telemetry/spanModel.ts, /work/notes/span-model.md): the
+ * Live spans of a turn, following the span model (src/telemetry/spanModel.ts): the
  * engine wraps each piece of real work (phase, search, describe, call, code run) in `traced`, and the turn's
  * TurnTrace sees every event the turn publishes or receives (`observe`). A span's attributes come only from the
  * `*SpanFacts` functions applied to those events, so the live trace and the one rebuilt from the events agree in
@@ -87,7 +86,6 @@ export class TurnTrace {
   private readonly running = new Set<Rec>();
   private readonly calls = new Map<string, Rec>();
   private readonly codes = new Map<string, Rec>();
-  private readonly events: Envelope[] = [];
   private readonly answers = new Set<string>();
   /** W3C headers and child context of each span of the turn, computed once (plain Maps: the turn's lifetime). */
   private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
@@ -190,7 +188,6 @@ export class TurnTrace {
       if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
     }
-    this.events.push(e);
     const t = now();
     const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
     const phase = PHASE_OF_EVENT[e.type];
@@ -361,9 +358,10 @@ export class TurnTrace {
 
   /**
    * Ends the turn's trace after its end event was published (or could not be): the phase still running gets the
-   * failure, execute and the turn get their facts, with the counters folded from the turn's events. Idempotent.
+   * failure, execute and the turn get their facts, with the counters of the turn's state (the fold of its events,
+   * the one the engine reads). Idempotent.
    */
-  endTurn(): void {
+  endTurn(state: TurnState): void {
     if (this.done) return;
     this.done = true;
     this.waiting.length = 0;
@@ -384,10 +382,9 @@ export class TurnTrace {
     }
     applySpanFacts(this.turn, turnSpanFacts({
       sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
-      derived: countersFromEvents(this.events),
+      derived: countersFromTurnState(state),
     }));
     this.turn.end();
-    this.events.length = 0;
     this.headerCache.clear();
     this.contextCache.clear();
   }
@@ -404,12 +401,12 @@ export function startTurnTrace(telemetry: Telemetry | undefined, sessionId: stri
  * (see TurnTrace), never from `fn`'s return value: a returned failure is recorded by its event's facts.
  */
 export function traced<T>(
-  ts: { trace?: TurnTrace | undefined },
+  turn: { trace?: TurnTrace | undefined },
   name: TracedName,
   parent: Span | undefined,
   fn: (span: Span | undefined) => Promise<T>,
 ): Promise<T> {
-  const tt = ts.trace;
+  const tt = turn.trace;
   if (tt === undefined) return fn(undefined);
   return tt.run(name, parent, fn);
 }

@@ -1,17 +1,22 @@
-import type { Envelope, EventBus } from '../bus/index.js';
-import { makeEnvelope, sessionEventsPattern, type EventData, type EventOf, type EventType } from '../events/index.js';
+import type { EventBus } from '../bus/index.js';
+import {
+  evolveSession, evolveTurn, initialTurnState, makeEnvelope, sessionEventsPattern, type Envelope, type EventData, type EventOf,
+  type EventType, type SessionState, type TurnState,
+} from '../events/index.js';
 
 /**
  * Publishes one turn's events in order: `seq` 1, 2, ... per turn, awaited (the bus has accepted the event before
  * the caller acts on it). A request that another actor answers reserves the next seq for that answer
  * (`reserveAnswer`), so the enforcer's `call.decided` and an approver's `approval.resolved` take `request.seq + 1`
  * and no two writers ever share a seq.
+ *
+ * It holds what the turn knows: `state`, the fold of every event it emits (in seq order, as a replay folds them)
+ * and of the answers it receives (`fold`), and the session's state beside it.
  */
 export class TurnPublisher {
   private seq = 0;
-  /** Events published by this turn (ids), for tests and counters. */
-  count = 0;
-  trace: Record<string, string> | undefined;
+  /** The turn's state: `evolveTurn` over its events. */
+  state: TurnState;
   /** Live tracing: sees each event before it is published and names the span it belongs to (`envelope.trace`). */
   tracing: { observe(e: Envelope): Record<string, string> | undefined } | undefined;
 
@@ -21,7 +26,17 @@ export class TurnPublisher {
     readonly turnId: string,
     private readonly now: () => Date,
     private readonly newId: () => string,
-  ) {}
+    /** The session the turn belongs to; its state folds the turn's events too. */
+    private readonly session: { state: SessionState },
+  ) {
+    this.state = initialTurnState(sessionId, turnId);
+  }
+
+  /** Folds one event of this turn into the turn's and the session's state. */
+  fold(e: Envelope): void {
+    this.state = evolveTurn(this.state, e);
+    this.session.state = evolveSession(this.session.state, e);
+  }
 
   async emit<K extends EventType>(
     type: K,
@@ -34,15 +49,13 @@ export class TurnPublisher {
       seq = ++this.seq;
       if (opts.reserveAnswer === true) this.seq++;
     }
-    const event = makeEnvelope({
-      type, sessionId: this.sessionId, turnId: this.turnId, seq, at: this.now(), causationId, data, id: this.newId(),
-      ...(this.trace === undefined ? {} : { trace: this.trace }),
-    });
+    const event = makeEnvelope({ type, sessionId: this.sessionId, turnId: this.turnId, seq, at: this.now(), causationId, data, id: this.newId() });
     // Seen by the trace before the bus delivers it, so answers published in reaction come after it.
     const headers = this.tracing?.observe(event);
     if (headers !== undefined) event.trace = headers;
+    // Folded in seq order, as a replay folds it; read only once the publish below is awaited.
+    this.fold(event);
     await this.bus.publish(event);
-    this.count++;
     return event;
   }
 }
@@ -59,13 +72,15 @@ export class TurnAnswers {
   /** Live tracing: sees each answer as it arrives. */
   observe: ((e: Envelope) => void) | undefined;
 
-  constructor(bus: EventBus, sessionId: string, turnId: string) {
+  /** `fold`: where each answer goes first (the turn's state), before its waiter hears of it. */
+  constructor(bus: EventBus, sessionId: string, turnId: string, private readonly fold: (e: Envelope) => void) {
     this.unsubscribe = bus.subscribe(sessionEventsPattern(sessionId, turnId), (e) => this.deliver(e));
   }
 
   private deliver(e: Envelope): void {
     const key = answerKey(e);
     if (key === undefined) return;
+    this.fold(e);
     this.observe?.(e);
     const w = this.waiting.get(key);
     if (w !== undefined) {

@@ -1,52 +1,49 @@
 import { performance } from 'node:perf_hooks';
 import type { Catalog } from '../catalog/index.js';
 import { expose as exposeSurface, type ExposureMode } from '../expose/index.js';
-import type { CatalogInfo, Exposure as MachineExposure } from '../../machines/index.js';
+import type { CatalogInfo, ExposureSummary } from '../../machines/index.js';
 import { sessionPolicy, type EffectivePolicy } from '../policy/index.js';
 import { SpanName } from '../telemetry/index.js';
-import { bySource } from './codeRun.js';
+import { bySource } from './turnView.js';
 import { listTurnSources } from './sources.js';
 import { traced } from './spans.js';
-import type { EngineDeps, TurnState } from './types.js';
+import type { EngineDeps, TurnRun } from './types.js';
 
 /** resolvePolicy: the effective policy from the config layers and the session facts; `policy.resolved`. */
-export function resolvePolicyPhase(deps: EngineDeps, ts: TurnState): Promise<EffectivePolicy> {
-  return traced(ts, SpanName.resolvePolicy, undefined, async () => {
-    const policy = sessionPolicy(deps.config, ts.facts);
+export function resolvePolicyPhase(deps: EngineDeps, run: TurnRun): Promise<EffectivePolicy> {
+  return traced(run, SpanName.resolvePolicy, undefined, async () => {
+    const policy = sessionPolicy(deps.config, run.facts);
     const approval = deps.config.tools.approval.require;
     const layers = policy.layers.map((l) => ({ name: l.name, allow: l.allow, deny: l.deny }));
-    await ts.events.emit('policy.resolved', {
+    await run.events.emit('policy.resolved', {
       layers: approval.length > 0 ? [...layers, { name: 'approval', approval }] : layers,
       ownerOnlyAllowed: policy.owner,
-    }, ts.startedEventId);
+    }, run.startedEventId);
     return policy;
   });
 }
 
 /** listSources: every source listed, then filtered by the policy; `sources.listed` with counts and failures. */
-export function listSourcesPhase(deps: EngineDeps, ts: TurnState, policy: EffectivePolicy, signal: AbortSignal): Promise<Catalog> {
-  return traced(ts, SpanName.listSources, undefined, async () => {
-    const { full, filtered, failures } = await listTurnSources(deps, ts, policy, signal);
-    await ts.events.emit('sources.listed', {
+export function listSourcesPhase(deps: EngineDeps, run: TurnRun, policy: EffectivePolicy, signal: AbortSignal): Promise<Catalog> {
+  return traced(run, SpanName.listSources, undefined, async () => {
+    const { full, filtered, failures } = await listTurnSources(deps, run, policy, signal);
+    await run.events.emit('sources.listed', {
       sources: [...full.sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
       total: full.entries.length,
-    }, ts.startedEventId);
-    ts.catalog = filtered;
-    ts.byId = new Map(filtered.entries.map((e) => [e.id, e]));
+    }, run.startedEventId);
     return filtered;
   });
 }
 
 /** index: the search index of the filtered catalog, reused by fingerprint; `catalog.indexed`. */
-export function indexPhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): Promise<CatalogInfo> {
-  return traced(ts, SpanName.index, undefined, async () => {
+export function indexPhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): Promise<CatalogInfo> {
+  return traced(run, SpanName.index, undefined, async () => {
     const started = performance.now();
     const { index, reused } = deps.indexes.get(catalog);
-    ts.index = index;
-    await ts.events.emit('catalog.indexed', {
-      catalogSize: catalog.entries.length, fingerprint: catalog.fingerprint, bySource: bySource(ts), reused, durationMs: performance.now() - started,
-    }, ts.startedEventId);
-    return { size: catalog.entries.length, fingerprint: catalog.fingerprint, cached: reused };
+    await run.events.emit('catalog.indexed', {
+      catalogSize: catalog.entries.length, fingerprint: catalog.fingerprint, bySource: bySource(catalog), reused, durationMs: performance.now() - started,
+    }, run.startedEventId);
+    return { size: catalog.entries.length, fingerprint: catalog.fingerprint, cached: reused, index };
   });
 }
 
@@ -55,11 +52,11 @@ export function indexPhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): P
  * layer when `sandbox.requireIsolation`), else it falls back to `tools` before anything is compacted, with the
  * reason; a `codex` harness gets its eligible tools directly. `tools.exposed` records mode, names and bytes.
  */
-export function exposePhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): Promise<MachineExposure> {
-  return traced(ts, SpanName.expose, undefined, async () => {
-    const mode: ExposureMode = ts.requestedMode;
+export function exposePhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): Promise<ExposureSummary> {
+  return traced(run, SpanName.expose, undefined, async () => {
+    const mode: ExposureMode = run.requestedMode;
     let codeAvailable: { ok: true } | { ok: false; reason: string } = { ok: true };
-    if (mode === 'code' && ts.harness !== 'codex') {
+    if (mode === 'code' && run.harness !== 'codex') {
       const sandbox = deps.opts.sandbox;
       if (sandbox === undefined) codeAvailable = { ok: false, reason: 'no sandbox is configured' };
       else {
@@ -70,19 +67,18 @@ export function exposePhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): 
         }
       }
     }
-    const exposure = exposeSurface({ mode, entries: catalog.entries, harness: ts.harness, codeAvailable });
-    ts.exposure = exposure;
+    const exposure = exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable });
     const names = exposure.tools.map((t) => t.function.name);
     const fellBack = mode === 'code' && exposure.mode === 'tools';
-    const harnessDirect = ts.harness === 'codex' && mode !== 'direct';
-    await ts.events.emit('tools.exposed', {
+    const harnessDirect = run.harness === 'codex' && mode !== 'direct';
+    await run.events.emit('tools.exposed', {
       mode: exposure.mode, tools: names, bytes: exposure.bytes, schemasUpFront: exposure.schemasUpFront,
       ...(fellBack && exposure.reason !== undefined ? { fallbackReason: exposure.reason } : {}),
       ...(harnessDirect && exposure.reason !== undefined ? { harnessReason: exposure.reason } : {}),
-    }, ts.startedEventId);
+    }, run.startedEventId);
     return {
       mode: exposure.mode, requestedMode: mode, tools: names, bytes: exposure.bytes,
-      ...(exposure.reason === undefined ? {} : { reason: exposure.reason }), definitions: exposure.tools,
+      ...(exposure.reason === undefined ? {} : { reason: exposure.reason }), surface: exposure,
     };
   });
 }

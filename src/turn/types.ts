@@ -1,19 +1,19 @@
 import type { Span } from '@opentelemetry/api';
 import type { EventBus } from '../bus/index.js';
-import type { Catalog, McpConnection, McpServerSpec, ConnectOptions, SessionMcpRuntime, SharedMcpServers, ToolEntry } from '../catalog/index.js';
+import type { Catalog, ClientToolSpec, ConnectOptions, McpConnection, McpServerSpec, SessionMcpRuntime, SharedMcpServers, StaticSources, ToolEntry } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
+import type { SessionState, TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import type { ApprovalDecision, ApprovalRequest, ArgsValidator, SessionFacts } from '../policy/index.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { SearchIndex } from '../search/index.js';
 import type { Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
-import type { StaticSources } from '../catalog/index.js';
-import type { ClientToolSpec } from '../catalog/index.js';
 import type { CatalogMemo } from './catalogMemo.js';
 import type { IndexStore } from './indexStore.js';
 import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
+import type { StepResult } from './turnEngine.js';
 
 export interface EngineOptions {
   config: ResolvedConfig;
@@ -37,6 +37,8 @@ export interface EngineOptions {
    * queue group `policy` (the policy role); false = none (enforcers run elsewhere).
    */
   startEnforcer?: boolean;
+  /** Hears of each turn once it has ended (its terminal event recorded), with its live state (tests, audits). */
+  onTurnEnded?: (turn: ObservedTurn) => void;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
   /**
@@ -50,13 +52,20 @@ export interface EngineOptions {
   onSessionMcpToolsChanged?: (sessionId: string, server: string) => void;
 }
 
-/** What the engine keeps per session across turns. */
-export interface SessionState {
-  sessionId: string;
+/** A turn as an observer sees it: its state and its session's, read live (the fold of their events). */
+export interface ObservedTurn {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly state: TurnState;
+  readonly session: SessionState;
+}
+
+/** What the engine keeps per session across turns: its MCP runtime and the fold of its events. */
+export interface EngineSession {
+  readonly sessionId: string;
   runtime: SessionMcpRuntime | undefined;
-  /** Client calls handed back and not answered yet: callId -> tool id. */
-  pendingClient: Map<string, { toolId: string; turnId: string }>;
-  turns: number;
+  /** The fold of every event the session's turns published or received (`evolveSession`). */
+  state: SessionState;
 }
 
 /** Engine-wide services a turn uses. */
@@ -71,6 +80,8 @@ export interface EngineDeps {
   catalogs: CatalogMemo;
   /** The MCP servers every session of this engine shares. */
   sharedMcp: SharedMcpServers;
+  /** The id named as `decider` on this engine's `call.requested` when it embeds a private enforcer. */
+  decider?: string;
 }
 
 /** How an operation was invoked: a structured/direct step or a code run's bridge. */
@@ -83,34 +94,34 @@ export interface OpCtx {
   parentSpan?: Span;
 }
 
-/** Counters of one turn. */
-export interface TurnCounts {
-  searches: number;
-  describes: number;
-  calls: number;
-  selected: Array<{ id: string; source: ToolEntry['source'] }>;
+/**
+ * One running turn as its actors see it: the request (never changed), the publisher that holds the turn's state
+ * (the fold of its events), the answers it awaits, its session and its trace. Nothing here is a copy of what the
+ * events say.
+ */
+export interface TurnRun {
+  readonly facts: SessionFacts;
+  readonly turnId: string;
+  readonly harness: string;
+  readonly clientId: string;
+  readonly clientTools: ClientToolSpec[];
+  readonly mcpServers: Record<string, unknown>;
+  readonly requestedMode: ExposureMode;
+  readonly events: TurnPublisher;
+  readonly answers: TurnAnswers;
+  readonly session: EngineSession;
+  /** The id of `turn.started`, the cause of every phase event. */
+  readonly startedEventId: string;
+  /** Live spans of this turn (absent when telemetry is off). */
+  readonly trace: TurnTrace | undefined;
+  /** Steps sent to the machine and not answered yet: stepId -> the invoker's resolve. */
+  readonly steps: Map<string, (r: StepResult) => void>;
 }
 
-/** Everything one turn's actors share. */
-export interface TurnState {
-  facts: SessionFacts;
-  turnId: string;
-  harness: string;
-  clientId: string;
-  clientTools: ClientToolSpec[];
-  mcpServers: Record<string, unknown>;
-  requestedMode: ExposureMode;
-  events: TurnPublisher;
-  answers: TurnAnswers;
-  session: SessionState;
-  startedAt: number;
-  startedEventId: string | null;
-  catalog?: Catalog;
-  byId?: Map<string, ToolEntry>;
-  index?: SearchIndex;
-  exposure?: Exposure;
-  counts: TurnCounts;
-  /** Live spans of this turn (absent when telemetry is off). */
-  trace?: TurnTrace;
-  abort: AbortController;
+/** What a step reads from the machine's context: the policy-filtered catalog, its index and the exposure. */
+export interface TurnView {
+  catalog: Catalog;
+  byId: ReadonlyMap<string, ToolEntry>;
+  index: SearchIndex;
+  exposure: Exposure;
 }

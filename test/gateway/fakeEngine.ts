@@ -57,6 +57,7 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
   const plugin = fakePluginTools(opts.tools ?? 30);
   let turnSeq = 0;
   let callSeq = 0;
+  let closed = false;
   const engine: FakeEngine = {
     requests: [],
     calls: [],
@@ -72,7 +73,16 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
     },
     async startTurn(req) {
       engine.requests.push(req);
+      // As the real engine (the TurnEngine contract, test/turn/engineContract.ts): closed, bad requests refused.
+      if (closed) return { ok: false, error: { code: 'engine.closed', message: 'The turn engine is closed: start a new one.' } };
+      if (typeof req?.sessionId !== 'string' || req.sessionId.trim() === '') {
+        return { ok: false, error: { code: 'turn.invalidRequest', message: 'A turn needs a non-empty "sessionId".' } };
+      }
+      if (req.mode !== undefined && !['direct', 'tools', 'code'].includes(req.mode)) {
+        return { ok: false, error: { code: 'turn.badMode', message: `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".` } };
+      }
       if (opts.startError) return { ok: false, error: opts.startError };
+      let ended = false;
       const turnId = req.turnId ?? `turn-${++turnSeq}`;
       const entries = [...plugin, ...clientTools(req.clientTools ?? [], req.clientId ?? 'client')];
       const exposure = expose({ mode: req.mode ?? opts.mode, entries });
@@ -111,6 +121,7 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
         async invoke(toolName, args) {
           engine.invocations.push({ tool: toolName, args });
           if (opts.throwOnInvoke) throw new Error('fake engine bug');
+          if (ended) return { ok: false, error: { code: 'turn.ended', message: `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.` } };
           const a = (args ?? {}) as Record<string, unknown>;
           if (exposure.mode === 'direct') {
             const id = exposure.nameToId.get(toolName);
@@ -157,13 +168,17 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
           engine.clientResults.push({ callId, result });
         },
         async end(outcome) {
+          if (ended) return;
+          ended = true;
           engine.ended.push(outcome === undefined ? { turnId } : { turnId, outcome });
         },
       };
       return { ok: true, value: turn };
     },
     async closeSession() {},
-    async close() {},
+    async close() {
+      closed = true;
+    },
   };
   return engine;
 }

@@ -234,7 +234,6 @@ describe('mode choice', () => {
     const sandbox = {
       available: async () => ({ ok: false as const, reason: 'no permission model here', isolation: { permissionFlag: undefined, osNetwork: undefined, addressSpaceCap: undefined } }),
       run: async () => { throw new Error('must not run'); },
-      acquire: async () => { throw new Error('must not run'); },
       close: async () => {},
       warmUp: async () => {},
     };

@@ -5,8 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openMemoryBus, readEventLog, type Envelope, type MemoryBus } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
-import { validateEvent } from '../../src/events/index.js';
-import { createEngine, type Engine, type EngineOptions } from '../../src/turn/index.js';
+import { expect } from 'vitest';
+import { orderSessionEvents } from '../../src/audit/index.js';
+import { evolveSession, initialSessionState, turnStateFrom, validateEvent } from '../../src/events/index.js';
+import { createEngine, type Engine, type EngineOptions, type ObservedTurn } from '../../src/turn/index.js';
 import { loadStaticSources, type StaticSources } from '../../src/catalog/index.js';
 import type { Turn } from '../../src/turn/index.js';
 
@@ -45,6 +47,8 @@ export interface World {
   sources: StaticSources;
   engine: Engine;
   logPath: string;
+  /** Every turn the engine ended, with its live state; `close()` checks each against a replay of the bus. */
+  observed: ObservedTurn[];
   events(sessionId?: string): Promise<Envelope[]>;
   close(): Promise<void>;
 }
@@ -70,21 +74,51 @@ export async function makeWorld(
   const bus = await openMemoryBus({ logPath: busOpts.log === false ? false : logPath });
   const loaded = await loadStaticSources({ config, includeConfig: true, cwd: dir });
   if (!loaded.ok) throw new Error(loaded.error.message);
-  const engine = createEngine({ config, bus, staticSources: loaded.value, includeConfigMcp: true, decisionTimeoutMs: 1000, ...engineOpts });
+  const observed: ObservedTurn[] = [];
+  const engine = createEngine({
+    config, bus, staticSources: loaded.value, includeConfigMcp: true, decisionTimeoutMs: 1000, ...engineOpts,
+    onTurnEnded: (t) => { observed.push(t); engineOpts.onTurnEnded?.(t); },
+  });
+  const events = async (sessionId?: string) => {
+    const out: Envelope[] = [];
+    if (sessionId === undefined) return out;
+    for await (const e of bus.replay({ sessionId })) out.push(e);
+    return out;
+  };
   return {
-    dir, config, bus, sources: loaded.value, engine, logPath,
-    async events(sessionId?: string) {
-      const out: Envelope[] = [];
-      if (sessionId === undefined) return out;
-      for await (const e of bus.replay({ sessionId })) out.push(e);
-      return out;
-    },
+    dir, config, bus, sources: loaded.value, engine, logPath, observed, events,
     async close() {
       await engine.close();
-      await bus.close();
-      rmSync(dir, { recursive: true, force: true });
+      try {
+        await expectReplayedStates(observed, events);
+      } finally {
+        await bus.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
+}
+
+/**
+ * The fold check: every turn's live state (and its session's) is exactly what a replay of the bus folds to.
+ * Run by every world's `close()`, so every turn of the engine tests is checked.
+ */
+export async function expectReplayedStates(observed: readonly ObservedTurn[], events: (sessionId: string) => Promise<Envelope[]>): Promise<void> {
+  const bySession = new Map<string, Envelope[]>();
+  const lastOf = new Map<string, ObservedTurn>();
+  for (const t of observed) {
+    let log = bySession.get(t.sessionId);
+    if (log === undefined) {
+      log = await events(t.sessionId);
+      bySession.set(t.sessionId, log);
+    }
+    expect(turnStateFrom(log, t.sessionId, t.turnId), `turn ${t.sessionId}/${t.turnId}: replayed state`).toEqual(t.state);
+    lastOf.set(t.sessionId, t);
+  }
+  for (const [sessionId, t] of lastOf) {
+    const replayed = orderSessionEvents(bySession.get(sessionId) ?? [], sessionId).reduce(evolveSession, initialSessionState(sessionId));
+    expect(replayed, `session ${sessionId}: replayed state`).toEqual(t.session);
+  }
 }
 
 /** Every event valid against its schema, seqs unique per turn. */

@@ -29,7 +29,6 @@ describe('openLocalEngine close()', () => {
     const broken: Sandbox = {
       available: () => real.available(),
       run: (req) => real.run(req),
-      acquire: (signal) => real.acquire(signal),
       warmUp: () => real.warmUp(),
       close: async () => {
         await real.close();

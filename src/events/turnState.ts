@@ -1,0 +1,182 @@
+import type { BySource, ModeSchema, SourceKindSchema } from './common.js';
+import type { Envelope } from './envelope.js';
+import type { AnyEvent } from './registry.js';
+import type { TurnCompletedCounters, TurnStarted } from './turnEvents.js';
+
+/** A call requested and not ended yet (no `call.completed|failed|blocked|pending`). */
+export interface PendingCall {
+  toolId: string;
+  source: SourceKindSchema;
+}
+
+/** A code run requested and not settled yet, with the bridge operations it made so far. */
+export interface OpenCodeRun {
+  searches: number;
+  describes: number;
+  calls: number;
+}
+
+/**
+ * What a turn knows, and only that: the fold of the events it published and received. The engine reads it
+ * live (the `turn.completed` counters, a code run's telemetry, the span counters) and a replay of the same
+ * events gives the same state (`turnStateFrom`).
+ */
+export interface TurnState {
+  sessionId: string;
+  turnId: string;
+  status: 'running' | 'completed' | 'failed';
+  /** The facts of `turn.started` (requested mode, harness, who runs it). */
+  started?: TurnStarted;
+  /** Tools listed over every source (`sources.listed`), before the policy filtered them. */
+  listed?: number;
+  /** The policy-filtered catalog the turn searches and calls from (`catalog.indexed`). */
+  catalog?: { size: number; fingerprint: string; bySource: BySource };
+  /** What the model saw (the last `tools.exposed`). */
+  exposure?: { mode: ModeSchema; tools: readonly string[]; bytes: number; schemasUpFront: number };
+  searches: number;
+  describes: number;
+  /** Calls requested (a call naming no eligible tool is `rejected`, not requested). */
+  calls: number;
+  rejected: number;
+  codeRuns: number;
+  /** Final tools that ran or were handed to the client, in order. */
+  selected: ReadonlyArray<{ id: string; source: SourceKindSchema }>;
+  /** Calls that ran to completion (`call.completed`), in order. */
+  completed: readonly string[];
+  pendingCalls: Readonly<Record<string, PendingCall>>;
+  /** `approval.requested` without its `approval.resolved`, by approval id. */
+  pendingApprovals: Readonly<Record<string, { callId: string; toolId: string }>>;
+  /** Client calls this turn handed back (`call.pending`) whose result has not arrived in this turn. */
+  pendingClientCalls: Readonly<Record<string, { toolId: string }>>;
+  openCodeRuns: Readonly<Record<string, OpenCodeRun>>;
+  outcome?: { status: 'completed'; promptBytes?: number } | { status: 'failed'; code: string; reason: string };
+}
+
+/** The state of a turn before its first event. Pure: no I/O. */
+export function initialTurnState(sessionId: string, turnId: string): TurnState {
+  return {
+    sessionId, turnId, status: 'running', searches: 0, describes: 0, calls: 0, rejected: 0, codeRuns: 0, selected: [], completed: [],
+    pendingCalls: {}, pendingApprovals: {}, pendingClientCalls: {}, openCodeRuns: {},
+  };
+}
+
+const without = <T>(record: Readonly<Record<string, T>>, key: string): Readonly<Record<string, T>> => {
+  if (!Object.hasOwn(record, key)) return record;
+  const { [key]: _gone, ...rest } = record;
+  return rest;
+};
+
+const approvalsWithout = (state: TurnState, callId: string): TurnState['pendingApprovals'] => {
+  let out = state.pendingApprovals;
+  for (const [id, a] of Object.entries(out)) if (a.callId === callId) out = without(out, id);
+  return out;
+};
+
+/** A call ended: no longer pending, nor its approvals. */
+const endCall = (state: TurnState, callId: string): TurnState => ({
+  ...state, pendingCalls: without(state.pendingCalls, callId), pendingApprovals: approvalsWithout(state, callId),
+});
+
+const bridgeOp = (state: TurnState, codeRunId: string, op: 'search' | 'describe' | 'call'): TurnState => {
+  const run = state.openCodeRuns[codeRunId];
+  if (run === undefined) return state;
+  const next: OpenCodeRun = op === 'search' ? { ...run, searches: run.searches + 1 } : op === 'describe' ? { ...run, describes: run.describes + 1 } : { ...run, calls: run.calls + 1 };
+  return { ...state, openCodeRuns: { ...state.openCodeRuns, [codeRunId]: next } };
+};
+
+/**
+ * One event into the turn's state. Events of other turns and unknown types change nothing, so an older reader
+ * can fold a newer stream; answers (`call.decided`, `approval.resolved`) are idempotent, so an answer seen
+ * twice or late gives the same state as the stream's order. Pure: no I/O.
+ */
+export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
+  if (envelope.turnId !== state.turnId || envelope.sessionId !== state.sessionId) return state;
+  const e = envelope as AnyEvent;
+  switch (e.type) {
+    case 'turn.started':
+      return { ...state, started: e.data };
+    case 'sources.listed':
+      return { ...state, listed: e.data.total };
+    case 'catalog.indexed':
+      return { ...state, catalog: { size: e.data.catalogSize, fingerprint: e.data.fingerprint, bySource: { ...e.data.bySource } } };
+    case 'tools.exposed':
+      return { ...state, exposure: { mode: e.data.mode, tools: e.data.tools, bytes: e.data.bytes, schemasUpFront: e.data.schemasUpFront } };
+    case 'search.performed':
+      return { ...state, searches: state.searches + 1 };
+    case 'describe.performed':
+      return { ...state, describes: state.describes + 1 };
+    case 'call.requested':
+      return { ...state, calls: state.calls + 1, pendingCalls: { ...state.pendingCalls, [e.data.callId]: { toolId: e.data.toolId, source: e.data.source } } };
+    case 'call.rejected':
+      return { ...state, rejected: state.rejected + 1 };
+    case 'approval.requested':
+      if (state.pendingCalls[e.data.callId] === undefined) return state;
+      return { ...state, pendingApprovals: { ...state.pendingApprovals, [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId } } };
+    case 'approval.resolved':
+      return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
+    case 'call.completed': {
+      const ended = endCall(state, e.data.callId);
+      return {
+        ...ended, selected: [...state.selected, { id: e.data.toolId, source: e.data.source }], completed: [...state.completed, e.data.toolId],
+      };
+    }
+    case 'call.pending': {
+      const ended = endCall(state, e.data.callId);
+      return {
+        ...ended, selected: [...state.selected, { id: e.data.toolId, source: 'client' }],
+        pendingClientCalls: { ...state.pendingClientCalls, [e.data.callId]: { toolId: e.data.toolId } },
+      };
+    }
+    case 'call.failed':
+    case 'call.blocked':
+      return endCall(state, e.data.callId);
+    case 'client.result.received':
+      return { ...state, pendingClientCalls: without(state.pendingClientCalls, e.data.callId) };
+    case 'code.requested':
+      return { ...state, codeRuns: state.codeRuns + 1, openCodeRuns: { ...state.openCodeRuns, [e.data.codeRunId]: { searches: 0, describes: 0, calls: 0 } } };
+    case 'code.bridge.requested':
+      return bridgeOp(state, e.data.codeRunId, e.data.op);
+    case 'code.settled':
+    case 'code.timedOut':
+      return { ...state, openCodeRuns: without(state.openCodeRuns, e.data.codeRunId) };
+    case 'turn.completed':
+      return {
+        ...state, status: 'completed',
+        outcome: { status: 'completed', ...(e.data.counters.promptBytes === undefined ? {} : { promptBytes: e.data.counters.promptBytes }) },
+      };
+    case 'turn.failed':
+      return { ...state, status: 'failed', outcome: { status: 'failed', code: e.data.code, reason: e.data.reason } };
+    default:
+      return state;
+  }
+}
+
+/**
+ * The state of one turn from its events in any order, duplicates included: each id once, by `seq` (the order
+ * the turn's writers reserved), then folded. Pure: no I/O.
+ */
+export function turnStateFrom(events: Iterable<Envelope>, sessionId: string, turnId: string): TurnState {
+  const seen = new Set<string>();
+  const mine: Envelope[] = [];
+  for (const e of events) {
+    if (e.sessionId !== sessionId || e.turnId !== turnId || seen.has(e.id)) continue;
+    seen.add(e.id);
+    mine.push(e);
+  }
+  mine.sort((a, b) => a.seq - b.seq);
+  return mine.reduce(evolveTurn, initialTurnState(sessionId, turnId));
+}
+
+/** The counters `turn.completed` records, read from the turn's state. Pure: no I/O. */
+export function completedCounters(state: TurnState, promptBytes?: number): TurnCompletedCounters {
+  return {
+    toolBytes: state.exposure?.bytes ?? 0,
+    ...(promptBytes === undefined ? {} : { promptBytes }),
+    catalogSize: state.catalog?.size ?? 0,
+    bySource: state.catalog === undefined ? { openclaw: 0, mcp: 0, client: 0 } : { ...state.catalog.bySource },
+    searches: state.searches,
+    describes: state.describes,
+    calls: state.calls,
+    selected: state.selected.map((s) => ({ ...s })),
+  };
+}
