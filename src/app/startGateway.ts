@@ -56,9 +56,9 @@ export interface StartGatewayOptions {
    */
   role?: 'all' | 'gateway';
   /**
-   * Consume Gateway session events published by other gateways (`gateway.session.>`, queue group `gateway`) and
-   * run their turns here. Default: on with NATS, off with the embedded bus. The front's own events are never
-   * consumed (they carry `origin: front:<pid>`).
+   * Consume gateway session commands published by other gateways and apps (`gateway.cmd.>`, queue group `gateway`)
+   * and run their turns here. Default: on with NATS, off with the embedded bus. The front's own records go on
+   * `gateway.session.…`, which no consumer takes as a command.
    */
   sessionEvents?: boolean;
   /** Human-readable progress lines (never secrets). */
@@ -209,8 +209,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     // The turn engine through the deployment roles (src/app/startRoleServices.ts): `all` runs its own policy enforcer and
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
-    // session event consumer runs too, so other gateways can drive turns here; it skips the front's own events
-    // (marked `origin: front:<id>`), which record turns the front runs itself.
+    // session command consumer runs too, so other gateways can drive turns here; the front's own records of the
+    // turns it runs go on `gateway.session.…`, never on the command subjects.
     const consumeSessionEvents = opts.sessionEvents ?? opts.nats !== undefined;
     const services = await startRoleServices({
       role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,

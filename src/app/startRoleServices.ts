@@ -120,7 +120,7 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       out.engine = engine;
       if (role === 'all') announce('policy');
       if (opts.sessionEvents !== false) {
-        const consumer = startSessionEventConsumer({ bus, engine, queue: 'gateway', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+        const consumer = startSessionEventConsumer({ bus, engine, config, queue: 'gateway', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
         closers.push(() => consumer.stop());
         out.sessionEvents = consumer;
       }

@@ -15,6 +15,18 @@ export interface Envelope<T = unknown> {
   data: T;
   /** W3C trace context (`traceparent`, `tracestate`), so a turn spread over processes stays one trace. */
   trace?: Record<string, string>;
+  /** Envelope schema version: 2 since commands and facts are apart; absent on events written before (read as 1). */
+  v?: number;
+  /**
+   * Set on a command (a gateway session command type): the principal token it is published under
+   * (`gateway.cmd.<principal>.…`). Routing only: the consumer takes the identity from the subject it arrived on.
+   */
+  principal?: string;
+}
+
+/** Where a delivered event arrived. */
+export interface DeliveryInfo {
+  subject: string;
 }
 
 export interface SubscribeOptions {
@@ -27,7 +39,7 @@ export interface EventBus {
   /** Resolves once the event is durably accepted (JetStream ack / appended to the log). Idempotent on event.id. */
   publish(event: Envelope): Promise<void>;
   /** Subject pattern with NATS wildcards (`*` one token, `>` the rest). Returns an unsubscribe function. */
-  subscribe(pattern: string, onEvent: (e: Envelope) => void, opts?: SubscribeOptions): () => void;
+  subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void;
   /** Answers requests on a subject; several servers with the same queue share the work. */
   serve(subject: string, handler: (payload: unknown) => Promise<unknown>, opts?: SubscribeOptions): () => void;
   /** Request/reply with a bound: no responder or no answer in time is a failure value, never a hang. */
