@@ -443,7 +443,9 @@ class NatsBusImpl implements NatsBus {
         // that call and the consumer's creation are not missed.
         await this.#jsm.consumers.add(stream, {
           durable_name: name, filter_subject: pattern, ack_policy: AckPolicy.Explicit,
-          deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt,
+          // The command stream is a work queue (a command stays until a gateway took it, within its max age): every
+          // stored command is work, so its consumer starts at the beginning.
+          ...(stream === this.streams.commands ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
           ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000), max_ack_pending: 1000,
           inactive_threshold: nanos(24 * 3600_000),
         });

@@ -199,7 +199,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const rejectedType = str(env.type);
     let subject: string | undefined;
     try {
-      if (rejectedType !== undefined) subject = subjectFor({ sessionId, turnId, type: rejectedType });
+      const principal = str(env.principal);
+      if (rejectedType !== undefined) subject = subjectFor({ sessionId, turnId, type: rejectedType, ...(principal === undefined ? {} : { principal }) });
     } catch {
       subject = undefined; // a malformed type has no subject
     }
