@@ -27,6 +27,7 @@ export const commands: CommandEntry[] = [
   { name: 'config', summary: 'get, set or unset a key of the config file', load: async () => (await import('./commands/config.js')).configCommand },
   { name: 'audit', summary: "replay one session's events into an audit report", load: async () => (await import('./commands/audit.js')).auditCommand },
   { name: 'traces', summary: "rebuild a session's trace from its events (Jaeger JSON or OTLP JSON lines)", load: async () => (await import('./commands/traces.js')).tracesCommand },
+  { name: 'nats-auth', summary: 'write a secured nats-server config and one nkey seed per role', load: async () => (await import('./commands/natsAuth.js')).natsAuthCommand },
   { name: 'status', summary: 'list the live actors (gateway, policy, sandbox) of a NATS deployment', load: async () => (await import('./commands/status.js')).statusCommand },
   { name: 'mock-provider', summary: 'run the scripted OpenAI-compatible mock provider', load: async () => (await import('./commands/mockProvider.js')).mockProviderCommand },
 ];

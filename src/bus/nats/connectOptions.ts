@@ -200,3 +200,8 @@ export function natsConnectSettings(src: NatsConnectSources): Result<NatsConnect
   const display = servers.join(', ');
   return ok({ servers, display, auth, principal, secrets });
 }
+
+/** The `openNatsBus` options of connection settings. Pure: no I/O. */
+export function busConnectOptions(c: NatsConnectSettings): { servers: string[]; auth: NatsConnectAuth; secrets: string[]; principal: string } {
+  return { servers: c.servers, auth: c.auth, secrets: c.secrets, principal: c.principal };
+}

@@ -1,0 +1,50 @@
+import type { ResolvedConfig } from '../config/index.js';
+import { natsConnectSettings, type NatsConnectSettings } from '../bus/nats/connectOptions.js';
+import type { Result } from '../shared/index.js';
+import { str } from './args.js';
+import type { CliIo } from './io.js';
+
+/** The credential flags every command with `--nats URL` takes (passwords and tokens only from env or config). */
+export const NATS_FLAG_OPTIONS = {
+  'nats-nkey': { type: 'string' },
+  'nats-user': { type: 'string' },
+  'nats-tls-ca': { type: 'string' },
+  'nats-tls-cert': { type: 'string' },
+  'nats-tls-key': { type: 'string' },
+} as const;
+
+/** Their help lines. */
+export const NATS_FLAG_HELP = [
+  '  --nats-nkey FILE  connect as the principal of this nkey seed file (toolsearch nats-auth writes one per role);',
+  '                    default NATS_NKEY, else config nats.nkeyFile',
+  '  --nats-user U     NATS user (password from NATS_PASSWORD or config nats.password; a token from NATS_TOKEN or',
+  '                    nats.token; nats://user:pass@host also works and is never printed)',
+  '  --nats-tls-ca F, --nats-tls-cert F, --nats-tls-key F',
+  '                    TLS: CA to trust, client certificate and key (default NATS_CA, NATS_CERT, NATS_KEY, nats.tls.*)',
+].join('\n');
+
+/**
+ * The NATS connection settings of a command: `--nats` (or `url`), the credential flags, the environment, then config
+ * `nats.*`. `undefined` when no server is named. Pure but for reading the seed and TLS files.
+ */
+export function natsSettingsFromCli(
+  values: Record<string, unknown>,
+  io: Pick<CliIo, 'env' | 'cwd'>,
+  config?: ResolvedConfig['nats'],
+  url?: string,
+): Result<NatsConnectSettings | undefined> {
+  const v = (k: string) => str(values[k] as string | undefined);
+  const tls = { ...(v('nats-tls-ca') === undefined ? {} : { ca: v('nats-tls-ca')! }), ...(v('nats-tls-cert') === undefined ? {} : { cert: v('nats-tls-cert')! }), ...(v('nats-tls-key') === undefined ? {} : { key: v('nats-tls-key')! }) };
+  return natsConnectSettings({
+    url: url ?? v('nats'),
+    flags: {
+      ...(v('nats-nkey') === undefined ? {} : { nkeyFile: v('nats-nkey')! }),
+      ...(v('nats-user') === undefined ? {} : { user: v('nats-user')! }),
+      ...(Object.keys(tls).length === 0 ? {} : { tls }),
+    },
+    // Config nats.url does not switch a command to NATS by itself: --nats or NATS_URL does.
+    ...(config === undefined ? {} : { config: { ...(config.user === undefined ? {} : { user: config.user }), ...(config.password === undefined ? {} : { password: config.password }), ...(config.token === undefined ? {} : { token: config.token }), ...(config.nkeyFile === undefined ? {} : { nkeyFile: config.nkeyFile }), ...(config.tls === undefined ? {} : { tls: config.tls }) } }),
+    env: io.env,
+    cwd: io.cwd,
+  });
+}
