@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { resolve } from 'node:path';
 import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
+import { busConnectOptions, natsConnectSettings, scrubSecrets, type NatsConnectSettings } from '../bus/nats/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { makeEnvelope } from '../events/index.js';
@@ -30,8 +31,10 @@ export interface StartGatewayOptions {
   port?: number;
   /** Default config `gateway.host` (127.0.0.1). */
   host?: string;
-  /** A NATS URL: use NATS JetStream as the bus instead of the embedded one. */
+  /** A NATS URL: use NATS JetStream as the bus instead of the embedded one (credentials from config `nats.*`). */
   nats?: string;
+  /** The NATS connection with its credentials (`natsConnectSettings`); wins over `nats`. */
+  natsConnect?: NatsConnectSettings;
   /** JSONL event log of the embedded bus; default config `log.path` (or none when `log.enabled` is false); false = none. */
   logPath?: string | false;
   /** Upstream OpenAI-compatible base URL; default config `provider.baseUrl`; neither = the built-in mock provider. */
@@ -144,14 +147,20 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
   try {
     // Bus.
     let bus: EventBus;
-    if (opts.nats !== undefined) {
-      say(`connecting to NATS at ${redactUrl(opts.nats)}`);
+    const connect = opts.natsConnect !== undefined ? ok(opts.natsConnect) : opts.nats === undefined ? ok(undefined) : natsConnectSettings({ url: opts.nats, config: config.nats, env, cwd: opts.cwd });
+    if (!connect.ok) return connect;
+    if (connect.value !== undefined) {
+      const c = connect.value;
+      say(`connecting to NATS at ${c.display}${c.principal === 'default' ? '' : ` as ${c.principal}`}`);
       try {
-        const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-gateway', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000 });
+        const nats = await openNatsBus({
+          ...busConnectOptions(c), name: 'toolsearch-gateway', replicas: config.nats.replicas, retention: config.nats.retention,
+          maxAgeMs: config.nats.maxAgeMs, commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: 10_000,
+        });
         bus = nats;
         closers.push(() => nats.close());
       } catch (err) {
-        return fail('gateway.busUnavailable', `Cannot use NATS at ${redactUrl(opts.nats)}: ${err instanceof Error ? err.message : String(err)}. Start nats-server (with -js) or leave out --nats for the embedded bus.`);
+        return fail('gateway.busUnavailable', `Cannot use NATS at ${c.display}: ${scrubSecrets(err instanceof Error ? err.message : String(err), c.secrets)}. Start nats-server (with -js) or leave out --nats for the embedded bus.`);
       }
     } else {
       const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
@@ -211,7 +220,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
     // session command consumer runs too, so other gateways can drive turns here; the front's own records of the
     // turns it runs go on `gateway.session.…`, never on the command subjects.
-    const consumeSessionEvents = opts.sessionEvents ?? opts.nats !== undefined;
+    const consumeSessionEvents = opts.sessionEvents ?? connect.value !== undefined;
     const services = await startRoleServices({
       role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,
       onError: (m) => say(`warning: ${m}`),

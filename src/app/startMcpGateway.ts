@@ -4,6 +4,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
+import { busConnectOptions, natsConnectSettings } from '../bus/nats/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { loadStaticSources } from '../catalog/index.js';
@@ -19,8 +20,10 @@ export interface McpGatewayOptions {
   pluginFiles?: readonly string[];
   /** JSONL event log of the embedded bus; default config `log.path` when `log.enabled`; false = none. */
   logPath?: string | false;
-  /** Use NATS JetStream as the bus. */
+  /** Use NATS JetStream as the bus (credentials from `env` NATS_* and config `nats.*`). */
   nats?: string;
+  /** Where NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_NKEY, NATS_CA/CERT/KEY come from (default process.env). */
+  env?: NodeJS.ProcessEnv;
   /** Session facts of the one session this connection is (defaults: a fresh `mcp-<uuid>`, agent/profile "default"). */
   sessionId?: string;
   agentId?: string;
@@ -57,7 +60,9 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   let bus: EventBus;
   if (opts.nats !== undefined) {
     try {
-      const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-mcp', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000 });
+      const c = natsConnectSettings({ url: opts.nats, config: config.nats, env: opts.env ?? process.env, cwd: opts.cwd });
+      if (!c.ok) return c;
+      const nats = await openNatsBus({ ...busConnectOptions(c.value!), name: 'toolsearch-mcp', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: 10_000 });
       bus = nats;
       closers.push(() => nats.close());
     } catch (err) {

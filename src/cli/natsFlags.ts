@@ -48,3 +48,18 @@ export function natsSettingsFromCli(
     cwd: io.cwd,
   });
 }
+
+/** The environment with the credential flags in it (a flag wins over its variable), for code that reads `env`. Pure: no I/O. */
+export function envWithNatsFlags(values: Record<string, unknown>, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  const set = (flag: string, name: string) => {
+    const v = str(values[flag] as string | undefined);
+    if (v !== undefined) out[name] = v;
+  };
+  set('nats-nkey', 'NATS_NKEY');
+  set('nats-user', 'NATS_USER');
+  set('nats-tls-ca', 'NATS_CA');
+  set('nats-tls-cert', 'NATS_CERT');
+  set('nats-tls-key', 'NATS_KEY');
+  return out;
+}

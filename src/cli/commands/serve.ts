@@ -1,5 +1,7 @@
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
 import { openNatsBus } from '../../bus/index.js';
+import { busConnectOptions, scrubSecrets, type NatsConnectSettings } from '../../bus/nats/index.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { startRoleServices } from '../../app/index.js';
 import { startGateway, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
@@ -16,6 +18,7 @@ put "target=<tool name>" in the message to see a real tool call.
   --port N        port (default: PORT, else config gateway.port, else ${DEFAULT_GATEWAY_PORT}; 0 = a free port)
   --config F      config file (default: toolsearch.config.json5 in the working directory)
   --nats URL      use NATS JetStream as the bus (default: NATS_URL, else the embedded bus)
+${NATS_FLAG_HELP}
   --log FILE      JSONL event log of the embedded bus (default: config log.path, .toolsearch/events.jsonl)
   --provider URL  upstream OpenAI-compatible base URL (e.g. https://api.openai.com/v1); API key from config
                   provider.apiKey, TOOLSEARCH_PROVIDER_API_KEY or OPENAI_API_KEY
@@ -48,15 +51,19 @@ function untilSignal(): Promise<string> {
 }
 
 /** `serve --role policy|sandbox`: only that role's actors on NATS, no HTTP front, until a signal. */
-async function serveActorRole(role: 'policy' | 'sandbox', url: string, config: ResolvedConfig, io: CliIo): Promise<number> {
+async function serveActorRole(role: 'policy' | 'sandbox', c: NatsConnectSettings, config: ResolvedConfig, io: CliIo): Promise<number> {
   let bus;
+  const url = c.display;
   try {
     bus = await openNatsBus({
-      servers: url.split(',').map((u) => u.trim()).filter((u) => u !== ''), name: `toolsearch-${role}`,
-      replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000,
+      ...busConnectOptions(c), name: `toolsearch-${role}`,
+      replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs,
+      commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: 10_000,
+      // A principal of a secured deployment may not manage streams (only the gateway does); an open server: as before.
+      ...(c.principal === 'default' ? {} : { manageStreams: false }),
     });
   } catch (err) {
-    io.stderr(`gateway.busUnavailable: ${err instanceof Error ? err.message : String(err)}`);
+    io.stderr(`gateway.busUnavailable: ${scrubSecrets(err instanceof Error ? err.message : String(err), c.secrets)}`);
     return EXIT_FAILED;
   }
   const services = await startRoleServices({ role, bus, config, cwd: io.cwd, onProgress: (l) => io.stderr(l), onError: (m) => io.stderr(`warning: ${m}`) });
@@ -78,6 +85,7 @@ export const serveCommand: Command = {
     const parsed = parseCommandArgs(argv, {
       port: { type: 'string' }, config: { type: 'string' }, nats: { type: 'string' }, log: { type: 'string' },
       provider: { type: 'string' }, role: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+      ...NATS_FLAG_OPTIONS,
     }, { positionals: false });
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${SERVE_USAGE}`);
@@ -109,13 +117,18 @@ export const serveCommand: Command = {
     }
     for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
     io.stderr(loaded.value.path === undefined ? 'config: none found, using defaults' : `config: ${loaded.value.path}`);
-    const nats = str(v['nats']) ?? (io.env['NATS_URL']?.trim() || undefined);
+    const connect = natsSettingsFromCli(v, io, loaded.value.config.nats);
+    if (!connect.ok) {
+      io.stderr(`${connect.error.code}: ${connect.error.message}`);
+      return EXIT_USAGE;
+    }
+    const nats = connect.value;
     if ((role === 'policy' || role === 'sandbox') && nats !== undefined) return serveActorRole(role, nats, loaded.value.config, io);
 
     const started = await startGateway({
       config: loaded.value.config, cwd: io.cwd, env: io.env, warmUp: true,
       ...(port !== undefined ? { port } : {}),
-      ...(nats !== undefined ? { nats } : {}),
+      ...(nats !== undefined ? { natsConnect: nats } : {}),
       role: role === 'gateway' ? 'gateway' : 'all',
       ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
       ...(str(v['provider']) !== undefined ? { providerUrl: str(v['provider']) as string } : {}),
