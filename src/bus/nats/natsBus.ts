@@ -351,6 +351,11 @@ class NatsBusImpl implements NatsBus {
         if (!isTransient(e)) {
           if (e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE) throw e;
           if (e instanceof ClosedConnectionError) throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, { cause: e });
+          if (e instanceof Error && /Permissions Violation/i.test(e.message)) {
+            throw new BusError('bus.permissionDenied',
+              `NATS refused event ${event.id} (${event.type}): ${e.message}; this connection's principal may not publish there ` +
+              '(subject permissions of its role, see "Securing a deployment" in the README)', { cause: e });
+          }
           throw new BusError('bus.rejected', `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`, { cause: e });
         }
         lastErr = e;

@@ -4,26 +4,9 @@ import { createUser, fromSeed } from '@nats-io/nkeys';
 import { authorizationBlock, natsServerConfig, NATS_ROLES, type NatsPrincipalKey } from '../../bus/nats/serverConfig.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { NATS_AUTH_USAGE } from '../usage.js';
 
-export const NATS_AUTH_USAGE = `Usage: toolsearch nats-auth --out DIR [--client NAME]... [--port N] [--stream-prefix P] [--json]
 
-Writes what a secured NATS deployment needs:
-  DIR/nats-server.conf     a complete nats-server config: JetStream on, the authorization block (one nkey user per
-                           principal, each with the exact subjects of its role). Start it with
-                           nats-server -c DIR/nats-server.conf [-p PORT] [-sd STORE_DIR]
-  DIR/authorization.conf   the same authorization block alone, to include in the node configs of a cluster
-  DIR/<role>.nk            one nkey seed per role: gateway, policy, sandbox, client, approver, auditor; give it to a
-                           process with --nats-nkey FILE (or NATS_NKEY, or config nats.nkeyFile)
-  DIR/client-NAME.nk       one more client principal per --client NAME, so outside apps are told apart
-  DIR/principals.json5     the config's principals (client principals by nkey public key): merge it into the
-                           gateway's config to give each client its agents, profiles, sandboxes and owner right
-Seeds already in DIR are kept (run it again with another --client to add one); seed files are written 0600.
-
-  --out DIR          where to write (created 0700)
-  --client NAME      an extra client principal (letters, digits, _ and -); repeatable
-  --port N           the port in nats-server.conf (default 4222; -p on the command line wins)
-  --stream-prefix P  the stream name prefix the deployment uses (default none)
-  --json             print {dir, principals: [{name, role, publicKey, seedFile}]} on the last line`;
 
 const CLIENT_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
