@@ -51,7 +51,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
   const gatewayDurable = durableName(streamPrefix, 'gateway', `${COMMAND_SUBJECT_PREFIX}.>`);
   const noApi = ['$JS.API.>', '$KV.>', '$JS.ACK.>', '$SYS.>'];
   const readFacts = (stream: string) => [
-    api(`STREAM.INFO.${stream}`), api(`CONSUMER.CREATE.${stream}`), api(`CONSUMER.INFO.${stream}.*`), api(`CONSUMER.MSG.NEXT.${stream}.*`),
+    api(`STREAM.INFO.${stream}`), api(`CONSUMER.CREATE.${stream}`), api(`CONSUMER.CREATE.${stream}.*.>`),
+    api(`CONSUMER.INFO.${stream}.*`), api(`CONSUMER.MSG.NEXT.${stream}.*`),
   ];
   const markers = [`${TURN_MARKER_ROOT}.>`, api(`STREAM.MSG.GET.${s.turns}`), api(`DIRECT.GET.${s.turns}`), api(`DIRECT.GET.${s.turns}.>`)];
   switch (p.role) {
@@ -121,7 +122,9 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
         publish: {
           allow: [api('INFO'), ...readFacts(s.events), ...readFacts(s.sessions)],
           deny: [
-            api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`), api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
+            // The work queues' durable consumers are not the auditor's to take from or to change.
+            api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`), api(`CONSUMER.CREATE.${s.events}.${policyDurable}.>`),
+            api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
             api('STREAM.PURGE.>'), api('STREAM.DELETE.>'), api('CONSUMER.DELETE.>'), '$KV.>',
           ],
         },
