@@ -180,6 +180,20 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
     expect(JSON.stringify(r.value)).toContain('counted');
     expect(ran()).toEqual(['count_call', 'count_call']);
     await publishSessionEvent(client, 'cmd-1', 'gateway.turn.ended', { requestId: 'r-t1', outcome: 'completed' }, { turnId: 't1' });
+    // Bounded retention: a command (chat messages, arguments) is gone from GATEWAY_COMMANDS once a gateway took it.
+    const { nc } = await rawAs('gateway');
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const info = await jsm.streams.info('GATEWAY_COMMANDS');
+    expect(info.config.retention).toBe('workqueue');
+    expect(info.config.max_age).toBe(3_600_000 * 1_000_000);
+    await waitFor(() => gateway.sessionEvents!.stats().processed >= 3, 'the three commands handled');
+    let left = Infinity;
+    const until = Date.now() + 10_000;
+    while (left > 0 && Date.now() < until) {
+      left = (await jsm.streams.info('GATEWAY_COMMANDS')).state.messages;
+      if (left > 0) await sleep(100);
+    }
+    expect(left).toBe(0);
   }, 60_000);
 
   it('lets the auditor replay every fact and write nothing', async () => {
