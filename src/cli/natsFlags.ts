@@ -13,15 +13,7 @@ export const NATS_FLAG_OPTIONS = {
   'nats-tls-key': { type: 'string' },
 } as const;
 
-/** Their help lines. */
-export const NATS_FLAG_HELP = [
-  '  --nats-nkey FILE  connect as the principal of this nkey seed file (toolsearch nats-auth writes one per role);',
-  '                    default NATS_NKEY, else config nats.nkeyFile',
-  '  --nats-user U     NATS user (password from NATS_PASSWORD or config nats.password; a token from NATS_TOKEN or',
-  '                    nats.token; nats://user:pass@host also works and is never printed)',
-  '  --nats-tls-ca F, --nats-tls-cert F, --nats-tls-key F',
-  '                    TLS: CA to trust, client certificate and key (default NATS_CA, NATS_CERT, NATS_KEY, nats.tls.*)',
-].join('\n');
+export { NATS_FLAG_HELP } from './usage.js';
 
 /**
  * The NATS connection settings of a command: `--nats` (or `url`), the credential flags, the environment, then config

@@ -1,5 +1,15 @@
 // Usage texts of the CLI commands, kept apart from the commands so `toolsearch <command> --help` loads no heavy module.
 
+/** Help lines of the credential flags every command with `--nats URL` takes. */
+export const NATS_FLAG_HELP = [
+  '  --nats-nkey FILE  connect as the principal of this nkey seed file (toolsearch nats-auth writes one per role);',
+  '                    default NATS_NKEY, else config nats.nkeyFile',
+  '  --nats-user U     NATS user (password from NATS_PASSWORD or config nats.password; a token from NATS_TOKEN or',
+  '                    nats.token; nats://user:pass@host also works and is never printed)',
+  '  --nats-tls-ca F, --nats-tls-cert F, --nats-tls-key F',
+  '                    TLS: CA to trust, client certificate and key (default NATS_CA, NATS_CERT, NATS_KEY, nats.tls.*)',
+].join('\n');
+
 const CATALOG_HELP = [
   '  --config F        config file (default: toolsearch.config.json5 in the working directory)',
   '  --catalog PATH    MCP tools/list snapshot file or folder of them; repeatable. With --catalog and no --config the',
@@ -36,6 +46,7 @@ export const TURN_USAGE = [
   '  --log FILE        the JSONL event log (default config log.path, .toolsearch/events.jsonl)',
   '  --nats URL        use NATS JetStream as the bus (default NATS_URL, else the embedded bus); the turn runs here,',
   '                    with its own policy enforcer; audit it with toolsearch audit --nats URL --session ID',
+  NATS_FLAG_HELP,
   '  --stream-prefix P prefix of the NATS stream names (as for audit)',
   '  --traces-dir DIR  write trace files of the run there',
   '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...},',

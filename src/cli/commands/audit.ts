@@ -5,7 +5,7 @@ import { readEventLog, type Envelope } from '../../bus/index.js';
 import { busConnectOptions, openNatsBus, scrubSecrets, type NatsConnectSettings } from '../../bus/nats/index.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str } from '../args.js';
-import { NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -18,6 +18,7 @@ const USAGE = [
   '',
   '  --nats URL          replay from NATS JetStream (stream TOOLSEARCH_EVENTS); NATS_URL is used when neither',
   '                      --nats nor --log is given',
+  NATS_FLAG_HELP,
   '  --log FILE          replay from a JSONL event log (the embedded bus, e.g. .toolsearch/events.jsonl)',
   '  --session ID        the session to audit',
   '  --stream-prefix P   prefix of the stream names (a deployment that opened its bus with one)',

@@ -5,7 +5,7 @@ import { openLocalEngine } from '../../app/index.js';
 import { openCommandBus } from '../../app/index.js';
 import { fail, type Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
-import { envWithNatsFlags, NATS_FLAG_OPTIONS } from '../natsFlags.js';
+import { envWithNatsFlags, NATS_FLAG_HELP, NATS_FLAG_OPTIONS } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -19,6 +19,7 @@ const USAGE = [
   '  --file BODY.js  the body, from a file',
   '  --eval BODY     the body, inline',
   '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
+  NATS_FLAG_HELP,
   '  --traces-dir DIR  write the run\'s trace files there (OTLP JSON lines, Jaeger JSON); default config telemetry',
   '  --json          last line: {"ok": true, "value", "logs", "telemetry", "sessionId"} or {"ok": false, "error": {code, message}, ...}',
 ].join('\n');

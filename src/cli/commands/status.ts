@@ -1,6 +1,6 @@
 import { isBusError, listActors, type ActorInfo } from '../../bus/nats/index.js';
 import { parseCommandArgs, str } from '../args.js';
-import { NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -11,6 +11,7 @@ const USAGE = [
   'Exit code 1 when no actor answers (nothing is serving).',
   '',
   '  --nats URL    the NATS server (default NATS_URL); a cluster as a comma-separated list',
+  NATS_FLAG_HELP,
   '  --wait-ms N   how long to listen for answers and heartbeats (default 1500)',
   '  --json        last line: {"ok": true, "actors": [{role, id, host, pid, startedAt, lastSeen}], "roles": {role: count}}',
 ].join('\n');

@@ -4,7 +4,7 @@ import { DEFAULT_EVENT_LOG, readEventLog, type Envelope } from '../../bus/index.
 import { busConnectOptions, isBusError, openNatsBus, type NatsConnectSettings } from '../../bus/nats/index.js';
 import { DEFAULT_TRACES_DIR, rebuildTrace, rebuiltTraceText, writeRebuiltTrace, type RebuiltTraceFormat } from '../../telemetry/index.js';
 import { parseCommandArgs, str } from '../args.js';
-import { NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -18,6 +18,7 @@ const USAGE = [
   '  --turn ID           only this turn of the session',
   `  --log FILE          read the events from a JSONL event log (default ${DEFAULT_EVENT_LOG} when no --nats)`,
   '  --nats URL          read the events from NATS JetStream (e.g. nats://127.0.0.1:4222)',
+  NATS_FLAG_HELP,
   '  --stream-prefix P   prefix of the JetStream stream names (as the gateway was started with); default none',
   '  --format F          jaeger (default): Jaeger JSON; otlp: OTLP JSON lines, one request per turn',
   `  --traces-dir DIR    where to write (default ${DEFAULT_TRACES_DIR}/); the file is session-<id>.rebuilt.jaeger.json`,
