@@ -73,7 +73,8 @@ describe('rolePermissions', () => {
     expect(publishers('toolsearch.evt.*.*.approval_resolved')).toEqual(['gateway', 'approver']);
     expect(publishers('toolsearch.evt.*.*.call_completed')).toEqual(['gateway']);
     expect(pk('client').publish.allow).toEqual(['gateway.cmd.UCLIENT.*.*']);
-    expect(pk('auditor').publish.allow.every((s) => s.startsWith('$JS.API.'))).toBe(true);
+    // The auditor sends read requests only: JetStream read consumers and the status request.
+    expect(pk('auditor').publish.allow.every((s) => s.startsWith('$JS.API.STREAM.INFO.') || s.startsWith('$JS.API.CONSUMER.') || s === '$JS.API.INFO' || s === 'toolsearch.status')).toBe(true);
     const receivers = roles.filter((r) => pk(r).subscribe.allow.includes('toolsearch.rpc.code.run'));
     expect(receivers).toEqual(['sandbox']);
     for (const r of ['client', 'sandbox'] as const) {

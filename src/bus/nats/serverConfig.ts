@@ -120,7 +120,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
     case 'auditor':
       return {
         publish: {
-          allow: [api('INFO'), ...readFacts(s.events), ...readFacts(s.sessions)],
+          // Reads only: JetStream read consumers, and the status request (`toolsearch status`), which writes nothing.
+          allow: [api('INFO'), ...readFacts(s.events), ...readFacts(s.sessions), STATUS_SUBJECT],
           deny: [
             // The work queues' durable consumers are not the auditor's to take from or to change.
             api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`), api(`CONSUMER.CREATE.${s.events}.${policyDurable}.>`),
@@ -128,7 +129,7 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             api('STREAM.PURGE.>'), api('STREAM.DELETE.>'), api('CONSUMER.DELETE.>'), '$KV.>',
           ],
         },
-        subscribe: { allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, inbox], deny: [] },
+        subscribe: { allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, `${ACTORS_SUBJECT_ROOT}.>`, inbox], deny: [] },
         allowResponses: false,
       };
     default: {
