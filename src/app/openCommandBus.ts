@@ -14,9 +14,11 @@ export async function openCommandBus(opts: {
   url: string | undefined; env: NodeJS.ProcessEnv; streamPrefix?: string; name: string; connectTimeoutMs?: number;
   cwd?: string; config?: ResolvedConfig['nats'];
 }): Promise<Result<NatsBus | undefined>> {
+  // Config nats.url does not switch a command to NATS by itself: the flag or NATS_URL does.
+  const { url: _configUrl, ...credentials } = opts.config ?? {};
   const settings = natsConnectSettings({
     url: opts.url, env: opts.env, ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
-    ...(opts.config === undefined ? {} : { config: { ...opts.config, url: undefined } as never }),
+    ...(opts.config === undefined ? {} : { config: credentials }),
   });
   if (!settings.ok) return settings;
   const c = settings.value;
