@@ -84,4 +84,9 @@ describe('rolePermissions', () => {
     // The gateway publishes every fact type but the decision, by name.
     expect(pk('gateway').publish.allow.filter((s) => s.startsWith('toolsearch.evt.'))).toHaveLength(factTypes().length - 1);
   });
+  it('names the streams of a deployment with a stream prefix', () => {
+    const r = rolePermissions({ name: 'gateway', role: 'gateway', publicKey: 'UGW' }, 'ACME_');
+    expect(r.publish.allow).toEqual(expect.arrayContaining(['$JS.API.STREAM.CREATE.ACME_TOOLSEARCH_EVENTS', '$JS.API.STREAM.CREATE.ACME_GATEWAY_COMMANDS']));
+    expect(r.publish.allow.some((s) => s.includes('.TOOLSEARCH_EVENTS'))).toBe(false);
+  });
 });
