@@ -50,7 +50,8 @@ describe('natsConnectSettings', () => {
     const r1 = natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: bad } });
     expect(r1).toMatchObject({ ok: false, error: { code: 'nats.badNkey' } });
     const broken = join(dir, 'broken.nk');
-    writeFileSync(broken, `${seedText.slice(0, -1)}${seedText.endsWith('A') ? 'B' : 'A'}\n`);
+    // One character in the middle changed: the checksum no longer matches.
+    writeFileSync(broken, `${seedText.slice(0, 20)}${seedText[20] === 'A' ? 'B' : 'A'}${seedText.slice(21)}\n`);
     const r2 = natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: broken } });
     expect(r2).toMatchObject({ ok: false, error: { code: 'nats.badNkey' } });
     expect(JSON.stringify(r2)).not.toContain(seedText.slice(2, 40));
