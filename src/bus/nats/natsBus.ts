@@ -88,7 +88,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Opens the NATS JetStream bus: connects within `connectTimeoutMs` (then reconnects forever), creates or updates the streams
- * `TOOLSEARCH_EVENTS` (`toolsearch.evt.>`), `GATEWAY_SESSIONS` (`gateway.session.>`) and the turn-marker
+ * `TOOLSEARCH_EVENTS` (`toolsearch.evt.>`), `GATEWAY_SESSIONS` (`gateway.session.>`), the command work queue
+ * `GATEWAY_COMMANDS` (`gateway.cmd.>`, bounded age) and the turn-marker
  * stream `TOOLSEARCH_TURNS` (`toolsearch.turnseq.>`), and returns the bus.
  *
  * Delivery design (nats-server 2.9: one filter subject per consumer):

@@ -33,8 +33,9 @@ x-toolsearch-agent and x-toolsearch-profile (policy; "default" or a name from th
 profiles: any other value is refused with 400 unknown_agent / unknown_profile).
 Telemetry: OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://localhost:4318 for Jaeger) or
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT exports every turn's spans over OTLP/HTTP; config telemetry.enabled
-also writes trace files per session. With --nats, turns published by other gateways as session events
-run here too.
+also writes trace files per session. With --nats, turns that clients request as commands
+(gateway.cmd.<principal>.<session>.<type>) run here too, as their principal's identity (config principals).
+A secured server (toolsearch nats-auth) needs each role's seed: --nats-nkey DIR/<role>.nk.
 Runs until SIGINT or SIGTERM, then closes every session, MCP server and child process.`;
 
 /** Until SIGINT or SIGTERM; returns the signal's name. */

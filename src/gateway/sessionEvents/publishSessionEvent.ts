@@ -2,7 +2,7 @@ import type { Envelope, EventBus } from '../../bus/index.js';
 import { makeEnvelope, validateEvent, type EventData, type EventOf } from '../../events/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
 
-/** The gateway session events another gateway (or the HTTP front) publishes to drive turns. */
+/** The gateway session commands a client (another gateway, an app) publishes to drive turns (the HTTP front records the same types). */
 export type SessionEventType = 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended' | 'gateway.session.closed';
 /** The answers the consumer publishes back (`turn_opened`, `tool_answered`, `event_rejected`). */
 export type SessionAnswerType = 'gateway.turn.opened' | 'gateway.tool.answered' | 'gateway.event.rejected';
