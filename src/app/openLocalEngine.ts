@@ -86,9 +86,13 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
       ...(tracesDir === undefined ? {} : { tracesDir, fileName: { kind: 'run' as const } }), otlp: 'env', sampleRatio: config.telemetry.sampleRatio,
       ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
     });
+  // Connected as a principal of a secured deployment (an nkey), the engine may not publish decisions: the
+  // deployment's policy role decides its calls instead of an enforcer of its own.
+  const principal = (bus as { principal?: unknown }).principal;
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
+    ...(typeof principal === 'string' && principal !== 'default' ? { startEnforcer: false } : {}),
   });
   let closing: Promise<void> | undefined;
   return ok({

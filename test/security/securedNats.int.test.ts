@@ -10,6 +10,7 @@ import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transp
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { startNatsServerWithConfig, type NatsServer } from '../support/natsServer.js';
 import { natsAuthCommand } from '../../src/cli/commands/natsAuth.js';
+import { turnCommand } from '../../src/cli/commands/turn.js';
 import {
   busConnectOptions, isBusError, natsConnectSettings, openNatsBus, readNkeySeed, type NatsBus,
 } from '../../src/bus/nats/index.js';
@@ -127,7 +128,7 @@ beforeAll(async () => {
   server = await startNatsServerWithConfig(join(auth, 'nats-server.conf'));
 
   writeFileSync(join(dir, 'counter.mjs'), PLUGIN(witness));
-  const parsed = parseConfig({
+  const raw = {
     tools: { toolSearch: { mode: 'code' }, approval: { require: ['deploy_service'], timeoutMs: 1500 } },
     plugins: [join(dir, 'counter.mjs')], workspaceDir: dir,
     nats: { decisionTimeoutMs: 2500, nkeyFile: seed('gateway') },
@@ -135,7 +136,9 @@ beforeAll(async () => {
       client: { nkey: keys['client'] },
       'client-billing': { nkey: keys['client-billing'], owner: true },
     },
-  }, undefined, { cwd: dir });
+  };
+  writeFileSync(join(dir, 'config.json5'), JSON.stringify(raw));
+  const parsed = parseConfig(raw, undefined, { cwd: dir });
   if (!parsed.ok) throw new Error(parsed.error.message);
   config = parsed.value.config;
 
@@ -194,6 +197,20 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
       if (left > 0) await sleep(100);
     }
     expect(left).toBe(0);
+  }, 60_000);
+
+  it('runs `toolsearch turn --nats --nats-nkey gateway.nk`: its calls are decided by the policy role', async () => {
+    writeFileSync(join(dir, 'script.json'), JSON.stringify({
+      session: { sessionId: 'cli-1' }, mode: 'tools', steps: [{ tool: 'tool_call', args: { id: 'openclaw:counter:count_call', args: {} } }],
+    }));
+    const out: string[] = [];
+    const before = ran().length;
+    const rc = await turnCommand.run(['--nats', server.url, '--nats-nkey', seed('gateway'), '--config', join(dir, 'config.json5'), '--script', join(dir, 'script.json'), '--json'],
+      { stdout: (l) => out.push(l), stderr: (l) => out.push(l), cwd: dir, env: {} });
+    expect(rc, out.join('\n')).toBe(0);
+    const last = JSON.parse(out.filter((l) => l.startsWith('{')).at(-1)!) as { results: Array<{ ok: boolean }> };
+    expect(last.results).toEqual([expect.objectContaining({ ok: true })]);
+    expect(ran().length).toBe(before + 1);
   }, 60_000);
 
   it('lets the auditor replay every fact and write nothing', async () => {
