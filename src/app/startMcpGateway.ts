@@ -86,7 +86,12 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     return statics;
   }
   for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
-  const engine = createEngine({ config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools' });
+  // As a principal of a secured deployment the engine may not publish decisions: the policy role decides its calls.
+  const principal = (bus as { principal?: unknown }).principal;
+  const engine = createEngine({
+    config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools',
+    ...(typeof principal === 'string' && principal !== 'default' ? { startEnforcer: false } : {}),
+  });
   closers.push(() => engine.close());
 
   const servers = includeConfig ? Object.keys(config.mcpServers) : [];
