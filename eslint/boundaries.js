@@ -17,7 +17,7 @@ export const ALLOWED = {
   expose: ['catalog', 'events', 'shared'],
   search: ['catalog', 'config', 'events', 'shared'],
   policy: ['bus', 'catalog', 'config', 'events', 'shared'],
-  sandbox: ['bus', 'config', 'events', 'shared'],
+  sandbox: ['bus', 'config', 'events', 'machines', 'shared'],
   telemetry: ['bus', 'config', 'events', 'shared'],
   audit: ['bus', 'config', 'events', 'shared', 'telemetry'],
   machines: ['events', 'shared', 'catalog'],

@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { openMemoryBus, type EventBus } from '../bus/index.js';
-import { isBusError, openNatsBus, type NatsBusOptions } from '../bus/nats/index.js';
+import {
+  busConnectOptions, isBusError, natsConnectSettings, openNatsBus, scrubSecrets, type NatsBusOptions, type NatsConnectSettings,
+} from '../bus/nats/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { redactUrl } from '../gateway/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
@@ -9,8 +11,13 @@ export interface OpenBusOptions {
   config: ResolvedConfig;
   /** Where a relative `--log` path resolves. */
   cwd: string;
-  /** NATS server URL(s), comma-separated for a cluster: NATS JetStream instead of the embedded bus. */
-  nats?: string;
+  /**
+   * NATS JetStream instead of the embedded bus: server URL(s), comma-separated for a cluster (credentials from config
+   * `nats.*` and the NATS_* variables), or connection settings already made from the command's flags.
+   */
+  nats?: string | NatsConnectSettings;
+  /** Where NATS_* credentials come from (default process.env). */
+  env?: NodeJS.ProcessEnv;
   /** Embedded bus only: `--log FILE`; undefined = config `log.path` when `log.enabled`; false = no log. */
   logPath?: string | false;
   /** Connection name shown by nats-server. */
@@ -30,6 +37,8 @@ export interface OpenedBus {
   logPath: string | undefined;
   /** One line for progress output: the NATS URL without credentials, or the embedded bus and its log. */
   describe: string;
+  /** NATS only: the principal token of the connection (an nkey's public key), or `default` without one. */
+  principal: string;
   /** Resolves once the bus's subscriptions are live on the server (NATS); at once for the embedded bus. */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -49,19 +58,21 @@ export const shownNats = (url: string): string => natsServers(url).map(redactUrl
 export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> {
   const config = opts.config;
   if (opts.nats !== undefined) {
-    const servers = natsServers(opts.nats);
-    const shown = shownNats(opts.nats);
+    const settings = typeof opts.nats === 'string' ? natsConnectSettings({ url: opts.nats, config: config.nats, env: opts.env ?? process.env, cwd: opts.cwd }) : ok(opts.nats);
+    if (!settings.ok) return settings;
+    const c = settings.value;
+    if (c === undefined) return fail('gateway.busUnavailable', 'No NATS server named: give --nats URL (or NATS_URL), or leave it out for the embedded bus.');
     try {
       const nats = await openNatsBus({
-        servers, name: opts.name, replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs,
-        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        ...busConnectOptions(c), name: opts.name, replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs,
+        commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
         ...(opts.manageStreams !== undefined ? { manageStreams: opts.manageStreams } : {}),
         ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),
       });
-      return ok({ bus: nats, kind: 'nats', logPath: undefined, describe: `NATS at ${shown}`, ready: () => nats.ready(), close: () => nats.close() });
+      return ok({ bus: nats, kind: 'nats', logPath: undefined, describe: `NATS at ${c.display}`, principal: c.principal, ready: () => nats.ready(), close: () => nats.close() });
     } catch (err) {
-      const why = isBusError(err) ? err.message : err instanceof Error ? err.message : String(err);
-      return fail('gateway.busUnavailable', `Cannot use NATS at ${shown}: ${why}. Start nats-server (with -js) or leave out --nats for the embedded bus.`, { servers: servers.map(redactUrl) });
+      const why = scrubSecrets(isBusError(err) ? err.message : err instanceof Error ? err.message : String(err), c.secrets);
+      return fail('gateway.busUnavailable', `Cannot use NATS at ${c.display}: ${why}. Start nats-server (with -js), check the credentials (--nats-nkey, NATS_*), or leave out --nats for the embedded bus.`, { servers: c.servers.map(redactUrl) });
     }
   }
   const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
@@ -72,7 +83,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> 
     return fail('gateway.logUnavailable', `Cannot open the event log ${logPath === false ? '' : logPath}: ${err instanceof Error ? err.message : String(err)}. Choose a writable file with --log FILE or config log.path (log.enabled: false for none).`);
   }
   return ok({
-    bus: memory, kind: 'embedded', logPath: memory.logPath,
+    bus: memory, kind: 'embedded', logPath: memory.logPath, principal: 'default',
     describe: memory.logPath === undefined ? 'embedded (no log file)' : `embedded, events logged to ${memory.logPath}`,
     ready: async () => undefined,
     close: () => memory.close(),

@@ -1,22 +1,38 @@
-import { isBusError, openNatsBus, type NatsBus } from '../bus/nats/index.js';
+import { busConnectOptions, isBusError, natsConnectSettings, openNatsBus, scrubSecrets, type NatsBus } from '../bus/nats/index.js';
+import type { ResolvedConfig } from '../config/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 
 /**
  * The NATS bus of a one-shot command (`turn --nats`, `code --nats`): `url` from the flag, else NATS_URL; a
- * comma-separated list is a cluster. Missing streams are created, existing ones keep the deployment's settings.
- * `undefined` when neither names a server (the command uses the embedded bus). Unreachable: a failure value.
+ * comma-separated list is a cluster. Credentials from the environment (NATS_USER, NATS_PASSWORD, NATS_TOKEN,
+ * NATS_NKEY, NATS_CA/CERT/KEY: the CLI puts its --nats-* flags there) and config `nats.*`; never printed.
+ * Missing streams are created, existing ones keep the deployment's settings; a principal of a secured deployment
+ * leaves the streams alone. `undefined` when neither names a server (the command uses the embedded bus).
+ * Unreachable or refused: a failure value.
  */
-export async function openCommandBus(opts: { url: string | undefined; env: NodeJS.ProcessEnv; streamPrefix?: string; name: string; connectTimeoutMs?: number }): Promise<Result<NatsBus | undefined>> {
-  const url = opts.url ?? (opts.env['NATS_URL']?.trim() || undefined);
-  if (url === undefined) return ok(undefined);
-  const servers = url.split(',').map((u) => u.trim()).filter((u) => u !== '');
+export async function openCommandBus(opts: {
+  url: string | undefined; env: NodeJS.ProcessEnv; streamPrefix?: string; name: string; connectTimeoutMs?: number;
+  cwd?: string; config?: ResolvedConfig['nats'];
+}): Promise<Result<NatsBus | undefined>> {
+  // Config nats.url does not switch a command to NATS by itself: the flag or NATS_URL does.
+  const { url: _configUrl, ...credentials } = opts.config ?? {};
+  const settings = natsConnectSettings({
+    url: opts.url, env: opts.env, ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+    ...(opts.config === undefined ? {} : { config: credentials }),
+  });
+  if (!settings.ok) return settings;
+  const c = settings.value;
+  if (c === undefined) return ok(undefined);
   try {
     return ok(await openNatsBus({
-      servers, name: opts.name, manageStreams: 'ifMissing', connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
+      ...busConnectOptions(c), name: opts.name, manageStreams: c.principal === 'default' ? 'ifMissing' : false, connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
       ...(opts.streamPrefix === undefined ? {} : { streamPrefix: opts.streamPrefix }),
     }));
   } catch (err) {
-    if (isBusError(err)) return fail(err.code, err.message.startsWith(`${err.code}: `) ? err.message.slice(err.code.length + 2) : err.message);
+    if (isBusError(err)) {
+      const m = scrubSecrets(err.message, c.secrets);
+      return fail(err.code, m.startsWith(`${err.code}: `) ? m.slice(err.code.length + 2) : m);
+    }
     throw err;
   }
 }

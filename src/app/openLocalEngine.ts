@@ -80,9 +80,13 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
   const sandbox: Sandbox | undefined = flags.sandbox ?? (flags.withSandbox ? openSandbox(config, { poolSize: 0 }) : undefined);
   const tracesDir = flags.tracesDir !== undefined ? resolve(flags.cwd, flags.tracesDir) : config.telemetry.enabled ? config.telemetry.tracesDir : undefined;
   const telemetry = openTelemetry({ config, tracesDir, fileKind: 'run', ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
+  // Connected as a principal of a secured deployment (an nkey), the engine may not publish decisions: the
+  // deployment's policy role decides its calls instead of an enforcer of its own.
+  const principal = (bus as { principal?: unknown }).principal;
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
+    ...(typeof principal === 'string' && principal !== 'default' ? { startEnforcer: false } : {}),
   });
   let closing: Promise<void> | undefined;
   return ok({

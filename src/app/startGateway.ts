@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
 import type { EventBus } from '../bus/index.js';
+import type { NatsConnectSettings } from '../bus/nats/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { makeEnvelope } from '../events/index.js';
@@ -12,7 +13,7 @@ import { fail, ok, type Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { Engine } from '../turn/index.js';
 import { closeInOrder, type Closer } from './closeInOrder.js';
-import { openBus, shownNats } from './openBus.js';
+import { openBus } from './openBus.js';
 import { openSandbox, SANDBOX_CLOSE_BOUND_MS } from './openSandbox.js';
 import { openTelemetry } from './openTelemetry.js';
 import { startRoleServices } from './startRoleServices.js';
@@ -37,8 +38,10 @@ export interface StartGatewayOptions {
   port?: number;
   /** Default config `gateway.host` (127.0.0.1). */
   host?: string;
-  /** A NATS URL: use NATS JetStream as the bus instead of the embedded one. */
+  /** A NATS URL: use NATS JetStream as the bus instead of the embedded one (credentials from config `nats.*`). */
   nats?: string;
+  /** The NATS connection with its credentials (`natsConnectSettings`); wins over `nats`. */
+  natsConnect?: NatsConnectSettings;
   /** JSONL event log of the embedded bus; default config `log.path` (or none when `log.enabled` is false); false = none. */
   logPath?: string | false;
   /** Upstream OpenAI-compatible base URL; default config `provider.baseUrl`; neither = the built-in mock provider. */
@@ -63,9 +66,9 @@ export interface StartGatewayOptions {
    */
   role?: 'all' | 'gateway';
   /**
-   * Consume Gateway session events published by other gateways (`gateway.session.>`, queue group `gateway`) and
-   * run their turns here. Default: on with NATS, off with the embedded bus. The front's own events are never
-   * consumed (they carry `origin: front:<pid>`).
+   * Consume gateway session commands published by other gateways and apps (`gateway.cmd.>`, queue group `gateway`)
+   * and run their turns here. Default: on with NATS, off with the embedded bus. The front's own records go on
+   * `gateway.session.…`, which no consumer takes as a command.
    */
   sessionEvents?: boolean;
   /**
@@ -170,16 +173,16 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
   try {
     // Bus.
-    if (opts.nats !== undefined) say(`connecting to NATS at ${shownNats(opts.nats)}`);
+    const natsTarget = opts.natsConnect ?? opts.nats;
     const opened = await openBus({
-      config, cwd: opts.cwd, name: 'toolsearch-gateway', onWarning: (m) => say(`warning: ${m}`),
-      ...(opts.nats !== undefined ? { nats: opts.nats } : {}),
+      config, cwd: opts.cwd, name: 'toolsearch-gateway', env, onWarning: (m) => say(`warning: ${m}`),
+      ...(natsTarget !== undefined ? { nats: natsTarget } : {}),
       ...(opts.logPath !== undefined ? { logPath: opts.logPath } : {}),
     });
     if (!opened.ok) return opened;
     const bus = opened.value.bus;
     parts.bus = { name: 'bus', close: () => opened.value.close() };
-    if (opened.value.kind === 'embedded') say(`event bus: ${opened.value.describe}`);
+    say(opened.value.kind === 'embedded' ? `event bus: ${opened.value.describe}` : `connected to ${opened.value.describe}${opened.value.principal === 'default' ? '' : ` as ${opened.value.principal}`}`);
 
     // Telemetry: one trace file per session under tracesDir (config telemetry.enabled), and OTLP/HTTP whenever
     // the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set, so pointing it at Jaeger just works.
@@ -223,9 +226,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     // The turn engine through the deployment roles (src/app/startRoleServices.ts): `all` runs its own policy enforcer and
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
-    // session event consumer runs too, so other gateways can drive turns here; it skips the front's own events
-    // (marked `origin: front:<id>`), which record turns the front runs itself.
-    const consumeSessionEvents = opts.sessionEvents ?? opts.nats !== undefined;
+    // session command consumer runs too, so other gateways can drive turns here; the front's own records of the
+    // turns it runs go on `gateway.session.…`, never on the command subjects.
+    const consumeSessionEvents = opts.sessionEvents ?? opened.value.kind === 'nats';
     const services = await startRoleServices({
       role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,
       onError: (m) => say(`warning: ${m}`),

@@ -17,8 +17,10 @@ export interface McpGatewayOptions {
   pluginFiles?: readonly string[];
   /** JSONL event log of the embedded bus; default config `log.path` when `log.enabled`; false = none. */
   logPath?: string | false;
-  /** Use NATS JetStream as the bus. */
+  /** Use NATS JetStream as the bus (credentials from `env` NATS_* and config `nats.*`). */
   nats?: string;
+  /** Where NATS_USER, NATS_PASSWORD, NATS_TOKEN, NATS_NKEY, NATS_CA/CERT/KEY come from (default process.env). */
+  env?: NodeJS.ProcessEnv;
   /** Session facts of the one session this connection is (defaults: a fresh `mcp-<uuid>`, agent/profile "default"). */
   sessionId?: string;
   agentId?: string;
@@ -53,7 +55,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   };
 
   const opened = await openBus({
-    config, cwd: opts.cwd, name: 'toolsearch-mcp', onWarning: (m) => say(`warning: ${m}`),
+    config, cwd: opts.cwd, name: 'toolsearch-mcp', env: opts.env ?? process.env, onWarning: (m) => say(`warning: ${m}`),
     ...(opts.nats !== undefined ? { nats: opts.nats } : {}),
     ...(opts.logPath !== undefined ? { logPath: opts.logPath } : {}),
   });
@@ -76,9 +78,12 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   closers.push(() => shared.close());
   // The front hears of catalog changes from the shared servers and from the session's own (scope "session").
   const sessionChanges = new Set<() => void>();
+  // As a principal of a secured deployment the engine may not publish decisions: the policy role decides its calls.
+  const principal = opened.value.principal;
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools', sharedMcp: shared,
     onSessionMcpToolsChanged: () => { for (const l of [...sessionChanges]) l(); },
+    ...(principal !== 'default' ? { startEnforcer: false } : {}),
   });
   closers.push(() => engine.close());
 

@@ -27,7 +27,7 @@ export interface RoleServicesOptions {
   engineOptions?: Omit<EngineOptions, 'bus' | 'config' | 'startEnforcer' | 'sandbox'>;
   /** The local sandbox of roles all and sandbox (default: one created from the config; false: none, so role all runs no runner). */
   sandbox?: Sandbox | false;
-  /** Consume Gateway session events (`gateway.session.>`, queue group `gateway`) with the engine (default true). */
+  /** Consume gateway session commands (`gateway.cmd.>`, queue group `gateway`) with the engine (default true). */
   sessionEvents?: boolean;
   /** The actor id announced for `toolsearch status` (default `<hostname-less pid>-<random>`). */
   id?: string;
@@ -120,7 +120,7 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       out.engine = engine;
       if (role === 'all') announce('policy');
       if (opts.sessionEvents !== false) {
-        const consumer = startSessionEventConsumer({ bus, engine, queue: 'gateway', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+        const consumer = startSessionEventConsumer({ bus, engine, config, queue: 'gateway', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
         closers.push(() => consumer.stop());
         out.sessionEvents = consumer;
       }

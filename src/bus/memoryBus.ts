@@ -3,7 +3,7 @@ import { envelopeProblems, isEnvelope, isGatewayType, subjectFor } from '../even
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { EventLogWriter, readEventLog } from './eventLog.js';
 import { assertPattern, subjectMatches } from './subjectMatch.js';
-import type { Envelope, EventBus, SubscribeOptions } from './types.js';
+import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 
 /** The default JSONL event log, relative to the working directory. */
 export const DEFAULT_EVENT_LOG = '.toolsearch/events.jsonl';
@@ -44,7 +44,7 @@ interface Subscription {
   pattern: string;
   queue: string | undefined;
   active: boolean;
-  onEvent: (e: Envelope) => void;
+  onEvent: (e: Envelope, info?: DeliveryInfo) => void;
 }
 interface Server {
   subject: string;
@@ -216,7 +216,7 @@ class MemoryBusImpl implements MemoryBus {
       if (!sub.active) continue;
       this.counters.deliveries++;
       try {
-        sub.onEvent(event);
+        sub.onEvent(event, { subject });
       } catch (err) {
         this.counters.subscriberErrors++;
         this.warn(`subscriber of "${sub.pattern}" threw on ${event.type} ${event.id}: ${errorText(err)}`);
@@ -224,7 +224,7 @@ class MemoryBusImpl implements MemoryBus {
     }
   }
 
-  subscribe(pattern: string, onEvent: (e: Envelope) => void, opts?: SubscribeOptions): () => void {
+  subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void {
     assertPattern(pattern);
     if (this.closed) return () => {};
     const sub: Subscription = { pattern, queue: opts?.queue, active: true, onEvent };

@@ -3,6 +3,11 @@ import type { Result } from '../shared/index.js';
 
 export type { Envelope };
 
+/** Where a delivered event arrived. */
+export interface DeliveryInfo {
+  subject: string;
+}
+
 export interface SubscribeOptions {
   /** Queue group: each event goes to one member of the group (work sharing across processes). */
   queue?: string;
@@ -13,7 +18,7 @@ export interface EventBus {
   /** Resolves once the event is durably accepted (JetStream ack / appended to the log). Idempotent on event.id. */
   publish(event: Envelope): Promise<void>;
   /** Subject pattern with NATS wildcards (`*` one token, `>` the rest). Returns an unsubscribe function. */
-  subscribe(pattern: string, onEvent: (e: Envelope) => void, opts?: SubscribeOptions): () => void;
+  subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void;
   /** Answers requests on a subject; several servers with the same queue share the work. */
   serve(subject: string, handler: (payload: unknown) => Promise<unknown>, opts?: SubscribeOptions): () => void;
   /** Request/reply with a bound: no responder or no answer in time is a failure value, never a hang. */

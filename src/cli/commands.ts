@@ -1,5 +1,5 @@
 import type { Command } from './io.js';
-import { DESCRIBE_USAGE, EVAL_USAGE, LOG_USAGE, SEARCH_USAGE, TURN_USAGE } from './usage.js';
+import { DESCRIBE_USAGE, EVAL_USAGE, LOG_USAGE, NATS_AUTH_USAGE, SEARCH_USAGE, TURN_USAGE } from './usage.js';
 
 /**
  * One command of the CLI as the registry knows it: cheap strings, and `load` to import the module that runs it.
@@ -28,6 +28,7 @@ export const commands: CommandEntry[] = [
   { name: 'config', summary: 'get, set or unset a key of the config file', load: async () => (await import('./commands/config.js')).configCommand },
   { name: 'audit', summary: "replay one session's events into an audit report", load: async () => (await import('./commands/audit.js')).auditCommand },
   { name: 'traces', summary: "rebuild a session's trace from its events (Jaeger JSON or OTLP JSON lines)", load: async () => (await import('./commands/traces.js')).tracesCommand },
+  { name: 'nats-auth', summary: 'write a secured nats-server config and one nkey seed per role (gateway, policy, sandbox, client, approver, auditor)', usage: NATS_AUTH_USAGE, load: async () => (await import('./commands/natsAuth.js')).natsAuthCommand },
   { name: 'status', summary: 'list the live actors (gateway, policy, sandbox) of a NATS deployment', load: async () => (await import('./commands/status.js')).statusCommand },
   { name: 'mock-provider', summary: 'run the scripted OpenAI-compatible mock provider', load: async () => (await import('./commands/mockProvider.js')).mockProviderCommand },
 ];

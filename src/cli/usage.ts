@@ -1,5 +1,15 @@
 // Usage texts of the CLI commands, kept apart from the commands so `toolsearch <command> --help` loads no heavy module.
 
+/** Help lines of the credential flags every command with `--nats URL` takes. */
+export const NATS_FLAG_HELP = [
+  '  --nats-nkey FILE  connect as the principal of this nkey seed file (toolsearch nats-auth writes one per role);',
+  '                    default NATS_NKEY, else config nats.nkeyFile',
+  '  --nats-user U     NATS user (password from NATS_PASSWORD or config nats.password; a token from NATS_TOKEN or',
+  '                    nats.token; nats://user:pass@host also works and is never printed)',
+  '  --nats-tls-ca F, --nats-tls-cert F, --nats-tls-key F',
+  '                    TLS: CA to trust, client certificate and key (default NATS_CA, NATS_CERT, NATS_KEY, nats.tls.*)',
+].join('\n');
+
 const CATALOG_HELP = [
   '  --config F        config file (default: toolsearch.config.json5 in the working directory)',
   '  --catalog PATH    MCP tools/list snapshot file or folder of them; repeatable. With --catalog and no --config the',
@@ -36,6 +46,7 @@ export const TURN_USAGE = [
   '  --log FILE        the JSONL event log (default config log.path, .toolsearch/events.jsonl)',
   '  --nats URL        use NATS JetStream as the bus (default NATS_URL, else the embedded bus); the turn runs here,',
   '                    with its own policy enforcer; audit it with toolsearch audit --nats URL --session ID',
+  NATS_FLAG_HELP,
   '  --stream-prefix P prefix of the NATS stream names (as for audit)',
   '  --traces-dir DIR  write trace files of the run there',
   '  --json            last line: {"exposure": {mode, tools, bytes}, "results": [...], "sessionLog": {...},',
@@ -53,3 +64,23 @@ export const LOG_USAGE = [
   '  --session ID  the session',
   '  --json        the session log as one JSON object on the last line',
 ].join('\n');
+
+export const NATS_AUTH_USAGE = `Usage: toolsearch nats-auth --out DIR [--client NAME]... [--port N] [--stream-prefix P] [--json]
+
+Writes what a secured NATS deployment needs:
+  DIR/nats-server.conf     a complete nats-server config: JetStream on, the authorization block (one nkey user per
+                           principal, each with the exact subjects of its role). Start it with
+                           nats-server -c DIR/nats-server.conf [-p PORT] [-sd STORE_DIR]
+  DIR/authorization.conf   the same authorization block alone, to include in the node configs of a cluster
+  DIR/<role>.nk            one nkey seed per role: gateway, policy, sandbox, client, approver, auditor; give it to a
+                           process with --nats-nkey FILE (or NATS_NKEY, or config nats.nkeyFile)
+  DIR/client-NAME.nk       one more client principal per --client NAME, so outside apps are told apart
+  DIR/principals.json5     the config's principals (client principals by nkey public key): merge it into the
+                           gateway's config to give each client its agents, profiles, sandboxes and owner right
+Seeds already in DIR are kept (run it again with another --client to add one); seed files are written 0600.
+
+  --out DIR          where to write (created 0700)
+  --client NAME      an extra client principal (letters, digits, _ and -); repeatable
+  --port N           the port in nats-server.conf (default 4222; -p on the command line wins)
+  --stream-prefix P  the stream name prefix the deployment uses (default none)
+  --json             print {dir, principals: [{name, role, publicKey, seedFile}]} on the last line`;

@@ -8,7 +8,7 @@ export const CONFIG_DEFAULTS = {
   approvalTimeoutMs: 30_000,
   sandbox: { requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 64 * 1024, maxResultBytes: 256 * 1024 },
   log: { path: '.toolsearch/events.jsonl', enabled: true },
-  nats: { replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5_000 },
+  nats: { replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5_000, commandMaxAgeMs: 3_600_000 },
   provider: { maxRounds: 8 },
   gateway: { host: '127.0.0.1' },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
@@ -75,7 +75,14 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       enabled: raw.log?.enabled ?? d.log.enabled,
       content: raw.log?.content ?? 'digest',
     },
-    nats: { ...d.nats, ...raw.nats },
+    nats: {
+      ...d.nats, ...raw.nats,
+      ...(raw.nats?.nkeyFile === undefined ? {} : { nkeyFile: abs(baseDir, raw.nats.nkeyFile) }),
+      ...(raw.nats?.tls === undefined ? {} : {
+        tls: Object.fromEntries(Object.entries(raw.nats.tls).map(([k, v]) => [k, abs(baseDir, v)])) as { ca?: string; cert?: string; key?: string },
+      }),
+    },
+    requestMcpServers: { servers: resolveServers(raw.requestMcpServers?.servers, baseDir), urls: [...(raw.requestMcpServers?.urls ?? [])] },
     provider: { ...d.provider, ...raw.provider },
     gateway: {
       ...d.gateway, ...raw.gateway,

@@ -193,6 +193,30 @@ export const ToolSearchConfig = Type.Object(
             Type.Union([Type.Literal('limits'), Type.Literal('interest'), Type.Literal('workqueue')]),
           ),
           decisionTimeoutMs: Type.Optional(positiveInt('5000')),
+          user: Type.Optional(Type.String({ minLength: 1 })),
+          password: Type.Optional(Type.String({ minLength: 1 })),
+          token: Type.Optional(Type.String({ minLength: 1 })),
+          nkeyFile: Type.Optional(Type.String({ minLength: 1, description: 'an nkey seed file (toolsearch nats-auth writes one per role)' })),
+          tls: Type.Optional(
+            Type.Object(
+              {
+                ca: Type.Optional(Type.String({ minLength: 1 })),
+                cert: Type.Optional(Type.String({ minLength: 1 })),
+                key: Type.Optional(Type.String({ minLength: 1 })),
+              },
+              closed,
+            ),
+          ),
+          commandMaxAgeMs: Type.Optional(positiveInt('3600000')),
+        },
+        closed,
+      ),
+    ),
+    requestMcpServers: Type.Optional(
+      Type.Object(
+        {
+          servers: Type.Optional(McpServers),
+          urls: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
         },
         closed,
       ),

@@ -53,7 +53,22 @@ export interface ResolvedConfig {
     maxAgeMs: number;
     retention: 'limits' | 'interest' | 'workqueue';
     decisionTimeoutMs: number;
+    user?: string;
+    password?: string;
+    token?: string;
+    /** Absolute path of the nkey seed file. */
+    nkeyFile?: string;
+    /** Absolute paths of the TLS files. */
+    tls?: { ca?: string; cert?: string; key?: string };
+    /** Max age of the command stream GATEWAY_COMMANDS (a work queue: taken commands go at once). */
+    commandMaxAgeMs: number;
   };
+  /**
+   * What a turn request (a `gateway.turn.requested` command) may add as MCP servers: a server of `servers` by its
+   * name, or a URL of `urls` (exact, or a `*` glob). Nothing else: a request never starts a process of its own and
+   * never replaces a configured server.
+   */
+  requestMcpServers: { servers: Record<string, McpServerSpec>; urls: string[] };
   provider: { baseUrl?: string; apiKey?: string; model?: string; maxRounds: number };
   /** `tls`: absolute paths of the PEM certificate and key; the front serves HTTPS when set. */
   gateway: { port?: number; host: string; tls?: { cert: string; key: string } };

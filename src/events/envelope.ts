@@ -23,6 +23,10 @@ export const EnvelopeSchema = Type.Object({
   causationId: Type.Union([Type.String(), Type.Null()]),
   data: Type.Unknown(),
   trace: Type.Optional(Type.Record(Type.String(), Type.String())),
+  /** Schema version of the envelope: 2 now; absent on older events (1), which read and fold as before. */
+  v: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** The principal token of a command (`gateway.cmd.<principal>.…`); absent on facts and answers. */
+  principal: Type.Optional(Type.String({ minLength: 1 })),
 });
 export type EnvelopeSchema = Static<typeof EnvelopeSchema>;
 
@@ -41,6 +45,13 @@ export interface Envelope<T = unknown> {
   data: T;
   /** W3C trace context (`traceparent`, `tracestate`), so a turn spread over processes stays one trace. */
   trace?: Record<string, string>;
+  /** Envelope schema version: 2 since commands and facts are apart; absent on events written before (read as 1). */
+  v?: number;
+  /**
+   * Set on a command (a gateway session command type): the principal token it is published under
+   * (`gateway.cmd.<principal>.…`). Routing only: the consumer takes the identity from the subject it arrived on.
+   */
+  principal?: string;
 }
 
 /** What `makeEnvelope` needs; `id` defaults to a random UUID, `at` may be a Date. */
@@ -54,7 +65,12 @@ export interface EnvelopeInput<K extends EventType> {
   data: EventData<K>;
   id?: string;
   trace?: Record<string, string>;
+  /** Makes the envelope a command of this principal token (command types only). */
+  principal?: string;
 }
+
+/** The envelope schema version `makeEnvelope` writes. */
+export const ENVELOPE_VERSION = 2;
 
 /**
  * Builds an envelope for a known event type, typed by its data. Time comes in (`at`), so callers stay
@@ -72,5 +88,7 @@ export function makeEnvelope<K extends EventType>(input: EnvelopeInput<K>): Even
     data: input.data,
   };
   if (input.trace !== undefined) env.trace = input.trace;
+  if (input.principal !== undefined) env.principal = input.principal;
+  env.v = ENVELOPE_VERSION;
   return env;
 }

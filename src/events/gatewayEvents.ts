@@ -2,7 +2,8 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ErrorInfo, ModeSchema, NonNegInt } from './common.js';
 
 /*
- * Gateway session events: subjects `gateway.session.<sessionId>.<type>`, stream GATEWAY_SESSIONS.
+ * Gateway session events: commands on `gateway.cmd.<principal>.<sessionId>.<type>` (stream GATEWAY_COMMANDS), answers
+ * and the HTTP front's records on `gateway.session.<sessionId>.<type>` (stream GATEWAY_SESSIONS).
  * Another gateway can publish these: the envelope is the same as for turn events; `turnId` is the turn the
  * event belongs to (empty string for session-wide events such as `gateway.session.closed`).
  */

@@ -1,10 +1,16 @@
 export { EventSchemas, GATEWAY_TYPE_PREFIX, isEvent, isEventType, isGatewayType } from './registry.js';
 export type { AnyEvent, EventData, EventOf, EventType } from './registry.js';
-export { EVENT_TYPE_PATTERN, EnvelopeSchema, isWellFormedType, makeEnvelope } from './envelope.js';
+export { ENVELOPE_VERSION, EVENT_TYPE_PATTERN, EnvelopeSchema, isWellFormedType, makeEnvelope } from './envelope.js';
 export type { Envelope, EnvelopeInput } from './envelope.js';
 export { envelopeProblems, isEnvelope, validateEvent } from './validateEvent.js';
 export type { EventProblem } from './validateEvent.js';
 export {
+  COMMAND_SUBJECT_PREFIX,
+  COMMAND_TYPES,
+  commandPattern,
+  commandSubject,
+  isCommandType,
+  parseCommandSubject,
   EMPTY_TOKEN,
   EVENT_SUBJECT_PREFIX,
   GATEWAY_SUBJECT_PREFIX,

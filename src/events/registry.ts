@@ -79,7 +79,7 @@ export type EventOf<K extends EventType> = Envelope<EventData<K>> & { type: K };
 /** Any known event: a union discriminated on `type`, for folds that `switch (e.type)`. */
 export type AnyEvent = { [K in EventType]: EventOf<K> }[EventType];
 
-/** Gateway session events live in their own subject space (`gateway.session.<sessionId>.<type>`). */
+/** Gateway session events live in their own subject spaces (`gateway.cmd.…` for commands, `gateway.session.…`). */
 export const GATEWAY_TYPE_PREFIX = 'gateway.';
 
 /** Pure: no I/O. */

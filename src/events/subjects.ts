@@ -5,8 +5,13 @@ import { GATEWAY_TYPE_PREFIX, isGatewayType } from './registry.js';
 
 /*
  * Subject design (one filter subject per consumer on nats-server 2.9):
- *   toolsearch.evt.<sessionId>.<turnId>.<typeToken>   stream TOOLSEARCH_EVENTS, filter toolsearch.evt.>
- *   gateway.session.<sessionId>.<typeToken>            stream GATEWAY_SESSIONS, filter gateway.session.>
+ *   toolsearch.evt.<sessionId>.<turnId>.<typeToken>   facts, stream TOOLSEARCH_EVENTS, filter toolsearch.evt.>
+ *   gateway.session.<sessionId>.<typeToken>            answers and the fronts' records, stream GATEWAY_SESSIONS
+ *   gateway.cmd.<principal>.<sessionId>.<typeToken>    commands (turn requested, tool invoked, turn ended, session
+ *                                                      closed), stream GATEWAY_COMMANDS (work queue, bounded age)
+ * The principal token of a command is the publisher's nkey public key (`U…`), or `default` on a server without
+ * principals: NATS tells a subscriber nothing about the publisher, so the secured server config lets each principal
+ * publish only under its own token, and the gateway takes the identity from the token, never from the message.
  * A session replay filters `toolsearch.evt.<sessionId>.>`, a turn `toolsearch.evt.<sessionId>.<turnId>.*`.
  *
  * Id tokens: NATS tokens may not contain `.`, `*`, `>` or whitespace and may not be empty. Ids are encoded
@@ -21,6 +26,11 @@ import { GATEWAY_TYPE_PREFIX, isGatewayType } from './registry.js';
 
 export const EVENT_SUBJECT_PREFIX = 'toolsearch.evt';
 export const GATEWAY_SUBJECT_PREFIX = 'gateway.session';
+export const COMMAND_SUBJECT_PREFIX = 'gateway.cmd';
+/** The gateway types that are commands when they carry a principal (`envelope.principal`). */
+export const COMMAND_TYPES = ['gateway.turn.requested', 'gateway.tool.invoked', 'gateway.turn.ended', 'gateway.session.closed'] as const;
+/** Pure: no I/O. */
+export const isCommandType = (type: string): boolean => (COMMAND_TYPES as readonly string[]).includes(type);
 /** The token of the empty id. */
 export const EMPTY_TOKEN = '%_';
 
@@ -99,9 +109,39 @@ export function gatewaySubject(sessionId: string, type: string): string {
   return `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.${typeToken(bare)}`;
 }
 
-/** The subject an envelope is published on: gateway types in their space, every other type as an event. */
-export function subjectFor(env: Pick<Envelope, 'sessionId' | 'turnId' | 'type'>): string {
+/** `gateway.cmd.<principal>.<sessionId>.<typeToken>`; `type` with or without its `gateway.` prefix. Pure: no I/O. */
+export function commandSubject(principal: string, sessionId: string, type: string): string {
+  const bare = isGatewayType(type) ? type.slice(GATEWAY_TYPE_PREFIX.length) : type;
+  return `${COMMAND_SUBJECT_PREFIX}.${encodeToken(principal)}.${encodeToken(sessionId)}.${typeToken(bare)}`;
+}
+
+/**
+ * The subject an envelope is published on: a command type with a `principal` on `gateway.cmd.…`, other gateway
+ * types (answers, the fronts' records) on `gateway.session.…`, every other type as a fact. Pure: no I/O.
+ */
+export function subjectFor(env: Pick<Envelope, 'sessionId' | 'turnId' | 'type' | 'principal'>): string {
+  if (env.principal !== undefined && isCommandType(env.type)) return commandSubject(env.principal, env.sessionId, env.type);
   return isGatewayType(env.type) ? gatewaySubject(env.sessionId, env.type) : eventSubject(env);
+}
+
+/** The pattern of the commands of every principal, or of one. Pure: no I/O. */
+export function commandPattern(principal?: string): string {
+  return principal === undefined ? `${COMMAND_SUBJECT_PREFIX}.>` : `${COMMAND_SUBJECT_PREFIX}.${encodeToken(principal)}.>`;
+}
+
+/** Splits `gateway.cmd.<principal>.<sessionId>.<typeToken>`; the type comes back with its `gateway.` prefix. Pure: no I/O. */
+export function parseCommandSubject(subject: string): Result<{ principal: string; sessionId: string; type: string }> {
+  const parts = subject.split('.');
+  if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== COMMAND_SUBJECT_PREFIX) {
+    return fail('subject.invalid', `"${subject}" is not a command subject (${COMMAND_SUBJECT_PREFIX}.<principal>.<sessionId>.<type>).`);
+  }
+  const principal = decodeToken(parts[2]!);
+  if (!principal.ok) return principal;
+  const sessionId = decodeToken(parts[3]!);
+  if (!sessionId.ok) return sessionId;
+  const type = typeFromToken(parts[4]!);
+  if (!type.ok) return type;
+  return ok({ principal: principal.value, sessionId: sessionId.value, type: `${GATEWAY_TYPE_PREFIX}${type.value}` });
 }
 
 /** The pattern of one session's events, or one turn's: for replay filters and subscriptions. Pure: no I/O. */

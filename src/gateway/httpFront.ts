@@ -10,7 +10,6 @@ import { isRecord, type ChatRequest } from './front/openai.js';
 import { writeSse } from './front/sse.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
-import { FRONT_ORIGIN_PREFIX } from './sessionEvents/index.js';
 import type { StepResult, TurnEngine } from '../turn/index.js';
 
 /** The request headers that name a request's session, agent and profile. */
@@ -28,7 +27,8 @@ export const MAX_HEADER_VALUE = 200;
  * src/events/gatewayEvents.ts (`gateway.turn.requested`, `gateway.tool.invoked` before each tool runs or each
  * client result is recorded, `gateway.tool.answered` after it, `gateway.turn.ended`); the caller wraps it in an
  * envelope and publishes it. Only requests that start a turn produce events, and each `turn.requested` is
- * followed by exactly one `turn.ended`. Every event's data carries `origin` (see `GatewayServerOptions.origin`).
+ * followed by exactly one `turn.ended`. They are records of turns this front runs itself, published on
+ * `gateway.session.…` (never on the command subjects `gateway.cmd.…`), so no consumer runs them a second time.
  */
 export interface GatewayFrontEvent {
   type: 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.tool.answered' | 'gateway.turn.ended';
@@ -54,12 +54,6 @@ export interface GatewayServerOptions {
   known?: { agents: readonly string[]; profiles: readonly string[] };
   /** Body cap (default 4 MiB); larger bodies get 413. */
   maxBodyBytes?: number;
-  /**
-   * Written into the data of every event the front publishes (`origin`, default `front:<pid>`): the turn the
-   * event records is run by this front, so a session event consumer must not run it a second time
-   * (`startSessionEventConsumer` skips data whose origin starts with `front:`).
-   */
-  origin?: string;
   /** Gateway session events of the front's requests. A throwing listener is ignored. */
   onEvent?: (e: GatewayFrontEvent) => void | Promise<void>;
   /** Loop progress of every turn (for logs). */
@@ -98,10 +92,9 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
   const auth = opts.auth ?? createFrontAuth({ principals: {} });
   const content: ContentMode = opts.content ?? 'digest';
 
-  const origin = opts.origin ?? `${FRONT_ORIGIN_PREFIX}${process.pid}`;
   const publish = async (e: GatewayFrontEvent): Promise<void> => {
     try {
-      await opts.onEvent?.({ ...e, data: { ...e.data, origin } });
+      await opts.onEvent?.(e);
     } catch {
       // The listener owns its failures (the bus reports them); the client still gets its answer.
     }

@@ -17,7 +17,7 @@ export type { FrontAuth, FrontAuthOptions, Caller, AskedIdentity } from './front
 export { contentDigest } from './front/recordContent.js';
 export type { ContentMode } from './front/recordContent.js';
 export type { ChatRequest, ChatMessage, ChatCompletion } from './front/openai.js';
-export { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, FRONT_ORIGIN_PREFIX, isFrontRecord, startSessionEventConsumer, toTurnRequest } from './sessionEvents/index.js';
+export { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, DEFAULT_PRINCIPAL, principalOfToken, requestMcpServers, startSessionEventConsumer, toTurnRequest } from './sessionEvents/index.js';
 export type {
   PublishSessionEventOptions, SessionAnswerType, SessionEventType, SessionEventConsumer, SessionEventConsumerOptions,
   SessionEventConsumerStats,

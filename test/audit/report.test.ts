@@ -200,3 +200,14 @@ describe('auditReport', () => {
     expect(r.detail.events.total).toBe(0);
   });
 });
+
+describe('events written before the envelope version', () => {
+  it('fold into the same report and session log as today\'s (a v1 stream replays as before)', () => {
+    const today = auditSession('sess-v');
+    expect(today.every((e) => e.v === 2)).toBe(true);
+    // As a log written before: no version, and the HTTP front's records still carrying their old origin marker.
+    const older = today.map(({ v: _v, ...e }) => (e.type.startsWith('gateway.') ? { ...e, data: { ...(e.data as object), origin: 'front:123' } } : e));
+    expect(auditReport(older, 'sess-v')).toEqual(auditReport(today, 'sess-v'));
+    expect(sessionLogFrom(older, 'sess-v')).toEqual(sessionLogFrom(today, 'sess-v'));
+  });
+});

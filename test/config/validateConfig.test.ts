@@ -195,7 +195,8 @@ describe('parseConfig', () => {
     expect(c.tools.approval).toEqual({ require: [], timeoutMs: 30000 });
     expect(c.sandbox).toEqual({ requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 65536, maxResultBytes: 262144 });
     expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true, content: 'digest' });
-    expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5000 });
+    expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5000, commandMaxAgeMs: 3_600_000 });
+    expect(c.requestMcpServers).toEqual({ servers: {}, urls: [] });
     expect(c.provider).toEqual({ maxRounds: 8 });
     expect(c.gateway).toEqual({ host: '127.0.0.1' });
     expect(c.telemetry).toEqual({ enabled: false, tracesDir: '/base/traces', sampleRatio: 1 });

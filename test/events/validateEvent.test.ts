@@ -148,3 +148,19 @@ describe('validateEvent', () => {
     expect(validateEvent(env).ok).toBe(true);
   });
 });
+
+describe('envelope schema version', () => {
+  it('writes v 2 and still reads an older envelope without it (and a command with its principal token)', async () => {
+    const { makeEnvelope: make, validateEvent: check, subjectFor: subj } = await import('../../src/events/index.js');
+    const e = make({ type: 'gateway.session.closed', sessionId: 's', turnId: '', seq: 0, at: '2026-01-01T00:00:00.000Z', causationId: null, data: { reason: 'client' } });
+    expect(e.v).toBe(2);
+    const { v: _v, ...older } = e;
+    expect(check(older).ok).toBe(true);
+    expect(subj(older)).toBe('gateway.session.s.session_closed');
+    const cmd = make({ type: 'gateway.session.closed', sessionId: 's', turnId: '', seq: 0, at: '2026-01-01T00:00:00.000Z', causationId: null, data: { reason: 'client' }, principal: 'UKEY' });
+    expect(check(cmd).ok).toBe(true);
+    expect(subj(cmd)).toBe('gateway.cmd.UKEY.s.session_closed');
+    // a fact type never becomes a command, whatever the envelope says
+    expect(subj({ ...cmd, type: 'call.decided', turnId: 't' })).toBe('toolsearch.evt.s.t.call_decided');
+  });
+});

@@ -69,7 +69,7 @@ describe('gateway session events over NATS JetStream', () => {
       const invoked = await publishSessionEvent(clientBus, sid, 'gateway.tool.invoked', { requestId: 'r1', callId: 'c1', tool: 'tool_search', args: { query: 'q' } }, { turnId: 't.1' });
       // a retry of the same event id is not run twice
       if (invoked.ok) await clientBus.publish(invoked.value);
-      await clientBus.publish({ id: 'bad-1', type: 'gateway.turn.requested', sessionId: sid, turnId: 't.2', seq: 0, at: new Date().toISOString(), causationId: null, data: {} });
+      await clientBus.publish({ id: 'bad-1', type: 'gateway.turn.requested', sessionId: sid, turnId: 't.2', seq: 0, at: new Date().toISOString(), causationId: null, data: {}, principal: 'default' });
       await publishSessionEvent(clientBus, sid, 'gateway.session.closed', { reason: 'client' });
       await waitFor(() => answers.length >= 3 && eng.log.includes(`close ${sid}`));
       await consumer.idle();

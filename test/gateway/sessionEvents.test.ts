@@ -14,6 +14,25 @@ import {
   startSessionEventConsumer,
   type SessionEventConsumer,
 } from '../../src/gateway/sessionEvents/index.js';
+import { createUser } from '@nats-io/nkeys';
+import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
+
+/** A principal "app" (its nkey's public key is the command token) that may use agent-1/dev/box with owner rights. */
+const APP = createUser().getPublicKey();
+const OTHER = createUser().getPublicKey();
+function consumerConfig(): ResolvedConfig {
+  const parsed = parseConfig({
+    agents: { 'agent-1': {} }, profiles: { dev: {} }, sandboxes: { box: {} },
+    mcpServers: { global: { url: 'http://127.0.0.1:1/global' } },
+    requestMcpServers: { servers: { fs: { command: 'node', args: ['fs.js'] } }, urls: ['http://127.0.0.1:1/*'] },
+    principals: {
+      app: { nkey: APP, agents: ['default', 'agent-1'], profiles: ['default', 'dev'], sandboxes: ['default', 'box'], owner: true },
+      other: { nkey: OTHER },
+    },
+  }, undefined, { cwd: process.cwd() });
+  if (!parsed.ok) throw new Error(parsed.error.message);
+  return parsed.value.config;
+}
 
 /** A fake engine that records what it is asked; `gate` lets a test hold an invocation until it says so. */
 function fakeEngine() {
@@ -93,7 +112,7 @@ beforeEach(async () => {
     replay: (filter) => bus.replay(filter),
     close: () => bus.close(),
   };
-  consumer = startSessionEventConsumer({ bus: capturing, engine, onError: (m) => errors.push(m) });
+  consumer = startSessionEventConsumer({ bus: capturing, engine, config: consumerConfig(), onError: (m) => errors.push(m) });
 });
 afterEach(async () => {
   await consumer.stop();
@@ -106,14 +125,17 @@ async function settle() {
   await consumer.idle();
 }
 
+/** Publishes as principal APP unless told otherwise. */
+const pub: typeof publishSessionEvent = (b, sid, type, data, opts = {}) => publishSessionEvent(b, sid, type, data, { principal: APP, ...opts });
+
 describe('gateway session events intake', () => {
   it('starts a turn with every fact of the request and answers with the exposure', async () => {
-    const r = await publishSessionEvent(bus, 's1', 'gateway.turn.requested', {
+    const r = await pub(bus, 's1', 'gateway.turn.requested', {
       ...requested,
       clientId: 'app',
       clientTools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object' } }],
-      mcpServers: [{ name: 'fs', command: 'node', args: ['fs.js'] }, { name: 'web', url: 'http://127.0.0.1:1/mcp' }],
-    }, { turnId: 't1' });
+      mcpServers: [{ name: 'fs' }, { name: 'web', url: 'http://127.0.0.1:1/mcp' }],
+    }, { turnId: 't1', principal: APP });
     expect(r.ok).toBe(true);
     await settle();
     expect(engine.requests).toEqual([{
@@ -129,14 +151,14 @@ describe('gateway session events intake', () => {
   });
 
   it('runs tool invocations and answers each with its step result, finding the turn by id or by request id', async () => {
-    await publishSessionEvent(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the engine names it
+    await pub(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the engine names it
     await settle();
     const turnId = (answers[0]!.data as { turnId: string }).turnId;
     expect(turnId).toBe('engine-turn-1');
-    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k1', tool: 'tool_search', args: { query: 'x' } });
-    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k2', tool: 'blocked_tool', args: {} }, { turnId });
-    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k3', tool: 'client_pick', args: {} }, { turnId });
-    await publishSessionEvent(bus, 's1', 'gateway.tool.invoked', {
+    await pub(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k1', tool: 'tool_search', args: { query: 'x' } });
+    await pub(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k2', tool: 'blocked_tool', args: {} }, { turnId });
+    await pub(bus, 's1', 'gateway.tool.invoked', { requestId: 'req-9', callId: 'k3', tool: 'client_pick', args: {} }, { turnId });
+    await pub(bus, 's1', 'gateway.tool.invoked', {
       requestId: 'req-9', callId: 'cc1', tool: 'pick', args: {}, clientResult: { ok: true, value: { colour: 'red' } },
     }, { turnId });
     await settle();
@@ -151,11 +173,11 @@ describe('gateway session events intake', () => {
   });
 
   it('ends turns (completed, failed, cancelled) and closes the session, ending what is still open', async () => {
-    for (const t of ['a', 'b', 'c', 'd']) await publishSessionEvent(bus, 's2', 'gateway.turn.requested', { requestId: `r-${t}` }, { turnId: t });
-    await publishSessionEvent(bus, 's2', 'gateway.turn.ended', { requestId: 'r-a', outcome: 'completed', durationMs: 5 }, { turnId: 'a' });
-    await publishSessionEvent(bus, 's2', 'gateway.turn.ended', { requestId: 'r-b', outcome: 'failed', reason: 'provider down' }, { turnId: 'b' });
-    await publishSessionEvent(bus, 's2', 'gateway.turn.ended', { requestId: 'r-c', outcome: 'cancelled' });
-    await publishSessionEvent(bus, 's2', 'gateway.session.closed', { reason: 'client' });
+    for (const t of ['a', 'b', 'c', 'd']) await pub(bus, 's2', 'gateway.turn.requested', { requestId: `r-${t}` }, { turnId: t });
+    await pub(bus, 's2', 'gateway.turn.ended', { requestId: 'r-a', outcome: 'completed', durationMs: 5 }, { turnId: 'a' });
+    await pub(bus, 's2', 'gateway.turn.ended', { requestId: 'r-b', outcome: 'failed', reason: 'provider down' }, { turnId: 'b' });
+    await pub(bus, 's2', 'gateway.turn.ended', { requestId: 'r-c', outcome: 'cancelled' });
+    await pub(bus, 's2', 'gateway.session.closed', { reason: 'client' });
     await settle();
     expect(engine.log.filter((l) => !l.startsWith('start'))).toEqual([
       'end s2/a completed',
@@ -165,14 +187,14 @@ describe('gateway session events intake', () => {
       'close s2',
     ]);
     // after the close nothing is open: a tool invocation is answered with an error, not run
-    await publishSessionEvent(bus, 's2', 'gateway.tool.invoked', { requestId: 'r-d', callId: 'late', tool: 'tool_search', args: {} }, { turnId: 'd' });
+    await pub(bus, 's2', 'gateway.tool.invoked', { requestId: 'r-d', callId: 'late', tool: 'tool_search', args: {} }, { turnId: 'd' });
     await settle();
     expect(answers.at(-1)!.data).toMatchObject({ callId: 'late', result: { ok: false, error: { code: 'gateway.unknownTurn' } } });
     expect(engine.log.some((l) => l.startsWith('invoke'))).toBe(false);
   });
 
   it('answers a malformed event with a rejection that says why, keeps it on the bus, and goes on', async () => {
-    const bad = makeEnvelope({ type: 'gateway.turn.requested', sessionId: 's3', turnId: 't1', seq: 0, at: new Date(), causationId: null, data: { agentId: 7 } as never });
+    const bad = makeEnvelope({ type: 'gateway.turn.requested', sessionId: 's3', turnId: 't1', seq: 0, at: new Date(), causationId: null, data: { agentId: 7 } as never, principal: APP });
     await bus.publish(bad);
     await settle();
     expect(engine.requests).toHaveLength(0);
@@ -190,7 +212,7 @@ describe('gateway session events intake', () => {
     // kept on the record (the embedded log / the GATEWAY_SESSIONS stream), next to the event it rejects
     expect(bus.stats().stored).toBe(2);
     // the consumer is still alive
-    await publishSessionEvent(bus, 's3', 'gateway.turn.requested', { requestId: 'ok' }, { turnId: 't2' });
+    await pub(bus, 's3', 'gateway.turn.requested', { requestId: 'ok' }, { turnId: 't2', principal: APP });
     await settle();
     expect(engine.requests).toHaveLength(1);
     expect(consumer.stats()).toMatchObject({ rejected: 1, processed: 1 });
@@ -198,7 +220,8 @@ describe('gateway session events intake', () => {
 
   it('rejects an unknown event type and a value that is not an envelope at all, never crashing', async () => {
     const unknown = { ...makeEnvelope({ type: 'gateway.session.closed', sessionId: 's4', turnId: '', seq: 0, at: new Date(), causationId: null, data: { reason: 'idle' } }), type: 'gateway.turn.paused' };
-    await bus.publish(unknown);
+    // An unknown type is no command: it is not even routed to gateway.cmd; delivered there anyway, it is refused.
+    deliver(unknown);
     deliver({ nonsense: true } as unknown as Envelope);
     deliver(null as unknown as Envelope);
     await settle();
@@ -212,13 +235,13 @@ describe('gateway session events intake', () => {
   });
 
   it('rejects a turn end for a turn that is not open', async () => {
-    await publishSessionEvent(bus, 's5', 'gateway.turn.ended', { requestId: 'ghost', outcome: 'completed' }, { turnId: 'ghost' });
+    await pub(bus, 's5', 'gateway.turn.ended', { requestId: 'ghost', outcome: 'completed' }, { turnId: 'ghost' });
     await settle();
     expect(answers[0]).toMatchObject({ type: 'gateway.event.rejected', data: { code: 'gateway.unknownTurn' } });
   });
 
   it('ignores a duplicate delivery of an event id', async () => {
-    const r = await publishSessionEvent(bus, 's6', 'gateway.turn.requested', { requestId: 'r' }, { turnId: 't', id: 'evt-dup' });
+    const r = await pub(bus, 's6', 'gateway.turn.requested', { requestId: 'r' }, { turnId: 't', id: 'evt-dup' });
     await settle();
     expect(r.ok).toBe(true);
     // JetStream redelivers (a member died before its ack), a retrying publisher sends it again
@@ -235,8 +258,9 @@ describe('gateway session events intake', () => {
     const tid = 'turn.1 > *';
     const subjects: string[] = [];
     bus.subscribe(gatewaySessionPattern(sid), (e) => subjects.push(subjectFor(e)));
-    const r = await publishSessionEvent(bus, sid, 'gateway.turn.requested', { requestId: 'q' }, { turnId: tid });
-    await publishSessionEvent(bus, sid, 'gateway.tool.invoked', { requestId: 'q', callId: 'c', tool: 'tool_search', args: {} }, { turnId: tid });
+    bus.subscribe('gateway.cmd.>', (e) => subjects.push(subjectFor(e)));
+    const r = await pub(bus, sid, 'gateway.turn.requested', { requestId: 'q' }, { turnId: tid, principal: APP });
+    await pub(bus, sid, 'gateway.tool.invoked', { requestId: 'q', callId: 'c', tool: 'tool_search', args: {} }, { turnId: tid, principal: APP });
     await settle();
     expect(r.ok).toBe(true);
     const subject = gatewaySubject(sid, 'gateway.turn.requested');
@@ -246,10 +270,11 @@ describe('gateway session events intake', () => {
     expect(engine.requests[0]).toMatchObject({ sessionId: sid, turnId: tid });
     expect(engine.log).toContain(`invoke ${sid}/${tid} tool_search {}`);
     // the answers land in the session's own subject space, not in another session's
+    // commands on gateway.cmd.<principal>.<session>.<type>, answers on gateway.session.<session>.<type>
     expect(subjects).toEqual([
-      `gateway.session.${encodeToken(sid)}.turn_requested`,
+      `gateway.cmd.${APP}.${encodeToken(sid)}.turn_requested`,
       `gateway.session.${encodeToken(sid)}.turn_opened`,
-      `gateway.session.${encodeToken(sid)}.tool_invoked`,
+      `gateway.cmd.${APP}.${encodeToken(sid)}.tool_invoked`,
       `gateway.session.${encodeToken(sid)}.tool_answered`,
     ]);
     for (const s of subjects) expect(subjectMatches(gatewaySessionPattern('acme'), s)).toBe(false);
@@ -258,12 +283,12 @@ describe('gateway session events intake', () => {
   it("keeps one session's events in order while other sessions go on", async () => {
     let release!: () => void;
     engine.gates.set('slow_tool', new Promise<void>((r) => { release = r; }));
-    await publishSessionEvent(bus, 'A', 'gateway.turn.requested', { requestId: 'ra' }, { turnId: 'ta' });
-    await publishSessionEvent(bus, 'A', 'gateway.tool.invoked', { requestId: 'ra', callId: 'a1', tool: 'slow_tool', args: {} }, { turnId: 'ta' });
-    await publishSessionEvent(bus, 'A', 'gateway.tool.invoked', { requestId: 'ra', callId: 'a2', tool: 'fast_tool', args: {} }, { turnId: 'ta' });
-    await publishSessionEvent(bus, 'A', 'gateway.turn.ended', { requestId: 'ra', outcome: 'completed' }, { turnId: 'ta' });
-    await publishSessionEvent(bus, 'B', 'gateway.turn.requested', { requestId: 'rb' }, { turnId: 'tb' });
-    await publishSessionEvent(bus, 'B', 'gateway.tool.invoked', { requestId: 'rb', callId: 'b1', tool: 'fast_tool', args: {} }, { turnId: 'tb' });
+    await pub(bus, 'A', 'gateway.turn.requested', { requestId: 'ra' }, { turnId: 'ta' });
+    await pub(bus, 'A', 'gateway.tool.invoked', { requestId: 'ra', callId: 'a1', tool: 'slow_tool', args: {} }, { turnId: 'ta' });
+    await pub(bus, 'A', 'gateway.tool.invoked', { requestId: 'ra', callId: 'a2', tool: 'fast_tool', args: {} }, { turnId: 'ta' });
+    await pub(bus, 'A', 'gateway.turn.ended', { requestId: 'ra', outcome: 'completed' }, { turnId: 'ta' });
+    await pub(bus, 'B', 'gateway.turn.requested', { requestId: 'rb' }, { turnId: 'tb' });
+    await pub(bus, 'B', 'gateway.tool.invoked', { requestId: 'rb', callId: 'b1', tool: 'fast_tool', args: {} }, { turnId: 'tb' });
     // B is answered while A's first invocation is still held
     for (let i = 0; i < 50 && !answers.some((a) => (a.data as { callId?: string }).callId === 'b1'); i++) await new Promise((r) => setImmediate(r));
     expect(answers.some((a) => (a.data as { callId?: string }).callId === 'b1')).toBe(true);
@@ -278,8 +303,8 @@ describe('gateway session events intake', () => {
 
   it('turns engine failures into answers and reports them, never a crash', async () => {
     engine.failStart = true;
-    await publishSessionEvent(bus, 's7', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
-    await publishSessionEvent(bus, 's7', 'gateway.turn.requested', { requestId: 'r2', harness: 'vim' }, { turnId: 't2' });
+    await pub(bus, 's7', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
+    await pub(bus, 's7', 'gateway.turn.requested', { requestId: 'r2', harness: 'vim' }, { turnId: 't2' });
     await settle();
     expect(answers.map((a) => a.data)).toEqual([
       { requestId: 'r1', ok: false, error: { code: 'policy.invalid', message: 'agent "x" has no policy' } },
@@ -287,24 +312,89 @@ describe('gateway session events intake', () => {
     ]);
     engine.failStart = false;
     engine.throwInvoke = true;
-    await publishSessionEvent(bus, 's7', 'gateway.turn.requested', { requestId: 'r3' }, { turnId: 't3' });
-    await publishSessionEvent(bus, 's7', 'gateway.tool.invoked', { requestId: 'r3', callId: 'x', tool: 'tool_search', args: {} }, { turnId: 't3' });
+    await pub(bus, 's7', 'gateway.turn.requested', { requestId: 'r3' }, { turnId: 't3' });
+    await pub(bus, 's7', 'gateway.tool.invoked', { requestId: 'r3', callId: 'x', tool: 'tool_search', args: {} }, { turnId: 't3' });
     await settle();
     expect(answers.at(-1)!.data).toMatchObject({ callId: 'x', result: { ok: false, error: { code: 'gateway.engineFailed' } } });
     expect(errors.some((m) => m.includes('engine bug'))).toBe(true);
   });
 
   it('answers a second request for an open turn without starting it twice', async () => {
-    await publishSessionEvent(bus, 's8', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
-    await publishSessionEvent(bus, 's8', 'gateway.turn.requested', { requestId: 'r1-again' }, { turnId: 't1' });
+    await pub(bus, 's8', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
+    await pub(bus, 's8', 'gateway.turn.requested', { requestId: 'r1-again' }, { turnId: 't1' });
     await settle();
     expect(engine.requests).toHaveLength(1);
     expect(answers[1]!.data).toMatchObject({ ok: false, error: { code: 'gateway.turnExists' } });
   });
 
   it('publishSessionEvent refuses data that does not fit the schema', async () => {
-    const r = await publishSessionEvent(bus, 's9', 'gateway.turn.ended', { requestId: 'r', outcome: 'exploded' } as never);
+    const r = await pub(bus, 's9', 'gateway.turn.ended', { requestId: 'r', outcome: 'exploded' } as never);
     expect(r).toMatchObject({ ok: false, error: { code: 'gateway.badEvent' } });
     expect(bus.stats().stored).toBe(0);
+  });
+
+  it('takes the identity from the principal: asking for more than it may use is refused, naming what was asked and allowed', async () => {
+    await pub(bus, 'p1', 'gateway.turn.requested', { requestId: 'own', owner: true }, { turnId: 't1', principal: OTHER });
+    await pub(bus, 'p2', 'gateway.turn.requested', { requestId: 'agent', agentId: 'agent-1' }, { turnId: 't1', principal: OTHER });
+    await pub(bus, 'p3', 'gateway.turn.requested', { requestId: 'none' }, { turnId: 't1', principal: 'default' });
+    await settle();
+    expect(engine.requests).toEqual([]);
+    const rejected = answers.filter((a) => a.type === 'gateway.event.rejected').map((a) => a.data as { code: string; reason: string });
+    expect(rejected.map((r) => r.code)).toEqual(['principal.notAllowed', 'principal.notAllowed', 'principal.unknown']);
+    expect(rejected[0]!.reason).toContain('owner rights');
+    expect(rejected[1]!.reason).toMatch(/asked for agent "agent-1" but may use only "default"/);
+    const opened = answers.filter((a) => a.type === 'gateway.turn.opened').map((a) => a.data as { ok: boolean; error: { code: string } });
+    expect(opened.map((o) => [o.ok, o.error.code])).toEqual([[false, 'principal.notAllowed'], [false, 'principal.notAllowed'], [false, 'principal.unknown']]);
+    // The same request from a principal with the rights runs, and an absent field takes the principal's first allowed value.
+    await pub(bus, 'p4', 'gateway.turn.requested', { requestId: 'ok', owner: true, agentId: 'agent-1' }, { turnId: 't1' });
+    await settle();
+    expect(engine.requests).toEqual([expect.objectContaining({ sessionId: 'p4', agentId: 'agent-1', profile: 'default', sandboxId: 'default', owner: true })]);
+  });
+
+  it("refuses a command on another principal's session", async () => {
+    await pub(bus, 'mine', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
+    await pub(bus, 'mine', 'gateway.tool.invoked', { requestId: 'r1', callId: 'c1', tool: 'tool_search', args: {} }, { turnId: 't1', principal: OTHER });
+    await pub(bus, 'mine', 'gateway.turn.requested', { requestId: 'r2' }, { turnId: 't2', principal: OTHER });
+    await settle();
+    expect(engine.requests).toHaveLength(1);
+    expect(engine.log.some((l) => l.startsWith('invoke'))).toBe(false);
+    expect(answers.filter((a) => a.type === 'gateway.event.rejected').map((a) => (a.data as { code: string }).code)).toEqual(['gateway.sessionNotYours', 'gateway.sessionNotYours']);
+    expect(answers.find((a) => a.type === 'gateway.tool.answered')!.data).toMatchObject({ result: { ok: false, error: { code: 'gateway.sessionNotYours' } } });
+  });
+
+  it('never starts a process a request names, never replaces a configured server, and takes only allowed URLs', async () => {
+    const cases: Array<[string, unknown, string]> = [
+      ['cmd', [{ name: 'evil', command: 'sh', args: ['-c', 'touch /tmp/pwned'] }], 'request.mcpServerNotAllowed'],
+      ['fs-own-command', [{ name: 'fs', command: 'sh' }], 'request.mcpServerNotAllowed'],
+      ['replace', [{ name: 'global', url: 'http://127.0.0.1:1/other' }], 'request.mcpServerReplaces'],
+      ['url', [{ name: 'web', url: 'http://evil.example/mcp' }], 'request.mcpServerNotAllowed'],
+      ['unknown-name', [{ name: 'nope' }], 'request.mcpServerNotAllowed'],
+    ];
+    for (const [sid, mcpServers] of cases) await pub(bus, sid, 'gateway.turn.requested', { requestId: sid, mcpServers } as never, { turnId: 't' });
+    await settle();
+    expect(engine.requests).toEqual([]);
+    const codes = answers.filter((a) => a.type === 'gateway.turn.opened').map((a) => (a.data as { error: { code: string } }).error.code);
+    expect(codes).toEqual(cases.map((c) => c[2]));
+    const reasons = answers.filter((a) => a.type === 'gateway.event.rejected').map((a) => (a.data as { reason: string }).reason);
+    expect(reasons[0]).toContain('nothing a request says starts a process');
+    expect(reasons[3]).toContain('requestMcpServers.urls');
+  });
+});
+
+describe('gateway session commands without principals', () => {
+  it('runs every command as default, owner false, and refuses one that asks for more', async () => {
+    const b = await openMemoryBus({ logPath: false });
+    const eng = fakeEngine();
+    const got: Envelope[] = [];
+    b.subscribe(gatewaySessionPattern(), (e) => got.push(e));
+    const c = startSessionEventConsumer({ bus: b, engine: eng });
+    await publishSessionEvent(b, 'd1', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't1' });
+    await publishSessionEvent(b, 'd2', 'gateway.turn.requested', { requestId: 'r2', owner: true }, { turnId: 't1' });
+    await publishSessionEvent(b, 'd3', 'gateway.turn.requested', { requestId: 'r3', mcpServers: [{ name: 'x', command: 'sh' }] }, { turnId: 't1' });
+    await c.idle();
+    expect(eng.requests).toEqual([{ sessionId: 'd1', turnId: 't1', agentId: 'default', profile: 'default', sandboxId: 'default', owner: false }]);
+    expect(got.filter((e) => e.type === 'gateway.event.rejected').map((e) => (e.data as { code: string }).code)).toEqual(['principal.notAllowed', 'request.mcpServerNotAllowed']);
+    await c.stop();
+    await b.close();
   });
 });

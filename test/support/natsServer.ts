@@ -215,3 +215,24 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     },
   };
 }
+
+/**
+ * Starts one nats-server from a config file (`-c FILE`), on a free loopback port with a temp store (`-p`, `-sd`
+ * and `-a` on the command line win over the file, as for an operator), and waits for `/healthz`.
+ */
+export async function startNatsServerWithConfig(configFile: string): Promise<NatsServer> {
+  const port = await freePort();
+  const monitorPort = await freePort();
+  const storeDir = mkdtempSync(join(tmpdir(), 'toolsearch-nats-secured-'));
+  const args = ['-c', configFile, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir, '-n', `ts-${port}`];
+  const h = makeHandle({ args, port, monitorPort, storeDir, name: `ts-${port}` }, [storeDir]);
+  await h.start();
+  return {
+    ...h,
+    running: h.running,
+    async close() {
+      await h.stop();
+      for (const d of h.cleanupDirs) rmSync(d, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,6 +1,7 @@
 import { connect, createInbox } from '@nats-io/transport-node';
 import { decodeJson } from './codec.js';
 import { BusError } from './errors.js';
+import { scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
 import { ACTORS_SUBJECT_ROOT, STATUS_SUBJECT } from './subjects.js';
 import { describe } from './streams.js';
 
@@ -17,13 +18,14 @@ export interface ActorInfo {
  * Lists live actors for `toolsearch status --nats URL`: asks `toolsearch.status` (every announced actor
  * answers) and listens to heartbeats on `toolsearch.actors.>` for `waitMs`, merged by role and id.
  */
-export async function listActors(url: string | string[], opts: { waitMs?: number } = {}): Promise<ActorInfo[]> {
-  const servers = Array.isArray(url) ? url : [url];
+export async function listActors(url: string | string[], opts: { waitMs?: number; auth?: NatsConnectAuth; secrets?: string[] } = {}): Promise<ActorInfo[]> {
+  const servers = (Array.isArray(url) ? url : [url]).map((u) => splitUserInfo(u).url);
   let nc;
   try {
-    nc = await connect({ servers, name: 'toolsearch-status', timeout: 5000 });
+    nc = await connect({ ...opts.auth, servers, name: 'toolsearch-status', timeout: 5000 });
   } catch (e) {
-    throw new BusError('bus.unavailable', `cannot connect to NATS at ${servers.join(', ')}: ${describe(e)}`, { cause: e });
+    const why = scrubSecrets(describe(e), opts.secrets ?? []);
+    throw new BusError('bus.unavailable', `cannot connect to NATS at ${servers.join(', ')}: ${why}`, { cause: new Error(why) });
   }
   const found = new Map<string, ActorInfo>();
   const take = (data: Uint8Array) => {
@@ -48,7 +50,7 @@ export async function listActors(url: string | string[], opts: { waitMs?: number
     if (prev === undefined || prev.lastSeen < info.lastSeen) found.set(key, info);
   };
   try {
-    const inbox = createInbox();
+    const inbox = createInbox(opts.auth?.inboxPrefix);
     const replies = nc.subscribe(inbox, { callback: (err, m) => { if (err === null) take(m.data); } });
     const beats = nc.subscribe(`${ACTORS_SUBJECT_ROOT}.>`, { callback: (err, m) => { if (err === null) take(m.data); } });
     nc.publish(STATUS_SUBJECT, new Uint8Array(), { reply: inbox });

@@ -10,12 +10,13 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { ok, fail, type Result } from '../../shared/index.js';
-import type { Envelope, EventBus, SubscribeOptions } from '../types.js';
+import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from '../types.js';
 import { decodeEnvelope, decodeJson, encodeEnvelope, encodeJson } from './codec.js';
 import { BusError } from './errors.js';
-import { ensureStreams, streamNames, describe, type Retention, type StreamNames } from './streams.js';
+import { DEFAULT_PRINCIPAL_TOKEN, scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
+import { DEFAULT_COMMAND_MAX_AGE_MS, ensureStreams, streamNames, describe, type Retention, type StreamNames } from './streams.js';
 import {
-  EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnMarkerSubject,
+  COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnMarkerSubject,
 } from './subjects.js';
 import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
 
@@ -51,6 +52,14 @@ export interface NatsBusOptions {
   manageStreams?: boolean | 'ifMissing';
   /** Connection and consumer status (disconnect, reconnect, errors). */
   onStatus?: (s: BusStatus) => void;
+  /** Credentials and TLS (see `natsConnectSettings`); `user:password@` in a server URL is used the same way. */
+  auth?: NatsConnectAuth;
+  /** Strings scrubbed from every error (passwords, tokens, seeds); those of `auth` and the URLs are added. */
+  secrets?: string[];
+  /** The principal token of this connection (the nkey public key; default `default`): where its commands go. */
+  principal?: string;
+  /** Command stream max age (bounded retention of message and argument content). Default 3600000 (one hour). */
+  commandMaxAgeMs?: number;
 }
 
 export type BusStatus =
@@ -68,6 +77,8 @@ export interface NatsBus extends EventBus {
   isConnected(): boolean;
   readonly streams: StreamNames;
   readonly connection: NatsConnection;
+  /** The principal token of this connection (`U…` nkey public key, or `default`). */
+  readonly principal: string;
 }
 
 const WRONG_LAST_SEQUENCE = 10071;
@@ -77,7 +88,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Opens the NATS JetStream bus: connects within `connectTimeoutMs` (then reconnects forever), creates or updates the streams
- * `TOOLSEARCH_EVENTS` (`toolsearch.evt.>`), `GATEWAY_SESSIONS` (`gateway.session.>`) and the turn-marker
+ * `TOOLSEARCH_EVENTS` (`toolsearch.evt.>`), `GATEWAY_SESSIONS` (`gateway.session.>`), the command work queue
+ * `GATEWAY_COMMANDS` (`gateway.cmd.>`, bounded age) and the turn-marker
  * stream `TOOLSEARCH_TURNS` (`toolsearch.turnseq.>`), and returns the bus.
  *
  * Delivery design (nats-server 2.9: one filter subject per consumer):
@@ -97,11 +109,24 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * - `replay`: an ordered consumer on `toolsearch.evt.<s>.>` (or `.<t>.*`) read until pending is 0.
  */
 export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
-  const servers = opts.servers ?? (opts.url !== undefined ? [opts.url] : []);
-  if (servers.length === 0) throw new BusError('bus.config', 'openNatsBus needs `url` or `servers` (e.g. nats://127.0.0.1:4222)');
+  const given = opts.servers ?? (opts.url !== undefined ? [opts.url] : []);
+  if (given.length === 0) throw new BusError('bus.config', 'openNatsBus needs `url` or `servers` (e.g. nats://127.0.0.1:4222)');
+  // Credentials in a URL are taken out of it (the client would ignore them and print them in errors).
+  const auth: NatsConnectAuth = { ...opts.auth };
+  const secrets = [...(opts.secrets ?? []), ...[auth.pass, auth.token].filter((v): v is string => v !== undefined)];
+  const servers = given.map((u) => {
+    const s = splitUserInfo(u);
+    if (s.password !== undefined) secrets.push(s.password);
+    if (auth.user === undefined && auth.token === undefined && auth.authenticator === undefined && s.user !== undefined) {
+      if (s.password === undefined) auth.token = s.user;
+      else Object.assign(auth, { user: s.user, pass: s.password });
+    }
+    if (s.user !== undefined && s.password === undefined) secrets.push(s.user);
+    return s.url;
+  });
   const connectTimeoutMs = opts.connectTimeoutMs ?? 15_000;
   const deadline = Date.now() + connectTimeoutMs;
-  const nc = await connectWithin(servers, opts.name ?? `toolsearch-${process.pid}`, deadline, connectTimeoutMs);
+  const nc = await connectWithin(servers, opts.name ?? `toolsearch-${process.pid}`, deadline, connectTimeoutMs, auth, secrets);
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const settings = {
@@ -110,12 +135,13 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
       maxAgeMs: opts.maxAgeMs ?? 0,
       duplicateWindowMs: opts.duplicateWindowMs ?? 120_000,
       retention: opts.retention ?? 'limits',
+      commandMaxAgeMs: opts.commandMaxAgeMs ?? DEFAULT_COMMAND_MAX_AGE_MS,
     };
     if (opts.manageStreams !== false) await ensureStreams(jsm, settings, deadline, opts.manageStreams === 'ifMissing');
     return new NatsBusImpl(nc, jsm, jetstream(nc), streamNames(settings.streamPrefix), opts);
   } catch (e) {
     await nc.close().catch(() => undefined);
-    throw e;
+    throw scrubbedError(e, secrets);
   }
 }
 
@@ -124,27 +150,51 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
  * connect inside the client, which would retry forever), and attempts repeat with a short pause until
  * `deadline`. Once connected, the client reconnects without limit. Unreachable: `bus.unavailable`.
  */
-async function connectWithin(servers: string[], name: string, deadline: number, boundMs: number): Promise<NatsConnection> {
+async function connectWithin(
+  servers: string[], name: string, deadline: number, boundMs: number, auth: NatsConnectAuth, secrets: string[],
+): Promise<NatsConnection> {
   let lastErr: unknown;
   for (let attempt = 0; ; attempt++) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) break;
     try {
       return await withTimer(connect({
-        servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250,
+        ...auth, servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250,
         timeout: Math.max(100, Math.min(remaining, 5000)), waitOnFirstConnect: false, ignoreClusterUpdates: false,
       }), remaining);
     } catch (e) {
       lastErr = e;
-      // A refused credential or a malformed URL does not get better with time.
-      if (e instanceof Error && /authoriz|invalid url|permission/i.test(e.message)) break;
+      // A refused credential, a TLS failure or a malformed URL does not get better with time.
+      if (e instanceof Error && /authoriz|authentication|invalid url|permission|tls|certificate/i.test(`${e.name} ${e.message}`)) {
+        const refused = /authoriz|authentication/i.test(`${e.name} ${e.message}`);
+        throw new BusError(refused ? 'bus.unauthorized' : 'bus.unavailable',
+          refused
+            ? `NATS at ${servers.join(', ')} refused the credentials of this connection (${scrubSecrets(describe(e), secrets)}). ` +
+              'Pass the seed file of your role (--nats-nkey FILE, NATS_NKEY or config nats.nkeyFile), or the user/password or token the server expects'
+            : `cannot connect to NATS at ${servers.join(', ')}: ${scrubSecrets(describe(e), secrets)}. Check the URL and the TLS files (--nats-tls-ca/--nats-tls-cert/--nats-tls-key)`,
+          { cause: new Error(scrubSecrets(describe(e), secrets)), details: { servers } });
+      }
     }
     await sleep(Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now())));
   }
+  const why = lastErr === undefined ? '' : scrubSecrets(describe(lastErr), secrets);
   throw new BusError('bus.unavailable',
-    `cannot connect to NATS at ${servers.join(', ')} within ${boundMs} ms${lastErr === undefined ? '' : ` (${describe(lastErr)})`}. ` +
+    `cannot connect to NATS at ${servers.join(', ')} within ${boundMs} ms${why === '' ? '' : ` (${why})`}. ` +
     'Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats / NATS_URL',
-    { cause: lastErr, details: { servers, timeoutMs: boundMs } });
+    { ...(lastErr === undefined ? {} : { cause: new Error(why) }), details: { servers, timeoutMs: boundMs } });
+}
+
+/** An error with the secrets scrubbed from its message and from its causes' (a BusError keeps its code). */
+function scrubbedError(e: unknown, secrets: string[]): unknown {
+  if (secrets.length === 0) return e;
+  const text = e instanceof Error ? e.message : String(e);
+  const clean = scrubSecrets(text, secrets);
+  const causeText = e instanceof Error && e.cause !== undefined ? scrubSecrets(describe(e.cause), secrets) : undefined;
+  if (e instanceof BusError) {
+    const message = clean.startsWith(`${e.code}: `) ? clean.slice(e.code.length + 2) : clean;
+    return new BusError(e.code, message, { ...(causeText === undefined ? {} : { cause: new Error(causeText) }), ...(e.details === undefined ? {} : { details: e.details }) });
+  }
+  return new BusError('bus.unavailable', clean, causeText === undefined ? undefined : { cause: new Error(causeText) });
 }
 
 /** Rejects when `p` does not settle within `ms`; a connection that arrives late is closed. */
@@ -169,6 +219,7 @@ function withTimer(p: Promise<NatsConnection>, ms: number): Promise<NatsConnecti
 class NatsBusImpl implements NatsBus {
   readonly connection: NatsConnection;
   readonly streams: StreamNames;
+  readonly principal: string;
   readonly #jsm: JetStreamManager;
   readonly #js: JetStreamClient;
   readonly #opts: NatsBusOptions;
@@ -185,6 +236,7 @@ class NatsBusImpl implements NatsBus {
 
   constructor(nc: NatsConnection, jsm: JetStreamManager, js: JetStreamClient, streams: StreamNames, opts: NatsBusOptions) {
     this.connection = nc;
+    this.principal = opts.principal ?? DEFAULT_PRINCIPAL_TOKEN;
     this.#jsm = jsm;
     this.#js = js;
     this.streams = streams;
@@ -300,6 +352,11 @@ class NatsBusImpl implements NatsBus {
         if (!isTransient(e)) {
           if (e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE) throw e;
           if (e instanceof ClosedConnectionError) throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, { cause: e });
+          if (e instanceof Error && /Permissions Violation/i.test(e.message)) {
+            throw new BusError('bus.permissionDenied',
+              `NATS refused event ${event.id} (${event.type}): ${e.message}; this connection's principal may not publish there ` +
+              '(subject permissions of its role, see "Securing a deployment" in the README)', { cause: e });
+          }
           throw new BusError('bus.rejected', `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`, { cause: e });
         }
         lastErr = e;
@@ -316,7 +373,7 @@ class NatsBusImpl implements NatsBus {
 
   // ---------- subscribe ----------
 
-  subscribe(pattern: string, onEvent: (e: Envelope) => void, opts?: SubscribeOptions): () => void {
+  subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void {
     this.#assertOpen();
     const stream = this.#streamOf(pattern);
     if (opts?.queue !== undefined && stream !== undefined) return this.#subscribeWork(stream, pattern, opts.queue, onEvent);
@@ -334,7 +391,7 @@ class NatsBusImpl implements NatsBus {
     return this.#track(() => sub.unsubscribe());
   }
 
-  #subscribeWork(stream: string, pattern: string, queue: string, onEvent: (e: Envelope) => void): () => void {
+  #subscribeWork(stream: string, pattern: string, queue: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void): () => void {
     const name = durableName(this.#opts.streamPrefix ?? '', queue, pattern);
     const startedAt = new Date().toISOString();
     const seen = new RecentIds(SEEN_LIMIT);
@@ -392,7 +449,9 @@ class NatsBusImpl implements NatsBus {
         // that call and the consumer's creation are not missed.
         await this.#jsm.consumers.add(stream, {
           durable_name: name, filter_subject: pattern, ack_policy: AckPolicy.Explicit,
-          deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt,
+          // The command stream is a work queue (a command stays until a gateway took it, within its max age): every
+          // stored command is work, so its consumer starts at the beginning.
+          ...(stream === this.streams.commands ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
           ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000), max_ack_pending: 1000,
           inactive_threshold: nanos(24 * 3600_000),
         });
@@ -407,7 +466,7 @@ class NatsBusImpl implements NatsBus {
     }
   }
 
-  #deliver(subject: string, data: Uint8Array, hdrs: Msg['headers'], seen: RecentIds, onEvent: (e: Envelope) => void): void {
+  #deliver(subject: string, data: Uint8Array, hdrs: Msg['headers'], seen: RecentIds, onEvent: (e: Envelope, info?: DeliveryInfo) => void): void {
     const env = decodeEnvelope(data, hdrs);
     if (env === undefined) {
       this.#opts.onStatus?.({ type: 'undecodable', subject });
@@ -415,7 +474,7 @@ class NatsBusImpl implements NatsBus {
     }
     if (!seen.add(env.id)) return; // a retried publish or a redelivery: already handed over
     try {
-      onEvent(env);
+      onEvent(env, { subject });
     } catch (e) {
       this.#opts.onStatus?.({ type: 'subscriptionError', subject, message: `callback threw: ${describe(e)}` });
     }
@@ -423,6 +482,7 @@ class NatsBusImpl implements NatsBus {
 
   #streamOf(pattern: string): string | undefined {
     if (pattern.startsWith(`${EVENT_SUBJECT_PREFIX}.`)) return this.streams.events;
+    if (pattern.startsWith(`${COMMAND_SUBJECT_PREFIX}.`)) return this.streams.commands;
     if (pattern.startsWith(`${GATEWAY_SUBJECT_PREFIX}.`)) return this.streams.sessions;
     return undefined;
   }

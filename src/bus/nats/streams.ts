@@ -4,7 +4,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { BusError } from './errors.js';
-import { EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, TURN_MARKER_ROOT } from './subjects.js';
+import { COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, TURN_MARKER_ROOT } from './subjects.js';
 
 export type Retention = 'limits' | 'interest' | 'workqueue';
 
@@ -16,25 +16,35 @@ export interface StreamSettings {
   maxAgeMs: number;
   duplicateWindowMs: number;
   retention: Retention;
+  /** Max age of the command stream (0 = the default, one hour): commands hold message and argument content. */
+  commandMaxAgeMs?: number;
 }
+
+/** How long an unconsumed command stays in GATEWAY_COMMANDS by default (taken commands go at once: work queue). */
+export const DEFAULT_COMMAND_MAX_AGE_MS = 3_600_000;
 
 export interface StreamNames {
   events: string;
   sessions: string;
   turns: string;
+  /** `gateway.cmd.>`: requests to run something, kept only until a gateway took them. */
+  commands: string;
 }
 
 /** Pure: no I/O. */
 export function streamNames(prefix: string): StreamNames {
-  return { events: `${prefix}TOOLSEARCH_EVENTS`, sessions: `${prefix}GATEWAY_SESSIONS`, turns: `${prefix}TOOLSEARCH_TURNS` };
+  return {
+    events: `${prefix}TOOLSEARCH_EVENTS`, sessions: `${prefix}GATEWAY_SESSIONS`, turns: `${prefix}TOOLSEARCH_TURNS`, commands: `${prefix}GATEWAY_COMMANDS`,
+  };
 }
 
 const retentionPolicy = (r: Retention): RetentionPolicy =>
   r === 'interest' ? RetentionPolicy.Interest : r === 'workqueue' ? RetentionPolicy.Workqueue : RetentionPolicy.Limits;
 
-/** The three stream configurations. Pure: no I/O. */
+/** The four stream configurations. Pure: no I/O. */
 export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
   const n = streamNames(s.streamPrefix);
+  const commandAge = s.commandMaxAgeMs === undefined || s.commandMaxAgeMs <= 0 ? DEFAULT_COMMAND_MAX_AGE_MS : s.commandMaxAgeMs;
   const common = {
     storage: StorageType.File,
     num_replicas: s.replicas,
@@ -47,6 +57,13 @@ export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
     { ...common, name: n.sessions, subjects: [`${GATEWAY_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
     // One marker per (turn, seq), kept once: the compare-and-set target of the per-turn writer guard.
     { ...common, name: n.turns, subjects: [`${TURN_MARKER_ROOT}.>`], retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 },
+    // Commands carry chat messages and tool arguments: a work queue (a command is gone once a gateway acked it) with a
+    // bounded age for those nobody took. The facts of what happened keep digests and sizes in TOOLSEARCH_EVENTS.
+    {
+      ...common, name: n.commands, subjects: [`${COMMAND_SUBJECT_PREFIX}.>`], retention: RetentionPolicy.Workqueue,
+      max_age: nanos(commandAge),
+      duplicate_window: nanos(Math.min(s.duplicateWindowMs, commandAge)),
+    },
   ];
 }
 

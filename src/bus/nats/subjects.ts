@@ -3,9 +3,11 @@
  * (`toolsearch.evt.<sessionId>.<turnId>.<typeToken>`, `gateway.session.<sessionId>.<typeToken>`);
  * this file adds the subjects only the NATS bus uses: turn-seq markers, actor heartbeats, status.
  */
-import { encodeToken, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, sessionEventsPattern, typeToken } from '../../events/index.js';
+import {
+  COMMAND_SUBJECT_PREFIX, encodeToken, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, sessionEventsPattern, typeToken,
+} from '../../events/index.js';
 
-export { EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX };
+export { COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX };
 /** Per-(turn, seq) marker subjects (stream TOOLSEARCH_TURNS) that keep a turn's seqs unique across writers. */
 export const TURN_MARKER_ROOT = 'toolsearch.turnseq';
 export const ACTORS_SUBJECT_ROOT = 'toolsearch.actors';

@@ -2,9 +2,10 @@ import { connect as tcpConnect } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { auditReport, formatAuditReport } from '../../audit/index.js';
 import { readEventLog, type Envelope } from '../../bus/index.js';
-import { openNatsBus } from '../../bus/nats/index.js';
+import { busConnectOptions, openNatsBus, scrubSecrets, type NatsConnectSettings } from '../../bus/nats/index.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str } from '../args.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -17,6 +18,7 @@ const USAGE = [
   '',
   '  --nats URL          replay from NATS JetStream (stream TOOLSEARCH_EVENTS); NATS_URL is used when neither',
   '                      --nats nor --log is given',
+  NATS_FLAG_HELP,
   '  --log FILE          replay from a JSONL event log (the embedded bus, e.g. .toolsearch/events.jsonl)',
   '  --session ID        the session to audit',
   '  --stream-prefix P   prefix of the stream names (a deployment that opened its bus with one)',
@@ -26,7 +28,7 @@ const USAGE = [
 const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number => reportFailure(io, json, failure.error, code);
 
 /** Where the events come from, as the user named it (for messages). */
-type Origin = { kind: 'log'; file: string } | { kind: 'nats'; url: string; streamPrefix: string };
+type Origin = { kind: 'log'; file: string } | { kind: 'nats'; url: string; streamPrefix: string; connect: NatsConnectSettings };
 
 const describeOrigin = (o: Origin): string =>
   o.kind === 'log' ? `the event log ${o.file}` : `NATS ${o.url} (stream ${o.streamPrefix}TOOLSEARCH_EVENTS)`;
@@ -68,18 +70,19 @@ function probe(url: string, timeoutMs: number): Promise<Result<void>> {
 }
 
 /** The session's events replayed from NATS JetStream; an unreachable server is a failure value. */
-async function fromNats(url: string, streamPrefix: string, sessionId: string): Promise<Result<Envelope[]>> {
+async function fromNats(connect: NatsConnectSettings, streamPrefix: string, sessionId: string): Promise<Result<Envelope[]>> {
   // A cluster may be given as a comma-separated list: one reachable node is enough.
-  const servers = url.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  const servers = connect.servers;
+  const url = connect.display;
   const probes = await Promise.all(servers.map((u) => probe(u, 5000)));
   const unreachable = probes.find((p) => !p.ok);
   if (unreachable !== undefined && !probes.some((p) => p.ok)) return unreachable as Failure;
   let bus;
   try {
     // Read-only: the streams are not created or changed (a missing stream replays as empty).
-    bus = await openNatsBus({ servers, streamPrefix, name: `toolsearch-audit-${process.pid}`, connectTimeoutMs: 10_000, manageStreams: false });
+    bus = await openNatsBus({ ...busConnectOptions(connect), streamPrefix, name: `toolsearch-audit-${process.pid}`, connectTimeoutMs: 10_000, manageStreams: false });
   } catch (err) {
-    return fail('audit.natsUnavailable', `Cannot open the NATS bus at ${url}: ${err instanceof Error ? err.message : String(err)}`);
+    return fail('audit.natsUnavailable', `Cannot open the NATS bus at ${url}: ${scrubSecrets(err instanceof Error ? err.message : String(err), connect.secrets)}`);
   }
   try {
     const events: Envelope[] = [];
@@ -101,7 +104,7 @@ export const auditCommand: Command = {
     const parsed = parseCommandArgs(
       argv,
       {
-        nats: { type: 'string' },
+        nats: { type: 'string' }, ...NATS_FLAG_OPTIONS,
         log: { type: 'string' },
         session: { type: 'string' },
         'stream-prefix': { type: 'string' },
@@ -125,12 +128,14 @@ export const auditCommand: Command = {
     let origin: Origin;
     if (logArg !== undefined) origin = { kind: 'log', file: isAbsolute(logArg) ? logArg : resolve(io.cwd, logArg) };
     else if (natsUrl !== undefined && natsUrl !== '') {
-      origin = { kind: 'nats', url: natsUrl, streamPrefix: str(values['stream-prefix']) ?? '' };
+      const connect = natsSettingsFromCli(values, io, undefined, natsUrl);
+      if (!connect.ok) return failWith(io, json, connect, EXIT_USAGE);
+      origin = { kind: 'nats', url: connect.value!.display, streamPrefix: str(values['stream-prefix']) ?? '', connect: connect.value! };
     } else {
       return failWith(io, json, fail('cli.usage', 'audit: give --nats URL (or set NATS_URL) or --log FILE.'), EXIT_USAGE);
     }
 
-    const events = origin.kind === 'log' ? await fromLog(origin.file, sessionId, io) : await fromNats(origin.url, origin.streamPrefix, sessionId);
+    const events = origin.kind === 'log' ? await fromLog(origin.file, sessionId, io) : await fromNats(origin.connect, origin.streamPrefix, sessionId);
     if (!events.ok) return failWith(io, json, events);
     if (events.value.length === 0) {
       return failWith(io, json, fail('audit.noEvents', `no events for session ${sessionId} in ${describeOrigin(origin)}. Check the session id and where the run recorded its events.`, { sessionId }));

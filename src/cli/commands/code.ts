@@ -5,6 +5,7 @@ import { openLocalEngine } from '../../app/index.js';
 import { openCommandBus } from '../../app/index.js';
 import { fail, type Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
+import { envWithNatsFlags, NATS_FLAG_HELP, NATS_FLAG_OPTIONS } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -18,6 +19,7 @@ const USAGE = [
   '  --file BODY.js  the body, from a file',
   '  --eval BODY     the body, inline',
   '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
+  NATS_FLAG_HELP,
   '  --traces-dir DIR  write the run\'s trace files there (OTLP JSON lines, Jaeger JSON); default config telemetry',
   '  --json          last line: {"ok": true, "value", "logs", "telemetry", "sessionId"} or {"ok": false, "error": {code, message}, ...}',
 ].join('\n');
@@ -31,7 +33,7 @@ function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED
 async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandArgs(argv, {
     config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-    file: { type: 'string' }, eval: { type: 'string' }, json: { type: 'boolean' }, nats: { type: 'string' }, 'stream-prefix': { type: 'string' },
+    file: { type: 'string' }, eval: { type: 'string' }, json: { type: 'boolean' }, nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, 'stream-prefix': { type: 'string' },
     'traces-dir': { type: 'string' },
   }, { positionals: false });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
@@ -51,7 +53,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     }
   } else body = inline!;
 
-  const nats = await openCommandBus({ url: str(v['nats']), env: io.env, name: 'toolsearch-code', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
+  const nats = await openCommandBus({ url: str(v['nats']), env: envWithNatsFlags(v, io.env), cwd: io.cwd, name: 'toolsearch-code', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
   if (!nats.ok) return failWith(io, json, nats);
   const opened = await openLocalEngine({
     ...(nats.value === undefined ? {} : { bus: nats.value }),

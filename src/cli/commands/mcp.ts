@@ -2,6 +2,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { loadConfig, parseConfig, type ResolvedConfig } from '../../config/index.js';
 import { startMcpGateway } from '../../app/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
+import { envWithNatsFlags, NATS_FLAG_HELP, NATS_FLAG_OPTIONS } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 export const MCP_USAGE = `Usage: toolsearch mcp [--config F] [--mcp-config FILE ...] [--catalog PATH ...] [--plugin FILE ...] [--log FILE] [--nats URL]
@@ -19,6 +20,7 @@ as the HTTP gateway. The connection is one session; progress goes to stderr, std
   --plugin FILE     plugin module; repeatable
   --log FILE        JSONL event log (default: config log.path)
   --nats URL        use NATS JetStream as the bus (default: NATS_URL, else the embedded bus)
+${NATS_FLAG_HELP}
   --session ID      session id of this connection (default mcp-<uuid>)
   --agent A         agent id for policy (default "default")
   --profile P       profile for policy (default "default")
@@ -33,7 +35,7 @@ export const mcpCommand: Command = {
   async run(argv: string[], io: CliIo): Promise<number> {
     const parsed = parseCommandArgs(argv, {
       config: { type: 'string' }, 'mcp-config': { type: 'string', multiple: true }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-      log: { type: 'string' }, nats: { type: 'string' }, session: { type: 'string' }, agent: { type: 'string' }, profile: { type: 'string' },
+      log: { type: 'string' }, nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, session: { type: 'string' }, agent: { type: 'string' }, profile: { type: 'string' },
     }, { positionals: false });
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${MCP_USAGE}`);
@@ -68,7 +70,7 @@ export const mcpCommand: Command = {
       const started = await startMcpGateway({
         config, cwd: io.cwd, includeConfig, catalogPaths: catalogs, pluginFiles: strs(v['plugin']),
         ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
-        ...(nats !== undefined ? { nats } : {}),
+        ...(nats !== undefined ? { nats, env: envWithNatsFlags(v, io.env) } : {}),
         ...(str(v['session']) !== undefined ? { sessionId: str(v['session']) as string } : {}),
         ...(str(v['agent']) !== undefined ? { agentId: str(v['agent']) as string } : {}),
         ...(str(v['profile']) !== undefined ? { profile: str(v['profile']) as string } : {}),

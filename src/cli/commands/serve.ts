@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { DEFAULT_CONFIG_FILE, loadConfig, type ResolvedConfig } from '../../config/index.js';
-import { openBus, shownNats, startGateway, startRoleServices, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
+import { openBus, startGateway, startRoleServices, DEFAULT_GATEWAY_PORT } from '../../app/index.js';
+import { type NatsConnectSettings } from '../../bus/nats/index.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
@@ -19,6 +21,7 @@ put "target=<tool name>" in the message to see a real tool call.
   --insecure-http serve plain HTTP beyond loopback (only when TLS ends in a proxy in front of the gateway)
   --config F      config file (default: toolsearch.config.json5 in the working directory)
   --nats URL      use NATS JetStream as the bus (default: NATS_URL, else the embedded bus)
+${NATS_FLAG_HELP}
   --log FILE      JSONL event log of the embedded bus (default: config log.path, .toolsearch/events.jsonl)
   --provider URL  upstream OpenAI-compatible base URL (e.g. https://api.openai.com/v1); API key from config
                   provider.apiKey, TOOLSEARCH_PROVIDER_API_KEY or OPENAI_API_KEY
@@ -36,8 +39,9 @@ says which agents, profiles and owner rights requests may use (headers may only 
 belongs to the key that opened it. Key changes in the config file apply without a restart.
 Telemetry: OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://localhost:4318 for Jaeger) or
 OTEL_EXPORTER_OTLP_TRACES_ENDPOINT exports every turn's spans over OTLP/HTTP; config telemetry.enabled
-also writes trace files per session. With --nats, turns published by other gateways as session events
-run here too.
+also writes trace files per session. With --nats, turns that clients request as commands
+(gateway.cmd.<principal>.<session>.<type>) run here too, as their principal's identity (config principals).
+A secured server (toolsearch nats-auth) needs each role's seed: --nats-nkey DIR/<role>.nk.
 Runs until SIGINT or SIGTERM, then closes every session, MCP server and child process.`;
 
 /** Until SIGINT or SIGTERM; returns the signal's name. */
@@ -54,8 +58,10 @@ function untilSignal(): Promise<string> {
 }
 
 /** `serve --role policy|sandbox`: only that role's actors on NATS, no HTTP front, until a signal. */
-async function serveActorRole(role: 'policy' | 'sandbox', url: string, config: ResolvedConfig, io: CliIo): Promise<number> {
-  const opened = await openBus({ config, cwd: io.cwd, nats: url, name: `toolsearch-${role}` });
+async function serveActorRole(role: 'policy' | 'sandbox', c: NatsConnectSettings, config: ResolvedConfig, io: CliIo): Promise<number> {
+  const url = c.display;
+  // A principal of a secured deployment may not manage streams (only the gateway does); an open server: as before.
+  const opened = await openBus({ config, cwd: io.cwd, nats: c, name: `toolsearch-${role}`, ...(c.principal === 'default' ? {} : { manageStreams: false }) });
   if (!opened.ok) {
     io.stderr(`${opened.error.code}: ${opened.error.message}`);
     return EXIT_FAILED;
@@ -63,7 +69,7 @@ async function serveActorRole(role: 'policy' | 'sandbox', url: string, config: R
   const bus = opened.value.bus;
   const services = await startRoleServices({ role, bus, config, cwd: io.cwd, onProgress: (l) => io.stderr(l), onError: (m) => io.stderr(`warning: ${m}`) });
   await opened.value.ready();
-  io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${shownNats(url)}`);
+  io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${url}`);
   const signal = await untilSignal();
   io.stderr(`${signal}: stopping the ${role} actor`);
   await services.close();
@@ -80,6 +86,7 @@ export const serveCommand: Command = {
     const parsed = parseCommandArgs(argv, {
       port: { type: 'string' }, config: { type: 'string' }, nats: { type: 'string' }, log: { type: 'string' },
       provider: { type: 'string' }, role: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+      ...NATS_FLAG_OPTIONS,
     }, { positionals: false });
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${SERVE_USAGE}`);
@@ -111,7 +118,12 @@ export const serveCommand: Command = {
     }
     for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
     io.stderr(loaded.value.path === undefined ? 'config: none found, using defaults' : `config: ${loaded.value.path}`);
-    const nats = str(v['nats']) ?? (io.env['NATS_URL']?.trim() || undefined);
+    const connect = natsSettingsFromCli(v, io, loaded.value.config.nats);
+    if (!connect.ok) {
+      io.stderr(`${connect.error.code}: ${connect.error.message}`);
+      return EXIT_USAGE;
+    }
+    const nats = connect.value;
     if ((role === 'policy' || role === 'sandbox') && nats !== undefined) return serveActorRole(role, nats, loaded.value.config, io);
 
     const started = await startGateway({
@@ -120,7 +132,7 @@ export const serveCommand: Command = {
       ...(str(v['host']) !== undefined ? { host: str(v['host']) as string } : {}),
       ...(v['insecure-http'] === true ? { insecureHttp: true } : {}),
       ...(port !== undefined ? { port } : {}),
-      ...(nats !== undefined ? { nats } : {}),
+      ...(nats !== undefined ? { natsConnect: nats } : {}),
       role: role === 'gateway' ? 'gateway' : 'all',
       ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
       ...(str(v['provider']) !== undefined ? { providerUrl: str(v['provider']) as string } : {}),

@@ -1,9 +1,10 @@
 import { connect as tcpConnect } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { DEFAULT_EVENT_LOG, readEventLog, type Envelope } from '../../bus/index.js';
-import { isBusError, openNatsBus } from '../../bus/nats/index.js';
+import { busConnectOptions, isBusError, openNatsBus, type NatsConnectSettings } from '../../bus/nats/index.js';
 import { DEFAULT_TRACES_DIR, rebuildTrace, rebuiltTraceText, writeRebuiltTrace, type RebuiltTraceFormat } from '../../telemetry/index.js';
 import { parseCommandArgs, str } from '../args.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -17,6 +18,7 @@ const USAGE = [
   '  --turn ID           only this turn of the session',
   `  --log FILE          read the events from a JSONL event log (default ${DEFAULT_EVENT_LOG} when no --nats)`,
   '  --nats URL          read the events from NATS JetStream (e.g. nats://127.0.0.1:4222)',
+  NATS_FLAG_HELP,
   '  --stream-prefix P   prefix of the JetStream stream names (as the gateway was started with); default none',
   '  --format F          jaeger (default): Jaeger JSON; otlp: OTLP JSON lines, one request per turn',
   `  --traces-dir DIR    where to write (default ${DEFAULT_TRACES_DIR}/); the file is session-<id>.rebuilt.jaeger.json`,
@@ -30,6 +32,7 @@ const options = {
   turn: { type: 'string' },
   log: { type: 'string' },
   nats: { type: 'string' },
+  ...NATS_FLAG_OPTIONS,
   'stream-prefix': { type: 'string' },
   format: { type: 'string' },
   'traces-dir': { type: 'string' },
@@ -76,14 +79,15 @@ function reachable(url: string, ms: number): Promise<string | undefined> {
   });
 }
 
-async function loadFromNats(url: string, sessionId: string, streamPrefix: string | undefined): Promise<Loaded> {
-  const problem = await reachable(url, 3000);
+async function loadFromNats(connect: NatsConnectSettings, sessionId: string, streamPrefix: string | undefined): Promise<Loaded> {
+  const url = connect.display;
+  const problem = await reachable(connect.servers[0] ?? url, 3000);
   if (problem !== undefined) {
     return { ok: false, code: 'bus.unavailable', message: `cannot connect to NATS at ${url}: ${problem}. Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats.` };
   }
   let bus;
   try {
-    bus = await openNatsBus({ url, name: 'toolsearch-traces', connectTimeoutMs: 5000, manageStreams: false, ...(streamPrefix !== undefined ? { streamPrefix } : {}) });
+    bus = await openNatsBus({ ...busConnectOptions(connect), name: 'toolsearch-traces', connectTimeoutMs: 5000, manageStreams: false, ...(streamPrefix !== undefined ? { streamPrefix } : {}) });
   } catch (err) {
     if (isBusError(err)) return { ok: false, code: err.code, message: busMessage(err) };
     throw err;
@@ -112,6 +116,11 @@ export const tracesCommand: Command = {
     const parsed = parseCommandArgs(argv, options, { positionals: false });
     if (!parsed.ok) return failWith(io, false, parsed.error.code, `${parsed.error.message}. Run toolsearch traces --help.`, EXIT_USAGE);
     const v = parsed.value.values;
+    const natsThen = async (url: string, load: (c: NatsConnectSettings) => Promise<Loaded>): Promise<Loaded> => {
+      const c = natsSettingsFromCli(v, io, undefined, url);
+      if (!c.ok) return { ok: false, code: c.error.code, message: c.error.message };
+      return load(c.value!);
+    };
     const json = v['json'] === true;
     const usage = (message: string) => failWith(io, json, 'cli.usage', `${message} Run toolsearch traces --help.`, EXIT_USAGE);
 
@@ -130,7 +139,7 @@ export const tracesCommand: Command = {
 
     const loaded =
       natsUrl !== undefined
-        ? await loadFromNats(natsUrl, sessionId, str(v['stream-prefix']))
+        ? await natsThen(natsUrl, (c) => loadFromNats(c, sessionId, str(v['stream-prefix'])))
         : await loadFromLog(abs(logArg ?? DEFAULT_EVENT_LOG), sessionId);
     if (!loaded.ok) return failWith(io, json, loaded.code, loaded.message);
     for (const w of loaded.warnings) io.stderr(`warning: ${w}`);

@@ -9,6 +9,7 @@ import type { StepResult, TurnRequest } from '../../turn/index.js';
 import { Type } from '@sinclair/typebox';
 import { checkSchema, fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
+import { envWithNatsFlags, NATS_FLAG_OPTIONS } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 import { TURN_USAGE } from '../usage.js';
 
@@ -98,7 +99,7 @@ export function sourcesOfTurn(events: readonly Envelope[], turnId: string): Turn
 async function run(argv: string[], io: CliIo): Promise<number> {
   const parsed = parseCommandArgs(argv, {
     config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-    log: { type: 'string' }, nats: { type: 'string' }, 'stream-prefix': { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
+    log: { type: 'string' }, nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, 'stream-prefix': { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
   }, { positionals: false, command: 'turn' });
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
@@ -115,7 +116,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   if (!script.ok) return failWith(io, json, script);
   const s = script.value;
 
-  const nats = await openCommandBus({ url: str(v['nats']), env: io.env, name: 'toolsearch-turn', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
+  const nats = await openCommandBus({ url: str(v['nats']), env: envWithNatsFlags(v, io.env), cwd: io.cwd, name: 'toolsearch-turn', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
   if (!nats.ok) return failWith(io, json, nats);
   const opened = await openLocalEngine({
     ...(nats.value === undefined ? {} : { bus: nats.value }),

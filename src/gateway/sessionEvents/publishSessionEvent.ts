@@ -2,7 +2,7 @@ import type { Envelope, EventBus } from '../../bus/index.js';
 import { makeEnvelope, validateEvent, type EventData, type EventOf } from '../../events/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
 
-/** The gateway session events another gateway (or the HTTP front) publishes to drive turns. */
+/** The gateway session commands a client (another gateway, an app) publishes to drive turns (the HTTP front records the same types). */
 export type SessionEventType = 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended' | 'gateway.session.closed';
 /** The answers the consumer publishes back (`turn_opened`, `tool_answered`, `event_rejected`). */
 export type SessionAnswerType = 'gateway.turn.opened' | 'gateway.tool.answered' | 'gateway.event.rejected';
@@ -15,6 +15,12 @@ export const SESSION_EVENT_TYPES: readonly SessionEventType[] = [
 ];
 export const SESSION_ANSWER_TYPES: readonly SessionAnswerType[] = ['gateway.turn.opened', 'gateway.tool.answered', 'gateway.event.rejected'];
 
+/** The principal token of a bus connection (`NatsBus.principal`), else `default`. */
+const busPrincipal = (bus: EventBus): string => {
+  const p = (bus as { principal?: unknown }).principal;
+  return typeof p === 'string' && p !== '' ? p : 'default';
+};
+
 export interface PublishSessionEventOptions {
   /** The turn the event belongs to; '' (default) for session-wide events or a turn the engine will name. */
   turnId?: string;
@@ -25,12 +31,19 @@ export interface PublishSessionEventOptions {
   /** Default 0: gateway events are ordered per session by the stream, not by a per-turn seq. */
   seq?: number;
   causationId?: string | null;
+  /**
+   * Commands only: the principal token to publish under (`gateway.cmd.<principal>.…`). Default: the bus's own
+   * (`NatsBus.principal`, the nkey public key of its connection), else `default`. The server's permissions decide
+   * whether this connection may publish there.
+   */
+  principal?: string;
 }
 
 /**
- * Publishes one gateway session event on `gateway.session.<sessionId>.<type>` (ids encoded reversibly), after
- * checking it against its schema: a payload that does not fit is a `gateway.badEvent` failure, never published.
- * Resolves once the bus has accepted it (JetStream ack, or the embedded log).
+ * Publishes one gateway session command on `gateway.cmd.<principal>.<sessionId>.<type>`, or one answer on
+ * `gateway.session.<sessionId>.<type>` (ids encoded reversibly), after checking it against its schema: a payload
+ * that does not fit is a `gateway.badEvent` failure, never published. Resolves once the bus has accepted it
+ * (JetStream ack, or the embedded log).
  */
 export async function publishSessionEvent<K extends SessionEventType | SessionAnswerType>(
   bus: EventBus,
@@ -48,6 +61,7 @@ export async function publishSessionEvent<K extends SessionEventType | SessionAn
     causationId: opts.causationId ?? null,
     data,
     ...(opts.id === undefined ? {} : { id: opts.id }),
+    ...((SESSION_EVENT_TYPES as readonly string[]).includes(type) ? { principal: opts.principal ?? busPrincipal(bus) } : {}),
   });
   const checked = validateEvent(envelope);
   if (!checked.ok) return fail('gateway.badEvent', checked.error.message, checked.error.details);

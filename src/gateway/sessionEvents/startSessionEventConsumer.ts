@@ -1,21 +1,52 @@
 import { createHash } from 'node:crypto';
-import type { Envelope, EventBus } from '../../bus/index.js';
+import type { DeliveryInfo, Envelope, EventBus } from '../../bus/index.js';
+import type { Principal, ResolvedConfig } from '../../config/index.js';
 import {
-  gatewaySessionPattern,
+  commandPattern,
+  parseCommandSubject,
   subjectFor,
   validateEvent,
   type EventData,
   type EventOf,
   type EventProblem,
 } from '../../events/index.js';
-import type { ToolSearchError } from '../../shared/index.js';
+import { authorizeIdentity, type TurnIdentity } from '../../policy/index.js';
+import type { Result, ToolSearchError } from '../../shared/index.js';
+import { fail, ok } from '../../shared/index.js';
 import type { StepResult, Turn, TurnEngine } from '../../turn/index.js';
-import { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, type SessionEventType } from './publishSessionEvent.js';
+import { publishSessionEvent, SESSION_EVENT_TYPES, type SessionEventType } from './publishSessionEvent.js';
+import { requestMcpServers, type RequestMcpConfig } from './requestMcpServers.js';
 import { toTurnRequest } from './toTurnRequest.js';
+
+/** The principal every command runs as when the config names no principals: `default` everywhere, owner false. */
+export const DEFAULT_PRINCIPAL: Principal = Object.freeze({
+  name: 'default', agents: ['default'], profiles: ['default'], sandboxes: ['default'], owner: false, approver: false,
+}) as Principal;
+
+/**
+ * The principal of a command's subject token: with no principals configured, everyone is `DEFAULT_PRINCIPAL`; else
+ * the principal whose `nkey` is the token (the secured server lets each nkey publish only under its own token).
+ * Failure `principal.unknown`. Pure: no I/O.
+ */
+export function principalOfToken(principals: Record<string, Principal>, token: string): Result<Principal> {
+  const all = Object.values(principals);
+  if (all.length === 0) return ok(DEFAULT_PRINCIPAL);
+  const found = all.find((p) => p.nkey === token);
+  if (found !== undefined) return ok(found);
+  return fail('principal.unknown',
+    `The command came from NATS principal "${token}", which no principal of the config has as its nkey: add it as principals.<name>.nkey ` +
+    '(toolsearch nats-auth prints each role\'s public key) or connect with the seed file of a configured principal.',
+    { principal: token });
+}
 
 export interface SessionEventConsumerOptions {
   bus: EventBus;
   engine: TurnEngine;
+  /**
+   * Principals (who may use which agent, profile, sandbox, owner right) and which MCP servers a request may add.
+   * Absent: no principals (every command runs as `default`, owner false) and no request MCP servers.
+   */
+  config?: Pick<ResolvedConfig, 'principals'> & RequestMcpConfig;
   /** Queue group shared by the gateways that split the work (default `gateway`). */
   queue?: string;
   /** How many event ids are remembered for dedupe (default 100000, oldest forgotten first). */
@@ -36,22 +67,6 @@ export interface SessionEventConsumerStats {
   rejected: number;
   /** Errors reported through `onError`. */
   errors: number;
-  /** Events left alone because an HTTP front published them about a turn it runs itself (`data.origin` `front:...`). */
-  skipped: number;
-}
-
-/**
- * Events whose `data.origin` starts with this were published by an HTTP front about a turn it runs itself (a
- * record, not a request): the consumer does not run them again. Another gateway that wants this gateway to
- * run a turn publishes the same schemas without `origin` (or with any other origin).
- */
-export const FRONT_ORIGIN_PREFIX = 'front:';
-
-/** Whether a delivered event is a front's record of its own turn (`data.origin` starts with `front:`). Pure: no I/O. */
-export function isFrontRecord(value: unknown): boolean {
-  const data = typeof value === 'object' && value !== null ? (value as { data?: unknown }).data : undefined;
-  const origin = typeof data === 'object' && data !== null ? (data as { origin?: unknown }).origin : undefined;
-  return typeof origin === 'string' && origin.startsWith(FRONT_ORIGIN_PREFIX);
 }
 
 export interface SessionEventConsumer {
@@ -102,7 +117,8 @@ function answerResult(r: StepResult): EventData<'gateway.tool.answered'>['result
 const errorInfo = (e: ToolSearchError) => ({ code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) });
 
 /**
- * Consumes gateway session events (`gateway.session.>`, one queue group) and drives the TurnEngine with them:
+ * Consumes gateway session commands (`gateway.cmd.>`, one queue group; never a fact or an answer) and drives the
+ * TurnEngine with them:
  * `turn.requested` starts a turn and is answered with `gateway.turn.opened` (turn id and exposure, or why not);
  * `tool.invoked` runs the tool (or records a client result) and is answered with `gateway.tool.answered`;
  * `turn.ended` ends the turn; `session.closed` ends the session's open turns and closes the session.
@@ -113,9 +129,12 @@ const errorInfo = (e: ToolSearchError) => ({ code: e.code, message: e.message, .
  * arrival order (a promise chain per session); sessions run side by side. Nothing here throws into the bus:
  * engine failures become answers, publish failures go to `onError`.
  *
- * Events an HTTP front published about its own turns (`data.origin` starting with `front:`) are skipped: that
- * front runs them. Answers are published on `gateway.session.<sessionId>.<type>` (the consumer ignores its own answer types),
- * with ids derived from the event they answer, so a redelivered event cannot produce a second answer.
+ * Identity comes from the principal, not the message: the principal is the one of the subject's token
+ * (`principalOfToken`), a turn runs with what `authorizeIdentity` grants it (a request for more is refused with
+ * `principal.notAllowed`), a session belongs to the principal that opened it (`gateway.sessionNotYours` for any
+ * other), and MCP servers named by a request are the config's only (`requestMcpServers`). Answers are published on
+ * `gateway.session.<sessionId>.<type>`, with ids derived from the command they answer, so a redelivered command
+ * cannot produce a second answer.
  */
 export function startSessionEventConsumer(opts: SessionEventConsumerOptions): SessionEventConsumer {
   const { bus, engine } = opts;
@@ -124,7 +143,12 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const chains = new Map<string, Promise<void>>();
   /** Open turns per session, by turn id and by request id. */
   const open = new Map<string, Map<string, OpenTurn>>();
-  const counters: SessionEventConsumerStats = { received: 0, processed: 0, duplicates: 0, rejected: 0, errors: 0, skipped: 0 };
+  const counters: SessionEventConsumerStats = { received: 0, processed: 0, duplicates: 0, rejected: 0, errors: 0 };
+  const principals = opts.config?.principals ?? {};
+  /** Session id -> the principal token that opened it. */
+  const sessionOwners = new Map<string, string>();
+  /** Principal token of each command being handled, by event id. */
+  const tokens = new Map<string, string>();
   let stopped = false;
 
   const report = (message: string) => {
@@ -175,7 +199,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const rejectedType = str(env.type);
     let subject: string | undefined;
     try {
-      if (rejectedType !== undefined) subject = subjectFor({ sessionId, turnId, type: rejectedType });
+      const principal = str(env.principal);
+      if (rejectedType !== undefined) subject = subjectFor({ sessionId, turnId, type: rejectedType, ...(principal === undefined ? {} : { principal }) });
     } catch {
       subject = undefined; // a malformed type has no subject
     }
@@ -191,6 +216,16 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       ...(problems === undefined || problems.length === 0 ? {} : { problems: problems.slice(0, 50) }),
     };
     enqueue(sessionId, () => answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected'));
+  };
+
+  /** Records the refusal of a well-formed command (`gateway.event.rejected` with the rule's code). */
+  const refuse = (e: Envelope, code: string, message: string) => {
+    counters.rejected++;
+    const raw = rawText(e);
+    enqueue(e.sessionId, () => answer(e, 'gateway.event.rejected', {
+      reason: `${code}: ${message}`, code, rawDigest: sha256(raw), rawBytes: Buffer.byteLength(raw, 'utf8'),
+      subject: subjectFor(e), rejectedId: e.id, rejectedType: e.type,
+    }, 'rejected'));
   };
 
   const turnsOf = (sessionId: string): Map<string, OpenTurn> => {
@@ -227,7 +262,29 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         error: { code: 'gateway.turnExists', message: `Turn ${existing.turn.turnId} (request ${existing.requestId}) is already open in session ${e.sessionId}; end it first or use a new turn id.` },
       });
     }
-    const req = toTurnRequest(e.sessionId, e.turnId, d);
+    const token = tokens.get(e.id) ?? 'default';
+    const principal = principalOfToken(principals, token);
+    const identity: Result<TurnIdentity> = principal.ok
+      ? authorizeIdentity(principal.value, {
+        ...(d.agentId === undefined ? {} : { agentId: d.agentId }),
+        ...(d.profile === undefined ? {} : { profile: d.profile }),
+        ...(d.sandboxId === undefined ? {} : { sandboxId: d.sandboxId }),
+        ...(d.owner === undefined ? {} : { owner: d.owner }),
+      })
+      : principal;
+    if (!identity.ok) {
+      refuse(e, identity.error.code, identity.error.message);
+      return opened({ ok: false, error: errorInfo(identity.error) });
+    }
+    const servers = d.mcpServers === undefined || d.mcpServers.length === 0
+      ? ok(undefined)
+      : requestMcpServers(d.mcpServers, opts.config, { agentId: identity.value.agentId, sessionId: e.sessionId });
+    if (!servers.ok) {
+      refuse(e, servers.error.code, servers.error.message);
+      return opened({ ok: false, error: errorInfo(servers.error) });
+    }
+    if (!sessionOwners.has(e.sessionId)) sessionOwners.set(e.sessionId, token);
+    const req = toTurnRequest(e.sessionId, e.turnId, d, { identity: identity.value, ...(servers.value === undefined ? {} : { mcpServers: servers.value }) });
     if (!req.ok) return opened({ ok: false, error: req.error });
     let started: Awaited<ReturnType<TurnEngine['startTurn']>>;
     try {
@@ -316,6 +373,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const m = open.get(e.sessionId);
     const turns = m === undefined ? [] : [...new Set(m.values())];
     open.delete(e.sessionId);
+    sessionOwners.delete(e.sessionId);
     for (const t of turns) {
       try {
         await t.turn.end({ failed: { code: 'session.closed', reason: `the session closed (${e.data.reason}) before the turn ended` } });
@@ -330,7 +388,30 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
-  const handle = (e: Envelope): Promise<void> => {
+  const handle = async (e: Envelope): Promise<void> => {
+    try {
+      await dispatch(e);
+    } finally {
+      tokens.delete(e.id);
+    }
+  };
+
+  const dispatch = (e: Envelope): Promise<void> => {
+    const token = tokens.get(e.id) ?? 'default';
+    const owner = sessionOwners.get(e.sessionId);
+    if (owner !== undefined && owner !== token) {
+      const message = `Session ${e.sessionId} belongs to another principal: a command may only continue a session its own principal opened. Open a session of your own (a new session id).`;
+      refuse(e, 'gateway.sessionNotYours', message);
+      if (e.type === 'gateway.turn.requested') {
+        const d = e.data as EventData<'gateway.turn.requested'>;
+        return answer(e, 'gateway.turn.opened', { requestId: d.requestId, ok: false, error: { code: 'gateway.sessionNotYours', message } }, 'opened');
+      }
+      if (e.type === 'gateway.tool.invoked') {
+        const d = e.data as EventData<'gateway.tool.invoked'>;
+        return answer(e, 'gateway.tool.answered', { requestId: d.requestId, callId: d.callId, tool: d.tool, result: { ok: false, error: { code: 'gateway.sessionNotYours', message } } }, 'answered');
+      }
+      return Promise.resolve();
+    }
     counters.processed++;
     switch (e.type as SessionEventType) {
       case 'gateway.turn.requested':
@@ -348,17 +429,9 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
-  const onEvent = (value: Envelope) => {
+  const onEvent = (value: Envelope, info?: DeliveryInfo) => {
     if (stopped) return;
-    const type = str((value as Partial<Envelope> | null)?.type);
-    // Our own answers come back on the same subjects: not input.
-    if (type !== undefined && (SESSION_ANSWER_TYPES as readonly string[]).includes(type)) return;
     counters.received++;
-    // A front's record of a turn it runs itself: running it here too would run the turn twice.
-    if (isFrontRecord(value)) {
-      counters.skipped++;
-      return;
-    }
     const id = str((value as Partial<Envelope> | null)?.id);
     if (id !== undefined && !seen.add(id)) {
       counters.duplicates++;
@@ -372,15 +445,26 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     const e = checked.value;
     if (!(SESSION_EVENT_TYPES as readonly string[]).includes(e.type)) {
-      reject(value, 'gateway.notSessionEvent', `gateway.notSessionEvent: ${e.type} is not a gateway session event; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`);
+      reject(value, 'gateway.notSessionEvent', `gateway.notSessionEvent: ${e.type} is not a gateway session command; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`);
       return;
     }
+    // The principal is the subject's token (pinned by the server's permissions), never a field of the message.
+    let token = e.principal ?? 'default';
+    if (info !== undefined) {
+      const parsed = parseCommandSubject(info.subject);
+      if (!parsed.ok || parsed.value.sessionId !== e.sessionId || parsed.value.type !== e.type) {
+        reject(value, 'gateway.subjectMismatch', `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${info.subject}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`);
+        return;
+      }
+      token = parsed.value.principal;
+    }
+    tokens.set(e.id, token);
     enqueue(e.sessionId, () => handle(e));
   };
 
-  const unsubscribe = bus.subscribe(gatewaySessionPattern(), (e) => {
+  const unsubscribe = bus.subscribe(commandPattern(), (e, info) => {
     try {
-      onEvent(e);
+      onEvent(e, info);
     } catch (err) {
       report(`session event consumer: ${errorText(err)}`); // a bug here must not break the bus delivery
     }

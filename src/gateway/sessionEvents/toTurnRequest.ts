@@ -1,26 +1,31 @@
+import type { McpServerSpec } from '../../config/index.js';
 import type { EventData } from '../../events/index.js';
+import type { TurnIdentity } from '../../policy/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
 import type { TurnRequest } from '../../turn/index.js';
 
 const HARNESSES = ['pi', 'codex'] as const;
 
 /**
- * The engine's turn request from a `gateway.turn.requested` event: the session and turn come from the envelope
- * (an empty turn id lets the engine name the turn), MCP servers from a list into the config's by-name shape.
- * Failure `gateway.badHarness` for a harness the gateway does not know. Pure: no I/O.
+ * The engine's turn request from a `gateway.turn.requested` command: the session and turn come from the envelope
+ * (an empty turn id lets the engine name the turn); the identity (agent, profile, sandbox, owner) is the one the
+ * principal was granted (`authorizeIdentity`), never the message's own; MCP servers are the ones
+ * `requestMcpServers` allowed. Failure `gateway.badHarness` for a harness the gateway does not know. Pure: no I/O.
  */
-export function toTurnRequest(sessionId: string, turnId: string, d: EventData<'gateway.turn.requested'>): Result<TurnRequest> {
+export function toTurnRequest(
+  sessionId: string,
+  turnId: string,
+  d: EventData<'gateway.turn.requested'>,
+  granted: { identity: TurnIdentity; mcpServers?: Record<string, McpServerSpec> },
+): Result<TurnRequest> {
   if (d.harness !== undefined && !(HARNESSES as readonly string[]).includes(d.harness)) {
     return fail('gateway.badHarness', `Harness "${d.harness}" is not known: use ${HARNESSES.join(' or ')} (or leave it out for pi).`, {
       harness: d.harness,
     });
   }
-  const req: TurnRequest = { sessionId };
+  const { identity } = granted;
+  const req: TurnRequest = { sessionId, agentId: identity.agentId, profile: identity.profile, sandboxId: identity.sandboxId, owner: identity.owner };
   if (turnId !== '') req.turnId = turnId;
-  if (d.agentId !== undefined) req.agentId = d.agentId;
-  if (d.profile !== undefined) req.profile = d.profile;
-  if (d.sandboxId !== undefined) req.sandboxId = d.sandboxId;
-  if (d.owner !== undefined) req.owner = d.owner;
   if (d.mode !== undefined) req.mode = d.mode;
   if (d.harness !== undefined) req.harness = d.harness as TurnRequest['harness'] & string;
   if (d.clientId !== undefined) req.clientId = d.clientId;
@@ -31,12 +36,6 @@ export function toTurnRequest(sessionId: string, turnId: string, d: EventData<'g
       ...(t.parameters === undefined ? {} : { parameters: t.parameters }),
     }));
   }
-  if (d.mcpServers !== undefined) {
-    const servers: Record<string, unknown> = {};
-    for (const { name, ...spec } of d.mcpServers) {
-      servers[name] = Object.fromEntries(Object.entries(spec).filter(([, v]) => v !== undefined));
-    }
-    req.mcpServers = servers;
-  }
+  if (granted.mcpServers !== undefined && Object.keys(granted.mcpServers).length > 0) req.mcpServers = { ...granted.mcpServers };
   return ok(req);
 }

@@ -1,0 +1,179 @@
+import { EventSchemas, isGatewayType, typeToken } from '../../events/index.js';
+import { durableName } from './natsBus.js';
+import { streamNames } from './streams.js';
+import { ACTORS_SUBJECT_ROOT, COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, TURN_MARKER_ROOT } from './subjects.js';
+
+/** The roles of a secured deployment; each process connects as one. */
+export const NATS_ROLES = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
+export type NatsRole = (typeof NATS_ROLES)[number];
+
+/** One principal of the server config: its role, a name (`client-NAME` for extra clients), its nkey's public key. */
+export interface NatsPrincipalKey {
+  name: string;
+  role: NatsRole;
+  publicKey: string;
+}
+
+/** What one principal may publish and subscribe to (nats-server `permissions`). */
+export interface RolePermissions {
+  publish: { allow: string[]; deny: string[] };
+  subscribe: { allow: string[]; deny: string[] };
+  /** May answer requests it received (reply subjects), and nothing else on `_INBOX`. */
+  allowResponses: boolean;
+}
+
+/** The request/reply subjects of code runs and their bridge (src/sandbox runnerActor). */
+export const CODE_RUN_SUBJECT = 'toolsearch.rpc.code.run';
+export const CODE_AVAILABLE_SUBJECT = 'toolsearch.rpc.code.available';
+export const CODE_CANCEL_PATTERN = 'toolsearch.rpc.code.cancel.*';
+export const BRIDGE_PATTERN = 'toolsearch.rpc.bridge.*';
+
+/** Every fact type of the catalogue (everything but the `gateway.*` types). Pure: no I/O. */
+export const factTypes = (): string[] => Object.keys(EventSchemas).filter((t) => !isGatewayType(t));
+
+const fact = (type: string): string => `${EVENT_SUBJECT_PREFIX}.*.*.${typeToken(type)}`;
+const api = (rest: string): string => `$JS.API.${rest}`;
+
+/**
+ * The exact subjects each role may publish and subscribe to. Facts are named per type token: only the policy role
+ * publishes `…call_decided`, only approvers publish `…approval_resolved` from outside the gateway (the gateway
+ * records its own timeouts and library answers there: it runs the calls anyway), only a gateway publishes the other
+ * facts and the answers; clients publish commands under their own key's token only; only the sandbox role receives
+ * code runs; the auditor reads facts and answers and writes nothing. JetStream API: only the gateway manages streams
+ * (never purge or delete); the policy role creates its one durable consumer on `…call_requested`; the auditor
+ * creates ephemeral read consumers only; clients and sandboxes get no JetStream API and no KV at all. Replies go to
+ * `_INBOX.<publicKey>.…`, readable by that principal only. Pure: no I/O.
+ */
+export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePermissions {
+  const s = streamNames(streamPrefix);
+  const inbox = `_INBOX.${p.publicKey}.>`;
+  const policyDurable = durableName(streamPrefix, 'policy', fact('call.requested'));
+  const gatewayDurable = durableName(streamPrefix, 'gateway', `${COMMAND_SUBJECT_PREFIX}.>`);
+  const noApi = ['$JS.API.>', '$KV.>', '$JS.ACK.>', '$SYS.>'];
+  const readFacts = (stream: string) => [
+    api(`STREAM.INFO.${stream}`), api(`CONSUMER.CREATE.${stream}`), api(`CONSUMER.CREATE.${stream}.*.>`),
+    api(`CONSUMER.INFO.${stream}.*`), api(`CONSUMER.MSG.NEXT.${stream}.*`),
+  ];
+  const markers = [`${TURN_MARKER_ROOT}.>`, api(`STREAM.MSG.GET.${s.turns}`), api(`DIRECT.GET.${s.turns}`), api(`DIRECT.GET.${s.turns}.>`)];
+  switch (p.role) {
+    case 'gateway': {
+      const streams = [s.events, s.sessions, s.turns, s.commands];
+      return {
+        publish: {
+          allow: [
+            ...factTypes().filter((t) => t !== 'call.decided').map(fact),
+            `${GATEWAY_SUBJECT_PREFIX}.>`,
+            ...markers,
+            CODE_RUN_SUBJECT, CODE_AVAILABLE_SUBJECT, CODE_CANCEL_PATTERN,
+            `${ACTORS_SUBJECT_ROOT}.gateway.*`,
+            api('INFO'),
+            ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
+            // Replays (ephemeral, ordered) of the facts; the command work queue's durable consumer.
+            ...readFacts(s.events), api(`CONSUMER.DELETE.${s.events}.*`),
+            api(`CONSUMER.CREATE.${s.commands}.${gatewayDurable}.>`), api(`CONSUMER.DURABLE.CREATE.${s.commands}.${gatewayDurable}`),
+            api(`CONSUMER.INFO.${s.commands}.${gatewayDurable}`), api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
+            `$JS.ACK.${s.commands}.${gatewayDurable}.>`,
+          ],
+          deny: [api(`STREAM.PURGE.>`), api(`STREAM.DELETE.>`), '$KV.>', `${COMMAND_SUBJECT_PREFIX}.>`, fact('call.decided')],
+        },
+        subscribe: {
+          allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, BRIDGE_PATTERN, STATUS_SUBJECT, inbox],
+          deny: [CODE_RUN_SUBJECT, `${COMMAND_SUBJECT_PREFIX}.>`],
+        },
+        allowResponses: true,
+      };
+    }
+    case 'policy':
+      return {
+        publish: {
+          allow: [
+            fact('call.decided'), ...markers, `${ACTORS_SUBJECT_ROOT}.policy.*`,
+            api(`STREAM.INFO.${s.events}`),
+            // Its one durable consumer: call requests only.
+            api(`CONSUMER.CREATE.${s.events}.${policyDurable}.${fact('call.requested')}`), api(`CONSUMER.DURABLE.CREATE.${s.events}.${policyDurable}`),
+            api(`CONSUMER.INFO.${s.events}.${policyDurable}`), api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`),
+            `$JS.ACK.${s.events}.${policyDurable}.>`,
+          ],
+          deny: [api(`STREAM.PURGE.>`), api(`STREAM.DELETE.>`), '$KV.>'],
+        },
+        subscribe: { allow: [STATUS_SUBJECT, inbox], deny: [] },
+        allowResponses: true,
+      };
+    case 'sandbox':
+      return {
+        publish: { allow: [BRIDGE_PATTERN, `${ACTORS_SUBJECT_ROOT}.sandbox.*`], deny: noApi },
+        subscribe: { allow: [CODE_RUN_SUBJECT, CODE_AVAILABLE_SUBJECT, CODE_CANCEL_PATTERN, STATUS_SUBJECT, inbox], deny: [] },
+        allowResponses: true,
+      };
+    case 'client':
+      return {
+        publish: { allow: [`${COMMAND_SUBJECT_PREFIX}.${p.publicKey}.*.*`], deny: noApi },
+        subscribe: { allow: [`${GATEWAY_SUBJECT_PREFIX}.*.turn_opened`, `${GATEWAY_SUBJECT_PREFIX}.*.tool_answered`, `${GATEWAY_SUBJECT_PREFIX}.*.event_rejected`, inbox], deny: [] },
+        allowResponses: false,
+      };
+    case 'approver':
+      return {
+        publish: { allow: [fact('approval.resolved'), ...markers], deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')] },
+        subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },
+        allowResponses: false,
+      };
+    case 'auditor':
+      return {
+        publish: {
+          // Reads only: JetStream read consumers, and the status request (`toolsearch status`), which writes nothing.
+          allow: [api('INFO'), ...readFacts(s.events), ...readFacts(s.sessions), STATUS_SUBJECT],
+          deny: [
+            // The work queues' durable consumers are not the auditor's to take from or to change.
+            api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`), api(`CONSUMER.CREATE.${s.events}.${policyDurable}.>`),
+            api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
+            api('STREAM.PURGE.>'), api('STREAM.DELETE.>'), api('CONSUMER.DELETE.>'), '$KV.>',
+          ],
+        },
+        subscribe: { allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, `${ACTORS_SUBJECT_ROOT}.>`, inbox], deny: [] },
+        allowResponses: false,
+      };
+    default: {
+      const never: never = p.role;
+      throw new Error(`unknown role ${String(never)}`);
+    }
+  }
+}
+
+const q = (s: string): string => JSON.stringify(s);
+const list = (xs: string[], indent: string): string => (xs.length === 0 ? '[]' : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join(',\n')}\n${indent}]`);
+
+/** The `authorization { users = [...] }` block for these principals. Pure: no I/O. */
+export function authorizationBlock(principals: readonly NatsPrincipalKey[], streamPrefix = ''): string {
+  const users = principals.map((p) => {
+    const r = rolePermissions(p, streamPrefix);
+    const i = '        ';
+    return [
+      `    # ${p.name} (role ${p.role})`,
+      '    {',
+      `      nkey: ${p.publicKey}`,
+      '      permissions: {',
+      `        publish: { allow: ${list(r.publish.allow, i)}, deny: ${list(r.publish.deny, i)} }`,
+      `        subscribe: { allow: ${list(r.subscribe.allow, i)}, deny: ${list(r.subscribe.deny, i)} }`,
+      ...(r.allowResponses ? ['        allow_responses: true'] : []),
+      '      }',
+      '    }',
+    ].join('\n');
+  });
+  return ['authorization {', '  users = [', users.join(',\n'), '  ]', '}', ''].join('\n');
+}
+
+/**
+ * A complete nats-server configuration: JetStream on, the port (4222 unless changed; `-p` on the command line still
+ * wins, as `-sd` chooses the store) and the authorization block. Pure: no I/O.
+ */
+export function natsServerConfig(principals: readonly NatsPrincipalKey[], opts: { port?: number; streamPrefix?: string } = {}): string {
+  return [
+    '# nats-server configuration written by `toolsearch nats-auth`: every connection must be one of the principals',
+    '# below (nkey challenge), and each may publish and subscribe only to the subjects of its role.',
+    '# Start: nats-server -c nats-server.conf [-p PORT] [-sd STORE_DIR]',
+    `port: ${opts.port ?? 4222}`,
+    'jetstream: enabled',
+    '',
+    authorizationBlock(principals, opts.streamPrefix ?? ''),
+  ].join('\n');
+}
