@@ -8,7 +8,7 @@
  *
  * Sets: MetaTool seeded 2,000 (test); mcp-dev and bench/heldout (dev: these tune); bench/testset/mcp-test.jsonl
  * (test: committed once, never used to accept a change). With --learn: the learning-from-calls measurement.
- * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--learn]
+ * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]
  * Data comes from ../shared next to the repository; when it is absent the bench says so and exits 0.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -115,12 +115,12 @@ function main(): void {
   const only = option('--only');
   const stored = existsSync(PREVIOUS_FILE) ? JSON.parse(readFileSync(PREVIOUS_FILE, 'utf8')) as Stored : undefined;
   const record: Stored | undefined = flag('--record-previous') ? { ranker: option('--record-previous-name') ?? 'previous', sets: {} } : undefined;
-  for (const set of sets) if (only === undefined || set.name.includes(only)) printSet(set, record === undefined ? stored : undefined, record);
+  for (const set of sets) if ((only === undefined || set.name.includes(only)) && (!flag('--dev') || set.role === 'dev')) printSet(set, record === undefined ? stored : undefined, record);
   if (record !== undefined) {
     writeFileSync(PREVIOUS_FILE, `${JSON.stringify(record)}\n`);
     console.log(`\nrecorded per-query ranks of this ranker in ${path.relative(repoRoot, PREVIOUS_FILE)}`);
   }
-  if (flag('--learn') || only === undefined) learningBench(sets);
+  if (flag('--learn') || (only === undefined && !flag('--dev'))) learningBench(sets);
 }
 
 main();

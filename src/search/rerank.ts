@@ -28,10 +28,6 @@ export interface QueryPlan {
   verbClasses: number;
   /** Every expansion term, for "how much of its name does the query explain". */
   allTerms: ReadonlySet<string>;
-  /** Query words written in the plural ("requests"): a tool whose name writes the same word agrees in number. */
-  plurals: readonly string[];
-  /** "A to B" / "A into B" in the query: the expansions of A and of B, to compare with the order of a tool's opening. */
-  direction?: { from: readonly Expansion[]; to: readonly Expansion[] };
   note?: string;
 }
 
@@ -65,10 +61,6 @@ export const WEIGHTS = Object.freeze({
   fuzzy: 0.2,
   /** Credit of the listing and getting verbs added to a request that names no action. */
   implicit: 0.3,
-  /** Factor for a tool whose name writes a query word in the same plural form (list_pull_requests for "requests"). */
-  plural: 1.15,
-  /** Factor for a tool whose opening names the query's "A to B" in the same order (and its inverse when reversed). */
-  direction: 1.2,
   /** Factor for a tool whose name deletes when the request asks for no deletion. */
   unaskedDelete: 0.6,
   /** Factor for a tool whose name's operation differs from every operation the request names. */
@@ -116,26 +108,10 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan): nu
   let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
     * Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
   if (owned) factor *= WEIGHTS.owner;
-  for (const p of q.plurals) if (meta.nameWords.includes(p)) { factor *= WEIGHTS.plural; break; }
-  if (q.direction !== undefined) {
-    const a = firstAt(meta.lead, q.direction.from);
-    const b = firstAt(meta.lead, q.direction.to);
-    if (a >= 0 && b >= 0 && a !== b) factor *= a < b ? WEIGHTS.direction : 1 / WEIGHTS.direction;
-  }
   // A tool whose name says it deletes is a poor answer unless deleting was asked for; one whose name says another
   // kind of operation than the request's (create_x for "list x") is a weaker answer.
   const tool = meta.nameClasses;
   if ((tool & VERB_CLASS.delete) !== 0 && (q.verbClasses & VERB_CLASS.delete) === 0) factor *= WEIGHTS.unaskedDelete;
   else if (tool !== 0 && q.verbClasses !== 0 && (tool & q.verbClasses) === 0) factor *= WEIGHTS.otherVerb;
   return factor;
-}
-
-/** The first position in `terms` of any of the expansions' terms, or -1. */
-function firstAt(terms: readonly string[], list: readonly Expansion[]): number {
-  let best = -1;
-  for (const e of list) {
-    const i = terms.indexOf(e.term);
-    if (i >= 0 && (best < 0 || i < best)) best = i;
-  }
-  return best;
 }

@@ -363,37 +363,9 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    // Plural nouns as typed ("requests", "messages"; not "status", "address"): a stemmed index loses the number.
-    const plurals = content.filter((w) => w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && stem(w) !== w);
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses, plurals };
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses };
     if (note !== undefined) plan.note = note;
-    const direction = this.directionOf(words, typed, expansions);
-    if (direction !== undefined) plan.direction = direction;
     return plan;
-  }
-
-  /**
-   * "A to B" or "A into B" (convert an address to coordinates): A is the content word just before the first such
-   * preposition, B the run of content words after it (articles skipped: "to a street address"), as the expansions
-   * of their typed terms; undefined when either side has none.
-   */
-  private directionOf(words: readonly string[], typed: readonly string[], expansions: readonly Expansion[][]): QueryPlan['direction'] {
-    const at = words.findIndex((w) => w === 'to' || w === 'into');
-    if (at <= 0) return undefined;
-    const side = (start: number, step: number): Expansion[] => {
-      const out: Expansion[] = [];
-      let i = start;
-      while (i >= 0 && i < words.length && STOP_WORDS.has(words[i] as string)) i += step;
-      for (; i >= 0 && i < words.length && !STOP_WORDS.has(words[i] as string); i += step) {
-        const k = typed.indexOf(stem(words[i] as string));
-        if (k >= 0) out.push(...(expansions[k] as Expansion[]));
-        if (step < 0 && out.length > 0) break; // before the preposition: the nearest word only, not the verb
-      }
-      return out;
-    };
-    const from = side(at - 1, -1);
-    const to = side(at + 1, 1);
-    return from.length === 0 || to.length === 0 ? undefined : { from, to };
   }
 
   /**

@@ -71,27 +71,3 @@ describe('ranking with query understanding', () => {
     expect(idx.rankIds('set up a new calendar event')[0]).toBe('mcp:calendar:create-event');
   });
 });
-
-describe('number agreement', () => {
-  it('prefers the tool whose name writes a plural query word the same way', () => {
-    const tools = [
-      mcpTool('crm', ['get_contact', 'Returns contact details for one contact of the address book', ['contact_id']]),
-      mcpTool('crm', ['fetch_contacts', 'Returns contact details of the address book', ['page']]),
-    ];
-    const idx = new SearchIndex(tools);
-    expect(idx.rankIds('show the contacts of the address book')[0]).toBe('mcp:crm:fetch_contacts');
-    expect(idx.rankIds('show the contact of the address book')[0]).toBe('mcp:crm:get_contact');
-  });
-});
-
-describe('direction of "A to B"', () => {
-  it('prefers the tool whose opening names A before B, in either direction', () => {
-    const tools = [
-      mcpTool('geo', ['geocode', 'Convert an address into geographic coordinates', ['address']]),
-      mcpTool('geo', ['reverse_geocode', 'Convert coordinates into an address', ['latitude', 'longitude']]),
-    ];
-    const idx = new SearchIndex(tools);
-    expect(idx.rankIds('convert a street address to coordinates')[0]).toBe('mcp:geo:geocode');
-    expect(idx.rankIds('convert coordinates to a street address')[0]).toBe('mcp:geo:reverse_geocode');
-  });
-});
