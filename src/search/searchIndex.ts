@@ -6,7 +6,8 @@ import type { ToolMeta } from './descriptor.js';
 import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
-import { hasActionVerb, RETRIEVAL_VERBS, rewritePhrases, synonymsOf, VERB_CLASS, verbClassesOf } from './synonyms.js';
+import { OperationModel } from './operations.js';
+import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
 import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
@@ -58,6 +59,8 @@ export class SearchIndex {
   private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
   private readonly plans = new Map<string, QueryPlan | null>();
+  /** The catalog's operation words, learned from the indexed tools; rebuilt on first use after a change. */
+  private opModel: OperationModel | undefined;
   private readonly expansions = new Map<string, Expansion[]>();
   // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
   private acc = new Float64Array(0);
@@ -107,6 +110,7 @@ export class SearchIndex {
     if (entries.length === 0) return;
     this.plans.clear();
     this.expansions.clear();
+    this.opModel = undefined;
     for (const entry of entries) {
       if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
       const meta = buildMeta(entry);
@@ -144,6 +148,12 @@ export class SearchIndex {
     return { ...meta.result };
   }
 
+  /** The operation model of the indexed tools (learned once per catalog change). */
+  private operations(): OperationModel {
+    this.opModel ??= OperationModel.learn(this.slots.filter((m): m is ToolMeta => m !== undefined));
+    return this.opModel;
+  }
+
   private metaOf(id: string): ToolMeta | undefined {
     const slot = this.slotOf.get(id);
     return slot === undefined ? undefined : this.slots[slot];
@@ -152,6 +162,7 @@ export class SearchIndex {
   private removeIds(ids: readonly string[]): void {
     this.plans.clear();
     this.expansions.clear();
+    this.opModel = undefined;
     for (const id of ids) {
       const slot = this.slotOf.get(id);
       if (slot === undefined) continue;
@@ -350,9 +361,10 @@ export class SearchIndex {
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
     const content = words.filter((w) => !STOP_WORDS.has(w));
-    let verbClasses = verbClassesOf(content);
+    const ops = this.operations();
+    const requested = ops.requested(typed);
     if (note === undefined && !hasActionVerb(content)) {
-      verbClasses |= VERB_CLASS.read;
+      for (const term of RETRIEVAL_VERBS) if (ops.isOperation(term) && !requested.has(term)) requested.set(term, 1);
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
         if (list === undefined || typed.includes(term)) continue;
@@ -363,7 +375,8 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses };
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, requested,
+      asksDelete: namesDeletion(content) };
     if (note !== undefined) plan.note = note;
     return plan;
   }
@@ -504,7 +517,7 @@ export class SearchIndex {
       const slot = heap.slots[k] as number;
       const meta = this.slots[slot] as ToolMeta;
       const base = acc[slot] as number;
-      const factor = rerankFactor(meta, coverage[slot] as number, q);
+      const factor = rerankFactor(meta, coverage[slot] as number, q, this.operations());
       const score = Math.pow(base, WEIGHTS.base) * factor;
       top.push({ id: meta.entry.id, score });
       if (this.trace !== undefined) {
