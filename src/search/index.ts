@@ -2,6 +2,8 @@ export { tokenize, splitWords, stem, STOP_WORDS } from './tokenize.js';
 export { SearchIndex, sourceKeyOf } from './searchIndex.js';
 export type { RankTrace } from './searchIndex.js';
 export { IndexCache } from './indexCache.js';
+export { CallMemory, DEFAULT_MAX_LEARNED_CALLS } from './callMemory.js';
+export type { LearnedCall } from './callMemory.js';
 export { toSearchResult, describeEntry, RESULT_LIMITS, DESCRIBE_DESCRIPTION_LIMIT } from './toSearchResult.js';
 export { sanitizeText } from './sanitizeText.js';
 export { evaluate, percentile } from './evaluate.js';

@@ -65,6 +65,9 @@ export const WEIGHTS = Object.freeze({
   implicit: 0.3,
   /** Factor for a tool whose name deletes when the request asks for no deletion. */
   unaskedDelete: 0.6,
+  /** Learned calls: a candidate gains up to x(1 + learned); an unreached tool enters at up to learnedInject x best. */
+  learned: 1.0,
+  learnedInject: 1.1,
   /** Factor for a tool that does an operation the request asks for (times the operation's credit). */
   sameOp: 1.25,
   /** Factor for a tool whose operation differs from every operation the request asks for. */

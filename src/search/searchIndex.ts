@@ -6,6 +6,7 @@ import type { ToolMeta } from './descriptor.js';
 import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
+import type { CallMemory } from './callMemory.js';
 import { OperationModel } from './operations.js';
 import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
 import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
@@ -78,8 +79,15 @@ export class SearchIndex {
   private queryStamp = 0;
   private trace: RankTrace[] | undefined;
 
-  constructor(entries: readonly ToolEntry[] = [], settings: Partial<SearchSettings> = {}) {
+  /** The deployment's learned (query, tool called) pairs, when search.learnFromCalls is on. */
+  private readonly memory: CallMemory | undefined;
+
+  /**
+   * `options.callMemory`: learned calls re-rank (bounded) the tools of this index only; see CallMemory.
+   */
+  constructor(entries: readonly ToolEntry[] = [], settings: Partial<SearchSettings> & { callMemory?: CallMemory } = {}) {
     this.settings = normalizeSettings(settings);
+    this.memory = settings.callMemory;
     this.addEntries(entries);
   }
 
@@ -146,6 +154,15 @@ export class SearchIndex {
   private resultOf(meta: ToolMeta): SearchResult {
     meta.result ??= toSearchResult(meta.entry);
     return { ...meta.result };
+  }
+
+  /** Re-ranks (and extends) the candidates with the learned calls of similar past queries. */
+  private applyLearned(q: QueryPlan, top: { id: string; score: number }[]): void {
+    const memory = this.memory as CallMemory;
+    const n = this.size;
+    const terms = q.typed.slice(0, q.implicitFrom).filter((_, i) => q.topical[i] === true);
+    const idf = (t: string): number => idfOf(this.postings.get(t)?.length ?? 0, n);
+    learnedBoost(top, memory.evidence(terms, idf), (id) => this.slotOf.has(id));
   }
 
   /** The operation model of the indexed tools (learned once per catalog change). */
@@ -525,6 +542,7 @@ export class SearchIndex {
         this.trace.push({ id: meta.entry.id, base, factor, score, matched: q.typed.filter((_, i) => (mask & (1 << i)) !== 0) });
       }
     }
+    if (this.memory !== undefined && this.memory.size > 0) this.applyLearned(q, top);
     top.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
 
     // Exact matches first: an id, then a name shared by one or several tools (separators and case ignored).
@@ -550,6 +568,25 @@ export class SearchIndex {
     return q.note === undefined ? out : { ...out, note: q.note };
   }
 
+}
+
+/**
+ * The learned signal, bounded: a candidate that similar past queries ended in gains up to x(1 + learned), and a
+ * tool the query's words did not reach but similar past queries did enters at up to `inject` x the best score.
+ * Only ids of this index are considered: a tool outside the (policy-filtered) catalog never appears.
+ */
+function learnedBoost(top: { id: string; score: number }[], evidence: ReadonlyMap<string, number>, has: (id: string) => boolean): void {
+  if (evidence.size === 0) return;
+  let best = 0;
+  const seen = new Set<string>();
+  for (const t of top) {
+    best = Math.max(best, t.score);
+    seen.add(t.id);
+    const e = evidence.get(t.id);
+    if (e !== undefined) t.score *= 1 + WEIGHTS.learned * e;
+  }
+  if (best === 0) best = 1;
+  for (const [id, e] of evidence) if (!seen.has(id) && has(id)) top.push({ id, score: best * WEIGHTS.learnedInject * e });
 }
 
 /**
