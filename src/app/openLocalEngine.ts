@@ -5,6 +5,7 @@ import { createSandbox, type Sandbox } from '../sandbox/index.js';
 import { ok, type Result } from '../shared/index.js';
 import { createTelemetry, type Telemetry } from '../telemetry/index.js';
 import { loadStaticSources } from '../catalog/index.js';
+import { startCallLearning } from '../search/index.js';
 import { createEngine, type Engine } from '../turn/index.js';
 
 export interface LocalEngineFlags {
@@ -86,14 +87,17 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
       ...(tracesDir === undefined ? {} : { tracesDir, fileName: { kind: 'run' as const } }), otlp: 'env', sampleRatio: config.telemetry.sampleRatio,
       ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
     });
+  // search.learnFromCalls: an actor learns (query, tool called) pairs from this bus; the engine ranks with them.
+  const learning = config.search.learnFromCalls ? await startCallLearning(bus, config.search, flags.onWarning) : undefined;
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
+    ...(learning === undefined ? {} : { callMemory: learning.memory }),
   });
   let closing: Promise<void> | undefined;
   return ok({
     config, bus, engine, logPath, telemetry,
-    close: () => (closing ??= closeLocal(engine, telemetry, memory, sandbox)),
+    close: () => (closing ??= closeLocal(engine, telemetry, memory, sandbox, learning?.stop)),
   });
 }
 
@@ -106,7 +110,8 @@ export const SANDBOX_CLOSE_BOUND_MS = 5000;
  * the sandbox, bounded. The event loop is held meanwhile: a wait with nothing else alive (a sandbox child whose
  * pipes are unref'd) would otherwise let a CLI process exit in the middle of close(), before the trace files.
  */
-async function closeLocal(engine: Engine, telemetry: Telemetry | undefined, memory: MemoryBus | undefined, sandbox: Sandbox | undefined): Promise<void> {
+async function closeLocal(engine: Engine, telemetry: Telemetry | undefined, memory: MemoryBus | undefined, sandbox: Sandbox | undefined,
+  stopLearning?: () => Promise<void>): Promise<void> {
   const hold = setInterval(() => undefined, 60_000);
   const errors: unknown[] = [];
   const step = async (fn: (() => Promise<void>) | undefined): Promise<void> => {
@@ -118,6 +123,7 @@ async function closeLocal(engine: Engine, telemetry: Telemetry | undefined, memo
   };
   try {
     await step(() => engine.close());
+    await step(stopLearning);
     await step(telemetry === undefined ? undefined : () => telemetry.shutdown());
     await step(memory === undefined ? undefined : () => memory.close());
     if (sandbox !== undefined) {

@@ -174,6 +174,16 @@ export const ToolSearchConfig = Type.Object(
     ),
     session: Type.Optional(Type.Object({ idleTimeoutMs: Type.Optional(positiveInt('600000')) }, closed)),
     harness: Type.Optional(Type.Union([Type.Literal('pi'), Type.Literal('codex')])),
+    search: Type.Optional(
+      Type.Object(
+        {
+          learnFromCalls: Type.Optional(Type.Boolean()),
+          learnedCallsPath: Type.Optional(Type.String({ minLength: 1 })),
+          maxLearnedCalls: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+        },
+        closed,
+      ),
+    ),
   },
   closed,
 );

@@ -13,3 +13,5 @@ export type { SearchSettings, SearchResult, SearchAnswer, SearchOptions, Describ
 export type { IndexCacheStats } from './indexCache.js';
 export type { EvalQuery, EvalReport, Ranker } from './evaluate.js';
 export type { SanitizeOptions } from './sanitizeText.js';
+export { startCallLearning } from './learnFromCalls.js';
+export type { CallLearning, LearnFromCallsSettings } from './learnFromCalls.js';

@@ -56,7 +56,10 @@ export function createEngine(opts: EngineOptions): Engine {
     decisionTimeoutMs: opts.decisionTimeoutMs ?? config.nats.decisionTimeoutMs,
     validator: new ArgsValidator(),
     catalogs: new CatalogMemo(),
-    indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
+    indexes: new IndexStore({
+      searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit,
+      ...(opts.callMemory === undefined ? {} : { callMemory: opts.callMemory }),
+    }),
   };
   const sessions = new Map<string, SessionState>();
   const liveTurns = new Set<{ end: Turn['end'] }>();

@@ -14,6 +14,7 @@ import type { CatalogMemo } from './catalogMemo.js';
 import type { IndexStore } from './indexStore.js';
 import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
+import type { CallMemory } from '../search/index.js';
 
 export interface EngineOptions {
   config: ResolvedConfig;
@@ -37,6 +38,8 @@ export interface EngineOptions {
    * queue group `policy` (the policy role); false = none (enforcers run elsewhere).
    */
   startEnforcer?: boolean;
+  /** Learned calls (config search.learnFromCalls) the search indexes rank with; absent = no learning. */
+  callMemory?: CallMemory;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
 }
