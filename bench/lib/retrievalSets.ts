@@ -72,6 +72,11 @@ export function loadSets(): QuerySet[] {
   if (mt !== undefined) {
     sets.push({ name: `MetaTool seeded ${METATOOL_SAMPLE} (python Random(${METATOOL_SEED}).shuffle of ${mt.all.length})`, role: 'test',
       entries: mt.entries, queries: pythonSample(mt.all, METATOOL_SAMPLE, METATOOL_SEED) });
+    // A MetaTool dev set to tune on: the next 2,000 rows of the same shuffle (no query text of the test sample).
+    const testTexts = new Set((sets[0] as QuerySet).queries.map((q) => q.query.trim().toLowerCase()));
+    sets.push({ name: `MetaTool dev ${METATOOL_SAMPLE} (rows ${METATOOL_SAMPLE + 1}-${2 * METATOOL_SAMPLE} of the same shuffle)`, role: 'dev',
+      entries: mt.entries, queries: pythonSample(mt.all, mt.all.length, METATOOL_SEED).slice(METATOOL_SAMPLE, 2 * METATOOL_SAMPLE)
+        .filter((q) => !testTexts.has(q.query.trim().toLowerCase())) });
   }
   const dir = sharedPath('catalogs', 'mcp');
   if (dir === undefined) return sets;

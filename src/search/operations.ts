@@ -145,6 +145,28 @@ export class OperationModel {
   }
 
   /**
+   * The candidates that have a sibling among the candidates: a tool of the same server whose name shares an
+   * object word (a name word that is not an operation) with it and says another operation or the same one.
+   */
+  siblingsAmong(slots: ArrayLike<number>, metas: readonly (ToolMeta | undefined)[]): Set<ToolMeta> {
+    const byKey = new Map<string, ToolMeta[]>();
+    for (let k = 0; k < slots.length; k++) {
+      const m = metas[slots[k] as number];
+      if (m === undefined) continue;
+      for (const w of this.words.get(m) ?? m.nameOnly) {
+        if (this.openings.has(w)) continue;
+        const key = `${m.sourceKey}\u0000${w}`;
+        let list = byKey.get(key);
+        if (list === undefined) byKey.set(key, (list = []));
+        if (!list.includes(m)) list.push(m);
+      }
+    }
+    const out = new Set<ToolMeta>();
+    for (const list of byKey.values()) if (list.length > 1) for (const m of list) out.add(m);
+    return out;
+  }
+
+  /**
    * The operations a request asks for, from its typed terms (stemmed, stop words out): each operation word at
    * credit 1 and its learned equivalents at their credit; empty when the request names no operation the
    * catalog knows.

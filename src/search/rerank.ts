@@ -83,7 +83,7 @@ export const WEIGHTS = Object.freeze({
  * how much of the query it matches anywhere (`coverage`: the summed best credit of the topical terms matched,
  * from the scoring pass), and whether the query names its server. Pure: no I/O.
  */
-export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan, ops: OperationModel): number {
+export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan, ops: OperationModel, hasSibling: boolean): number {
   const n = Math.max(q.topicalCount, 1);
   let name = 0;
   let core = 0;
@@ -118,9 +118,10 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan, ops
   let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
     * Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
   if (owned) factor *= WEIGHTS.owner;
-  // Among tools of the same object, the operation the request asks for decides: a tool that does it gains, one
-  // that does another operation (create_x for "list x") loses. Operations are the catalog's own words.
-  if (q.requested.size > 0) {
+  // Among tools of the same object (siblings: same server, a shared object word, both candidates), the operation
+  // the request asks for decides: a tool that does it gains, one that does another operation (create_x for
+  // "list x") loses. Operations are the catalog's own words; tools without a sibling are left alone.
+  if (q.requested.size > 0 && hasSibling) {
     const toolOps = ops.opsOf(meta);
     if (toolOps.length > 0) {
       let best = 0;

@@ -530,11 +530,13 @@ export class SearchIndex {
     const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
     selectCandidates(heap, touched, count, acc, coverage, q.topicalCount === 0 ? 0 : 1 / (n + named), named, ownerMark, queryStamp);
     const top: { id: string; score: number }[] = [];
+    const ops = this.operations();
+    const siblings = q.requested.size > 0 ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[]) : undefined;
     for (let k = 0; k < heap.size; k++) {
       const slot = heap.slots[k] as number;
       const meta = this.slots[slot] as ToolMeta;
       const base = acc[slot] as number;
-      const factor = rerankFactor(meta, coverage[slot] as number, q, this.operations());
+      const factor = rerankFactor(meta, coverage[slot] as number, q, ops, siblings?.has(meta) === true);
       const score = Math.pow(base, WEIGHTS.base) * factor;
       top.push({ id: meta.entry.id, score });
       if (this.trace !== undefined) {
