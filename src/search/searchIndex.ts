@@ -89,6 +89,8 @@ export class SearchIndex {
     this.settings = normalizeSettings(settings);
     this.memory = settings.callMemory;
     this.addEntries(entries);
+    // Learn the catalog's operation words with the build, not on the first search (later changes relearn lazily).
+    if (entries.length > 0) this.operations();
   }
 
   /** Number of tools in the index. */
