@@ -12,8 +12,8 @@ export interface LearnedCall {
 export const DEFAULT_MAX_LEARNED_CALLS = 10_000;
 /** Below this similarity a stored query says nothing about the new one. */
 const MIN_SIMILARITY = 0.35;
-/** Stored queries compared per search at most (the most similar by shared rare terms come first). */
-const MAX_COMPARED = 200;
+/** Stored queries compared per search at most (those sharing the query's rarest terms come first). */
+const MAX_COMPARED = 300;
 
 interface Stored {
   query: string;
@@ -74,12 +74,24 @@ export class CallMemory {
     let qNorm = 0;
     for (const t of q) qNorm += idf(t) ** 2;
     if (qNorm === 0) return out;
-    const shared = new Map<number, number>();
-    for (const t of q) {
-      const w = idf(t) ** 2;
-      for (const slot of this.byTerm.get(t) ?? []) shared.set(slot, (shared.get(slot) ?? 0) + w);
+    // Candidates: pairs sharing the query's rarest terms first (in the memory), at most MAX_COMPARED, so the cost
+    // stays bounded however large the memory and however common a query word.
+    const byRarity = q.filter((t) => this.byTerm.has(t)).sort((a, b) => (this.byTerm.get(a)?.size ?? 0) - (this.byTerm.get(b)?.size ?? 0));
+    const slots = new Set<number>();
+    for (const t of byRarity) {
+      for (const slot of this.byTerm.get(t) ?? []) {
+        slots.add(slot);
+        if (slots.size >= MAX_COMPARED) break;
+      }
+      if (slots.size >= MAX_COMPARED) break;
     }
-    const candidates = [...shared].sort((a, b) => b[1] - a[1]).slice(0, MAX_COMPARED);
+    const inQuery = new Set(q);
+    const candidates: [number, number][] = [];
+    for (const slot of slots) {
+      let dot = 0;
+      for (const t of (this.pairs[slot] as Stored).terms) if (inQuery.has(t)) dot += idf(t) ** 2;
+      candidates.push([slot, dot]);
+    }
     const best = new Map<string, { sim: number; n: number }>();
     for (const [slot, dot] of candidates) {
       const p = this.pairs[slot] as Stored;
