@@ -1,96 +1,126 @@
 /**
- * Retrieval bench: recall@1/3/5 and MRR of the search index beside two baselines (MiniSearch with default
- * options, a substring scorer) on MetaTool and on the real MCP catalog with the mcp-dev queries.
- * Also the held-out sets bench/heldout/mcp-heldout.jsonl (73 natural queries) and mcp-heldout2.jsonl (105 natural
- * queries, written independently later) over the same MCP catalog, each written before the ranking was tuned on it;
- * targets as for the unpublished set: recall@1 >= 0.90, @5 >= 0.97.
- * Run: node --import tsx bench/retrieval.ts [--all] [--misses] [--queries EXTRA.jsonl (over the MCP catalog)]
+ * Retrieval bench: recall@1/@5 (95% Wilson intervals) and MRR of the search index on every query set, beside
+ * peer rankings run side by side on the same catalog and queries: textbook Okapi BM25 with Porter stemming,
+ * MiniSearch defaults and OpenClaw's Tool Search ranking (bench/lib/openclawRanking.ts says what it follows).
+ * Each row also has the paired comparison at rank 1 against this project's ranking (exact McNemar on per-query
+ * hits), and the project's ranking is compared with the previous ranker's stored per-query ranks
+ * (bench/baselines/previous-ranker.json, recorded with --record-previous before the ranking changed).
+ *
+ * Sets: MetaTool seeded 2,000 (test); mcp-dev and bench/heldout (dev: these tune); bench/testset/mcp-test.jsonl
+ * (test: committed once, never used to accept a change). With --learn: the learning-from-calls measurement.
+ * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]
  * Data comes from ../shared next to the repository; when it is absent the bench says so and exits 0.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { ToolEntry } from '../src/catalog/index.js';
-import { evaluate, parseQueriesJsonl, SearchIndex } from '../src/search/index.js';
-import type { EvalQuery, EvalReport } from '../src/search/index.js';
-import { miniSearchDefaults, substringScorer } from './lib/baselines.js';
-import { parseCsv } from './lib/csv.js';
-import { loadMcpCatalog } from './lib/mcpCatalog.js';
-import { repoRoot, sharedPath } from './lib/paths.js';
-import { sample } from './lib/random.js';
-import { printReports, verdict } from './lib/report.js';
+import { evaluate, SearchIndex } from '../src/search/index.js';
+import type { EvalReport, Ranker } from '../src/search/index.js';
+import { miniSearchDefaults, okapiBm25 } from './lib/baselines.js';
+import { openClawRanking } from './lib/openclawRanking.js';
+import { repoRoot } from './lib/paths.js';
+import { loadSets, setFingerprint } from './lib/retrievalSets.js';
+import type { BenchQuery, QuerySet } from './lib/retrievalSets.js';
+import { mcnemar, wilson } from './lib/stats.js';
+import { learningBench } from './lib/learningBench.js';
 
-const args = new Set(process.argv.slice(2));
-const SEED = 20_250_101;
-const SAMPLE = 2_000;
+const argv = process.argv.slice(2);
+const flag = (name: string): boolean => argv.includes(name);
+const option = (name: string): string | undefined => {
+  const at = argv.indexOf(name);
+  return at >= 0 ? argv[at + 1] : undefined;
+};
+const PREVIOUS_FILE = path.join(repoRoot, 'bench', 'baselines', 'previous-ranker.json');
 
-function printMisses(report: EvalReport, queries: readonly EvalQuery[], max = 40): void {
-  let shown = 0;
-  report.perQuery.forEach((p, i) => {
-    const q = queries[i] as EvalQuery;
-    const rank = p.ids.findIndex((id) => q.gold.includes(id));
-    if (rank !== 0 && shown < max) {
-      shown++;
-      console.log(`  [${rank < 0 ? '-' : rank + 1}] ${q.query}  gold=${q.gold.join('|')}  top=${p.ids.slice(0, 3).join(', ')}`);
-    }
+interface Stored { ranker: string; sets: Record<string, { fingerprint: string; ranks: number[] }> }
+
+/** The rank (0-based) of the first gold id per query, -1 when not in the top 10. */
+function ranksOf(report: EvalReport, queries: readonly BenchQuery[]): number[] {
+  return report.perQuery.map((p, i) => p.ids.findIndex((id) => (queries[i] as BenchQuery).gold.includes(id)));
+}
+
+const f3 = (x: number): string => x.toFixed(3);
+const ci = (k: number, n: number): string => {
+  const [lo, hi] = wilson(k, n);
+  return `${f3(k / n)} [${f3(lo)}-${f3(hi)}]`;
+};
+const pFmt = (p: number): string => (p < 0.001 ? 'p<0.001' : `p=${p.toFixed(3)}`);
+
+function printSet(set: QuerySet, stored: Stored | undefined, record: Stored | undefined): void {
+  const n = set.queries.length;
+  const rankers: [string, Ranker][] = [
+    ['toolsearch', new SearchIndex(set.entries)],
+    ['okapi bm25 + porter', okapiBm25(set.entries)],
+    ['minisearch defaults', miniSearchDefaults(set.entries)],
+    ['openclaw tool search', openClawRanking(set.entries)],
+  ];
+  const results = rankers.map(([name, r]) => {
+    const report = evaluate(r, set.queries);
+    return { name, report, ranks: ranksOf(report, set.queries) };
   });
-}
-
-function metaTool(): void {
-  const dir = sharedPath('datasets', 'metatool');
-  if (dir === undefined) return;
-  const des = JSON.parse(readFileSync(path.join(dir, 'plugin_des.json'), 'utf8')) as Record<string, string>;
-  const entries: ToolEntry[] = Object.entries(des).map(([name, description]) => ({
-    id: name, source: 'client', owner: 'metatool', sourceName: 'metatool', name, description,
-    inputSchema: { type: 'object' }, origin: 'client', trusted: false,
-  }));
-  const rows = parseCsv(readFileSync(path.join(dir, 'all_clean_data.csv'), 'utf8'));
-  const header = rows.shift();
-  if (header?.[0] !== 'Query' || header[1] !== 'Tool') throw new Error(`unexpected CSV header: ${header?.join(',')}`);
-  const all: EvalQuery[] = rows.filter((r) => r.length >= 2 && r[0] !== '').map((r) => ({ query: r[0] as string, gold: [r[1] as string] }));
-  const queries = args.has('--all') ? all : sample(all, SAMPLE, SEED);
-  const ours = evaluate(new SearchIndex(entries), queries);
-  printReports(`MetaTool: ${entries.length} tools, ${queries.length} of ${all.length} queries${args.has('--all') ? '' : ` (seeded sample, seed ${SEED})`}`, [
-    ['toolsearch', ours],
-    ['minisearch defaults', evaluate(miniSearchDefaults(entries), queries)],
-    ['substring scorer', evaluate(substringScorer(entries), queries)],
-  ]);
-  console.log(`target recall@5 >= 0.55: ${ours.recallAt5.toFixed(3)} ${verdict(ours.recallAt5, 0.55)}`);
-  if (args.has('--misses')) printMisses(ours, queries);
-}
-
-function mcp(): void {
-  const dir = sharedPath('catalogs', 'mcp');
-  const qfile = sharedPath('datasets', 'mcp-dev', 'queries.jsonl');
-  if (dir === undefined || qfile === undefined) return;
-  const entries = loadMcpCatalog(dir);
-  const parsed = parseQueriesJsonl(readFileSync(qfile, 'utf8'), qfile);
-  if (!parsed.ok) throw new Error(parsed.error.message);
-  const queries = parsed.value;
-  const ours = evaluate(new SearchIndex(entries), queries);
-  printReports(`MCP: ${entries.length} tools, mcp-dev ${queries.length} queries`, [
-    ['toolsearch', ours],
-    ['minisearch defaults', evaluate(miniSearchDefaults(entries), queries)],
-    ['substring scorer', evaluate(substringScorer(entries), queries)],
-  ]);
-  console.log(`target recall@1 >= 0.90: ${ours.recallAt1.toFixed(3)} ${verdict(ours.recallAt1, 0.9)}; recall@5 = 1.0: ${ours.recallAt5.toFixed(3)} ${verdict(ours.recallAt5, 1)}`);
-  if (args.has('--misses')) printMisses(ours, queries);
-  const extraAt = process.argv.indexOf('--queries');
-  const extraFiles = extraAt > 0 && process.argv[extraAt + 1] !== undefined
-    ? [process.argv[extraAt + 1] as string]
-    : ['mcp-heldout.jsonl', 'mcp-heldout2.jsonl'].map((f) => path.join(repoRoot, 'bench', 'heldout', f));
-  for (const extraFile of extraFiles) {
-    const extra = parseQueriesJsonl(readFileSync(extraFile, 'utf8'), extraFile);
-    if (!extra.ok) throw new Error(extra.error.message);
-    const report = evaluate(new SearchIndex(entries), extra.value);
-    printReports(`MCP: ${entries.length} tools, ${extraFile} ${extra.value.length} queries`, [
-      ['toolsearch', report],
-      ['minisearch defaults', evaluate(miniSearchDefaults(entries), extra.value)],
-      ['substring scorer', evaluate(substringScorer(entries), extra.value)],
-    ]);
-    console.log(`target (as for the unpublished set) recall@1 >= 0.90: ${report.recallAt1.toFixed(3)} ${verdict(report.recallAt1, 0.9)}; recall@5 >= 0.97: ${report.recallAt5.toFixed(3)} ${verdict(report.recallAt5, 0.97)}`);
-    if (args.has('--misses')) printMisses(report, extra.value);
+  const ours = results[0] as (typeof results)[number];
+  const at1 = (ranks: number[]): boolean[] => ranks.map((r) => r === 0);
+  const at5 = (ranks: number[]): boolean[] => ranks.map((r) => r >= 0 && r < 5);
+  console.log(`\n${set.name} [${set.role}]: ${set.entries.length} tools, ${n} queries`);
+  console.log(`${'ranker'.padEnd(22)} ${'r@1 [95% CI]'.padEnd(22)} ${'r@5 [95% CI]'.padEnd(22)} mrr    p99ms  r@1 vs toolsearch (wins/losses of toolsearch)`);
+  for (const r of results) {
+    const k1 = at1(r.ranks).filter(Boolean).length;
+    const k5 = at5(r.ranks).filter(Boolean).length;
+    const paired = r === ours ? '' : (() => {
+      const m = mcnemar(at1(ours.ranks), at1(r.ranks));
+      return `gap ${(ours.report.recallAt1 - r.report.recallAt1 >= 0 ? '+' : '')}${f3(ours.report.recallAt1 - r.report.recallAt1)}, ${m.wins}/${m.losses}, ${pFmt(m.p)}`;
+    })();
+    console.log(`${r.name.padEnd(22)} ${ci(k1, n).padEnd(22)} ${ci(k5, n).padEnd(22)} ${f3(r.report.mrr)}  ${r.report.p99Ms.toFixed(2).padStart(5)}  ${paired}`);
+  }
+  const fp = setFingerprint(set);
+  const prev = stored?.sets[set.name];
+  if (prev !== undefined && prev.fingerprint === fp) {
+    const p1 = mcnemar(at1(ours.ranks), prev.ranks.map((r) => r === 0));
+    const p5 = mcnemar(at5(ours.ranks), prev.ranks.map((r) => r >= 0 && r < 5));
+    const prevAt1 = prev.ranks.filter((r) => r === 0).length / n;
+    const prevAt5 = prev.ranks.filter((r) => r >= 0 && r < 5).length / n;
+    console.log(`vs previous ranker (${stored?.ranker}): r@1 ${f3(prevAt1)} -> ${f3(ours.report.recallAt1)} (${p1.wins} won/${p1.losses} lost, ${pFmt(p1.p)}); `
+      + `r@5 ${f3(prevAt5)} -> ${f3(ours.report.recallAt5)} (${p5.wins}/${p5.losses}, ${pFmt(p5.p)})`);
+  } else if (stored !== undefined) console.log('vs previous ranker: no stored ranks for this set (or the set changed)');
+  if (record !== undefined) record.sets[set.name] = { fingerprint: fp, ranks: ours.ranks };
+  const targets = set.name.startsWith('MetaTool') ? [['r@1', 0.5], ['r@5', 0.7]] as const
+    : set.role === 'test' ? [['r@1', 0.92], ['r@5', 0.98]] as const : undefined;
+  if (targets !== undefined) {
+    const bestPeer = Math.max(...results.slice(1).map((r) => r.report.recallAt1));
+    const line = targets.map(([k, t]) => {
+      const v = k === 'r@1' ? ours.report.recallAt1 : ours.report.recallAt5;
+      return `${k} >= ${t}: ${f3(v)} ${v >= t ? 'ok' : 'MISS'}`;
+    });
+    line.push(`r@1 ahead of every peer: ${ours.report.recallAt1 > bestPeer ? 'ok' : 'MISS'} (best peer ${f3(bestPeer)})`);
+    console.log(`targets: ${line.join('; ')}`);
+  }
+  if (set.queries.some((q) => q.kind !== undefined)) {
+    const kinds = [...new Set(set.queries.map((q) => q.kind as string))];
+    console.log(`by kind (toolsearch r@1): ${kinds.map((k) => {
+      const idx = set.queries.map((q, i) => (q.kind === k ? i : -1)).filter((i) => i >= 0);
+      return `${k} ${f3(idx.filter((i) => ours.ranks[i] === 0).length / idx.length)} (${idx.length})`;
+    }).join(', ')}`);
+  }
+  const missesFor = option('--misses');
+  if (missesFor !== undefined && set.name.includes(missesFor)) {
+    if (set.role === 'test') console.log('  (misses of a test set: read them to report, never to tune)');
+    set.queries.forEach((q, i) => {
+      const r = ours.ranks[i] as number;
+      if (r !== 0) console.log(`  [${r < 0 ? '-' : r + 1}] ${q.query}  gold=${q.gold.join('|')}  top=${(ours.report.perQuery[i]?.ids ?? []).slice(0, 3).join(', ')}`);
+    });
   }
 }
 
-metaTool();
-mcp();
+function main(): void {
+  const sets = loadSets();
+  const only = option('--only');
+  const stored = existsSync(PREVIOUS_FILE) ? JSON.parse(readFileSync(PREVIOUS_FILE, 'utf8')) as Stored : undefined;
+  const record: Stored | undefined = flag('--record-previous') ? { ranker: option('--record-previous-name') ?? 'previous', sets: {} } : undefined;
+  for (const set of sets) if ((only === undefined || set.name.includes(only)) && (!flag('--dev') || set.role === 'dev')) printSet(set, record === undefined ? stored : undefined, record);
+  if (record !== undefined) {
+    writeFileSync(PREVIOUS_FILE, `${JSON.stringify(record)}\n`);
+    console.log(`\nrecorded per-query ranks of this ranker in ${path.relative(repoRoot, PREVIOUS_FILE)}`);
+  }
+  if (flag('--learn') || (only === undefined && !flag('--dev'))) learningBench(sets);
+}
+
+main();

@@ -3,6 +3,7 @@ import type { EventBus } from '../bus/index.js';
 import { loadStaticSources } from '../catalog/index.js';
 import { loadConfig, parseConfig, type ResolvedConfig } from '../config/index.js';
 import type { Sandbox } from '../sandbox/index.js';
+import { startCallLearning } from '../search/index.js';
 import { ok, type Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import { createEngine, type Engine } from '../turn/index.js';
@@ -83,16 +84,20 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
   // Connected as a principal of a secured deployment (an nkey), the engine may not publish decisions: the
   // deployment's policy role decides its calls instead of an enforcer of its own.
   const principal = (bus as { principal?: unknown }).principal;
+  // search.learnFromCalls: an actor learns (query, tool called) pairs from this bus; the engine ranks with them.
+  const learning = config.search.learnFromCalls ? await startCallLearning(bus, config.search, flags.onWarning) : undefined;
   const engine = createEngine({
     config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
     ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
     ...(typeof principal === 'string' && principal !== 'default' ? { startEnforcer: false } : {}),
+    ...(learning === undefined ? {} : { callMemory: learning.memory }),
   });
   let closing: Promise<void> | undefined;
   return ok({
     config, bus, engine, logPath: opened?.logPath, telemetry,
     close: () => (closing ??= closeInOrder([
       { name: 'engine', close: () => engine.close() },
+      ...(learning !== undefined ? [{ name: 'call learning', close: () => learning.stop() }] : []),
       ...(telemetry !== undefined ? [{ name: 'telemetry', close: () => telemetry.shutdown() }] : []),
       ...(opened !== undefined ? [{ name: 'bus', close: () => opened.close() }] : []),
       ...(sandbox !== undefined ? [{ name: 'sandbox', close: () => sandbox.close(), boundMs: SANDBOX_CLOSE_BOUND_MS }] : []),

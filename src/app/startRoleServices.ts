@@ -5,6 +5,7 @@ import { startPolicyEnforcer, type PolicyEnforcer } from '../policy/index.js';
 import {
   createRemoteSandbox, createSandbox, startSandboxRunner, type RemoteSandboxOptions, type Sandbox, type SandboxRunner,
 } from '../sandbox/index.js';
+import { startCallLearning } from '../search/index.js';
 import { createEngine, type Engine, type EngineOptions } from '../turn/index.js';
 import { startSessionEventConsumer, type SessionEventConsumer } from '../gateway/index.js';
 
@@ -111,8 +112,12 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       if (opts.engineOptions === undefined) throw new Error(`role ${role} needs engineOptions (staticSources, includeConfigMcp)`);
       const remote = role === 'gateway' ? createRemoteSandbox({ bus, ...opts.remote }) : undefined;
       if (remote !== undefined) closers.push(() => remote.close());
+      // search.learnFromCalls: an actor learns (query, tool called) pairs from this bus; the engine ranks with them.
+      const learning = config.search.learnFromCalls ? await startCallLearning(bus, config.search, (m) => say(`warning: ${m}`)) : undefined;
+      if (learning !== undefined) closers.push(() => learning.stop());
       const engine = createEngine({
         ...opts.engineOptions, bus, config,
+        ...(learning === undefined ? {} : { callMemory: learning.memory }),
         startEnforcer: role === 'all',
         ...(remote !== undefined ? { sandbox: remote } : sandbox !== undefined ? { sandbox } : {}),
       });

@@ -14,6 +14,7 @@ export const CONFIG_DEFAULTS = {
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
   session: { idleTimeoutMs: 600_000 },
   harness: 'pi',
+  search: { learnFromCalls: false, learnedCallsPath: '.toolsearch/learned-calls.jsonl', maxLearnedCalls: 10_000 },
 } as const;
 
 const abs = (baseDir: string, p: string): string => (isAbsolute(p) ? p : resolve(baseDir, p));
@@ -110,6 +111,11 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
         },
       ]),
     ),
+    search: {
+      learnFromCalls: raw.search?.learnFromCalls ?? d.search.learnFromCalls,
+      learnedCallsPath: abs(baseDir, raw.search?.learnedCallsPath ?? d.search.learnedCallsPath),
+      maxLearnedCalls: raw.search?.maxLearnedCalls ?? d.search.maxLearnedCalls,
+    },
   };
   return { config, warnings: [...toolSearch.warnings] };
 }

@@ -259,6 +259,16 @@ export const ToolSearchConfig = Type.Object(
     principals: Type.Optional(
       Type.Record(Type.String({ pattern: NAME_PATTERN }), PrincipalSpec, { ...closed, 'x-keyHint': NAME_HINT }),
     ),
+    search: Type.Optional(
+      Type.Object(
+        {
+          learnFromCalls: Type.Optional(Type.Boolean()),
+          learnedCallsPath: Type.Optional(Type.String({ minLength: 1 })),
+          maxLearnedCalls: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+        },
+        closed,
+      ),
+    ),
   },
   closed,
 );

@@ -75,6 +75,11 @@ export interface ResolvedConfig {
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
   session: { idleTimeoutMs: number };
   harness: 'pi' | 'codex';
+  /**
+   * Learning from calls (opt-in): the (query, tool finally called) pairs of successful calls, kept in their own
+   * capped file (no argument values), re-rank searches as a bounded extra signal.
+   */
+  search: { learnFromCalls: boolean; learnedCallsPath: string; maxLearnedCalls: number };
   /** Keyed by principal name; empty = none configured (outside commands run as `default`, owner false). */
   principals: Record<string, Principal>;
 }

@@ -1,5 +1,5 @@
 import type { ToolEntry } from '../catalog/index.js';
-import { verbClassesOf } from './synonyms.js';
+import { namesDeletion } from './synonyms.js';
 import { splitWords, tokenize } from './tokenize.js';
 import type { SearchResult } from './types.js';
 
@@ -20,8 +20,8 @@ export interface ToolMeta {
   lowerId: string;
   /** The name with separators and case removed: `listIssues`, `list-issues` and `list issues` share one key. */
   nameKey: string;
-  /** Operation kinds (VERB_CLASS bits) its name's verbs name: delete_email -> delete. */
-  nameClasses: number;
+  /** Whether its name says it deletes (delete_email, drop-collection, remove_tag). */
+  deletes: boolean;
   /** Words of the name as written, lowercased (not stemmed): list_pull_requests -> list, pull, requests. */
   nameWords: readonly string[];
   /** Terms of the description's opening in order: where a query's "A to B" can be checked for direction. */
@@ -104,7 +104,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     nameOnly: unique(nameTerms.filter((t) => !ownerTerms.includes(t))),
     lowerId: entry.id.toLowerCase(),
     nameKey: nameWords.join(''),
-    nameClasses: verbClassesOf(nameWords),
+    deletes: namesDeletion(nameWords),
     nameWords,
     lead,
   };

@@ -1,6 +1,8 @@
 export { tokenize, splitWords, stem, STOP_WORDS } from './tokenize.js';
 export { SearchIndex, sourceKeyOf } from './searchIndex.js';
 export type { RankTrace } from './searchIndex.js';
+export { CallMemory, DEFAULT_MAX_LEARNED_CALLS } from './callMemory.js';
+export type { LearnedCall } from './callMemory.js';
 export { toSearchResult, describeEntry, RESULT_LIMITS, DESCRIBE_DESCRIPTION_LIMIT } from './toSearchResult.js';
 export { sanitizeText } from './sanitizeText.js';
 export { evaluate, percentile } from './evaluate.js';
@@ -9,3 +11,5 @@ export { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } fro
 export type { SearchSettings, SearchResult, SearchAnswer, SearchOptions, DescribedTool } from './types.js';
 export type { EvalQuery, EvalReport, Ranker } from './evaluate.js';
 export type { SanitizeOptions } from './sanitizeText.js';
+export { startCallLearning } from './learnFromCalls.js';
+export type { CallLearning, FactSubscriber, LearnFromCallsSettings } from './learnFromCalls.js';

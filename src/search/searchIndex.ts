@@ -6,7 +6,9 @@ import type { ToolMeta } from './descriptor.js';
 import { Postings } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
-import { hasActionVerb, RETRIEVAL_VERBS, rewritePhrases, synonymsOf, VERB_CLASS, verbClassesOf } from './synonyms.js';
+import type { CallMemory } from './callMemory.js';
+import { OperationModel } from './operations.js';
+import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
 import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
@@ -58,6 +60,8 @@ export class SearchIndex {
   private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
   private readonly plans = new Map<string, QueryPlan | null>();
+  /** The catalog's operation words, learned from the indexed tools; rebuilt on first use after a change. */
+  private opModel: OperationModel | undefined;
   private readonly expansions = new Map<string, Expansion[]>();
   // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
   private acc = new Float64Array(0);
@@ -75,9 +79,18 @@ export class SearchIndex {
   private queryStamp = 0;
   private trace: RankTrace[] | undefined;
 
-  constructor(entries: readonly ToolEntry[] = [], settings: Partial<SearchSettings> = {}) {
+  /** The deployment's learned (query, tool called) pairs, when search.learnFromCalls is on. */
+  private readonly memory: CallMemory | undefined;
+
+  /**
+   * `options.callMemory`: learned calls re-rank (bounded) the tools of this index only; see CallMemory.
+   */
+  constructor(entries: readonly ToolEntry[] = [], settings: Partial<SearchSettings> & { callMemory?: CallMemory } = {}) {
     this.settings = normalizeSettings(settings);
+    this.memory = settings.callMemory;
     this.addEntries(entries);
+    // Learn the catalog's operation words with the build, not on the first search (later changes relearn lazily).
+    if (entries.length > 0) this.operations();
   }
 
   /** Number of tools in the index. */
@@ -107,6 +120,7 @@ export class SearchIndex {
     if (entries.length === 0) return;
     this.plans.clear();
     this.expansions.clear();
+    this.opModel = undefined;
     for (const entry of entries) {
       if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
       const meta = buildMeta(entry);
@@ -144,6 +158,21 @@ export class SearchIndex {
     return { ...meta.result };
   }
 
+  /** Re-ranks (and extends) the candidates with the learned calls of similar past queries. */
+  private applyLearned(q: QueryPlan, top: { id: string; score: number }[]): void {
+    const memory = this.memory as CallMemory;
+    const n = this.size;
+    const terms = q.typed.slice(0, q.implicitFrom).filter((_, i) => q.topical[i] === true);
+    const idf = (t: string): number => idfOf(this.postings.get(t)?.length ?? 0, n);
+    learnedBoost(top, memory.evidence(terms, idf), (id) => this.slotOf.has(id));
+  }
+
+  /** The operation model of the indexed tools (learned once per catalog change). */
+  private operations(): OperationModel {
+    this.opModel ??= OperationModel.learn(this.slots.filter((m): m is ToolMeta => m !== undefined));
+    return this.opModel;
+  }
+
   private metaOf(id: string): ToolMeta | undefined {
     const slot = this.slotOf.get(id);
     return slot === undefined ? undefined : this.slots[slot];
@@ -152,6 +181,7 @@ export class SearchIndex {
   private removeIds(ids: readonly string[]): void {
     this.plans.clear();
     this.expansions.clear();
+    this.opModel = undefined;
     for (const id of ids) {
       const slot = this.slotOf.get(id);
       if (slot === undefined) continue;
@@ -350,9 +380,10 @@ export class SearchIndex {
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
     const content = words.filter((w) => !STOP_WORDS.has(w));
-    let verbClasses = verbClassesOf(content);
+    const ops = this.operations();
+    const requested = ops.requested(typed);
     if (note === undefined && !hasActionVerb(content)) {
-      verbClasses |= VERB_CLASS.read;
+      for (const term of RETRIEVAL_VERBS) if (ops.isOperation(term) && !requested.has(term)) requested.set(term, 1);
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
         if (list === undefined || typed.includes(term)) continue;
@@ -363,37 +394,10 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    // Plural nouns as typed ("requests", "messages"; not "status", "address"): a stemmed index loses the number.
-    const plurals = content.filter((w) => w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && stem(w) !== w);
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, verbClasses, plurals };
+    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, requested,
+      asksDelete: namesDeletion(content) };
     if (note !== undefined) plan.note = note;
-    const direction = this.directionOf(words, typed, expansions);
-    if (direction !== undefined) plan.direction = direction;
     return plan;
-  }
-
-  /**
-   * "A to B" or "A into B" (convert an address to coordinates): A is the content word just before the first such
-   * preposition, B the run of content words after it (articles skipped: "to a street address"), as the expansions
-   * of their typed terms; undefined when either side has none.
-   */
-  private directionOf(words: readonly string[], typed: readonly string[], expansions: readonly Expansion[][]): QueryPlan['direction'] {
-    const at = words.findIndex((w) => w === 'to' || w === 'into');
-    if (at <= 0) return undefined;
-    const side = (start: number, step: number): Expansion[] => {
-      const out: Expansion[] = [];
-      let i = start;
-      while (i >= 0 && i < words.length && STOP_WORDS.has(words[i] as string)) i += step;
-      for (; i >= 0 && i < words.length && !STOP_WORDS.has(words[i] as string); i += step) {
-        const k = typed.indexOf(stem(words[i] as string));
-        if (k >= 0) out.push(...(expansions[k] as Expansion[]));
-        if (step < 0 && out.length > 0) break; // before the preposition: the nearest word only, not the verb
-      }
-      return out;
-    };
-    const from = side(at - 1, -1);
-    const to = side(at + 1, 1);
-    return from.length === 0 || to.length === 0 ? undefined : { from, to };
   }
 
   /**
@@ -528,11 +532,13 @@ export class SearchIndex {
     const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
     selectCandidates(heap, touched, count, acc, coverage, q.topicalCount === 0 ? 0 : 1 / (n + named), named, ownerMark, queryStamp);
     const top: { id: string; score: number }[] = [];
+    const ops = this.operations();
+    const siblings = q.requested.size > 0 ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[]) : undefined;
     for (let k = 0; k < heap.size; k++) {
       const slot = heap.slots[k] as number;
       const meta = this.slots[slot] as ToolMeta;
       const base = acc[slot] as number;
-      const factor = rerankFactor(meta, coverage[slot] as number, q);
+      const factor = rerankFactor(meta, coverage[slot] as number, q, ops, siblings?.has(meta) === true);
       const score = Math.pow(base, WEIGHTS.base) * factor;
       top.push({ id: meta.entry.id, score });
       if (this.trace !== undefined) {
@@ -540,6 +546,7 @@ export class SearchIndex {
         this.trace.push({ id: meta.entry.id, base, factor, score, matched: q.typed.filter((_, i) => (mask & (1 << i)) !== 0) });
       }
     }
+    if (this.memory !== undefined && this.memory.size > 0) this.applyLearned(q, top);
     top.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
 
     // Exact matches first: an id, then a name shared by one or several tools (separators and case ignored).
@@ -565,6 +572,25 @@ export class SearchIndex {
     return q.note === undefined ? out : { ...out, note: q.note };
   }
 
+}
+
+/**
+ * The learned signal, bounded: a candidate that similar past queries ended in gains up to x(1 + learned), and a
+ * tool the query's words did not reach but similar past queries did enters at up to `inject` x the best score.
+ * Only ids of this index are considered: a tool outside the (policy-filtered) catalog never appears.
+ */
+function learnedBoost(top: { id: string; score: number }[], evidence: ReadonlyMap<string, number>, has: (id: string) => boolean): void {
+  if (evidence.size === 0) return;
+  let best = 0;
+  const seen = new Set<string>();
+  for (const t of top) {
+    best = Math.max(best, t.score);
+    seen.add(t.id);
+    const e = evidence.get(t.id);
+    if (e !== undefined) t.score *= 1 + WEIGHTS.learned * e;
+  }
+  if (best === 0) best = 1;
+  for (const [id, e] of evidence) if (!seen.has(id) && has(id)) top.push({ id, score: best * WEIGHTS.learnedInject * e });
 }
 
 /**

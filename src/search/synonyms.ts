@@ -164,24 +164,11 @@ export function synonymsOf(term: string): readonly string[] {
   return TABLE.get(term) ?? [];
 }
 
-/** Kinds of operation a tool name or a request names, as bits: what a verb mismatch is judged by. */
-export const VERB_CLASS = Object.freeze({ read: 1, create: 2, update: 4, delete: 8 });
+/** Words of a deletion, base forms, matched on lowercased words: a destructive tool is not offered unasked. */
+const DELETE_WORDS: ReadonlySet<string> = new Set(['delete', 'remove', 'erase', 'destroy', 'drop', 'discard', 'purge', 'uninstall']);
 
-/** Base forms only: "changes", "settings", "lists" are nouns, "new" says create. Matched on lowercased words. */
-const CLASS_WORDS: ReadonlyMap<string, number> = new Map([
-  ...['list', 'get', 'read', 'retrieve', 'fetch', 'show', 'view', 'find', 'search', 'query', 'describe', 'lookup', 'see']
-    .map((w) => [w, VERB_CLASS.read] as const),
-  ...['create', 'add', 'new', 'make', 'insert', 'post', 'append', 'schedule']
-    .map((w) => [w, VERB_CLASS.create] as const),
-  ...['update', 'edit', 'modify', 'change', 'set', 'patch', 'put', 'rename', 'enable', 'disable', 'toggle', 'mark']
-    .map((w) => [w, VERB_CLASS.update] as const),
-  ...['delete', 'remove', 'erase', 'destroy', 'drop', 'discard', 'purge', 'uninstall']
-    .map((w) => [w, VERB_CLASS.delete] as const),
-]);
-
-/** The operation kinds (VERB_CLASS bits) named by these lowercased words. Pure: no I/O. */
-export function verbClassesOf(words: readonly string[]): number {
-  let bits = 0;
-  for (const w of words) bits |= CLASS_WORDS.get(w) ?? 0;
-  return bits;
+/** Whether these lowercased words name a deletion. Pure: no I/O. */
+export function namesDeletion(words: readonly string[]): boolean {
+  for (const w of words) if (DELETE_WORDS.has(w)) return true;
+  return false;
 }

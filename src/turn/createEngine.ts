@@ -87,7 +87,10 @@ export function createEngine(opts: EngineOptions): Engine {
     decisionTimeoutMs: opts.decisionTimeoutMs ?? config.nats.decisionTimeoutMs,
     validator: new ArgsValidator(),
     catalogs: new CatalogMemo(),
-    indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
+    indexes: new IndexStore({
+      searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit,
+      ...(opts.callMemory === undefined ? {} : { callMemory: opts.callMemory }),
+    }),
     sharedMcp: opts.sharedMcp ?? new SharedMcpServers({
       roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
       ...(opts.mcpConnect === undefined ? {} : { connect: opts.mcpConnect }),

@@ -1,5 +1,5 @@
 import type { Catalog } from '../catalog/index.js';
-import { SearchIndex, type SearchSettings } from '../search/index.js';
+import { SearchIndex, type CallMemory, type SearchSettings } from '../search/index.js';
 
 /**
  * Search indexes shared by every session of an engine, keyed by the (policy-filtered) catalog fingerprint: a
@@ -11,7 +11,7 @@ export class IndexStore {
   builds = 0;
   reuses = 0;
 
-  constructor(private readonly settings: Partial<SearchSettings>, private readonly max = 64) {}
+  constructor(private readonly settings: Partial<SearchSettings> & { callMemory?: CallMemory }, private readonly max = 64) {}
 
   get(catalog: Catalog): { index: SearchIndex; reused: boolean } {
     const hit = this.indexes.get(catalog.fingerprint);

@@ -14,6 +14,7 @@ import type { IndexStore } from './indexStore.js';
 import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import type { StepResult } from './turnEngine.js';
+import type { CallMemory } from '../search/index.js';
 
 export interface EngineOptions {
   config: ResolvedConfig;
@@ -39,6 +40,8 @@ export interface EngineOptions {
   startEnforcer?: boolean;
   /** Hears of each turn once it has ended (its terminal event recorded), with its live state (tests, audits). */
   onTurnEnded?: (turn: ObservedTurn) => void;
+  /** Learned calls (config search.learnFromCalls) the search indexes rank with; absent = no learning. */
+  callMemory?: CallMemory;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
   /**

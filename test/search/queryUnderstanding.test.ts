@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { SearchIndex } from '../../src/search/index.js';
-import { hasActionVerb, rewritePhrases, VERB_CLASS, verbClassesOf } from '../../src/search/synonyms.js';
+import { buildMeta } from '../../src/search/descriptor.js';
+import { OperationModel } from '../../src/search/operations.js';
+import { hasActionVerb, rewritePhrases } from '../../src/search/synonyms.js';
 import { fixtureEntries, mcpTool } from './fixture.js';
 
 describe('rewritePhrases', () => {
@@ -26,11 +28,65 @@ describe('hasActionVerb', () => {
   });
 });
 
-describe('verbClassesOf', () => {
-  it('reads the kind of operation from base forms only', () => {
-    expect(verbClassesOf(['delete', 'email'])).toBe(VERB_CLASS.delete);
-    expect(verbClassesOf(['get', 'or', 'create', 'label'])).toBe(VERB_CLASS.read | VERB_CLASS.create);
-    expect(verbClassesOf(['mailbox', 'settings', 'changes'])).toBe(0);
+describe('OperationModel', () => {
+  // A small catalog in the style of real servers: descriptions open with their operation; names say it in
+  // their own words (drop-, pods_ ... _list), behind a server prefix (db_ on every tool of one server).
+  const tools = [
+    mcpTool('db', ['db_drop_table', 'Removes a table and its data', ['table']]),
+    mcpTool('db', ['db_drop_index', 'Removes an index from a table', ['table', 'index']]),
+    mcpTool('db', ['db_drop_view', 'Removes a view', ['view']]),
+    mcpTool('db', ['db_create_table', 'Create a new table', ['table']]),
+    mcpTool('db', ['db_list_tables', 'List the tables of the database', []]),
+    mcpTool('db', ['db_get_table', 'Get one table with its columns', ['table']]),
+    mcpTool('db', ['db_update_table', 'Update the comment of a table', ['table']]),
+    mcpTool('db', ['db_count_rows', 'Count the rows of a table', ['table']]),
+    mcpTool('k8s', ['pods_list', 'List the pods of a namespace', ['namespace']]),
+    mcpTool('k8s', ['pods_delete', 'Delete a pod', ['name']]),
+    mcpTool('k8s', ['pods_get', 'Get a pod by name', ['name']]),
+    mcpTool('k8s', ['pods_create', 'Create a pod from a manifest', ['manifest']]),
+    mcpTool('crm', ['list_notes', 'List the notes of a record', ['record']]),
+    mcpTool('crm', ['get_note', 'Get one note', ['id']]),
+    mcpTool('crm', ['create_note', 'Add a note to a record', ['record']]),
+    mcpTool('crm', ['create_tag', 'Add a tag to a record', ['record']]),
+    mcpTool('crm', ['create_label', 'Create a label', ['name']]),
+    mcpTool('crm', ['create_comment', 'Add a comment to a record', ['record']]),
+    mcpTool('crm', ['add_attachment', 'Add an attachment to a record', ['record']]),
+    mcpTool('crm', ['delete_note', 'Delete a note', ['id']]),
+    mcpTool('crm', ['update_note', 'Update a note', ['id']]),
+    mcpTool('crm', ['update_tag', 'Update a tag', ['id']]),
+    mcpTool('crm', ['update_label', 'Update a label', ['id']]),
+    mcpTool('crm', ['remove_tag', 'Delete a tag from a record', ['record']]),
+    mcpTool('crm', ['remove_label', 'Delete a label from a record', ['record']]),
+  ];
+  const metas = tools.map(buildMeta);
+  const model = OperationModel.learn(metas);
+  const opsOf = (name: string): readonly string[] => model.opsOf(metas.find((m) => m.entry.name === name)!);
+
+  it('learns operation words from description openings and names, not objects or server prefixes', () => {
+    for (const w of ['list', 'get', 'creat', 'delet', 'updat', 'drop']) expect(model.isOperation(w)).toBe(true);
+    for (const w of ['pod', 'tabl', 'db', 'note', 'record']) expect(model.isOperation(w)).toBe(false);
+  });
+
+  it('reads a tool\'s operation where its name says it, first or last', () => {
+    expect(opsOf('pods_list')).toEqual(['list']);
+    expect(opsOf('db_drop_table')).toEqual(['drop']);
+    expect(opsOf('create_note')).toEqual(['creat']);
+  });
+
+  it('learns equivalent words from names that say one operation and descriptions that open with another', () => {
+    expect(model.requested(['add', 'note']).get('creat')).toBeGreaterThan(0);
+    expect(model.requested(['remov', 'tag']).get('delet')).toBeGreaterThan(0);
+    expect(model.requested(['remov', 'tag']).get('remov')).toBe(1);
+    // only the first operation word of a request is its operation
+    expect(model.requested(['add', 'task', 'list']).has('list')).toBe(false);
+  });
+
+  it('lets the requested operation pick among sibling tools of one object', () => {
+    const idx = new SearchIndex(tools);
+    expect(idx.rankIds('add a note to this record')[0]).toBe('mcp:crm:create_note');
+    expect(idx.rankIds('remove the note')[0]).toBe('mcp:crm:delete_note');
+    expect(idx.rankIds('drop the users table')[0]).toBe('mcp:db:db_drop_table');
+    expect(idx.rankIds('get the pod named web')[0]).toBe('mcp:k8s:pods_get');
   });
 });
 
@@ -69,29 +125,5 @@ describe('ranking with query understanding', () => {
 
   it('reads "set up" as a creation, not an update', () => {
     expect(idx.rankIds('set up a new calendar event')[0]).toBe('mcp:calendar:create-event');
-  });
-});
-
-describe('number agreement', () => {
-  it('prefers the tool whose name writes a plural query word the same way', () => {
-    const tools = [
-      mcpTool('crm', ['get_contact', 'Returns contact details for one contact of the address book', ['contact_id']]),
-      mcpTool('crm', ['fetch_contacts', 'Returns contact details of the address book', ['page']]),
-    ];
-    const idx = new SearchIndex(tools);
-    expect(idx.rankIds('show the contacts of the address book')[0]).toBe('mcp:crm:fetch_contacts');
-    expect(idx.rankIds('show the contact of the address book')[0]).toBe('mcp:crm:get_contact');
-  });
-});
-
-describe('direction of "A to B"', () => {
-  it('prefers the tool whose opening names A before B, in either direction', () => {
-    const tools = [
-      mcpTool('geo', ['geocode', 'Convert an address into geographic coordinates', ['address']]),
-      mcpTool('geo', ['reverse_geocode', 'Convert coordinates into an address', ['latitude', 'longitude']]),
-    ];
-    const idx = new SearchIndex(tools);
-    expect(idx.rankIds('convert a street address to coordinates')[0]).toBe('mcp:geo:geocode');
-    expect(idx.rankIds('convert coordinates to a street address')[0]).toBe('mcp:geo:reverse_geocode');
   });
 });

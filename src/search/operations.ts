@@ -1,0 +1,230 @@
+import type { ToolMeta } from './descriptor.js';
+
+/** A word must open at least this many tool descriptions, or name an operation in this many tool names, to count. */
+const MIN_OPENINGS = 3;
+/** ... and stand alone (the name's only such word) in at least this share of the names it stands in. */
+const MIN_ALONE_SHARE = 0.5;
+/** A pair (name word, opening) seen this often teaches an operation word or an equivalence. */
+const MIN_PAIRS = 2;
+/** Share of a candidate name word's tools that must open with the same operation. */
+const MIN_CONSISTENCY = 0.7;
+/** How many words of a description's opening are read for its operation. */
+const OPENING_WORDS = 3;
+/** Learned equivalents below this share of a word's uses are noise (one odd description). */
+const MIN_EQUIVALENCE = 0.15;
+/** The most equivalents kept per operation word. */
+const MAX_EQUIVALENTS = 6;
+
+/**
+ * Which words a catalog uses for operations (create, list, get, delete, merge, approve...), learned from the
+ * catalog itself rather than from a hand list:
+ * - a tool description opens with its operation ("Create a new issue", "Removes a collection"), so a word that
+ *   opens at least three descriptions is an operation word;
+ * - a word in a tool's name is that tool's operation when it is an operation word (`drop-collection`,
+ *   `pods_list`), wherever it stands in the name;
+ * - a tool whose name says one operation word and whose description opens with another teaches that the two are
+ *   used for the same operation (`drop-collection`: "Removes a collection" -> drop ~ remove; `list-folder-files`:
+ *   "Return a collection" -> list ~ return), weighted by how often that happens.
+ * Built from the indexed tools whenever the catalog changes; a query's operation words then pick, among
+ * tools of the same object, the one that does what was asked. Pure: no I/O.
+ */
+export class OperationModel {
+  /** Operation word -> number of tool descriptions it opens. */
+  readonly openings: ReadonlyMap<string, number>;
+  /** Operation word -> equivalent operation words and their credit (0..1). */
+  readonly equivalents: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  private readonly byMeta = new Map<ToolMeta, readonly string[]>();
+
+  private constructor(openings: Map<string, number>, equivalents: Map<string, Map<string, number>>,
+    private readonly words: ReadonlyMap<ToolMeta, readonly string[]>) {
+    this.openings = openings;
+    this.equivalents = equivalents;
+  }
+
+  /** Learns the model from the indexed tools' names and description openings. */
+  static learn(metas: Iterable<ToolMeta>): OperationModel {
+    const list = [...metas];
+    const words = nameWordsOf(list);
+    // 1. Words that open descriptions and also stand in tool names, mostly as the name's only operation word
+    //    (not `api` of API-get-user, API-post-page).
+    const opened = new Map<string, number>();
+    const named = new Map<string, number>();
+    for (const m of list) {
+      const first = firstLead(m);
+      if (first !== undefined) opened.set(first, (opened.get(first) ?? 0) + 1);
+      for (const w of words.get(m) as string[]) named.set(w, (named.get(w) ?? 0) + 1);
+    }
+    const candidates = new Set<string>();
+    for (const [w, n] of opened) if (n >= MIN_OPENINGS && (named.get(w) ?? 0) >= 1) candidates.add(w);
+    const alone = new Map<string, number>();
+    for (const m of list) {
+      const inName = (words.get(m) as string[]).filter((w) => candidates.has(w));
+      if (inName.length === 1) alone.set(inName[0] as string, (alone.get(inName[0] as string) ?? 0) + 1);
+    }
+    const ops = new Map<string, number>();
+    for (const w of candidates) if ((alone.get(w) ?? 0) >= MIN_ALONE_SHARE * (named.get(w) ?? 0)) ops.set(w, opened.get(w) as number);
+    // 2. Pairs of a name's one operation word (or, for a name with none, its first word) and a different
+    //    operation word its description opens with.
+    const pairs = new Map<string, Map<string, number>>();
+    const uses = new Map<string, number>();
+    for (const m of list) {
+      const opening = openingOf(m, ops);
+      if (opening === undefined) continue;
+      const nameWords = words.get(m) as string[];
+      const inName = nameWords.filter((w) => ops.has(w));
+      if (inName.includes(opening)) {
+        uses.set(opening, (uses.get(opening) ?? 0) + 1);
+        continue;
+      }
+      const w = inName.length === 1 ? inName[0] : inName.length === 0 ? nameWords[0] : undefined;
+      if (w === undefined) continue;
+      uses.set(w, (uses.get(w) ?? 0) + 1);
+      bump(pairs, w, opening);
+    }
+    // A name word that stands where operations stand is an operation too when its tools open with one operation
+    // (drop-collection, drop-index: "Removes..."), and it never stands beside another operation in a name: an object
+    // named first (pods_list, pods_delete; collection-schema: "Describe", collection-storage-size: "Gets") fails.
+    const besideOp = new Set<string>();
+    for (const m of list) {
+      const nameWords = words.get(m) as string[];
+      if (nameWords.some((w) => ops.has(w))) for (const w of nameWords) if (!ops.has(w)) besideOp.add(w);
+    }
+    for (const [w, others] of pairs) {
+      if (ops.has(w) || besideOp.has(w)) continue;
+      let n = 0;
+      let top = 0;
+      for (const c of others.values()) {
+        n += c;
+        top = Math.max(top, c);
+      }
+      if (n >= MIN_PAIRS && top / n >= MIN_CONSISTENCY) ops.set(w, n);
+    }
+    const equivalents = new Map<string, Map<string, number>>();
+    const addEq = (a: string, b: string, share: number): void => {
+      let inner = equivalents.get(a);
+      if (inner === undefined) equivalents.set(a, (inner = new Map()));
+      const credit = Math.min(0.8, 0.4 + share);
+      if ((inner.get(b) ?? 0) < credit) inner.set(b, credit);
+    };
+    for (const [w, others] of pairs) {
+      if (!ops.has(w)) continue;
+      // The share of the rarer word's uses: add ~ create is learned from the few "Add a ..." openings of create_ tools.
+      const share = (o: string, c: number): number => c / Math.max(1, Math.min(uses.get(w) ?? 0, uses.get(o) ?? 0));
+      const kept = [...others].filter(([o, c]) => ops.has(o) && c >= MIN_PAIRS && share(o, c) >= MIN_EQUIVALENCE)
+        .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, MAX_EQUIVALENTS);
+      for (const [o, c] of kept) {
+        addEq(w, o, share(o, c));
+        addEq(o, w, share(o, c));
+      }
+    }
+    return new OperationModel(ops, equivalents, words);
+  }
+
+  /** Is this stemmed word one the catalog uses for an operation. */
+  isOperation(term: string): boolean {
+    return this.openings.has(term);
+  }
+
+  /** The operation words of a tool: its name's operation words, else the word its description opens with. */
+  opsOf(meta: ToolMeta): readonly string[] {
+    const known = this.byMeta.get(meta);
+    if (known !== undefined) return known;
+    // The operation word that opens the name, else the one that ends it (pods_list), else any: in
+    // create-todo-task-list, "list" is the object's, not the operation.
+    const words = this.words.get(meta) ?? meta.nameOnly;
+    const first = words[0];
+    const last = words[words.length - 1];
+    let ops = first !== undefined && this.openings.has(first) ? [first]
+      : last !== undefined && this.openings.has(last) ? [last] : words.filter((w) => this.openings.has(w));
+    if (ops.length === 0) {
+      const opening = openingOf(meta, this.openings);
+      ops = opening === undefined ? [] : [opening];
+    }
+    this.byMeta.set(meta, ops);
+    return ops;
+  }
+
+  /**
+   * The candidates that have a sibling among the candidates: a tool of the same server whose name shares an
+   * object word (a name word that is not an operation) with it and says another operation or the same one.
+   */
+  siblingsAmong(slots: ArrayLike<number>, metas: readonly (ToolMeta | undefined)[]): Set<ToolMeta> {
+    const byKey = new Map<string, ToolMeta[]>();
+    for (let k = 0; k < slots.length; k++) {
+      const m = metas[slots[k] as number];
+      if (m === undefined) continue;
+      for (const w of this.words.get(m) ?? m.nameOnly) {
+        if (this.openings.has(w)) continue;
+        const key = `${m.sourceKey}\u0000${w}`;
+        let list = byKey.get(key);
+        if (list === undefined) byKey.set(key, (list = []));
+        if (!list.includes(m)) list.push(m);
+      }
+    }
+    const out = new Set<ToolMeta>();
+    for (const list of byKey.values()) if (list.length > 1) for (const m of list) out.add(m);
+    return out;
+  }
+
+  /**
+   * The operations a request asks for, from its typed terms (stemmed, stop words out): each operation word at
+   * credit 1 and its learned equivalents at their credit; empty when the request names no operation the
+   * catalog knows.
+   */
+  requested(typed: readonly string[]): Map<string, number> {
+    const out = new Map<string, number>();
+    // The first operation word of a request is its operation ("add a task to my to do list": add, not list).
+    const t = typed.find((w) => this.openings.has(w));
+    if (t === undefined) return out;
+    out.set(t, 1);
+    for (const [o, credit] of this.equivalents.get(t) ?? []) if ((out.get(o) ?? 0) < credit) out.set(o, credit);
+    return out;
+  }
+}
+
+/** The first word of a tool's description that is not its server's name ("Notion | Retrieve a user"). */
+function firstLead(m: ToolMeta): string | undefined {
+  for (const t of m.lead) if (!m.ownerTerms.includes(t)) return t;
+  return undefined;
+}
+
+/** The operation a description opens with: the first operation word among its first words ("Permanently deletes"). */
+function openingOf(m: ToolMeta, ops: ReadonlyMap<string, number>): string | undefined {
+  let seen = 0;
+  for (const t of m.lead) {
+    if (m.ownerTerms.includes(t)) continue;
+    if (ops.has(t)) return t;
+    if (++seen >= OPENING_WORDS) break;
+  }
+  return undefined;
+}
+
+/**
+ * Each tool's name words without its server's prefix: words that stand in half or more of one server's tool
+ * names (API- of Notion, browser_ of Playwright, kubectl_) name the server, not an operation or an object.
+ */
+function nameWordsOf(list: readonly ToolMeta[]): Map<ToolMeta, string[]> {
+  const bySource = new Map<string, ToolMeta[]>();
+  for (const m of list) {
+    let group = bySource.get(m.sourceKey);
+    if (group === undefined) bySource.set(m.sourceKey, (group = []));
+    group.push(m);
+  }
+  const out = new Map<ToolMeta, string[]>();
+  for (const group of bySource.values()) {
+    const counts = new Map<string, number>();
+    for (const m of group) for (const w of new Set(m.nameOnly)) counts.set(w, (counts.get(w) ?? 0) + 1);
+    const prefix = group.length >= 4 ? new Set([...counts].filter(([, c]) => c >= group.length * 0.5).map(([w]) => w)) : new Set<string>();
+    for (const m of group) {
+      const kept = m.nameOnly.filter((w) => !prefix.has(w));
+      out.set(m, kept.length > 0 ? kept : [...m.nameOnly]);
+    }
+  }
+  return out;
+}
+
+function bump(map: Map<string, Map<string, number>>, a: string, b: string): void {
+  let inner = map.get(a);
+  if (inner === undefined) map.set(a, (inner = new Map()));
+  inner.set(b, (inner.get(b) ?? 0) + 1);
+}
