@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Bridge, CodeOutcome, LogLine } from '../sandbox/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
+import { sourceCounts } from './catalogMemo.js';
 import { SpanName } from '../telemetry/index.js';
 import { callTool, resolveForCall } from './callPath.js';
 import { describeTool, searchTools } from './operations.js';
@@ -37,9 +38,7 @@ export type CodeRunOutcome =
 
 /** Tool counts per source kind of the turn's eligible catalog. Pure: no I/O. */
 export function bySource(ts: TurnState): { openclaw: number; mcp: number; client: number } {
-  const counts = { openclaw: 0, mcp: 0, client: 0 };
-  for (const e of ts.catalog?.entries ?? []) counts[e.source]++;
-  return counts;
+  return sourceCounts(ts.catalog);
 }
 
 /**

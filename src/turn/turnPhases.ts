@@ -4,6 +4,7 @@ import { expose as exposeSurface, type ExposureMode } from '../expose/index.js';
 import type { CatalogInfo, Exposure as MachineExposure } from '../../machines/index.js';
 import { sessionPolicy, type EffectivePolicy } from '../policy/index.js';
 import { SpanName } from '../telemetry/index.js';
+import { entriesById } from './catalogMemo.js';
 import { bySource } from './codeRun.js';
 import { listTurnSources } from './sources.js';
 import { traced } from './spans.js';
@@ -32,7 +33,7 @@ export function listSourcesPhase(deps: EngineDeps, ts: TurnState, policy: Effect
       total: full.entries.length,
     }, ts.startedEventId);
     ts.catalog = filtered;
-    ts.byId = new Map(filtered.entries.map((e) => [e.id, e]));
+    ts.byId = entriesById(filtered);
     return filtered;
   });
 }

@@ -95,7 +95,7 @@ export interface TurnState {
   startedAt: number;
   startedEventId: string | null;
   catalog?: Catalog;
-  byId?: Map<string, ToolEntry>;
+  byId?: ReadonlyMap<string, ToolEntry>;
   index?: SearchIndex;
   exposure?: Exposure;
   counts: TurnCounts;
