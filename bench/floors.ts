@@ -482,10 +482,15 @@ async function sandboxRow(): Promise<void> {
   const pipes: number[] = [];
   const ratios: number[] = [];
   const PER = QUICK ? 6 : 10;
-  const warmRun = async (): Promise<number> => {
+  /** One sample: the pool refilled and settled (as between a model's turns), then the floor, then the run. */
+  const warmRun = async (pipe?: number[]): Promise<number> => {
     await sandbox.warmUp();
     // The pooled child is spawned; let it finish starting before the request, as between a model's turns.
     await new Promise((r) => setTimeout(r, 150));
+    if (pipe !== undefined) {
+      const trips = [await echo.roundTrip(), await echo.roundTrip(), await echo.roundTrip()];
+      pipe.push(median(trips));
+    }
     const t0 = performance.now();
     const out = await sandbox.run({ body: 'return 1', timeoutMs: 10_000, bridge });
     const ms = performance.now() - t0;
@@ -497,10 +502,7 @@ async function sandboxRow(): Promise<void> {
   for (let r = 0; r < ROUNDS; r++) {
     const rr: number[] = [];
     const pp: number[] = [];
-    for (let k = 0; k < PER; k++) {
-      rr.push(await warmRun());
-      pp.push(await echo.roundTrip());
-    }
+    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp));
     runs.push(median(rr));
     pipes.push(median(pp));
     ratios.push(median(rr) / median(pp));
