@@ -1,8 +1,8 @@
 import { resolve } from 'node:path';
-import { openMemoryBus, type EventBus, type MemoryBus } from '../bus/index.js';
+import { EventLogError, openMemoryBus, type EventBus, type MemoryBus } from '../bus/index.js';
 import { loadConfig, parseConfig, type ResolvedConfig } from '../config/index.js';
 import { createSandbox, type Sandbox } from '../sandbox/index.js';
-import { ok, type Result } from '../shared/index.js';
+import { fail, ok, type Result } from '../shared/index.js';
 import { createTelemetry, type Telemetry } from '../telemetry/index.js';
 import { loadStaticSources } from '../catalog/index.js';
 import { createEngine, type Engine } from '../turn/index.js';
@@ -69,7 +69,15 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
   let bus = flags.bus;
   if (bus === undefined) {
     logPath = flags.noLog === true ? undefined : flags.log !== undefined ? resolve(flags.cwd, flags.log) : config.log.enabled ? resolve(config.baseDir, config.log.path) : undefined;
-    memory = await openMemoryBus({ logPath: logPath ?? false, ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
+    try {
+      memory = await openMemoryBus({
+        logPath: logPath ?? false, rotation: { maxBytes: config.log.maxBytes, keep: config.log.keep },
+        ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
+      });
+    } catch (err) {
+      if (err instanceof EventLogError) return fail(err.code, err.message.slice(err.code.length + 2));
+      throw err;
+    }
     bus = memory;
   }
   const sandbox: Sandbox | undefined = flags.sandbox ?? (flags.withSandbox

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { resolve } from 'node:path';
-import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
+import { EventLogError, openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { makeEnvelope } from '../events/index.js';
@@ -147,7 +147,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     if (opts.nats !== undefined) {
       say(`connecting to NATS at ${redactUrl(opts.nats)}`);
       try {
-        const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-gateway', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000 });
+        const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-gateway', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, maxBytes: config.nats.maxBytes, connectTimeoutMs: 10_000 });
         bus = nats;
         closers.push(() => nats.close());
       } catch (err) {
@@ -155,7 +155,13 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       }
     } else {
       const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
-      const memory = await openMemoryBus({ logPath, onWarning: (m) => say(`warning: ${m}`) });
+      let memory;
+      try {
+        memory = await openMemoryBus({ logPath, rotation: { maxBytes: config.log.maxBytes, keep: config.log.keep }, onWarning: (m) => say(`warning: ${m}`) });
+      } catch (err) {
+        if (err instanceof EventLogError) return fail(err.code, err.message.slice(err.code.length + 2));
+        throw err;
+      }
       bus = memory;
       closers.push(() => memory.close());
       say(memory.logPath === undefined ? 'event bus: embedded (no log file)' : `event bus: embedded, events logged to ${memory.logPath}`);

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
+import { EventLogError, openMemoryBus, openNatsBus, type EventBus } from '../bus/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { loadStaticSources } from '../catalog/index.js';
@@ -57,7 +57,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   let bus: EventBus;
   if (opts.nats !== undefined) {
     try {
-      const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-mcp', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000 });
+      const nats = await openNatsBus({ url: opts.nats, name: 'toolsearch-mcp', replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, maxBytes: config.nats.maxBytes, connectTimeoutMs: 10_000 });
       bus = nats;
       closers.push(() => nats.close());
     } catch (err) {
@@ -65,7 +65,14 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     }
   } else {
     const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
-    const memory = await openMemoryBus({ logPath, onWarning: (m) => say(`warning: ${m}`) });
+    let memory;
+    try {
+      memory = await openMemoryBus({ logPath, rotation: { maxBytes: config.log.maxBytes, keep: config.log.keep }, onWarning: (m) => say(`warning: ${m}`) });
+    } catch (err) {
+      await closeAll();
+      if (err instanceof EventLogError) return fail(err.code, err.message.slice(err.code.length + 2));
+      throw err;
+    }
     bus = memory;
     closers.push(() => memory.close());
   }

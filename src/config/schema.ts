@@ -126,7 +126,15 @@ export const ToolSearchConfig = Type.Object(
       ),
     ),
     log: Type.Optional(
-      Type.Object({ path: Type.Optional(Type.String({ minLength: 1 })), enabled: Type.Optional(Type.Boolean()) }, closed),
+      Type.Object(
+        {
+          path: Type.Optional(Type.String({ minLength: 1 })),
+          enabled: Type.Optional(Type.Boolean()),
+          maxBytes: Type.Optional(Type.Integer({ minimum: 0, description: '67108864 (64 MiB); 0 never rotates' })),
+          keep: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: '5' })),
+        },
+        closed,
+      ),
     ),
     nats: Type.Optional(
       Type.Object(
@@ -134,6 +142,7 @@ export const ToolSearchConfig = Type.Object(
           url: Type.Optional(Type.String({ minLength: 1 })),
           replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
           maxAgeMs: Type.Optional(Type.Integer({ minimum: 0 })),
+          maxBytes: Type.Optional(Type.Integer({ minimum: 0, description: '0 (no limit)' })),
           retention: Type.Optional(
             Type.Union([Type.Literal('limits'), Type.Literal('interest'), Type.Literal('workqueue')]),
           ),

@@ -42,12 +42,15 @@ export interface ResolvedConfig {
     maxLogBytes: number;
     maxResultBytes: number;
   };
-  log: { path: string; enabled: boolean };
+  /** The JSONL event log; rotated past `maxBytes` (0: never), `keep` rotated files kept (`<path>.1` ..). */
+  log: { path: string; enabled: boolean; maxBytes: number; keep: number };
   nats: {
     url?: string;
     replicas: number;
     /** 0 = no age limit. */
     maxAgeMs: number;
+    /** Size limit of each event stream in bytes (oldest events go first); 0 = no limit. */
+    maxBytes: number;
     retention: 'limits' | 'interest' | 'workqueue';
     decisionTimeoutMs: number;
   };

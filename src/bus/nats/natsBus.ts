@@ -33,6 +33,8 @@ export interface NatsBusOptions {
   replicas?: number;
   /** Stream max age; 0 keeps events forever. Default 0. */
   maxAgeMs?: number;
+  /** Size limit of the event and session streams in bytes (oldest discarded first); 0 = no limit. Default 0. */
+  maxBytes?: number;
   /** JetStream duplicate window: a retry of an event id inside it is ignored. Default 120000. */
   duplicateWindowMs?: number;
   /** Retention of the event streams. Default 'limits' (replay needs the events to stay). */
@@ -126,6 +128,7 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
       streamPrefix: opts.streamPrefix ?? '',
       replicas: opts.replicas ?? 1,
       maxAgeMs: opts.maxAgeMs ?? 0,
+      maxBytes: opts.maxBytes ?? 0,
       duplicateWindowMs: opts.duplicateWindowMs ?? 120_000,
       retention: opts.retention ?? 'limits',
     };

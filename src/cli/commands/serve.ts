@@ -53,7 +53,7 @@ async function serveActorRole(role: 'policy' | 'sandbox', url: string, config: R
   try {
     bus = await openNatsBus({
       servers: url.split(',').map((u) => u.trim()).filter((u) => u !== ''), name: `toolsearch-${role}`,
-      replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, connectTimeoutMs: 10_000,
+      replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs, maxBytes: config.nats.maxBytes, connectTimeoutMs: 10_000,
     });
   } catch (err) {
     io.stderr(`gateway.busUnavailable: ${err instanceof Error ? err.message : String(err)}`);
