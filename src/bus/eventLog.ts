@@ -143,6 +143,9 @@ export async function readEventLog(file: string): Promise<EventLogContents> {
   return { events, warnings, missing: false, endsMidLine: parsed.endsMidLine, files };
 }
 
+/** Longest time a written fact waits for its fsync when no sync point comes. */
+export const SYNC_DELAY_MS = 200;
+
 const syncFd = (fd: number): Promise<void> =>
   new Promise((resolve, reject) => fdatasync(fd, (err) => (err === null ? resolve() : reject(err))));
 
@@ -159,6 +162,7 @@ export class EventLogWriter {
   /** Bytes written since the last fdatasync (lost if the machine crashes now). */
   private unsynced = 0;
   private closed = false;
+  private syncTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     readonly file: string,
@@ -206,8 +210,19 @@ export class EventLogWriter {
     this.size += data.length;
     this.unsynced += data.length;
     if (sync || (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes)) await this.sync();
+    else this.syncSoon();
     if (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes) this.rotate();
     return data.length;
+  }
+
+  /** Facts written without a sync point are synced within SYNC_DELAY_MS anyway: the window a crash can lose is bounded. */
+  private syncSoon(): void {
+    if (this.syncTimer !== undefined || this.unsynced === 0) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      if (!this.closed) this.sync().catch(() => { /* the next write reports a broken file */ });
+    }, SYNC_DELAY_MS);
+    this.syncTimer.unref();
   }
 
   /** Makes everything written so far durable. */
@@ -276,6 +291,8 @@ export class EventLogWriter {
 
   async close(): Promise<void> {
     if (this.closed) return;
+    clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
     try {
       await this.sync();
     } finally {

@@ -1,5 +1,5 @@
 /**
- * Sync points: the events at which another actor acts or a side effect starts, and the terminal events. Only at
+ * Sync points: the events at which another actor acts or a side effect starts, and a turn's terminal events. Only at
  * these does a publish wait for durability (JSONL: write + fsync of everything queued before; NATS: the acks of
  * every pipelined publish of the turn). The other events are facts nobody acts on before the next sync point of
  * their turn: they are written (memory bus) or sent (NATS) in order and made durable together with that point
@@ -24,6 +24,13 @@ const PIPELINED = new Set<string>([
   'hook.ran',
   'client.result.received',
   'code.bridge.requested',
+  // Outcomes of calls and code runs: what they did is done; the record of it becomes durable with the next sync
+  // point (the next decision, or the turn's end) or within the log's sync delay, whichever comes first.
+  'call.completed',
+  'call.failed',
+  'call.blocked',
+  'code.settled',
+  'code.timedOut',
 ]);
 
 /** Whether publishing an event of this type waits for durability (see above). Pure: no I/O. */
