@@ -139,6 +139,8 @@ function combine(base: Catalog, over: Catalog): Catalog | undefined {
 export class CatalogMemo {
   private readonly builds = new Map<string, { full: Catalog; filtered: Map<string, Catalog> }>();
   private readonly partKeys = new WeakMap<readonly unknown[], string>();
+  /** The last lookup's parts (by identity) and policy key: a turn listing the same part objects skips the hashing. */
+  private last: { parts: readonly CatalogPart[]; partKeys: string[]; key: string } | undefined;
 
   constructor(private readonly max = 32) {}
 
@@ -168,8 +170,21 @@ export class CatalogMemo {
     return this.getPlain(parts, policy);
   }
 
+  private keyOf(parts: readonly CatalogPart[]): string {
+    const last = this.last;
+    // Same part objects with the same entries arrays and statuses: the same key (a part's key covers both).
+    if (last !== undefined && last.parts.length === parts.length && parts.every((p, i) => p === last.parts[i] && this.partKeys.get(p.entries) !== undefined)) {
+      const partKeys = parts.map((p) => this.keyOfPart(p));
+      if (partKeys.every((k, i) => k === last.partKeys[i])) return last.key;
+    }
+    const partKeys = parts.map((p) => this.keyOfPart(p));
+    const key = createHash('sha256').update(partKeys.join('\n')).digest('hex');
+    this.last = { parts: [...parts], partKeys, key };
+    return key;
+  }
+
   private getPlain(parts: readonly CatalogPart[], policy: EffectivePolicy): { full: Catalog; filtered: Catalog } {
-    const key = createHash('sha256').update(parts.map((p) => this.keyOfPart(p)).join('\n')).digest('hex');
+    const key = this.keyOf(parts);
     let slot = this.builds.get(key);
     if (slot === undefined) {
       slot = { full: buildCatalog(parts), filtered: new Map() };

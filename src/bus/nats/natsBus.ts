@@ -66,7 +66,7 @@ export type BusStatus =
 export interface NatsBusStats {
   /** Events stored by this bus (duplicates of an earlier publish excluded where known). */
   published: number;
-  /** JetStream acks waited for: one per publish, seq marker and lease claim, plus one per sync point that had earlier acks to wait for. */
+  /** JetStream acks waited for: one per event, seq marker, lease claim and lease check (each ack counted once, however many wait for it). */
   ackWaits: number;
   /** Core pings before sync points (after one, a takeover of the lease is known here). */
   pings: number;
@@ -328,8 +328,8 @@ class NatsBusImpl implements NatsBus {
           }
           await this.#claimLease(event, l, deadline);
         } else if (point) {
+          // The turn's earlier acks (each counted once, by its own publish) and a ping, awaited together.
           const waits: Promise<unknown>[] = [...l.unacked];
-          if (waits.length > 0) this.#stats.ackWaits++;
           this.#stats.pings++;
           waits.push(this.connection.flush());
           await Promise.allSettled(waits);
@@ -364,7 +364,8 @@ class NatsBusImpl implements NatsBus {
   #settled(key: string, l: TurnLease, event: Envelope): void {
     l.inFlight--;
     if (event.type === 'turn.completed' || event.type === 'turn.failed') l.ended = true;
-    if (l.ended && l.inFlight === 0 && this.#leases.get(key) === l) {
+    // A turn this bus only answered into (never took the lease) needs nothing kept once its publishes are done.
+    if ((l.ended || l.state === 'none') && l.inFlight === 0 && this.#leases.get(key) === l) {
       l.release();
       this.#leases.delete(key);
     }
