@@ -1,5 +1,5 @@
 import type { Envelope, EventBus } from '../bus/index.js';
-import { makeEnvelope, sessionEventsPattern, type EventData, type EventOf, type EventType } from '../events/index.js';
+import { eventSubject, makeEnvelope, type EventData, type EventOf, type EventType } from '../events/index.js';
 
 /**
  * Publishes one turn's events in order: `seq` 1, 2, ... per turn, awaited (the bus has accepted the event before
@@ -60,7 +60,9 @@ export class TurnAnswers {
   observe: ((e: Envelope) => void) | undefined;
 
   constructor(bus: EventBus, sessionId: string, turnId: string) {
-    this.unsubscribe = bus.subscribe(sessionEventsPattern(sessionId, turnId), (e) => this.deliver(e));
+    // Only the two answer types, not every event of the turn: on NATS that halves what comes back to this process.
+    const stops = ANSWER_TYPES.map((type) => bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)));
+    this.unsubscribe = () => { for (const stop of stops) stop(); };
   }
 
   private deliver(e: Envelope): void {
@@ -99,6 +101,8 @@ export class TurnAnswers {
     this.early.clear();
   }
 }
+
+const ANSWER_TYPES = ['call.decided', 'approval.resolved'] as const;
 
 function answerKey(e: Envelope): string | undefined {
   if (e.type !== 'call.decided' && e.type !== 'approval.resolved') return undefined;
