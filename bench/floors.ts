@@ -404,7 +404,8 @@ async function clientToolRow(): Promise<void> {
         ...(client ? { clientTools: [{ name: `lookup_order_${i}`, description: `Look up order ${i} in the shop backend`, parameters: { type: 'object', properties: { id: { type: 'string' } } } }] } : {}),
       });
       if (!t.ok) throw new Error(t.error.message);
-      const s = await t.value.invoke('tool_search', { query: client ? `look up order ${i}` : 'search issue', limit: 3 });
+      // The same query in both turns (a new one each turn, so neither reuses a cached query plan): only the tool differs.
+      const s = await t.value.invoke('tool_search', { query: `look up order ${i}`, limit: 3 });
       if (!s.ok) throw new Error(JSON.stringify(s));
       await t.value.end();
     }
