@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMemoryBus, readEventLog, rotatedLogFiles, type Envelope } from '../../src/bus/index.js';
 import { makeEnvelope } from '../../src/events/index.js';
+import { parseConfig } from '../../src/config/index.js';
+import { createEngine } from '../../src/turn/index.js';
 import { sampleEvent } from './contract.js';
 
 const dirs: string[] = [];
@@ -78,6 +80,28 @@ describe('memory bus: a log that disappears or cannot be written', () => {
     await writeFile(dir, 'a file where the folder was'); // the folder cannot come back
     await expect(bus.publish(sampleEvent('s', 't', 2))).rejects.toThrow(/log\.lost: .*cannot be created again.*--log \/ log\.path/);
     await expect(bus.publish(sampleEvent('s', 't', 3))).rejects.toThrow(/log\.lost/);
+    await bus.close();
+  });
+
+  it('makes the engine stop taking turns with a clear error once the log is lost', async () => {
+    const root = await tempDir();
+    const dir = join(root, 'logs');
+    const bus = await openMemoryBus({ logPath: join(dir, 'events.jsonl') });
+    const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
+    if (!parsed.ok) throw new Error(parsed.error.message);
+    const engine = createEngine({ config: parsed.value.config, bus, staticSources: { parts: [], registry: new Map(), hooks: [], failures: [] }, includeConfigMcp: false });
+    const first = await engine.startTurn({ sessionId: 's' });
+    expect(first.ok).toBe(true);
+    if (first.ok) await first.value.end();
+    await rm(dir, { recursive: true, force: true });
+    await writeFile(dir, 'a file where the folder was');
+    const next = await engine.startTurn({ sessionId: 's' });
+    expect(next.ok).toBe(false);
+    if (!next.ok) {
+      expect(next.error.code).toBe('turn.busFailed');
+      expect(next.error.message).toMatch(/log\.lost: the event log .* was removed while in use and cannot be created again/);
+    }
+    await engine.close();
     await bus.close();
   });
 
