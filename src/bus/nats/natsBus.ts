@@ -330,8 +330,11 @@ class NatsBusImpl implements NatsBus {
         } else if (point) {
           // The turn's earlier acks (each counted once, by its own publish) and a ping, awaited together.
           const waits: Promise<unknown>[] = [...l.unacked];
-          this.#stats.pings++;
-          waits.push(this.connection.flush());
+          // While disconnected there is nothing to ping: the send below waits for the connection (within its bound).
+          if (this.#connected) {
+            this.#stats.pings++;
+            waits.push(this.#flushWithin(deadline - Date.now()));
+          }
           await Promise.allSettled(waits);
           if (l.failure !== undefined) {
             const failure = l.failure;
@@ -359,6 +362,13 @@ class NatsBusImpl implements NatsBus {
     l.tail = Promise.race([sent, acked.catch(() => undefined)]);
     void acked.then(() => this.#settled(key, l, event), () => this.#settled(key, l, event));
     return acked;
+  }
+
+  /** A ping to the server, given up after `ms` (a stalled connection must not hold a publish past its bound). */
+  #flushWithin(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms)); });
+    return Promise.race([this.connection.flush().catch(() => undefined), bound]).finally(() => clearTimeout(timer));
   }
 
   #settled(key: string, l: TurnLease, event: Envelope): void {
