@@ -1,6 +1,7 @@
 export { tokenize, splitWords, stem, STOP_WORDS } from './tokenize.js';
 export { SearchIndex, sourceKeyOf } from './searchIndex.js';
 export type { RankTrace } from './searchIndex.js';
+export { OverlayIndex } from './overlayIndex.js';
 export { toSearchResult, describeEntry, RESULT_LIMITS, DESCRIBE_DESCRIPTION_LIMIT } from './toSearchResult.js';
 export { sanitizeText } from './sanitizeText.js';
 export { evaluate, percentile } from './evaluate.js';
