@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { openMemoryBus, type EventBus } from '../bus/index.js';
+import { EventLogError, openMemoryBus, type EventBus } from '../bus/index.js';
 import {
   busConnectOptions, isBusError, natsConnectSettings, openNatsBus, scrubSecrets, type NatsBusOptions, type NatsConnectSettings,
 } from '../bus/nats/index.js';
@@ -52,7 +52,8 @@ export const shownNats = (url: string): string => natsServers(url).map(redactUrl
 
 /**
  * Opens the bus every entry point uses: NATS JetStream when a URL is given (streams sized by config `nats.*`),
- * else the embedded bus with its JSONL log. NATS unreachable is `gateway.busUnavailable`, whose message names the
+ * else the embedded bus with its JSONL log (rotated by config `log.maxBytes` / `log.keep`; a log it cannot write is
+ * `log.unwritable`). NATS unreachable is `gateway.busUnavailable`, whose message names the
  * servers without their credentials.
  */
 export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> {
@@ -65,7 +66,7 @@ export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> 
     try {
       const nats = await openNatsBus({
         ...busConnectOptions(c), name: opts.name, replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs,
-        commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        maxBytes: config.nats.maxBytes, commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
         ...(opts.manageStreams !== undefined ? { manageStreams: opts.manageStreams } : {}),
         ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),
       });
@@ -78,8 +79,13 @@ export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> 
   const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
   let memory;
   try {
-    memory = await openMemoryBus({ logPath, ...(opts.onWarning !== undefined ? { onWarning: opts.onWarning } : {}) });
+    memory = await openMemoryBus({
+      logPath, rotation: { maxBytes: config.log.maxBytes, keep: config.log.keep },
+      ...(opts.onWarning !== undefined ? { onWarning: opts.onWarning } : {}),
+    });
   } catch (err) {
+    // The log's own coded errors (log.unwritable naming --log and log.path) as they are.
+    if (err instanceof EventLogError) return fail(err.code, err.message.slice(err.code.length + 2));
     return fail('gateway.logUnavailable', `Cannot open the event log ${logPath === false ? '' : logPath}: ${err instanceof Error ? err.message : String(err)}. Choose a writable file with --log FILE or config log.path (log.enabled: false for none).`);
   }
   return ok({

@@ -1,5 +1,6 @@
-import { mkdir, open, readFile, type FileHandle } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { closeSync, fdatasync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { envelopeProblems, isEnvelope } from '../events/index.js';
 import type { Envelope } from './types.js';
 
@@ -12,16 +13,55 @@ export interface EventLogContents {
   missing: boolean;
   /** The file's last line has no newline: the next append must start on a new line. */
   endsMidLine: boolean;
+  /** The files read, oldest first: rotated ones (`events.jsonl.2`, `events.jsonl.1`), then the live file. */
+  files?: string[];
 }
+
+/** Size rotation of the JSONL log: past `maxBytes` the file becomes `<file>.1` (older ones shift up), `keep` are kept. */
+export interface EventLogRotation {
+  /** Rotate once the live file reaches this many bytes; 0 never rotates. */
+  maxBytes: number;
+  /** Rotated files kept beside the live one (`<file>.1` .. `<file>.<keep>`); older ones are deleted. */
+  keep: number;
+}
+
+/** The default rotation: 64 MiB per file, 5 rotated files kept. */
+export const DEFAULT_LOG_ROTATION: EventLogRotation = { maxBytes: 64 * 1024 * 1024, keep: 5 };
+
+/** A failure of the event log with a dotted code (`log.unwritable`, `log.lost`) and a message a user can act on. */
+export class EventLogError extends Error {
+  override readonly name = 'EventLogError';
+  constructor(
+    readonly code: 'log.unwritable' | 'log.lost',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${code}: ${message}`, options);
+  }
+}
+
+const reasonOf = (err: unknown): string => {
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === 'EACCES' || e?.code === 'EPERM') return 'permission denied';
+  if (e?.code === 'ENOTDIR') return 'a part of the path is a file, not a folder';
+  if (e?.code === 'EISDIR') return 'the path is a folder';
+  if (e?.code === 'EROFS') return 'the file system is read-only';
+  if (e?.code === 'ENOSPC') return 'no space left on the device';
+  return err instanceof Error ? err.message : String(err);
+};
+
+const unwritable = (file: string, err: unknown): EventLogError =>
+  new EventLogError('log.unwritable',
+    `cannot write the event log ${file} (${reasonOf(err)}). Give a writable file with --log FILE or the config key ` +
+    'log.path, or turn the log off with log.enabled: false.', { cause: err });
 
 /**
  * Parses JSONL event log text. A line that is not JSON (a torn write after a crash) or not an envelope is
  * reported and skipped, never fatal; a repeated id keeps the first occurrence. Pure: no I/O.
  */
-export function parseEventLog(text: string, file: string): Omit<EventLogContents, 'missing'> {
+export function parseEventLog(text: string, file: string, seen = new Set<string>()): Omit<EventLogContents, 'missing'> {
   const events: Envelope[] = [];
   const warnings: string[] = [];
-  const seen = new Set<string>();
   const lines = text.split('\n');
   lines.forEach((line, i) => {
     if (line.trim() === '') return;
@@ -46,50 +86,223 @@ export function parseEventLog(text: string, file: string): Omit<EventLogContents
   return { events, warnings, endsMidLine: text.length > 0 && !text.endsWith('\n') };
 }
 
-/** Reads a JSONL event log (for `toolsearch log` and `audit --log`): a missing file is reported, not thrown. */
+/** The rotated files of a log (`<file>.1`, `<file>.2`, ...) that exist, oldest (highest number) first. */
+export async function rotatedLogFiles(file: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dirname(file));
+  } catch {
+    return [];
+  }
+  const base = basename(file);
+  const numbered: { n: number; path: string }[] = [];
+  for (const name of names) {
+    if (!name.startsWith(`${base}.`)) continue;
+    const rest = name.slice(base.length + 1);
+    if (/^[1-9][0-9]*$/.test(rest)) numbered.push({ n: Number(rest), path: join(dirname(file), name) });
+  }
+  return numbered.sort((a, b) => b.n - a.n).map((x) => x.path);
+}
+
+/**
+ * Reads a JSONL event log (for `toolsearch log`, `audit --log`, `traces`, and the bus at open) across its rotated
+ * files, oldest first, so an audit sees every event still kept. A missing log is reported, not thrown.
+ */
 export async function readEventLog(file: string): Promise<EventLogContents> {
+  const rotated = await rotatedLogFiles(file);
+  const seen = new Set<string>();
+  const events: Envelope[] = [];
+  const warnings: string[] = [];
+  const files: string[] = [];
+  for (const old of rotated) {
+    let text: string;
+    try {
+      text = await readFile(old, 'utf8');
+    } catch {
+      continue; // rotated away while we listed
+    }
+    const parsed = parseEventLog(text, old, seen);
+    events.push(...parsed.events);
+    warnings.push(...parsed.warnings);
+    files.push(old);
+  }
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      return { events: [], warnings: [`${file} does not exist: no events`], missing: true, endsMidLine: false };
+      if (files.length > 0) return { events, warnings, missing: false, endsMidLine: false, files };
+      return { events: [], warnings: [`${file} does not exist: no events`], missing: true, endsMidLine: false, files: [] };
     }
     throw err;
   }
-  return { ...parseEventLog(text, file), missing: false };
+  const parsed = parseEventLog(text, file, seen);
+  events.push(...parsed.events);
+  warnings.push(...parsed.warnings);
+  files.push(file);
+  return { events, warnings, missing: false, endsMidLine: parsed.endsMidLine, files };
 }
 
-/** Appends batches of lines to a JSONL log: one write and one fsync per batch (group commit). */
-export class EventLogWriter {
-  private constructor(
-    private readonly fh: FileHandle,
-    private needsNewline: boolean,
-  ) {}
+/** Longest time a written fact waits for its fsync when no sync point comes. */
+export const SYNC_DELAY_MS = 200;
 
-  /** Opens (creating directories and the file) for appending; `endsMidLine` says a torn last line is there. */
-  static async open(file: string, endsMidLine: boolean): Promise<EventLogWriter> {
-    await mkdir(dirname(file), { recursive: true });
-    const fh = await open(file, 'a');
-    return new EventLogWriter(fh, endsMidLine);
+const syncFd = (fd: number): Promise<void> =>
+  new Promise((resolve, reject) => fdatasync(fd, (err) => (err === null ? resolve() : reject(err))));
+
+/**
+ * Appends batches of lines to a JSONL log. Writes go to the page cache at once (one write per batch); `sync`
+ * batches are then made durable (fdatasync), which also covers every batch written before (group commit).
+ * A file deleted while in use (its folder removed, a stray `rm`) is noticed before the next write: the writer
+ * reopens the path (creating the folder again) and reports the gap through `onGap`; if it cannot, writes fail
+ * with `log.lost`. Past `rotation.maxBytes` the file is rotated.
+ */
+export class EventLogWriter {
+  private fd: number;
+  private size: number;
+  /** Bytes written since the last fdatasync (lost if the machine crashes now). */
+  private unsynced = 0;
+  private closed = false;
+  private syncTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    readonly file: string,
+    fd: number,
+    private needsNewline: boolean,
+    private readonly rotation: EventLogRotation,
+    private readonly onGap: (message: string) => void,
+  ) {
+    this.fd = fd;
+    this.size = fstatSync(fd).size;
   }
 
-  /** Writes the text (whole lines ending in `\n`) and fsyncs. Returns the bytes written. */
-  async append(text: string): Promise<number> {
+  /**
+   * Opens (creating directories and the file) for appending; `endsMidLine` says a torn last line is there.
+   * A path that cannot be created or written is an `EventLogError` `log.unwritable` naming `--log` and `log.path`.
+   */
+  static async open(
+    file: string,
+    endsMidLine: boolean,
+    opts: { rotation?: EventLogRotation; onGap?: (message: string) => void } = {},
+  ): Promise<EventLogWriter> {
+    let fd: number;
+    try {
+      fd = openAppend(file);
+    } catch (err) {
+      throw unwritable(file, err);
+    }
+    return new EventLogWriter(file, fd, endsMidLine, opts.rotation ?? { maxBytes: 0, keep: 0 }, opts.onGap ?? (() => {}));
+  }
+
+  /** Writes the text (whole lines ending in `\n`); with `sync`, waits until it (and all before it) is durable. */
+  async append(text: string, sync = true): Promise<number> {
+    if (this.closed) throw new EventLogError('log.lost', `the event log ${this.file} is closed`);
+    this.reopenIfGone();
     const data = Buffer.from(this.needsNewline ? `\n${text}` : text, 'utf8');
     try {
-      await this.fh.appendFile(data);
+      let off = 0;
+      while (off < data.length) off += writeSync(this.fd, data, off, data.length - off);
     } catch (err) {
       // A partial write may have left half a line: the next batch starts on a fresh line.
       this.needsNewline = true;
       throw err;
     }
     this.needsNewline = false;
-    await this.fh.sync();
+    this.size += data.length;
+    this.unsynced += data.length;
+    if (sync || (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes)) await this.sync();
+    else this.syncSoon();
+    if (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes) this.rotate();
     return data.length;
   }
 
-  async close(): Promise<void> {
-    await this.fh.close();
+  /** Facts written without a sync point are synced within SYNC_DELAY_MS anyway: the window a crash can lose is bounded. */
+  private syncSoon(): void {
+    if (this.syncTimer !== undefined || this.unsynced === 0) return;
+    this.syncTimer = setTimeout(() => {
+      this.syncTimer = undefined;
+      if (!this.closed) this.sync().catch(() => { /* the next write reports a broken file */ });
+    }, SYNC_DELAY_MS);
+    this.syncTimer.unref();
   }
+
+  /** Makes everything written so far durable. */
+  async sync(): Promise<void> {
+    if (this.unsynced === 0) return;
+    const fd = this.fd;
+    this.unsynced = 0;
+    await syncFd(fd);
+  }
+
+  /** The live file was unlinked (nlink 0): open the path again and report the gap. */
+  private reopenIfGone(): void {
+    let gone: boolean;
+    try {
+      gone = fstatSync(this.fd).nlink === 0;
+    } catch {
+      gone = true;
+    }
+    if (!gone) return;
+    try {
+      closeSync(this.fd);
+    } catch {
+      /* already gone */
+    }
+    try {
+      this.fd = openAppend(this.file);
+    } catch (err) {
+      this.closed = true;
+      throw new EventLogError('log.lost',
+        `the event log ${this.file} was removed while in use and cannot be created again (${reasonOf(err)}); no more events ` +
+        'can be recorded, so the gateway takes no more turns. Restore the folder or restart with a writable --log / log.path.',
+        { cause: err });
+    }
+    const lost = this.unsynced;
+    this.size = 0;
+    this.unsynced = 0;
+    this.needsNewline = false;
+    this.onGap(
+      `the event log ${this.file} was removed while in use (file or folder deleted); reopened it as a new file. ` +
+      `Events written before now are not in it${lost > 0 ? ` (${lost} bytes were not yet synced)` : ''}: the record has a gap here.`,
+    );
+  }
+
+  /** `<file>` -> `<file>.1`, `<file>.1` -> `<file>.2`, ... ; the oldest beyond `keep` is deleted. */
+  private rotate(): void {
+    closeSync(this.fd);
+    const { keep } = this.rotation;
+    try {
+      rmSync(`${this.file}.${keep + 1}`, { force: true });
+      if (keep === 0) rmSync(this.file, { force: true });
+      for (let i = keep; i >= 1; i--) {
+        const from = i === 1 ? this.file : `${this.file}.${i - 1}`;
+        const to = `${this.file}.${i}`;
+        if (i === keep) rmSync(to, { force: true });
+        try {
+          renameSync(from, to);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        }
+      }
+    } finally {
+      this.fd = openAppend(this.file);
+      this.size = fstatSync(this.fd).size;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    clearTimeout(this.syncTimer);
+    this.syncTimer = undefined;
+    try {
+      await this.sync();
+    } finally {
+      this.closed = true;
+      closeSync(this.fd);
+    }
+  }
+}
+
+function openAppend(file: string): number {
+  mkdirSync(dirname(file), { recursive: true });
+  return openSync(file, 'a');
 }

@@ -1,8 +1,10 @@
 import { resolve as resolvePath } from 'node:path';
 import { envelopeProblems, isEnvelope, isGatewayType, subjectFor } from '../events/index.js';
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
-import { EventLogWriter, readEventLog } from './eventLog.js';
+import { EventLogError, EventLogWriter, readEventLog, type EventLogRotation } from './eventLog.js';
 import { assertPattern, subjectMatches } from './subjectMatch.js';
+import { SubjectTrie } from './subjectTrie.js';
+import { isSyncPoint } from './syncPoints.js';
 import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 
 /** The default JSONL event log, relative to the working directory. */
@@ -11,7 +13,9 @@ export const DEFAULT_EVENT_LOG = '.toolsearch/events.jsonl';
 export interface MemoryBusOptions {
   /** JSONL event log path (default `.toolsearch/events.jsonl`), or `false` for no log (memory only). */
   logPath?: string | false;
-  /** Called for every warning: skipped log lines on open, subscriber exceptions. */
+  /** Size rotation of the log (default: none). */
+  rotation?: EventLogRotation;
+  /** Called for every warning: skipped log lines on open, subscriber exceptions, a log file that disappeared. */
   onWarning?: (message: string) => void;
 }
 
@@ -23,9 +27,11 @@ export interface MemoryBusStats {
   published: number;
   /** Publishes ignored because the id was already stored or in flight. */
   duplicates: number;
-  /** Batches written (each one write + one fsync when the log is on). */
+  /** Batches written (one write each when the log is on; fsync'd when they hold a sync point). */
   batches: number;
   fsyncs: number;
+  /** Times the log file was found deleted and reopened (each one a gap in the record, also in `warnings`). */
+  logReopened: number;
   bytesWritten: number;
   /** Subscriber callbacks run, and those that threw (reported, never breaking publish). */
   deliveries: number;
@@ -41,6 +47,7 @@ export type MemoryBus = EventBus & {
 };
 
 interface Subscription {
+  readonly order: number;
   pattern: string;
   queue: string | undefined;
   active: boolean;
@@ -55,7 +62,8 @@ interface Server {
 interface Pending {
   event: Envelope;
   subject: string;
-  line: string;
+  line: string | undefined;
+  sync: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -67,6 +75,31 @@ const deepFreeze = <T>(value: T): T => {
   }
   return value;
 };
+
+/**
+ * One frozen copy of a JSON value, made in one pass (JSON semantics: `undefined` members are left out): the record
+ * every subscriber shares, so none can rewrite it and the publisher's object stays its own. Pure: no I/O.
+ */
+function frozenCopy(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const v = frozenCopy(value[i]);
+      out[i] = v === undefined ? null : v;
+    }
+    return Object.freeze(out);
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return frozenCopy(JSON.parse(JSON.stringify(value)));
+  const out: Record<string, unknown> = {};
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const v = (value as Record<string, unknown>)[key];
+    if (v === undefined || typeof v === 'function' || typeof v === 'symbol') continue;
+    out[key] = frozenCopy(v);
+  }
+  return Object.freeze(out);
+}
 
 const cloneJson = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
 
@@ -105,7 +138,9 @@ class MemoryBusImpl implements MemoryBus {
   private readonly inFlight = new Map<string, Promise<void>>();
   private queue: Pending[] = [];
   private flushing: Promise<void> | undefined;
-  private subs: Subscription[] = [];
+  private readonly subs = new SubjectTrie<Subscription>();
+  private readonly live = new Set<Subscription>();
+  private subOrder = 0;
   private servers: Server[] = [];
   private readonly cursors = new Map<string, number>();
   private readonly openRequests = new Set<(r: Result<unknown>) => void>();
@@ -116,6 +151,7 @@ class MemoryBusImpl implements MemoryBus {
     duplicates: 0,
     batches: 0,
     fsyncs: 0,
+    logReopened: 0,
     bytesWritten: 0,
     deliveries: 0,
     subscriberErrors: 0,
@@ -146,6 +182,11 @@ class MemoryBusImpl implements MemoryBus {
     this.counters.stored++;
   }
 
+  gap(message: string): void {
+    this.counters.logReopened++;
+    this.warn(message);
+  }
+
   stats(): MemoryBusStats {
     return { ...this.counters, warnings: [...this.counters.warnings] };
   }
@@ -166,17 +207,22 @@ class MemoryBusImpl implements MemoryBus {
       return inFlight;
     }
     const subject = subjectFor(event);
-    const line = JSON.stringify(event);
-    const stored = deepFreeze(JSON.parse(line) as Envelope);
+    const stored = frozenCopy(event) as Envelope;
+    const line = this.writer === undefined ? undefined : JSON.stringify(stored);
+    const sync = isSyncPoint(event.type);
     const done = new Promise<void>((resolve, reject) => {
-      this.queue.push({ event: stored, subject, line, resolve, reject });
+      this.queue.push({ event: stored, subject, line, sync, resolve, reject });
     });
     this.inFlight.set(event.id, done);
     this.flushing ??= Promise.resolve().then(() => this.flushLoop());
     return done;
   }
 
-  /** Group commit: everything queued while the previous batch was being fsync'd goes out in one write. */
+  /**
+   * Group commit: everything queued while the previous batch was being fsync'd goes out in one write, fsync'd when
+   * the batch holds a sync point (a decision, a hand-off to another actor, a terminal event; see `isSyncPoint`).
+   * A batch of facts only is written and delivered at once; the next sync point makes it durable with itself.
+   */
   private async flushLoop(): Promise<void> {
     try {
       while (this.queue.length > 0) {
@@ -184,9 +230,15 @@ class MemoryBusImpl implements MemoryBus {
         this.queue = [];
         this.counters.batches++;
         if (this.writer !== undefined) {
+          let text = '';
+          let sync = false;
+          for (const p of batch) {
+            text += `${p.line}\n`;
+            if (p.sync) sync = true;
+          }
           try {
-            this.counters.bytesWritten += await this.writer.append(batch.map((p) => `${p.line}\n`).join(''));
-            this.counters.fsyncs++;
+            this.counters.bytesWritten += await this.writer.append(text, sync);
+            if (sync) this.counters.fsyncs++;
           } catch (err) {
             for (const p of batch) {
               this.inFlight.delete(p.event.id);
@@ -210,9 +262,10 @@ class MemoryBusImpl implements MemoryBus {
   }
 
   private deliver(event: Envelope, subject: string): void {
-    const matching = this.subs.filter((s) => s.active && subjectMatches(s.pattern, subject));
+    const matching = this.subs.match(subject);
     if (matching.length === 0) return;
-    for (const sub of pickRoundRobin(matching, (s) => s.pattern, this.cursors)) {
+    const targets = matching.length === 1 && matching[0]!.queue === undefined ? matching : pickRoundRobin(matching, (s) => s.pattern, this.cursors);
+    for (const sub of targets) {
       if (!sub.active) continue;
       this.counters.deliveries++;
       try {
@@ -227,11 +280,14 @@ class MemoryBusImpl implements MemoryBus {
   subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void {
     assertPattern(pattern);
     if (this.closed) return () => {};
-    const sub: Subscription = { pattern, queue: opts?.queue, active: true, onEvent };
-    this.subs.push(sub);
+    const sub: Subscription = { order: this.subOrder++, pattern, queue: opts?.queue, active: true, onEvent };
+    this.subs.add(pattern, sub);
+    this.live.add(sub);
     return () => {
+      if (!sub.active) return;
       sub.active = false;
-      this.subs = this.subs.filter((s) => s !== sub);
+      this.live.delete(sub);
+      this.subs.remove(pattern, sub);
     };
   }
 
@@ -304,9 +360,10 @@ class MemoryBusImpl implements MemoryBus {
     this.closed = true;
     await this.flushing;
     for (const settle of [...this.openRequests]) settle(fail('bus.closed', 'The event bus closed before an answer came.'));
-    for (const s of this.subs) s.active = false;
+    for (const s of this.live) s.active = false;
     for (const s of this.servers) s.active = false;
-    this.subs = [];
+    this.live.clear();
+    this.subs.clear();
     this.servers = [];
     await this.writer?.close();
   }
@@ -320,9 +377,22 @@ class MemoryBusImpl implements MemoryBus {
 export async function openMemoryBus(options: MemoryBusOptions = {}): Promise<MemoryBus> {
   const logPath = options.logPath === false ? undefined : resolvePath(options.logPath ?? DEFAULT_EVENT_LOG);
   if (logPath === undefined) return new MemoryBusImpl(undefined, undefined, options.onWarning);
-  const contents = await readEventLog(logPath);
-  const writer = await EventLogWriter.open(logPath, contents.endsMidLine);
+  let contents: Awaited<ReturnType<typeof readEventLog>>;
+  try {
+    contents = await readEventLog(logPath);
+  } catch (err) {
+    // Unreadable (a folder, no permission): opening for writing says why, with the flag and key to fix it.
+    await (await EventLogWriter.open(logPath, false)).close();
+    throw new EventLogError('log.unwritable', `cannot read the event log ${logPath} (${err instanceof Error ? err.message : String(err)}). Give a readable, writable file with --log FILE or the config key log.path.`, { cause: err });
+  }
+  // The writer reports gaps to the bus made just after it.
+  const made: { bus?: MemoryBusImpl } = {};
+  const writer = await EventLogWriter.open(logPath, contents.endsMidLine, {
+    ...(options.rotation === undefined ? {} : { rotation: options.rotation }),
+    onGap: (message) => made.bus?.gap(message),
+  });
   const bus = new MemoryBusImpl(logPath, writer, options.onWarning);
+  made.bus = bus;
   for (const w of contents.missing ? [] : contents.warnings) bus.warn(w);
   for (const e of contents.events) bus.store(deepFreeze(e));
   return bus;

@@ -15,7 +15,12 @@ export interface SubscribeOptions {
 
 /** The EventBus port: an embedded (memory + JSONL log) and a NATS JetStream implementation. */
 export interface EventBus {
-  /** Resolves once the event is durably accepted (JetStream ack / appended to the log). Idempotent on event.id. */
+  /**
+   * Resolves once the event is accepted: JetStream ack (NATS), or written to the log (memory bus). A sync point
+   * (`isSyncPoint`: a decision, a hand-off to another actor or a side effect, a terminal event) is durable when it
+   * resolves, and so is every earlier event of its turn (JSONL: fsync; NATS: its turn's earlier acks awaited
+   * first). One turn's publishes are stored in call order even when not awaited one by one. Idempotent on event.id.
+   */
   publish(event: Envelope): Promise<void>;
   /** Subject pattern with NATS wildcards (`*` one token, `>` the rest). Returns an unsubscribe function. */
   subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void;

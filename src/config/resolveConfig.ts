@@ -7,8 +7,8 @@ import type { PolicyLayer, ResolvedConfig } from './types.js';
 export const CONFIG_DEFAULTS = {
   approvalTimeoutMs: 30_000,
   sandbox: { requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 64 * 1024, maxResultBytes: 256 * 1024 },
-  log: { path: '.toolsearch/events.jsonl', enabled: true },
-  nats: { replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5_000, commandMaxAgeMs: 3_600_000 },
+  log: { path: '.toolsearch/events.jsonl', enabled: true, maxBytes: 64 * 1024 * 1024, keep: 5 },
+  nats: { replicas: 1, maxAgeMs: 0, maxBytes: 0, retention: 'limits', decisionTimeoutMs: 5_000, commandMaxAgeMs: 3_600_000 },
   provider: { maxRounds: 8 },
   gateway: { host: '127.0.0.1' },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
@@ -75,6 +75,8 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       path: abs(baseDir, raw.log?.path ?? d.log.path),
       enabled: raw.log?.enabled ?? d.log.enabled,
       content: raw.log?.content ?? 'digest',
+      maxBytes: raw.log?.maxBytes ?? d.log.maxBytes,
+      keep: raw.log?.keep ?? d.log.keep,
     },
     nats: {
       ...d.nats, ...raw.nats,

@@ -179,6 +179,8 @@ export const ToolSearchConfig = Type.Object(
           path: Type.Optional(Type.String({ minLength: 1 })),
           enabled: Type.Optional(Type.Boolean()),
           content: Type.Optional(Type.Union([Type.Literal('digest'), Type.Literal('full')], { 'x-expected': '"digest" (default) or "full"' })),
+          maxBytes: Type.Optional(Type.Integer({ minimum: 0, description: '67108864 (64 MiB); 0 never rotates' })),
+          keep: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: '5' })),
         },
         closed,
       ),
@@ -189,6 +191,7 @@ export const ToolSearchConfig = Type.Object(
           url: Type.Optional(Type.String({ minLength: 1 })),
           replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 5 })),
           maxAgeMs: Type.Optional(Type.Integer({ minimum: 0 })),
+          maxBytes: Type.Optional(Type.Integer({ minimum: 0, description: '0 (no limit)' })),
           retention: Type.Optional(
             Type.Union([Type.Literal('limits'), Type.Literal('interest'), Type.Literal('workqueue')]),
           ),

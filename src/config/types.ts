@@ -44,13 +44,18 @@ export interface ResolvedConfig {
     maxLogBytes: number;
     maxResultBytes: number;
   };
-  /** `content`: what the front's recorded session events keep of messages, arguments and results (default `digest`). */
-  log: { path: string; enabled: boolean; content: 'digest' | 'full' };
+  /**
+   * The JSONL event log; rotated past `maxBytes` (0: never), `keep` rotated files kept (`<path>.1` ..).
+   * `content`: what the front's recorded session events keep of messages, arguments and results (default `digest`).
+   */
+  log: { path: string; enabled: boolean; maxBytes: number; keep: number; content: 'digest' | 'full' };
   nats: {
     url?: string;
     replicas: number;
     /** 0 = no age limit. */
     maxAgeMs: number;
+    /** Size limit of each event stream in bytes (oldest events go first); 0 = no limit. */
+    maxBytes: number;
     retention: 'limits' | 'interest' | 'workqueue';
     decisionTimeoutMs: number;
     user?: string;

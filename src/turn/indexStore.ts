@@ -1,15 +1,19 @@
 import type { Catalog } from '../catalog/index.js';
-import { SearchIndex, type CallMemory, type SearchSettings } from '../search/index.js';
+import { OverlayIndex, SearchIndex, type CallMemory, type SearchSettings } from '../search/index.js';
+import { overlayOf } from './catalogMemo.js';
 
 /**
  * Search indexes shared by every session of an engine, keyed by the (policy-filtered) catalog fingerprint: a
  * turn whose catalog is unchanged reuses its index. Each fingerprint has its own index, never updated in place,
  * so concurrent sessions with different catalogs cannot see each other's tools. Least recently used beyond `max`.
+ * A catalog with per-turn client tools laid over a memoized one (`overlayOf`) gets the base's shared index with
+ * those tools as an overlay (`OverlayIndex`): no index is built for them.
  */
 export class IndexStore {
   private readonly indexes = new Map<string, SearchIndex>();
   builds = 0;
   reuses = 0;
+  overlays = 0;
 
   constructor(private readonly settings: Partial<SearchSettings> & { callMemory?: CallMemory }, private readonly max = 64) {}
 
@@ -20,6 +24,14 @@ export class IndexStore {
       this.indexes.set(catalog.fingerprint, hit);
       this.reuses++;
       return { index: hit, reused: true };
+    }
+    const overlay = overlayOf(catalog);
+    if (overlay !== undefined) {
+      const { index: base, reused } = this.get(overlay.base);
+      if (OverlayIndex.fits(base, overlay.extra)) {
+        this.overlays++;
+        return { index: new OverlayIndex(base, overlay.extra), reused };
+      }
     }
     const index = new SearchIndex(catalog.entries, this.settings);
     this.builds++;

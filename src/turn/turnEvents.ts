@@ -1,6 +1,6 @@
 import type { EventBus } from '../bus/index.js';
 import {
-  evolveSession, evolveTurn, initialTurnState, makeEnvelope, sessionEventsPattern, type Envelope, type EventData, type EventOf,
+  eventSubject, evolveSession, evolveTurn, initialTurnState, makeEnvelope, type Envelope, type EventData, type EventOf,
   type EventType, type SessionState, type TurnState,
 } from '../events/index.js';
 
@@ -74,7 +74,9 @@ export class TurnAnswers {
 
   /** `fold`: where each answer goes first (the turn's state), before its waiter hears of it. */
   constructor(bus: EventBus, sessionId: string, turnId: string, private readonly fold: (e: Envelope) => void) {
-    this.unsubscribe = bus.subscribe(sessionEventsPattern(sessionId, turnId), (e) => this.deliver(e));
+    // Only the two answer types, not every event of the turn: on NATS that halves what comes back to this process.
+    const stops = ANSWER_TYPES.map((type) => bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)));
+    this.unsubscribe = () => { for (const stop of stops) stop(); };
   }
 
   private deliver(e: Envelope): void {
@@ -114,6 +116,8 @@ export class TurnAnswers {
     this.early.clear();
   }
 }
+
+const ANSWER_TYPES = ['call.decided', 'approval.resolved'] as const;
 
 function answerKey(e: Envelope): string | undefined {
   if (e.type !== 'call.decided' && e.type !== 'approval.resolved') return undefined;

@@ -248,6 +248,51 @@ describe('NATS bus: subscribe and work queues', () => {
     });
   });
 
+  it('guards a turn with one lease instead of a marker per event: 1 seq marker and 1 lease for a whole turn', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const events = Array.from({ length: 12 }, (_, i) => envelope(s, 't', i + 1, i % 3 === 2 ? 'call.completed' : 'search.performed'));
+      for (const e of events) await bus.publish(e);
+      const jsm = await jetstreamManager(bus.connection);
+      const info = await jsm.streams.info(bus.streams.turns, { subjects_filter: `toolsearch.turnseq.${s}.>` });
+      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([`toolsearch.turnseq.${s}.t.1`, `toolsearch.turnseq.${s}.t.lease`]);
+      expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.id)).toEqual(events.map((e) => e.id));
+    });
+  });
+
+  it('waits for one ack per event of a call (requested, decided, completed), each a single round trip', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      await bus.publish(envelope(s, 't', 1, 'turn.started'));
+      const before = bus.stats();
+      await bus.publish(envelope(s, 't', 2, 'call.requested'));
+      await bus.publish(envelope(s, 't', 3, 'call.decided'));
+      await bus.publish(envelope(s, 't', 4, 'call.completed'));
+      const after = bus.stats();
+      expect(after.ackWaits - before.ackWaits).toBe(3);
+      expect(after.published - before.published).toBe(3);
+    });
+  });
+
+  it('refuses a lease holder whose turn was taken over at its next sync point, and pipelined facts stay in call order', async () => {
+    const s = uid('sess');
+    await withBus(async (a) => withBus(async (b) => {
+      await a.publish(envelope(s, 't1', 1));
+      // unawaited facts, then a sync point: stored in call order
+      const facts = [2, 3, 4].map((q) => envelope(s, 't1', q));
+      const pending = facts.map((e) => a.publish(e));
+      await a.publish(envelope(s, 't1', 5, 'call.completed'));
+      await Promise.all(pending);
+      const taken = envelope(s, 't1', 6);
+      await b.publish(taken);
+      const err = await a.publish(envelope(s, 't1', 7, 'turn.completed')).then(() => undefined, (e: unknown) => e);
+      expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+      expect((err as Error).message).toContain(`taken over at seq 6 by event ${taken.id}`);
+      await b.publish(envelope(s, 't1', 7, 'turn.completed'));
+      expect((await collect(b.replay({ sessionId: s, turnId: 't1' }))).map((x) => x.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    }));
+  });
+
   it('does not deliver a refused (stale) event to live subscribers', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');

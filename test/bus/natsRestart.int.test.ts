@@ -79,6 +79,30 @@ describe('NATS bus across a server restart', () => {
     }
   });
 
+  it('fails the next sync point of a turn whose unawaited fact was not recorded, once, then goes on', async () => {
+    const s = `gap-${n}`;
+    const short = await openNatsBus({ url: server.url, publishTimeoutMs: 1500 });
+    try {
+      const first = { ...envelope(s, 't', 1), type: 'turn.started' };
+      await short.publish(first);
+      await server.stop();
+      const fact = { ...envelope(s, 't', 2), type: 'search.performed' };
+      const lost = await short.publish(fact).then(() => undefined, (e: unknown) => e); // its caller may never look
+      expect(isBusError(lost, 'bus.unavailable')).toBe(true);
+      await server.restart();
+      const point = { ...envelope(s, 't', 3), type: 'turn.failed' };
+      const err = await short.publish(point).then(() => undefined, (e: unknown) => e);
+      expect(isBusError(err, 'bus.unavailable')).toBe(true);
+      expect((err as Error).message).toContain(`event ${point.id} (turn.failed) not published: an earlier event of turn t was not recorded`);
+      // reported once: the turn can record what happened next
+      const next = { ...envelope(s, 't', 3), type: 'turn.failed' };
+      await short.publish(next);
+      expect(await replayIds(short, s)).toEqual([first.id, next.id]);
+    } finally {
+      await short.close();
+    }
+  });
+
   it('replays once the server is back when asked during the outage', async () => {
     const s = `replay-outage-${n}`;
     const acked: string[] = [];

@@ -83,6 +83,18 @@ describe('toolsearch audit --log', () => {
     expect(r.lastJson().finalCalls).toHaveLength(8);
   });
 
+  it('audits across rotated log files: the same report as one unrotated log', async () => {
+    const rotated = join(dir, 'rotated', 'events.jsonl');
+    const bus = await openMemoryBus({ logPath: rotated, rotation: { maxBytes: 2048, keep: 50 } });
+    for (const e of events) await bus.publish(e);
+    await bus.close();
+    const r = await audit(['--log', rotated, '--session', SID, '--json'], cwd);
+    expect(r.code).toBe(0);
+    expect(r.lastJson()).toEqual(JSON.parse(JSON.stringify(auditReport(events, SID))));
+    const { rotatedLogFiles } = await import('../../src/bus/index.js');
+    expect((await rotatedLogFiles(rotated)).length).toBeGreaterThan(1);
+  });
+
   it('is a usage error (exit 2) without --session, without a source, or with both sources', async () => {
     expect((await audit(['--log', logFile], cwd)).code).toBe(2);
     const none = await audit(['--session', SID], cwd);

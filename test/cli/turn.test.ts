@@ -94,6 +94,17 @@ describe('toolsearch turn --json', () => {
     for (const part of ['"session.owner" is "yes"', '"mode" is "fast"', '"steps[0].tool" is missing', '"extra" is not a known key']) expect(out.error.message).toContain(part);
   });
 
+  it('refuses a --log it cannot create with log.unwritable naming --log and log.path, not a stack trace', async () => {
+    dir = cliDir();
+    writeFileSync(join(dir, 'script.json'), script({ mode: 'tools', steps: [] }));
+    writeFileSync(join(dir, 'not-a-folder'), 'x');
+    const io = captureIo(dir);
+    expect(await turnCommand.run(['--script', 'script.json', '--log', 'not-a-folder/events.jsonl'], io)).not.toBe(0);
+    const err = io.err.join('\n');
+    expect(err).toMatch(/log\.unwritable: cannot write the event log .*not-a-folder.*--log FILE.*log\.path/);
+    expect(err).not.toMatch(/\n\s+at /);
+  });
+
   it('fails closed on bad client tools: a bad clientId refuses all, a bad tool is refused alone, each reported', async () => {
     dir = cliDir();
     writeFileSync(join(dir, 'bad.json'), JSON.stringify({

@@ -24,8 +24,8 @@ const fullConfig = {
   },
   workspaceDir: 'ws',
   sandbox: { requireIsolation: true, poolSize: 0, maxOldSpaceMb: 128, maxLogBytes: 100, maxResultBytes: 200 },
-  log: { path: 'events.jsonl', enabled: false },
-  nats: { url: 'nats://127.0.0.1:4222', replicas: 3, maxAgeMs: 0, retention: 'workqueue', decisionTimeoutMs: 100 },
+  log: { path: 'events.jsonl', enabled: false, maxBytes: 1048576, keep: 2 },
+  nats: { url: 'nats://127.0.0.1:4222', replicas: 3, maxAgeMs: 0, maxBytes: 1073741824, retention: 'workqueue', decisionTimeoutMs: 100 },
   provider: { baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k', model: 'm', maxRounds: 4 },
   gateway: { port: 8080, host: '0.0.0.0' },
   telemetry: { enabled: true, tracesDir: 'tr', sampleRatio: 0.5 },
@@ -194,8 +194,8 @@ describe('parseConfig', () => {
     expect(c.tools.deny).toEqual([]);
     expect(c.tools.approval).toEqual({ require: [], timeoutMs: 30000 });
     expect(c.sandbox).toEqual({ requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 65536, maxResultBytes: 262144 });
-    expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true, content: 'digest' });
-    expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5000, commandMaxAgeMs: 3_600_000 });
+    expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true, maxBytes: 67108864, keep: 5, content: 'digest' });
+    expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, maxBytes: 0, retention: 'limits', decisionTimeoutMs: 5000, commandMaxAgeMs: 3_600_000 });
     expect(c.requestMcpServers).toEqual({ servers: {}, urls: [] });
     expect(c.provider).toEqual({ maxRounds: 8 });
     expect(c.gateway).toEqual({ host: '127.0.0.1' });
@@ -219,7 +219,8 @@ describe('parseConfig', () => {
     expect(c.tools.allow).toEqual(['mcp:*']);
     expect(c.plugins).toEqual(['/etc/ts/plugins/fake.mjs']);
     expect(c.workspaceDir).toBe('/etc/ts/ws');
-    expect(c.log).toEqual({ path: '/etc/ts/events.jsonl', enabled: false, content: 'digest' });
+    expect(c.log).toEqual({ path: '/etc/ts/events.jsonl', enabled: false, maxBytes: 1048576, keep: 2, content: 'digest' });
+    expect(c.nats.maxBytes).toBe(1073741824);
     expect(c.telemetry.tracesDir).toBe('/etc/ts/tr');
     expect(c.mcpServers.fs).toMatchObject({ command: 'npx', cwd: '/etc/ts/srv' });
     expect(c.mcpServers['saved.snap-1']).toEqual({ catalogFile: '/etc/ts/catalogs/github.json' });

@@ -1,12 +1,12 @@
 export { openNatsBus, durableName, HEARTBEAT_MS } from './natsBus.js';
-export type { NatsBus, NatsBusOptions, BusStatus } from './natsBus.js';
+export type { NatsBus, NatsBusOptions, NatsBusStats, BusStatus } from './natsBus.js';
 export { listActors } from './actors.js';
 export type { ActorInfo } from './actors.js';
 export { BusError, isBusError } from './errors.js';
 export { streamNames, streamConfigs } from './streams.js';
 export type { StreamNames, StreamSettings, Retention } from './streams.js';
 export {
-  replaySubject, eventTypePattern, turnMarkerSubject, actorSubject, TURN_MARKER_ROOT, ACTORS_SUBJECT_ROOT, STATUS_SUBJECT,
+  replaySubject, eventTypePattern, turnMarkerSubject, turnLeaseSubject, actorSubject, TURN_MARKER_ROOT, ACTORS_SUBJECT_ROOT, STATUS_SUBJECT,
 } from './subjects.js';
 export {
   busConnectOptions, DEFAULT_PRINCIPAL_TOKEN, NATS_ENV, natsConnectSettings, readNkeySeed, scrubSecrets, splitUserInfo,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
   connect, RequestError, TimeoutError, NoRespondersError, ClosedConnectionError, DrainingConnectionError,
@@ -16,8 +16,11 @@ import { BusError } from './errors.js';
 import { DEFAULT_PRINCIPAL_TOKEN, scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
 import { DEFAULT_COMMAND_MAX_AGE_MS, ensureStreams, streamNames, describe, type Retention, type StreamNames } from './streams.js';
 import {
-  COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnMarkerSubject,
+  COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnLeaseSubject,
+  turnMarkerSubject,
 } from './subjects.js';
+import { TurnLease, type LeaseHolder } from './turnLease.js';
+import { isSyncPoint } from '../syncPoints.js';
 import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
 
 export interface NatsBusOptions {
@@ -32,6 +35,8 @@ export interface NatsBusOptions {
   replicas?: number;
   /** Stream max age; 0 keeps events forever. Default 0. */
   maxAgeMs?: number;
+  /** Size limit of the event and session streams in bytes (oldest discarded first); 0 = no limit. Default 0. */
+  maxBytes?: number;
   /** JetStream duplicate window: a retry of an event id inside it is ignored. Default 120000. */
   duplicateWindowMs?: number;
   /** Retention of the event streams. Default 'limits' (replay needs the events to stay). */
@@ -67,8 +72,20 @@ export type BusStatus =
   | { type: 'subscriptionError'; subject: string; message: string }
   | { type: 'undecodable'; subject: string };
 
+/** Counters of one NATS bus: what the publish path costs in round trips. */
+export interface NatsBusStats {
+  /** Events stored by this bus (duplicates of an earlier publish excluded where known). */
+  published: number;
+  /** JetStream acks waited for: one per event, seq marker, lease claim and lease check (each ack counted once, however many wait for it). */
+  ackWaits: number;
+  /** Core pings before sync points (after one, a takeover of the lease is known here). */
+  pings: number;
+}
+
 /** The EventBus over NATS JetStream, plus what only a networked bus has. */
 export interface NatsBus extends EventBus {
+  /** Round trips of the publish path so far. */
+  stats(): NatsBusStats;
   /** Announces this process as a live actor (`toolsearch status`); returns a stop function. */
   announce(role: string, id: string): () => void;
   /** Resolves once every subscription started so far is set up on the server (consumers created). */
@@ -84,6 +101,10 @@ export interface NatsBus extends EventBus {
 const WRONG_LAST_SEQUENCE = 10071;
 const STREAM_NOT_FOUND = 10059;
 const SEEN_LIMIT = 10_000;
+/** Turns whose lease a bus remembers at most (turns that never ended are forgotten oldest first). */
+const LEASE_LIMIT = 50_000;
+/** Answers other actors publish into a turn at the seq it reserved: they never take the turn's lease. */
+const ANSWER_TYPES = new Set(['call.decided', 'approval.resolved']);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
@@ -133,6 +154,7 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
       streamPrefix: opts.streamPrefix ?? '',
       replicas: opts.replicas ?? 1,
       maxAgeMs: opts.maxAgeMs ?? 0,
+      maxBytes: opts.maxBytes ?? 0,
       duplicateWindowMs: opts.duplicateWindowMs ?? 120_000,
       retention: opts.retention ?? 'limits',
       commandMaxAgeMs: opts.commandMaxAgeMs ?? DEFAULT_COMMAND_MAX_AGE_MS,
@@ -159,7 +181,8 @@ async function connectWithin(
     if (remaining <= 0) break;
     try {
       return await withTimer(connect({
-        ...auth, servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250,
+        // noAsyncTraces: no stack-capturing Error per request and timer (a large share of the client's CPU).
+        ...auth, servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true,
         timeout: Math.max(100, Math.min(remaining, 5000)), waitOnFirstConnect: false, ignoreClusterUpdates: false,
       }), remaining);
     } catch (e) {
@@ -225,8 +248,12 @@ class NatsBusImpl implements NatsBus {
   readonly #opts: NatsBusOptions;
   readonly #publishTimeoutMs: number;
   readonly #subjectOf: (e: Envelope) => string;
-  /** Per-turn publish chains: one turn's publishes reach the stream in call order. */
+  /** Publish chains of non-turn subjects (gateway session events), in call order. */
   readonly #chains = new Map<string, Promise<unknown>>();
+  /** The turns this bus writes: lease, seqs written, acks outstanding. */
+  readonly #leases = new Map<string, TurnLease>();
+  readonly #writerId = randomUUID();
+  readonly #stats: NatsBusStats = { published: 0, ackWaits: 0, pings: 0 };
   readonly #stops = new Set<() => void>();
   readonly #pendingSetups = new Set<Promise<unknown>>();
   readonly #durables = new Map<string, Promise<void>>();
@@ -270,6 +297,10 @@ class NatsBusImpl implements NatsBus {
 
   // ---------- publish ----------
 
+  stats(): NatsBusStats {
+    return { ...this.#stats };
+  }
+
   publish(event: Envelope): Promise<void> {
     if (this.#closed) return Promise.reject(new BusError('bus.closed', `the bus is closed; event ${event.id} was not published`));
     if (!isEnvelope(event)) {
@@ -282,51 +313,239 @@ class NatsBusImpl implements NatsBus {
     } catch (e) {
       return Promise.reject(new BusError('bus.badEvent', `event ${event.id} has no subject: ${describe(e)}`, { cause: e }));
     }
-    const guarded = subject.startsWith(`${EVENT_SUBJECT_PREFIX}.`);
-    // One chain per turn: this bus hands a turn's events to the stream in call order.
-    const key = guarded ? `${event.sessionId}\u0000${event.turnId}` : subject;
-    const prev = this.#chains.get(key) ?? Promise.resolve();
-    const run = prev.then(() => this.#publishNow(event, subject, guarded));
+    if (subject.startsWith(`${EVENT_SUBJECT_PREFIX}.`)) return this.#publishTurnEvent(event, subject);
+    // Not a turn event (gateway session subjects): one chain per subject, each publish awaited.
+    const prev = this.#chains.get(subject) ?? Promise.resolve();
+    const run = prev.then(async () => {
+      const deadline = Date.now() + this.#publishTimeoutMs;
+      const { data, headers } = encodeEnvelope(event);
+      this.#stats.ackWaits++;
+      await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+      this.#stats.published++;
+    });
     const tail = run.catch(() => undefined);
-    this.#chains.set(key, tail);
+    this.#chains.set(subject, tail);
     void tail.then(() => {
-      if (this.#chains.get(key) === tail) this.#chains.delete(key);
+      if (this.#chains.get(subject) === tail) this.#chains.delete(subject);
     });
     return run;
   }
 
-  async #publishNow(event: Envelope, subject: string, guarded: boolean): Promise<void> {
-    const deadline = Date.now() + this.#publishTimeoutMs;
-    if (guarded) await this.#guardTurn(event, deadline);
-    const { data, headers } = encodeEnvelope(event);
-    await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+  /**
+   * A turn event. The first event this bus writes in a turn claims the turn's lease (the writer guard, once per turn
+   * instead of once per event); later ones are sent at once, in call order, each resolving on its own ack, so
+   * publishes nobody awaits are pipelined. A sync point (`isSyncPoint`: a decision, a hand-off, a terminal event)
+   * first waits for every earlier ack of the turn and a ping (after which a takeover of the lease is known here),
+   * then is sent: it fails if an earlier publish of the turn failed or the lease was lost (`bus.staleWriter`).
+   * Answers (`call.decided`, `approval.resolved`) from a bus that does not hold the lease (a policy or approver
+   * process) are guarded per seq as before, and never take the lease.
+   */
+  #publishTurnEvent(event: Envelope, subject: string): Promise<void> {
+    const key = `${event.sessionId}\u0000${event.turnId}`;
+    let lease = this.#leases.get(key);
+    if (lease === undefined) {
+      lease = new TurnLease();
+      this.#leases.set(key, lease);
+      this.#forgetOldLeases();
+    }
+    const l = lease;
+    l.inFlight++;
+    const point = isSyncPoint(event.type);
+    let resolveSent!: () => void;
+    const sent = new Promise<void>((r) => { resolveSent = r; });
+    const acked = l.tail.then(async () => {
+      const deadline = Date.now() + this.#publishTimeoutMs;
+      try {
+        const held = l.seqs.get(event.seq);
+        if (held !== undefined && held !== event.id) throw this.#stale(event, held);
+        if (l.state === 'lost') throw this.#staleLease(event, l.lostTo);
+        if (l.state === 'none') {
+          if (ANSWER_TYPES.has(event.type)) {
+            // Not this bus's turn: the answer claims its (reserved) seq only.
+            const retry = await this.#claimSeq(event, deadline);
+            const { data, headers } = encodeEnvelope(event);
+            resolveSent();
+            this.#stats.ackWaits++;
+            await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+            if (!retry) this.#stats.published++;
+            return;
+          }
+          const retry = await this.#claimSeq(event, deadline);
+          if (retry) {
+            // The same event again (a retry from another process): stored already, the lease stays where it is.
+            const { data, headers } = encodeEnvelope(event);
+            resolveSent();
+            this.#stats.ackWaits++;
+            await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+            return;
+          }
+          await this.#claimLease(event, l, deadline);
+        } else if (point) {
+          // The turn's earlier acks (each counted once, by its own publish) and a ping, awaited together.
+          const waits: Promise<unknown>[] = [...l.unacked];
+          // While disconnected there is nothing to ping: the send below waits for the connection (within its bound).
+          if (this.#connected) {
+            this.#stats.pings++;
+            waits.push(this.#flushWithin(deadline - Date.now()));
+          }
+          await Promise.allSettled(waits);
+          if (l.failure !== undefined) {
+            const failure = l.failure;
+            l.failure = undefined; // reported once: the turn may go on after its caller heard of the gap
+            throw new BusError('bus.unavailable',
+              `event ${event.id} (${event.type}) not published: an earlier event of turn ${event.turnId} was not recorded (${describe(failure)})`,
+              { cause: failure });
+          }
+          if (l.suspect) await this.#verifyLease(event, l, deadline);
+          if ((l.state as TurnLease['state']) === 'lost') throw this.#staleLease(event, l.lostTo);
+        }
+        l.seqs.set(event.seq, event.id);
+        const { data, headers } = encodeEnvelope(event);
+        const ack = this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+        l.track(ack, event.seq, event.id, !point);
+        resolveSent();
+        this.#stats.ackWaits++;
+        await ack;
+        this.#stats.published++;
+      } finally {
+        resolveSent();
+      }
+    });
+    // The next send of the turn goes once this one is on the wire (or refused), not once it is acknowledged.
+    l.tail = Promise.race([sent, acked.catch(() => undefined)]);
+    void acked.then(() => this.#settled(key, l, event), () => this.#settled(key, l, event));
+    return acked;
+  }
+
+  /** A ping to the server, given up after `ms` (a stalled connection must not hold a publish past its bound). */
+  #flushWithin(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms)); });
+    return Promise.race([this.connection.flush().catch(() => undefined), bound]).finally(() => clearTimeout(timer));
+  }
+
+  #settled(key: string, l: TurnLease, event: Envelope): void {
+    l.inFlight--;
+    if (event.type === 'turn.completed' || event.type === 'turn.failed') l.ended = true;
+    // A turn this bus only answered into (never took the lease) needs nothing kept once its publishes are done.
+    if ((l.ended || l.state === 'none') && l.inFlight === 0 && this.#leases.get(key) === l) {
+      l.release();
+      this.#leases.delete(key);
+    }
+  }
+
+  /** Leases of turns that never ended (a crashed caller) are forgotten oldest first beyond a bound. */
+  #forgetOldLeases(): void {
+    while (this.#leases.size > LEASE_LIMIT) {
+      const first = this.#leases.entries().next();
+      if (first.done === true) return;
+      const [key, l] = first.value;
+      if (l.inFlight > 0) return;
+      l.release();
+      this.#leases.delete(key);
+    }
   }
 
   /**
-   * The per-turn writer guard: claims `seq` of the turn by publishing its marker
-   * `toolsearch.turnseq.<s>.<t>.<seq>` with `Nats-Expected-Last-Subject-Sequence: 0` (the subject must be
-   * empty) and the event id as msgID. The server checks msgID dedupe before expectations, so a retry of the
-   * same event passes as a duplicate; a different event on a taken seq is refused: `bus.staleWriter`.
+   * Claims `seq` of the turn by publishing its marker `toolsearch.turnseq.<s>.<t>.<seq>` with
+   * `Nats-Expected-Last-Subject-Sequence: 0` and the event id as msgID. Returns true when the marker is already this
+   * event's (a retry: the event itself is stored or about to be); a marker of another event is `bus.staleWriter`.
    */
-  async #guardTurn(event: Envelope, deadline: number): Promise<void> {
+  async #claimSeq(event: Envelope, deadline: number): Promise<boolean> {
     const subject = turnMarkerSubject(event);
     const body = encodeJson({ seq: event.seq, id: event.id });
     try {
-      await this.#withRetry(event, deadline, (timeout) =>
+      this.#stats.ackWaits++;
+      const ack = await this.#withRetry(event, deadline, (timeout) =>
         this.#js.publish(subject, body, { msgID: event.id, expect: { lastSubjectSequence: 0 }, timeout }),
       );
-      return;
+      return ack.duplicate;
     } catch (e) {
       if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
     }
     const held = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
-    const holder = held === null ? '' : parseMarkerId(held.data);
+    const holder = held === null ? '' : parseMarker(held.data).id;
     // Same id past the duplicate window: still the same event, so a no-op rather than a conflict.
-    if (holder === event.id) return;
-    throw new BusError('bus.staleWriter',
+    if (holder === event.id) return true;
+    throw this.#stale(event, holder);
+  }
+
+  /**
+   * Takes the turn's lease (`toolsearch.turnseq.<s>.<t>.lease`, compare-and-set on its last sequence): free, or
+   * held by a writer that started before this event's seq (a takeover). A lease taken from an earlier or equal seq
+   * is `bus.staleWriter`. Watches the lease afterwards, so a takeover by another writer is seen here.
+   */
+  async #claimLease(event: Envelope, l: TurnLease, deadline: number): Promise<void> {
+    const subject = turnLeaseSubject(event);
+    const me: LeaseHolder = { writer: this.#writerId, seq: event.seq, id: event.id };
+    l.sub ??= this.connection.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err !== null) return;
+        // Core subscribers also see claims the stream then refuses (a failed compare-and-set), so a claim by
+        // another writer only makes the lease suspect: the next sync point reads the lease record to know.
+        const h = parseMarker(msg.data);
+        if (h.writer !== undefined && h.writer !== this.#writerId) l.suspect = true;
+      },
+    });
+    let expected = 0;
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        this.#stats.ackWaits++;
+        await this.#withRetry(event, deadline, (timeout) =>
+          this.#js.publish(subject, encodeJson(me), { msgID: `${event.id}:lease`, expect: { lastSubjectSequence: expected }, timeout }),
+        );
+        if (l.state !== 'lost') l.state = 'held';
+        return;
+      } catch (e) {
+        if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
+      }
+      const current = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
+      if (current === null) {
+        expected = 0;
+        continue;
+      }
+      const h = parseMarker(current.data);
+      if (h.writer === this.#writerId) {
+        l.state = 'held';
+        return;
+      }
+      if ((h.seq ?? 0) >= event.seq) {
+        l.state = 'lost';
+        l.lostTo = { writer: h.writer ?? '', seq: h.seq ?? 0, id: h.id };
+        throw this.#staleLease(event, l.lostTo);
+      }
+      expected = current.seq;
+    }
+    throw new BusError('bus.unavailable', `could not take the lease of turn ${event.turnId} for event ${event.id}: it kept changing hands`);
+  }
+
+  /** Reads the lease record after another writer's claim was seen: still ours, or lost to the record's writer. */
+  async #verifyLease(event: Envelope, l: TurnLease, deadline: number): Promise<void> {
+    l.suspect = false;
+    this.#stats.ackWaits++;
+    const current = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: turnLeaseSubject(event) }));
+    const h = current === null ? undefined : parseMarker(current.data);
+    if (h?.writer !== undefined && h.writer !== this.#writerId) {
+      l.state = 'lost';
+      l.lostTo = { writer: h.writer, seq: h.seq ?? 0, id: h.id };
+    }
+  }
+
+  #stale(event: Envelope, holder: string): BusError {
+    return new BusError('bus.staleWriter',
       `event ${event.id} (${event.type}) refused: seq ${event.seq} of turn ${event.turnId} in session ${event.sessionId} ` +
       `is already held by event ${holder || '(unknown)'}; another writer owns this turn, so this writer must stop`,
       { details: { eventId: event.id, seq: event.seq, heldBy: holder } });
+  }
+
+  #staleLease(event: Envelope, holder: LeaseHolder | undefined): BusError {
+    const at = holder === undefined ? '' : holder.seq === event.seq
+      ? `seq ${event.seq} of turn ${event.turnId} in session ${event.sessionId} is already held by event ${holder.id}`
+      : `turn ${event.turnId} in session ${event.sessionId} was taken over at seq ${holder.seq} by event ${holder.id}`;
+    return new BusError('bus.staleWriter',
+      `event ${event.id} (${event.type}) refused: ${at || `turn ${event.turnId} is written by another writer`}; ` +
+      'another writer owns this turn, so this writer must stop',
+      { details: { eventId: event.id, seq: event.seq, heldBy: holder?.id ?? '', takenAtSeq: holder?.seq } });
   }
 
   /**
@@ -636,7 +855,9 @@ class NatsBusImpl implements NatsBus {
     this.#closed = true;
     for (const stop of [...this.#stops]) stop();
     this.#stops.clear();
-    await Promise.allSettled([...this.#chains.values()]);
+    await Promise.allSettled([...this.#chains.values(), ...[...this.#leases.values()].flatMap((l) => [l.tail, ...l.unacked])]);
+    for (const l of this.#leases.values()) l.release();
+    this.#leases.clear();
     try {
       await this.connection.drain();
     } catch {
@@ -667,12 +888,17 @@ class NatsBusImpl implements NatsBus {
 
 export const HEARTBEAT_MS = 2000;
 
-function parseMarkerId(data: Uint8Array): string {
+/** A seq marker `{seq, id}` or a lease record `{writer, seq, id}`; missing fields stay undefined. Pure: no I/O. */
+function parseMarker(data: Uint8Array): { id: string; seq?: number; writer?: string } {
   try {
-    const v = decodeJson(data) as { id?: unknown } | undefined;
-    return typeof v?.id === 'string' ? v.id : '';
+    const v = decodeJson(data) as { id?: unknown; seq?: unknown; writer?: unknown } | undefined;
+    return {
+      id: typeof v?.id === 'string' ? v.id : '',
+      ...(typeof v?.seq === 'number' ? { seq: v.seq } : {}),
+      ...(typeof v?.writer === 'string' ? { writer: v.writer } : {}),
+    };
   } catch {
-    return '';
+    return { id: '' };
   }
 }
 

@@ -14,6 +14,8 @@ export interface StreamSettings {
   replicas: number;
   /** 0 = keep forever. */
   maxAgeMs: number;
+  /** Size limit of the event streams in bytes (oldest discarded first); 0 or absent = no limit. */
+  maxBytes?: number;
   duplicateWindowMs: number;
   retention: Retention;
   /** Max age of the command stream (0 = the default, one hour): commands hold message and argument content. */
@@ -52,9 +54,10 @@ export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
     duplicate_window: nanos(s.duplicateWindowMs),
     discard: DiscardPolicy.Old,
   };
+  const sized = s.maxBytes !== undefined && s.maxBytes > 0 ? { max_bytes: s.maxBytes } : { max_bytes: -1 };
   return [
-    { ...common, name: n.events, subjects: [`${EVENT_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
-    { ...common, name: n.sessions, subjects: [`${GATEWAY_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
+    { ...common, ...sized, name: n.events, subjects: [`${EVENT_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
+    { ...common, ...sized, name: n.sessions, subjects: [`${GATEWAY_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
     // One marker per (turn, seq), kept once: the compare-and-set target of the per-turn writer guard.
     { ...common, name: n.turns, subjects: [`${TURN_MARKER_ROOT}.>`], retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 },
     // Commands carry chat messages and tool arguments: a work queue (a command is gone once a gateway acked it) with a
@@ -142,7 +145,7 @@ async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>, if
 function sameConfig(a: StreamConfig, b: StreamConfig): boolean {
   return (
     JSON.stringify(a.subjects) === JSON.stringify(b.subjects) && a.num_replicas === b.num_replicas &&
-    a.max_age === b.max_age && a.duplicate_window === b.duplicate_window &&
+    a.max_age === b.max_age && a.duplicate_window === b.duplicate_window && (a.max_bytes ?? -1) === (b.max_bytes ?? -1) &&
     (a.max_msgs_per_subject ?? -1) === (b.max_msgs_per_subject ?? -1)
   );
 }

@@ -29,6 +29,11 @@ export function turnMarkerSubject(e: { sessionId: string; turnId: string; seq: n
   return `${TURN_MARKER_ROOT}.${encodeToken(e.sessionId)}.${encodeToken(e.turnId)}.${encodeToken(String(e.seq))}`;
 }
 
+/** `toolsearch.turnseq.<sessionId>.<turnId>.lease`: the turn's writer lease (no seq token is `lease`). Pure: no I/O. */
+export function turnLeaseSubject(e: { sessionId: string; turnId: string }): string {
+  return `${TURN_MARKER_ROOT}.${encodeToken(e.sessionId)}.${encodeToken(e.turnId)}.lease`;
+}
+
 /** `toolsearch.actors.<role>.<id>`. Pure: no I/O. */
 export function actorSubject(role: string, id: string): string {
   return `${ACTORS_SUBJECT_ROOT}.${encodeToken(role)}.${encodeToken(id)}`;

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { clientToolSource } from '../../src/catalog/index.js';
+import { OverlayIndex, SearchIndex } from '../../src/search/index.js';
+import { fixtureEntries } from './fixture.js';
+
+const QUERIES = ['look up order', 'list issues', 'create a branch', 'post message to channel', 'order status', 'lookup', 'issue comment', 'ordr'];
+
+describe('OverlayIndex (per-turn client tools over a shared index)', () => {
+  const base = new SearchIndex(fixtureEntries());
+  const pristine = QUERIES.map((q) => base.search(q, { limit: 10 }));
+
+  it('answers exactly as a fresh index over the base and the client tools, and leaves the shared index as it was', () => {
+    for (let turn = 0; turn < 3; turn++) {
+      const { entries: extra } = clientToolSource([
+        { name: `lookup_order_${turn}`, description: `Look up order ${turn} and its status in the shop backend`, parameters: { type: 'object', properties: { id: { type: 'string' } } } },
+        { name: 'create_issue', description: 'Create an issue in the client bug tracker' },
+      ], 'app');
+      const overlay = new OverlayIndex(base, extra);
+      const fresh = new SearchIndex([...fixtureEntries(), ...extra]);
+      for (const q of QUERIES) {
+        expect(overlay.search(q, { limit: 10 }), q).toEqual(fresh.search(q, { limit: 10 }));
+        expect(overlay.explain(q, 5), q).toEqual(fresh.explain(q, 5));
+      }
+      expect(overlay.suggest('lookup_ordr')).toEqual(fresh.suggest('lookup_ordr'));
+      expect(overlay.size).toBe(fresh.size);
+      expect(overlay.get(extra[0]!.id)).toBe(extra[0]);
+      expect(base.get(extra[0]!.id)).toBeUndefined();
+    }
+    expect(QUERIES.map((q) => base.search(q, { limit: 10 }))).toEqual(pristine);
+    expect(base.size).toBe(fixtureEntries().length);
+  });
+
+  it('refuses to be changed, and fits only sources the base does not hold', () => {
+    const { entries } = clientToolSource([{ name: 'x' }], 'app');
+    const overlay = new OverlayIndex(base, entries);
+    expect(() => overlay.addEntries(entries)).toThrow(/read-only/);
+    expect(OverlayIndex.fits(base, entries)).toBe(true);
+    expect(OverlayIndex.fits(base, fixtureEntries().slice(0, 1))).toBe(false);
+  });
+});
