@@ -11,6 +11,12 @@ import {
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 
+/**
+ * Key of `turn.started`'s `trace` naming the span id of the caller's span the turn hangs under (the turn's remote
+ * parent): the W3C headers name the turn span itself, so the parent travels beside them.
+ */
+export const PARENT_SPAN_KEY = 'toolsearch-parent-span';
+
 /** W3C trace context headers, as carried in `Envelope.trace`. */
 export type TraceHeaders = {
   traceparent: string;

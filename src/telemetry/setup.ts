@@ -32,6 +32,7 @@ import {
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SpanAttrs } from './attributes.js';
 import { BufferedSpanProcessor } from './bufferedProcessor.js';
+import { hrNow } from './clock.js';
 import { DEFAULT_SERVICE_NAME } from './converters.js';
 import { DEFAULT_TRACES_DIR, TraceFileExporter, type TraceFileKind, type TraceFilePaths } from './fileExporters.js';
 import { parentContext, type ParentLike } from './propagation.js';
@@ -69,6 +70,11 @@ export interface StartSpanOptions {
   parent?: ParentLike;
   kind?: SpanKind;
   startTime?: TimeInput;
+  /**
+   * The span's id (16 lowercase hex digits), for a span no event names but a trace rebuilt from the events must
+   * match: it is derived from the event the span is built from (`spanIdFor`). Absent: a random id.
+   */
+  spanId?: string;
 }
 
 export interface TelemetryStats {
@@ -88,7 +94,10 @@ export interface Telemetry {
   readonly enabled: boolean;
   readonly serviceName: string;
   readonly tracer: Tracer;
-  /** Starts a span that the caller must `end()`; attributes are restricted to the names in `Attr`. */
+  /**
+   * Starts a span that the caller must end, with `span.end(hrNow())` (one clock: see clock.ts); attributes are
+   * restricted to the names in `Attr`.
+   */
   startSpan(name: string, attrs?: SpanAttrs, opts?: StartSpanOptions): Span;
   /** The context active in this Telemetry's scope (set by `runInContext` / `withSpan`), else ROOT_CONTEXT. */
   activeContext(): Context;
@@ -134,6 +143,8 @@ export class PooledIdGenerator implements IdGenerator {
   private readonly bytes = Buffer.allocUnsafe(4096);
   private hex = '';
   private pos = 0;
+  /** Given once, by `startSpan({spanId})`, right before the SDK asks for the new span's id. */
+  next: string | undefined;
 
   private take(chars: number): string {
     for (;;) {
@@ -150,6 +161,11 @@ export class PooledIdGenerator implements IdGenerator {
     return this.take(32);
   }
   generateSpanId(): string {
+    const given = this.next;
+    if (given !== undefined) {
+      this.next = undefined;
+      return given;
+    }
     return this.take(16);
   }
 }
@@ -239,8 +255,9 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
     sampler = new ParentOrAlwaysOnSampler();
   }
 
+  const ids = new PooledIdGenerator();
   const provider = new BasicTracerProvider({
-    resource, spanProcessors: processors, idGenerator: new PooledIdGenerator(), ...(sampler ? { sampler } : {}),
+    resource, spanProcessors: processors, idGenerator: ids, ...(sampler ? { sampler } : {}),
   });
   const tracer = provider.getTracer('toolsearch');
   const scope = new AsyncLocalStorage<Context>();
@@ -264,8 +281,12 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
         if (clean !== undefined) options.attributes = clean;
       }
       if (o?.kind !== undefined) options.kind = o.kind;
-      if (o?.startTime !== undefined) options.startTime = o.startTime;
-      return tracer.startSpan(name, options, ctx);
+      // One clock for every span (clock.ts); whoever starts a span ends it with `hrNow()` too.
+      options.startTime = o?.startTime ?? hrNow();
+      if (o?.spanId !== undefined) ids.next = o.spanId;
+      const span = tracer.startSpan(name, options, ctx);
+      ids.next = undefined;
+      return span;
     },
     activeContext,
     runInContext: (ctx, fn) => scope.run(ctx, fn),

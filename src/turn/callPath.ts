@@ -53,13 +53,17 @@ export function resolveForCall(ts: TurnState, ref: unknown): Result<ToolEntry> {
  * Records an attempted call that names no eligible tool (`call.rejected`) and answers the model with `error`.
  * Nothing is requested from the enforcer and nothing runs.
  */
-export async function rejectCall(deps: EngineDeps, ts: TurnState, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
-  await ts.events.emit('call.rejected', {
-    callId: deps.newId(), ref: refText(ref), via: op.via,
-    ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-    code: error.code, reason: error.message,
-  }, op.causationId);
-  return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+export function rejectCall(deps: EngineDeps, ts: TurnState, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
+  // Traced as an attempted final call: an unknown or denied id leaves an execute_tool span with the error.
+  return traced(ts, SpanName.call, op.parentSpan, async () => {
+    await ts.events.emit('call.rejected', {
+      callId: deps.newId(), ref: refText(ref), via: op.via,
+      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+      code: error.code, reason: error.message,
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+    }, op.causationId);
+    return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+  });
 }
 
 /** Whether a catalog tool can still be executed now: its executor exists and its MCP server still serves it. */
@@ -120,6 +124,7 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
     agentId: ts.facts.agentId, profile: ts.facts.profile, sandboxId: ts.facts.sandboxId, sessionOwner: ts.facts.owner,
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
     ...(decider === undefined ? {} : { decider }),
+    ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
   }, op.causationId, { reserveAnswer: true });
 
   let lastEventId = requested.id;
@@ -220,7 +225,7 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
   const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
 
   if (out.outcome === 'completed' && pending) {
-    ts.session.pendingClient.set(callId, { toolId: entry.id, turnId: ts.turnId });
+    ts.session.pendingClient.set(callId, { toolId: entry.id, turnId: ts.turnId, ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }) });
     await ts.events.emit('call.pending', { callId, toolId: entry.id, clientId: entry.owner }, lastEventId);
     ts.counts.selected.push({ id: entry.id, source: entry.source });
     return { ok: true, pending: true, callId, toolName: entry.name, args: out.args };

@@ -60,6 +60,7 @@ export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op
     });
     const requested = await ts.events.emit('code.requested', {
       codeRunId, bodyDigest: createHash('sha256').update(code).digest('hex'), bodyBytes: Buffer.byteLength(code, 'utf8'), timeoutMs,
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
     }, op.causationId);
     if (typeof body !== 'string' || body.trim() === '') {
       const error = { code: 'code.invalidBody', message: 'tool_search_code needs "code": a non-empty JavaScript function body.' };

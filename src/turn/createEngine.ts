@@ -9,7 +9,7 @@ import { makeEnvelope } from '../events/index.js';
 import type { ExposureMode } from '../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
-import type { StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
+import type { InvokeOptions, StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
 import { bySource } from './codeRun.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
@@ -21,6 +21,13 @@ import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from '.
 import type { EngineDeps, EngineOptions, SessionState, TurnState } from './types.js';
 
 type TurnActor = Actor<typeof turnMachine>;
+
+/** The gateway's call id of the latest pending client call handed back under the model's `toolCallId`. */
+function pendingByToolCallId(session: SessionState, toolCallId: string): string | undefined {
+  let found: string | undefined;
+  for (const [callId, p] of session.pendingClient) if (p.toolCallId === toolCallId) found = callId;
+  return found;
+}
 
 const bytesOf = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
 
@@ -108,7 +115,7 @@ export function createEngine(opts: EngineOptions): Engine {
       session, startedAt: performance.now(), startedEventId: null,
       counts: { searches: 0, describes: 0, calls: 0, selected: [] }, abort: new AbortController(),
     };
-    const tt = startTurnTrace(opts.telemetry, facts.sessionId, turnId);
+    const tt = startTurnTrace(opts.telemetry, facts.sessionId, turnId, req.trace);
     if (tt !== undefined) {
       ts.trace = tt;
       ts.events.tracing = tt;
@@ -118,6 +125,8 @@ export function createEngine(opts: EngineOptions): Engine {
     const ownKey = turnKey(facts.sessionId, turnId);
     ownTurns.add(ownKey);
     const pendingSteps = new Map<string, (r: StepResult) => void>();
+    /** The model's tool call id of a step, when the front gave one. */
+    const stepCallIds = new Map<string, string>();
     const machine = turnMachine.provide({
       actors: {
         resolvePolicy: fromPromise<unknown, TurnActorBase>(() => resolvePolicyPhase(deps, ts)),
@@ -127,7 +136,9 @@ export function createEngine(opts: EngineOptions): Engine {
         executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input, signal }) => {
           let result: StepResult;
           try {
-            result = await runStep(deps, ts, input.step, AbortSignal.any([signal, ts.abort.signal]), ts.startedEventId);
+            const toolCallId = stepCallIds.get(input.step.stepId);
+            stepCallIds.delete(input.step.stepId);
+            result = await runStep(deps, ts, input.step, AbortSignal.any([signal, ts.abort.signal]), ts.startedEventId, toolCallId);
           } catch (err) {
             result = fail('turn.stepFailed', `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`);
           }
@@ -203,17 +214,21 @@ export function createEngine(opts: EngineOptions): Engine {
       sessionId: facts.sessionId,
       turnId,
       exposure,
-      invoke(toolName: string, args: unknown): Promise<StepResult> {
+      trace: tt?.turnHeaders(),
+      invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
           return Promise.resolve(fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`));
         }
         const stepId = deps.newId();
+        if (typeof invokeOpts?.toolCallId === 'string' && invokeOpts.toolCallId !== '') stepCallIds.set(stepId, invokeOpts.toolCallId.slice(0, 200));
         return new Promise<StepResult>((resolve) => {
           pendingSteps.set(stepId, resolve);
           actor.send({ type: 'STEP', stepId, tool: String(toolName), args });
         });
       },
-      async clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void> {
+      async clientResult(givenId: string, result: { ok: boolean; content: string }): Promise<void> {
+        // The client answers under the id it was handed: the gateway's call id, or the model's tool call id.
+        const callId = session.pendingClient.has(givenId) ? givenId : pendingByToolCallId(session, givenId) ?? givenId;
         const known = session.pendingClient.get(callId);
         session.pendingClient.delete(callId);
         const content = typeof result?.content === 'string' ? result.content : JSON.stringify(result?.content ?? null);

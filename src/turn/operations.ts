@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { resolveTool } from '../catalog/index.js';
 import { describeEntry, type DescribedTool, type SearchAnswer } from '../search/index.js';
 import { fail, type Result } from '../shared/index.js';
@@ -22,6 +23,7 @@ function effectiveLimit(deps: EngineDeps, limit: unknown): number {
  */
 export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
   return traced(ts, SpanName.search, op.parentSpan, async () => {
+    const t0 = performance.now();
     const index = ts.index;
     const answer: Result<SearchAnswer> = index === undefined
       ? fail('turn.notReady', 'The turn has no catalog index yet.')
@@ -39,6 +41,8 @@ export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknow
       via: op.via === 'code' ? 'code' : 'tool',
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      durationMs: performance.now() - t0,
     }, op.causationId);
     return answer;
   });
@@ -51,6 +55,7 @@ export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknow
  */
 export async function describeTool(deps: EngineDeps, ts: TurnState, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
   return traced(ts, SpanName.describe, op.parentSpan, async () => {
+    const t0 = performance.now();
     const resolved = resolveTool(ts.catalog?.entries ?? [], ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
     ts.counts.describes++;
@@ -62,6 +67,8 @@ export async function describeTool(deps: EngineDeps, ts: TurnState, ref: unknown
       via: op.via === 'code' ? 'code' : 'tool',
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      durationMs: performance.now() - t0,
     }, op.causationId);
     return answer;
   });

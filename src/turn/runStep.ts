@@ -17,10 +17,12 @@ function notExposed(ts: TurnState, tool: string): StepResult {
  * Serves one invocation by the model of an exposed tool: a direct tool by its exposed name, the structured trio,
  * or `tool_search_code`. A name that is not exposed gets `tool.notExposed`, as a provider's unknown tool would.
  */
-export async function runStep(deps: EngineDeps, ts: TurnState, step: TurnStep, signal: AbortSignal, causationId: string | null): Promise<StepResult> {
+export async function runStep(
+  deps: EngineDeps, ts: TurnState, step: TurnStep, signal: AbortSignal, causationId: string | null, toolCallId?: string,
+): Promise<StepResult> {
   const exposure = ts.exposure;
   // No parentSpan: the model's own steps hang under the turn's execute span (spans.ts).
-  const op: OpCtx = { via: exposure?.mode === 'direct' ? 'direct' : 'tool', causationId, signal };
+  const op: OpCtx = { via: exposure?.mode === 'direct' ? 'direct' : 'tool', causationId, signal, ...(toolCallId === undefined ? {} : { toolCallId }) };
   if (exposure === undefined || !exposure.tools.some((t) => t.function.name === step.tool)) {
     // In direct mode every step is a call: one naming no exposed tool is an attempted call, recorded.
     const error = notExposed(ts, step.tool);

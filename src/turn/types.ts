@@ -46,7 +46,7 @@ export interface SessionState {
   sessionId: string;
   runtime: SessionMcpRuntime | undefined;
   /** Client calls handed back and not answered yet: callId -> tool id. */
-  pendingClient: Map<string, { toolId: string; turnId: string }>;
+  pendingClient: Map<string, { toolId: string; turnId: string; toolCallId?: string }>;
   turns: number;
 }
 
@@ -70,6 +70,8 @@ export interface OpCtx {
   causationId: string | null;
   signal: AbortSignal;
   parentSpan?: Span;
+  /** The model's id of the tool call this operation serves (a step's own operation, never a code run's bridge). */
+  toolCallId?: string;
 }
 
 /** Counters of one turn. */
