@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ToolSearchError } from '../shared/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sendJson } from './front/http.js';
 import { isRecord, type ChatRequest } from './front/openai.js';
-import { writeSse } from './front/sse.js';
+import { chatToResponse, responsesToChat, writeResponse } from './front/responses.js';
+import { wantsStreamUsage, writeSse } from './front/sse.js';
+import { requestTrace, serverSpan } from './front/trace.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
 import { FRONT_ORIGIN_PREFIX } from './sessionEvents/index.js';
@@ -58,6 +61,11 @@ export interface GatewayServerOptions {
   onEvent?: (e: GatewayFrontEvent) => void | Promise<void>;
   /** Loop progress of every turn (for logs). */
   onProgress?: (sessionId: string, p: LoopProgress) => void;
+  /**
+   * A SERVER span per API request (HTTP semconv), child of the caller's `traceparent` when it sends one; the turn
+   * and its model calls hang under it. Without telemetry, an incoming `traceparent` is still passed on.
+   */
+  telemetry?: Telemetry;
 }
 
 export interface GatewayServer {
@@ -72,7 +80,7 @@ const MAX_SESSIONS_REMEMBERED = 10_000;
 
 /**
  * The OpenAI-compatible front of the gateway: `POST /v1/chat/completions` (plain and `stream: true`),
- * `GET /v1/models`, `GET /healthz`. Each chat request is one turn (see `runChatTurn`); the session, agent and
+ * `POST /v1/responses` (the Responses API, plain and streamed: the same turn), `GET /v1/models`, `GET /healthz`. Each chat request is one turn (see `runChatTurn`); the session, agent and
  * profile come from the `x-toolsearch-*` headers or the defaults (no session header: a fresh session id,
  * returned in the `x-toolsearch-session` response header). Every failure is an OpenAI-style error object:
  * 400 bad request, 413 body too large, 502/504 provider failures, 500 internal errors (never a crash).
@@ -90,7 +98,11 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
   };
 
-  const chat = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  /**
+   * One API request that runs a turn, in its dialect: chat completions (the body is the chat request) or the
+   * Responses API (`toChat` turns its body into the chat request, `respond` writes the Response).
+   */
+  const chat = async (req: IncomingMessage, res: ServerResponse, dialect: 'chat' | 'responses' = 'chat', trace?: Record<string, string>): Promise<void> => {
     const headers = sessionHeaders(req, opts.defaults);
     if (!headers.ok) return sendError(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
     const { sessionId, agentId, profile } = headers.value;
@@ -107,8 +119,13 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
     const parsed = parseJsonBody(body.value);
     if (!parsed.ok) return sendError(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
-    if (!isRecord(parsed.value)) return sendError(res, 400, 'The request body must be a JSON object with "messages".', 'invalid_request', { headers: sessionHeader });
-    const request = parsed.value as ChatRequest;
+    if (!isRecord(parsed.value)) return sendError(res, 400, `The request body must be a JSON object with ${dialect === 'chat' ? '"messages"' : '"input"'}.`, 'invalid_request', { headers: sessionHeader });
+    let request = parsed.value as ChatRequest;
+    if (dialect === 'responses') {
+      const converted = responsesToChat(parsed.value);
+      if (!converted.ok) return sendError(res, 400, converted.error.message, converted.error.code, { param: String((converted.error.details as { param?: unknown } | undefined)?.param ?? ''), headers: sessionHeader });
+      request = converted.value;
+    }
     if (!Array.isArray(request.messages) || request.messages.length === 0) {
       return sendError(res, 400, '"messages" is required: a non-empty array of chat messages.', 'missing_messages', { param: 'messages', headers: sessionHeader });
     }
@@ -158,6 +175,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           profile,
           ...(opts.defaults.sandboxId !== undefined ? { sandboxId: opts.defaults.sandboxId } : {}),
           ...(opts.defaults.owner !== undefined ? { owner: opts.defaults.owner } : {}),
+          ...(trace !== undefined ? { trace } : {}),
         },
         maxRounds: opts.maxRounds,
         turnId,
@@ -199,21 +217,36 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     await ended(finish === 'length' ? 'failed' : 'completed', finish === 'length' ? 'gateway.maxRounds' : undefined);
 
     const responseHeaders = { ...sessionHeader, [TURN_HEADER]: out.turnId };
-    if (request.stream === true) return writeSse(res, out.response, responseHeaders);
+    if (dialect === 'responses') return writeResponse(res, chatToResponse(out.response, parsed.value), request.stream === true, responseHeaders);
+    if (request.stream === true) return writeSse(res, out.response, responseHeaders, { includeUsage: wantsStreamUsage(request) });
     return sendJson(res, 200, out.response, responseHeaders);
+  };
+
+  /** Runs a turn-running route inside its SERVER span (when traced), the turn joining the request's trace. */
+  const traced = async (req: IncomingMessage, res: ServerResponse, route: string, dialect: 'chat' | 'responses'): Promise<void> => {
+    const span = serverSpan(opts.telemetry, req, route);
+    try {
+      await chat(req, res, dialect, requestTrace(req, span));
+    } finally {
+      span?.end(res);
+    }
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/v1/chat/completions') {
       if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/chat/completions.', 'method_not_allowed', { headers: { allow: 'POST' } });
-      return chat(req, res);
+      return traced(req, res, '/v1/chat/completions', 'chat');
+    }
+    if (path === '/v1/responses') {
+      if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/responses.', 'method_not_allowed', { headers: { allow: 'POST' } });
+      return traced(req, res, '/v1/responses', 'responses');
     }
     if (path === '/v1/models' && req.method === 'GET') {
       return sendJson(res, 200, { object: 'list', data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }] });
     }
     if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
-    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, GET /v1/models, GET /healthz.`, 'not_found');
+    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /healthz.`, 'not_found');
   };
 
   const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1' });
