@@ -13,7 +13,7 @@ export { loadSnapshot, loadCatalogPaths, parseSnapshot, mcpToolEntry, mcpToolEnt
 export type { LoadedSnapshot, LoadedCatalogPaths, McpTool } from './snapshot.js';
 export { connectMcpServer, validateMcpSpec, stdioServerEnv, DEFAULT_MCP_TIMEOUT_MS, DEFAULT_MCP_CALL_TIMEOUT_MS } from './mcp.js';
 export type {
-  McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler,
+  McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler, McpCallOptions, McpPeer,
 } from './mcp.js';
 export { SessionMcpRuntime } from './mcpRuntime.js';
 export type { SessionMcpRuntimeOptions, EnsureOptions } from './mcpRuntime.js';

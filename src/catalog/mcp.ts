@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ChildProcess } from 'node:child_process';
 import { homedir } from 'node:os';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -62,9 +63,38 @@ export interface McpConnection {
   /** Tools the last listing left out (unusable names), one sentence each; empty or absent when none. */
   readonly listWarnings?: readonly string[];
   /** Calls a tool; the value is the MCP CallToolResult (an `isError` result is still a value the model reads). */
-  callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<unknown>>;
+  callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal, opts?: McpCallOptions): Promise<Result<unknown>>;
+  /** The server side of the connection, for telemetry (MCP semconv attributes of a client span). */
+  readonly peer?: McpPeer;
   close(): Promise<void>;
 }
+
+/** Per call: the W3C trace context of the caller's span. */
+export interface McpCallOptions {
+  /** Sent as `params._meta.traceparent` / `tracestate` (MCP semconv), and as HTTP headers to an HTTP server. */
+  trace?: Readonly<Record<string, string>> | undefined;
+}
+
+/** Where a connection goes: transport, URL of an HTTP server, its session id and the negotiated protocol version. */
+export interface McpPeer {
+  transport: 'stdio' | 'http' | 'snapshot';
+  url?: string;
+  sessionId?: string;
+  protocolVersion?: string;
+}
+
+/** The trace context of the HTTP MCP call in progress (read by the transport's fetch to add the headers). */
+const callTrace = new AsyncLocalStorage<Readonly<Record<string, string>>>();
+
+/** fetch with the current call's `traceparent` / `tracestate` headers added. */
+const tracedFetch: typeof fetch = (url, init) => {
+  const trace = callTrace.getStore();
+  if (trace?.['traceparent'] === undefined) return fetch(url, init);
+  const headers = new Headers(init?.headers);
+  headers.set('traceparent', trace['traceparent']);
+  if (trace['tracestate'] !== undefined) headers.set('tracestate', trace['tracestate']);
+  return fetch(url, { ...init, headers });
+};
 
 export const DEFAULT_MCP_TIMEOUT_MS = 15_000;
 export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
@@ -248,7 +278,7 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     const params = { command: s.command, args: s.args ?? [], env: stdioServerEnv(s.env) as Record<string, string> };
     transport = new WatchedStdioTransport(s.cwd === undefined ? params : { ...params, cwd: s.cwd });
   } else {
-    transport = new StreamableHTTPClientTransport(new URL(s.url), s.headers ? { requestInit: { headers: s.headers } } : undefined);
+    transport = new StreamableHTTPClientTransport(new URL(s.url), { fetch: tracedFetch, ...(s.headers ? { requestInit: { headers: s.headers } } : {}) });
   }
   const kind = 'command' in s ? 'stdio' : 'http';
   const client = new Client({ name: 'toolsearch', version: '0.1.0' }, { capabilities: {} });
@@ -287,6 +317,13 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     get listWarnings() { return listWarnings; },
     get alive() { return alive && (!(transport instanceof WatchedStdioTransport) || transport.running); },
     get pid() { return transport instanceof WatchedStdioTransport ? transport.pid ?? undefined : undefined; },
+    get peer(): McpPeer {
+      if (transport instanceof WatchedStdioTransport) return { transport: 'stdio' };
+      const p: McpPeer = { transport: 'http', url: (s as McpHttpSpec).url };
+      if (transport.sessionId !== undefined) p.sessionId = transport.sessionId;
+      if (transport.protocolVersion !== undefined) p.protocolVersion = transport.protocolVersion;
+      return p;
+    },
 
     async listTools(signal) {
       if (!connection.alive) return unavailable(goneReason());
@@ -314,11 +351,14 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       return fail('mcp.listFailed', `MCP server "${name}" returned more than ${MAX_PAGES} pages of tools; stopped listing.`, { server: name });
     },
 
-    async callTool(toolName, args, signal) {
+    async callTool(toolName, args, signal, callOpts) {
       if (!connection.alive) return unavailable(goneReason());
       try {
         const options = signal ? { timeout: callTimeoutMs, signal } : { timeout: callTimeoutMs };
-        return ok(await client.callTool({ name: toolName, arguments: args }, undefined, options));
+        const trace = callOpts?.trace;
+        if (trace?.['traceparent'] === undefined) return ok(await client.callTool({ name: toolName, arguments: args }, undefined, options));
+        const meta = trace['tracestate'] === undefined ? { traceparent: trace['traceparent'] } : { traceparent: trace['traceparent'], tracestate: trace['tracestate'] };
+        return ok(await callTrace.run(trace, () => client.callTool({ name: toolName, arguments: args, _meta: meta }, undefined, options)));
       } catch (error) {
         if (signal?.aborted) return fail('tool.aborted', `The call to ${toolName} on MCP server "${name}" was cancelled.`, { server: name, tool: toolName });
         const why = explain(error, `calling ${toolName}`, callTimeoutMs, transport);

@@ -1,7 +1,7 @@
 import { fail } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
-import type { ConnectOptions, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import type { ConnectOptions, McpCallOptions, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import type { CatalogPart } from './buildCatalog.js';
 import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
 
@@ -209,7 +209,7 @@ export class SessionMcpRuntime {
   }
 
   /** Calls a tool of an open server. A server that is not open or has gone fails with `mcp.serverUnavailable`. */
-  async call(server: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Result<unknown>> {
+  async call(server: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal, opts?: McpCallOptions): Promise<Result<unknown>> {
     const slot = this.slots.get(server);
     if (!slot?.connection) {
       const why = slot?.status.reason ? ` (${slot.status.reason})` : '';
@@ -218,11 +218,16 @@ export class SessionMcpRuntime {
     this.inFlight++;
     this.touch();
     try {
-      return await slot.connection.callTool(tool, args, signal);
+      return await slot.connection.callTool(tool, args, signal, opts);
     } finally {
       this.inFlight--;
       this.touch();
     }
+  }
+
+  /** The server side of an open connection (for telemetry), if the server is open. */
+  peer(server: string): McpPeer | undefined {
+    return this.slots.get(server)?.connection?.peer;
   }
 
   /** An executor for one MCP tool that calls through this runtime with the call's signal. */

@@ -140,7 +140,11 @@ function rebuildTurn(
     if (used.has(spanId)) spanId = spanIdFor(name, `${key}#${spans.length}`);
     used.add(spanId);
     const parentStart = parentSpanId === undefined ? undefined : startOfSpan.get(parentSpanId);
-    if (parentStart !== undefined && start < parentStart) start = parentStart;
+    if (parentStart !== undefined && start < parentStart) {
+      // Moved to its parent's start, it keeps its duration (the events' times are whole milliseconds).
+      end = maxBig(end, parentStart + (end - start));
+      start = parentStart;
+    }
     startOfSpan.set(spanId, start);
     const attributes: Record<string, AttributeValue> = {};
     for (const [k, v] of Object.entries(f.attrs)) if (v !== undefined) attributes[k] = Array.isArray(v) ? [...v] as AttributeValue : v;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { Span } from '@opentelemetry/api';
 import { createActor, fromPromise, toPromise } from 'xstate';
 import {
   toolCallMachine, type ApprovalAnswer, type ArgsValidation, type CallActorInput, type HooksOutcome, type PolicyDecision,
@@ -11,7 +12,7 @@ import { approvalPattern, runBeforeToolCallHooks, waitForApproval, type Approval
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
 import type { StepResult } from './turnEngine.js';
-import { traced } from './spans.js';
+import { traced, tracedMcpCall } from './spans.js';
 import type { EngineDeps, OpCtx, TurnState } from './types.js';
 
 /** Marks an execution handed back to the client. */
@@ -78,12 +79,17 @@ function availability(deps: EngineDeps, ts: TurnState, entry: ToolEntry): Result
   return fail('tool.unavailable', `${entry.id} is no longer available: its source "${entry.owner}" has no executor for it.`, { toolId: entry.id });
 }
 
-function execute(deps: EngineDeps, ts: TurnState, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext): Promise<Result<unknown>> {
+function execute(
+  deps: EngineDeps, ts: TurnState, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext, callSpan: Span | undefined,
+): Promise<Result<unknown>> {
   if (entry.source === 'client') return Promise.resolve(ok(PENDING));
   const available = availability(deps, ts, entry);
   if (!available.ok) return Promise.resolve(available);
-  const exec = deps.opts.staticSources.registry.get(entry.id) ?? ts.session.runtime!.executor(entry.owner, entry.name);
-  return exec(args, ctx);
+  const exec = deps.opts.staticSources.registry.get(entry.id);
+  if (exec !== undefined) return exec(args, ctx);
+  const runtime = ts.session.runtime!;
+  // A call to an MCP server: its own CLIENT span (MCP semconv), whose trace context the server gets.
+  return tracedMcpCall(ts.trace, callSpan, runtime.peer(entry.owner), entry, (trace) => runtime.call(entry.owner, entry.name, args, ctx.signal, { trace }));
 }
 
 type BlockStage = EventOf<'call.blocked'>['data']['stage'];
@@ -107,10 +113,12 @@ const deciderOf = (deps: EngineDeps): string | undefined => (deps as EngineDeps 
 export async function callTool(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
   const rejected = unresolved.get(entry);
   if (rejected !== undefined) return rejectCall(deps, ts, rejected.ref, rejected.error, op);
-  return traced(ts, SpanName.call, op.parentSpan, () => runCall(deps, ts, entry, rawArgs, op));
+  return traced(ts, SpanName.call, op.parentSpan, (span) => runCall(deps, ts, entry, rawArgs, op, span));
 }
 
-async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
+async function runCall(
+  deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx, span: Span | undefined,
+): Promise<StepResult> {
   const callId = deps.newId();
   const started = performance.now();
   const argsDigest = digest(rawArgs);
@@ -200,7 +208,7 @@ async function runCall(deps: EngineDeps, ts: TurnState, entry: ToolEntry, rawArg
       validateArgs: fromPromise<ArgsValidation, CallActorInput>(async ({ input }) =>
         deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args)),
       execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
-        const r = await execute(deps, ts, entry, input.args, ctx(signal));
+        const r = await execute(deps, ts, entry, input.args, ctx(signal), span);
         if (r.ok && r.value === PENDING) pending = true;
         return r;
       }),

@@ -1,9 +1,15 @@
-import type { Context, HrTime, Span } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, trace, type Context, type HrTime, type Span } from '@opentelemetry/api';
+import type { McpPeer } from '../catalog/index.js';
+import type { Result } from '../shared/index.js';
 import type { Envelope } from '../bus/index.js';
 import type { EventOf } from '../events/index.js';
 import {
+  Attr,
+  GEN_AI_EXECUTE_TOOL,
+  MCP_TOOLS_CALL,
   PARENT_SPAN_KEY,
   SpanName,
+  mcpCallSpanName,
   applySpanFacts,
   callSpanName,
   spanIdFor,
@@ -33,6 +39,7 @@ import {
   turnSpanFacts,
   type CallEnd,
   type CodeEnd,
+  type SpanAttrs,
   type SpanNameValue,
   type Telemetry,
   type TraceHeaders,
@@ -453,4 +460,55 @@ export function traced<T>(
   const tt = ts.trace;
   if (tt === undefined) return fn(undefined);
   return tt.run(name, parent, fn);
+}
+
+/**
+ * Runs one call to an MCP server inside its CLIENT span `tools/call {tool}` (MCP semconv: method, tool name,
+ * `execute_tool`, transport, server address and port of an HTTP server, MCP session id and protocol version), a
+ * child of the final call's span, and hands `run` that span's W3C context for the server (`params._meta`, HTTP
+ * headers). A result with `isError` is `error.type` `tool_error`; a failed call carries its code. Without a trace
+ * (telemetry off) or a live server (`peer` undefined) it just runs.
+ */
+export function tracedMcpCall<T>(
+  tt: TurnTrace | undefined,
+  callSpan: Span | undefined,
+  peer: McpPeer | undefined,
+  entry: { id: string; owner: string; name: string },
+  run: (trace: TraceHeaders | undefined) => Promise<Result<T>>,
+): Promise<Result<T>> {
+  if (tt === undefined || callSpan === undefined || peer === undefined || peer.transport === 'snapshot') return run(undefined);
+  const attrs: SpanAttrs = {
+    [Attr.mcpMethodName]: MCP_TOOLS_CALL,
+    [Attr.genAiToolName]: entry.name,
+    [Attr.genAiOperationName]: GEN_AI_EXECUTE_TOOL,
+    [Attr.networkTransport]: peer.transport === 'stdio' ? 'pipe' : 'tcp',
+    [Attr.mcpSessionId]: peer.sessionId,
+    [Attr.mcpProtocolVersion]: peer.protocolVersion,
+    [Attr.sessionId]: tt.sessionId,
+    [Attr.turnId]: tt.turnId,
+    [Attr.toolId]: entry.id,
+    [Attr.sourceName]: entry.owner,
+  };
+  if (peer.url !== undefined) {
+    try {
+      const u = new URL(peer.url);
+      attrs[Attr.networkProtocolName] = 'http';
+      attrs[Attr.serverAddress] = u.hostname.replace(/^\[|\]$/g, '');
+      attrs[Attr.serverPort] = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    } catch {
+      // A spec URL was validated when the server was opened; nothing to add if it does not parse here.
+    }
+  }
+  const span = tt.telemetry.startSpan(mcpCallSpanName(entry.name), attrs, { parent: trace.setSpan(ROOT_CONTEXT, callSpan), kind: SpanKind.CLIENT });
+  const end = (r: Result<T>): Result<T> => {
+    if (!r.ok) markError(span, r.error.code);
+    else if ((r.value as { isError?: unknown } | null)?.isError === true) markError(span, 'tool_error');
+    span.end(now());
+    return r;
+  };
+  return run(injectTraceHeaders(span)).then(end, (err: unknown) => {
+    markError(span, errorCodeOf(err));
+    span.end(now());
+    throw err;
+  });
 }
