@@ -4,6 +4,8 @@ export {
 } from './attributes.js';
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';
 export { hrNow, hrPlusMs, msToHr } from './clock.js';
+export { LightSpan } from './lightSpan.js';
+export type { LightSpanShared } from './lightSpan.js';
 export { argsAttrs, canonicalJson, jsonBytes } from './digest.js';
 export { createTelemetry, spanOf, PooledIdGenerator, ParentOrAlwaysOnSampler } from './setup.js';
 export type { Telemetry, TelemetryOptions, TelemetryStats, StartSpanOptions } from './setup.js';

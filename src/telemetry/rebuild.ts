@@ -234,9 +234,7 @@ function rebuildTurn(
     const related = events.filter((e) => dataString(e, 'codeRunId') === runId);
     const close = related.find((e): e is CodeEnd => is(e, 'code.settled') || is(e, 'code.timedOut'));
     const endAt = close !== undefined ? at(close) : at(related.at(-1) ?? req);
-    const took = close?.type === 'code.settled' ? close.data.durationMs : undefined;
-    const start = took === undefined ? at(req) : minBig(at(req), endAt - msToNanos(took));
-    codeSpans.set(runId, add(SpanName.code, req.id, workParent, start, endAt, codeSpanFacts({ requested: req, end: close }), req));
+    codeSpans.set(runId, add(SpanName.code, req.id, workParent, at(req), endAt, codeSpanFacts({ requested: req, end: close }), req));
   }
   const parentOf = (e: Envelope): string => {
     const runId = dataString(e, 'codeRunId');

@@ -93,12 +93,23 @@ export function traceIdFor(sessionId: string, turnId: string): string {
 }
 
 /**
- * The span id of a rebuilt span: sha256 of `<span name>\n<key>`, first 8 bytes as hex. The key is the id of
- * the event the span is built from (see span-model.md); the name is part of it because one event can shape
- * two spans (`tools.exposed` closes expose and opens execute). Pure: no I/O.
+ * The span id of a span no event carries (a rebuilt one, or a live source, execute or hook span, which the live
+ * engine derives the same way): a 64-bit hash of `<span name>\n<key>` as 16 hex digits. The key is the id of the
+ * event the span is built from (see span-model.md); the name is part of it because one event can shape two spans
+ * (`tools.exposed` closes expose and opens execute). Not cryptographic (the live engine computes it per span):
+ * two FNV-1a lanes with different offsets. Never all zeros. Pure: no I/O.
  */
 export function spanIdFor(name: string, key: string): string {
-  return hexDigest(`${name}\n${key}`, 8);
+  const text = `${name}\n${key}`;
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+  }
+  const hex = (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+  return hex === '0000000000000000' ? '0000000000000001' : hex;
 }
 
 // ---------- helpers ----------

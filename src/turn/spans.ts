@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, SpanKind, trace, type Context, type HrTime, type Span } from '@opentelemetry/api';
+import { SpanKind, type HrTime, type Span } from '@opentelemetry/api';
 import type { McpPeer } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
 import type { Envelope } from '../bus/index.js';
@@ -6,6 +6,8 @@ import type { EventOf } from '../events/index.js';
 import {
   Attr,
   GEN_AI_EXECUTE_TOOL,
+  LightSpan,
+  setAttrs,
   MCP_TOOLS_CALL,
   PARENT_SPAN_KEY,
   SpanName,
@@ -32,7 +34,6 @@ import {
   injectTraceHeaders,
   listSourcesSpanFacts,
   markError,
-  parentContext,
   resolvePolicySpanFacts,
   searchSpanFacts,
   sourceSpanFacts,
@@ -108,9 +109,8 @@ export class TurnTrace {
   private readonly codes = new Map<string, Rec>();
   private readonly events: Envelope[] = [];
   private readonly answers = new Set<string>();
-  /** W3C headers and child context of each span of the turn, computed once (plain Maps: the turn's lifetime). */
+  /** W3C headers of each span of the turn, computed once (a plain Map: the turn's lifetime). */
   private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
-  private readonly contextCache = new Map<Span, Context>();
   private started: EventOf<'turn.started'> | undefined;
   /** The span id of the caller's span the turn hangs under, if any. */
   private remoteParent: string | undefined;
@@ -144,7 +144,10 @@ export class TurnTrace {
   private headersOf(span: Span): TraceHeaders | undefined {
     let h = this.headerCache.get(span);
     if (h === undefined && !this.headerCache.has(span)) {
-      h = injectTraceHeaders(span);
+      if (span instanceof LightSpan) {
+        const ts = span.spanContext().traceState?.serialize();
+        h = ts === undefined || ts === '' ? { traceparent: span.traceparent() } : { traceparent: span.traceparent(), tracestate: ts };
+      } else h = injectTraceHeaders(span);
       this.headerCache.set(span, h);
     }
     return h;
@@ -152,12 +155,7 @@ export class TurnTrace {
 
   /** Starts a child span of `parent` (its context built once per parent). */
   private child(name: string, parent: Span, startTime: HrTime = now(), spanId?: string): Span {
-    let ctx = this.contextCache.get(parent);
-    if (ctx === undefined) {
-      ctx = parentContext(parent);
-      this.contextCache.set(parent, ctx);
-    }
-    return this.telemetry.startSpan(name, undefined, spanId === undefined ? { parent: ctx, startTime } : { parent: ctx, startTime, spanId });
+    return this.telemetry.startChildSpan(name, parent, spanId === undefined ? { startTime } : { startTime, spanId });
   }
 
   /** Starts a span for a piece of work and ends it, with its facts, when `fn` settles. */
@@ -435,7 +433,6 @@ export class TurnTrace {
     this.turn.end(t);
     this.events.length = 0;
     this.headerCache.clear();
-    this.contextCache.clear();
   }
 }
 
@@ -499,7 +496,8 @@ export function tracedMcpCall<T>(
       // A spec URL was validated when the server was opened; nothing to add if it does not parse here.
     }
   }
-  const span = tt.telemetry.startSpan(mcpCallSpanName(entry.name), attrs, { parent: trace.setSpan(ROOT_CONTEXT, callSpan), kind: SpanKind.CLIENT });
+  const span = tt.telemetry.startChildSpan(mcpCallSpanName(entry.name), callSpan, { kind: SpanKind.CLIENT });
+  setAttrs(span, attrs);
   const end = (r: Result<T>): Result<T> => {
     if (!r.ok) markError(span, r.error.code);
     else if ((r.value as { isError?: unknown } | null)?.isError === true) markError(span, 'tool_error');
