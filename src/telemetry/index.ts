@@ -47,6 +47,8 @@ export {
   applySpanFacts,
   countersFromCompleted,
   countersFromEvents,
+  emptyCounters,
+  foldCounters,
   turnSpanFacts,
   resolvePolicySpanFacts,
   listSourcesSpanFacts,

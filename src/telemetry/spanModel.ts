@@ -199,9 +199,23 @@ export function countersFromCompleted(c: TurnCountersData): TurnCounters {
  * other turns are ignored only if the caller filters them. Pure: no I/O.
  */
 export function countersFromEvents(events: readonly Envelope[]): TurnCounters {
-  const out: TurnCounters = { searches: 0, describes: 0, calls: 0, callsExecuted: 0 };
-  const selected: string[] = [];
-  for (const e of events) {
+  const out = emptyCounters();
+  for (const e of events) foldCounters(out, e);
+  return out;
+}
+
+/** The counters before any event (the start of `countersFromEvents`'s fold). Pure: no I/O. */
+export function emptyCounters(): TurnCounters & { toolsSelected: string[] } {
+  return { searches: 0, describes: 0, calls: 0, callsExecuted: 0, toolsSelected: [] };
+}
+
+/**
+ * One step of `countersFromEvents`, in place: the live trace folds each event as it sees it instead of keeping the
+ * turn's events. Returns `out`. Pure apart from `out`.
+ */
+export function foldCounters(out: TurnCounters & { toolsSelected: string[] }, e: Envelope): TurnCounters {
+  const selected = out.toolsSelected;
+  {
     switch (e.type) {
       case 'tools.exposed':
         out.exposedBytes = (e as EventOf<'tools.exposed'>).data.bytes;
@@ -232,7 +246,6 @@ export function countersFromEvents(events: readonly Envelope[]): TurnCounters {
         break;
     }
   }
-  out.toolsSelected = selected;
   return out;
 }
 

@@ -23,7 +23,8 @@ import {
   approvalSpanFacts,
   callSpanFacts,
   codeSpanFacts,
-  countersFromEvents,
+  emptyCounters,
+  foldCounters,
   describeSpanFacts,
   errorCodeOf,
   executeSpanFacts,
@@ -107,7 +108,8 @@ export class TurnTrace {
   private readonly running = new Set<Rec>();
   private readonly calls = new Map<string, Rec>();
   private readonly codes = new Map<string, Rec>();
-  private readonly events: Envelope[] = [];
+  /** The turn's counters, folded from each event as it is seen (the events themselves are not kept). */
+  private readonly counters = emptyCounters();
   private readonly answers = new Set<string>();
   /** W3C headers of each span of the turn, computed once (a plain Map: the turn's lifetime). */
   private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
@@ -174,7 +176,7 @@ export class TurnTrace {
       this.fail(rec, err);
       return Promise.reject(err);
     }
-    return Promise.resolve(result).then(
+    return (result instanceof Promise ? result : Promise.resolve(result)).then(
       (v) => {
         this.finish(rec);
         return v;
@@ -218,7 +220,7 @@ export class TurnTrace {
       if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
     }
-    this.events.push(e);
+    foldCounters(this.counters, e);
     const t = now();
     const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
     const phase = PHASE_OF_EVENT[e.type];
@@ -428,10 +430,9 @@ export class TurnTrace {
     }
     applySpanFacts(this.turn, turnSpanFacts({
       sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
-      derived: countersFromEvents(this.events),
+      derived: this.counters,
     }));
     this.turn.end(t);
-    this.events.length = 0;
     this.headerCache.clear();
   }
 }
