@@ -25,6 +25,8 @@ import { hrNow } from './clock.js';
  */
 
 const EMPTY_LINKS: Link[] = [];
+/** Shared until the first attribute is set (then replaced by a span's own object). */
+const EMPTY_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
 const EMPTY_EVENTS: TimedEvent[] = [];
 
 /** What every light span of one Telemetry shares. */
@@ -48,7 +50,7 @@ export class LightSpan implements Span, ReadableSpan {
   readonly kind: SpanKind;
   readonly startTime: HrTime;
   endTime: HrTime = [0, 0];
-  readonly attributes: Attributes = {};
+  attributes: Attributes = EMPTY_ATTRIBUTES;
   status: SpanStatus = { code: SpanStatusCode.UNSET };
   readonly links: Link[] = EMPTY_LINKS;
   events: TimedEvent[] = EMPTY_EVENTS;
@@ -57,6 +59,7 @@ export class LightSpan implements Span, ReadableSpan {
   readonly droppedEventsCount = 0;
   readonly droppedLinksCount = 0;
   private traceparentText: string | undefined;
+  private headersObject: { traceparent: string; tracestate?: string } | undefined;
 
   constructor(
     private readonly shared: LightSpanShared,
@@ -95,11 +98,34 @@ export class LightSpan implements Span, ReadableSpan {
     return (this.traceparentText ??= `00-${this.context.traceId}-${this.context.spanId}-0${(this.context.traceFlags & 0xff).toString(16)}`);
   }
   setAttribute(key: string, value: AttributeValue): this {
-    if (!this.ended && value !== undefined) this.attributes[key] = value;
+    if (this.ended || value === undefined) return this;
+    if (this.attributes === EMPTY_ATTRIBUTES) this.attributes = {};
+    this.attributes[key] = value;
     return this;
+  }
+  /**
+   * Takes `attributes` as the span's own when it has none yet (no copy: the caller hands the object over and
+   * never touches it again; values must not be undefined), else merges them.
+   */
+  adoptAttributes(attributes: Attributes): this {
+    if (this.ended) return this;
+    if (this.attributes === EMPTY_ATTRIBUTES) {
+      this.attributes = attributes;
+      return this;
+    }
+    return this.setAttributes(attributes);
+  }
+  /** The W3C headers naming this span, built once. */
+  headers(): { traceparent: string; tracestate?: string } {
+    if (this.headersObject === undefined) {
+      const ts = this.context.traceState?.serialize();
+      this.headersObject = ts === undefined || ts === '' ? { traceparent: this.traceparent() } : { traceparent: this.traceparent(), tracestate: ts };
+    }
+    return this.headersObject;
   }
   setAttributes(attributes: Attributes): this {
     if (this.ended) return this;
+    if (this.attributes === EMPTY_ATTRIBUTES) this.attributes = {};
     for (const k in attributes) {
       const v = attributes[k];
       if (v !== undefined) this.attributes[k] = v;

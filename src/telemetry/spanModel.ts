@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Span } from '@opentelemetry/api';
+import type { Attributes, Span } from '@opentelemetry/api';
+import { LightSpan } from './lightSpan.js';
 import type { Envelope } from '../bus/types.js';
 import type { EventOf, TurnCounters as TurnCountersData } from '../events/index.js';
 import type { AttributeValue } from '@opentelemetry/api';
@@ -168,7 +169,9 @@ function facts(attrs: SpanAttrs, errorCode?: string): SpanFacts {
 
 /** Sets a span's attributes and, with an error code, marks it ERROR: how the live engine applies facts. */
 export function applySpanFacts(span: Span, f: SpanFacts): void {
-  setAttrs(span, f.attrs);
+  // The facts' attribute objects are built fresh per call, without undefined values: a light span takes them as they are.
+  if (span instanceof LightSpan) span.adoptAttributes(f.attrs as Attributes);
+  else setAttrs(span, f.attrs);
   if (f.errorCode !== undefined) markError(span, f.errorCode);
 }
 

@@ -144,12 +144,10 @@ export class TurnTrace {
 
   /** W3C headers of a span (`envelope.trace`), computed once per span. */
   private headersOf(span: Span): TraceHeaders | undefined {
+    if (span instanceof LightSpan) return span.headers();
     let h = this.headerCache.get(span);
     if (h === undefined && !this.headerCache.has(span)) {
-      if (span instanceof LightSpan) {
-        const ts = span.spanContext().traceState?.serialize();
-        h = ts === undefined || ts === '' ? { traceparent: span.traceparent() } : { traceparent: span.traceparent(), tracestate: ts };
-      } else h = injectTraceHeaders(span);
+      h = injectTraceHeaders(span);
       this.headerCache.set(span, h);
     }
     return h;
