@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { Attr, SpanName, isCallSpanName, rebuildTraceFromEvents, spanModelName, spanShapes } from '../../src/telemetry/index.js';
+import { Attr, SpanName, rebuildTraceFromEvents, spanModelName, spanShapes } from '../../src/telemetry/index.js';
 import { parentName, startTurn, tracedWorld, type TracedWorld } from './engineWorld.js';
 
 let sandbox: Sandbox;

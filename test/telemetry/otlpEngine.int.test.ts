@@ -9,7 +9,6 @@ import type { StepResult, Turn } from '../../src/turn/index.js';
 import {
   Attr,
   SpanName,
-  isCallSpanName,
   spanModelName,
   rebuildTraceFromEvents,
   spanShapes,

@@ -5,7 +5,6 @@ import {
   Attr,
   SpanName,
   isCallSpanName,
-  spanModelName,
   argsAttrs,
   createTelemetry,
   extractParent,
