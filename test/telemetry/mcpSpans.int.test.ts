@@ -6,6 +6,10 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Attr, createTelemetry, rebuildTrace, type Telemetry } from '../../src/telemetry/index.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testServerSource } from '../catalog/testServer.js';
 import { makeWorld, startTurn, type World } from '../turn/fixture.js';
 
 /*
@@ -39,7 +43,10 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
   telemetry = createTelemetry({ otlp: false, extraExporters: [mem], onWarning: () => undefined });
-  world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, mcpServers: { remote: { url } } }, { telemetry });
+  const dir = mkdtempSync(join(tmpdir(), 'ts-mcp-spans-'));
+  const stdio = join(dir, 'server.mjs');
+  writeFileSync(stdio, testServerSource);
+  world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, mcpServers: { remote: { url }, paged: { command: process.execPath, args: [stdio] } } }, { telemetry });
 });
 afterAll(async () => {
   await world?.close();
@@ -115,5 +122,17 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       const p = rebuilt.find((x) => x.spanId === r.parentSpanId);
       if (p !== undefined) expect(BigInt(r.startTimeUnixNano) >= BigInt(p.startTimeUnixNano), `${r.name} starts before ${p.name}`).toBe(true);
     }
+  });
+
+  it('a stdio server: network.transport pipe, no server address', async () => {
+    mem.reset();
+    const turn = await startTurn(world, { sessionId: 'mcp-s2' });
+    expect(await turn.invoke('tool_call', { id: 'mcp:paged:t1', args: {} }, { toolCallId: 'call_t1' })).toMatchObject({ ok: true });
+    await turn.end();
+    await telemetry.flush();
+    const span = mem.getFinishedSpans().find((s) => s.name === 'tools/call t1')!;
+    expect(span.kind).toBe(SpanKind.CLIENT);
+    expect(attrsOf(span)).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 't1', 'network.transport': 'pipe' });
+    expect(attrsOf(span)['server.address']).toBeUndefined();
   });
 });
