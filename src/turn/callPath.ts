@@ -133,6 +133,7 @@ async function runCall(
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
     ...(decider === undefined ? {} : { decider }),
     ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+    ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
   }, op.causationId, { reserveAnswer: true });
 
   let lastEventId = requested.id;

@@ -100,7 +100,9 @@ describe('MCP client spans (MCP semantic conventions)', () => {
 
     // The final-call span carries the model's call id; the rejected call left its span with error.type.
     const whoCall = spans.find((s) => s.name === 'execute_tool whoami')!;
-    expect(attrsOf(whoCall)).toMatchObject({ 'gen_ai.tool.call.id': 'call_who', 'gen_ai.tool.type': 'extension', 'gen_ai.operation.name': 'execute_tool' });
+    expect(attrsOf(whoCall)).toMatchObject({
+      'gen_ai.tool.call.id': 'call_who', 'gen_ai.tool.type': 'extension', 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.description': 'Says who called',
+    });
     const nope = spans.find((s) => s.name === 'execute_tool mcp:remote:nope')!;
     expect(nope).toBeDefined();
     expect(attrsOf(nope)).toMatchObject({ 'gen_ai.tool.call.id': 'call_nope', 'gen_ai.tool.name': 'mcp:remote:nope', 'error.type': 'tool.notFound', [Attr.policyDecision]: 'rejected' });
