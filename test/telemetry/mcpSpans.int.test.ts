@@ -45,7 +45,10 @@ beforeAll(async () => {
   telemetry = createTelemetry({ otlp: false, extraExporters: [mem], onWarning: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'ts-mcp-spans-'));
   const stdio = join(dir, 'server.mjs');
-  writeFileSync(stdio, testServerSource);
+  writeFileSync(stdio, testServerSource.replace(
+    "if (req.params.name === 'stall')",
+    "if (req.params.name === 't3') { const { McpError } = await import(" + JSON.stringify(join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm/types.js')) + "); throw new McpError(-32603, 'broken on purpose'); }\n  if (req.params.name === 'stall')",
+  ));
   world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, mcpServers: { remote: { url }, paged: { command: process.execPath, args: [stdio] } } }, { telemetry });
 });
 afterAll(async () => {
@@ -136,5 +139,18 @@ describe('MCP client spans (MCP semantic conventions)', () => {
     expect(span.kind).toBe(SpanKind.CLIENT);
     expect(attrsOf(span)).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 't1', 'network.transport': 'pipe' });
     expect(attrsOf(span)['server.address']).toBeUndefined();
+  });
+
+  it('a JSON-RPC error answer: error.type and rpc.response.status_code are its code', async () => {
+    mem.reset();
+    const turn = await startTurn(world, { sessionId: 'mcp-s3' });
+    const r = await turn.invoke('tool_call', { id: 'mcp:paged:t3', args: {} });
+    expect(r).toMatchObject({ ok: false, error: { code: 'mcp.callFailed' } });
+    await turn.end();
+    await telemetry.flush();
+    const span = mem.getFinishedSpans().find((s) => s.name === 'tools/call t3')!;
+    expect(attrsOf(span)).toMatchObject({ 'rpc.response.status_code': '-32603', 'error.type': '-32603' });
+    const call = mem.getFinishedSpans().find((s) => s.name === 'execute_tool t3')!;
+    expect(attrsOf(call)['error.type']).toBe('mcp.callFailed');
   });
 });
