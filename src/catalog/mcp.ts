@@ -567,7 +567,10 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
         if (why.timedOut) {
           return fail('mcp.timedOut', `MCP server "${name}": ${why.reason}. To allow longer calls, raise mcpServers.${name}.callTimeoutMs (now ${callTimeoutMs} ms) in the config.`, { server: name, tool: toolName, callTimeoutMs });
         }
-        return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, { server: name, tool: toolName });
+        // A JSON-RPC error answer keeps its code (telemetry's rpc.response.status_code).
+        return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, {
+          server: name, tool: toolName, ...(error instanceof McpError ? { rpcCode: error.code } : {}),
+        });
       } finally {
         inflight.delete(token);
         progressHandlers.delete(progressToken);

@@ -62,6 +62,8 @@ export const CallRequested = Type.Object({
    * enforcers (queue group `policy`, the policy role) decide it; present: only that engine's own enforcer does.
    */
   decider: Type.Optional(Type.String()),
+  /** The tool's description, cut to 200 characters (telemetry's `gen_ai.tool.description`; added, optional). */
+  toolDescription: Type.Optional(Type.String()),
   /** The model's id of the tool call this answers (`tool_calls[].id`), when the model called it directly (added, optional). */
   toolCallId: Type.Optional(Type.String()),
 });

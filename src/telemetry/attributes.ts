@@ -55,6 +55,7 @@ export const Attr = {
   genAiToolName: 'gen_ai.tool.name',
   genAiToolCallId: 'gen_ai.tool.call.id',
   genAiToolType: 'gen_ai.tool.type',
+  genAiToolDescription: 'gen_ai.tool.description',
   genAiProviderName: 'gen_ai.provider.name',
   genAiConversationId: 'gen_ai.conversation.id',
   genAiRequestModel: 'gen_ai.request.model',
@@ -95,6 +96,13 @@ export const GenAiToolType = { function: 'function', extension: 'extension', dat
 
 /** The names the model calls the gateway's own tools by: `gen_ai.tool.name` of search, describe and code spans. */
 export const GatewayToolName = { search: 'tool_search', describe: 'tool_describe', code: 'tool_search_code' } as const;
+
+/** `gen_ai.tool.description` of the gateway's own tools. */
+export const GatewayToolDescription = {
+  search: 'Search the tool catalog (policy-filtered) for tools matching a query.',
+  describe: 'Describe one tool of the catalog: its full entry and input schema.',
+  code: 'Run a short JavaScript body that searches, describes and calls tools through the gateway.',
+} as const;
 
 /** The MCP method of a tool call (MCP semconv `mcp.method.name`). */
 export const MCP_TOOLS_CALL = 'tools/call';

@@ -1,5 +1,5 @@
 export {
-  Attr, SpanName, GEN_AI_EXECUTE_TOOL, GEN_AI_CHAT, GenAiToolType, GatewayToolName, MCP_TOOLS_CALL, counterAttrs, putCounterAttrs,
+  Attr, SpanName, GEN_AI_EXECUTE_TOOL, GEN_AI_CHAT, GenAiToolType, GatewayToolName, GatewayToolDescription, MCP_TOOLS_CALL, counterAttrs, putCounterAttrs,
   callSpanName, isCallSpanName, spanModelName, chatSpanName, mcpCallSpanName,
 } from './attributes.js';
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';

@@ -5,7 +5,7 @@ import type { Envelope } from '../bus/index.js';
 import { initialTurnState, turnStateFrom, type EventOf, type TurnCompletedCounters, type TurnState } from '../events/index.js';
 import type { AttributeValue } from '@opentelemetry/api';
 import {
-  Attr, GEN_AI_EXECUTE_TOOL, GatewayToolName, GenAiToolType, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue,
+  Attr, GEN_AI_EXECUTE_TOOL, GatewayToolDescription, GatewayToolName, GenAiToolType, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue,
   type TurnCounters,
 } from './attributes.js';
 import { markError, setAttrs } from './spans.js';
@@ -156,11 +156,12 @@ export function toolIdParts(id: string): { source?: string; owner?: string; name
  * The GenAI `execute_tool` attributes of a tool execution: operation, tool name and type, and the model's tool
  * call id when the model called the tool itself (absent for calls made by a code run). Pure apart from `attrs`.
  */
-function putToolExecution(attrs: SpanAttrs, toolName: string, toolType: string, toolCallId: string | undefined): void {
+function putToolExecution(attrs: SpanAttrs, toolName: string, toolType: string, toolCallId: string | undefined, description?: string): void {
   attrs[Attr.genAiOperationName] = GEN_AI_EXECUTE_TOOL;
   attrs[Attr.genAiToolName] = toolName;
   attrs[Attr.genAiToolType] = toolType;
   if (toolCallId !== undefined) attrs[Attr.genAiToolCallId] = toolCallId;
+  if (description !== undefined && description !== '') attrs[Attr.genAiToolDescription] = description;
 }
 
 function facts(attrs: SpanAttrs, errorCode?: string): SpanFacts {
@@ -299,7 +300,7 @@ export function failedPhaseSpanFacts(failed: EventOf<'turn.failed'>): SpanFacts 
  */
 export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
-  putToolExecution(attrs, GatewayToolName.search, GenAiToolType.datastore, e.data.toolCallId);
+  putToolExecution(attrs, GatewayToolName.search, GenAiToolType.datastore, e.data.toolCallId, GatewayToolDescription.search);
   put(attrs, Attr.searchQuery, e.data.query);
   put(attrs, Attr.searchLimit, e.data.limit);
   put(attrs, Attr.searchResultCount, e.data.resultIds.length);
@@ -311,7 +312,7 @@ export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
 /** `toolsearch.describe`: a `tool_describe` execution (as search) with the resolved tool id, its source and owner; error code. Pure: no I/O. */
 export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
-  putToolExecution(attrs, GatewayToolName.describe, GenAiToolType.datastore, e.data.toolCallId);
+  putToolExecution(attrs, GatewayToolName.describe, GenAiToolType.datastore, e.data.toolCallId, GatewayToolDescription.describe);
   const id = e.data.toolId;
   put(attrs, Attr.toolId, id);
   if (id !== undefined) {
@@ -346,7 +347,7 @@ export function callSpanFacts(input: {
   const errorCode = end?.type === 'call.failed' ? end.data.error.code : blocked !== undefined ? 'call.blocked' : undefined;
   const d = r.data;
   const attrs = baseAttrs(r, r, decided, end);
-  putToolExecution(attrs, d.toolName, d.source === 'client' ? GenAiToolType.function : GenAiToolType.extension, d.toolCallId);
+  putToolExecution(attrs, d.toolName, d.source === 'client' ? GenAiToolType.function : GenAiToolType.extension, d.toolCallId, d.toolDescription);
   attrs[Attr.callId] = d.callId;
   put(attrs, Attr.toolId, d.toolId);
   put(attrs, Attr.toolSource, d.source);
@@ -410,7 +411,7 @@ export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end
         ? (end.data.error?.code ?? 'code.failed')
         : undefined;
   const attrs = baseAttrs(r, r, end);
-  putToolExecution(attrs, GatewayToolName.code, GenAiToolType.extension, r.data.toolCallId);
+  putToolExecution(attrs, GatewayToolName.code, GenAiToolType.extension, r.data.toolCallId, GatewayToolDescription.code);
   put(attrs, Attr.codeBytes, r.data.bodyBytes);
   put(attrs, Attr.argsDigest, r.data.bodyDigest);
   if (t !== undefined) {

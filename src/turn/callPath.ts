@@ -235,6 +235,7 @@ async function runCall(
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
     ...(deps.decider === undefined ? {} : { decider: deps.decider }),
     ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+    ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
   }, op.causationId, { reserveAnswer: true });
 
   const h: CallHandle = {

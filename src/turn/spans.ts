@@ -495,7 +495,12 @@ export function tracedMcpCall<T>(
   const span = tt.telemetry.startChildSpan(mcpCallSpanName(entry.name), callSpan, { kind: SpanKind.CLIENT });
   setAttrs(span, attrs);
   const end = (r: Result<T>): Result<T> => {
-    if (!r.ok) markError(span, r.error.code);
+    const rpcCode = r.ok ? undefined : (r.error.details as { rpcCode?: unknown } | undefined)?.rpcCode;
+    if (typeof rpcCode === 'number') {
+      // MCP semconv: a JSON-RPC error answer is error.type and rpc.response.status_code, its code as a string.
+      span.setAttribute(Attr.rpcResponseStatusCode, String(rpcCode));
+      markError(span, String(rpcCode));
+    } else if (!r.ok) markError(span, r.error.code);
     else if ((r.value as { isError?: unknown } | null)?.isError === true) markError(span, 'tool_error');
     span.end(now());
     return r;

@@ -269,6 +269,7 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
     expect(search[0]!.kind).toBe(INTERNAL);
     expect(attrs(search[0]!)).toMatchObject({
       'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'tool_search', 'gen_ai.tool.type': 'datastore', 'gen_ai.tool.call.id': idOf('tool_search'),
+      'gen_ai.tool.description': expect.stringMatching(/^Search the tool catalog/),
     });
     expect(attrs(named('toolsearch.describe')[0]!)).toMatchObject({ 'gen_ai.tool.name': 'tool_describe', 'gen_ai.tool.call.id': idOf('tool_describe') });
 
@@ -283,6 +284,7 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
       'gen_ai.operation.name': 'execute_tool',
       'gen_ai.tool.name': 'fail_always',
       'gen_ai.tool.type': 'extension',
+      'gen_ai.tool.description': 'A tool that always throws an error.',
       'gen_ai.tool.call.id': idOf('tool_call'),
       'error.type': 'tool.failed',
       'toolsearch.tool.id': 'openclaw:demo:fail_always',

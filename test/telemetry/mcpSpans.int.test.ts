@@ -6,6 +6,10 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Attr, createTelemetry, rebuildTrace, type Telemetry } from '../../src/telemetry/index.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { testServerSource } from '../catalog/testServer.js';
 import { makeWorld, startTurn, type World } from '../turn/fixture.js';
 
 /*
@@ -39,7 +43,13 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
   telemetry = createTelemetry({ otlp: false, extraExporters: [mem], onWarning: () => undefined });
-  world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, mcpServers: { remote: { url } } }, { telemetry });
+  const dir = mkdtempSync(join(tmpdir(), 'ts-mcp-spans-'));
+  const stdio = join(dir, 'server.mjs');
+  writeFileSync(stdio, testServerSource.replace(
+    "if (req.params.name === 'stall')",
+    "if (req.params.name === 't3') { const { McpError } = await import(" + JSON.stringify(join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm/types.js')) + "); throw new McpError(-32603, 'broken on purpose'); }\n  if (req.params.name === 'stall')",
+  ));
+  world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, mcpServers: { remote: { url }, paged: { command: process.execPath, args: [stdio] } } }, { telemetry });
 });
 afterAll(async () => {
   await world?.close();
@@ -93,7 +103,9 @@ describe('MCP client spans (MCP semantic conventions)', () => {
 
     // The final-call span carries the model's call id; the rejected call left its span with error.type.
     const whoCall = spans.find((s) => s.name === 'execute_tool whoami')!;
-    expect(attrsOf(whoCall)).toMatchObject({ 'gen_ai.tool.call.id': 'call_who', 'gen_ai.tool.type': 'extension', 'gen_ai.operation.name': 'execute_tool' });
+    expect(attrsOf(whoCall)).toMatchObject({
+      'gen_ai.tool.call.id': 'call_who', 'gen_ai.tool.type': 'extension', 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.description': 'Says who called',
+    });
     const nope = spans.find((s) => s.name === 'execute_tool mcp:remote:nope')!;
     expect(nope).toBeDefined();
     expect(attrsOf(nope)).toMatchObject({ 'gen_ai.tool.call.id': 'call_nope', 'gen_ai.tool.name': 'mcp:remote:nope', 'error.type': 'tool.notFound', [Attr.policyDecision]: 'rejected' });
@@ -115,5 +127,30 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       const p = rebuilt.find((x) => x.spanId === r.parentSpanId);
       if (p !== undefined) expect(BigInt(r.startTimeUnixNano) >= BigInt(p.startTimeUnixNano), `${r.name} starts before ${p.name}`).toBe(true);
     }
+  });
+
+  it('a stdio server: network.transport pipe, no server address', async () => {
+    mem.reset();
+    const turn = await startTurn(world, { sessionId: 'mcp-s2' });
+    expect(await turn.invoke('tool_call', { id: 'mcp:paged:t1', args: {} }, { toolCallId: 'call_t1' })).toMatchObject({ ok: true });
+    await turn.end();
+    await telemetry.flush();
+    const span = mem.getFinishedSpans().find((s) => s.name === 'tools/call t1')!;
+    expect(span.kind).toBe(SpanKind.CLIENT);
+    expect(attrsOf(span)).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 't1', 'network.transport': 'pipe' });
+    expect(attrsOf(span)['server.address']).toBeUndefined();
+  });
+
+  it('a JSON-RPC error answer: error.type and rpc.response.status_code are its code', async () => {
+    mem.reset();
+    const turn = await startTurn(world, { sessionId: 'mcp-s3' });
+    const r = await turn.invoke('tool_call', { id: 'mcp:paged:t3', args: {} });
+    expect(r).toMatchObject({ ok: false, error: { code: 'mcp.callFailed' } });
+    await turn.end();
+    await telemetry.flush();
+    const span = mem.getFinishedSpans().find((s) => s.name === 'tools/call t3')!;
+    expect(attrsOf(span)).toMatchObject({ 'rpc.response.status_code': '-32603', 'error.type': '-32603' });
+    const call = mem.getFinishedSpans().find((s) => s.name === 'execute_tool t3')!;
+    expect(attrsOf(call)['error.type']).toBe('mcp.callFailed');
   });
 });
