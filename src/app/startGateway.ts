@@ -267,6 +267,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       baseUrl,
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(mockProvider === undefined && config.provider.model !== undefined ? { model: config.provider.model } : {}),
+      ...(telemetry !== undefined ? { telemetry } : {}),
     });
 
     // Gateway session events: the front's events, enveloped and published on the bus.
@@ -298,6 +299,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         ...(tls !== undefined ? { tls } : {}),
         known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
+        ...(telemetry !== undefined ? { telemetry } : {}),
       });
     } catch (err) {
       await closeAll();

@@ -15,6 +15,7 @@ export type { LoadedSnapshot, LoadedCatalogPaths, McpTool } from './snapshot.js'
 export { connectMcpServer, validateMcpSpec, stdioServerEnv, plainText, DEFAULT_MCP_TIMEOUT_MS, DEFAULT_MCP_CALL_TIMEOUT_MS } from './mcp.js';
 export type {
   McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler, McpCaller, McpServerCommon,
+  McpCallOptions, McpPeer,
 } from './mcp.js';
 export { mcpCallScope, withMcpCallScope } from './mcpCallScope.js';
 export type { ClientRelay, McpCallScope, McpProgress } from './mcpCallScope.js';

@@ -75,7 +75,12 @@ export interface ConnectOptions {
 /** Who makes a call, so a server's requests during it can be routed to that caller's client. */
 export interface McpCaller {
   sessionId: string;
+  /** The W3C trace context of the caller's span, sent as `params._meta.traceparent` / `tracestate` (MCP semconv). */
+  trace?: Readonly<Record<string, string>> | undefined;
 }
+
+/** Per call options of `SessionMcpRuntime.call`: who calls, and the caller's trace context. */
+export type McpCallOptions = McpCaller;
 
 /** One open MCP server (or snapshot), owned by a session runtime or a caller that closes it. */
 export interface McpConnection {
@@ -96,7 +101,17 @@ export interface McpConnection {
   readonly listWarnings?: readonly string[];
   /** Calls a tool; the value is the MCP CallToolResult (an `isError` result is still a value the model reads). */
   callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal, caller?: McpCaller): Promise<Result<unknown>>;
+  /** The server side of the connection, for telemetry (MCP semconv attributes of a client span). */
+  readonly peer?: McpPeer;
   close(): Promise<void>;
+}
+
+/** Where a connection goes: transport, URL of an HTTP server, its session id and the negotiated protocol version. */
+export interface McpPeer {
+  transport: 'stdio' | 'http' | 'snapshot';
+  url?: string;
+  sessionId?: string;
+  protocolVersion?: string;
 }
 
 export const DEFAULT_MCP_TIMEOUT_MS = 15_000;
@@ -485,6 +500,15 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     get alive() { return alive && (!(transport instanceof WatchedStdioTransport) || transport.running); },
     get pid() { return transport instanceof WatchedStdioTransport ? transport.pid ?? undefined : undefined; },
     get exclusiveCalls() { return interactive && kind !== 'http'; },
+    get peer(): McpPeer {
+      if (transport instanceof WatchedStdioTransport) return { transport: 'stdio' };
+      const p: McpPeer = { transport: 'http', url: (s as McpHttpSpec).url };
+      if (transport instanceof StreamableHTTPClientTransport) {
+        if (transport.sessionId !== undefined) p.sessionId = transport.sessionId;
+        if (transport.protocolVersion !== undefined) p.protocolVersion = transport.protocolVersion;
+      }
+      return p;
+    },
 
     async listTools(signal) {
       if (!connection.alive) return unavailable(goneReason());
@@ -525,7 +549,15 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
         const options = { timeout: callTimeoutMs, ...(cancel === undefined ? {} : { signal: cancel }) };
         // Progress is asked for only when the front has somewhere to send it.
         if (onProgress !== undefined) progressHandlers.set(progressToken, onProgress);
-        const params = { name: toolName, arguments: args, ...(onProgress === undefined ? {} : { _meta: { progressToken } }) };
+        // The caller's trace context goes in params._meta (MCP semconv); over HTTP the `fetch` of ConnectOptions
+        // (EngineOptions.mcpFetch) adds it as headers.
+        const trace = caller?.trace;
+        const meta = {
+          ...(onProgress === undefined ? {} : { progressToken }),
+          ...(trace?.['traceparent'] === undefined ? {} : { traceparent: trace['traceparent'] }),
+          ...(trace?.['traceparent'] === undefined || trace['tracestate'] === undefined ? {} : { tracestate: trace['tracestate'] }),
+        };
+        const params = { name: toolName, arguments: args, ...(Object.keys(meta).length === 0 ? {} : { _meta: meta }) };
         // The result is the server's CallToolResult as it sent it: every content block, structuredContent, isError, _meta.
         return ok(await client.callTool(params, undefined, options));
       } catch (error) {
@@ -535,7 +567,10 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
         if (why.timedOut) {
           return fail('mcp.timedOut', `MCP server "${name}": ${why.reason}. To allow longer calls, raise mcpServers.${name}.callTimeoutMs (now ${callTimeoutMs} ms) in the config.`, { server: name, tool: toolName, callTimeoutMs });
         }
-        return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, { server: name, tool: toolName });
+        // A JSON-RPC error answer keeps its code (telemetry's rpc.response.status_code).
+        return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, {
+          server: name, tool: toolName, ...(error instanceof McpError ? { rpcCode: error.code } : {}),
+        });
       } finally {
         inflight.delete(token);
         progressHandlers.delete(progressToken);

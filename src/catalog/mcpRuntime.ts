@@ -1,7 +1,7 @@
 import { fail } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
-import type { ConnectOptions, McpCaller, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import type { ConnectOptions, McpCaller, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import { SharedMcpServers, specKeyOf, statusOf } from './mcpShared.js';
 import type { CatalogPart } from './buildCatalog.js';
 import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
@@ -271,6 +271,13 @@ export class SessionMcpRuntime {
       this.inFlight--;
       this.touch();
     }
+  }
+
+  /** The server side of an open connection (for telemetry), if the server is open. */
+  peer(server: string): McpPeer | undefined {
+    const sharedSpec = this.sharedSpecs.get(server);
+    if (sharedSpec !== undefined && this.opts.shared !== undefined) return this.opts.shared.peer(server, sharedSpec);
+    return this.slots.get(server)?.connection?.peer;
   }
 
   /** An executor for one MCP tool that calls through this runtime with the call's signal. */

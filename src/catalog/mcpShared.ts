@@ -1,7 +1,7 @@
 import { fail } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
-import type { ConnectOptions, McpCaller, McpConnection, McpServerSpec, SnapshotCallHandler } from './mcp.js';
+import type { ConnectOptions, McpCaller, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import { mcpCallScope } from './mcpCallScope.js';
 import type { SourceStatus, ToolEntry } from './types.js';
 
@@ -249,6 +249,11 @@ export class SharedMcpServers {
     if (slot === undefined) return undefined;
     if (slot.connection && !slot.connection.alive) return statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`);
     return slot.status;
+  }
+
+  /** The server side of a shared server's open connection (for telemetry), if it is open. */
+  peer(name: string, spec: McpServerSpec): McpPeer | undefined {
+    return this.slotFor(name, spec)?.connection?.peer;
   }
 
   /** Calls a tool on the shared connection, waiting for a place when `maxConcurrentCalls` are running. */

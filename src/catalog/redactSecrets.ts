@@ -81,6 +81,11 @@ export function redactingConnection(c: McpConnection, redact: Redactor): McpConn
     get pid() { return c.pid; },
     get exclusiveCalls() { return c.exclusiveCalls; },
     get listWarnings() { return c.listWarnings?.map(redact); },
+    // The server side for telemetry (span attributes): a secret in the URL stays out of them too.
+    get peer() {
+      const p = c.peer;
+      return p?.url === undefined ? p : { ...p, url: redact(p.url) };
+    },
     listTools: async (signal) => redactFailure(await c.listTools(signal), redact),
     callTool: async (tool, args, signal, caller) => {
       const r = await c.callTool(tool, args, signal, caller);

@@ -1,9 +1,21 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+
 /** Where a command writes; tests pass their own. */
 export interface CliIo {
   stdout: (s: string) => void;
   stderr: (s: string) => void;
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** All of standard input as UTF-8 (`-` as a file name reads it); absent: no stdin to read. */
+  stdin?: () => Promise<string>;
+}
+
+/** Reads a stream to its end as UTF-8. */
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(typeof c === 'string' ? Buffer.from(c, 'utf8') : (c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 export const processIo = (): CliIo => ({
@@ -11,7 +23,28 @@ export const processIo = (): CliIo => ({
   stderr: (s) => process.stderr.write(s.endsWith('\n') ? s : `${s}\n`),
   cwd: process.cwd(),
   env: process.env,
+  stdin: () => readAll(process.stdin),
 });
+
+/**
+ * The text of a file named on the command line, `-` being standard input (as most Unix tools read it). Errors
+ * are values naming the file. Stdin is read at most once per process: a second `-` gets an error.
+ */
+export async function readInput(io: CliIo, file: string, what: string, code: string): Promise<{ ok: true; value: string } | { ok: false; error: { code: string; message: string } }> {
+  if (file === '-') {
+    if (io.stdin === undefined) return { ok: false, error: { code, message: `cannot read the ${what} from standard input ("-"): there is none here; give a file name instead.` } };
+    try {
+      return { ok: true, value: await io.stdin() };
+    } catch (err) {
+      return { ok: false, error: { code, message: `cannot read the ${what} from standard input: ${err instanceof Error ? err.message : String(err)}.` } };
+    }
+  }
+  try {
+    return { ok: true, value: readFileSync(resolve(io.cwd, file), 'utf8') };
+  } catch (err) {
+    return { ok: false, error: { code, message: `cannot read the ${what} ${file}: ${err instanceof Error ? err.message : String(err)}.` } };
+  }
+}
 
 /** A command: usage text and a run function returning the exit code. */
 export interface Command {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { commands } from './commands.js';
 import { EXIT_OK, EXIT_USAGE, processIo, type CliIo } from './io.js';
 
@@ -12,8 +13,14 @@ export function mainUsage(): string {
     'Commands:',
     ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     '',
-    'Run `toolsearch <command> --help` for the options of one command.',
+    'Run `toolsearch <command> --help` for the options of one command; `toolsearch --version` prints the version.',
   ].join('\n');
+}
+
+/** The package's version (package.json beside src/), read once. */
+export function cliVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
 }
 
 /** Runs the CLI with argv (without node and script) and returns the exit code. */
@@ -22,6 +29,10 @@ export async function runCli(argv: string[], io: CliIo = processIo()): Promise<n
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(mainUsage());
     return name === undefined ? EXIT_USAGE : EXIT_OK;
+  }
+  if (name === '--version' || name === '-v' || name === '-V' || name === 'version') {
+    io.stdout(`toolsearch ${cliVersion()}`);
+    return EXIT_OK;
   }
   const command = commands.find((c) => c.name === name);
   if (command === undefined) {

@@ -35,6 +35,7 @@ export const TURN_USAGE = [
   '                       [--traces-dir DIR] --script FILE.json [--json]',
   '',
   'Runs one turn without a model: the steps of the script are invoked as a model would invoke the exposed tools.',
+  '--script - reads the script from standard input.',
   'Script: {"session": {"sessionId", "agentId", "profile", "sandboxId", "owner"}, "mode": "direct"|"tools"|"code",',
   '         "harness": "pi"|"codex", "clientId", "clientTools": [{name, description, parameters}],',
   '         "steps": [{"tool": "<exposed name>", "args": {...}}]}',

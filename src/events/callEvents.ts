@@ -13,6 +13,10 @@ export const SearchPerformed = Type.Object({
   via: ViaSchema,
   codeRunId: Type.Optional(Type.String()),
   error: Type.Optional(ErrorInfo),
+  /** The model's id of the tool call this answers (`tool_calls[].id`), when the model called it directly (added, optional). */
+  toolCallId: Type.Optional(Type.String()),
+  /** How long the search took (added, optional). */
+  durationMs: Type.Optional(Type.Number({ minimum: 0 })),
 });
 export type SearchPerformed = Static<typeof SearchPerformed>;
 
@@ -26,6 +30,10 @@ export const DescribePerformed = Type.Object({
   via: ViaSchema,
   codeRunId: Type.Optional(Type.String()),
   error: Type.Optional(ErrorInfo),
+  /** The model's id of the tool call this answers (`tool_calls[].id`), when the model called it directly (added, optional). */
+  toolCallId: Type.Optional(Type.String()),
+  /** How long the describe took (added, optional). */
+  durationMs: Type.Optional(Type.Number({ minimum: 0 })),
 });
 export type DescribePerformed = Static<typeof DescribePerformed>;
 
@@ -54,6 +62,10 @@ export const CallRequested = Type.Object({
    * enforcers (queue group `policy`, the policy role) decide it; present: only that engine's own enforcer does.
    */
   decider: Type.Optional(Type.String()),
+  /** The tool's description, cut to 200 characters (telemetry's `gen_ai.tool.description`; added, optional). */
+  toolDescription: Type.Optional(Type.String()),
+  /** The model's id of the tool call this answers (`tool_calls[].id`), when the model called it directly (added, optional). */
+  toolCallId: Type.Optional(Type.String()),
 });
 export type CallRequested = Static<typeof CallRequested>;
 
@@ -71,6 +83,8 @@ export const CallRejected = Type.Object({
   codeRunId: Type.Optional(Type.String()),
   code: Type.String(),
   reason: Type.String(),
+  /** The model's id of the tool call this answers (`tool_calls[].id`), when the model called it directly (added, optional). */
+  toolCallId: Type.Optional(Type.String()),
 });
 export type CallRejected = Static<typeof CallRejected>;
 
@@ -162,6 +176,8 @@ export const CallPending = Type.Object({
   callId: Type.String(),
   toolId: Type.String(),
   clientId: Type.String(),
+  /** The model's id of the tool call handed back (`tool_calls[].id`), when the model called it directly (added, optional). */
+  toolCallId: Type.Optional(Type.String()),
 });
 export type CallPending = Static<typeof CallPending>;
 

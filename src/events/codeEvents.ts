@@ -7,6 +7,8 @@ export const CodeRequested = Type.Object({
   bodyDigest: Type.String(),
   bodyBytes: NonNegInt(),
   timeoutMs: NonNegInt(),
+  /** The model's id of the tool call this answers (`tool_calls[].id`), when the model called it directly (added, optional). */
+  toolCallId: Type.Optional(Type.String()),
 });
 export type CodeRequested = Static<typeof CodeRequested>;
 

@@ -10,7 +10,7 @@ export interface SessionState {
   /** Turns started. */
   turns: number;
   /** Client calls handed back (`call.pending`) and not answered yet (`client.result.received`). */
-  pendingClientCalls: Readonly<Record<string, { toolId: string; turnId: string }>>;
+  pendingClientCalls: Readonly<Record<string, { toolId: string; turnId: string; toolCallId?: string }>>;
 }
 
 /** The state of a session before its first event. Pure: no I/O. */
@@ -26,7 +26,7 @@ export function evolveSession(state: SessionState, envelope: Envelope): SessionS
     case 'turn.started':
       return { ...state, turns: state.turns + 1 };
     case 'call.pending':
-      return { ...state, pendingClientCalls: { ...state.pendingClientCalls, [e.data.callId]: { toolId: e.data.toolId, turnId: e.turnId } } };
+      return { ...state, pendingClientCalls: { ...state.pendingClientCalls, [e.data.callId]: { toolId: e.data.toolId, turnId: e.turnId, ...(e.data.toolCallId === undefined ? {} : { toolCallId: e.data.toolCallId }) } } };
     case 'client.result.received': {
       if (!Object.hasOwn(state.pendingClientCalls, e.data.callId)) return state;
       const { [e.data.callId]: _answered, ...rest } = state.pendingClientCalls;

@@ -5,9 +5,12 @@ import type { JsonSchema } from '../catalog/index.js';
 import { redactSecretArgs } from '../policy/index.js';
 import { admitRequest, createFrontAuth, ownerHeader, refusalOf, type Caller, type FrontAuth } from './front/auth.js';
 import { recordedAnswer, recordedArgs, recordedClientResult, recordedMessages, type ContentMode } from './front/recordContent.js';
+import type { Telemetry } from '../telemetry/index.js';
 import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sendJson } from './front/http.js';
 import { isRecord, type ChatRequest } from './front/openai.js';
-import { writeSse } from './front/sse.js';
+import { chatToResponse, responsesToChat, writeResponse } from './front/responses.js';
+import { wantsStreamUsage, writeSse } from './front/sse.js';
+import { requestTrace, serverSpan } from './front/trace.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
 import type { StepResult, TurnEngine } from '../turn/index.js';
@@ -67,6 +70,11 @@ export interface GatewayServerOptions {
   content?: ContentMode;
   /** TLS key and certificate (PEM): serve HTTPS. */
   tls?: { cert: string | Buffer; key: string | Buffer };
+  /**
+   * A SERVER span per API request (HTTP semconv), child of the caller's `traceparent` when it sends one; the turn
+   * and its model calls hang under it. Without telemetry, an incoming `traceparent` is still passed on.
+   */
+  telemetry?: Telemetry;
 }
 
 export interface GatewayServer {
@@ -81,7 +89,7 @@ const MAX_SESSIONS_REMEMBERED = 10_000;
 
 /**
  * The OpenAI-compatible front of the gateway: `POST /v1/chat/completions` (plain and `stream: true`),
- * `GET /v1/models`, `GET /healthz`. Each chat request is one turn (see `runChatTurn`); the session, agent and
+ * `POST /v1/responses` (the Responses API, plain and streamed: the same turn), `GET /v1/models`, `GET /healthz`. Each chat request is one turn (see `runChatTurn`); the session, agent and
  * profile come from the `x-toolsearch-*` headers or the defaults (no session header: a fresh session id,
  * returned in the `x-toolsearch-session` response header). Every failure is an OpenAI-style error object:
  * 400 bad request, 413 body too large, 502/504 provider failures, 500 internal errors (never a crash).
@@ -100,7 +108,14 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
   };
 
-  const chat = async (req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> => {
+  /**
+   * One API request that runs a turn, in its dialect: chat completions (the body is the chat request) or the
+   * Responses API (`toChat` turns its body into the chat request, `respond` writes the Response). Both go through
+   * the same admission (`admitRequest`).
+   */
+  const chat = async (
+    req: IncomingMessage, res: ServerResponse, caller: Caller, dialect: 'chat' | 'responses' = 'chat', trace?: Record<string, string>,
+  ): Promise<void> => {
     const headers = sessionHeaders(req, opts.defaults);
     if (!headers.ok) return sendError(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
     const owner = ownerHeader(req.headers[OWNER_HEADER]);
@@ -130,8 +145,13 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
     const parsed = parseJsonBody(body.value);
     if (!parsed.ok) return sendError(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
-    if (!isRecord(parsed.value)) return sendError(res, 400, 'The request body must be a JSON object with "messages".', 'invalid_request', { headers: sessionHeader });
-    const request = parsed.value as ChatRequest;
+    if (!isRecord(parsed.value)) return sendError(res, 400, `The request body must be a JSON object with ${dialect === 'chat' ? '"messages"' : '"input"'}.`, 'invalid_request', { headers: sessionHeader });
+    let request = parsed.value as ChatRequest;
+    if (dialect === 'responses') {
+      const converted = responsesToChat(parsed.value);
+      if (!converted.ok) return sendError(res, 400, converted.error.message, converted.error.code, { param: String((converted.error.details as { param?: unknown } | undefined)?.param ?? ''), headers: sessionHeader });
+      request = converted.value;
+    }
     if (!Array.isArray(request.messages) || request.messages.length === 0) {
       return sendError(res, 400, '"messages" is required: a non-empty array of chat messages.', 'missing_messages', { param: 'messages', headers: sessionHeader });
     }
@@ -181,6 +201,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           profile,
           ...(caller.kind === 'key' || opts.defaults.sandboxId !== undefined ? { sandboxId: admitted.value.sandboxId } : {}),
           ...(caller.kind === 'key' || opts.defaults.owner !== undefined || owner.value !== undefined ? { owner: admitted.value.owner } : {}),
+          ...(trace !== undefined ? { trace } : {}),
         },
         maxRounds: opts.maxRounds,
         turnId,
@@ -222,8 +243,19 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     await ended(finish === 'length' ? 'failed' : 'completed', finish === 'length' ? 'gateway.maxRounds' : undefined);
 
     const responseHeaders = { ...sessionHeader, [TURN_HEADER]: out.turnId };
-    if (request.stream === true) return writeSse(res, out.response, responseHeaders);
+    if (dialect === 'responses') return writeResponse(res, chatToResponse(out.response, parsed.value), request.stream === true, responseHeaders);
+    if (request.stream === true) return writeSse(res, out.response, responseHeaders, { includeUsage: wantsStreamUsage(request) });
     return sendJson(res, 200, out.response, responseHeaders);
+  };
+
+  /** Runs a turn-running route inside its SERVER span (when traced), the turn joining the request's trace. */
+  const traced = async (req: IncomingMessage, res: ServerResponse, caller: Caller, route: string, dialect: 'chat' | 'responses'): Promise<void> => {
+    const span = serverSpan(opts.telemetry, req, route);
+    try {
+      await chat(req, res, caller, dialect, requestTrace(req, span));
+    } finally {
+      span?.end(res);
+    }
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -237,12 +269,16 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
     if (path === '/v1/chat/completions') {
       if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/chat/completions.', 'method_not_allowed', { headers: { allow: 'POST' } });
-      return chat(req, res, caller.value);
+      return traced(req, res, caller.value, '/v1/chat/completions', 'chat');
+    }
+    if (path === '/v1/responses') {
+      if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/responses.', 'method_not_allowed', { headers: { allow: 'POST' } });
+      return traced(req, res, caller.value, '/v1/responses', 'responses');
     }
     if (path === '/v1/models' && req.method === 'GET') {
       return sendJson(res, 200, { object: 'list', data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }] });
     }
-    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, GET /v1/models, GET /healthz.`, 'not_found');
+    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /healthz.`, 'not_found');
   };
 
   const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1', ...(opts.tls !== undefined ? { tls: opts.tls } : {}) });

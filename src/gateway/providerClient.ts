@@ -1,4 +1,8 @@
+import { SpanKind } from '@opentelemetry/api';
 import { fail, ok, type Result } from '../shared/index.js';
+import {
+  Attr, GEN_AI_CHAT, chatSpanName, extractParent, hrNow, injectTraceHeaders, markError, setAttrs, type SpanAttrs, type Telemetry,
+} from '../telemetry/index.js';
 import { isRecord, type ChatMessage, type ChatRequest, type ChatUsage } from './front/openai.js';
 
 export interface ProviderClientOptions {
@@ -10,6 +14,21 @@ export interface ProviderClientOptions {
   model?: string;
   /** Per request (default 120 s). */
   timeoutMs?: number;
+  /** Records a `chat {model}` CLIENT span per request (GenAI semconv) and sends its trace context upstream. */
+  telemetry?: Telemetry;
+  /** `gen_ai.provider.name` of the spans (default `openai`: the API the gateway speaks). */
+  providerName?: string;
+}
+
+/** What one request belongs to: its trace context (the parent of its span) and the session and turn. */
+export interface ChatCallOptions {
+  /**
+   * W3C trace context (`traceparent`, `tracestate`) the request belongs to: the parent of its `chat` span, or, with
+   * no telemetry, passed upstream as it is, so the provider joins the caller's trace.
+   */
+  trace?: Readonly<Record<string, string>> | undefined;
+  sessionId?: string;
+  turnId?: string;
 }
 
 /** One provider answer. */
@@ -18,6 +37,8 @@ export interface ChatResult {
   finishReason: string;
   usage?: ChatUsage;
   model?: string;
+  /** The provider's id of the completion. */
+  id?: string;
   /** UTF-8 bytes of the request body sent. */
   requestBytes: number;
   /** UTF-8 bytes of the response body received. */
@@ -28,7 +49,7 @@ export interface ProviderClient {
   /** The base URL without credentials (safe to print). */
   readonly baseUrl: string;
   /** One non-streaming chat-completions request. Errors are values: provider.unreachable|timedOut|aborted|error|badResponse. */
-  chat(body: ChatRequest, signal?: AbortSignal): Promise<Result<ChatResult>>;
+  chat(body: ChatRequest, signal?: AbortSignal, call?: ChatCallOptions): Promise<Result<ChatResult>>;
 }
 
 export const DEFAULT_PROVIDER_TIMEOUT_MS = 120_000;
@@ -43,13 +64,56 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
   const safeUrl = redactUrl(endpoint);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_PROVIDER_TIMEOUT_MS;
 
-  const chat = async (body: ChatRequest, signal?: AbortSignal): Promise<Result<ChatResult>> => {
+  const telemetry = opts.telemetry !== undefined && opts.telemetry.enabled ? opts.telemetry : undefined;
+  const server = serverOf(endpoint);
+
+  const chat = async (body: ChatRequest, signal?: AbortSignal, call: ChatCallOptions = {}): Promise<Result<ChatResult>> => {
+    const model = opts.model ?? body.model ?? 'default';
+    if (telemetry === undefined) return send(body, model, signal, call.trace);
+    // A CLIENT span per request (GenAI inference span); the provider gets its trace context.
+    const attrs: SpanAttrs = {
+      [Attr.genAiOperationName]: GEN_AI_CHAT,
+      [Attr.genAiProviderName]: opts.providerName ?? 'openai',
+      [Attr.genAiRequestModel]: model,
+      [Attr.serverAddress]: server.address,
+      [Attr.serverPort]: server.port,
+      [Attr.genAiConversationId]: call.sessionId,
+      [Attr.sessionId]: call.sessionId,
+      [Attr.turnId]: call.turnId,
+    };
+    const span = telemetry.startSpan(chatSpanName(model), attrs, { kind: SpanKind.CLIENT, parent: call.trace === undefined ? null : extractParent(call.trace) });
+    try {
+      const r = await send(body, model, signal, injectTraceHeaders(span));
+      if (!r.ok) {
+        markError(span, r.error.code);
+        const status = (r.error.details as { status?: unknown } | undefined)?.status;
+        if (typeof status === 'number') span.setAttribute(Attr.httpResponseStatusCode, status);
+      } else {
+        setAttrs(span, {
+          [Attr.genAiResponseModel]: r.value.model,
+          [Attr.genAiResponseId]: r.value.id,
+          [Attr.genAiResponseFinishReasons]: [r.value.finishReason],
+          [Attr.genAiUsageInputTokens]: r.value.usage?.prompt_tokens,
+          [Attr.genAiUsageOutputTokens]: r.value.usage?.completion_tokens,
+        });
+      }
+      return r;
+    } finally {
+      span.end(hrNow());
+    }
+  };
+
+  const send = async (body: ChatRequest, model: string, signal: AbortSignal | undefined, trace: Readonly<Record<string, string>> | undefined): Promise<Result<ChatResult>> => {
     const { stream: _stream, stream_options: _streamOptions, ...rest } = body;
-    const payload: ChatRequest = { ...rest, model: opts.model ?? body.model ?? 'default', stream: false };
+    const payload: ChatRequest = { ...rest, model, stream: false };
     const text = JSON.stringify(payload);
     const requestBytes = Buffer.byteLength(text, 'utf8');
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (opts.apiKey !== undefined && opts.apiKey !== '') headers['authorization'] = `Bearer ${opts.apiKey}`;
+    if (trace?.['traceparent'] !== undefined) {
+      headers['traceparent'] = trace['traceparent'];
+      if (trace['tracestate'] !== undefined) headers['tracestate'] = trace['tracestate'];
+    }
     const timeout = AbortSignal.timeout(timeoutMs);
     const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
 
@@ -97,6 +161,7 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
     };
     if (isRecord(p['usage'])) result.usage = p['usage'] as unknown as ChatUsage;
     if (typeof p['model'] === 'string') result.model = p['model'];
+    if (typeof p['id'] === 'string') result.id = p['id'];
     return ok(result);
   };
 
@@ -124,6 +189,17 @@ function normalizeMessage(m: Record<string, unknown>): Result<ChatMessage & { ro
   }
   out.tool_calls = toolCalls;
   return ok(out);
+}
+
+/** `server.address` and `server.port` of a URL (the scheme's default port when none is given). Pure: no I/O. */
+function serverOf(url: string): { address?: string; port?: number } {
+  try {
+    const u = new URL(url);
+    const port = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    return { address: u.hostname.replace(/^\[|\]$/g, ''), port };
+  } catch {
+    return {};
+  }
 }
 
 /** A URL without user:password. Pure: no I/O. */

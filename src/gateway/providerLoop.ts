@@ -16,6 +16,8 @@ export interface ChatSession {
   clientId?: string;
   mode?: ExposureMode;
   harness?: 'pi' | 'codex';
+  /** W3C trace context of the request (the front's SERVER span, or the caller's `traceparent`): the turn joins it. */
+  trace?: Record<string, string>;
 }
 
 /** A client tool call handed back to the client, waiting for its result. */
@@ -108,7 +110,7 @@ export const MAX_ROUNDS_NOTE = 'stopped after the maximum number of provider rou
  * the turn.
  */
 export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatTurnOutput>> {
-  const { engine, provider, request, session, onProgress } = input;
+  const { engine, request, session, onProgress } = input;
   // Bytes of every provider request of this turn, recorded on the turn (session log, turn span).
   let promptBytes = 0;
   const emit = (p: LoopProgress): void => {
@@ -135,6 +137,7 @@ export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatT
     ...(session.mode !== undefined ? { mode: session.mode } : {}),
     ...(session.harness !== undefined ? { harness: session.harness } : {}),
     ...(specs.value.length > 0 ? { clientTools: specs.value } : {}),
+    ...(session.trace !== undefined ? { trace: session.trace } : {}),
   });
   if (!started.ok) return started;
   const turn = started.value;
@@ -209,7 +212,8 @@ async function loop(
       // Only the generic choices survive: a choice naming a client tool may not exist in the exposed surface.
       if (typeof toolChoice === 'string') body.tool_choice = toolChoice;
     }
-    const answer = await provider.chat(body, input.signal);
+    // The model call hangs under the turn's span (or the request's context when the engine traces nothing).
+    const answer = await provider.chat(body, input.signal, { trace: turn.trace ?? input.session.trace, sessionId: turn.sessionId, turnId: turn.turnId });
     if (!answer.ok) return answer;
     roundTrips++;
     requestBytes += answer.value.requestBytes;
@@ -233,10 +237,11 @@ async function loop(
       const parameters = (turn.exposure.tools as Array<{ function?: { name?: string; parameters?: unknown } }>).find((t) => t.function?.name === call.function.name)?.function?.parameters;
       const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args, ...(parameters !== undefined ? { parameters } : {}) };
       await hook(input.toolHooks?.before, inv);
-      const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args)) };
+      const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args, { toolCallId: call.id })) };
       await hook(input.toolHooks?.after, inv, step.result);
-      // A client tool called directly, or from inside a code run (the run's outcome lists the calls it handed back).
-      const handedBack = pendingCallsOf(step.result);
+      // A client tool called directly (handed back under the model's own id, as the provider sent it), or from inside a
+      // code run (the run's outcome lists the calls it handed back, under the gateway's ids: the model made none).
+      const handedBack = 'pending' in step.result ? [{ callId: call.id, toolName: step.result.toolName, args: step.result.args }] : pendingCallsOf(step.result);
       if (handedBack.length > 0) {
         pending.push(...handedBack);
         emit({ type: 'tool.invoked', round, callId: call.id, tool: call.function.name, args: step.args, outcome: 'pending' });

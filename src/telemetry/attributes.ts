@@ -41,17 +41,71 @@ export const Attr = {
   calls: 'toolsearch.calls',
   callsExecuted: 'toolsearch.calls.executed',
   toolsSelected: 'toolsearch.tools.selected',
+  /** The gateway's own id of a final call (`callId` of its events); the model's id is `gen_ai.tool.call.id`. */
+  callId: 'toolsearch.call.id',
+  // OpenTelemetry general conventions.
+  errorType: 'error.type',
+  serverAddress: 'server.address',
+  serverPort: 'server.port',
+  networkTransport: 'network.transport',
+  networkProtocolName: 'network.protocol.name',
+  networkProtocolVersion: 'network.protocol.version',
   // OpenTelemetry GenAI semantic conventions.
   genAiOperationName: 'gen_ai.operation.name',
   genAiToolName: 'gen_ai.tool.name',
   genAiToolCallId: 'gen_ai.tool.call.id',
   genAiToolType: 'gen_ai.tool.type',
+  genAiToolDescription: 'gen_ai.tool.description',
+  genAiProviderName: 'gen_ai.provider.name',
+  genAiConversationId: 'gen_ai.conversation.id',
+  genAiRequestModel: 'gen_ai.request.model',
+  genAiResponseModel: 'gen_ai.response.model',
+  genAiResponseId: 'gen_ai.response.id',
+  genAiResponseFinishReasons: 'gen_ai.response.finish_reasons',
+  genAiUsageInputTokens: 'gen_ai.usage.input_tokens',
+  genAiUsageOutputTokens: 'gen_ai.usage.output_tokens',
+  genAiOutputType: 'gen_ai.output.type',
+  // OpenTelemetry MCP semantic conventions (client side).
+  mcpMethodName: 'mcp.method.name',
+  mcpSessionId: 'mcp.session.id',
+  mcpProtocolVersion: 'mcp.protocol.version',
+  rpcResponseStatusCode: 'rpc.response.status_code',
+  // OpenTelemetry HTTP semantic conventions (server side of the front).
+  httpRequestMethod: 'http.request.method',
+  httpRoute: 'http.route',
+  httpResponseStatusCode: 'http.response.status_code',
+  urlPath: 'url.path',
+  urlScheme: 'url.scheme',
+  userAgentOriginal: 'user_agent.original',
+  clientAddress: 'client.address',
 } as const;
 
 export type AttrName = (typeof Attr)[keyof typeof Attr];
 
 /** `gen_ai.operation.name` value for a tool execution span (GenAI semconv). */
 export const GEN_AI_EXECUTE_TOOL = 'execute_tool';
+/** `gen_ai.operation.name` value for a chat completion by a model (GenAI semconv). */
+export const GEN_AI_CHAT = 'chat';
+
+/**
+ * `gen_ai.tool.type` values (GenAI semconv): `function` for a tool the client application executes (handed back
+ * to the caller), `extension` for a tool the gateway executes itself (core, plugin, MCP, and the code run),
+ * `datastore` for the catalog queries (`tool_search`, `tool_describe`).
+ */
+export const GenAiToolType = { function: 'function', extension: 'extension', datastore: 'datastore' } as const;
+
+/** The names the model calls the gateway's own tools by: `gen_ai.tool.name` of search, describe and code spans. */
+export const GatewayToolName = { search: 'tool_search', describe: 'tool_describe', code: 'tool_search_code' } as const;
+
+/** `gen_ai.tool.description` of the gateway's own tools. */
+export const GatewayToolDescription = {
+  search: 'Search the tool catalog (policy-filtered) for tools matching a query.',
+  describe: 'Describe one tool of the catalog: its full entry and input schema.',
+  code: 'Run a short JavaScript body that searches, describes and calls tools through the gateway.',
+} as const;
+
+/** The MCP method of a tool call (MCP semconv `mcp.method.name`). */
+export const MCP_TOOLS_CALL = 'tools/call';
 
 /**
  * Attributes a span helper accepts: only the names above, so a caller cannot slip an argument value in
@@ -59,7 +113,12 @@ export const GEN_AI_EXECUTE_TOOL = 'execute_tool';
  */
 export type SpanAttrs = { [K in AttrName]?: AttributeValue | undefined };
 
-/** Span names: `toolsearch.<operation>`. */
+/**
+ * Span names: `toolsearch.<operation>`, except where an OpenTelemetry convention names the span: the final call
+ * is `execute_tool {gen_ai.tool.name}` (GenAI), an upstream model call `chat {model}` (GenAI, CLIENT), a call to an
+ * MCP server `tools/call {tool}` (MCP, CLIENT) and the HTTP request `{method} {route}` (HTTP, SERVER). For those,
+ * the value here is the prefix; `callSpanName` and friends build the full name.
+ */
 export const SpanName = {
   turn: 'toolsearch.turn',
   resolvePolicy: 'toolsearch.resolvePolicy',
@@ -70,13 +129,26 @@ export const SpanName = {
   execute: 'toolsearch.execute',
   search: 'toolsearch.search',
   describe: 'toolsearch.describe',
-  call: 'toolsearch.call',
+  call: 'execute_tool',
   code: 'toolsearch.code',
   approval: 'toolsearch.approval',
   hook: 'toolsearch.hook',
+  chat: 'chat',
+  mcpCall: 'tools/call',
 } as const;
 
 export type SpanNameValue = (typeof SpanName)[keyof typeof SpanName];
+
+/** `execute_tool {tool}`: the name of a final-call span (GenAI semconv). Pure: no I/O. */
+export const callSpanName = (toolName: string): string => `${SpanName.call} ${toolName}`;
+/** Whether a span name is a final-call span's (`execute_tool …`). Pure: no I/O. */
+export const isCallSpanName = (name: string): boolean => name === SpanName.call || name.startsWith(`${SpanName.call} `);
+/** A span's name as the span model knows it: `execute_tool …` → `execute_tool` (SpanName.call); others unchanged. Pure: no I/O. */
+export const spanModelName = (name: string): string => (isCallSpanName(name) ? SpanName.call : name);
+/** `chat {model}`: the name of an upstream model call span (GenAI semconv). Pure: no I/O. */
+export const chatSpanName = (model: string | undefined): string => (model === undefined || model === '' ? SpanName.chat : `${SpanName.chat} ${model}`);
+/** `tools/call {tool}`: the name of an MCP client span (MCP semconv). Pure: no I/O. */
+export const mcpCallSpanName = (toolName: string): string => `${SpanName.mcpCall} ${toolName}`;
 
 /** The per-turn / per-session counters that let direct exposure and Tool Search be compared. */
 export interface TurnCounters {

@@ -1,11 +1,17 @@
-export { Attr, SpanName, GEN_AI_EXECUTE_TOOL, counterAttrs, putCounterAttrs } from './attributes.js';
+export {
+  Attr, SpanName, GEN_AI_EXECUTE_TOOL, GEN_AI_CHAT, GenAiToolType, GatewayToolName, GatewayToolDescription, MCP_TOOLS_CALL, counterAttrs, putCounterAttrs,
+  callSpanName, isCallSpanName, spanModelName, chatSpanName, mcpCallSpanName,
+} from './attributes.js';
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';
+export { hrNow, hrPlusMs, msToHr } from './clock.js';
+export { LightSpan } from './lightSpan.js';
+export type { LightSpanShared } from './lightSpan.js';
 export { argsAttrs, canonicalJson, jsonBytes } from './digest.js';
 export { createTelemetry, spanOf, PooledIdGenerator, ParentOrAlwaysOnSampler } from './setup.js';
 export type { Telemetry, TelemetryOptions, TelemetryStats, StartSpanOptions } from './setup.js';
 export { withSpan, withSpanSync, setAttrs, markError, errorCodeOf } from './spans.js';
 export type { WithSpanOptions } from './spans.js';
-export { injectTraceHeaders, extractParent, parentContext } from './propagation.js';
+export { injectTraceHeaders, extractParent, parentContext, PARENT_SPAN_KEY, traceHeadersFetch, withMcpCallTrace } from './propagation.js';
 export type { TraceHeaders, ParentLike } from './propagation.js';
 export { spansToJaeger, spansToOtlpJson, DEFAULT_SERVICE_NAME } from './converters.js';
 export type {
@@ -53,6 +59,7 @@ export {
   searchSpanFacts,
   describeSpanFacts,
   callSpanFacts,
+  rejectedCallSpanFacts,
   approvalSpanFacts,
   hookSpanFacts,
   codeSpanFacts,

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   ROOT_CONTEXT,
   TraceFlags,
@@ -10,6 +11,12 @@ import {
   type SpanContext,
 } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+
+/**
+ * Key of `turn.started`'s `trace` naming the span id of the caller's span the turn hangs under (the turn's remote
+ * parent): the W3C headers name the turn span itself, so the parent travels beside them.
+ */
+export const PARENT_SPAN_KEY = 'toolsearch-parent-span';
 
 /** W3C trace context headers, as carried in `Envelope.trace`. */
 export type TraceHeaders = {
@@ -77,4 +84,31 @@ function headersOfSpanContext(sc: SpanContext): TraceHeaders | undefined {
 export function extractParent(headers: Readonly<Record<string, string | undefined>> | undefined): Context {
   if (!headers) return ROOT_CONTEXT;
   return w3c.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+}
+
+/** The trace context of the MCP call in progress, read by `traceHeadersFetch` (an HTTP or SSE server's requests). */
+const mcpCallTrace = new AsyncLocalStorage<Readonly<Record<string, string>>>();
+
+/** Runs `fn` with `headers` as the trace context of the MCP call it makes (`traceHeadersFetch` adds them). */
+export function withMcpCallTrace<T>(headers: Readonly<Record<string, string>> | undefined, fn: () => T): T {
+  return headers?.['traceparent'] === undefined ? fn() : mcpCallTrace.run(headers, fn);
+}
+
+type FetchFn = (url: string | URL, init?: RequestInit) => Promise<Response>;
+
+/**
+ * A fetch for HTTP and SSE MCP transports (`EngineOptions.mcpFetch`, `SharedMcpServers`' `fetch`): `inner` (default
+ * the global fetch) with the current MCP call's `traceparent` / `tracestate` headers added, so the server's own
+ * spans join the call's trace. Outside a traced call it is `inner` unchanged.
+ */
+export function traceHeadersFetch(inner?: FetchFn): FetchFn {
+  return (url, init) => {
+    const call = inner ?? fetch;
+    const headers = mcpCallTrace.getStore();
+    if (headers?.['traceparent'] === undefined) return call(url, init);
+    const h = new Headers(init?.headers);
+    h.set('traceparent', headers['traceparent']);
+    if (headers['tracestate'] !== undefined) h.set('tracestate', headers['tracestate']);
+    return call(url, { ...init, headers: h });
+  };
 }

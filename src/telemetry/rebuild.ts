@@ -1,7 +1,7 @@
 import type { AttributeValue } from '@opentelemetry/api';
-import type { Envelope } from '../bus/types.js';
+import type { Envelope } from '../bus/index.js';
 import { isEventType, isGatewayType, validateEvent, type EventOf, type EventType } from '../events/index.js';
-import { Attr, SpanName } from './attributes.js';
+import { Attr, SpanName, callSpanName } from './attributes.js';
 import { DEFAULT_SERVICE_NAME } from './converters.js';
 import {
   TURN_PHASES,
@@ -16,6 +16,7 @@ import {
   hookSpanFacts,
   indexSpanFacts,
   listSourcesSpanFacts,
+  rejectedCallSpanFacts,
   resolvePolicySpanFacts,
   searchSpanFacts,
   sourceSpanFacts,
@@ -28,6 +29,18 @@ import {
   type TurnEnd,
 } from './spanModel.js';
 import type { SpanRecord } from './spanRecord.js';
+import { PARENT_SPAN_KEY } from './propagation.js';
+
+const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-([\da-f]{16})-[\da-f]{2}$/;
+
+/** Trace and span id of an event's `trace.traceparent` (the live span the event belongs to). Pure: no I/O. */
+function liveIds(e: Envelope | undefined): { traceId: string; spanId: string } | undefined {
+  const tp = e?.trace?.['traceparent'];
+  if (tp === undefined) return undefined;
+  const m = TRACEPARENT.exec(tp.trim().toLowerCase());
+  if (m === null || /^0+$/.test(m[1]!) || /^0+$/.test(m[2]!)) return undefined;
+  return { traceId: m[1]!, spanId: m[2]! };
+}
 
 export interface RebuildOptions {
   /** Keep only this session's events (default: every session present). */
@@ -96,8 +109,13 @@ function rebuildTurn(
   events: readonly Envelope[],
   resource: Record<string, AttributeValue>,
 ): SpanRecord[] {
-  const traceId = traceIdFor(sessionId, turnId);
+  // The live trace id when the events carry it (telemetry was on), else one derived from session and turn.
+  const startedEvent = events.find((e) => e.type === 'turn.started');
+  const live = liveIds(startedEvent) ?? liveIds(events.find((e) => liveIds(e) !== undefined));
+  const traceId = live?.traceId ?? traceIdFor(sessionId, turnId);
   const spans: SpanRecord[] = [];
+  const used = new Set<string>();
+  const startOfSpan = new Map<string, bigint>();
 
   // Times in seq order; an unparsable `at` takes the time of the event before it.
   const timeOf = new Map<string, bigint>();
@@ -109,15 +127,35 @@ function rebuildTurn(
   }
   const at = (e: Envelope): bigint => timeOf.get(e.id) ?? 0n;
 
-  const add = (name: string, key: string, parentSpanId: string | undefined, start: bigint, end: bigint, f: SpanFacts): string => {
-    const spanId = spanIdFor(name, key);
+  /**
+   * Adds one span. Its id is the live one when `owner` (the event the live engine tied to this span) carries it in
+   * the same trace, else derived from name and key, as the live engine derives ids no event carries. A child never
+   * starts before its parent (times in the events are milliseconds, the spans' were not).
+   */
+  const add = (
+    name: string, key: string, parentSpanId: string | undefined, start: bigint, end: bigint, f: SpanFacts, owner?: Envelope, spanName = name,
+  ): string => {
+    const own = owner === undefined ? undefined : liveIds(owner);
+    let spanId = own !== undefined && own.traceId === traceId && !used.has(own.spanId) ? own.spanId : spanIdFor(name, key);
+    if (used.has(spanId)) spanId = spanIdFor(name, `${key}#${spans.length}`);
+    used.add(spanId);
+    const parentStart = parentSpanId === undefined ? undefined : startOfSpan.get(parentSpanId);
+    if (parentStart !== undefined && start < parentStart) {
+      // Moved to its parent's start, it keeps its duration (the events' times are whole milliseconds).
+      end = maxBig(end, parentStart + (end - start));
+      start = parentStart;
+    }
+    startOfSpan.set(spanId, start);
     const attributes: Record<string, AttributeValue> = {};
     for (const [k, v] of Object.entries(f.attrs)) if (v !== undefined) attributes[k] = Array.isArray(v) ? [...v] as AttributeValue : v;
-    if (f.errorCode !== undefined) attributes[Attr.errorCode] = f.errorCode;
+    if (f.errorCode !== undefined) {
+      attributes[Attr.errorType] = f.errorCode;
+      attributes[Attr.errorCode] = f.errorCode;
+    }
     const rec: SpanRecord = {
       traceId,
       spanId,
-      name,
+      name: spanName,
       kind: 'internal',
       startTimeUnixNano: start,
       endTimeUnixNano: maxBig(start, end),
@@ -141,13 +179,15 @@ function rebuildTurn(
 
   const turnStart = at(started ?? firstEvent);
   const turnEnd = maxBig(turnStart, at(end ?? lastEvent));
+  const remoteParent = started?.trace?.[PARENT_SPAN_KEY];
   const turnSpanId = add(
     SpanName.turn,
     started?.id ?? `turn:${sessionId}:${turnId}`,
-    undefined,
+    remoteParent !== undefined && /^[\da-f]{16}$/.test(remoteParent) ? remoteParent : undefined,
     turnStart,
     turnEnd,
     turnSpanFacts({ sessionId, turnId, started, exposed, end, derived: countersFromEvents(events) }),
+    started,
   );
 
   // Phases: each runs from the end of the phase before it (or the turn start) to its own event.
@@ -161,25 +201,27 @@ function rebuildTurn(
     lastPhase = i;
   };
   const policy = first('policy.resolved');
-  phase(0, policy, (from, to) => policy && add(SpanName.resolvePolicy, policy.id, turnSpanId, from, to, resolvePolicySpanFacts(policy)));
+  phase(0, policy, (from, to) => policy && add(SpanName.resolvePolicy, policy.id, turnSpanId, from, to, resolvePolicySpanFacts(policy), policy));
   const listed = first('sources.listed');
   phase(1, listed, (from, to) => {
     if (listed === undefined) return;
-    const listId = add(SpanName.listSources, listed.id, turnSpanId, from, to, listSourcesSpanFacts(listed));
+    const listId = add(SpanName.listSources, listed.id, turnSpanId, from, to, listSourcesSpanFacts(listed), listed);
     listed.data.sources.forEach((s, j) => {
       add(SpanName.source, `${listed.id}#${j}`, listId, from, minBig(to, from + msToNanos(s.durationMs)), sourceSpanFacts(listed, j));
     });
   });
   const indexed = first('catalog.indexed');
-  phase(2, indexed, (from, to) => indexed && add(SpanName.index, indexed.id, turnSpanId, from, to, indexSpanFacts(indexed)));
-  phase(3, exposed, (from, to) => exposed && add(SpanName.expose, exposed.id, turnSpanId, from, to, exposeSpanFacts(exposed)));
+  phase(2, indexed, (from, to) => indexed && add(SpanName.index, indexed.id, turnSpanId, from, to, indexSpanFacts(indexed), indexed));
+  phase(3, exposed, (from, to) => exposed && add(SpanName.expose, exposed.id, turnSpanId, from, to, exposeSpanFacts(exposed), exposed));
   if (exposed === undefined && end?.type === 'turn.failed') {
     const running = TURN_PHASES[lastPhase + 1];
     if (running !== undefined) add(running.name, end.id, turnSpanId, boundary, maxBig(boundary, at(end)), failedPhaseSpanFacts(end));
   }
 
   const executeSpanId =
-    exposed === undefined ? undefined : add(SpanName.execute, exposed.id, turnSpanId, at(exposed), turnEnd, executeSpanFacts(exposed, end));
+    exposed === undefined
+      ? undefined
+      : add(SpanName.execute, events.find((e) => e.type === 'tools.exposed')!.id, turnSpanId, at(exposed), turnEnd, executeSpanFacts(exposed, end));
   const workParent = executeSpanId ?? turnSpanId;
 
   // Code runs first, so that their bridged search/describe/call can hang under them.
@@ -192,7 +234,7 @@ function rebuildTurn(
     const related = events.filter((e) => dataString(e, 'codeRunId') === runId);
     const close = related.find((e): e is CodeEnd => is(e, 'code.settled') || is(e, 'code.timedOut'));
     const endAt = close !== undefined ? at(close) : at(related.at(-1) ?? req);
-    codeSpans.set(runId, add(SpanName.code, req.id, workParent, at(req), endAt, codeSpanFacts({ requested: req, end: close })));
+    codeSpans.set(runId, add(SpanName.code, req.id, workParent, at(req), endAt, codeSpanFacts({ requested: req, end: close }), req));
   }
   const parentOf = (e: Envelope): string => {
     const runId = dataString(e, 'codeRunId');
@@ -208,12 +250,19 @@ function rebuildTurn(
     return bridge === undefined ? at(e) : minBig(at(bridge), at(e));
   };
 
+  /** A search or describe ran for its `durationMs` before its event (older events: it starts at `start`). */
+  const took = (e: EventOf<'search.performed'> | EventOf<'describe.performed'>, start: bigint): bigint => {
+    const ms = e.data.durationMs;
+    return ms === undefined ? start : minBig(start, at(e) - msToNanos(ms));
+  };
   const seenCalls = new Set<string>();
   for (const e of events) {
     if (is(e, 'search.performed')) {
-      add(SpanName.search, e.id, parentOf(e), startOf(e, e.data.searchId), at(e), searchSpanFacts(e));
+      add(SpanName.search, e.id, parentOf(e), took(e, startOf(e, e.data.searchId)), at(e), searchSpanFacts(e), e);
     } else if (is(e, 'describe.performed')) {
-      add(SpanName.describe, e.id, parentOf(e), startOf(e, e.data.describeId), at(e), describeSpanFacts(e));
+      add(SpanName.describe, e.id, parentOf(e), took(e, startOf(e, e.data.describeId)), at(e), describeSpanFacts(e), e);
+    } else if (is(e, 'call.rejected')) {
+      add(SpanName.call, e.id, parentOf(e), startOf(e, e.data.callId), at(e), rejectedCallSpanFacts(e), e, callSpanName(e.data.ref));
     } else if (is(e, 'call.requested') && !seenCalls.has(e.data.callId)) {
       seenCalls.add(e.data.callId);
       const callId = e.data.callId;
@@ -224,14 +273,16 @@ function rebuildTurn(
       );
       const start = startOf(e, callId);
       const endAt = close !== undefined ? at(close) : at(related.at(-1) ?? e);
-      const callSpanId = add(SpanName.call, e.id, parentOf(e), start, endAt, callSpanFacts({ requested: e, decided, end: close }));
+      const callSpanId = add(
+        SpanName.call, e.id, parentOf(e), start, endAt, callSpanFacts({ requested: e, decided, end: close }), e, callSpanName(e.data.toolName),
+      );
       let previous: bigint = at(e);
       for (const x of related) {
         if (is(x, 'approval.requested')) {
           const answer = related.find(
             (y): y is EventOf<'approval.resolved'> => is(y, 'approval.resolved') && y.data.approvalId === x.data.approvalId,
           );
-          add(SpanName.approval, x.id, callSpanId, at(x), answer !== undefined ? at(answer) : endAt, approvalSpanFacts({ requested: x, resolved: answer }));
+          add(SpanName.approval, x.id, callSpanId, at(x), answer !== undefined ? at(answer) : endAt, approvalSpanFacts({ requested: x, resolved: answer }), x);
         } else if (is(x, 'hook.ran')) {
           add(SpanName.hook, x.id, callSpanId, minBig(previous, at(x)), at(x), hookSpanFacts(x));
         }

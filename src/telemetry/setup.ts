@@ -8,11 +8,14 @@ import {
   type Attributes,
   type Context,
   type Span,
-  type SpanKind,
+  type SpanContext,
+  SpanKind,
+  INVALID_SPAN_CONTEXT,
   type SpanOptions,
   type TimeInput,
   type Tracer,
 } from '@opentelemetry/api';
+import { isTracingSuppressed } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -32,6 +35,8 @@ import {
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SpanAttrs } from './attributes.js';
 import { BufferedSpanProcessor } from './bufferedProcessor.js';
+import { hrNow } from './clock.js';
+import { LightSpan, type LightSpanShared } from './lightSpan.js';
 import { DEFAULT_SERVICE_NAME } from './converters.js';
 import { DEFAULT_TRACES_DIR, TraceFileExporter, type TraceFileKind, type TraceFilePaths } from './fileExporters.js';
 import { parentContext, type ParentLike } from './propagation.js';
@@ -69,6 +74,11 @@ export interface StartSpanOptions {
   parent?: ParentLike;
   kind?: SpanKind;
   startTime?: TimeInput;
+  /**
+   * The span's id (16 lowercase hex digits), for a span no event names but a trace rebuilt from the events must
+   * match: it is derived from the event the span is built from (`spanIdFor`). Absent: a random id.
+   */
+  spanId?: string;
 }
 
 export interface TelemetryStats {
@@ -88,8 +98,16 @@ export interface Telemetry {
   readonly enabled: boolean;
   readonly serviceName: string;
   readonly tracer: Tracer;
-  /** Starts a span that the caller must `end()`; attributes are restricted to the names in `Attr`. */
+  /**
+   * Starts a span that the caller must end, with `span.end(hrNow())` (one clock: see clock.ts); attributes are
+   * restricted to the names in `Attr`.
+   */
   startSpan(name: string, attrs?: SpanAttrs, opts?: StartSpanOptions): Span;
+  /**
+   * Starts a child of `parent` on the lean path (lightSpan.ts) when the parent is sampled and the sampler follows
+   * parents (the default, or a ratio for new traces); else as `startSpan` does. End it with `span.end(hrNow())`.
+   */
+  startChildSpan(name: string, parent: Span, opts?: Omit<StartSpanOptions, 'parent'>): Span;
   /** The context active in this Telemetry's scope (set by `runInContext` / `withSpan`), else ROOT_CONTEXT. */
   activeContext(): Context;
   /** Runs `fn` with `ctx` active for spans started through this Telemetry without an explicit parent. */
@@ -134,6 +152,8 @@ export class PooledIdGenerator implements IdGenerator {
   private readonly bytes = Buffer.allocUnsafe(4096);
   private hex = '';
   private pos = 0;
+  /** Given once, by `startSpan({spanId})`, right before the SDK asks for the new span's id. */
+  next: string | undefined;
 
   private take(chars: number): string {
     for (;;) {
@@ -150,6 +170,11 @@ export class PooledIdGenerator implements IdGenerator {
     return this.take(32);
   }
   generateSpanId(): string {
+    const given = this.next;
+    if (given !== undefined) {
+      this.next = undefined;
+      return given;
+    }
     return this.take(16);
   }
 }
@@ -239,10 +264,45 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
     sampler = new ParentOrAlwaysOnSampler();
   }
 
+  const ids = new PooledIdGenerator();
   const provider = new BasicTracerProvider({
-    resource, spanProcessors: processors, idGenerator: new PooledIdGenerator(), ...(sampler ? { sampler } : {}),
+    resource, spanProcessors: processors, idGenerator: ids, ...(sampler ? { sampler } : {}),
   });
   const tracer = provider.getTracer('toolsearch');
+  // The lean path is exact only when children follow their parent's sampling decision (what every sampler built
+  // here does); a sampler from OTEL_TRACES_SAMPLER is left to the SDK for every span.
+  const lean = sampler !== undefined;
+  const shared: LightSpanShared = { resource, scope: { name: 'toolsearch' }, processors };
+  const leanSampler: Sampler = sampler ?? new AlwaysOffSampler();
+
+  /**
+   * What Tracer.startSpan does, for the samplers built here, without its per-span overhead: the parent's trace (or
+   * a new one), the sampler's decision, a LightSpan when recorded, else a non-recording span that carries the
+   * context on.
+   */
+  const startLean = (name: string, attrs: SpanAttrs | undefined, o: StartSpanOptions | undefined, ctx: Context): Span => {
+    if (isTracingSuppressed(ctx)) return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+    const parent = trace.getSpanContext(ctx);
+    const valid = parent !== undefined && isSpanContextValid(parent);
+    const spanId = o?.spanId ?? ids.generateSpanId();
+    const traceId = valid ? parent.traceId : ids.generateTraceId();
+    let clean: Attributes | undefined;
+    if (attrs !== undefined) {
+      for (const k in attrs) {
+        const v = attrs[k as keyof SpanAttrs];
+        if (v !== undefined) (clean ??= {})[k] = v;
+      }
+    }
+    const kind = o?.kind ?? SpanKind.INTERNAL;
+    const decision = leanSampler.shouldSample(ctx, traceId, name, kind, clean ?? {}, []);
+    const traceState = decision.traceState ?? (valid ? parent.traceState : undefined);
+    const traceFlags = decision.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
+    const sc: SpanContext = traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState };
+    if (decision.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(sc);
+    const span = new LightSpan(shared, sc, valid ? parent : undefined, name, kind, o?.startTime ?? hrNow());
+    if (clean !== undefined) span.setAttributes(clean);
+    return span;
+  };
   const scope = new AsyncLocalStorage<Context>();
   let shutdownPromise: Promise<void> | undefined;
 
@@ -254,6 +314,7 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
     tracer,
     startSpan(name, attrs, o) {
       const ctx = o?.parent === undefined ? activeContext() : parentContext(o.parent);
+      if (lean) return startLean(name, attrs, o, ctx);
       const options: SpanOptions = {};
       if (attrs !== undefined) {
         let clean: Attributes | undefined;
@@ -264,8 +325,23 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
         if (clean !== undefined) options.attributes = clean;
       }
       if (o?.kind !== undefined) options.kind = o.kind;
-      if (o?.startTime !== undefined) options.startTime = o.startTime;
-      return tracer.startSpan(name, options, ctx);
+      // One clock for every span (clock.ts); whoever starts a span ends it with `hrNow()` too.
+      options.startTime = o?.startTime ?? hrNow();
+      if (o?.spanId !== undefined) ids.next = o.spanId;
+      const span = tracer.startSpan(name, options, ctx);
+      ids.next = undefined;
+      return span;
+    },
+    startChildSpan(name, parent, o) {
+      const pc = parent.spanContext();
+      if (!lean || (pc.traceFlags & TraceFlags.SAMPLED) === 0) {
+        return this.startSpan(name, undefined, { ...o, parent: trace.setSpan(ROOT_CONTEXT, parent) });
+      }
+      const spanId = o?.spanId ?? ids.generateSpanId();
+      const ctx: SpanContext = pc.traceState === undefined
+        ? { traceId: pc.traceId, spanId, traceFlags: pc.traceFlags }
+        : { traceId: pc.traceId, spanId, traceFlags: pc.traceFlags, traceState: pc.traceState };
+      return new LightSpan(shared, ctx, pc, name, o?.kind, o?.startTime ?? hrNow());
     },
     activeContext,
     runInContext: (ctx, fn) => scope.run(ctx, fn),

@@ -1,9 +1,13 @@
 import { createHash } from 'node:crypto';
-import type { Span } from '@opentelemetry/api';
-import type { Envelope } from '../bus/types.js';
+import type { Attributes, Span } from '@opentelemetry/api';
+import { LightSpan } from './lightSpan.js';
+import type { Envelope } from '../bus/index.js';
 import { initialTurnState, turnStateFrom, type EventOf, type TurnCompletedCounters, type TurnState } from '../events/index.js';
 import type { AttributeValue } from '@opentelemetry/api';
-import { Attr, GEN_AI_EXECUTE_TOOL, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue, type TurnCounters } from './attributes.js';
+import {
+  Attr, GEN_AI_EXECUTE_TOOL, GatewayToolDescription, GatewayToolName, GenAiToolType, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue,
+  type TurnCounters,
+} from './attributes.js';
 import { markError, setAttrs } from './spans.js';
 
 /*
@@ -49,7 +53,7 @@ export const SPAN_MODEL: readonly SpanModelRow[] = [
   { event: 'tools.exposed', span: SpanName.execute, role: 'opens', parent: 'turn', note: 'execute runs to the turn end' },
   { event: 'search.performed', span: SpanName.search, role: 'instant', parent: 'codeOrExecute', note: 'starts at its code.bridge.requested when bridged' },
   { event: 'describe.performed', span: SpanName.describe, role: 'instant', parent: 'codeOrExecute', note: 'starts at its code.bridge.requested when bridged' },
-  { event: 'call.requested', span: SpanName.call, role: 'opens', parent: 'codeOrExecute', note: 'the final call' },
+  { event: 'call.requested', span: SpanName.call, role: 'opens', parent: 'codeOrExecute', note: 'the final call: execute_tool {tool name}' },
   { event: 'call.decided', span: SpanName.call, role: 'annotates', parent: null, note: 'policy decision and reason' },
   { event: 'approval.requested', span: SpanName.approval, role: 'opens', parent: 'call', note: '' },
   { event: 'approval.resolved', span: SpanName.approval, role: 'closes', parent: null, note: 'approved / denied / timedOut' },
@@ -57,7 +61,7 @@ export const SPAN_MODEL: readonly SpanModelRow[] = [
   { event: 'call.completed', span: SpanName.call, role: 'closes', parent: null, note: 'result bytes' },
   { event: 'call.failed', span: SpanName.call, role: 'closes', parent: null, note: 'error code' },
   { event: 'call.blocked', span: SpanName.call, role: 'closes', parent: null, note: 'decision blocked, error code call.blocked' },
-  { event: 'call.rejected', span: null, role: 'none', parent: null, note: 'a call naming no eligible tool: nothing requested, no span' },
+  { event: 'call.rejected', span: SpanName.call, role: 'instant', parent: 'codeOrExecute', note: 'a call naming no eligible tool (unknown or denied): nothing requested, an execute_tool span with the error' },
   { event: 'call.pending', span: SpanName.call, role: 'closes', parent: null, note: 'client call handed back' },
   { event: 'client.result.received', span: null, role: 'none', parent: null, note: 'arrives in a later turn: no span' },
   { event: 'code.requested', span: SpanName.code, role: 'opens', parent: 'execute', note: 'bridged search/describe/call are its children' },
@@ -90,12 +94,23 @@ export function traceIdFor(sessionId: string, turnId: string): string {
 }
 
 /**
- * The span id of a rebuilt span: sha256 of `<span name>\n<key>`, first 8 bytes as hex. The key is the id of
- * the event the span is built from (see span-model.md); the name is part of it because one event can shape
- * two spans (`tools.exposed` closes expose and opens execute). Pure: no I/O.
+ * The span id of a span no event carries (a rebuilt one, or a live source, execute or hook span, which the live
+ * engine derives the same way): a 64-bit hash of `<span name>\n<key>` as 16 hex digits. The key is the id of the
+ * event the span is built from (see span-model.md); the name is part of it because one event can shape two spans
+ * (`tools.exposed` closes expose and opens execute). Not cryptographic (the live engine computes it per span):
+ * two FNV-1a lanes with different offsets. Never all zeros. Pure: no I/O.
  */
 export function spanIdFor(name: string, key: string): string {
-  return hexDigest(`${name}\n${key}`, 8);
+  const text = `${name}\n${key}`;
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+  }
+  const hex = (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+  return hex === '0000000000000000' ? '0000000000000001' : hex;
 }
 
 // ---------- helpers ----------
@@ -137,13 +152,27 @@ export function toolIdParts(id: string): { source?: string; owner?: string; name
   return { source: id.slice(0, a), owner: id.slice(a + 1, b), name: id.slice(b + 1) };
 }
 
+/**
+ * The GenAI `execute_tool` attributes of a tool execution: operation, tool name and type, and the model's tool
+ * call id when the model called the tool itself (absent for calls made by a code run). Pure apart from `attrs`.
+ */
+function putToolExecution(attrs: SpanAttrs, toolName: string, toolType: string, toolCallId: string | undefined, description?: string): void {
+  attrs[Attr.genAiOperationName] = GEN_AI_EXECUTE_TOOL;
+  attrs[Attr.genAiToolName] = toolName;
+  attrs[Attr.genAiToolType] = toolType;
+  if (toolCallId !== undefined) attrs[Attr.genAiToolCallId] = toolCallId;
+  if (description !== undefined && description !== '') attrs[Attr.genAiToolDescription] = description;
+}
+
 function facts(attrs: SpanAttrs, errorCode?: string): SpanFacts {
   return errorCode === undefined ? { attrs } : { attrs, errorCode };
 }
 
 /** Sets a span's attributes and, with an error code, marks it ERROR: how the live engine applies facts. */
 export function applySpanFacts(span: Span, f: SpanFacts): void {
-  setAttrs(span, f.attrs);
+  // The facts' attribute objects are built fresh per call, without undefined values: a light span takes them as they are.
+  if (span instanceof LightSpan) span.adoptAttributes(f.attrs as Attributes);
+  else setAttrs(span, f.attrs);
   if (f.errorCode !== undefined) markError(span, f.errorCode);
 }
 
@@ -265,9 +294,13 @@ export function failedPhaseSpanFacts(failed: EventOf<'turn.failed'>): SpanFacts 
   return facts(baseAttrs(failed, failed), failed.data.code);
 }
 
-/** `toolsearch.search`: query, limit, result count, matches and catalog size; error code. Pure: no I/O. */
+/**
+ * `toolsearch.search`: a `tool_search` execution (GenAI `execute_tool`, tool type `datastore`, the model's call id)
+ * with query, limit, result count, matches and catalog size; error code. Pure: no I/O.
+ */
 export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
+  putToolExecution(attrs, GatewayToolName.search, GenAiToolType.datastore, e.data.toolCallId, GatewayToolDescription.search);
   put(attrs, Attr.searchQuery, e.data.query);
   put(attrs, Attr.searchLimit, e.data.limit);
   put(attrs, Attr.searchResultCount, e.data.resultIds.length);
@@ -276,9 +309,10 @@ export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
   return facts(attrs, e.data.error?.code);
 }
 
-/** `toolsearch.describe`: the resolved tool id with its source and owner; error code. Pure: no I/O. */
+/** `toolsearch.describe`: a `tool_describe` execution (as search) with the resolved tool id, its source and owner; error code. Pure: no I/O. */
 export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
+  putToolExecution(attrs, GatewayToolName.describe, GenAiToolType.datastore, e.data.toolCallId, GatewayToolDescription.describe);
   const id = e.data.toolId;
   put(attrs, Attr.toolId, id);
   if (id !== undefined) {
@@ -296,9 +330,11 @@ export type CallEnd =
   | EventOf<'call.pending'>;
 
 /**
- * `toolsearch.call` (the final call): tool id, source, owner, GenAI `execute_tool` with the tool name and
- * call id, argument digest and size (never values), the decision (`blocked` when the call was blocked at any
- * stage) and its reason, result size, and an error code (`call.failed`'s code, `call.blocked`). Pure: no I/O.
+ * `execute_tool {tool}` (the final call): GenAI `execute_tool` with the tool name, its type (`function` for a client
+ * tool, else `extension`) and the model's tool call id (when the model called it, not a code run), the gateway's
+ * call id, tool id, source, owner, argument digest and size (never values), the decision (`blocked` when the call
+ * was blocked at any stage) and its reason, result size, and an error code (`call.failed`'s code, `call.blocked`).
+ * Pure: no I/O.
  */
 export function callSpanFacts(input: {
   requested: EventOf<'call.requested'>;
@@ -311,18 +347,29 @@ export function callSpanFacts(input: {
   const errorCode = end?.type === 'call.failed' ? end.data.error.code : blocked !== undefined ? 'call.blocked' : undefined;
   const d = r.data;
   const attrs = baseAttrs(r, r, decided, end);
+  putToolExecution(attrs, d.toolName, d.source === 'client' ? GenAiToolType.function : GenAiToolType.extension, d.toolCallId, d.toolDescription);
+  attrs[Attr.callId] = d.callId;
   put(attrs, Attr.toolId, d.toolId);
   put(attrs, Attr.toolSource, d.source);
   put(attrs, Attr.toolOwner, d.owner);
-  put(attrs, Attr.genAiOperationName, GEN_AI_EXECUTE_TOOL);
-  put(attrs, Attr.genAiToolName, d.toolName);
-  put(attrs, Attr.genAiToolCallId, d.callId);
   put(attrs, Attr.argsDigest, d.argsDigest);
   put(attrs, Attr.argsBytes, d.argsBytes);
   put(attrs, Attr.policyDecision, blocked !== undefined ? 'blocked' : decided?.data.decision);
   put(attrs, Attr.policyReason, reason);
   put(attrs, Attr.resultBytes, end?.type === 'call.completed' ? end.data.resultBytes : undefined);
   return facts(attrs, errorCode);
+}
+
+/**
+ * `execute_tool {what the model named}` for a call that named no eligible tool (`call.rejected`: unknown, outside
+ * the policy, ambiguous): nothing ran, the span carries the error code the model got. Pure: no I/O.
+ */
+export function rejectedCallSpanFacts(e: EventOf<'call.rejected'>): SpanFacts {
+  const attrs = baseAttrs(e, e);
+  putToolExecution(attrs, e.data.ref, GenAiToolType.extension, e.data.toolCallId);
+  attrs[Attr.callId] = e.data.callId;
+  attrs[Attr.policyDecision] = 'rejected';
+  return facts(attrs, e.data.code);
 }
 
 /** `toolsearch.approval`: tool id, and the answer (`approved`, `denied`, `timedOut`) with its reason. Pure: no I/O. */
@@ -351,7 +398,7 @@ export function hookSpanFacts(e: EventOf<'hook.ran'>): SpanFacts {
 export type CodeEnd = EventOf<'code.settled'> | EventOf<'code.timedOut'>;
 
 /**
- * `toolsearch.code`: body size and digest (never the body), and from `code.settled` the run's catalog size
+ * `toolsearch.code`: a `tool_search_code` execution (GenAI `execute_tool`, `extension`, the model's call id), body size and digest (never the body), and from `code.settled` the run's catalog size
  * and bridge counts; a failed run carries its error code, a timeout `sandbox.timedOut`. Pure: no I/O.
  */
 export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end?: CodeEnd | undefined }): SpanFacts {
@@ -364,6 +411,7 @@ export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end
         ? (end.data.error?.code ?? 'code.failed')
         : undefined;
   const attrs = baseAttrs(r, r, end);
+  putToolExecution(attrs, GatewayToolName.code, GenAiToolType.extension, r.data.toolCallId, GatewayToolDescription.code);
   put(attrs, Attr.codeBytes, r.data.bodyBytes);
   put(attrs, Attr.argsDigest, r.data.bodyDigest);
   if (t !== undefined) {

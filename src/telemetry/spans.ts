@@ -1,6 +1,7 @@
 import { SpanStatusCode, trace, type Context, type Span, type SpanKind } from '@opentelemetry/api';
 import { Attr, type SpanAttrs } from './attributes.js';
 import { parentContext, type ParentLike } from './propagation.js';
+import { hrNow } from './clock.js';
 import type { Telemetry } from './setup.js';
 
 export interface WithSpanOptions {
@@ -18,10 +19,12 @@ export function setAttrs(span: Span, attrs: SpanAttrs): void {
 }
 
 /**
- * Marks a span failed with a dotted error code (`toolsearch.error.code`, status ERROR). Only the code is
- * recorded: error messages can quote argument values, which never go into spans.
+ * Marks a span failed with a dotted error code: `error.type` (the OpenTelemetry convention) and
+ * `toolsearch.error.code` carry it, status ERROR. Only the code is recorded: error messages can quote argument
+ * values, which never go into spans.
  */
 export function markError(span: Span, code: string): void {
+  span.setAttribute(Attr.errorType, code);
   span.setAttribute(Attr.errorCode, code);
   span.setStatus({ code: SpanStatusCode.ERROR, message: code });
 }
@@ -73,7 +76,7 @@ export async function withSpan<T>(
     markError(span, errorCodeOf(err));
     throw err;
   } finally {
-    span.end();
+    span.end(hrNow());
   }
 }
 
@@ -95,6 +98,6 @@ export function withSpanSync<T>(
     markError(span, errorCodeOf(err));
     throw err;
   } finally {
-    span.end();
+    span.end(hrNow());
   }
 }

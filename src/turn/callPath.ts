@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { Span } from '@opentelemetry/api';
 import { createActor, fromPromise, toPromise } from 'xstate';
 import {
   toolCallMachine, type ApprovalAnswer, type ArgsValidation, type CallActorInput, type HooksOutcome, type PolicyDecision,
@@ -14,7 +15,7 @@ import {
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
 import type { StepResult } from './turnEngine.js';
-import { traced } from './spans.js';
+import { traced, tracedMcpCall } from './spans.js';
 import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 
 /** Marks an execution handed back to the client. */
@@ -45,13 +46,17 @@ export function resolveForCall(view: TurnView, ref: unknown): Result<ToolEntry> 
  * Records an attempted call that names no eligible tool (`call.rejected`) and answers the model with `error`.
  * Nothing is requested from the enforcer and nothing runs.
  */
-export async function rejectCall(deps: EngineDeps, run: TurnRun, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
-  await run.events.emit('call.rejected', {
-    callId: deps.newId(), ref: refText(ref), via: op.via,
-    ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-    code: error.code, reason: error.message,
-  }, op.causationId);
-  return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+export function rejectCall(deps: EngineDeps, run: TurnRun, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
+  // Traced as an attempted final call: an unknown or denied id leaves an execute_tool span with the error.
+  return traced(run, SpanName.call, op.parentSpan, async () => {
+    await run.events.emit('call.rejected', {
+      callId: deps.newId(), ref: refText(ref), via: op.via,
+      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+      code: error.code, reason: error.message,
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+    }, op.causationId);
+    return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+  });
 }
 
 /** Whether a catalog tool can still be executed now: its executor exists and its MCP server still serves it. */
@@ -66,12 +71,18 @@ function availability(deps: EngineDeps, run: TurnRun, entry: ToolEntry): Result<
   return fail('tool.unavailable', `${entry.id} is no longer available: its source "${entry.owner}" has no executor for it.`, { toolId: entry.id });
 }
 
-function execute(deps: EngineDeps, run: TurnRun, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext): Promise<Result<unknown>> {
+function execute(
+  deps: EngineDeps, run: TurnRun, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext, callSpan: Span | undefined,
+): Promise<Result<unknown>> {
   if (entry.source === 'client') return Promise.resolve(ok(PENDING));
   const available = availability(deps, run, entry);
   if (!available.ok) return Promise.resolve(available);
-  const exec = deps.opts.staticSources.registry.get(entry.id) ?? run.session.runtime!.executor(entry.owner, entry.name);
-  return exec(args, ctx);
+  const exec = deps.opts.staticSources.registry.get(entry.id);
+  if (exec !== undefined) return exec(args, ctx);
+  const runtime = run.session.runtime!;
+  // A call to an MCP server: its own CLIENT span (MCP semconv), whose trace context the server gets.
+  return tracedMcpCall(run.trace, callSpan, runtime.peer(entry.owner), entry, (trace) =>
+    runtime.call(entry.owner, entry.name, args, ctx.signal, { sessionId: ctx.sessionId, ...(trace === undefined ? {} : { trace }) }));
 }
 
 type BlockStage = EventOf<'call.blocked'>['data']['stage'];
@@ -93,6 +104,8 @@ interface CallHandle {
   pending: boolean;
   /** The library approver's answer being recorded. */
   approvalDone: Promise<void>;
+  /** The call's execute_tool span (absent when telemetry is off): the parent of an MCP call's client span. */
+  span: Span | undefined;
 }
 
 const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
@@ -179,7 +192,7 @@ const enforcedCallMachine = toolCallMachine.provide({
     }),
     execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
       const h = handleOf(input);
-      const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal));
+      const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal), h.span);
       if (r.ok && r.value === PENDING) h.pending = true;
       return r;
     }),
@@ -199,10 +212,12 @@ export function callTool(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawAr
   if (unsafe !== undefined) {
     return rejectCall(deps, run, entry.id, { code: 'call.forbiddenKey', message: `${unsafe} is refused: argument keys "__proto__", "constructor" and "prototype" are not accepted anywhere in a call's arguments. Rename the argument.` }, op);
   }
-  return traced(run, SpanName.call, op.parentSpan, () => runCall(deps, run, entry, rawArgs, op));
+  return traced(run, SpanName.call, op.parentSpan, (span) => runCall(deps, run, entry, rawArgs, op, span));
 }
 
-async function runCall(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
+async function runCall(
+  deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx, span: Span | undefined,
+): Promise<StepResult> {
   const callId = deps.newId();
   const started = performance.now();
   // Arguments the schema marks secret (writeOnly, format password) are left out of every record, digests included.
@@ -219,10 +234,13 @@ async function runCall(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs
     agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId, sessionOwner: facts.owner,
     ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
     ...(deps.decider === undefined ? {} : { decider: deps.decider }),
+    ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+    ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
   }, op.causationId, { reserveAnswer: true });
 
   const h: CallHandle = {
     deps, run, entry, callId, argsDigest, decisionWait, lastEventId: requested.id, noEnforcer: false, pending: false, approvalDone: Promise.resolve(),
+    span,
   };
   const actor = createActor(enforcedCallMachine, {
     input: {
@@ -246,7 +264,9 @@ async function runCall(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs
   const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
 
   if (out.outcome === 'completed' && h.pending) {
-    await run.events.emit('call.pending', { callId, toolId: entry.id, clientId: entry.owner }, h.lastEventId);
+    await run.events.emit('call.pending', {
+      callId, toolId: entry.id, clientId: entry.owner, ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+    }, h.lastEventId);
     return { ok: true, pending: true, callId, toolName: entry.name, args: out.args };
   }
   if (out.outcome === 'completed') {

@@ -58,6 +58,7 @@ export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, bo
     const telemetry = (): CodeRunTelemetry => ({ ...counted(), durationMs: Math.round(performance.now() - started) });
     const requested = await run.events.emit('code.requested', {
       codeRunId, bodyDigest: createHash('sha256').update(code).digest('hex'), bodyBytes: Buffer.byteLength(code, 'utf8'), timeoutMs,
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
     }, op.causationId);
     if (typeof body !== 'string' || body.trim() === '') {
       const error = { code: 'code.invalidBody', message: 'tool_search_code needs "code": a non-empty JavaScript function body.' };

@@ -6,14 +6,15 @@ import {
 } from '../../machines/index.js';
 import { SharedMcpServers, type Catalog } from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
-import { completedCounters, initialSessionState, makeEnvelope } from '../events/index.js';
+import { completedCounters, initialSessionState, makeEnvelope, type SessionState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
-import type { StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
+import type { InvokeOptions, StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
 import { runStep } from './runStep.js';
+import { traceHeadersFetch } from '../telemetry/index.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
@@ -26,6 +27,13 @@ interface TurnHandle {
   run: TurnRun;
 }
 const handleOf = (input: TurnActorBase): TurnHandle => input.turn as TurnHandle;
+
+/** The gateway's call id of the latest pending client call handed back under the model's `toolCallId`. */
+function pendingByToolCallId(session: SessionState, toolCallId: string): string | undefined {
+  let found: string | undefined;
+  for (const [callId, p] of Object.entries(session.pendingClientCalls)) if (p.toolCallId === toolCallId) found = callId;
+  return found;
+}
 
 /**
  * The turn machine with the engine's actors, provided once: every turn is an actor of it, with its `TurnHandle`
@@ -43,7 +51,10 @@ const engineTurnMachine = turnMachine.provide({
       const { deps, run } = handleOf(input);
       let result: StepResult;
       try {
-        result = await runStep(deps, run, turnViewOf(input), input.step, signal);
+        // The model's tool call id of the step, when the front gave one.
+        const toolCallId = run.stepCallIds.get(input.step.stepId);
+        run.stepCallIds.delete(input.step.stepId);
+        result = await runStep(deps, run, turnViewOf(input), input.step, signal, toolCallId);
       } catch (err) {
         result = fail('turn.stepFailed', `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -78,8 +89,11 @@ export function createEngine(opts: EngineOptions): Engine {
   // role all: joins queue group `policy` and decides requests naming no decider), or none (`false`).
   const enforcerMode = opts.startEnforcer === false ? 'none' : opts.startEnforcer === true ? 'shared' : 'own';
   const decider = enforcerMode === 'own' ? `engine-${randomUUID()}` : undefined;
+  // With tracing on, an MCP call's W3C headers go to HTTP and SSE servers through their fetch.
+  const mcpFetch = opts.telemetry?.enabled === true ? traceHeadersFetch(opts.mcpFetch) : opts.mcpFetch;
   const deps: EngineDeps = {
     ...(decider === undefined ? {} : { decider }),
+    ...(mcpFetch === undefined ? {} : { mcpFetch }),
     opts,
     config,
     now: opts.now ?? (() => new Date()),
@@ -94,7 +108,7 @@ export function createEngine(opts: EngineOptions): Engine {
     sharedMcp: opts.sharedMcp ?? new SharedMcpServers({
       roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
       ...(opts.mcpConnect === undefined ? {} : { connect: opts.mcpConnect }),
-      ...(opts.mcpFetch === undefined ? {} : { fetch: opts.mcpFetch }),
+      ...(mcpFetch === undefined ? {} : { fetch: mcpFetch }),
     }),
   };
   const ownsSharedMcp = opts.sharedMcp === undefined;
@@ -144,7 +158,7 @@ export function createEngine(opts: EngineOptions): Engine {
     const clientId = req.clientId ?? 'client';
     const events = new TurnPublisher(opts.bus, facts.sessionId, turnId, deps.now, deps.newId, session);
     const answers = new TurnAnswers(opts.bus, facts.sessionId, turnId, (e) => events.fold(e));
-    const trace = startTurnTrace(opts.telemetry, facts.sessionId, turnId);
+    const trace = startTurnTrace(opts.telemetry, facts.sessionId, turnId, req.trace);
     if (trace !== undefined) {
       events.tracing = trace;
       answers.observe = (e) => { trace.observe(e); };
@@ -167,7 +181,7 @@ export function createEngine(opts: EngineOptions): Engine {
     }
     const run: TurnRun = {
       facts, turnId, harness, clientId, clientTools: req.clientTools ?? [], mcpServers: req.mcpServers ?? {}, requestedMode,
-      events, answers, session, startedEventId, trace, steps: new Map(),
+      events, answers, session, startedEventId, trace, steps: new Map(), stepCallIds: new Map(),
     };
 
     const actor = createActor(engineTurnMachine, { input: { sessionId: facts.sessionId, turnId, turn: { deps, run } satisfies TurnHandle } });
@@ -220,18 +234,23 @@ export function createEngine(opts: EngineOptions): Engine {
       sessionId: facts.sessionId,
       turnId,
       exposure,
-      invoke(toolName: string, args: unknown): Promise<StepResult> {
+      trace: trace?.turnHeaders(),
+      invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
           return Promise.resolve(fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`));
         }
         const stepId = deps.newId();
+        if (typeof invokeOpts?.toolCallId === 'string' && invokeOpts.toolCallId !== '') run.stepCallIds.set(stepId, invokeOpts.toolCallId.slice(0, 200));
         return new Promise<StepResult>((resolve) => {
           run.steps.set(stepId, resolve);
           actor.send({ type: 'STEP', stepId, tool: String(toolName), args });
         });
       },
-      async clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void> {
-        const known = Object.hasOwn(session.state.pendingClientCalls, callId);
+      async clientResult(givenId: string, result: { ok: boolean; content: string }): Promise<void> {
+        // The client answers under the id it was handed: the gateway's call id, or the model's tool call id.
+        const pending = session.state.pendingClientCalls;
+        const callId = Object.hasOwn(pending, givenId) ? givenId : pendingByToolCallId(session.state, givenId) ?? givenId;
+        const known = Object.hasOwn(pending, callId);
         const content = typeof result?.content === 'string' ? result.content : JSON.stringify(result?.content ?? null);
         await events.emit('client.result.received', {
           callId, ok: result?.ok === true, resultBytes: Buffer.byteLength(content, 'utf8'),

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { resolveTool } from '../catalog/index.js';
 import { describeEntry, type DescribedTool, type SearchAnswer } from '../search/index.js';
 import type { Result } from '../shared/index.js';
@@ -22,6 +23,7 @@ function effectiveLimit(deps: EngineDeps, limit: unknown): number {
  */
 export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
   return traced(run, SpanName.search, op.parentSpan, async () => {
+    const t0 = performance.now();
     const answer: Result<SearchAnswer> = view.index.search(query, limit === undefined ? {} : { limit });
     const searchId = deps.newId();
     const err = errorInfo(answer);
@@ -35,6 +37,8 @@ export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView
       via: op.via === 'code' ? 'code' : 'tool',
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      durationMs: performance.now() - t0,
     }, op.causationId);
     return answer;
   });
@@ -47,6 +51,7 @@ export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView
  */
 export async function describeTool(deps: EngineDeps, run: TurnRun, view: TurnView, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
   return traced(run, SpanName.describe, op.parentSpan, async () => {
+    const t0 = performance.now();
     const resolved = resolveTool(view.catalog.entries, ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
     const err = errorInfo(answer);
@@ -57,6 +62,8 @@ export async function describeTool(deps: EngineDeps, run: TurnRun, view: TurnVie
       via: op.via === 'code' ? 'code' : 'tool',
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      durationMs: performance.now() - t0,
     }, op.causationId);
     return answer;
   });

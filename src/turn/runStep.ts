@@ -17,10 +17,12 @@ function notExposed(view: TurnView, tool: string): StepResult {
  * Serves one invocation by the model of an exposed tool: a direct tool by its exposed name, the structured trio,
  * or `tool_search_code`. A name that is not exposed gets `tool.notExposed`, as a provider's unknown tool would.
  */
-export async function runStep(deps: EngineDeps, run: TurnRun, view: TurnView, step: TurnStep, signal: AbortSignal): Promise<StepResult> {
+export async function runStep(
+  deps: EngineDeps, run: TurnRun, view: TurnView, step: TurnStep, signal: AbortSignal, toolCallId?: string,
+): Promise<StepResult> {
   const exposure = view.exposure;
   // No parentSpan: the model's own steps hang under the turn's execute span (spans.ts).
-  const op: OpCtx = { via: exposure.mode === 'direct' ? 'direct' : 'tool', causationId: run.startedEventId, signal };
+  const op: OpCtx = { via: exposure.mode === 'direct' ? 'direct' : 'tool', causationId: run.startedEventId, signal, ...(toolCallId === undefined ? {} : { toolCallId }) };
   if (!exposure.tools.some((t) => t.function.name === step.tool)) {
     // In direct mode every step is a call: one naming no exposed tool is an attempted call, recorded.
     const error = notExposed(view, step.tool);

@@ -37,7 +37,7 @@ function runtimeOf(deps: EngineDeps, session: EngineSession): SessionMcpRuntime 
       idleTimeoutMs: deps.config.session.idleTimeoutMs,
       shared: deps.sharedMcp,
       roots: [{ uri: pathToFileURL(deps.config.workspaceDir).href, name: 'workspace' }],
-      ...(deps.opts.mcpFetch === undefined ? {} : { fetch: deps.opts.mcpFetch }),
+      ...(deps.mcpFetch === undefined ? {} : { fetch: deps.mcpFetch }),
       ...(deps.opts.onSessionMcpToolsChanged === undefined ? {} : { onToolsChanged: (server: string) => deps.opts.onSessionMcpToolsChanged?.(session.sessionId, server) }),
       ...(deps.opts.mcpConnect === undefined ? {} : { connect: deps.opts.mcpConnect }),
     });

@@ -1,10 +1,25 @@
-import { performance } from 'node:perf_hooks';
-import type { Context, Span } from '@opentelemetry/api';
+import { SpanKind, type HrTime, type Span } from '@opentelemetry/api';
+import type { McpPeer } from '../catalog/index.js';
+import type { Result } from '../shared/index.js';
 import type { Envelope } from '../bus/index.js';
 import type { EventOf, TurnState } from '../events/index.js';
 import {
+  Attr,
+  GEN_AI_EXECUTE_TOOL,
+  LightSpan,
+  setAttrs,
+  MCP_TOOLS_CALL,
+  PARENT_SPAN_KEY,
   SpanName,
+  mcpCallSpanName,
   applySpanFacts,
+  callSpanName,
+  spanIdFor,
+  spanOf,
+  extractParent,
+  hrNow,
+  hrPlusMs,
+  rejectedCallSpanFacts,
   approvalSpanFacts,
   callSpanFacts,
   codeSpanFacts,
@@ -19,14 +34,15 @@ import {
   injectTraceHeaders,
   listSourcesSpanFacts,
   markError,
-  parentContext,
   resolvePolicySpanFacts,
   searchSpanFacts,
   sourceSpanFacts,
   turnSpanFacts,
   type CallEnd,
   type CodeEnd,
+  type SpanAttrs,
   type Telemetry,
+  withMcpCallTrace,
   type TraceHeaders,
   type TurnEnd,
 } from '../telemetry/index.js';
@@ -63,19 +79,24 @@ interface Rec {
   name: TracedName;
   span: Span;
   parent: Span;
-  /** performance.now() at start (source spans start with their listSources). */
-  startedAt: number;
+  /** Start time (source spans start with their listSources). */
+  startedAt: HrTime;
   ended: boolean;
   /** The opening event (call.requested, code.requested) or the one event (search/describe.performed, a phase's). */
   event?: Envelope;
   decided?: EventOf<'call.decided'>;
   end?: Envelope;
-  /** performance.now() of the last event of this call (a hook span starts there). */
-  lastAt: number;
+  /** Time of the last event of this call (a hook span starts there). */
+  lastAt: HrTime;
   approvals?: Map<string, { span: Span; requested: EventOf<'approval.requested'> }>;
 }
 
-const now = (): number => performance.now();
+/*
+ * One clock for every span of the turn: each start and end is given explicitly from `hrNow()` (epoch nanoseconds
+ * from the monotonic clock). The SDK's own defaults mix Date.now() milliseconds for starts with performance.now()
+ * microseconds for ends, so a child could start before its parent.
+ */
+const now = hrNow;
 
 /** The traced pieces of one turn: root span, phases, execute, and the work under it. */
 export class TurnTrace {
@@ -87,10 +108,11 @@ export class TurnTrace {
   private readonly calls = new Map<string, Rec>();
   private readonly codes = new Map<string, Rec>();
   private readonly answers = new Set<string>();
-  /** W3C headers and child context of each span of the turn, computed once (plain Maps: the turn's lifetime). */
+  /** W3C headers of each span of the turn, computed once (a plain Map: the turn's lifetime). */
   private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
-  private readonly contextCache = new Map<Span, Context>();
   private started: EventOf<'turn.started'> | undefined;
+  /** The span id of the caller's span the turn hangs under, if any. */
+  private remoteParent: string | undefined;
   private exposed: EventOf<'tools.exposed'> | undefined;
   private end: TurnEnd | undefined;
   private done = false;
@@ -99,8 +121,17 @@ export class TurnTrace {
     readonly telemetry: Telemetry,
     readonly sessionId: string,
     readonly turnId: string,
+    /** The caller's W3C trace context: the turn joins its trace; absent: a new trace. */
+    parent?: Readonly<Record<string, string>>,
   ) {
-    this.turn = telemetry.startSpan(SpanName.turn, {}, { parent: null });
+    const remote = parent === undefined || parent['traceparent'] === undefined ? undefined : extractParent(parent);
+    this.turn = telemetry.startSpan(SpanName.turn, undefined, { parent: remote ?? null, startTime: now() });
+    if (remote !== undefined) this.remoteParent = spanOf(remote)?.spanContext().spanId;
+  }
+
+  /** W3C headers of the turn span: a front's own spans of the turn (model calls) hang under it. */
+  turnHeaders(): TraceHeaders | undefined {
+    return this.headersOf(this.turn);
   }
 
   /** The span work hangs under when the caller names none: execute once tools are exposed, else the turn. */
@@ -110,6 +141,7 @@ export class TurnTrace {
 
   /** W3C headers of a span (`envelope.trace`), computed once per span. */
   private headersOf(span: Span): TraceHeaders | undefined {
+    if (span instanceof LightSpan) return span.headers();
     let h = this.headerCache.get(span);
     if (h === undefined && !this.headerCache.has(span)) {
       h = injectTraceHeaders(span);
@@ -119,20 +151,15 @@ export class TurnTrace {
   }
 
   /** Starts a child span of `parent` (its context built once per parent). */
-  private child(name: string, parent: Span, startTime?: number): Span {
-    let ctx = this.contextCache.get(parent);
-    if (ctx === undefined) {
-      ctx = parentContext(parent);
-      this.contextCache.set(parent, ctx);
-    }
-    return this.telemetry.startSpan(name, undefined, startTime === undefined ? { parent: ctx } : { parent: ctx, startTime });
+  private child(name: string, parent: Span, startTime: HrTime = now(), spanId?: string): Span {
+    return this.telemetry.startChildSpan(name, parent, spanId === undefined ? { startTime } : { startTime, spanId });
   }
 
   /** Starts a span for a piece of work and ends it, with its facts, when `fn` settles. */
   run<T>(name: TracedName, parent: Span | undefined, fn: (span: Span) => Promise<T>): Promise<T> {
     const p = parent ?? (isPhase(name) ? this.turn : this.workParent());
-    const span = this.child(name, p);
     const t = now();
+    const span = this.child(name, p, t);
     const rec: Rec = { name, span, parent: p, startedAt: t, ended: false, lastAt: t };
     this.running.add(rec);
     this.waiting.push(rec);
@@ -144,7 +171,7 @@ export class TurnTrace {
       this.fail(rec, err);
       return Promise.reject(err);
     }
-    return Promise.resolve(result).then(
+    return (result instanceof Promise ? result : Promise.resolve(result)).then(
       (v) => {
         this.finish(rec);
         return v;
@@ -195,14 +222,18 @@ export class TurnTrace {
       const rec = this.claim(phase, undefined, e);
       if (e.type === 'tools.exposed') {
         this.exposed = e as EventOf<'tools.exposed'>;
-        this.execute ??= this.child(SpanName.execute, this.turn);
+        // No event names execute: its id is derived from the event that opens it, as the rebuild derives it.
+        this.execute ??= this.child(SpanName.execute, this.turn, t, spanIdFor(SpanName.execute, e.id));
       }
       return this.headersOf(rec?.span ?? this.turn);
     }
     switch (e.type) {
-      case 'turn.started':
+      case 'turn.started': {
         this.started = e as EventOf<'turn.started'>;
-        return this.headersOf(this.turn);
+        const h = this.headersOf(this.turn);
+        // The caller's span the turn hangs under, so a trace rebuilt from the events hangs there too.
+        return h === undefined || this.remoteParent === undefined ? h : ({ ...h, [PARENT_SPAN_KEY]: this.remoteParent } as TraceHeaders);
+      }
       case 'turn.completed':
       case 'turn.failed':
         this.end ??= e as TurnEnd;
@@ -229,7 +260,14 @@ export class TurnTrace {
         const rec = this.claim(SpanName.call, this.parentNamed(data.codeRunId), e);
         if (rec === undefined || typeof data.callId !== 'string') return this.headersOf(this.workParent());
         rec.lastAt = t;
+        rec.span.updateName(callSpanName((e as EventOf<'call.requested'>).data.toolName));
         this.calls.set(data.callId, rec);
+        return this.headersOf(rec.span);
+      }
+      case 'call.rejected': {
+        const rec = this.claim(SpanName.call, this.parentNamed(data.codeRunId), e);
+        if (rec === undefined) return this.headersOf(this.workParent());
+        rec.span.updateName(callSpanName((e as EventOf<'call.rejected'>).data.ref));
         return this.headersOf(rec.span);
       }
       default:
@@ -245,7 +283,7 @@ export class TurnTrace {
         break;
       case 'approval.requested': {
         const requested = e as EventOf<'approval.requested'>;
-        const span = this.child(SpanName.approval, call.span);
+        const span = this.child(SpanName.approval, call.span, t);
         (call.approvals ??= new Map()).set(requested.data.approvalId, { span, requested });
         return this.headersOf(span);
       }
@@ -255,11 +293,11 @@ export class TurnTrace {
         if (a === undefined) break;
         call.approvals!.delete(resolved.data.approvalId);
         applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested, resolved }));
-        a.span.end();
+        a.span.end(t);
         return this.headersOf(a.span);
       }
       case 'hook.ran': {
-        const span = this.child(SpanName.hook, call.span, previous);
+        const span = this.child(SpanName.hook, call.span, previous, spanIdFor(SpanName.hook, e.id));
         applySpanFacts(span, hookSpanFacts(e as EventOf<'hook.ran'>));
         span.end(t);
         break;
@@ -278,6 +316,7 @@ export class TurnTrace {
 
   private finish(rec: Rec): void {
     if (rec.ended) return;
+    const end = now();
     const w = this.waiting.indexOf(rec);
     if (w >= 0) this.waiting.splice(w, 1);
     const span = rec.span;
@@ -288,7 +327,7 @@ export class TurnTrace {
       case SpanName.expose:
         // A phase that did not reach its event is the one that was running when the turn failed: it ends with the turn.
         if (rec.event === undefined) return;
-        this.endPhase(rec);
+        this.endPhase(rec, end);
         return;
       case SpanName.search:
         if (rec.event !== undefined) applySpanFacts(span, searchSpanFacts(rec.event as EventOf<'search.performed'>));
@@ -297,6 +336,10 @@ export class TurnTrace {
         if (rec.event !== undefined) applySpanFacts(span, describeSpanFacts(rec.event as EventOf<'describe.performed'>));
         break;
       case SpanName.call: {
+        if (rec.event?.type === 'call.rejected') {
+          applySpanFacts(span, rejectedCallSpanFacts(rec.event as EventOf<'call.rejected'>));
+          break;
+        }
         const requested = rec.event as EventOf<'call.requested'> | undefined;
         if (requested !== undefined) {
           applySpanFacts(span, callSpanFacts({ requested, decided: rec.decided, end: rec.end as CallEnd | undefined }));
@@ -304,7 +347,7 @@ export class TurnTrace {
         }
         for (const a of rec.approvals?.values() ?? []) {
           applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested }));
-          a.span.end();
+          a.span.end(end);
         }
         rec.approvals?.clear();
         break;
@@ -322,9 +365,9 @@ export class TurnTrace {
     }
     rec.ended = true;
     this.running.delete(rec);
-    span.end();
+    span.end(end);
   }
-  private endPhase(rec: Rec): void {
+  private endPhase(rec: Rec, end: HrTime = now()): void {
     const e = rec.event!;
     switch (rec.name) {
       case SpanName.resolvePolicy:
@@ -333,12 +376,11 @@ export class TurnTrace {
       case SpanName.listSources: {
         const listed = e as EventOf<'sources.listed'>;
         applySpanFacts(rec.span, listSourcesSpanFacts(listed));
-        const end = now();
         const sources = listed.data.sources;
         for (let i = 0; i < sources.length; i++) {
-          const child = this.child(SpanName.source, rec.span, rec.startedAt);
+          const child = this.child(SpanName.source, rec.span, rec.startedAt, spanIdFor(SpanName.source, `${listed.id}#${i}`));
           applySpanFacts(child, sourceSpanFacts(listed, i));
-          child.end(Math.min(end, rec.startedAt + Math.max(0, sources[i]!.durationMs)));
+          child.end(hrPlusMs(rec.startedAt, sources[i]!.durationMs, end));
         }
         break;
       }
@@ -353,7 +395,7 @@ export class TurnTrace {
     }
     rec.ended = true;
     this.running.delete(rec);
-    rec.span.end();
+    rec.span.end(end);
   }
 
   /**
@@ -366,33 +408,35 @@ export class TurnTrace {
     this.done = true;
     this.waiting.length = 0;
     const end = this.end;
+    const t = now();
     for (const rec of [...this.running]) {
       if (!isPhase(rec.name)) continue;
-      if (rec.event !== undefined) this.endPhase(rec);
+      if (rec.event !== undefined) this.endPhase(rec, t);
       else {
         if (end?.type === 'turn.failed' && this.exposed === undefined) applySpanFacts(rec.span, failedPhaseSpanFacts(end));
         rec.ended = true;
         this.running.delete(rec);
-        rec.span.end();
+        rec.span.end(t);
       }
     }
     if (this.execute !== undefined && this.exposed !== undefined) {
       applySpanFacts(this.execute, executeSpanFacts(this.exposed, end));
-      this.execute.end();
+      this.execute.end(t);
     }
     applySpanFacts(this.turn, turnSpanFacts({
       sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
       derived: countersFromTurnState(state),
     }));
-    this.turn.end();
+    this.turn.end(t);
     this.headerCache.clear();
-    this.contextCache.clear();
   }
 }
 
 /** A TurnTrace when telemetry is on (a disabled Telemetry records nothing, so it gets none). */
-export function startTurnTrace(telemetry: Telemetry | undefined, sessionId: string, turnId: string): TurnTrace | undefined {
-  return telemetry === undefined || !telemetry.enabled ? undefined : new TurnTrace(telemetry, sessionId, turnId);
+export function startTurnTrace(
+  telemetry: Telemetry | undefined, sessionId: string, turnId: string, parent?: Readonly<Record<string, string>>,
+): TurnTrace | undefined {
+  return telemetry === undefined || !telemetry.enabled ? undefined : new TurnTrace(telemetry, sessionId, turnId, parent);
 }
 
 /**
@@ -409,4 +453,63 @@ export function traced<T>(
   const tt = turn.trace;
   if (tt === undefined) return fn(undefined);
   return tt.run(name, parent, fn);
+}
+
+/**
+ * Runs one call to an MCP server inside its CLIENT span `tools/call {tool}` (MCP semconv: method, tool name,
+ * `execute_tool`, transport, server address and port of an HTTP server, MCP session id and protocol version), a
+ * child of the final call's span, and hands `run` that span's W3C context for the server (`params._meta`, HTTP
+ * headers). A result with `isError` is `error.type` `tool_error`; a failed call carries its code. Without a trace
+ * (telemetry off) or a live server (`peer` undefined) it just runs.
+ */
+export function tracedMcpCall<T>(
+  tt: TurnTrace | undefined,
+  callSpan: Span | undefined,
+  peer: McpPeer | undefined,
+  entry: { id: string; owner: string; name: string },
+  run: (trace: TraceHeaders | undefined) => Promise<Result<T>>,
+): Promise<Result<T>> {
+  if (tt === undefined || callSpan === undefined || peer === undefined || peer.transport === 'snapshot') return run(undefined);
+  const attrs: SpanAttrs = {
+    [Attr.mcpMethodName]: MCP_TOOLS_CALL,
+    [Attr.genAiToolName]: entry.name,
+    [Attr.genAiOperationName]: GEN_AI_EXECUTE_TOOL,
+    [Attr.networkTransport]: peer.transport === 'stdio' ? 'pipe' : 'tcp',
+    [Attr.mcpSessionId]: peer.sessionId,
+    [Attr.mcpProtocolVersion]: peer.protocolVersion,
+    [Attr.sessionId]: tt.sessionId,
+    [Attr.turnId]: tt.turnId,
+    [Attr.toolId]: entry.id,
+    [Attr.sourceName]: entry.owner,
+  };
+  if (peer.url !== undefined) {
+    try {
+      const u = new URL(peer.url);
+      attrs[Attr.networkProtocolName] = 'http';
+      attrs[Attr.serverAddress] = u.hostname.replace(/^\[|\]$/g, '');
+      attrs[Attr.serverPort] = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    } catch {
+      // A spec URL was validated when the server was opened; nothing to add if it does not parse here.
+    }
+  }
+  const span = tt.telemetry.startChildSpan(mcpCallSpanName(entry.name), callSpan, { kind: SpanKind.CLIENT });
+  setAttrs(span, attrs);
+  const end = (r: Result<T>): Result<T> => {
+    const rpcCode = r.ok ? undefined : (r.error.details as { rpcCode?: unknown } | undefined)?.rpcCode;
+    if (typeof rpcCode === 'number') {
+      // MCP semconv: a JSON-RPC error answer is error.type and rpc.response.status_code, its code as a string.
+      span.setAttribute(Attr.rpcResponseStatusCode, String(rpcCode));
+      markError(span, String(rpcCode));
+    } else if (!r.ok) markError(span, r.error.code);
+    else if ((r.value as { isError?: unknown } | null)?.isError === true) markError(span, 'tool_error');
+    span.end(now());
+    return r;
+  };
+  const headers = injectTraceHeaders(span);
+  // Over HTTP the headers go out through the engine's mcpFetch (traceHeadersFetch), which reads them from here.
+  return withMcpCallTrace(headers, () => run(headers)).then(end, (err: unknown) => {
+    markError(span, errorCodeOf(err));
+    span.end(now());
+    throw err;
+  });
 }

@@ -19,6 +19,16 @@ export interface TurnRequest {
   clientTools?: ClientToolSpec[];
   /** MCP servers this session adds (same shapes as config `mcpServers`). */
   mcpServers?: Record<string, unknown>;
+  /**
+   * W3C trace context (`traceparent`, `tracestate`) of the caller's span: the turn's spans join that trace (an
+   * instrumented agent and the gateway show as one trace). Absent: the turn starts a new trace.
+   */
+  trace?: Record<string, string>;
+}
+
+/** How the model invoked a tool: its own id of the tool call (`tool_calls[].id`), recorded as `gen_ai.tool.call.id`. */
+export interface InvokeOptions {
+  toolCallId?: string;
 }
 
 /** The answer to one tool invocation by the model. A blocked call is `ok: false` with a code that says blocked. */
@@ -34,8 +44,17 @@ export interface Turn {
   turnId: string;
   exposure: Exposure;
   /** The model invoked an exposed tool by its exposed name. Unknown names get an error result. */
-  invoke(toolName: string, args: unknown): Promise<StepResult>;
-  /** Records the client's result for a call handed back earlier (possibly in an earlier turn). */
+  invoke(toolName: string, args: unknown, opts?: InvokeOptions): Promise<StepResult>;
+  /**
+   * W3C headers of the turn's span (absent when telemetry is off): a front hangs its own spans of the turn (the
+   * upstream model calls) under it.
+   */
+  readonly trace?: Record<string, string> | undefined;
+  /**
+   * Records the client's result for a call handed back earlier (possibly in an earlier turn). `callId` is the
+   * gateway's call id or, for a client tool the model called directly, the model's tool call id it was handed back
+   * under.
+   */
   clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void>;
   /**
    * Ends the turn: completed, or failed with a reason. `promptBytes`: the serialized bytes of every request the

@@ -83,6 +83,8 @@ export interface EngineDeps {
   catalogs: CatalogMemo;
   /** The MCP servers every session of this engine shares. */
   sharedMcp: SharedMcpServers;
+  /** The fetch of HTTP and SSE MCP servers: `opts.mcpFetch`, with each traced call's W3C headers when telemetry is on. */
+  mcpFetch?: NonNullable<ConnectOptions['fetch']>;
   /** The id named as `decider` on this engine's `call.requested` when it embeds a private enforcer. */
   decider?: string;
 }
@@ -95,6 +97,8 @@ export interface OpCtx {
   causationId: string | null;
   signal: AbortSignal;
   parentSpan?: Span;
+  /** The model's id of the tool call this operation serves (a step's own operation, never a code run's bridge). */
+  toolCallId?: string;
 }
 
 /**
@@ -119,6 +123,8 @@ export interface TurnRun {
   readonly trace: TurnTrace | undefined;
   /** Steps sent to the machine and not answered yet: stepId -> the invoker's resolve. */
   readonly steps: Map<string, (r: StepResult) => void>;
+  /** The model's tool call id of a step sent to the machine, when the front gave one: stepId -> toolCallId. */
+  readonly stepCallIds: Map<string, string>;
 }
 
 /** What a step reads from the machine's context: the policy-filtered catalog, its index and the exposure. */

@@ -12,7 +12,7 @@ afterEach(() => {
 });
 
 describe('toolsearch code --json', () => {
-  it('prints the outcome object and exits 0 whatever the body did', async () => {
+  it('prints the outcome object; exits 0 when the run succeeded and 1 when it failed', async () => {
     dir = cliDir();
     writeFileSync(join(dir, 'body.js'), `const hits = await tools.search('weather forecast'); console.log(hits.length); return hits[0].id;`);
     const io = captureIo(dir);
@@ -22,9 +22,22 @@ describe('toolsearch code --json', () => {
       telemetry: { catalogSize: 2, sources: { openclaw: 0, mcp: 2, client: 0 }, searchCount: 1, describeCount: 0, callCount: 0 },
     });
     const bad = captureIo(dir);
-    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'await tools.call("mcp:weather:get_forecast", {city: "Oslo"})', '--json'], bad)).toBe(0);
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'await tools.call("mcp:weather:get_forecast", {city: "Oslo"})', '--json'], bad)).toBe(1);
     expect(bad.lastJson()).toMatchObject({ ok: false, error: { code: expect.any(String), message: expect.stringContaining('snapshot') }, logs: [], telemetry: { callCount: 1 } });
     expect(await codeCommand.run(['--json'], captureIo(dir))).toBe(2);
+    const threw = captureIo(dir);
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'throw new Error("boom")'], threw)).toBe(1);
+    expect(threw.err.join('\n')).toMatch(/boom/);
+  });
+
+  it('reads the body from standard input with --file -', async () => {
+    dir = cliDir();
+    const io = { ...captureIo(dir), stdin: async () => 'return (await tools.search("weather")).length' };
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--file', '-', '--json'], io)).toBe(0);
+    expect(io.lastJson()).toMatchObject({ ok: true, value: 2 });
+    const none = captureIo(dir);
+    expect(await codeCommand.run(['--catalog', 'weather.json', '--file', '-', '--json'], none)).toBe(1);
+    expect(none.lastJson()).toMatchObject({ ok: false, error: { code: 'code.read', message: expect.stringContaining('standard input') } });
   });
 
   it('carries the sessionId, so the run can be audited', async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openMemoryBus } from '../../src/bus/index.js';
 import { tracesCommand } from '../../src/cli/commands/traces.js';
-import { Attr, SpanName, rebuildTraceFromEvents, traceIdFor, type JaegerFile, type OtlpTraceRequest } from '../../src/telemetry/index.js';
+import { Attr, SpanName, isCallSpanName, rebuildTraceFromEvents, traceIdFor, type JaegerFile, type OtlpTraceRequest } from '../../src/telemetry/index.js';
 import { SECRET, codeTurn, directTurn, toolsTurn } from '../telemetry/rebuildEvents.js';
 import { runCaptured } from './support.js';
 
@@ -46,7 +46,7 @@ describe('toolsearch traces --log', () => {
     // The code run's bridged call hangs under toolsearch.code.
     const t3 = file.data[2]!;
     const code = t3.spans.find((s) => s.operationName === SpanName.code)!;
-    const call = t3.spans.find((s) => s.operationName === SpanName.call)!;
+    const call = t3.spans.find((s) => isCallSpanName(s.operationName))!;
     expect(call.references[0]?.spanID).toBe(code.spanID);
     expect(call.tags).toContainEqual({ key: Attr.genAiOperationName, type: 'string', value: 'execute_tool' });
     expect(readFileSync(path, 'utf8')).not.toContain(SECRET);

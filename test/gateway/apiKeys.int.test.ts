@@ -42,6 +42,8 @@ async function keysCli(...args: string[]): Promise<{ code: number; out: string[]
 
 const chat = (content: string, headers: Record<string, string> = {}) =>
   postJson(`${gw.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content }] }, headers);
+const responses = (input: string, headers: Record<string, string> = {}) =>
+  postJson(`${gw.url}/v1/responses`, { model: 'any', input }, headers);
 const bearer = (name: string) => ({ authorization: `Bearer ${keys[name]}` });
 const lines = (file: string): Array<{ agent: string; owner: boolean; session: string }> =>
   existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
@@ -165,6 +167,26 @@ describe('HTTP front with API keys', () => {
     const fresh = await chat('hello', bearer('app'));
     const id = fresh.headers.get('x-toolsearch-session') as string;
     expect((await chat('hello', { ...bearer('ops'), 'x-toolsearch-session': id })).status).toBe(403);
+  });
+
+  it('POST /v1/responses goes through the same admission: no key, a widened identity or another key\'s session is refused', async () => {
+    const before = lines(join(dir, 'denied.jsonl')).length;
+    const none = await responses('target=witness_support_denied');
+    expect(none.status).toBe(401);
+    expect(none.json.error.code).toBe('auth.missingKey');
+    const agent = await responses('target=witness_support_denied', { ...bearer('app'), 'x-toolsearch-agent': 'default' });
+    expect(agent.status).toBe(403);
+    expect(agent.json.error).toMatchObject({ code: 'principal.notAllowed', param: 'x-toolsearch-agent' });
+    const opened = await responses('hello', { ...bearer('app'), 'x-toolsearch-session': 'responses-1' });
+    expect(opened.status).toBe(200);
+    expect(opened.json.object).toBe('response');
+    const stolen = await responses('target=witness_owner_only', { ...bearer('ops'), 'x-toolsearch-session': 'responses-1' });
+    expect(stolen.status).toBe(403);
+    expect(stolen.json.error).toMatchObject({ code: 'session.notYours', param: 'x-toolsearch-session' });
+    // A key without an agent header runs as its own agent here too: its deny list holds.
+    const own = await responses('target=witness_support_denied', bearer('app'));
+    expect(own.status).toBe(200);
+    expect(lines(join(dir, 'denied.jsonl'))).toHaveLength(before);
   });
 
   it('records digests and sizes, not the messages: a marker in the chat never reaches the event log', async () => {

@@ -2,7 +2,7 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
 import type { Envelope } from '../../src/bus/index.js';
-import { Attr, SpanName, rebuildTraceFromEvents, spanShapes } from '../../src/telemetry/index.js';
+import { Attr, SpanName, isCallSpanName, rebuildTraceFromEvents, spanModelName, spanShapes } from '../../src/telemetry/index.js';
 import { parentName, startTurn, tracedWorld, tree, type TracedWorld } from './engineWorld.js';
 
 let world: TracedWorld | undefined;
@@ -18,7 +18,7 @@ function expectSpanPerEvent(spans: ReadableSpan[], events: Envelope[], type: str
   const of = events.filter((e) => e.type === type);
   expect(of.length).toBeGreaterThan(0);
   for (const e of of) {
-    const found = spans.filter((s) => s.name === name && ids(s)[0] === e.id);
+    const found = spans.filter((s) => spanModelName(s.name) === name && ids(s)[0] === e.id);
     expect(found, `${name} for ${type} ${e.id}`).toHaveLength(1);
     expect(parentName(spans, found[0]!)).toBe(parent);
   }
@@ -57,7 +57,7 @@ describe('live engine spans follow the span model', () => {
       [Attr.toolsSelected]: ['openclaw:demo:echo_text', 'openclaw:demo:add_numbers'],
     });
     expect(root.attributes[Attr.exposedBytes]).toBeGreaterThan(0);
-    const failed = spans.find((s) => s.name === SpanName.call && s.attributes[Attr.genAiToolName] === 'fail_always')!;
+    const failed = spans.find((s) => isCallSpanName(s.name) && s.attributes[Attr.genAiToolName] === 'fail_always')!;
     expect(failed.status.code).toBe(2);
     expectMatchesRebuild(spans, events);
   });
@@ -83,7 +83,7 @@ describe('live engine spans follow the span model', () => {
     const search = spans.find((s) => s.name === SpanName.search && s.attributes[Attr.searchQuery] === 'echo text')!;
     expect(search.attributes).toMatchObject({ [Attr.searchLimit]: 3, [Attr.sessionId]: 't1' });
     expect(search.attributes[Attr.searchResultCount]).toBeGreaterThan(0);
-    const blocked = spans.find((s) => s.name === SpanName.call && s.attributes[Attr.policyDecision] === 'blocked')!;
+    const blocked = spans.find((s) => isCallSpanName(s.name) && s.attributes[Attr.policyDecision] === 'blocked')!;
     expect(blocked.attributes[Attr.errorCode]).toBe('call.blocked');
     const approval = spans.find((s) => s.name === SpanName.approval)!;
     expect(approval.attributes[Attr.policyDecision]).toMatch(/denied|timedOut/);
@@ -106,7 +106,7 @@ describe('live engine spans follow the span model', () => {
     const traceId = spans[0]!.spanContext().traceId;
     const spanIdOf = (e: Envelope) => e.trace?.traceparent?.split('-')[2];
     for (const e of events) expect(e.trace?.traceparent, e.type).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    const byId = (id: string | undefined) => spans.find((s) => s.spanContext().spanId === id)?.name;
+    const byId = (id: string | undefined) => { const n = spans.find((s) => s.spanContext().spanId === id)?.name; return n === undefined ? n : spanModelName(n); };
     const at = (type: string) => byId(spanIdOf(events.find((e) => e.type === type)!));
     expect(at('turn.started')).toBe(SpanName.turn);
     expect(at('policy.resolved')).toBe(SpanName.resolvePolicy);

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
-import { Attr, SpanName, rebuildTraceFromEvents, spanShapes } from '../../src/telemetry/index.js';
+import { Attr, SpanName, rebuildTraceFromEvents, spanModelName, spanShapes } from '../../src/telemetry/index.js';
 import { parentName, startTurn, tracedWorld, type TracedWorld } from './engineWorld.js';
 
 let sandbox: Sandbox;
@@ -45,8 +45,9 @@ describe('code mode, real sandbox: live spans', () => {
     expect(failed!.status.code).toBe(2);
     const codeId = ok!.spanContext().spanId;
     for (const name of [SpanName.search, SpanName.describe, SpanName.call]) {
-      const of = spans.filter((s) => s.name === name);
-      expect(of.length, name).toBe(events.filter((e) => e.type === `${name.slice('toolsearch.'.length)}${name === SpanName.call ? '.requested' : '.performed'}`).length);
+      const of = spans.filter((s) => spanModelName(s.name) === name);
+      const opens = name === SpanName.call ? ['call.requested', 'call.rejected'] : [`${name.slice('toolsearch.'.length)}.performed`];
+      expect(of.length, name).toBe(events.filter((e) => opens.includes(e.type)).length);
       for (const s of of) expect(s.parentSpanContext?.spanId, name).toBe(codeId);
     }
     expect(spans.filter((s) => s.name === SpanName.hook).every((s) => parentName(spans, s) === SpanName.call)).toBe(true);

@@ -2,7 +2,7 @@
 // in-memory span exporter, and helpers to look at the span tree.
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { EngineOptions } from '../../src/turn/index.js';
-import { createTelemetry, type Telemetry, type TelemetryOptions } from '../../src/telemetry/index.js';
+import { createTelemetry, spanModelName, type Telemetry, type TelemetryOptions } from '../../src/telemetry/index.js';
 import { makeWorld, startTurn, type World } from '../turn/fixture.js';
 
 export interface TracedWorld extends World {
@@ -36,12 +36,13 @@ export { startTurn };
 /** The name of a span's parent within the set (null for a root or a remote parent). */
 export function parentName(spans: readonly ReadableSpan[], s: ReadableSpan): string | null {
   const id = s.parentSpanContext?.spanId;
-  return id === undefined ? null : (spans.find((p) => p.spanContext().spanId === id)?.name ?? null);
+  const name = id === undefined ? undefined : spans.find((p) => p.spanContext().spanId === id)?.name;
+  return name === undefined ? null : spanModelName(name);
 }
 
 /** Span names in start order with their parent's name: `name<parent`. */
 export function tree(spans: readonly ReadableSpan[]): string[] {
   return [...spans]
     .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1])
-    .map((s) => `${s.name}<${parentName(spans, s) ?? ''}`);
+    .map((s) => `${spanModelName(s.name)}<${parentName(spans, s) ?? ''}`);
 }

@@ -145,7 +145,7 @@ export function parentNames(spans: readonly ReadableSpan[]): Array<[string, stri
 }
 
 export const EXPECTED_TREE: Array<[string, string | null]> = [
-  ['toolsearch.call', 'toolsearch.execute'],
+  ['execute_tool', 'toolsearch.execute'],
   ['toolsearch.describe', 'toolsearch.execute'],
   ['toolsearch.execute', 'toolsearch.turn'],
   ['toolsearch.expose', 'toolsearch.turn'],

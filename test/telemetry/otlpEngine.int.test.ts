@@ -9,6 +9,7 @@ import type { StepResult, Turn } from '../../src/turn/index.js';
 import {
   Attr,
   SpanName,
+  spanModelName,
   rebuildTraceFromEvents,
   spanShapes,
   type JaegerFile,
@@ -158,7 +159,7 @@ describe('a real engine turn, exported', () => {
     expect(jaegerFile).toBeDefined();
     const fromFile = readFileSync(join(dir, 'traces', otlpFile!), 'utf8').trim().split('\n')
       .flatMap((l) => (JSON.parse(l) as OtlpTraceRequest).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
-    const names = fromFile.map((s) => s.name);
+    const names = fromFile.map((s) => spanModelName(s.name));
     for (const n of [SpanName.turn, SpanName.execute, SpanName.search, SpanName.call]) expect(names).toContain(n);
     const overHttp = receivedSpans(receiver.received);
     expect(new Set(overHttp.map((s) => s.spanId))).toEqual(new Set(fromFile.map((s) => s.spanId)));

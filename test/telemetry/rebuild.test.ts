@@ -11,6 +11,8 @@ import {
   rebuildTrace,
   rebuildTraceFromEvents,
   spanShapes,
+  spanModelName,
+  isCallSpanName,
   traceIdFor,
   writeRebuiltTrace,
   type JaegerFile,
@@ -25,12 +27,15 @@ afterAll(() => tmp.forEach((d) => rmSync(d, { recursive: true, force: true })));
 /** [path, count] pairs: the tree of a trace by name path. */
 function tree(spans: readonly SpanRecord[]): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const s of spanShapes(spans)) out[s.path] = (out[s.path] ?? 0) + 1;
+  for (const s of spanShapes(spans)) {
+    const path = s.path.split('/').map(spanModelName).join('/');
+    out[path] = (out[path] ?? 0) + 1;
+  }
   return out;
 }
 
 const one = (spans: readonly SpanRecord[], name: string, pred: (s: SpanRecord) => boolean = () => true): SpanRecord => {
-  const found = spans.filter((s) => s.name === name && pred(s));
+  const found = spans.filter((s) => spanModelName(s.name) === name && pred(s));
   expect(found, `exactly one ${name}`).toHaveLength(1);
   return found[0]!;
 };
@@ -52,9 +57,9 @@ describe('rebuildTrace: tools mode', () => {
       [X]: 1,
       [`${X}/toolsearch.search`]: 1,
       [`${X}/toolsearch.describe`]: 1,
-      [`${X}/toolsearch.call`]: 2,
-      [`${X}/toolsearch.call/toolsearch.approval`]: 1,
-      [`${X}/toolsearch.call/toolsearch.hook`]: 1,
+      [`${X}/execute_tool`]: 2,
+      [`${X}/execute_tool/toolsearch.approval`]: 1,
+      [`${X}/execute_tool/toolsearch.hook`]: 1,
     });
     expect(new Set(spans.map((s) => s.traceId))).toEqual(new Set([traceIdFor('s-1', 't-tools')]));
     expect(new Set(spans.map((s) => s.spanId)).size).toBe(spans.length);
@@ -103,6 +108,8 @@ describe('rebuildTrace: tools mode', () => {
   it('gives search its query, limit and counts, describe its tool, source and owner', () => {
     expect(one(spans, SpanName.search).attributes).toMatchObject({
       [Attr.searchQuery]: 'write a file', [Attr.searchLimit]: 8, [Attr.searchResultCount]: 2, [Attr.searchMatched]: 2, [Attr.catalogSize]: 5,
+      [Attr.genAiOperationName]: 'execute_tool', [Attr.genAiToolName]: 'tool_search', [Attr.genAiToolType]: 'datastore',
+      [Attr.genAiToolCallId]: 'call_model_0',
     });
     expect(one(spans, SpanName.describe).attributes).toMatchObject({
       [Attr.toolId]: 'mcp:fs:write_file', [Attr.toolSource]: 'mcp', [Attr.toolOwner]: 'fs',
@@ -111,10 +118,13 @@ describe('rebuildTrace: tools mode', () => {
 
   it('gives the final call GenAI attributes, decision, digest and result size; approval and hook hang under it', () => {
     const call = one(spans, SpanName.call, (s) => s.attributes[Attr.toolId] === 'mcp:fs:write_file');
+    expect(call.name).toBe('execute_tool write_file');
     expect(call.attributes).toMatchObject({
       [Attr.genAiOperationName]: 'execute_tool',
       [Attr.genAiToolName]: 'write_file',
-      [Attr.genAiToolCallId]: 'c-1',
+      [Attr.genAiToolCallId]: 'call_model_1',
+      [Attr.genAiToolType]: 'extension',
+      [Attr.callId]: 'c-1',
       [Attr.toolSource]: 'mcp',
       [Attr.toolOwner]: 'fs',
       [Attr.policyDecision]: 'approvalRequired',
@@ -151,9 +161,9 @@ describe('rebuildTrace: code mode', () => {
   it('hangs the bridged search, describe and call under toolsearch.code', () => {
     const C = `${X}/toolsearch.code`;
     const t = tree(spans);
-    expect(t).toMatchObject({ [C]: 1, [`${C}/toolsearch.search`]: 1, [`${C}/toolsearch.describe`]: 1, [`${C}/toolsearch.call`]: 1 });
+    expect(t).toMatchObject({ [C]: 1, [`${C}/toolsearch.search`]: 1, [`${C}/toolsearch.describe`]: 1, [`${C}/execute_tool`]: 1 });
     expect(t[`${X}/toolsearch.search`]).toBeUndefined();
-    expect(t[`${X}/toolsearch.call`]).toBeUndefined();
+    expect(t[`${X}/execute_tool`]).toBeUndefined();
     const code = one(spans, SpanName.code);
     for (const name of [SpanName.search, SpanName.describe, SpanName.call]) expect(one(spans, name).parentSpanId).toBe(code.spanId);
   });
@@ -198,8 +208,8 @@ describe('rebuildTrace: direct mode', () => {
       [`${T}/toolsearch.listSources/toolsearch.source`]: 2,
       [`${T}/toolsearch.expose`]: 1,
       [X]: 1,
-      [`${X}/toolsearch.call`]: 1,
-      [`${X}/toolsearch.call/toolsearch.hook`]: 1,
+      [`${X}/execute_tool`]: 1,
+      [`${X}/execute_tool/toolsearch.hook`]: 1,
     });
     expect(one(spans, SpanName.expose).attributes).toMatchObject({ [Attr.mode]: 'direct', [Attr.exposedBytes]: 4210 });
     expect(one(spans, SpanName.call).attributes).toMatchObject({ [Attr.policyDecision]: 'allowed', [Attr.genAiOperationName]: 'execute_tool' });
@@ -284,7 +294,7 @@ describe('no argument values in spans or files', () => {
     const text = JSON.stringify(spans, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
     expect(text).not.toContain(SECRET);
     for (const s of spans) for (const v of Object.values(s.attributes)) expect(String(v)).not.toContain(SECRET);
-    const calls = spans.filter((s) => s.name === SpanName.call);
+    const calls = spans.filter((s) => isCallSpanName(s.name));
     expect(calls.length).toBe(4);
     for (const c of calls) expect(c.attributes[Attr.argsBytes]).toBeGreaterThan(SECRET.length);
   });

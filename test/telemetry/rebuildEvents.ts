@@ -84,12 +84,12 @@ export function toolsTurn(sessionId = 's-1', turnId = 't-tools', startOffsetMs =
   opening(t, 'tools', { failedSource: true });
   t.emit('tools.exposed', { mode: 'tools', tools: ['tool_search', 'tool_describe', 'tool_call'], bytes: 1290, schemasUpFront: 3 });
   t.emit('search.performed', {
-    searchId: 'q-1', query: 'write a file', limit: 8, resultIds: ['mcp:fs:write_file', 'mcp:fs:read_text_file'], matched: 2, catalogSize: 5, via: 'tool',
+    searchId: 'q-1', query: 'write a file', limit: 8, resultIds: ['mcp:fs:write_file', 'mcp:fs:read_text_file'], matched: 2, catalogSize: 5, via: 'tool', toolCallId: 'call_model_0',
   });
   t.emit('describe.performed', { describeId: 'd-1', ref: 'write_file', toolId: 'mcp:fs:write_file', via: 'tool' });
   const req = t.emit('call.requested', {
     callId: 'c-1', toolId: 'mcp:fs:write_file', toolName: 'write_file', source: 'mcp', owner: 'fs', origin: 'mcp',
-    argsDigest, argsBytes, via: 'tool',
+    argsDigest, argsBytes, via: 'tool', toolCallId: 'call_model_1',
   });
   t.emit('call.decided', { callId: 'c-1', toolId: 'mcp:fs:write_file', decision: 'approvalRequired', reason: 'approval: mcp:fs:write*' }, { causationId: req.id });
   t.emit('approval.requested', { callId: 'c-1', toolId: 'mcp:fs:write_file', approvalId: 'a-1', timeoutMs: 30000 });

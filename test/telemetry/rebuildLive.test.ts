@@ -7,6 +7,7 @@ import {
   Attr,
   SpanName,
   applySpanFacts,
+  callSpanName,
   approvalSpanFacts,
   callSpanFacts,
   codeSpanFacts,
@@ -94,7 +95,7 @@ function traceLive(events: readonly Envelope[]) {
         break;
       }
       case 'call.requested':
-        calls.set(e.data.callId, { span: tel.startSpan(SpanName.call, {}, { parent: parentOf(e.data.codeRunId) }), requested: e });
+        calls.set(e.data.callId, { span: tel.startSpan(callSpanName(e.data.toolName), {}, { parent: parentOf(e.data.codeRunId) }), requested: e });
         break;
       case 'call.decided':
         calls.get(e.data.callId)!.decided = e;

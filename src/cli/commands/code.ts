@@ -1,12 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { openLocalEngine } from '../../app/index.js';
 import { openCommandBus } from '../../app/index.js';
 import { fail, type Failure } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { envWithNatsFlags, NATS_FLAG_HELP, NATS_FLAG_OPTIONS } from '../natsFlags.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, readInput, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
   'Usage: toolsearch code [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] [--nats URL [--stream-prefix P]]',
@@ -14,9 +12,10 @@ const USAGE = [
   '',
   'Runs one JavaScript body as a tool_search_code run in a fresh session and prints the outcome. The body uses',
   '`await tools.search(q, {limit})`, `tools.describe(id)`, `tools.call(id, args)` and console.log; `return` gives',
-  'the value. Exit code 0 when the run was carried out, whatever the body did.',
+  'the value. Exit code 0 when the run succeeded, 1 when it failed (the body threw, timed out, or the sandbox',
+  'could not run it), 2 for a wrong command line.',
   '',
-  '  --file BODY.js  the body, from a file',
+  '  --file BODY.js  the body, from a file (`-`: read it from standard input)',
   '  --eval BODY     the body, inline',
   '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
   NATS_FLAG_HELP,
@@ -46,11 +45,9 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   }
   let body: string;
   if (file !== undefined) {
-    try {
-      body = readFileSync(resolve(io.cwd, file), 'utf8');
-    } catch (err) {
-      return failWith(io, json, fail('code.read', `cannot read the body ${file}: ${err instanceof Error ? err.message : String(err)}.`));
-    }
+    const read = await readInput(io, file, 'body', 'code.read');
+    if (!read.ok) return failWith(io, json, read);
+    body = read.value;
   } else body = inline!;
 
   const nats = await openCommandBus({ url: str(v['nats']), env: envWithNatsFlags(v, io.env), cwd: io.cwd, name: 'toolsearch-code', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
@@ -90,7 +87,11 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     }
     // sessionId (extra key) so the run can be audited: toolsearch audit --session <sessionId>.
     if (json) io.stdout(JSON.stringify({ ...outcome, sessionId }));
-    return EXIT_OK;
+    if (!outcome.ok) {
+      const e = outcome['error'] as { code?: string; message?: string } | undefined;
+      io.stderr(`${e?.code ?? 'code.failed'}: ${e?.message ?? 'the run failed'}`);
+    }
+    return outcome.ok ? EXIT_OK : EXIT_FAILED;
   } finally {
     await local.close();
     await nats.value?.close();

@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { sessionLogFrom } from '../../audit/index.js';
 import type { Envelope } from '../../bus/index.js';
 import type { ClientToolSpec } from '../../catalog/index.js';
@@ -10,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { checkSchema, fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { envWithNatsFlags, NATS_FLAG_OPTIONS } from '../natsFlags.js';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, readInput, reportFailure, type CliIo, type Command } from '../io.js';
 import { TURN_USAGE } from '../usage.js';
 
 interface Script {
@@ -106,13 +104,9 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   const json = v['json'] === true;
   const scriptFile = str(v['script']);
   if (scriptFile === undefined) return failWith(io, json, fail('cli.usage', 'turn needs --script FILE.json. Run toolsearch turn --help.'), EXIT_USAGE);
-  let text: string;
-  try {
-    text = readFileSync(resolve(io.cwd, scriptFile), 'utf8');
-  } catch (err) {
-    return failWith(io, json, fail('script.read', `cannot read the script ${scriptFile}: ${err instanceof Error ? err.message : String(err)}.`));
-  }
-  const script = parseScript(text, scriptFile);
+  const read = await readInput(io, scriptFile, 'script', 'script.read');
+  if (!read.ok) return failWith(io, json, read);
+  const script = parseScript(read.value, scriptFile === '-' ? 'the script on stdin' : scriptFile);
   if (!script.ok) return failWith(io, json, script);
   const s = script.value;
 

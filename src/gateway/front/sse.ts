@@ -6,10 +6,11 @@ const PIECE = 64;
 
 /**
  * The `chat.completion.chunk` objects that stream one finished completion: a role chunk, the content in
- * pieces, each tool call (name first, then its arguments), and a last chunk with `finish_reason` (and usage).
+ * pieces, each tool call (name first, then its arguments), a chunk with `finish_reason`, and, only when the client
+ * asked with `stream_options.include_usage`, a final chunk with `choices: []` and the usage (as OpenAI streams it).
  * Pure: no I/O.
  */
-export function completionChunks(completion: ChatCompletion): Record<string, unknown>[] {
+export function completionChunks(completion: ChatCompletion, opts: { includeUsage?: boolean } = {}): Record<string, unknown>[] {
   const base = { id: completion.id, object: 'chat.completion.chunk', created: completion.created, model: completion.model };
   const choice = completion.choices[0];
   const message = choice?.message;
@@ -27,21 +28,28 @@ export function completionChunks(completion: ChatCompletion): Record<string, unk
       out.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(i, i + PIECE) } }] }));
     }
   });
-  const last = chunk({}, choice?.finish_reason ?? 'stop');
-  if (completion.usage !== undefined) last['usage'] = completion.usage;
-  out.push(last);
+  out.push(chunk({}, choice?.finish_reason ?? 'stop'));
+  if (opts.includeUsage === true) {
+    out.push({ ...base, choices: [], usage: completion.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });
+  }
   return out;
 }
 
+/** Whether a chat request asked for usage in its stream (`stream_options: {include_usage: true}`). Pure: no I/O. */
+export function wantsStreamUsage(request: Record<string, unknown>): boolean {
+  const o = request['stream_options'];
+  return typeof o === 'object' && o !== null && (o as { include_usage?: unknown }).include_usage === true;
+}
+
 /** Writes a finished completion as an SSE stream (`data: {...}\n\n` ... `data: [DONE]\n\n`) and ends the response. */
-export function writeSse(res: ServerResponse, completion: ChatCompletion, headers: Record<string, string> = {}): void {
+export function writeSse(res: ServerResponse, completion: ChatCompletion, headers: Record<string, string> = {}, opts: { includeUsage?: boolean } = {}): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
     connection: 'keep-alive',
     ...headers,
   });
-  for (const c of completionChunks(completion)) res.write(`data: ${JSON.stringify(c)}\n\n`);
+  for (const c of completionChunks(completion, opts)) res.write(`data: ${JSON.stringify(c)}\n\n`);
   res.end('data: [DONE]\n\n');
 }
 

@@ -335,7 +335,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     let result: StepResult;
     try {
-      result = await t.turn.invoke(d.tool, d.args);
+      // The invocation's callId is the model's own id of the tool call (recorded as gen_ai.tool.call.id).
+      result = await t.turn.invoke(d.tool, d.args, typeof d.callId === 'string' && d.callId !== '' ? { toolCallId: d.callId } : undefined);
     } catch (err) {
       report(`turn.invoke threw for event ${e.id}: ${errorText(err)}`);
       result = { ok: false, error: { code: 'gateway.engineFailed', message: `The tool invocation failed inside the gateway: ${errorText(err)}` } };
