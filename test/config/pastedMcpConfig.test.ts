@@ -63,7 +63,7 @@ describe('MCP configs pasted from other hosts', () => {
   });
 
   it('loads a VS Code mcp.json (servers, inputs, ${workspaceFolder}, ${env:NAME}) and leaves out keys it does not know, with a warning', async () => {
-    const vscode = await file('vscode-mcp.json', `// VS Code writes comments
+    await file('vscode-mcp.json', `// VS Code writes comments
       {
         "inputs": [],
         "servers": {
