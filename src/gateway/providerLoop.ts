@@ -230,6 +230,8 @@ async function loop(
       const parsedArgs = parseArgs(call);
       const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args };
       await hook(input.toolHooks?.before, inv);
+      // The caller stopped the turn (a cancelled request, an event that could not be recorded): the tool does not run.
+      if (input.signal?.aborted === true) return fail('provider.aborted', `The turn was stopped before ${call.function.name} ran.`);
       const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args)) };
       await hook(input.toolHooks?.after, inv, step.result);
       // A client tool called directly, or from inside a code run (the run's outcome lists the calls it handed back).

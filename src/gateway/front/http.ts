@@ -54,6 +54,19 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** The content type of the Prometheus text exposition format. */
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** Sends a text answer (unless the response was already sent). */
+export function sendText(res: ServerResponse, status: number, text: string, contentType: string): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': contentType, 'content-length': String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
 /** Sends an OpenAI-style error object with the given status. */
 export function sendError(
   res: ServerResponse,
