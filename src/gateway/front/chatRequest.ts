@@ -37,6 +37,8 @@ const assistantContent = expect(
   'a string, null or an array of {type: "text", text} / {type: "refusal", refusal}',
 );
 const optionalName = Type.Optional(expect(Type.String(), 'a string'));
+/** Only assistant messages carry tool calls; elsewhere they would be read as calls the client never made. */
+const noToolCalls = Type.Optional(expect(Type.Never(), 'no "tool_calls" (only assistant messages carry them)'));
 
 export const ChatToolCallSchema = expect(
   Type.Object({
@@ -49,9 +51,9 @@ export const ChatToolCallSchema = expect(
 
 /** One message per role the front knows; other fields of a message pass through. */
 export const MessageSchemas = {
-  system: Type.Object({ role: Type.Literal('system'), content: textContent, name: optionalName }),
-  developer: Type.Object({ role: Type.Literal('developer'), content: textContent, name: optionalName }),
-  user: Type.Object({ role: Type.Literal('user'), content: userContent, name: optionalName }),
+  system: Type.Object({ role: Type.Literal('system'), content: textContent, name: optionalName, tool_calls: noToolCalls }),
+  developer: Type.Object({ role: Type.Literal('developer'), content: textContent, name: optionalName, tool_calls: noToolCalls }),
+  user: Type.Object({ role: Type.Literal('user'), content: userContent, name: optionalName, tool_calls: noToolCalls }),
   assistant: Type.Object({
     role: Type.Literal('assistant'),
     content: Type.Optional(assistantContent),
@@ -59,7 +61,7 @@ export const MessageSchemas = {
     refusal: Type.Optional(expect(Type.Union([Type.String(), Type.Null()]), 'a string or null')),
     tool_calls: Type.Optional(expect(Type.Array(ChatToolCallSchema), 'an array of {id, type: "function", function: {name, arguments}}')),
   }),
-  tool: Type.Object({ role: Type.Literal('tool'), content: textContent, tool_call_id: expect(Type.String({ minLength: 1 }), 'a non-empty string') }),
+  tool: Type.Object({ role: Type.Literal('tool'), content: textContent, tool_call_id: expect(Type.String({ minLength: 1 }), 'a non-empty string'), tool_calls: noToolCalls }),
 } as const;
 export type ChatRole = keyof typeof MessageSchemas;
 export const CHAT_ROLES = Object.keys(MessageSchemas) as ChatRole[];
@@ -144,7 +146,7 @@ export interface RequestProblem {
 }
 
 const shown = (v: unknown): string => {
-  if (v === undefined) return 'nothing';
+  if (v === undefined) return 'missing';
   const text = typeof v === 'string' ? JSON.stringify(v) : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v === 'object' ? 'an object' : String(v);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 };
@@ -153,16 +155,48 @@ const shown = (v: unknown): string => {
 const paramOf = (pointer: string): string =>
   pointer.split('/').filter((p) => p !== '').map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('');
 
-/** The first problem of `value` against `schema` as param suffix, found value and what is expected. */
+const kindOf = (v: unknown): string => (Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v);
+
+/**
+ * The `x-expected` of the deepest schema on the path to a problem: unions are entered by the member of the
+ * value's kind, so a tool call's argument names the tool call's shape. Pure: no I/O.
+ */
+function hintAt(root: TSchema, segments: string[], value: unknown): string | undefined {
+  let schema: TSchema | undefined = root;
+  let v = value;
+  let hint = root['x-expected'] as string | undefined;
+  for (const seg of segments) {
+    if (schema === undefined) break;
+    if (Array.isArray(schema['anyOf'])) {
+      const kind = kindOf(v);
+      schema = (schema['anyOf'] as TSchema[]).find((m) => m['type'] === kind || (kind === 'number' && m['type'] === 'integer'));
+      if (schema === undefined) break;
+    }
+    const props = schema['properties'] as Record<string, TSchema> | undefined;
+    if (schema['type'] === 'object' && props?.[seg] !== undefined) schema = props[seg];
+    else if (schema['type'] === 'array' && schema['items'] !== undefined) schema = schema['items'] as TSchema;
+    else if (schema['type'] === 'object' && schema['patternProperties'] !== undefined) schema = Object.values(schema['patternProperties'] as Record<string, TSchema>)[0];
+    else break;
+    v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[seg] : undefined;
+    const h = schema?.['x-expected'] as string | undefined;
+    if (h !== undefined) hint = h;
+  }
+  return hint;
+}
+
+/** The first problem of `value` against `schema`: param suffix, found value and what is expected. */
 function firstProblem(schema: TSchema, value: unknown): { at: string; found: unknown; expected: string } | undefined {
   const checker = checkerOf(schema);
   if (checker.Check(value)) return undefined;
-  // The deepest schema that carries `x-expected` on the failing path gives the clearest message.
   const first = checker.Errors(value).First();
-  const at = first === undefined ? '' : paramOf(first.path);
-  const described = first?.schema['x-expected'] as string | undefined;
-  const expected = described ?? (at === '' ? (schema['x-expected'] as string | undefined) : undefined) ?? first?.message ?? 'a valid value';
-  return { at, found: first?.value ?? value, expected };
+  const segments = (first?.path ?? '').split('/').filter((p) => p !== '');
+  const at = paramOf(first?.path ?? '');
+  const own = first?.schema['x-expected'] as string | undefined;
+  const hint = hintAt(schema, segments, value);
+  const missing = first !== undefined && first.value === undefined;
+  const leaf = own ?? (first === undefined || missing ? undefined : first.message.replace(/^Expected /, '').replace(/^./, (c) => c.toLowerCase()));
+  const expected = leaf === undefined ? hint ?? 'a valid value' : hint !== undefined && hint !== own ? `${leaf} (in ${hint})` : leaf;
+  return { at, found: first === undefined ? value : first.value, expected };
 }
 
 const refuse = (param: string, code: RequestProblem['code'], message: string): Result<never> =>
@@ -193,7 +227,7 @@ export function validateChatRequest(value: unknown): Result<ChatRequest> {
     const problem = firstProblem(MessageSchemas[role as ChatRole], m);
     if (problem !== undefined) {
       const param = `messages[${i}]${problem.at}`;
-      return refuse(param, 'invalid_type', `${param} is ${shown(problem.found)}: a ${role} message needs ${problem.expected} there.`);
+      return refuse(param, 'invalid_type', `${param} is ${shown(problem.found)}: a message with role "${role}" needs ${problem.expected} there.`);
     }
   }
   for (const [field, schema] of Object.entries(ChatRequestFields)) {
