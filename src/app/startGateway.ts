@@ -18,6 +18,7 @@ import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { loadStaticSources } from '../catalog/index.js';
+import { startGatewayMetrics, startLagMonitor, type GatewayMetrics } from '../metrics/index.js';
 
 /** The port `toolsearch serve` listens on when neither --port, PORT nor config `gateway.port` says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 8787;
@@ -36,6 +37,8 @@ export interface StartGatewayOptions {
   logPath?: string | false;
   /** Upstream OpenAI-compatible base URL; default config `provider.baseUrl`; neither = the built-in mock provider. */
   providerUrl?: string;
+  /** Per provider request; default config `provider.timeoutMs` (120000). */
+  providerTimeoutMs?: number;
   /** Where the provider API key may come from (OPENAI_API_KEY, TOOLSEARCH_PROVIDER_API_KEY); default process.env. */
   env?: NodeJS.ProcessEnv;
   /** Extra `--catalog` snapshot files or folders. */
@@ -82,6 +85,8 @@ export interface RunningGateway {
   sessionEvents: SessionEventConsumer | undefined;
   /** The exposure mode turns get by default. */
   mode: ExposureMode;
+  /** What `GET /metrics` serves. */
+  metrics: GatewayMetrics;
   /** Closes the front, the engine (sessions, MCP servers), the sandbox, the mock provider and the bus. Idempotent. */
   close(): Promise<void>;
 }
@@ -211,6 +216,19 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
     // session event consumer runs too, so other gateways can drive turns here; it skips the front's own events
     // (marked `origin: front:<id>`), which record turns the front runs itself.
+    // Admission: while the event loop lags more than gateway.maxEventLoopLagMs, new turns are refused (429 /
+    // gateway.overloaded) instead of queueing into timeouts.
+    const lag = startLagMonitor();
+    closers.push(async () => lag.stop());
+    const maxLag = config.gateway.maxEventLoopLagMs;
+    const saturated = () => {
+      const now = lag.lagMs();
+      return now <= maxLag ? undefined : {
+        code: 'gateway.overloaded' as const,
+        message: `The gateway is saturated: its event loop lags ${Math.round(now)} ms (more than gateway.maxEventLoopLagMs, ${maxLag} ms). Retry shortly.`,
+        retryAfterMs: Math.max(1000, Math.round(now)),
+      };
+    };
     const consumeSessionEvents = opts.sessionEvents ?? opts.nats !== undefined;
     const services = await startRoleServices({
       role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,
@@ -219,10 +237,25 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         staticSources: statics.value, includeConfigMcp: includeConfig,
         ...(telemetry !== undefined ? { telemetry } : {}),
         ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
+        saturated,
       },
     });
     closers.push(() => services.close());
     const engine = services.engine!;
+    const metrics = startGatewayMetrics({
+      bus,
+      gauges: {
+        sessions: () => engine.sessionStats(),
+        eventLoopLagMs: () => lag.lagMs(),
+        queues: () => {
+          const s = services.sessionEvents?.stats();
+          const out: Record<string, number> = {};
+          if (s !== undefined) out['session_events'] = Math.max(0, s.received - s.processed - s.skipped - s.duplicates - s.rejected);
+          return out;
+        },
+      },
+    });
+    closers.push(async () => metrics.stop());
 
     // The warm-up turn is the gateway's own: no spans, so no trace file or Jaeger trace of a `warmup-…` session.
     if (opts.warmUp === true) {
@@ -247,7 +280,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       say(`upstream provider: ${redactUrl(baseUrl)}${config.provider.model !== undefined ? ` (model ${config.provider.model})` : ''}${apiKey === undefined ? ' without an API key' : ''}`);
     }
     const provider = createProviderClient({
-      baseUrl,
+      baseUrl, timeoutMs: opts.providerTimeoutMs ?? config.provider.timeoutMs,
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(mockProvider === undefined && config.provider.model !== undefined ? { model: config.provider.model } : {}),
     });
@@ -268,6 +301,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       server = await startGatewayServer({
         engine, provider, port, host: opts.host ?? config.gateway.host, maxRounds: config.provider.maxRounds,
         defaults: { agentId: 'default', profile: 'default' }, onEvent,
+        admit: (sessionId, agentId) => engine.admission(sessionId, `agent:${agentId}`),
+        onAnswer: (status, code) => metrics.answered(status, code),
+        metrics: () => metrics.render(),
         known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
       });
@@ -280,7 +316,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     let closing: Promise<void> | undefined;
     return ok({
-      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode, sessionEvents: services.sessionEvents,
+      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode, sessionEvents: services.sessionEvents, metrics,
       close: () => (closing ??= closeAll()),
     });
   } catch (err) {

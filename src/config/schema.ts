@@ -149,6 +149,7 @@ export const ToolSearchConfig = Type.Object(
           apiKey: Type.Optional(Type.String()),
           model: Type.Optional(Type.String({ minLength: 1 })),
           maxRounds: Type.Optional(positiveInt('8', { maximum: 100 })),
+          timeoutMs: Type.Optional(positiveInt('120000: per provider request', { maximum: 3_600_000 })),
         },
         closed,
       ),
@@ -158,6 +159,7 @@ export const ToolSearchConfig = Type.Object(
         {
           port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
           host: Type.Optional(Type.String({ minLength: 1 })),
+          maxEventLoopLagMs: Type.Optional(positiveInt('1000: new turns get 429 while the event loop lags more')),
         },
         closed,
       ),
@@ -172,7 +174,16 @@ export const ToolSearchConfig = Type.Object(
         closed,
       ),
     ),
-    session: Type.Optional(Type.Object({ idleTimeoutMs: Type.Optional(positiveInt('600000')) }, closed)),
+    session: Type.Optional(
+      Type.Object(
+        {
+          idleTimeoutMs: Type.Optional(positiveInt('600000')),
+          maxLive: Type.Optional(positiveInt('256: live sessions per gateway')),
+          maxPerPrincipal: Type.Optional(positiveInt('session.maxLive: live sessions per principal')),
+        },
+        closed,
+      ),
+    ),
     harness: Type.Optional(Type.Union([Type.Literal('pi'), Type.Literal('codex')])),
   },
   closed,

@@ -51,10 +51,12 @@ export interface ResolvedConfig {
     retention: 'limits' | 'interest' | 'workqueue';
     decisionTimeoutMs: number;
   };
-  provider: { baseUrl?: string; apiKey?: string; model?: string; maxRounds: number };
-  gateway: { port?: number; host: string };
+  provider: { baseUrl?: string; apiKey?: string; model?: string; maxRounds: number; timeoutMs: number };
+  /** `maxEventLoopLagMs`: new turns are refused (429, `gateway.overloaded`) while the event loop lags more. */
+  gateway: { port?: number; host: string; maxEventLoopLagMs: number };
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
-  session: { idleTimeoutMs: number };
+  /** Live sessions are bounded per gateway and per principal; idle ones are reaped oldest first at the bound. */
+  session: { idleTimeoutMs: number; maxLive: number; maxPerPrincipal: number };
   harness: 'pi' | 'codex';
 }
 

@@ -15,6 +15,7 @@ import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
 import type { EmbeddedEnforcerDeps } from './callPath.js';
 import { runStep } from './runStep.js';
+import { SessionTable, type Overload } from './sessionTable.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
@@ -30,6 +31,10 @@ export interface Engine extends TurnEngine {
   sessionIds(): string[];
   /** Index store counters: builds and reuses by fingerprint. */
   indexStats(): { builds: number; reuses: number };
+  /** Whether a turn of this session would be admitted now (see `SessionTable.check`): the refusal, or undefined. */
+  admission(sessionId: string, principal: string): Overload | undefined;
+  /** Live sessions, those running a turn, turns in flight and sessions reaped so far. */
+  sessionStats(): { live: number; busy: number; turnsInFlight: number; reaped: number };
 }
 
 /**
@@ -58,7 +63,17 @@ export function createEngine(opts: EngineOptions): Engine {
     catalogs: new CatalogMemo(),
     indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
   };
-  const sessions = new Map<string, SessionState>();
+  const closeRuntime = async (s: SessionState, reason: 'client' | 'idle'): Promise<void> => {
+    await s.runtime?.close();
+    await opts.bus.publish(makeEnvelope({
+      type: 'gateway.session.closed', sessionId: s.sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason }, id: deps.newId(),
+    })).catch(() => undefined);
+  };
+  const sessions = new SessionTable({
+    maxLive: config.session.maxLive, maxPerPrincipal: config.session.maxPerPrincipal, idleTimeoutMs: config.session.idleTimeoutMs,
+    onReap: (s, reason) => closeRuntime(s, reason),
+    ...(opts.saturated === undefined ? {} : { saturated: opts.saturated }),
+  });
   const liveTurns = new Set<{ end: Turn['end'] }>();
   /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
   const ownTurns = new Set<string>();
@@ -71,14 +86,6 @@ export function createEngine(opts: EngineOptions): Engine {
     });
   let closed = false;
 
-  const sessionOf = (sessionId: string): SessionState => {
-    let s = sessions.get(sessionId);
-    if (s === undefined) {
-      s = { sessionId, runtime: undefined, pendingClient: new Map(), turns: 0 };
-      sessions.set(sessionId, s);
-    }
-    return s;
-  };
 
   const configuredMode = (): ExposureMode => opts.mode ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
 
@@ -94,8 +101,18 @@ export function createEngine(opts: EngineOptions): Engine {
     if (req.mode !== undefined && req.mode !== 'direct' && req.mode !== 'tools' && req.mode !== 'code') {
       return fail('turn.badMode', `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`);
     }
-    const session = sessionOf(req.sessionId);
+    const admitted = sessions.begin(req.sessionId, req.principal ?? `agent:${req.agentId ?? 'default'}`, () => ({
+      sessionId: req.sessionId, runtime: undefined, pendingClient: new Map(), turns: 0,
+    }));
+    if (!admitted.ok) return admitted;
+    const session = admitted.value;
     session.turns++;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      sessions.end(req.sessionId);
+    };
     const turnId = req.turnId ?? deps.newId();
     const facts = {
       sessionId: req.sessionId, agentId: req.agentId ?? 'default', profile: req.profile ?? 'default', sandboxId: req.sandboxId ?? 'default', owner: req.owner === true,
@@ -148,6 +165,7 @@ export function createEngine(opts: EngineOptions): Engine {
       ts.answers.close();
       ts.trace?.endTurn();
       ownTurns.delete(ownKey);
+      release();
       return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
     }
 
@@ -188,6 +206,7 @@ export function createEngine(opts: EngineOptions): Engine {
         ts.answers.close();
         ts.trace?.endTurn();
         ownTurns.delete(ownKey);
+        release();
       }
     };
 
@@ -240,14 +259,8 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   async function closeSession(sessionId: string): Promise<void> {
-    const s = sessions.get(sessionId);
-    sessions.delete(sessionId);
-    await s?.runtime?.close();
-    if (s !== undefined) {
-      await opts.bus.publish(makeEnvelope({
-        type: 'gateway.session.closed', sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason: 'client' }, id: deps.newId(),
-      })).catch(() => undefined);
-    }
+    const s = sessions.delete(sessionId);
+    if (s !== undefined) await closeRuntime(s, 'client');
   }
 
   return {
@@ -259,10 +272,14 @@ export function createEngine(opts: EngineOptions): Engine {
       await Promise.allSettled([...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })));
       enforcer?.stop();
       enforcer = undefined;
-      await Promise.allSettled([...sessions.values()].map((s) => s.runtime?.close()));
-      sessions.clear();
+      sessions.stop();
+      const all = sessions.states();
+      for (const s of all) sessions.delete(s.sessionId);
+      await Promise.allSettled(all.map((s) => s.runtime?.close()));
     },
-    sessionIds: () => [...sessions.keys()],
+    sessionIds: () => sessions.ids(),
+    admission: (sessionId, principal) => (closed ? undefined : sessions.check(sessionId, principal)),
+    sessionStats: () => ({ live: sessions.size, busy: sessions.busyCount, turnsInFlight: liveTurns.size, reaped: sessions.reapedCount }),
     indexStats: () => ({ builds: deps.indexes.builds, reuses: deps.indexes.reuses }),
   };
 }

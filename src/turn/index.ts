@@ -2,6 +2,8 @@
 export { createEngine } from './createEngine.js';
 export type { Engine } from './createEngine.js';
 export type { EngineOptions } from './types.js';
+export { SessionTable } from './sessionTable.js';
+export type { Overload, SessionTableOptions } from './sessionTable.js';
 export type { CodeRunOutcome, CodeRunTelemetry } from './codeRun.js';
 export { toolCallArgs, stepArgsObject } from './stepArgs.js';
 export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';

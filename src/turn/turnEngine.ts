@@ -19,6 +19,8 @@ export interface TurnRequest {
   clientTools?: ClientToolSpec[];
   /** MCP servers this session adds (same shapes as config `mcpServers`). */
   mcpServers?: Record<string, unknown>;
+  /** Who the session belongs to, for `session.maxPerPrincipal` (default `agent:<agentId>`). */
+  principal?: string;
 }
 
 /** The answer to one tool invocation by the model. A blocked call is `ok: false` with a code that says blocked. */

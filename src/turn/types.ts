@@ -37,6 +37,11 @@ export interface EngineOptions {
    * queue group `policy` (the policy role); false = none (enforcers run elsewhere).
    */
   startEnforcer?: boolean;
+  /**
+   * Admission beyond the session bounds (the event loop, see src/app): a refusal while saturated, else
+   * undefined. New turns are refused with `gateway.overloaded` meanwhile.
+   */
+  saturated?: () => { code: 'gateway.overloaded'; message: string; retryAfterMs: number } | undefined;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
 }

@@ -196,10 +196,10 @@ describe('parseConfig', () => {
     expect(c.sandbox).toEqual({ requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 65536, maxResultBytes: 262144 });
     expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true });
     expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, retention: 'limits', decisionTimeoutMs: 5000 });
-    expect(c.provider).toEqual({ maxRounds: 8 });
-    expect(c.gateway).toEqual({ host: '127.0.0.1' });
+    expect(c.provider).toEqual({ maxRounds: 8, timeoutMs: 120000 });
+    expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000 });
     expect(c.telemetry).toEqual({ enabled: false, tracesDir: '/base/traces', sampleRatio: 1 });
-    expect(c.session).toEqual({ idleTimeoutMs: 600000 });
+    expect(c.session).toEqual({ idleTimeoutMs: 600000, maxLive: 256, maxPerPrincipal: 256 });
     expect(c.harness).toBe('pi');
     expect(c.workspaceDir).toBe('/base');
     expect(c.plugins).toEqual([]);
