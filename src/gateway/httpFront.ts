@@ -168,8 +168,11 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       lost ??= failure;
       abort.abort();
     };
-    const ended = async (outcome: 'completed' | 'failed' | 'cancelled', reason?: string): Promise<void> =>
-      recorded({ type: 'gateway.turn.ended', sessionId, turnId, data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt } });
+    const ended = async (outcome: 'completed' | 'failed' | 'cancelled', reason?: string, unavailableSources?: unknown): Promise<void> =>
+      recorded({
+        type: 'gateway.turn.ended', sessionId, turnId,
+        data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt, ...(unavailableSources === undefined ? {} : { unavailableSources }) },
+      });
     const eventLogFailed = (): void =>
       refused(res, 503, `The turn stopped: one of its events could not be recorded (${lost}). Retry later.`, 'gateway.eventLogFailed', { headers: sessionHeader });
 
@@ -228,7 +231,11 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       if (pendingBySession.size > MAX_SESSIONS_REMEMBERED) pendingBySession.delete(pendingBySession.keys().next().value as string);
     }
     const finish = out.response.choices[0]?.finish_reason;
-    await ended(lost === undefined ? (finish === 'length' ? 'failed' : 'completed') : 'failed', lost === undefined ? (finish === 'length' ? 'gateway.maxRounds' : undefined) : `gateway.eventLogFailed: ${lost}`);
+    await ended(
+      lost === undefined ? (finish === 'length' ? 'failed' : 'completed') : 'failed',
+      lost === undefined ? (finish === 'length' ? 'gateway.maxRounds' : undefined) : `gateway.eventLogFailed: ${lost}`,
+      out.unavailableSources,
+    );
     if (lost !== undefined) return eventLogFailed();
     opts.onAnswer?.(200);
 

@@ -91,6 +91,8 @@ export interface ChatTurnOutput {
   pendingClientCalls: PendingClientCall[];
   /** Client results recorded from the request's messages. */
   clientResults: string[];
+  /** Sources the turn ran without (they failed or timed out); absent when every source is up. */
+  unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
 }
 
 /** Appended to the answer when the turn runs out of rounds. */
@@ -197,6 +199,7 @@ async function loop(
       toolCalls,
       pendingClientCalls: pending,
       clientResults,
+      ...(turn.unavailableSources === undefined ? {} : { unavailableSources: turn.unavailableSources }),
       maxRoundsReached,
     });
 
@@ -326,6 +329,7 @@ function completion(
       turnId: turn.turnId,
       mode: turn.exposure.mode,
       exposedTools: turn.exposure.tools.length,
+      ...(turn.unavailableSources === undefined ? {} : { unavailableSources: turn.unavailableSources }),
       ...stats,
     },
   };

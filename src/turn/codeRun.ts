@@ -7,7 +7,7 @@ import { callTool, resolveForCall } from './callPath.js';
 import { describeTool, searchTools } from './operations.js';
 import { traced } from './spans.js';
 import { stepArgsObject } from './stepArgs.js';
-import type { EngineDeps, OpCtx, TurnState } from './types.js';
+import type { EngineDeps, OpCtx, TurnState, UnavailableSource } from './types.js';
 
 /** Telemetry of a code run as issue 4 states it: the catalog the run saw and what it did through the bridge. */
 export interface CodeRunTelemetry {
@@ -32,8 +32,8 @@ export interface CodePendingClientCall {
  * them to the client as tool calls, as for a client tool the model called itself. Absent when there were none.
  */
 export type CodeRunOutcome =
-  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[] }
-  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[] };
+  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[]; unavailableSources?: UnavailableSource[] }
+  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[]; unavailableSources?: UnavailableSource[] };
 
 /** Tool counts per source kind of the turn's eligible catalog. Pure: no I/O. */
 export function bySource(ts: TurnState): { openclaw: number; mcp: number; client: number } {
@@ -114,7 +114,10 @@ export async function runCode(deps: EngineDeps, ts: TurnState, body: unknown, op
         ...(outcome.ok ? {} : { error: { code: outcome.error.code, message: outcome.error.message } }),
       }, requested.id);
     }
-    const handedBack = pendingClientCalls.length > 0 ? { pendingClientCalls } : {};
+    const handedBack = {
+      ...(pendingClientCalls.length > 0 ? { pendingClientCalls } : {}),
+      ...(ts.unavailableSources !== undefined ? { unavailableSources: ts.unavailableSources } : {}),
+    };
     return outcome.ok
       ? { ok: true, value: outcome.value, logs: outcome.logs, telemetry: telemetry(), ...handedBack }
       : { ok: false, error: { code: outcome.error.code, message: outcome.error.message }, logs: outcome.logs, telemetry: telemetry(), ...handedBack };

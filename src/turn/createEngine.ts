@@ -222,6 +222,7 @@ export function createEngine(opts: EngineOptions): Engine {
       sessionId: facts.sessionId,
       turnId,
       exposure,
+      ...(ts.unavailableSources === undefined ? {} : { unavailableSources: ts.unavailableSources }),
       invoke(toolName: string, args: unknown): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
           return Promise.resolve(fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`));

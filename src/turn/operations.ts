@@ -40,6 +40,8 @@ export async function searchTools(deps: EngineDeps, ts: TurnState, query: unknow
       ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
       ...(err === undefined ? {} : { error: err }),
     }, op.causationId);
+    // A turn running without a failed source says so with every search: the model knows what it cannot find.
+    if (answer.ok && ts.unavailableSources !== undefined) return { ok: true, value: { ...answer.value, unavailableSources: ts.unavailableSources } };
     return answer;
   });
 }

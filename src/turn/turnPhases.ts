@@ -27,6 +27,8 @@ export function resolvePolicyPhase(deps: EngineDeps, ts: TurnState): Promise<Eff
 export function listSourcesPhase(deps: EngineDeps, ts: TurnState, policy: EffectivePolicy, signal: AbortSignal): Promise<Catalog> {
   return traced(ts, SpanName.listSources, undefined, async () => {
     const { full, filtered, failures } = await listTurnSources(deps, ts, policy, signal);
+    const unavailable = [...full.sources, ...failures].filter((s) => !s.ok).map((s) => ({ key: s.key, reason: (s.reason ?? 'unavailable').slice(0, 300) }));
+    if (unavailable.length > 0) ts.unavailableSources = unavailable;
     await ts.events.emit('sources.listed', {
       sources: [...full.sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
       total: full.entries.length,
@@ -79,6 +81,7 @@ export function exposePhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): 
       mode: exposure.mode, tools: names, bytes: exposure.bytes, schemasUpFront: exposure.schemasUpFront,
       ...(fellBack && exposure.reason !== undefined ? { fallbackReason: exposure.reason } : {}),
       ...(harnessDirect && exposure.reason !== undefined ? { harnessReason: exposure.reason } : {}),
+      ...(ts.unavailableSources === undefined ? {} : { unavailableSources: ts.unavailableSources }),
     }, ts.startedEventId);
     return {
       mode: exposure.mode, requestedMode: mode, tools: names, bytes: exposure.bytes,

@@ -46,6 +46,12 @@ export interface EngineOptions {
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
 }
 
+/** A source a turn runs without (it failed to start, list, or timed out), with the reason. */
+export interface UnavailableSource {
+  key: string;
+  reason: string;
+}
+
 /** What the engine keeps per session across turns. */
 export interface SessionState {
   sessionId: string;
@@ -104,6 +110,8 @@ export interface TurnState {
   index?: SearchIndex;
   exposure?: Exposure;
   counts: TurnCounts;
+  /** Sources that failed or timed out this turn: the turn runs without them and says so (search result, client). */
+  unavailableSources?: UnavailableSource[];
   /** Live spans of this turn (absent when telemetry is off). */
   trace?: TurnTrace;
   abort: AbortController;
