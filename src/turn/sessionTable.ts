@@ -170,19 +170,23 @@ export class SessionTable {
   /** Makes room for a new session of `principal` (reaping when `act`), or says why there is none. */
   private roomFor(principal: string, act: boolean): Overload | undefined {
     const { maxLive, maxPerPrincipal } = this.opts;
+    const liveFull = this.entries.size >= maxLive;
     if ((this.perPrincipal.get(principal) ?? 0) >= maxPerPrincipal) {
       const victim = this.oldestIdle(principal);
-      if (victim === undefined) {
+      // When the gateway-wide bound is the tighter one, say so: raising maxPerPrincipal would not help.
+      if (victim === undefined && !(liveFull && maxPerPrincipal >= maxLive)) {
         return {
           code: 'gateway.overloaded',
           message: `Principal "${principal}" already has ${maxPerPrincipal} live sessions, all running a turn (config session.maxPerPrincipal): retry shortly, or reuse a session with the x-toolsearch-session header.`,
           retryAfterMs: BUSY_RETRY_MS,
         };
       }
-      if (act) this.reap(victim);
-      return undefined;
+      if (victim !== undefined) {
+        if (act) this.reap(victim);
+        return undefined;
+      }
     }
-    if (this.entries.size >= maxLive) {
+    if (liveFull) {
       const victim = this.oldestIdle(undefined);
       if (victim === undefined) {
         return {
