@@ -101,6 +101,9 @@ export async function listen(
       else sendError(res, 500, `Internal error: ${message}`, 'internal_error');
     });
   });
+  // Longer than any client's idle keep-alive (undici: 4 s), with room for event-loop lag under load: a client
+  // must never send on a connection the server is closing.
+  server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => {
