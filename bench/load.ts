@@ -7,8 +7,8 @@
  * Targets: processes per session 0 with shared MCP servers, RSS per session <= 1 MB, CPU per turn at 1,000
  * sessions <= 1.2x the CPU per turn at 10.
  * Run: node --expose-gc --import tsx bench/load.ts [--sessions 10,100,1000] [--configs repo,snapshot] [--catalogs DIR]
- * A config whose sessions each start processes (per-session MCP servers) stops before a step that would start
- * more than 300 of them, and says so.
+ * A config whose sessions each start processes (per-session MCP servers) or hold megabytes stops before a step
+ * that would start more than 300 processes or need more than 1.5 GB, and says so.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -28,6 +28,7 @@ const sizes = (values.sessions ?? '10,100,1000').split(',').map(Number).filter((
 const configs = (values.configs ?? 'repo,snapshot').split(',');
 const concurrency = Number(values.concurrency ?? 8);
 const MAX_NEW_PROCESSES = 300;
+const MAX_NEW_RSS = 1.5 * 1024 * 1024 * 1024;
 const QUESTION = 'What time is it? target=current_time';
 
 const mb = (b: number) => `${(b / 1024 / 1024).toFixed(2)} MB`;
@@ -133,14 +134,20 @@ async function bench(name: string, base: ResolvedConfig): Promise<void> {
       row(label, [String(s.sessions), mb(s.rssPerSession), mb(s.heapPerSession), s.procsPerSession.toFixed(2), msText(s.p50), msText(s.p99), msText(s.cpuPerTurn), String(s.failures)]);
     print('1 session, 20 turns', floor);
     let perSession: number | undefined;
+    let rssPerSession: number | undefined;
     const results: Step[] = [];
     for (const n of sizes) {
       if (perSession !== undefined && perSession > 0.5 && perSession * n > MAX_NEW_PROCESSES) {
         row(`${n} sessions`, [`skipped: each session starts ${perSession.toFixed(1)} processes (per-session MCP servers); ${Math.round(perSession * n)} would be started`]);
         continue;
       }
+      if (rssPerSession !== undefined && rssPerSession * n > MAX_NEW_RSS) {
+        row(`${n} sessions`, [`skipped: each session holds ${mb(rssPerSession)}; ${n} would need ${mb(rssPerSession * n)}`]);
+        continue;
+      }
       const s = await measure(gw, `${name}-${n}`, n, 1, concurrency);
       perSession = s.procsPerSession;
+      rssPerSession = s.rssPerSession;
       results.push(s);
       print(`${n} new sessions`, s);
     }
