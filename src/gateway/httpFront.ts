@@ -166,7 +166,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       const failure = await publish(e);
       if (failure === undefined) return;
       lost ??= failure;
-      abort.abort();
+      abort.abort({ code: 'gateway.eventLogFailed', message: `an event of the turn could not be recorded (${failure})` });
     };
     const ended = async (outcome: 'completed' | 'failed' | 'cancelled', reason?: string, unavailableSources?: unknown): Promise<void> =>
       recorded({

@@ -234,7 +234,12 @@ async function loop(
       const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args };
       await hook(input.toolHooks?.before, inv);
       // The caller stopped the turn (a cancelled request, an event that could not be recorded): the tool does not run.
-      if (input.signal?.aborted === true) return fail('provider.aborted', `The turn was stopped before ${call.function.name} ran.`);
+      if (input.signal?.aborted === true) {
+        const why = input.signal.reason as { code?: unknown; message?: unknown } | undefined;
+        return typeof why?.code === 'string' && typeof why.message === 'string'
+          ? fail(why.code, `The turn was stopped before ${call.function.name} ran: ${why.message}`)
+          : fail('provider.aborted', `The turn was stopped before ${call.function.name} ran.`);
+      }
       const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args)) };
       await hook(input.toolHooks?.after, inv, step.result);
       // A client tool called directly, or from inside a code run (the run's outcome lists the calls it handed back).
