@@ -13,6 +13,7 @@ import type { StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js'
 import { bySource } from './codeRun.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
+import { ExposureMemo } from './exposureMemo.js';
 import type { EmbeddedEnforcerDeps } from './callPath.js';
 import { runStep } from './runStep.js';
 import { SessionTable, type Overload } from './sessionTable.js';
@@ -61,6 +62,7 @@ export function createEngine(opts: EngineOptions): Engine {
     decisionTimeoutMs: opts.decisionTimeoutMs ?? config.nats.decisionTimeoutMs,
     validator: new ArgsValidator(),
     catalogs: new CatalogMemo(),
+    exposures: new ExposureMemo(),
     indexes: new IndexStore({ searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit }),
   };
   const closeRuntime = async (s: SessionState, reason: 'client' | 'idle'): Promise<void> => {

@@ -72,7 +72,10 @@ export function exposePhase(deps: EngineDeps, ts: TurnState, catalog: Catalog): 
         }
       }
     }
-    const exposure = exposeSurface({ mode, entries: catalog.entries, harness: ts.harness, codeAvailable });
+    const key = `${catalog.fingerprint}|${mode}|${ts.harness}|${codeAvailable.ok ? '' : codeAvailable.reason}`;
+    const exposure = deps.exposures === undefined
+      ? exposeSurface({ mode, entries: catalog.entries, harness: ts.harness, codeAvailable })
+      : deps.exposures.get(key, () => exposeSurface({ mode, entries: catalog.entries, harness: ts.harness, codeAvailable }));
     ts.exposure = exposure;
     const names = exposure.tools.map((t) => t.function.name);
     const fellBack = mode === 'code' && exposure.mode === 'tools';

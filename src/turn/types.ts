@@ -12,6 +12,7 @@ import type { StaticSources } from '../catalog/index.js';
 import type { ClientToolSpec } from '../catalog/index.js';
 import type { CatalogMemo } from './catalogMemo.js';
 import type { IndexStore } from './indexStore.js';
+import type { ExposureMemo } from './exposureMemo.js';
 import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
 
@@ -71,6 +72,8 @@ export interface EngineDeps {
   validator: ArgsValidator;
   indexes: IndexStore;
   catalogs: CatalogMemo;
+  /** Exposures shared by catalog fingerprint, mode and harness (absent: built per turn). */
+  exposures?: ExposureMemo;
 }
 
 /** How an operation was invoked: a structured/direct step or a code run's bridge. */
