@@ -99,7 +99,10 @@ describe('admission control and bounded sessions', () => {
     expect((await later).status).toBe(200);
     expect(gw.engine.sessionIds()).toEqual(['newcomer']);
 
-    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    const scraped = await fetch(`${gw.url}/metrics`);
+    expect(scraped.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    const metrics = await scraped.text();
+    expect(metrics).toMatch(/^# HELP toolsearch_turns_total /);
     expect(metrics).toContain('toolsearch_overloaded_total{front="http"} 1');
     expect(metrics).toContain('toolsearch_overloaded_total{front="nats"} 1');
     expect(metrics).toContain('toolsearch_sessions_live 1');
