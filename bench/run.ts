@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const all = ['retrieval.ts', 'searchSpeed.ts', 'turn.ts', 'sandbox.ts', 'payload.ts', 'tracing.ts', 'nats.ts', 'mcpShared.ts'];
+const all = ['retrieval.ts', 'searchSpeed.ts', 'turn.ts', 'sandbox.ts', 'payload.ts', 'tracing.ts', 'nats.ts', 'mcpShared.ts', 'load.ts'];
 const only = process.argv.slice(2);
 const chosen = only.length > 0 ? all.filter((b) => only.some((o) => b.startsWith(o))) : all;
 let failed = 0;

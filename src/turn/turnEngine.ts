@@ -19,6 +19,8 @@ export interface TurnRequest {
   clientTools?: ClientToolSpec[];
   /** MCP servers this session adds (same shapes as config `mcpServers`). */
   mcpServers?: Record<string, unknown>;
+  /** Who the session belongs to, for `session.maxPerPrincipal` (default `agent:<agentId>`). */
+  principal?: string;
 }
 
 /** The answer to one tool invocation by the model. A blocked call is `ok: false` with a code that says blocked. */
@@ -33,6 +35,8 @@ export interface Turn {
   sessionId: string;
   turnId: string;
   exposure: Exposure;
+  /** Sources that failed or timed out this turn (absent when every source is up): the turn runs without them. */
+  unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
   /** The model invoked an exposed tool by its exposed name. Unknown names get an error result. */
   invoke(toolName: string, args: unknown): Promise<StepResult>;
   /** Records the client's result for a call handed back earlier (possibly in an earlier turn). */
