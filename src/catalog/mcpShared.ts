@@ -43,6 +43,8 @@ interface SharedSlot {
   relistAgain: boolean;
   /** Times the server came back (opened again after a failure or a dead connection). */
   restarts: number;
+  /** Whether it was ever up (a later successful open is a restart). */
+  everUp: boolean;
 }
 
 /** One shared server as metrics see it (slots of the same name added up). */
@@ -116,7 +118,7 @@ export class SharedMcpServers {
       slot = {
         name, spec, connection: undefined, entries: [], status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened yet.`),
         failedAt: undefined, opening: undefined, running: 0, queue: [],
-        limit: typeof limit === 'number' && limit > 0 ? limit : DEFAULT_MAX_CONCURRENT_CALLS, relisting: undefined, relistAgain: false, restarts: 0,
+        limit: typeof limit === 'number' && limit > 0 ? limit : DEFAULT_MAX_CONCURRENT_CALLS, relisting: undefined, relistAgain: false, restarts: 0, everUp: false,
       };
       this.slots.set(key, slot);
     }
@@ -203,14 +205,13 @@ export class SharedMcpServers {
       return;
     }
     const restarted = slot.failedAt !== undefined || slot.entries.length > 0;
+    if (slot.everUp || slot.failedAt !== undefined) slot.restarts++;
+    slot.everUp = true;
     slot.connection = outcome.connection;
     slot.entries = outcome.entries;
     slot.failedAt = undefined;
     slot.status = statusOf(name, true, outcome.entries.length, durationMs, undefined, outcome.connection.listWarnings);
-    if (restarted) {
-      slot.restarts++;
-      this.emit(name);
-    }
+    if (restarted) this.emit(name);
   }
 
   private failSlot(slot: SharedSlot, durationMs: number, reason: string): void {
