@@ -166,7 +166,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     });
     const startedAt = Date.now();
     // Sessions are bounded per principal: the key's, else the agent's (as the engine's default).
-    const principal = caller.kind === 'key' ? `key:${caller.principal.name}` : `agent:${agentId}`;
+    const principal = caller.kind === 'key' ? `principal:${caller.principal.name}` : `agent:${agentId}`;
     const overloaded = opts.admit?.(sessionId, principal);
     if (overloaded !== undefined) return refused(res, 429, overloaded.message, overloaded.code, { type: 'rate_limit_exceeded', headers: { ...sessionHeader, ...retryAfter(overloaded.retryAfterMs) } });
     const notRecorded = await publish({
