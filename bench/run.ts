@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const all = ['retrieval.ts', 'searchSpeed.ts', 'turn.ts', 'sandbox.ts', 'payload.ts', 'tracing.ts', 'nats.ts', 'mcpShared.ts', 'floors.ts'];
+const all = ['retrieval.ts', 'searchSpeed.ts', 'turn.ts', 'sandbox.ts', 'payload.ts', 'tracing.ts', 'nats.ts', 'mcpShared.ts', 'floors.ts', 'load.ts'];
 const argv = process.argv.slice(2);
 const only: string[] = [];
 const passOn: string[] = [];

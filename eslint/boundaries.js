@@ -20,11 +20,12 @@ export const ALLOWED = {
   sandbox: ['bus', 'config', 'events', 'machines', 'shared'],
   telemetry: ['bus', 'config', 'events', 'shared'],
   audit: ['bus', 'config', 'events', 'shared', 'telemetry'],
+  metrics: ['bus', 'events', 'shared'],
   machines: ['events', 'shared', 'catalog'],
   turn: ['audit', 'bus', 'catalog', 'config', 'events', 'expose', 'machines', 'policy', 'sandbox', 'search', 'shared', 'telemetry'],
   gateway: ['audit', 'bus', 'catalog', 'config', 'events', 'expose', 'policy', 'search', 'shared', 'telemetry', 'turn'],
-  app: ['audit', 'bus', 'catalog', 'config', 'events', 'expose', 'gateway', 'machines', 'policy', 'sandbox', 'search', 'shared', 'telemetry', 'turn'],
-  cli: ['app', 'audit', 'bus', 'catalog', 'config', 'events', 'expose', 'gateway', 'machines', 'policy', 'sandbox', 'search', 'shared', 'telemetry', 'turn'],
+  app: ['audit', 'bus', 'catalog', 'config', 'events', 'expose', 'gateway', 'machines', 'metrics', 'policy', 'sandbox', 'search', 'shared', 'telemetry', 'turn'],
+  cli: ['app', 'audit', 'bus', 'catalog', 'config', 'events', 'expose', 'gateway', 'machines', 'metrics', 'policy', 'sandbox', 'search', 'shared', 'telemetry', 'turn'],
 };
 
 /** Files that start processes. */

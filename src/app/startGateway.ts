@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import type { EventBus } from '../bus/index.js';
 import type { NatsConnectSettings } from '../bus/nats/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
@@ -22,10 +23,11 @@ import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from '
 import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
-import { loadStaticSources } from '../catalog/index.js';
+import { loadStaticSources, SharedMcpServers } from '../catalog/index.js';
 import { caseOnlyDenyWarnings } from '../policy/index.js';
 import { checkFrontExposure, createFrontAuth, isLoopbackHost as isLoopback, keyPrincipals } from '../gateway/index.js';
 import { watchPrincipals } from './watchPrincipals.js';
+import { startGatewayMetrics, startLagMonitor, type GatewayMetrics } from '../metrics/index.js';
 
 /** The port `toolsearch serve` listens on when neither --port, PORT nor config `gateway.port` says otherwise. */
 export const DEFAULT_GATEWAY_PORT = 8787;
@@ -46,6 +48,8 @@ export interface StartGatewayOptions {
   logPath?: string | false;
   /** Upstream OpenAI-compatible base URL; default config `provider.baseUrl`; neither = the built-in mock provider. */
   providerUrl?: string;
+  /** Per provider request; default config `provider.timeoutMs` (120000). */
+  providerTimeoutMs?: number;
   /** Where the provider API key may come from (OPENAI_API_KEY, TOOLSEARCH_PROVIDER_API_KEY); default process.env. */
   env?: NodeJS.ProcessEnv;
   /** Extra `--catalog` snapshot files or folders. */
@@ -101,6 +105,8 @@ export interface RunningGateway {
   sessionEvents: SessionEventConsumer | undefined;
   /** The exposure mode turns get by default. */
   mode: ExposureMode;
+  /** What `GET /metrics` serves. */
+  metrics: GatewayMetrics;
   /** Closes the front, the engine (sessions, MCP servers), the sandbox, the mock provider and the bus. Idempotent. */
   close(): Promise<void>;
 }
@@ -149,10 +155,11 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
   const say = opts.onProgress ?? (() => undefined);
   const env = opts.env ?? process.env;
   // Closed in the order that keeps the record: the front (no new turns), the roles (engine: sessions end, spans end),
-  // the mock provider, telemetry (files written, OTLP flushed), the bus (log flushed), and the sandbox last, bounded.
-  const parts: Partial<Record<'watch' | 'front' | 'roles' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>> = {};
+  // the metrics (lag monitor, bus subscription), the mock provider, telemetry (files written, OTLP flushed), the bus
+  // (log flushed), and the sandbox last, bounded.
+  const parts: Partial<Record<'watch' | 'front' | 'roles' | 'metrics' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>> = {};
   const closeAll = async (): Promise<void> => {
-    const order = (['watch', 'front', 'roles', 'mock', 'telemetry', 'bus', 'sandbox'] as const).map((k) => parts[k]).filter((c): c is Closer => c !== undefined);
+    const order = (['watch', 'front', 'roles', 'metrics', 'mock', 'telemetry', 'bus', 'sandbox'] as const).map((k) => parts[k]).filter((c): c is Closer => c !== undefined);
     for (const k of Object.keys(parts)) delete parts[k as keyof typeof parts];
     await closeInOrder(order).catch(() => undefined);
   };
@@ -228,7 +235,24 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
     // session command consumer runs too, so other gateways can drive turns here; the front's own records of the
     // turns it runs go on `gateway.session.…`, never on the command subjects.
+    // Admission: while the event loop lags more than gateway.maxEventLoopLagMs, new turns are refused (429 /
+    // gateway.overloaded) instead of queueing into timeouts.
+    const lag = startLagMonitor();
+    const metricsRef: { current?: GatewayMetrics } = {};
+    parts.metrics = { name: 'metrics', close: async () => { metricsRef.current?.stop(); lag.stop(); } };
+    const maxLag = config.gateway.maxEventLoopLagMs;
+    const saturated = () => {
+      const now = lag.lagMs();
+      return now <= maxLag ? undefined : {
+        code: 'gateway.overloaded' as const,
+        message: `The gateway is saturated: its event loop lags ${Math.round(now)} ms (more than gateway.maxEventLoopLagMs, ${maxLag} ms). Retry shortly.`,
+        retryAfterMs: Math.max(1000, Math.round(now)),
+      };
+    };
     const consumeSessionEvents = opts.sessionEvents ?? opened.value.kind === 'nats';
+    // The MCP servers every session shares (one connection per configured server): owned here, so /metrics can
+    // read their state and call queues; closed after the engine.
+    const sharedMcp = new SharedMcpServers({ roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }] });
     const services = await startRoleServices({
       role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,
       onError: (m) => say(`warning: ${m}`),
@@ -236,10 +260,35 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         staticSources: statics.value, includeConfigMcp: includeConfig,
         ...(telemetry !== undefined ? { telemetry } : {}),
         ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
+        saturated,
+        sharedMcp,
       },
     });
-    parts.roles = { name: 'roles', close: () => services.close() };
+    parts.roles = { name: 'roles', close: async () => { try { await services.close(); } finally { await sharedMcp.close(); } } };
     const engine = services.engine!;
+    const gatewayMetrics = startGatewayMetrics({
+      bus,
+      gauges: {
+        sessions: () => engine.sessionStats(),
+        eventLoopLagMs: () => lag.lagMs(),
+        queues: () => {
+          const s = services.sessionEvents?.stats();
+          const out: Record<string, number> = {};
+          if (s !== undefined) out['session_events'] = Math.max(0, s.received - s.processed - s.duplicates - s.rejected);
+          // Calls waiting for a place on a shared MCP server (over its maxConcurrentCalls).
+          for (const m of sharedMcp.stats()) out[`mcp:${m.name}`] = m.queued;
+          return out;
+        },
+        // The shared servers as their connection manager knows them; servers only listed (per session) as the
+        // listings said.
+        mcpServers: () => {
+          const listed = new Map([...gatewayMetrics.state().mcp].map(([name, v]) => [name, { name, up: v.up, restarts: v.restarts }]));
+          for (const m of sharedMcp.stats()) listed.set(m.name, { name: m.name, up: m.up, restarts: m.restarts });
+          return [...listed.values()];
+        },
+      },
+    });
+    metricsRef.current = gatewayMetrics;
 
     // The warm-up turn is the gateway's own: no spans, so no trace file or Jaeger trace of a `warmup-…` session.
     if (opts.warmUp === true) {
@@ -264,7 +313,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       say(`upstream provider: ${redactUrl(baseUrl)}${config.provider.model !== undefined ? ` (model ${config.provider.model})` : ''}${apiKey === undefined ? ' without an API key' : ''}`);
     }
     const provider = createProviderClient({
-      baseUrl,
+      baseUrl, timeoutMs: opts.providerTimeoutMs ?? config.provider.timeoutMs,
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(mockProvider === undefined && config.provider.model !== undefined ? { model: config.provider.model } : {}),
       ...(telemetry !== undefined ? { telemetry } : {}),
@@ -297,6 +346,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         engine, provider, port, host, maxRounds: config.provider.maxRounds,
         defaults: { agentId: 'default', profile: 'default' }, onEvent, auth, content: config.log.content,
         ...(tls !== undefined ? { tls } : {}),
+        admit: (sessionId, principal) => engine.admission(sessionId, principal),
+        onAnswer: (status, code) => gatewayMetrics.answered(status, code),
+        metrics: () => gatewayMetrics.render(),
         known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
         ...(telemetry !== undefined ? { telemetry } : {}),
@@ -310,7 +362,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     let closing: Promise<void> | undefined;
     return ok({
-      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode, sessionEvents: services.sessionEvents,
+      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode, sessionEvents: services.sessionEvents, metrics: gatewayMetrics,
       close: () => (closing ??= closeAll()),
     });
   } catch (err) {

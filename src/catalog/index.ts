@@ -21,7 +21,7 @@ export { mcpCallScope, withMcpCallScope } from './mcpCallScope.js';
 export type { ClientRelay, McpCallScope, McpProgress } from './mcpCallScope.js';
 export { SessionMcpRuntime } from './mcpRuntime.js';
 export { SharedMcpServers, DEFAULT_MAX_CONCURRENT_CALLS } from './mcpShared.js';
-export type { SharedMcpServersOptions } from './mcpShared.js';
+export type { SharedMcpServersOptions, SharedServerStats } from './mcpShared.js';
 export type { SessionMcpRuntimeOptions, EnsureOptions } from './mcpRuntime.js';
 export { buildCatalog, catalogFromEntries, clientTools, checkClientTools, clientToolSource, canonicalJson, entryDigest, sourceKeyOf } from './buildCatalog.js';
 export type { CatalogPart } from './buildCatalog.js';

@@ -41,6 +41,21 @@ interface SharedSlot {
   limit: number;
   relisting: Promise<void> | undefined;
   relistAgain: boolean;
+  /** Times the server came back (opened again after a failure or a dead connection). */
+  restarts: number;
+  /** Whether it was ever up (a later successful open is a restart). */
+  everUp: boolean;
+}
+
+/** One shared server as metrics see it (slots of the same name added up). */
+export interface SharedServerStats {
+  name: string;
+  /** A live connection now. */
+  up: boolean;
+  restarts: number;
+  /** Calls running now, and callers waiting for a place (over `maxConcurrentCalls`). */
+  running: number;
+  queued: number;
 }
 
 export const statusOf = (name: string, ok: boolean, toolCount: number, durationMs: number, reason?: string, warnings?: readonly string[]): SourceStatus => {
@@ -103,7 +118,7 @@ export class SharedMcpServers {
       slot = {
         name, spec, connection: undefined, entries: [], status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened yet.`),
         failedAt: undefined, opening: undefined, running: 0, queue: [],
-        limit: typeof limit === 'number' && limit > 0 ? limit : DEFAULT_MAX_CONCURRENT_CALLS, relisting: undefined, relistAgain: false,
+        limit: typeof limit === 'number' && limit > 0 ? limit : DEFAULT_MAX_CONCURRENT_CALLS, relisting: undefined, relistAgain: false, restarts: 0, everUp: false,
       };
       this.slots.set(key, slot);
     }
@@ -190,6 +205,8 @@ export class SharedMcpServers {
       return;
     }
     const restarted = slot.failedAt !== undefined || slot.entries.length > 0;
+    if (slot.everUp || slot.failedAt !== undefined) slot.restarts++;
+    slot.everUp = true;
     slot.connection = outcome.connection;
     slot.entries = outcome.entries;
     slot.failedAt = undefined;
@@ -294,6 +311,20 @@ export class SharedMcpServers {
   load(name: string, spec: McpServerSpec): { running: number; queued: number } {
     const slot = this.slotFor(name, spec);
     return { running: slot?.running ?? 0, queued: slot?.queue.length ?? 0 };
+  }
+
+  /** Every shared server by name: up, restarts, calls running and waiting (for `/metrics`). */
+  stats(): SharedServerStats[] {
+    const byName = new Map<string, SharedServerStats>();
+    for (const slot of this.slots.values()) {
+      const s = byName.get(slot.name) ?? { name: slot.name, up: false, restarts: 0, running: 0, queued: 0 };
+      s.up ||= slot.connection?.alive === true;
+      s.restarts += slot.restarts;
+      s.running += slot.running;
+      s.queued += slot.queue.length;
+      byName.set(slot.name, s);
+    }
+    return [...byName.values()];
   }
 
   /** Process ids of the live stdio servers. */

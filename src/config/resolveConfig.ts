@@ -9,10 +9,10 @@ export const CONFIG_DEFAULTS = {
   sandbox: { requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 64 * 1024, maxResultBytes: 256 * 1024 },
   log: { path: '.toolsearch/events.jsonl', enabled: true, maxBytes: 64 * 1024 * 1024, keep: 5 },
   nats: { replicas: 1, maxAgeMs: 0, maxBytes: 0, retention: 'limits', decisionTimeoutMs: 5_000, commandMaxAgeMs: 3_600_000 },
-  provider: { maxRounds: 8 },
-  gateway: { host: '127.0.0.1' },
+  provider: { maxRounds: 8, timeoutMs: 120_000 },
+  gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000 },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
-  session: { idleTimeoutMs: 600_000 },
+  session: { idleTimeoutMs: 600_000, maxLive: 256 },
   harness: 'pi',
   search: { learnFromCalls: false, learnedCallsPath: '.toolsearch/learned-calls.jsonl', maxLearnedCalls: 10_000 },
 } as const;
@@ -96,7 +96,8 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       tracesDir: abs(baseDir, raw.telemetry?.tracesDir ?? d.telemetry.tracesDir),
       sampleRatio: raw.telemetry?.sampleRatio ?? d.telemetry.sampleRatio,
     },
-    session: { ...d.session, ...raw.session },
+    // maxPerPrincipal defaults to maxLive: without principals (API keys) every anonymous request shares one.
+    session: { ...d.session, ...raw.session, maxPerPrincipal: raw.session?.maxPerPrincipal ?? raw.session?.maxLive ?? d.session.maxLive },
     harness: raw.harness ?? d.harness,
     principals: Object.fromEntries(
       Object.entries(raw.principals ?? {}).map(([name, p]) => [

@@ -231,6 +231,7 @@ export const ToolSearchConfig = Type.Object(
           apiKey: Type.Optional(Type.String()),
           model: Type.Optional(Type.String({ minLength: 1 })),
           maxRounds: Type.Optional(positiveInt('8', { maximum: 100 })),
+          timeoutMs: Type.Optional(positiveInt('120000: per provider request', { maximum: 3_600_000 })),
         },
         closed,
       ),
@@ -243,6 +244,7 @@ export const ToolSearchConfig = Type.Object(
           tls: Type.Optional(
             Type.Object({ cert: Type.String({ minLength: 1 }), key: Type.String({ minLength: 1 }) }, closed),
           ),
+          maxEventLoopLagMs: Type.Optional(positiveInt('1000: new turns get 429 while the event loop lags more')),
         },
         closed,
       ),
@@ -257,7 +259,16 @@ export const ToolSearchConfig = Type.Object(
         closed,
       ),
     ),
-    session: Type.Optional(Type.Object({ idleTimeoutMs: Type.Optional(positiveInt('600000')) }, closed)),
+    session: Type.Optional(
+      Type.Object(
+        {
+          idleTimeoutMs: Type.Optional(positiveInt('600000')),
+          maxLive: Type.Optional(positiveInt('256: live sessions per gateway')),
+          maxPerPrincipal: Type.Optional(positiveInt('session.maxLive: live sessions per principal')),
+        },
+        closed,
+      ),
+    ),
     harness: Type.Optional(Type.Union([Type.Literal('pi'), Type.Literal('codex')])),
     principals: Type.Optional(
       Type.Record(Type.String({ pattern: NAME_PATTERN }), PrincipalSpec, { ...closed, 'x-keyHint': NAME_HINT }),

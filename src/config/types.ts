@@ -74,11 +74,15 @@ export interface ResolvedConfig {
    * never replaces a configured server.
    */
   requestMcpServers: { servers: Record<string, McpServerSpec>; urls: string[] };
-  provider: { baseUrl?: string; apiKey?: string; model?: string; maxRounds: number };
-  /** `tls`: absolute paths of the PEM certificate and key; the front serves HTTPS when set. */
-  gateway: { port?: number; host: string; tls?: { cert: string; key: string } };
+  provider: { baseUrl?: string; apiKey?: string; model?: string; maxRounds: number; timeoutMs: number };
+  /**
+   * `tls`: absolute paths of the PEM certificate and key; the front serves HTTPS when set. `maxEventLoopLagMs`:
+   * new turns are refused (429, `gateway.overloaded`) while the event loop lags more.
+   */
+  gateway: { port?: number; host: string; tls?: { cert: string; key: string }; maxEventLoopLagMs: number };
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
-  session: { idleTimeoutMs: number };
+  /** Live sessions are bounded per gateway and per principal; idle ones are reaped oldest first at the bound. */
+  session: { idleTimeoutMs: number; maxLive: number; maxPerPrincipal: number };
   harness: 'pi' | 'codex';
   /**
    * Learning from calls (opt-in): the (query, tool finally called) pairs of successful calls, kept in their own

@@ -63,6 +63,8 @@ export const GatewayTurnEnded = Type.Object({
   outcome: Type.Union([Type.Literal('completed'), Type.Literal('failed'), Type.Literal('cancelled')]),
   reason: Type.Optional(Type.String()),
   durationMs: Type.Optional(Type.Number({ minimum: 0 })),
+  /** Sources the turn ran without (they failed or timed out). */
+  unavailableSources: Type.Optional(Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }))),
 });
 export type GatewayTurnEnded = Static<typeof GatewayTurnEnded>;
 
@@ -105,6 +107,8 @@ export const GatewayTurnOpened = Type.Object({
   schemasUpFront: Type.Optional(NonNegInt()),
   /** Why the mode differs from the one asked for. */
   reason: Type.Optional(Type.String()),
+  /** Sources that failed or timed out: the turn runs without their tools. */
+  unavailableSources: Type.Optional(Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }))),
   error: Type.Optional(ErrorInfo),
 });
 export type GatewayTurnOpened = Static<typeof GatewayTurnOpened>;

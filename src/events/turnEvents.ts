@@ -77,6 +77,8 @@ export const ToolsExposed = Type.Object({
   fallbackReason: Type.Optional(Type.String()),
   /** Why Tool Search was not applied (a harness with native tool search). */
   harnessReason: Type.Optional(Type.String()),
+  /** Sources that failed or timed out: the model works without their tools this turn. */
+  unavailableSources: Type.Optional(Type.Array(Type.Object({ key: Type.String(), reason: Type.String() }))),
 });
 export type ToolsExposed = Static<typeof ToolsExposed>;
 

@@ -29,6 +29,11 @@ export interface TurnState {
   started?: TurnStarted;
   /** Tools listed over every source (`sources.listed`), before the policy filtered them. */
   listed?: number;
+  /**
+   * Sources that failed or timed out when listed (`sources.listed`), with their reasons (at most 300 characters):
+   * the turn runs without them and says so. Absent when every source is up.
+   */
+  unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
   /** The policy-filtered catalog the turn searches and calls from (`catalog.indexed`). */
   catalog?: { size: number; fingerprint: string; bySource: BySource };
   /** What the model saw (the last `tools.exposed`). */
@@ -95,8 +100,11 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
   switch (e.type) {
     case 'turn.started':
       return { ...state, started: e.data };
-    case 'sources.listed':
-      return { ...state, listed: e.data.total };
+    case 'sources.listed': {
+      const unavailable = e.data.sources.filter((s) => !s.ok).map((s) => ({ key: s.key, reason: (s.reason ?? 'unavailable').slice(0, 300) }));
+      const { unavailableSources: _previous, ...rest } = state;
+      return { ...rest, listed: e.data.total, ...(unavailable.length > 0 ? { unavailableSources: unavailable } : {}) };
+    }
     case 'catalog.indexed':
       return { ...state, catalog: { size: e.data.catalogSize, fingerprint: e.data.fingerprint, bySource: { ...e.data.bySource } } };
     case 'tools.exposed':

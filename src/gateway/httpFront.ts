@@ -6,8 +6,9 @@ import { redactSecretArgs } from '../policy/index.js';
 import { admitRequest, createFrontAuth, ownerHeader, refusalOf, type Caller, type FrontAuth } from './front/auth.js';
 import { recordedAnswer, recordedArgs, recordedClientResult, recordedMessages, type ContentMode } from './front/recordContent.js';
 import type { Telemetry } from '../telemetry/index.js';
-import { DEFAULT_MAX_BODY_BYTES, listen, parseJsonBody, readBody, sendError, sendJson } from './front/http.js';
-import { isRecord, type ChatRequest } from './front/openai.js';
+import { DEFAULT_MAX_BODY_BYTES, listen, METRICS_CONTENT_TYPE, parseJsonBody, readBody, sendError, sendJson, sendText } from './front/http.js';
+import { jsonTooDeep, MAX_JSON_DEPTH, validateChatRequest, type RequestProblem } from './front/chatRequest.js';
+import { isRecord } from './front/openai.js';
 import { chatToResponse, responsesToChat, writeResponse } from './front/responses.js';
 import { wantsStreamUsage, writeSse } from './front/sse.js';
 import { requestTrace, serverSpan } from './front/trace.js';
@@ -75,6 +76,15 @@ export interface GatewayServerOptions {
    * and its model calls hang under it. Without telemetry, an incoming `traceparent` is still passed on.
    */
   telemetry?: Telemetry;
+  /**
+   * Admission of a new turn of `principal` (see `principalOf`), asked before anything is published: undefined = admitted, else 429 with
+   * `Retry-After` and the refusal's code and message (the engine refuses too when the state changed meanwhile).
+   */
+  admit?: (sessionId: string, principal: string) => { code: string; message: string; retryAfterMs: number } | undefined;
+  /** The status (and error code) of every chat answer, for metrics. */
+  onAnswer?: (status: number, code?: string) => void;
+  /** `GET /metrics`: the Prometheus text exposition (absent: no such route). */
+  metrics?: () => string;
 }
 
 export interface GatewayServer {
@@ -100,12 +110,18 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
   const auth = opts.auth ?? createFrontAuth({ principals: {} });
   const content: ContentMode = opts.content ?? 'digest';
 
-  const publish = async (e: GatewayFrontEvent): Promise<void> => {
+  /** Publishes one event; a failure comes back as its reason (the caller ends the turn with it), never thrown. */
+  const publish = async (e: GatewayFrontEvent): Promise<string | undefined> => {
     try {
       await opts.onEvent?.(e);
-    } catch {
-      // The listener owns its failures (the bus reports them); the client still gets its answer.
+      return undefined;
+    } catch (err) {
+      return err instanceof Error ? err.message : String(err);
     }
+  };
+  const refused = (res: ServerResponse, status: number, message: string, code: string, o: Parameters<typeof sendError>[4] = {}): void => {
+    opts.onAnswer?.(status, code);
+    sendError(res, status, message, code, o);
   };
 
   /**
@@ -117,9 +133,9 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     req: IncomingMessage, res: ServerResponse, caller: Caller, dialect: 'chat' | 'responses' = 'chat', trace?: Record<string, string>,
   ): Promise<void> => {
     const headers = sessionHeaders(req, opts.defaults);
-    if (!headers.ok) return sendError(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
+    if (!headers.ok) return refused(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
     const owner = ownerHeader(req.headers[OWNER_HEADER]);
-    if (!owner.ok) return sendError(res, 400, owner.error.message, 'invalid_header', { param: OWNER_HEADER });
+    if (!owner.ok) return refused(res, 400, owner.error.message, 'invalid_header', { param: OWNER_HEADER });
     // Identity from the caller's key: the headers may only narrow it; the session must be the caller's own.
     const admitted = admitRequest(auth, caller, headers.value.sessionId, {
       ...(req.headers[AGENT_HEADER] !== undefined ? { agentId: headers.value.agentId } : {}),
@@ -128,42 +144,42 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }, { agentId: opts.defaults.agentId, profile: opts.defaults.profile, sandboxId: opts.defaults.sandboxId ?? 'default', owner: opts.defaults.owner ?? false });
     if (!admitted.ok) {
       const r = refusalOf(admitted.error);
-      return sendError(res, r.status, admitted.error.message, admitted.error.code, { param: r.param });
+      return refused(res, r.status, admitted.error.message, admitted.error.code, { param: r.param });
     }
     const { sessionId } = headers.value;
     const { agentId, profile } = admitted.value;
     const sessionHeader = { [SESSION_HEADER]: sessionId };
     if (opts.known !== undefined) {
       const unknown = unknownName(AGENT_HEADER, 'agent', agentId, opts.known.agents) ?? unknownName(PROFILE_HEADER, 'profile', profile, opts.known.profiles);
-      if (unknown !== undefined) return sendError(res, 400, unknown.message, unknown.code, { param: unknown.header, headers: sessionHeader });
+      if (unknown !== undefined) return refused(res, 400, unknown.message, unknown.code, { param: unknown.header, headers: sessionHeader });
     }
 
     const body = await readBody(req, maxBody);
     if (!body.ok) {
       const tooLarge = body.error.code === 'http.tooLarge';
-      return sendError(res, tooLarge ? 413 : 400, body.error.message, tooLarge ? 'request_too_large' : 'unreadable_body', { headers: { ...sessionHeader, ...(tooLarge ? { connection: 'close' } : {}) } });
+      return refused(res, tooLarge ? 413 : 400, body.error.message, tooLarge ? 'request_too_large' : 'unreadable_body', { headers: { ...sessionHeader, ...(tooLarge ? { connection: 'close' } : {}) } });
+    }
+    // Nothing recursive sees a body before its depth is known; nothing is published before it is valid.
+    if (jsonTooDeep(body.value)) {
+      return refused(res, 400, `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels: flatten it.`, 'nesting_too_deep', { headers: sessionHeader });
     }
     const parsed = parseJsonBody(body.value);
-    if (!parsed.ok) return sendError(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
-    if (!isRecord(parsed.value)) return sendError(res, 400, `The request body must be a JSON object with ${dialect === 'chat' ? '"messages"' : '"input"'}.`, 'invalid_request', { headers: sessionHeader });
-    let request = parsed.value as ChatRequest;
+    if (!parsed.ok) return refused(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
+    let chatBody: unknown = parsed.value;
     if (dialect === 'responses') {
+      if (!isRecord(parsed.value)) return refused(res, 400, 'The request body must be a JSON object with "input".', 'invalid_request', { headers: sessionHeader });
       const converted = responsesToChat(parsed.value);
-      if (!converted.ok) return sendError(res, 400, converted.error.message, converted.error.code, { param: String((converted.error.details as { param?: unknown } | undefined)?.param ?? ''), headers: sessionHeader });
-      request = converted.value;
+      if (!converted.ok) return refused(res, 400, converted.error.message, converted.error.code, { param: String((converted.error.details as { param?: unknown } | undefined)?.param ?? ''), headers: sessionHeader });
+      chatBody = converted.value;
     }
-    if (!Array.isArray(request.messages) || request.messages.length === 0) {
-      return sendError(res, 400, '"messages" is required: a non-empty array of chat messages.', 'missing_messages', { param: 'messages', headers: sessionHeader });
+    const valid = validateChatRequest(chatBody);
+    if (!valid.ok) {
+      const problem = valid.error.details as unknown as RequestProblem;
+      return refused(res, 400, valid.error.message, problem.code, { param: problem.param === '' ? null : problem.param, headers: sessionHeader });
     }
-    const badMessage = request.messages.findIndex((m: unknown) => !isRecord(m) || typeof m['role'] !== 'string');
-    if (badMessage >= 0) {
-      return sendError(res, 400, `messages[${badMessage}] must be an object with a string "role".`, 'invalid_messages', { param: `messages[${badMessage}]`, headers: sessionHeader });
-    }
-    if (request.stream !== undefined && typeof request.stream !== 'boolean') {
-      return sendError(res, 400, '"stream" must be true or false.', 'invalid_request', { param: 'stream', headers: sessionHeader });
-    }
+    const request = valid.value;
     const clientTools = clientToolSpecs(request.tools);
-    if (!clientTools.ok) return sendError(res, 400, clientTools.error.message, 'invalid_tools', { param: 'tools', headers: sessionHeader });
+    if (!clientTools.ok) return refused(res, 400, clientTools.error.message, 'invalid_tools', { param: 'tools', headers: sessionHeader });
 
     const turnId = randomUUID();
     const requestId = turnId;
@@ -172,7 +188,11 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       if (!res.writableFinished) abort.abort();
     });
     const startedAt = Date.now();
-    await publish({
+    // Sessions are bounded per principal: the key's, else the agent's (as the engine's default).
+    const principal = caller.kind === 'key' ? `principal:${caller.principal.name}` : `agent:${agentId}`;
+    const overloaded = opts.admit?.(sessionId, principal);
+    if (overloaded !== undefined) return refused(res, 429, overloaded.message, overloaded.code, { type: 'rate_limit_exceeded', headers: { ...sessionHeader, ...retryAfter(overloaded.retryAfterMs) } });
+    const notRecorded = await publish({
       type: 'gateway.turn.requested',
       sessionId,
       turnId,
@@ -185,8 +205,24 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
         ...(clientTools.value.length > 0 ? { clientTools: clientTools.value } : {}),
       },
     });
-    const ended = (outcome: 'completed' | 'failed' | 'cancelled', reason?: string) =>
-      publish({ type: 'gateway.turn.ended', sessionId, turnId, data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt } });
+    if (notRecorded !== undefined) {
+      return refused(res, 503, `The turn was not started: its request could not be recorded (${notRecorded}). Retry later.`, 'gateway.eventLogFailed', { headers: sessionHeader });
+    }
+    // A turn whose events cannot be recorded stops: the provider loop is aborted and the client gets an error.
+    let lost: string | undefined;
+    const recorded = async (e: GatewayFrontEvent): Promise<void> => {
+      const failure = await publish(e);
+      if (failure === undefined) return;
+      lost ??= failure;
+      abort.abort({ code: 'gateway.eventLogFailed', message: `an event of the turn could not be recorded (${failure})` });
+    };
+    const ended = async (outcome: 'completed' | 'failed' | 'cancelled', reason?: string, unavailableSources?: unknown): Promise<void> =>
+      recorded({
+        type: 'gateway.turn.ended', sessionId, turnId,
+        data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt, ...(unavailableSources === undefined ? {} : { unavailableSources }) },
+      });
+    const eventLogFailed = (): void =>
+      refused(res, 503, `The turn stopped: one of its events could not be recorded (${lost}). Retry later.`, 'gateway.eventLogFailed', { headers: sessionHeader });
 
     const known = pendingBySession.get(sessionId);
     let result;
@@ -199,6 +235,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           sessionId,
           agentId,
           profile,
+          principal,
           ...(caller.kind === 'key' || opts.defaults.sandboxId !== undefined ? { sandboxId: admitted.value.sandboxId } : {}),
           ...(caller.kind === 'key' || opts.defaults.owner !== undefined || owner.value !== undefined ? { owner: admitted.value.owner } : {}),
           ...(trace !== undefined ? { trace } : {}),
@@ -210,24 +247,28 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
         onProgress: (p) => opts.onProgress?.(sessionId, p),
         // Published before the tool runs (or the client result is recorded), the answer after it.
         toolHooks: {
-          before: (inv) => publish({
+          before: (inv) => recorded({
             type: 'gateway.tool.invoked', sessionId, turnId,
             data: inv.clientResult === undefined
               ? { requestId, callId: inv.callId, tool: inv.tool, ...recordedArgs(redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args), content) }
               : { requestId, callId: inv.callId, tool: inv.tool, args: {}, clientResult: recordedClientResult(inv.clientResult.ok, inv.clientResult.content, content) },
           }),
-          after: (inv, result) => publish({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: recordedAnswer(answerOf(result), content) } }),
+          after: (inv, result) => recorded({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: recordedAnswer(answerOf(result), content) } }),
         },
       });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       await ended('failed', `gateway.internal: ${message}`);
+      opts.onAnswer?.(500, 'internal_error');
       return sendError(res, 500, `Internal error while running the turn: ${message}`, 'internal_error', { headers: sessionHeader });
     }
     if (!result.ok) {
-      await ended(abort.signal.aborted ? 'cancelled' : 'failed', `${result.error.code}: ${result.error.message}`);
+      const failure = lost === undefined ? result.error : { code: 'gateway.eventLogFailed', message: `an event of the turn could not be recorded (${lost})` };
+      await ended(lost === undefined && abort.signal.aborted ? 'cancelled' : 'failed', `${failure.code}: ${failure.message}`);
+      if (lost !== undefined) return eventLogFailed();
       const { status, type } = statusOf(result.error);
-      return sendError(res, status, result.error.message, result.error.code, { type, headers: sessionHeader });
+      const retry = status === 429 ? retryAfter(Number(result.error.details?.['retryAfterMs'] ?? 1000)) : {};
+      return refused(res, status, result.error.message, result.error.code, { type, headers: { ...sessionHeader, ...retry } });
     }
 
     const out = result.value;
@@ -240,10 +281,16 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       if (pendingBySession.size > MAX_SESSIONS_REMEMBERED) pendingBySession.delete(pendingBySession.keys().next().value as string);
     }
     const finish = out.response.choices[0]?.finish_reason;
-    await ended(finish === 'length' ? 'failed' : 'completed', finish === 'length' ? 'gateway.maxRounds' : undefined);
+    await ended(
+      lost === undefined ? (finish === 'length' ? 'failed' : 'completed') : 'failed',
+      lost === undefined ? (finish === 'length' ? 'gateway.maxRounds' : undefined) : `gateway.eventLogFailed: ${lost}`,
+      out.unavailableSources,
+    );
+    if (lost !== undefined) return eventLogFailed();
+    opts.onAnswer?.(200);
 
     const responseHeaders = { ...sessionHeader, [TURN_HEADER]: out.turnId };
-    if (dialect === 'responses') return writeResponse(res, chatToResponse(out.response, parsed.value), request.stream === true, responseHeaders);
+    if (dialect === 'responses') return writeResponse(res, chatToResponse(out.response, parsed.value as Record<string, unknown>), request.stream === true, responseHeaders);
     if (request.stream === true) return writeSse(res, out.response, responseHeaders, { includeUsage: wantsStreamUsage(request) });
     return sendJson(res, 200, out.response, responseHeaders);
   };
@@ -278,11 +325,17 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     if (path === '/v1/models' && req.method === 'GET') {
       return sendJson(res, 200, { object: 'list', data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }] });
     }
-    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /healthz.`, 'not_found');
+    if (path === '/metrics' && req.method === 'GET' && opts.metrics !== undefined) return sendText(res, 200, opts.metrics(), METRICS_CONTENT_TYPE);
+    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /healthz${opts.metrics === undefined ? '' : ', GET /metrics'}.`, 'not_found');
   };
 
   const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1', ...(opts.tls !== undefined ? { tls: opts.tls } : {}) });
   return { url: server.url, port: server.port, close: () => server.close() };
+}
+
+/** The `Retry-After` header (whole seconds, at least 1) of a wait in ms. Pure: no I/O. */
+export function retryAfter(ms: number): { 'retry-after': string } {
+  return { 'retry-after': String(Math.max(1, Math.ceil((Number.isFinite(ms) ? ms : 1000) / 1000))) };
 }
 
 /** A step result in the shape of `gateway.tool.answered` (JSON values only). Pure: no I/O. */
@@ -302,6 +355,7 @@ export function answerOf(r: StepResult): Record<string, unknown> {
 /** The HTTP status and OpenAI error type of a turn failure. Pure: no I/O. */
 export function statusOf(error: ToolSearchError): { status: number; type: string } {
   const code = error.code;
+  if (code === 'gateway.overloaded') return { status: 429, type: 'rate_limit_exceeded' };
   if (code === 'provider.timedOut') return { status: 504, type: 'upstream_error' };
   if (code === 'provider.aborted') return { status: 499, type: 'api_error' };
   if (code.startsWith('provider.')) return { status: 502, type: 'upstream_error' };
@@ -335,7 +389,6 @@ type HeaderResult =
   | { ok: false; error: { header: string; message: string } };
 
 // Control characters (C0, DEL, C1) are refused in session header values.
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Session, agent and profile from the headers, or the defaults. Pure: no I/O. */

@@ -125,7 +125,7 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
     } catch (err) {
       if (signal?.aborted === true) return fail('provider.aborted', `The request to the provider at ${safeUrl} was cancelled.`, { url: safeUrl });
       if (timeout.aborted) {
-        return fail('provider.timedOut', `The provider at ${safeUrl} did not answer within ${timeoutMs} ms. Check that it is up, or raise the provider timeout.`, { url: safeUrl, timeoutMs });
+        return fail('provider.timedOut', `The provider at ${safeUrl} did not answer within ${timeoutMs} ms. Check that it is up, or raise the timeout (config provider.timeoutMs, flag --provider-timeout MS).`, { url: safeUrl, timeoutMs });
       }
       const reason = causeOf(err);
       return fail('provider.unreachable', `The provider at ${safeUrl} is unreachable (${reason}). Check the provider URL and that the provider is running.`, { url: safeUrl, reason });

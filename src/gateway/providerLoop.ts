@@ -13,6 +13,8 @@ export interface ChatSession {
   profile: string;
   sandboxId?: string;
   owner?: boolean;
+  /** Who the session belongs to, for `session.maxPerPrincipal` (default `agent:<agentId>`). */
+  principal?: string;
   clientId?: string;
   mode?: ExposureMode;
   harness?: 'pi' | 'codex';
@@ -95,6 +97,8 @@ export interface ChatTurnOutput {
   pendingClientCalls: PendingClientCall[];
   /** Client results recorded from the request's messages. */
   clientResults: string[];
+  /** Sources the turn ran without (they failed or timed out); absent when every source is up. */
+  unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
 }
 
 /** Appended to the answer when the turn runs out of rounds. */
@@ -133,6 +137,7 @@ export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatT
     profile: session.profile,
     ...(session.sandboxId !== undefined ? { sandboxId: session.sandboxId } : {}),
     ...(session.owner !== undefined ? { owner: session.owner } : {}),
+    ...(session.principal !== undefined ? { principal: session.principal } : {}),
     ...(session.clientId !== undefined ? { clientId: session.clientId } : {}),
     ...(session.mode !== undefined ? { mode: session.mode } : {}),
     ...(session.harness !== undefined ? { harness: session.harness } : {}),
@@ -202,6 +207,7 @@ async function loop(
       toolCalls,
       pendingClientCalls: pending,
       clientResults,
+      ...(turn.unavailableSources === undefined ? {} : { unavailableSources: turn.unavailableSources }),
       maxRoundsReached,
     });
 
@@ -237,6 +243,13 @@ async function loop(
       const parameters = (turn.exposure.tools as Array<{ function?: { name?: string; parameters?: unknown } }>).find((t) => t.function?.name === call.function.name)?.function?.parameters;
       const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args, ...(parameters !== undefined ? { parameters } : {}) };
       await hook(input.toolHooks?.before, inv);
+      // The caller stopped the turn (a cancelled request, an event that could not be recorded): the tool does not run.
+      if (input.signal?.aborted === true) {
+        const why = input.signal.reason as { code?: unknown; message?: unknown } | undefined;
+        return typeof why?.code === 'string' && typeof why.message === 'string'
+          ? fail(why.code, `The turn was stopped before ${call.function.name} ran: ${why.message}`)
+          : fail('provider.aborted', `The turn was stopped before ${call.function.name} ran.`);
+      }
       const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args, { toolCallId: call.id })) };
       await hook(input.toolHooks?.after, inv, step.result);
       // A client tool called directly (handed back under the model's own id, as the provider sent it), or from inside a
@@ -332,6 +345,7 @@ function completion(
       turnId: turn.turnId,
       mode: turn.exposure.mode,
       exposedTools: turn.exposure.tools.length,
+      ...(turn.unavailableSources === undefined ? {} : { unavailableSources: turn.unavailableSources }),
       ...stats,
     },
   };

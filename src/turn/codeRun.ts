@@ -8,7 +8,7 @@ import { callTool, rejectCall, resolveForCall } from './callPath.js';
 import { describeTool, searchTools } from './operations.js';
 import { traced } from './spans.js';
 import { stepArgsObject } from './stepArgs.js';
-import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
+import type { EngineDeps, OpCtx, TurnRun, TurnView, UnavailableSource } from './types.js';
 import { bySource } from './turnView.js';
 
 /** Telemetry of a code run: the catalog the run saw and what it did through the bridge. */
@@ -34,8 +34,8 @@ export interface CodePendingClientCall {
  * them to the client as tool calls, as for a client tool the model called itself. Absent when there were none.
  */
 export type CodeRunOutcome =
-  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[] }
-  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[] };
+  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[]; unavailableSources?: UnavailableSource[] }
+  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[]; unavailableSources?: UnavailableSource[] };
 
 /**
  * One `tool_search_code` run: `code.requested`, the body in the sandbox with a bridge whose search, describe and
@@ -109,7 +109,11 @@ export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, bo
         ...(outcome.ok ? {} : { error: { code: outcome.error.code, message: outcome.error.message } }),
       }, requested.id);
     }
-    const handedBack = pendingClientCalls.length > 0 ? { pendingClientCalls } : {};
+    const unavailableSources = run.events.state.unavailableSources;
+    const handedBack = {
+      ...(pendingClientCalls.length > 0 ? { pendingClientCalls } : {}),
+      ...(unavailableSources !== undefined ? { unavailableSources: [...unavailableSources] } : {}),
+    };
     return outcome.ok
       ? { ok: true, value: outcome.value, logs: outcome.logs, telemetry: telemetry(), ...handedBack }
       : { ok: false, error: { code: outcome.error.code, message: outcome.error.message }, logs: outcome.logs, telemetry: telemetry(), ...handedBack };

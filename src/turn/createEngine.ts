@@ -13,8 +13,10 @@ import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js'
 import type { InvokeOptions, StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
+import { ExposureMemo } from './exposureMemo.js';
 import { runStep } from './runStep.js';
 import { traceHeadersFetch } from '../telemetry/index.js';
+import { SessionTable, type Overload } from './sessionTable.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
@@ -71,6 +73,10 @@ export interface Engine extends TurnEngine {
   sessionIds(): string[];
   /** Index store counters: builds and reuses by fingerprint. */
   indexStats(): { builds: number; reuses: number };
+  /** Whether a turn of this session would be admitted now (see `SessionTable.check`): the refusal, or undefined. */
+  admission(sessionId: string, principal: string): Overload | undefined;
+  /** Live sessions, those running a turn, turns in flight and sessions reaped so far. */
+  sessionStats(): { live: number; busy: number; turnsInFlight: number; reaped: number };
 }
 
 /**
@@ -101,6 +107,7 @@ export function createEngine(opts: EngineOptions): Engine {
     decisionTimeoutMs: opts.decisionTimeoutMs ?? config.nats.decisionTimeoutMs,
     validator: new ArgsValidator(),
     catalogs: new CatalogMemo(),
+    exposures: new ExposureMemo(),
     indexes: new IndexStore({
       searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit,
       ...(opts.callMemory === undefined ? {} : { callMemory: opts.callMemory }),
@@ -112,7 +119,17 @@ export function createEngine(opts: EngineOptions): Engine {
     }),
   };
   const ownsSharedMcp = opts.sharedMcp === undefined;
-  const sessions = new Map<string, EngineSession>();
+  const closeRuntime = async (s: EngineSession, reason: 'client' | 'idle'): Promise<void> => {
+    await s.runtime?.close();
+    await opts.bus.publish(makeEnvelope({
+      type: 'gateway.session.closed', sessionId: s.sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason }, id: deps.newId(),
+    })).catch(() => undefined);
+  };
+  const sessions = new SessionTable({
+    maxLive: config.session.maxLive, maxPerPrincipal: config.session.maxPerPrincipal, idleTimeoutMs: config.session.idleTimeoutMs,
+    onReap: (s, reason) => closeRuntime(s, reason),
+    ...(opts.saturated === undefined ? {} : { saturated: opts.saturated }),
+  });
   const liveTurns = new Set<{ end: Turn['end'] }>();
   /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
   const ownTurns = new Set<string>();
@@ -125,14 +142,6 @@ export function createEngine(opts: EngineOptions): Engine {
     });
   let closed = false;
 
-  const sessionOf = (sessionId: string): EngineSession => {
-    let s = sessions.get(sessionId);
-    if (s === undefined) {
-      s = { sessionId, runtime: undefined, state: initialSessionState(sessionId) };
-      sessions.set(sessionId, s);
-    }
-    return s;
-  };
 
   const configuredMode = (): ExposureMode => opts.mode ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
 
@@ -148,7 +157,17 @@ export function createEngine(opts: EngineOptions): Engine {
     if (req.mode !== undefined && req.mode !== 'direct' && req.mode !== 'tools' && req.mode !== 'code') {
       return fail('turn.badMode', `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`);
     }
-    const session = sessionOf(req.sessionId);
+    const admitted = sessions.begin(req.sessionId, req.principal ?? `agent:${req.agentId ?? 'default'}`, () => ({
+      sessionId: req.sessionId, runtime: undefined, state: initialSessionState(req.sessionId),
+    }));
+    if (!admitted.ok) return admitted;
+    const session = admitted.value;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      sessions.end(req.sessionId);
+    };
     const turnId = req.turnId ?? deps.newId();
     const facts = {
       sessionId: req.sessionId, agentId: req.agentId ?? 'default', profile: req.profile ?? 'default', sandboxId: req.sandboxId ?? 'default', owner: req.owner === true,
@@ -177,6 +196,7 @@ export function createEngine(opts: EngineOptions): Engine {
       answers.close();
       trace?.endTurn(events.state);
       ownTurns.delete(ownKey);
+      release();
       return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
     }
     const run: TurnRun = {
@@ -210,6 +230,7 @@ export function createEngine(opts: EngineOptions): Engine {
         answers.close();
         trace?.endTurn(events.state);
         ownTurns.delete(ownKey);
+        release();
         try {
           opts.onTurnEnded?.({
             sessionId: facts.sessionId, turnId,
@@ -235,6 +256,7 @@ export function createEngine(opts: EngineOptions): Engine {
       turnId,
       exposure,
       trace: trace?.turnHeaders(),
+      ...(events.state.unavailableSources === undefined ? {} : { unavailableSources: events.state.unavailableSources }),
       invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
           return Promise.resolve(fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`));
@@ -273,14 +295,8 @@ export function createEngine(opts: EngineOptions): Engine {
   }
 
   async function closeSession(sessionId: string): Promise<void> {
-    const s = sessions.get(sessionId);
-    sessions.delete(sessionId);
-    await s?.runtime?.close();
-    if (s !== undefined) {
-      await opts.bus.publish(makeEnvelope({
-        type: 'gateway.session.closed', sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason: 'client' }, id: deps.newId(),
-      })).catch(() => undefined);
-    }
+    const s = sessions.delete(sessionId);
+    if (s !== undefined) await closeRuntime(s, 'client');
   }
 
   return {
@@ -292,11 +308,15 @@ export function createEngine(opts: EngineOptions): Engine {
       await Promise.allSettled([...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })));
       enforcer?.stop();
       enforcer = undefined;
-      await Promise.allSettled([...sessions.values()].map((s) => s.runtime?.close()));
-      sessions.clear();
+      sessions.stop();
+      const all = sessions.states();
+      for (const s of all) sessions.delete(s.sessionId);
+      await Promise.allSettled(all.map((s) => s.runtime?.close()));
       if (ownsSharedMcp) await deps.sharedMcp.close();
     },
-    sessionIds: () => [...sessions.keys()],
+    sessionIds: () => sessions.ids(),
+    admission: (sessionId, principal) => (closed ? undefined : sessions.check(sessionId, principal)),
+    sessionStats: () => ({ live: sessions.size, busy: sessions.busyCount, turnsInFlight: liveTurns.size, reaped: sessions.reapedCount }),
     indexStats: () => ({ builds: deps.indexes.builds, reuses: deps.indexes.reuses }),
   };
 }

@@ -2,5 +2,7 @@
 export { createEngine } from './createEngine.js';
 export type { Engine } from './createEngine.js';
 export type { EngineOptions, ObservedTurn } from './types.js';
+export { SessionTable } from './sessionTable.js';
+export type { Overload, SessionTableOptions } from './sessionTable.js';
 export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
 export { IndexStore } from './indexStore.js';

@@ -40,6 +40,9 @@ export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView
       ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
       durationMs: performance.now() - t0,
     }, op.causationId);
+    // A turn running without a failed source says so with every search: the model knows what it cannot find.
+    const unavailableSources = run.events.state.unavailableSources;
+    if (answer.ok && unavailableSources !== undefined) return { ok: true, value: { ...answer.value, unavailableSources: [...unavailableSources] } };
     return answer;
   });
 }

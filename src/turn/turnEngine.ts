@@ -24,6 +24,8 @@ export interface TurnRequest {
    * instrumented agent and the gateway show as one trace). Absent: the turn starts a new trace.
    */
   trace?: Record<string, string>;
+  /** Who the session belongs to, for `session.maxPerPrincipal` (default `agent:<agentId>`). */
+  principal?: string;
 }
 
 /** How the model invoked a tool: its own id of the tool call (`tool_calls[].id`), recorded as `gen_ai.tool.call.id`. */
@@ -43,6 +45,8 @@ export interface Turn {
   sessionId: string;
   turnId: string;
   exposure: Exposure;
+  /** Sources that failed or timed out this turn (absent when every source is up): the turn runs without them. */
+  unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
   /** The model invoked an exposed tool by its exposed name. Unknown names get an error result. */
   invoke(toolName: string, args: unknown, opts?: InvokeOptions): Promise<StepResult>;
   /**

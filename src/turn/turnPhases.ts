@@ -67,14 +67,20 @@ export function exposePhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): P
         }
       }
     }
-    const exposure = exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable });
+    const key = `${catalog.fingerprint}|${mode}|${run.harness}|${codeAvailable.ok ? '' : codeAvailable.reason}`;
+    const exposure = deps.exposures === undefined
+      ? exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable })
+      : deps.exposures.get(key, () => exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable }));
     const names = exposure.tools.map((t) => t.function.name);
+    // The fold of `sources.listed`: the sources this turn runs without, told to the model with the exposure.
+    const unavailableSources = run.events.state.unavailableSources;
     const fellBack = mode === 'code' && exposure.mode === 'tools';
     const harnessDirect = run.harness === 'codex' && mode !== 'direct';
     await run.events.emit('tools.exposed', {
       mode: exposure.mode, tools: names, bytes: exposure.bytes, schemasUpFront: exposure.schemasUpFront,
       ...(fellBack && exposure.reason !== undefined ? { fallbackReason: exposure.reason } : {}),
       ...(harnessDirect && exposure.reason !== undefined ? { harnessReason: exposure.reason } : {}),
+      ...(unavailableSources === undefined ? {} : { unavailableSources: [...unavailableSources] }),
     }, run.startedEventId);
     return {
       mode: exposure.mode, requestedMode: mode, tools: names, bytes: exposure.bytes,

@@ -11,6 +11,7 @@ import type { Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { CatalogMemo } from './catalogMemo.js';
 import type { IndexStore } from './indexStore.js';
+import type { ExposureMemo } from './exposureMemo.js';
 import type { TurnTrace } from './spans.js';
 import type { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import type { StepResult } from './turnEngine.js';
@@ -42,6 +43,11 @@ export interface EngineOptions {
   onTurnEnded?: (turn: ObservedTurn) => void;
   /** Learned calls (config search.learnFromCalls) the search indexes rank with; absent = no learning. */
   callMemory?: CallMemory;
+  /**
+   * Admission beyond the session bounds (the event loop, see src/app): a refusal while saturated, else
+   * undefined. New turns are refused with `gateway.overloaded` meanwhile.
+   */
+  saturated?: () => { code: 'gateway.overloaded'; message: string; retryAfterMs: number } | undefined;
   /** Replaces the MCP connector of session runtimes (tests). */
   mcpConnect?: (name: string, spec: McpServerSpec, opts: ConnectOptions) => Promise<Result<McpConnection>>;
   /**
@@ -61,6 +67,12 @@ export interface ObservedTurn {
   readonly turnId: string;
   readonly state: TurnState;
   readonly session: SessionState;
+}
+
+/** A source a turn runs without (it failed to start, list, or timed out), with the reason. */
+export interface UnavailableSource {
+  key: string;
+  reason: string;
 }
 
 /** What the engine keeps per session across turns: its MCP runtime and the fold of its events. */
@@ -87,6 +99,8 @@ export interface EngineDeps {
   mcpFetch?: NonNullable<ConnectOptions['fetch']>;
   /** The id named as `decider` on this engine's `call.requested` when it embeds a private enforcer. */
   decider?: string;
+  /** Exposures shared by catalog fingerprint, mode and harness (absent: built per turn). */
+  exposures?: ExposureMemo;
 }
 
 /** How an operation was invoked: a structured/direct step or a code run's bridge. */

@@ -197,10 +197,10 @@ describe('parseConfig', () => {
     expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true, maxBytes: 67108864, keep: 5, content: 'digest' });
     expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, maxBytes: 0, retention: 'limits', decisionTimeoutMs: 5000, commandMaxAgeMs: 3_600_000 });
     expect(c.requestMcpServers).toEqual({ servers: {}, urls: [] });
-    expect(c.provider).toEqual({ maxRounds: 8 });
-    expect(c.gateway).toEqual({ host: '127.0.0.1' });
+    expect(c.provider).toEqual({ maxRounds: 8, timeoutMs: 120000 });
+    expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000 });
     expect(c.telemetry).toEqual({ enabled: false, tracesDir: '/base/traces', sampleRatio: 1 });
-    expect(c.session).toEqual({ idleTimeoutMs: 600000 });
+    expect(c.session).toEqual({ idleTimeoutMs: 600000, maxLive: 256, maxPerPrincipal: 256 });
     expect(c.harness).toBe('pi');
     expect(c.workspaceDir).toBe('/base');
     expect(c.plugins).toEqual([]);

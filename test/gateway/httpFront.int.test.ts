@@ -193,7 +193,7 @@ describe('gateway HTTP front', () => {
     expect(missing.json.error).toMatchObject({ code: 'missing_messages', param: 'messages' });
     const badTools = await chat(gateway.url, ask('x', { tools: [{ type: 'function', function: {} }] }));
     expect(badTools.status).toBe(400);
-    expect(badTools.json.error.param).toBe('tools');
+    expect(badTools.json.error.param).toBe('tools[0].function.name');
     expect(events).toEqual([]);
     expect(engine.requests).toEqual([]);
     expect(mock.requests()).toEqual([]);

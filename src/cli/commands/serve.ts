@@ -7,7 +7,7 @@ import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--host H] [--insecure-http] [--config F] [--nats URL] [--log FILE] [--provider URL]
-                        [--role all|gateway|policy|sandbox]
+                        [--provider-timeout MS] [--role all|gateway|policy|sandbox]
 
 Serves the OpenAI-compatible gateway on 127.0.0.1: POST /v1/chat/completions (plain and stream: true),
 GET /v1/models, GET /healthz. Each request is a turn: the exposed tools go to the upstream provider, the
@@ -25,6 +25,7 @@ ${NATS_FLAG_HELP}
   --log FILE      JSONL event log of the embedded bus (default: config log.path, .toolsearch/events.jsonl)
   --provider URL  upstream OpenAI-compatible base URL (e.g. https://api.openai.com/v1); API key from config
                   provider.apiKey, TOOLSEARCH_PROVIDER_API_KEY or OPENAI_API_KEY
+  --provider-timeout MS  how long one provider request may take (default: config provider.timeoutMs, 120000)
   --catalog PATH  add MCP tools/list snapshot files or folders to the catalog; repeatable
   --plugin FILE   add a plugin module; repeatable
   --role R        all (default): everything in this process. With --nats, split across processes:
@@ -85,7 +86,7 @@ export const serveCommand: Command = {
   async run(argv: string[], io: CliIo): Promise<number> {
     const parsed = parseCommandArgs(argv, {
       port: { type: 'string' }, config: { type: 'string' }, nats: { type: 'string' }, log: { type: 'string' },
-      provider: { type: 'string' }, role: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
+      provider: { type: 'string' }, 'provider-timeout': { type: 'string' }, role: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
       ...NATS_FLAG_OPTIONS,
     }, { positionals: false });
     if (!parsed.ok) {
@@ -110,6 +111,12 @@ export const serveCommand: Command = {
         io.stderr(`serve: port "${portText}" is not a port number: give an integer from 0 to 65535 (0 = a free port).`);
         return EXIT_USAGE;
       }
+    }
+    const timeoutText = str(v['provider-timeout']);
+    const providerTimeoutMs = timeoutText === undefined ? undefined : Number(timeoutText);
+    if (timeoutText !== undefined && (!/^\d+$/.test(timeoutText) || providerTimeoutMs! < 1 || providerTimeoutMs! > 3_600_000)) {
+      io.stderr(`serve: --provider-timeout "${timeoutText}" is not a timeout: give whole milliseconds from 1 to 3600000 (config provider.timeoutMs, default 120000).`);
+      return EXIT_USAGE;
     }
     const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd });
     if (!loaded.ok) {
@@ -136,6 +143,7 @@ export const serveCommand: Command = {
       role: role === 'gateway' ? 'gateway' : 'all',
       ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
       ...(str(v['provider']) !== undefined ? { providerUrl: str(v['provider']) as string } : {}),
+      ...(providerTimeoutMs !== undefined ? { providerTimeoutMs } : {}),
       catalogPaths: strs(v['catalog']), pluginFiles: strs(v['plugin']),
       onProgress: (line) => io.stderr(line),
     });

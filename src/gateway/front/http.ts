@@ -55,6 +55,19 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** The content type of the Prometheus text exposition format. */
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** Sends a text answer (unless the response was already sent). */
+export function sendText(res: ServerResponse, status: number, text: string, contentType: string): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': contentType, 'content-length': String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
 /** Sends an OpenAI-style error object with the given status. */
 export function sendError(
   res: ServerResponse,
@@ -91,6 +104,9 @@ export async function listen(
   };
   // With a key and certificate the same handler is served over HTTPS.
   const server: Server = opts.tls !== undefined ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : createServer(onRequest);
+  // Longer than any client's idle keep-alive (undici: 4 s), with room for event-loop lag under load: a client
+  // must never send on a connection the server is closing.
+  server.keepAliveTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => {

@@ -308,6 +308,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       bytes: x.bytes,
       schemasUpFront: x.schemasUpFront,
       ...(x.reason === undefined ? {} : { reason: x.reason }),
+      ...(turn.unavailableSources === undefined ? {} : { unavailableSources: [...turn.unavailableSources] }),
     });
   };
 

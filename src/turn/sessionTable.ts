@@ -1,0 +1,207 @@
+import { fail, ok, type Result } from '../shared/index.js';
+import type { EngineSession } from './types.js';
+
+/** Why a new turn is refused right now, and when to try again. */
+export interface Overload {
+  code: 'gateway.overloaded';
+  message: string;
+  retryAfterMs: number;
+}
+
+export interface SessionTableOptions {
+  /** Live sessions per gateway. */
+  maxLive: number;
+  /** Live sessions per principal. */
+  maxPerPrincipal: number;
+  /** A session without a running turn for this long is reaped by the sweep (0 = never). */
+  idleTimeoutMs: number;
+  /** Closes a reaped session's resources and records `gateway.session.closed`. Never awaited by admission. */
+  onReap: (session: EngineSession, reason: 'idle') => Promise<void>;
+  /** Admission beyond the session bounds (the event loop): a refusal, or undefined to go on. */
+  saturated?: () => Overload | undefined;
+  /** Clock in ms (tests). */
+  now?: () => number;
+  /** How often idle sessions are swept (default idleTimeoutMs / 4, at most 60 s). */
+  sweepEveryMs?: number;
+}
+
+interface Entry {
+  state: EngineSession;
+  principal: string;
+  /** Turns of the session that have started and not finished. */
+  running: number;
+  lastActive: number;
+}
+
+/** How long a refused client should wait when every live session is busy: about one turn. */
+const BUSY_RETRY_MS = 1_000;
+
+/**
+ * The live sessions of one engine, bounded: at most `maxLive` in all and `maxPerPrincipal` per principal. A new
+ * session at a bound takes the place of the idle session (no running turn) that was active longest ago, of the
+ * same principal when the principal's bound is the one reached; when every session in the way is busy the
+ * turn is refused with `gateway.overloaded` and a retry delay instead of queueing. Sessions idle longer than
+ * `idleTimeoutMs` are reaped by a sweep. Entries are kept in activity order (a Map re-inserted on every use),
+ * so the oldest idle session is found without sorting.
+ */
+export class SessionTable {
+  private readonly entries = new Map<string, Entry>();
+  private readonly perPrincipal = new Map<string, number>();
+  private readonly now: () => number;
+  private readonly timer: NodeJS.Timeout | undefined;
+  private reaped = 0;
+
+  constructor(private readonly opts: SessionTableOptions) {
+    this.now = opts.now ?? Date.now;
+    if (opts.idleTimeoutMs > 0) {
+      const every = opts.sweepEveryMs ?? Math.min(60_000, Math.max(1_000, Math.floor(opts.idleTimeoutMs / 4)));
+      this.timer = setInterval(() => this.sweep(), every);
+      this.timer.unref();
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Sessions reaped so far (idle timeout or room for a new one). */
+  get reapedCount(): number {
+    return this.reaped;
+  }
+
+  /** Sessions with a running turn. */
+  get busyCount(): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.running > 0) n++;
+    return n;
+  }
+
+  ids(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  states(): EngineSession[] {
+    return [...this.entries.values()].map((e) => e.state);
+  }
+
+  get(sessionId: string): EngineSession | undefined {
+    return this.entries.get(sessionId)?.state;
+  }
+
+  /**
+   * Whether a turn of this session would be admitted now, without changing anything: the refusal, or undefined.
+   * The front asks before it records a request; `begin` decides for real.
+   */
+  check(sessionId: string, principal: string): Overload | undefined {
+    const saturated = this.opts.saturated?.();
+    if (saturated !== undefined) return saturated;
+    if (this.entries.has(sessionId)) return undefined;
+    return this.roomFor(principal, false);
+  }
+
+  /**
+   * Admits one turn of a session: its state (made on first use), counted as running until `end`. A new session
+   * at a bound reaps the oldest idle one first; refused with `gateway.overloaded` when none is idle or the
+   * event loop is saturated.
+   */
+  begin(sessionId: string, principal: string, make: () => EngineSession): Result<EngineSession> {
+    const saturated = this.opts.saturated?.();
+    if (saturated !== undefined) return fail(saturated.code, saturated.message, { retryAfterMs: saturated.retryAfterMs });
+    let entry = this.entries.get(sessionId);
+    if (entry === undefined) {
+      const refusal = this.roomFor(principal, true);
+      if (refusal !== undefined) return fail(refusal.code, refusal.message, { retryAfterMs: refusal.retryAfterMs });
+      entry = { state: make(), principal, running: 0, lastActive: this.now() };
+      this.perPrincipal.set(principal, (this.perPrincipal.get(principal) ?? 0) + 1);
+    } else {
+      this.entries.delete(sessionId); // re-inserted below: the Map stays in activity order
+    }
+    entry.running++;
+    entry.lastActive = this.now();
+    this.entries.set(sessionId, entry);
+    return ok(entry.state);
+  }
+
+  /** The turn admitted by `begin` finished. */
+  end(sessionId: string): void {
+    const entry = this.entries.get(sessionId);
+    if (entry === undefined) return;
+    entry.running = Math.max(0, entry.running - 1);
+    entry.lastActive = this.now();
+  }
+
+  /** Forgets a session (closed by its client or the engine). */
+  delete(sessionId: string): EngineSession | undefined {
+    const entry = this.entries.get(sessionId);
+    if (entry === undefined) return undefined;
+    this.entries.delete(sessionId);
+    const left = (this.perPrincipal.get(entry.principal) ?? 1) - 1;
+    if (left <= 0) this.perPrincipal.delete(entry.principal);
+    else this.perPrincipal.set(entry.principal, left);
+    return entry.state;
+  }
+
+  /** Reaps every session idle longer than `idleTimeoutMs`; returns how many. */
+  sweep(): number {
+    if (this.opts.idleTimeoutMs <= 0) return 0;
+    const cutoff = this.now() - this.opts.idleTimeoutMs;
+    let n = 0;
+    for (const [id, e] of this.entries) {
+      if (e.lastActive > cutoff) break; // activity order: the rest are more recent
+      if (e.running > 0) continue;
+      this.reap(id);
+      n++;
+    }
+    return n;
+  }
+
+  /** Stops the sweep; the sessions stay for the engine to close. */
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+  }
+
+  private reap(sessionId: string): void {
+    const state = this.delete(sessionId);
+    if (state === undefined) return;
+    this.reaped++;
+    void this.opts.onReap(state, 'idle').catch(() => undefined);
+  }
+
+  /** Makes room for a new session of `principal` (reaping when `act`), or says why there is none. */
+  private roomFor(principal: string, act: boolean): Overload | undefined {
+    const { maxLive, maxPerPrincipal } = this.opts;
+    const liveFull = this.entries.size >= maxLive;
+    if ((this.perPrincipal.get(principal) ?? 0) >= maxPerPrincipal) {
+      const victim = this.oldestIdle(principal);
+      // When the gateway-wide bound is the tighter one, say so: raising maxPerPrincipal would not help.
+      if (victim === undefined && !(liveFull && maxPerPrincipal >= maxLive)) {
+        return {
+          code: 'gateway.overloaded',
+          message: `Principal "${principal}" already has ${maxPerPrincipal} live sessions, all running a turn (config session.maxPerPrincipal): retry shortly, or reuse a session with the x-toolsearch-session header.`,
+          retryAfterMs: BUSY_RETRY_MS,
+        };
+      }
+      if (victim !== undefined) {
+        if (act) this.reap(victim);
+        return undefined;
+      }
+    }
+    if (liveFull) {
+      const victim = this.oldestIdle(undefined);
+      if (victim === undefined) {
+        return {
+          code: 'gateway.overloaded',
+          message: `The gateway already has ${maxLive} live sessions, all running a turn (config session.maxLive): retry shortly.`,
+          retryAfterMs: BUSY_RETRY_MS,
+        };
+      }
+      if (act) this.reap(victim);
+    }
+    return undefined;
+  }
+
+  private oldestIdle(principal: string | undefined): string | undefined {
+    for (const [id, e] of this.entries) if (e.running === 0 && (principal === undefined || e.principal === principal)) return id;
+    return undefined;
+  }
+}
