@@ -1,5 +1,5 @@
 /**
- * NATS JetStream bench (issue 5, Targets). Starts its own nats-server (the test harness, /usr/sbin/nats-server) on
+ * NATS JetStream bench. Starts its own nats-server (the test harness, /usr/sbin/nats-server) on
  * free ports with a temp store, and prints side by side:
  *   1. 50 concurrent sessions, each a few scripted turns (tool_search, tool_describe, tool_call), on the embedded
  *      bus and on NATS: events per second sustained, p50/p99 turn latency;

@@ -1,4 +1,4 @@
-// Provider payload of one turn, Tool Search vs direct exposure (issue 7 target).
+// Provider payload of one turn, Tool Search vs direct exposure.
 // Usage: node --import tsx bench/payload.ts [--catalogs DIR] [--json]
 // Bytes of all provider request bodies of the turn with Tool Search divided by the same for direct exposure, for
 // 50, 200, 1,144 (the real MCP catalogs, when present) and 10,000 tools, code and tools mode, with round trips.

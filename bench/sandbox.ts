@@ -1,6 +1,6 @@
 /**
  * tool_search_code sandbox: p50 time from request to outcome, warm pool vs. a spawn per run, printed beside
- * the floor (the bare cost of starting `node -e 0` on this machine). Needs nothing from /work/shared.
+ * the floor (the bare cost of starting `node -e 0` on this machine). Needs nothing from ../shared.
  *
  *   node --import tsx bench/sandbox.ts [--runs N]
  */

@@ -1,5 +1,5 @@
 /**
- * Tracing cost bench (issue 6): a scripted turn of the REAL turn engine, timed with tracing off and on, printed
+ * Tracing cost bench: a scripted turn of the REAL turn engine, timed with tracing off and on, printed
  * side by side against the target of at most 10% overhead. Wall time and CPU time (process.cpuUsage, user +
  * system) per turn, because the machine may be shared: CPU time is the steadier figure there.
  * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N] [--no-code] [--only tools|log|code]

@@ -1,4 +1,4 @@
-// End-to-end comparison of direct exposure and Tool Search through the real gateway (issue 7).
+// End-to-end comparison of direct exposure and Tool Search through the real gateway.
 // Usage: npm run e2e -- [--json] [--catalogs DIR] [--fake-tools N]
 //        node --import tsx scripts/tool-search-gateway-e2e.ts [same options]
 import { existsSync } from 'node:fs';

@@ -66,7 +66,7 @@ function localSandbox(config: ResolvedConfig): Sandbox {
 }
 
 /**
- * Starts the actors of one deployment role on a bus (issue 5, Roles):
+ * Starts the actors of one deployment role on a bus (see README, "Roles"):
  * - `policy`: the policy-enforcement actor only (answers `call.requested`, queue group `policy`).
  * - `sandbox`: the sandbox runner actor only (answers code runs on `toolsearch.rpc.code.run`, queue group `sandbox`).
  * - `gateway`: the turn engine with no enforcer of its own (decisions come from the policy role) and code runs

@@ -14,7 +14,7 @@ import { markError, setAttrs } from './spans.js';
  * The span model: which span each event opens, closes or annotates, under which parent, with which
  * attributes. The live turn engine and the rebuild from events (rebuild.ts) both take their attributes from
  * the `*SpanFacts` functions below, so a live trace and a rebuilt one agree in names, parents (by name path)
- * and attributes. /work/notes/span-model.md is the prose version of this file.
+ * and attributes.
  */
 
 /** What one span says besides its name, parent and times: attributes, and an error code (status ERROR). */
