@@ -26,7 +26,11 @@ const load = ['--sessions', arg('sessions', '50'), '--turns', arg('turns', '4')]
 copyFileSync(join(here, 'bench', 'nats.ts'), join(other, 'bench', 'compareCpu.nats.ts'));
 
 const once = (dir: string, file: string): number => {
-  const out = execFileSync(process.execPath, ['--import', 'tsx', file, '--only', 'embedded', '--rounds', '1', ...load], { cwd: dir, encoding: 'utf8' });
+  const out = execFileSync(
+    process.execPath,
+    ['--import', 'tsx', file, '--only', 'embedded', '--rounds', '1', ...load],
+    { cwd: dir, encoding: 'utf8' },
+  );
   const last = out.trim().split('\n').pop() ?? '{}';
   return (JSON.parse(last) as { cpuPerEventUs: number }).cpuPerEventUs;
 };
@@ -41,5 +45,17 @@ for (let i = 0; i < rounds; i++) {
 const a = med(mine);
 const b = med(theirs);
 const spread = (xs: number[]) => `${Math.min(...xs).toFixed(1)}..${Math.max(...xs).toFixed(1)}`;
-console.log(`engine CPU per event, embedded bus: this ${a.toFixed(1)} us (spread ${spread(mine)}), other ${b.toFixed(1)} us (spread ${spread(theirs)}); ratio ${(a / b).toFixed(2)} over ${rounds} interleaved rounds`);
-console.log(JSON.stringify({ key: 'cpuPerEventUs', value: a, floor: b, ratio: a / b, unit: 'us', rounds, spread: [Math.min(...mine), Math.max(...mine)] }));
+console.log(
+  `engine CPU per event, embedded bus: this ${a.toFixed(1)} us (spread ${spread(mine)}), other ${b.toFixed(1)} us (spread ${spread(theirs)}); ratio ${(a / b).toFixed(2)} over ${rounds} interleaved rounds`,
+);
+console.log(
+  JSON.stringify({
+    key: 'cpuPerEventUs',
+    value: a,
+    floor: b,
+    ratio: a / b,
+    unit: 'us',
+    rounds,
+    spread: [Math.min(...mine), Math.max(...mine)],
+  }),
+);

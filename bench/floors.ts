@@ -107,7 +107,7 @@ function addRow(r: RowInput): void {
   const fig = (n: number | null) => (n === null ? '—' : n.toFixed(n >= 100 ? 0 : 2));
   console.log(
     `  ${row.key.padEnd(24)} value ${fig(row.value).padStart(9)}  floor ${fig(row.floor).padStart(9)}  ratio ${fig(row.ratio).padStart(6)}  ` +
-    `${row.unit.padEnd(18)} rounds ${row.rounds}  spread ${(row.spread * 100).toFixed(0)}%  target ${row.target}: ${row.met ? 'met' : 'NOT met'}`,
+      `${row.unit.padEnd(18)} rounds ${row.rounds}  spread ${(row.spread * 100).toFixed(0)}%  target ${row.target}: ${row.met ? 'met' : 'NOT met'}`,
   );
 }
 
@@ -150,15 +150,24 @@ function counting(bus: EventBus): { bus: EventBus; count: () => number; payloads
 // ---------- 1. CPU per event on the embedded bus, by session count ----------
 
 async function cpuPerEventRows(): Promise<void> {
-  console.log('\nEngine CPU per event, embedded bus, log off: N concurrent sessions, each a turn of search + describe + call');
+  console.log(
+    '\nEngine CPU per event, embedded bus, log off: N concurrent sessions, each a turn of search + describe + call',
+  );
   const counts = [10, 50, 200];
   const sources = syntheticSources(1000, 10);
   const target = sources.parts[3]!.entries[5]!.id;
-  const live = await Promise.all(counts.map(async (n) => {
-    const bus = await openMemoryBus({ logPath: false });
-    const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
-    return { n, bus, engine, perEvent: [] as number[] };
-  }));
+  const live = await Promise.all(
+    counts.map(async (n) => {
+      const bus = await openMemoryBus({ logPath: false });
+      const engine = createEngine({
+        config: config({ tools: { toolSearch: { mode: 'tools' } } }),
+        bus,
+        staticSources: sources,
+        includeConfigMcp: false,
+      });
+      return { n, bus, engine, perEvent: [] as number[] };
+    }),
+  );
   let turn = 0;
   const block = async (l: (typeof live)[number], turnsEach: number) => {
     for (let k = 0; k < turnsEach; k++) {
@@ -180,9 +189,30 @@ async function cpuPerEventRows(): Promise<void> {
   }
   const by = (n: number) => live.find((l) => l.n === n)!;
   const at50 = by(50);
-  addRow({ key: 'cpuPerEventUs', value: median(at50.perEvent), floor: null, ratio: null, unit: 'µs CPU/event', perRound: at50.perEvent, target: '<= 60 µs', met: median(at50.perEvent) <= 60, sessions: 50, at10: round3(median(by(10).perEvent)), at200: round3(median(by(200).perEvent)) });
+  addRow({
+    key: 'cpuPerEventUs',
+    value: median(at50.perEvent),
+    floor: null,
+    ratio: null,
+    unit: 'µs CPU/event',
+    perRound: at50.perEvent,
+    target: '<= 60 µs',
+    met: median(at50.perEvent) <= 60,
+    sessions: 50,
+    at10: round3(median(by(10).perEvent)),
+    at200: round3(median(by(200).perEvent)),
+  });
   const ratios = by(200).perEvent.map((v, i) => v / by(10).perEvent[i]!);
-  addRow({ key: 'cpuPerEvent200Vs10', value: median(by(200).perEvent), floor: median(by(10).perEvent), ratio: median(ratios), unit: 'µs CPU/event', perRound: ratios, target: '<= 1.1x', met: median(ratios) <= 1.1 });
+  addRow({
+    key: 'cpuPerEvent200Vs10',
+    value: median(by(200).perEvent),
+    floor: median(by(10).perEvent),
+    ratio: median(ratios),
+    unit: 'µs CPU/event',
+    perRound: ratios,
+    target: '<= 1.1x',
+    met: median(ratios) <= 1.1,
+  });
   for (const l of live) {
     await l.engine.close();
     await l.bus.close();
@@ -194,13 +224,21 @@ async function cpuPerEventRows(): Promise<void> {
 async function natsRows(server: NatsServer): Promise<void> {
   const SESSIONS = 50;
   const TURNS = QUICK ? 2 : 4;
-  console.log(`\nNATS JetStream (1 node, loopback): ${SESSIONS} sessions x ${TURNS} turns beside a bare pipelined publish of the same payloads`);
+  console.log(
+    `\nNATS JetStream (1 node, loopback): ${SESSIONS} sessions x ${TURNS} turns beside a bare pipelined publish of the same payloads`,
+  );
   const prefix = `FLOORS${process.pid}_`;
   const bus: NatsBus = await openNatsBus({ url: server.url, streamPrefix: prefix, publishTimeoutMs: 30_000 });
   const sources = syntheticSources(1000, 10);
   const target = sources.parts[3]!.entries[5]!.id;
   const c = counting(bus);
-  const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus: c.bus, staticSources: sources, includeConfigMcp: false, decisionTimeoutMs: 30_000 });
+  const engine = createEngine({
+    config: config({ tools: { toolSearch: { mode: 'tools' } } }),
+    bus: c.bus,
+    staticSources: sources,
+    includeConfigMcp: false,
+    decisionTimeoutMs: 30_000,
+  });
   const jsm = await jetstreamManager(bus.connection);
   await jsm.streams.add({ name: `${prefix}FLOOR`, subjects: [`floor${process.pid}.>`] });
   const js = jetstream(bus.connection);
@@ -209,9 +247,11 @@ async function natsRows(server: NatsServer): Promise<void> {
     const e0 = c.count();
     const c0 = cpuUs();
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: SESSIONS }, async (_, s) => {
-      for (let t = 0; t < TURNS; t++) await scriptedTurn(engine, `n${s}`, target, turn++);
-    }));
+    await Promise.all(
+      Array.from({ length: SESSIONS }, async (_, s) => {
+        for (let t = 0; t < TURNS; t++) await scriptedTurn(engine, `n${s}`, target, turn++);
+      }),
+    );
     return { events: c.count() - e0, ms: performance.now() - t0, cpu: cpuUs() - c0 };
   };
   await load(); // warm-up (and the payloads of one run)
@@ -221,7 +261,10 @@ async function natsRows(server: NatsServer): Promise<void> {
     const c0 = cpuUs();
     const t0 = performance.now();
     const acks: Promise<unknown>[] = [];
-    for (let i = 0; i < n; i++) acks.push(js.publish(`floor${process.pid}.${i % SESSIONS}`, payloads[i % payloads.length]!, { msgID: `f${floorN++}` }));
+    for (let i = 0; i < n; i++)
+      acks.push(
+        js.publish(`floor${process.pid}.${i % SESSIONS}`, payloads[i % payloads.length]!, { msgID: `f${floorN++}` }),
+      );
     await Promise.all(acks);
     return { ms: performance.now() - t0, cpu: cpuUs() - c0 };
   };
@@ -234,7 +277,7 @@ async function natsRows(server: NatsServer): Promise<void> {
     gc();
     const a = r % 2 === 0 ? await load() : undefined;
     const f = await floor(payloads.length);
-    const b = a ?? await load();
+    const b = a ?? (await load());
     const evps = b.events / (b.ms / 1000);
     const fps = payloads.length / (f.ms / 1000);
     ours.push(evps);
@@ -243,8 +286,15 @@ async function natsRows(server: NatsServer): Promise<void> {
     cpuPerEvent.push(b.cpu / b.events);
   }
   addRow({
-    key: 'natsVsPipelinedFloor', value: median(ours), floor: median(floors), ratio: median(ratios), unit: 'events/s vs msgs/s', perRound: ratios,
-    target: '>= 0.4x', met: median(ratios) >= 0.4, cpuUsPerEvent: round3(median(cpuPerEvent)),
+    key: 'natsVsPipelinedFloor',
+    value: median(ours),
+    floor: median(floors),
+    ratio: median(ratios),
+    unit: 'events/s vs msgs/s',
+    perRound: ratios,
+    target: '>= 0.4x',
+    met: median(ratios) >= 0.4,
+    cpuUsPerEvent: round3(median(cpuPerEvent)),
   });
 
   // Acks a call waits for: JetStream round trips awaited on the call's path (engine and enforcer share this bus).
@@ -262,7 +312,16 @@ async function natsRows(server: NatsServer): Promise<void> {
     perCall.push(((stats?.call(bus).ackWaits ?? NaN) - before) / calls);
   }
   await started.value.end();
-  addRow({ key: 'acksPerCall', value: median(perCall), floor: null, ratio: null, unit: 'acks awaited/call', perRound: perCall, target: '<= 3', met: median(perCall) <= 3 });
+  addRow({
+    key: 'acksPerCall',
+    value: median(perCall),
+    floor: null,
+    ratio: null,
+    unit: 'acks awaited/call',
+    perRound: perCall,
+    target: '<= 3',
+    met: median(perCall) <= 3,
+  });
   await engine.close();
   await jsm.streams.delete(`${prefix}FLOOR`).catch(() => undefined);
   await bus.close();
@@ -277,7 +336,12 @@ async function logRow(): Promise<void> {
   const target = sources.parts[3]!.entries[5]!.id;
   const make = async (log: boolean) => {
     const bus = await openMemoryBus({ logPath: log ? join(dir, 'events.jsonl') : false });
-    const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
+    const engine = createEngine({
+      config: config({ tools: { toolSearch: { mode: 'tools' } } }),
+      bus,
+      staticSources: sources,
+      includeConfigMcp: false,
+    });
     const t = await engine.startTurn({ sessionId: log ? 'on' : 'off' });
     if (!t.ok) throw new Error(t.error.message);
     return { bus, engine, turn: t.value, cpu: [] as number[], wall: [] as number[] };
@@ -312,7 +376,10 @@ async function logRow(): Promise<void> {
   };
   await calls(on);
   await calls(off);
-  on.cpu.length = 0; off.cpu.length = 0; on.wall.length = 0; off.wall.length = 0;
+  on.cpu.length = 0;
+  off.cpu.length = 0;
+  on.wall.length = 0;
+  off.wall.length = 0;
   const ratios: number[] = [];
   for (let r = 0; r < CHEAP_ROUNDS; r++) {
     gc();
@@ -329,9 +396,18 @@ async function logRow(): Promise<void> {
   closeSync(fd);
   const fsyncs = on.bus.stats().fsyncs;
   addRow({
-    key: 'logOnVsOff', value: median(on.cpu), floor: median(off.cpu), ratio: median(ratios), unit: 'µs CPU/call', perRound: ratios,
-    target: '<= 1.3x', met: median(ratios) <= 1.3, floorFsync: round3(median(fsyncCpu)),
-    wallMsOn: round3(median(on.wall) * 1000), wallMsOff: round3(median(off.wall) * 1000), floorFsyncWallMs: round3(median(fsyncWall) * 1000),
+    key: 'logOnVsOff',
+    value: median(on.cpu),
+    floor: median(off.cpu),
+    ratio: median(ratios),
+    unit: 'µs CPU/call',
+    perRound: ratios,
+    target: '<= 1.3x',
+    met: median(ratios) <= 1.3,
+    floorFsync: round3(median(fsyncCpu)),
+    wallMsOn: round3(median(on.wall) * 1000),
+    wallMsOff: round3(median(off.wall) * 1000),
+    floorFsyncWallMs: round3(median(fsyncWall) * 1000),
     fsyncsPerCall: round3(fsyncs / Math.max(1, i)),
   });
   for (const v of [on, off]) {
@@ -350,7 +426,12 @@ async function turnStartRow(): Promise<void> {
   const make = async (size: number) => {
     const bus = await openMemoryBus({ logPath: false });
     const sources: StaticSources = syntheticSources(size, 10);
-    const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
+    const engine = createEngine({
+      config: config({ tools: { toolSearch: { mode: 'tools' } } }),
+      bus,
+      staticSources: sources,
+      includeConfigMcp: false,
+    });
     return { bus, engine, cpu: [] as number[] };
   };
   const large = await make(big);
@@ -375,7 +456,17 @@ async function turnStartRow(): Promise<void> {
     for (const v of order) await starts(v, 20, true);
     ratios.push(large.cpu.at(-1)! / small.cpu.at(-1)!);
   }
-  addRow({ key: 'turnStart50kVs100', value: median(large.cpu), floor: median(small.cpu), ratio: median(ratios), unit: 'µs CPU/turn start', perRound: ratios, target: '<= 1.5x', met: median(ratios) <= 1.5, tools: big });
+  addRow({
+    key: 'turnStart50kVs100',
+    value: median(large.cpu),
+    floor: median(small.cpu),
+    ratio: median(ratios),
+    unit: 'µs CPU/turn start',
+    perRound: ratios,
+    target: '<= 1.5x',
+    met: median(ratios) <= 1.5,
+    tools: big,
+  });
   for (const v of [large, small]) {
     await v.engine.close();
     await v.bus.close();
@@ -385,11 +476,18 @@ async function turnStartRow(): Promise<void> {
 // ---------- 5. a turn with one per-turn client tool vs the same turn without ----------
 
 async function clientToolRow(): Promise<void> {
-  console.log('\nA turn (start + search + end, 1,000 tools) with one per-turn client tool (new each turn) vs the same turn without');
+  console.log(
+    '\nA turn (start + search + end, 1,000 tools) with one per-turn client tool (new each turn) vs the same turn without',
+  );
   const sources = syntheticSources(1000, 10);
   const make = async () => {
     const bus = await openMemoryBus({ logPath: false });
-    const engine = createEngine({ config: config({ tools: { toolSearch: { mode: 'tools' } } }), bus, staticSources: sources, includeConfigMcp: false });
+    const engine = createEngine({
+      config: config({ tools: { toolSearch: { mode: 'tools' } } }),
+      bus,
+      staticSources: sources,
+      includeConfigMcp: false,
+    });
     return { bus, engine, cpu: [] as number[] };
   };
   const withTool = await make();
@@ -401,7 +499,17 @@ async function clientToolRow(): Promise<void> {
       const i = n++;
       const t = await v.engine.startTurn({
         sessionId: `c${k % 4}`,
-        ...(client ? { clientTools: [{ name: `lookup_order_${i}`, description: `Look up order ${i} in the shop backend`, parameters: { type: 'object', properties: { id: { type: 'string' } } } }] } : {}),
+        ...(client
+          ? {
+              clientTools: [
+                {
+                  name: `lookup_order_${i}`,
+                  description: `Look up order ${i} in the shop backend`,
+                  parameters: { type: 'object', properties: { id: { type: 'string' } } },
+                },
+              ],
+            }
+          : {}),
       });
       if (!t.ok) throw new Error(t.error.message);
       // The same query in both turns (a new one each turn, so neither reuses a cached query plan): only the tool differs.
@@ -418,14 +526,30 @@ async function clientToolRow(): Promise<void> {
   let timed = 0;
   for (let r = 0; r < CHEAP_ROUNDS; r++) {
     gc();
-    const order: [typeof plain, boolean][] = r % 2 === 0 ? [[withTool, true], [plain, false]] : [[plain, false], [withTool, true]];
+    const order: [typeof plain, boolean][] =
+      r % 2 === 0
+        ? [
+            [withTool, true],
+            [plain, false],
+          ]
+        : [
+            [plain, false],
+            [withTool, true],
+          ];
     for (const [v, client] of order) await turns(v, client, 20, true);
     timed += 20;
     ratios.push(withTool.cpu.at(-1)! / plain.cpu.at(-1)!);
   }
   addRow({
-    key: 'clientToolTurnVsPlain', value: median(withTool.cpu), floor: median(plain.cpu), ratio: median(ratios), unit: 'µs CPU/turn', perRound: ratios,
-    target: '<= 1.2x', met: median(ratios) <= 1.2, fullIndexBuildsPerTurn: round3((withTool.engine.indexStats().builds - builds0) / timed),
+    key: 'clientToolTurnVsPlain',
+    value: median(withTool.cpu),
+    floor: median(plain.cpu),
+    ratio: median(ratios),
+    unit: 'µs CPU/turn',
+    perRound: ratios,
+    target: '<= 1.2x',
+    met: median(ratios) <= 1.2,
+    fullIndexBuildsPerTurn: round3((withTool.engine.indexStats().builds - builds0) / timed),
   });
   for (const v of [withTool, plain]) {
     await v.engine.close();
@@ -437,7 +561,11 @@ async function clientToolRow(): Promise<void> {
 
 async function tracingRow(): Promise<void> {
   console.log('\nTracing: traced minus untraced turn CPU (log off), per span');
-  const rs = await measureTracingOverhead(engineRunner('tools'), { rounds: Math.max(ROUNDS, 6), turnsPerRound: QUICK ? 8 : 15, warmupTurns: QUICK ? 20 : 40 });
+  const rs = await measureTracingOverhead(engineRunner('tools'), {
+    rounds: Math.max(ROUNDS, 6),
+    turnsPerRound: QUICK ? 8 : 15,
+    warmupTurns: QUICK ? 20 : 40,
+  });
   const on = rs.find((r) => r.variant === 'on (spans, no exporter)')!;
   const off = rs.find((r) => r.variant === 'off')!;
   const perSpan = on.spans > 0 ? on.cpuCostUs / on.spans : NaN;
@@ -445,27 +573,41 @@ async function tracingRow(): Promise<void> {
   // that interquartile range relative to the median overhead.
   const iqr = on.cpuOverheadIqr;
   addRow({
-    key: 'tracingCpuPerSpanUs', value: perSpan, floor: null, ratio: null, unit: 'µs CPU/span', perRound: [], rounds: on.rounds,
-    spread: on.cpuOverheadPct === 0 ? 0 : Math.abs((iqr[1] - iqr[0]) / on.cpuOverheadPct), spreadKind: 'IQR of per-round overhead / median',
-    target: '<= 8 µs', met: perSpan <= 8, spansPerTurn: on.spans, untracedTurnCpuMs: round3(off.cpuMs), tracedTurnCpuMs: round3(on.cpuMs),
+    key: 'tracingCpuPerSpanUs',
+    value: perSpan,
+    floor: null,
+    ratio: null,
+    unit: 'µs CPU/span',
+    perRound: [],
+    rounds: on.rounds,
+    spread: on.cpuOverheadPct === 0 ? 0 : Math.abs((iqr[1] - iqr[0]) / on.cpuOverheadPct),
+    spreadKind: 'IQR of per-round overhead / median',
+    target: '<= 8 µs',
+    met: perSpan <= 8,
+    spansPerTurn: on.spans,
+    untracedTurnCpuMs: round3(off.cpuMs),
+    tracedTurnCpuMs: round3(on.cpuMs),
   });
 }
 
 // ---------- 7. the warm sandbox: a trivial run vs one pipe round trip to a warm echo child ----------
 
 async function echoChild(): Promise<{ roundTrip: () => Promise<number>; close: () => void }> {
-  const child = spawn(process.execPath, ['-e', "process.stdin.on('data', (d) => process.stdout.write(d))"], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, ['-e', "process.stdin.on('data', (d) => process.stdout.write(d))"], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
   let waiting: ((t: number) => void) | undefined;
   child.stdout.on('data', () => {
     const w = waiting;
     waiting = undefined;
     w?.(performance.now());
   });
-  const roundTrip = () => new Promise<number>((resolve) => {
-    const t0 = performance.now();
-    waiting = (t1) => resolve(t1 - t0);
-    child.stdin.write('{"op":"ping"}\n');
-  });
+  const roundTrip = () =>
+    new Promise<number>((resolve) => {
+      const t0 = performance.now();
+      waiting = (t1) => resolve(t1 - t0);
+      child.stdin.write('{"op":"ping"}\n');
+    });
   await roundTrip();
   return { roundTrip, close: () => child.kill('SIGKILL') };
 }
@@ -479,7 +621,11 @@ async function sandboxRow(): Promise<void> {
     await sandbox.close();
     return;
   }
-  const bridge = { search: async () => ok({ results: [], matched: 0, catalogSize: 0 }), describe: async () => ok({}), call: async () => ok({}) };
+  const bridge = {
+    search: async () => ok({ results: [], matched: 0, catalogSize: 0 }),
+    describe: async () => ok({}),
+    call: async () => ok({}),
+  };
   const echo = await echoChild();
   const runs: number[] = [];
   const pipes: number[] = [];
@@ -512,14 +658,28 @@ async function sandboxRow(): Promise<void> {
   }
   echo.close();
   await sandbox.close();
-  addRow({ key: 'sandboxWarmVsPipe', value: median(runs), floor: median(pipes), ratio: median(ratios), unit: 'ms wall', perRound: ratios, target: '<= 3x', met: median(ratios) <= 3 });
+  addRow({
+    key: 'sandboxWarmVsPipe',
+    value: median(runs),
+    floor: median(pipes),
+    ratio: median(ratios),
+    unit: 'ms wall',
+    perRound: ratios,
+    target: '<= 3x',
+    met: median(ratios) <= 3,
+  });
 }
 
 // ---------- main ----------
 
-console.log(`bench/floors: node ${process.version}, ${os.cpus().length} cpu(s), load avg ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}, ${ROUNDS} interleaved rounds${QUICK ? ' (quick)' : ''}`);
+console.log(
+  `bench/floors: node ${process.version}, ${os.cpus().length} cpu(s), load avg ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')}, ${ROUNDS} interleaved rounds${QUICK ? ' (quick)' : ''}`,
+);
 // --sections cpu,nats,log,turnStart,clientTool,tracing,sandbox runs only those (default: all).
-const sectionsArg = args.indexOf('--sections') >= 0 ? args[args.indexOf('--sections') + 1] ?? '' : '';
+const sectionsArg = args.indexOf('--sections') >= 0 ? (args[args.indexOf('--sections') + 1] ?? '') : '';
 const want = (name: string): boolean => sectionsArg === '' || sectionsArg.split(',').includes(name);
 // Sandbox children and timers do not all hold the event loop: this does, until the last row is printed.
 const hold = setInterval(() => {}, 60_000);
@@ -545,7 +705,17 @@ if (want('clientTool')) await clientToolRow();
 if (want('tracing')) await tracingRow();
 if (want('sandbox')) await sandboxRow();
 clearInterval(hold);
-const order = ['cpuPerEventUs', 'natsVsPipelinedFloor', 'acksPerCall', 'logOnVsOff', 'turnStart50kVs100', 'clientToolTurnVsPlain', 'tracingCpuPerSpanUs', 'sandboxWarmVsPipe', 'cpuPerEvent200Vs10'];
+const order = [
+  'cpuPerEventUs',
+  'natsVsPipelinedFloor',
+  'acksPerCall',
+  'logOnVsOff',
+  'turnStart50kVs100',
+  'clientToolTurnVsPlain',
+  'tracingCpuPerSpanUs',
+  'sandboxWarmVsPipe',
+  'cpuPerEvent200Vs10',
+];
 rows.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
 console.log(`\n${rows.filter((r) => r.met).length} of ${rows.length} targets met.`);
 if (JSON_OUT) console.log(JSON.stringify({ rows }));

@@ -5,7 +5,10 @@ import { readFileSync } from 'node:fs';
 import { connectMcpServer, SessionMcpRuntime, SharedMcpServers } from '../src/catalog/index.js';
 import type { ConnectOptions, McpServerSpec } from '../src/catalog/index.js';
 
-const everything = { command: process.execPath, args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] };
+const everything = {
+  command: process.execPath,
+  args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'],
+};
 
 const rssKb = (pid: number): number => {
   try {
@@ -16,7 +19,14 @@ const rssKb = (pid: number): number => {
   }
 };
 
-interface Figures { sessions: number; processes: number; childRssMb: number; cpuMs: number; wallMs: number; tools: number }
+interface Figures {
+  sessions: number;
+  processes: number;
+  childRssMb: number;
+  cpuMs: number;
+  wallMs: number;
+  tools: number;
+}
 
 async function run(sessions: number, scope: 'shared' | 'session'): Promise<Figures> {
   const pids: number[] = [];
@@ -47,7 +57,9 @@ const line = (label: string, f: Figures) =>
   `${label.padEnd(10)} ${String(f.sessions).padStart(8)} ${per(f, f.processes).padStart(12)} ${per(f, f.childRssMb).padStart(14)} ${per(f, f.cpuMs).padStart(16)} ${f.wallMs.toFixed(0).padStart(9)} ${String(f.tools).padStart(6)}`;
 
 console.log('sessions opening one stdio MCP server (server-everything): figures per session; CPU = gateway process');
-console.log(`${'scope'.padEnd(10)} ${'sessions'.padStart(8)} ${'processes/s'.padStart(12)} ${'child MB/s'.padStart(14)} ${'gateway CPU ms/s'.padStart(16)} ${'wall ms'.padStart(9)} ${'tools'.padStart(6)}`);
+console.log(
+  `${'scope'.padEnd(10)} ${'sessions'.padStart(8)} ${'processes/s'.padStart(12)} ${'child MB/s'.padStart(14)} ${'gateway CPU ms/s'.padStart(16)} ${'wall ms'.padStart(9)} ${'tools'.padStart(6)}`,
+);
 const floor = await run(1, 'shared');
 console.log(line('floor', floor));
 for (const n of [10, 100]) console.log(line('shared', await run(n, 'shared')));

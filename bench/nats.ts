@@ -34,7 +34,8 @@ const arg = (name: string, dflt: number): number => {
 const SESSIONS = arg('sessions', 50);
 const TURNS = arg('turns', 4);
 const ROUNDS = arg('rounds', 1);
-const EMBEDDED_ONLY = process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'embedded';
+const EMBEDDED_ONLY =
+  process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'embedded';
 
 const pct = (xs: number[], p: number): number => {
   const s = [...xs].sort((a, b) => a - b);
@@ -68,19 +69,40 @@ async function world(): Promise<{ config: ResolvedConfig; sources: StaticSources
   const dir = mkdtempSync(join(os.tmpdir(), 'ts-bench-nats-'));
   const plugin = join(dir, 'demo.mjs');
   writeFileSync(plugin, PLUGIN_SOURCE);
-  const parsed = parseConfig({ tools: { deny: ['secret_*'], toolSearch: { mode: 'tools' } }, plugins: [plugin], workspaceDir: dir }, undefined, { cwd: dir });
+  const parsed = parseConfig(
+    { tools: { deny: ['secret_*'], toolSearch: { mode: 'tools' } }, plugins: [plugin], workspaceDir: dir },
+    undefined,
+    { cwd: dir },
+  );
   if (!parsed.ok) throw new Error(parsed.error.message);
   const sources = await loadStaticSources({ config: parsed.value.config, includeConfig: true, cwd: dir });
   if (!sources.ok) throw new Error(sources.error.message);
   return { config: parsed.value.config, sources: sources.value, dir };
 }
 
-interface LoadResult { events: number; wallMs: number; cpuMs: number; turnMs: number[]; failures: number; sizes: number[] }
+interface LoadResult {
+  events: number;
+  wallMs: number;
+  cpuMs: number;
+  turnMs: number[];
+  failures: number;
+  sizes: number[];
+}
 
 /** SESSIONS sessions at once, each TURNS scripted turns in a row. */
-async function load(bus: EventBus, w: { config: ResolvedConfig; sources: StaticSources }, tag: string): Promise<LoadResult> {
+async function load(
+  bus: EventBus,
+  w: { config: ResolvedConfig; sources: StaticSources },
+  tag: string,
+): Promise<LoadResult> {
   const c = counting(bus);
-  const engine = createEngine({ config: w.config, bus: c.bus, staticSources: w.sources, includeConfigMcp: true, decisionTimeoutMs: 30_000 });
+  const engine = createEngine({
+    config: w.config,
+    bus: c.bus,
+    staticSources: w.sources,
+    includeConfigMcp: true,
+    decisionTimeoutMs: 30_000,
+  });
   const turnMs: number[] = [];
   let failures = 0;
   const oneSession = async (s: number) => {
@@ -115,8 +137,21 @@ async function load(bus: EventBus, w: { config: ResolvedConfig; sources: StaticS
 
 function envelope(sessionId: string, turnId: string, seq: number, bytes: number): Envelope {
   return {
-    id: `${sessionId}-${turnId}-${seq}`, type: 'search.performed', sessionId, turnId, seq, at: new Date().toISOString(), causationId: null,
-    data: { query: 'x'.repeat(Math.max(1, bytes - 260)), limit: 8, via: 'tool', resultIds: [], matched: 0, catalogSize: 6 },
+    id: `${sessionId}-${turnId}-${seq}`,
+    type: 'search.performed',
+    sessionId,
+    turnId,
+    seq,
+    at: new Date().toISOString(),
+    causationId: null,
+    data: {
+      query: 'x'.repeat(Math.max(1, bytes - 260)),
+      limit: 8,
+      via: 'tool',
+      resultIds: [],
+      matched: 0,
+      catalogSize: 6,
+    },
   };
 }
 
@@ -143,12 +178,16 @@ async function embeddedOnly(w: { config: ResolvedConfig; sources: StaticSources 
     perEvent.push((1000 * r.cpuMs) / Math.max(1, r.events));
   }
   const median = pct(perEvent, 50);
-  console.log(`  cpu per event: median ${f1(median)} us, spread ${f1(Math.min(...perEvent))}..${f1(Math.max(...perEvent))} us over ${ROUNDS} round(s)`);
+  console.log(
+    `  cpu per event: median ${f1(median)} us, spread ${f1(Math.min(...perEvent))}..${f1(Math.max(...perEvent))} us over ${ROUNDS} round(s)`,
+  );
   console.log(JSON.stringify({ cpuPerEventUs: median, rounds: perEvent }));
 }
 
 async function main(): Promise<void> {
-  console.log(`bench/nats: ${SESSIONS} concurrent sessions x ${TURNS} turns (search, describe, call); host ${os.cpus().length} cpu(s), node ${process.version}`);
+  console.log(
+    `bench/nats: ${SESSIONS} concurrent sessions x ${TURNS} turns (search, describe, call); host ${os.cpus().length} cpu(s), node ${process.version}`,
+  );
   const w = await world();
   if (EMBEDDED_ONLY) {
     try {
@@ -177,16 +216,21 @@ async function main(): Promise<void> {
     console.log(row('NATS JetStream (1 node)', nat));
     const sizes = nat.sizes;
     const avgSize = Math.round(sizes.reduce((a, b) => a + b, 0) / Math.max(1, sizes.length));
-    console.log(`  events per turn: ${f1(nat.events / (SESSIONS * TURNS))}; event JSON size avg ${avgSize} B, p50 ${pct(sizes, 50)} B, max ${Math.max(...sizes)} B`);
+    console.log(
+      `  events per turn: ${f1(nat.events / (SESSIONS * TURNS))}; event JSON size avg ${avgSize} B, p50 ${pct(sizes, 50)} B, max ${Math.max(...sizes)} B`,
+    );
 
     // 2. replay of a 1,000-event session
     const big = 'replay-1000';
     const turnsOf = 10;
     for (let t = 0; t < turnsOf; t++) {
-      await Promise.all(Array.from({ length: 1000 / turnsOf }, (_, i) => nats!.publish(envelope(big, `t${t}`, i + 1, avgSize))));
+      await Promise.all(
+        Array.from({ length: 1000 / turnsOf }, (_, i) => nats!.publish(envelope(big, `t${t}`, i + 1, avgSize))),
+      );
     }
     const memReplay = await openMemoryBus({ logPath: false });
-    for (let t = 0; t < turnsOf; t++) for (let i = 0; i < 1000 / turnsOf; i++) await memReplay.publish(envelope(big, `t${t}`, i + 1, avgSize));
+    for (let t = 0; t < turnsOf; t++)
+      for (let i = 0; i < 1000 / turnsOf; i++) await memReplay.publish(envelope(big, `t${t}`, i + 1, avgSize));
     const r1 = await replayMs(nats, big);
     const r2 = await replayMs(nats, big);
     const rm = await replayMs(memReplay, big);
@@ -200,37 +244,51 @@ async function main(): Promise<void> {
     await jsm.streams.add({ name: `${prefix}FLOOR`, subjects: ['benchfloor.>'] });
     const js = jetstream(nats.connection);
     const N = Math.max(2000, Math.min(nat.events, 20_000));
-    const payloads = Array.from({ length: 64 }, (_, i) => Buffer.from(JSON.stringify(envelope('floor', 't', i, sizes[i % sizes.length] ?? avgSize))));
+    const payloads = Array.from({ length: 64 }, (_, i) =>
+      Buffer.from(JSON.stringify(envelope('floor', 't', i, sizes[i % sizes.length] ?? avgSize))),
+    );
     const floorLat: number[] = [];
     let next = 0;
     const tf = performance.now();
-    await Promise.all(Array.from({ length: SESSIONS }, async (_, s) => {
-      for (;;) {
-        const i = next++;
-        if (i >= N) return;
-        const t0 = performance.now();
-        await js.publish(`benchfloor.${s}.${i}`, payloads[i % payloads.length]!, { msgID: `f-${i}` });
-        floorLat.push(performance.now() - t0);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: SESSIONS }, async (_, s) => {
+        for (;;) {
+          const i = next++;
+          if (i >= N) return;
+          const t0 = performance.now();
+          await js.publish(`benchfloor.${s}.${i}`, payloads[i % payloads.length]!, { msgID: `f-${i}` });
+          floorLat.push(performance.now() - t0);
+        }
+      }),
+    );
     const floorMs = performance.now() - tf;
     const busLat: number[] = [];
     next = 0;
     const tb = performance.now();
-    await Promise.all(Array.from({ length: SESSIONS }, async (_, s) => {
-      for (;;) {
-        const i = next++;
-        if (i >= N) return;
-        const t0 = performance.now();
-        await nats!.publish(envelope(`floorbus-${encodeToken(String(s))}`, 't', i + 1, sizes[i % sizes.length] ?? avgSize));
-        busLat.push(performance.now() - t0);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: SESSIONS }, async (_, s) => {
+        for (;;) {
+          const i = next++;
+          if (i >= N) return;
+          const t0 = performance.now();
+          await nats!.publish(
+            envelope(`floorbus-${encodeToken(String(s))}`, 't', i + 1, sizes[i % sizes.length] ?? avgSize),
+          );
+          busLat.push(performance.now() - t0);
+        }
+      }),
+    );
     const busMs = performance.now() - tb;
     console.log(`\n3. publish/ack, ${N} messages of the same sizes, ${SESSIONS} concurrent publishers`);
-    console.log(`  bare JetStream publish (floor): ${f1(N / (floorMs / 1000)).padStart(9)} msg/s  ack p50 ${f1(pct(floorLat, 50))} ms  p99 ${f1(pct(floorLat, 99))} ms`);
-    console.log(`  bus.publish (guard + event):    ${f1(N / (busMs / 1000)).padStart(9)} msg/s  ack p50 ${f1(pct(busLat, 50))} ms  p99 ${f1(pct(busLat, 99))} ms`);
-    console.log(`  NATS sessions above sustained ${f1(nat.events / (nat.wallMs / 1000))} ev/s = ${f1((100 * nat.events / (nat.wallMs / 1000)) / (N / (floorMs / 1000)))} % of the floor`);
+    console.log(
+      `  bare JetStream publish (floor): ${f1(N / (floorMs / 1000)).padStart(9)} msg/s  ack p50 ${f1(pct(floorLat, 50))} ms  p99 ${f1(pct(floorLat, 99))} ms`,
+    );
+    console.log(
+      `  bus.publish (guard + event):    ${f1(N / (busMs / 1000)).padStart(9)} msg/s  ack p50 ${f1(pct(busLat, 50))} ms  p99 ${f1(pct(busLat, 99))} ms`,
+    );
+    console.log(
+      `  NATS sessions above sustained ${f1(nat.events / (nat.wallMs / 1000))} ev/s = ${f1((100 * nat.events) / (nat.wallMs / 1000) / (N / (floorMs / 1000)))} % of the floor`,
+    );
   } finally {
     await nats?.close();
     await server.close();

@@ -31,7 +31,10 @@ const option = (name: string): string | undefined => {
 };
 const PREVIOUS_FILE = path.join(repoRoot, 'bench', 'baselines', 'previous-ranker.json');
 
-interface Stored { ranker: string; sets: Record<string, { fingerprint: string; ranks: number[] }> }
+interface Stored {
+  ranker: string;
+  sets: Record<string, { fingerprint: string; ranks: number[] }>;
+}
 
 /** The rank (0-based) of the first gold id per query, -1 when not in the top 10. */
 function ranksOf(report: EvalReport, queries: readonly BenchQuery[]): number[] {
@@ -61,51 +64,84 @@ function printSet(set: QuerySet, stored: Stored | undefined, record: Stored | un
   const at1 = (ranks: number[]): boolean[] => ranks.map((r) => r === 0);
   const at5 = (ranks: number[]): boolean[] => ranks.map((r) => r >= 0 && r < 5);
   console.log(`\n${set.name} [${set.role}]: ${set.entries.length} tools, ${n} queries`);
-  console.log(`${'ranker'.padEnd(22)} ${'r@1 [95% CI]'.padEnd(22)} ${'r@5 [95% CI]'.padEnd(22)} mrr    p99ms  r@1 vs toolsearch (wins/losses of toolsearch)`);
+  console.log(
+    `${'ranker'.padEnd(22)} ${'r@1 [95% CI]'.padEnd(22)} ${'r@5 [95% CI]'.padEnd(22)} mrr    p99ms  r@1 vs toolsearch (wins/losses of toolsearch)`,
+  );
   for (const r of results) {
     const k1 = at1(r.ranks).filter(Boolean).length;
     const k5 = at5(r.ranks).filter(Boolean).length;
-    const paired = r === ours ? '' : (() => {
-      const m = mcnemar(at1(ours.ranks), at1(r.ranks));
-      return `gap ${(ours.report.recallAt1 - r.report.recallAt1 >= 0 ? '+' : '')}${f3(ours.report.recallAt1 - r.report.recallAt1)}, ${m.wins}/${m.losses}, ${pFmt(m.p)}`;
-    })();
-    console.log(`${r.name.padEnd(22)} ${ci(k1, n).padEnd(22)} ${ci(k5, n).padEnd(22)} ${f3(r.report.mrr)}  ${r.report.p99Ms.toFixed(2).padStart(5)}  ${paired}`);
+    const paired =
+      r === ours
+        ? ''
+        : (() => {
+            const m = mcnemar(at1(ours.ranks), at1(r.ranks));
+            return `gap ${ours.report.recallAt1 - r.report.recallAt1 >= 0 ? '+' : ''}${f3(ours.report.recallAt1 - r.report.recallAt1)}, ${m.wins}/${m.losses}, ${pFmt(m.p)}`;
+          })();
+    console.log(
+      `${r.name.padEnd(22)} ${ci(k1, n).padEnd(22)} ${ci(k5, n).padEnd(22)} ${f3(r.report.mrr)}  ${r.report.p99Ms.toFixed(2).padStart(5)}  ${paired}`,
+    );
   }
   const fp = setFingerprint(set);
   const prev = stored?.sets[set.name];
   if (prev !== undefined && prev.fingerprint === fp) {
-    const p1 = mcnemar(at1(ours.ranks), prev.ranks.map((r) => r === 0));
-    const p5 = mcnemar(at5(ours.ranks), prev.ranks.map((r) => r >= 0 && r < 5));
+    const p1 = mcnemar(
+      at1(ours.ranks),
+      prev.ranks.map((r) => r === 0),
+    );
+    const p5 = mcnemar(
+      at5(ours.ranks),
+      prev.ranks.map((r) => r >= 0 && r < 5),
+    );
     const prevAt1 = prev.ranks.filter((r) => r === 0).length / n;
     const prevAt5 = prev.ranks.filter((r) => r >= 0 && r < 5).length / n;
-    console.log(`vs previous ranker (${stored?.ranker}): r@1 ${f3(prevAt1)} -> ${f3(ours.report.recallAt1)} (${p1.wins} won/${p1.losses} lost, ${pFmt(p1.p)}); `
-      + `r@5 ${f3(prevAt5)} -> ${f3(ours.report.recallAt5)} (${p5.wins}/${p5.losses}, ${pFmt(p5.p)})`);
+    console.log(
+      `vs previous ranker (${stored?.ranker}): r@1 ${f3(prevAt1)} -> ${f3(ours.report.recallAt1)} (${p1.wins} won/${p1.losses} lost, ${pFmt(p1.p)}); ` +
+        `r@5 ${f3(prevAt5)} -> ${f3(ours.report.recallAt5)} (${p5.wins}/${p5.losses}, ${pFmt(p5.p)})`,
+    );
   } else if (stored !== undefined) console.log('vs previous ranker: no stored ranks for this set (or the set changed)');
   if (record !== undefined) record.sets[set.name] = { fingerprint: fp, ranks: ours.ranks };
-  const targets = set.name.startsWith('MetaTool') ? [['r@1', 0.5], ['r@5', 0.7]] as const
-    : set.role === 'test' ? [['r@1', 0.92], ['r@5', 0.98]] as const : undefined;
+  const targets = set.name.startsWith('MetaTool')
+    ? ([
+        ['r@1', 0.5],
+        ['r@5', 0.7],
+      ] as const)
+    : set.role === 'test'
+      ? ([
+          ['r@1', 0.92],
+          ['r@5', 0.98],
+        ] as const)
+      : undefined;
   if (targets !== undefined) {
     const bestPeer = Math.max(...results.slice(1).map((r) => r.report.recallAt1));
     const line = targets.map(([k, t]) => {
       const v = k === 'r@1' ? ours.report.recallAt1 : ours.report.recallAt5;
       return `${k} >= ${t}: ${f3(v)} ${v >= t ? 'ok' : 'MISS'}`;
     });
-    line.push(`r@1 ahead of every peer: ${ours.report.recallAt1 > bestPeer ? 'ok' : 'MISS'} (best peer ${f3(bestPeer)})`);
+    line.push(
+      `r@1 ahead of every peer: ${ours.report.recallAt1 > bestPeer ? 'ok' : 'MISS'} (best peer ${f3(bestPeer)})`,
+    );
     console.log(`targets: ${line.join('; ')}`);
   }
   if (set.queries.some((q) => q.kind !== undefined)) {
     const kinds = [...new Set(set.queries.map((q) => q.kind as string))];
-    console.log(`by kind (toolsearch r@1): ${kinds.map((k) => {
-      const idx = set.queries.map((q, i) => (q.kind === k ? i : -1)).filter((i) => i >= 0);
-      return `${k} ${f3(idx.filter((i) => ours.ranks[i] === 0).length / idx.length)} (${idx.length})`;
-    }).join(', ')}`);
+    console.log(
+      `by kind (toolsearch r@1): ${kinds
+        .map((k) => {
+          const idx = set.queries.map((q, i) => (q.kind === k ? i : -1)).filter((i) => i >= 0);
+          return `${k} ${f3(idx.filter((i) => ours.ranks[i] === 0).length / idx.length)} (${idx.length})`;
+        })
+        .join(', ')}`,
+    );
   }
   const missesFor = option('--misses');
   if (missesFor !== undefined && set.name.includes(missesFor)) {
     if (set.role === 'test') console.log('  (misses of a test set: read them to report, never to tune)');
     set.queries.forEach((q, i) => {
       const r = ours.ranks[i] as number;
-      if (r !== 0) console.log(`  [${r < 0 ? '-' : r + 1}] ${q.query}  gold=${q.gold.join('|')}  top=${(ours.report.perQuery[i]?.ids ?? []).slice(0, 3).join(', ')}`);
+      if (r !== 0)
+        console.log(
+          `  [${r < 0 ? '-' : r + 1}] ${q.query}  gold=${q.gold.join('|')}  top=${(ours.report.perQuery[i]?.ids ?? []).slice(0, 3).join(', ')}`,
+        );
     });
   }
 }
@@ -113,9 +149,13 @@ function printSet(set: QuerySet, stored: Stored | undefined, record: Stored | un
 function main(): void {
   const sets = loadSets();
   const only = option('--only');
-  const stored = existsSync(PREVIOUS_FILE) ? JSON.parse(readFileSync(PREVIOUS_FILE, 'utf8')) as Stored : undefined;
-  const record: Stored | undefined = flag('--record-previous') ? { ranker: option('--record-previous-name') ?? 'previous', sets: {} } : undefined;
-  for (const set of sets) if ((only === undefined || set.name.includes(only)) && (!flag('--dev') || set.role === 'dev')) printSet(set, record === undefined ? stored : undefined, record);
+  const stored = existsSync(PREVIOUS_FILE) ? (JSON.parse(readFileSync(PREVIOUS_FILE, 'utf8')) as Stored) : undefined;
+  const record: Stored | undefined = flag('--record-previous')
+    ? { ranker: option('--record-previous-name') ?? 'previous', sets: {} }
+    : undefined;
+  for (const set of sets)
+    if ((only === undefined || set.name.includes(only)) && (!flag('--dev') || set.role === 'dev'))
+      printSet(set, record === undefined ? stored : undefined, record);
   if (record !== undefined) {
     writeFileSync(PREVIOUS_FILE, `${JSON.stringify(record)}\n`);
     console.log(`\nrecorded per-query ranks of this ranker in ${path.relative(repoRoot, PREVIOUS_FILE)}`);

@@ -11,7 +11,14 @@ import { type Bridge, createSandbox, detectIsolation, type Sandbox } from '../sr
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 30;
 
-const entry = { id: 'mcp:fs:read', source: 'mcp', sourceName: 'fs', name: 'read', label: 'Read', description: 'Read a file' };
+const entry = {
+  id: 'mcp:fs:read',
+  source: 'mcp',
+  sourceName: 'fs',
+  name: 'read',
+  label: 'Read',
+  description: 'Read a file',
+};
 const bridge: Bridge = {
   search: async () => ok({ results: [entry], matched: 1, catalogSize: 1 }),
   describe: async () => ok({ ...entry, parameters: { type: 'object', properties: { path: { type: 'string' } } } }),
@@ -20,20 +27,24 @@ const bridge: Bridge = {
 
 const BODIES = {
   trivial: 'return 1',
-  'search+describe+call': 'const hits = await tools.search("read a file", {limit: 3}); const d = await tools.describe(hits[0].id); return tools.call(d.id, {path: "/x"})',
+  'search+describe+call':
+    'const hits = await tools.search("read a file", {limit: 3}); const d = await tools.describe(hits[0].id); return tools.call(d.id, {path: "/x"})',
 };
 
 const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN;
 };
-const fmt = (xs: number[]) => `p50 ${quantile(xs, 0.5).toFixed(1).padStart(6)} ms   p90 ${quantile(xs, 0.9).toFixed(1).padStart(6)} ms`;
+const fmt = (xs: number[]) =>
+  `p50 ${quantile(xs, 0.5).toFixed(1).padStart(6)} ms   p90 ${quantile(xs, 0.9).toFixed(1).padStart(6)} ms`;
 
 async function nodeFloor(): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     const t0 = performance.now();
-    await new Promise<void>((resolve, reject) => execFile(process.execPath, ['-e', '0'], { env: {} }, (e) => (e ? reject(e) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      execFile(process.execPath, ['-e', '0'], { env: {} }, (e) => (e ? reject(e) : resolve())),
+    );
     times.push(performance.now() - t0);
   }
   return times;

@@ -17,9 +17,42 @@ import { seededRandom } from './lib/random.js';
 
 const SIZE = 10_000;
 const VARIANTS = ['alpha', 'beta', 'cloud', 'edge', 'prime', 'legacy', 'team', 'labs', 'pro', 'next', 'core', 'plus'];
-const WORDS = ['list', 'get', 'create', 'update', 'delete', 'search', 'file', 'issue', 'branch', 'user', 'message',
-  'channel', 'event', 'calendar', 'page', 'table', 'record', 'project', 'task', 'comment', 'folder', 'image', 'chart',
-  'query', 'database', 'deployment', 'pod', 'log', 'commit', 'repository', 'email', 'draft', 'label', 'report'];
+const WORDS = [
+  'list',
+  'get',
+  'create',
+  'update',
+  'delete',
+  'search',
+  'file',
+  'issue',
+  'branch',
+  'user',
+  'message',
+  'channel',
+  'event',
+  'calendar',
+  'page',
+  'table',
+  'record',
+  'project',
+  'task',
+  'comment',
+  'folder',
+  'image',
+  'chart',
+  'query',
+  'database',
+  'deployment',
+  'pod',
+  'log',
+  'commit',
+  'repository',
+  'email',
+  'draft',
+  'label',
+  'report',
+];
 
 function fromShared(dir: string): ToolEntry[] {
   const base = loadMcpCatalog(dir, []);
@@ -30,7 +63,13 @@ function fromShared(dir: string): ToolEntry[] {
       if (r === 0) out.push(e);
       else {
         const server = `${e.owner}-${VARIANTS[(r - 1) % VARIANTS.length]}${r > VARIANTS.length ? r : ''}`;
-        out.push(mcpEntry(server, { name: e.name, description: `${e.description} (${VARIANTS[r % VARIANTS.length]} edition)`, inputSchema: e.inputSchema }));
+        out.push(
+          mcpEntry(server, {
+            name: e.name,
+            description: `${e.description} (${VARIANTS[r % VARIANTS.length]} edition)`,
+            inputSchema: e.inputSchema,
+          }),
+        );
       }
     }
   }
@@ -40,11 +79,13 @@ function fromShared(dir: string): ToolEntry[] {
 function synthetic(): ToolEntry[] {
   const rand = seededRandom(7);
   const pick = (): string => WORDS[Math.floor(rand() * WORDS.length)] as string;
-  return Array.from({ length: SIZE }, (_, i) => mcpEntry(`server${i % 200}`, {
-    name: `${pick()}_${pick()}_${i}`,
-    description: Array.from({ length: 25 }, pick).join(' '),
-    inputSchema: { type: 'object', properties: { [pick()]: { type: 'string', description: `${pick()} ${pick()}` } } },
-  }));
+  return Array.from({ length: SIZE }, (_, i) =>
+    mcpEntry(`server${i % 200}`, {
+      name: `${pick()}_${pick()}_${i}`,
+      description: Array.from({ length: 25 }, pick).join(' '),
+      inputSchema: { type: 'object', properties: { [pick()]: { type: 'string', description: `${pick()} ${pick()}` } } },
+    }),
+  );
 }
 
 const gc = (globalThis as { gc?: () => void }).gc;
@@ -58,7 +99,9 @@ const line = (what: string, value: string, target: string, ok: boolean): void =>
 
 const dir = sharedPath('catalogs', 'mcp');
 const entries = dir !== undefined ? fromShared(dir) : synthetic();
-console.log(`catalog: ${entries.length} tools from ${dir !== undefined ? 'shared MCP snapshots, replicated' : 'synthetic words'}`);
+console.log(
+  `catalog: ${entries.length} tools from ${dir !== undefined ? 'shared MCP snapshots, replicated' : 'synthetic words'}`,
+);
 const catalog = toCatalog(entries);
 
 const cpuMs = (): number => {
@@ -75,19 +118,44 @@ const buildCpu = cpuMs() - c;
 const heapAfter = heap();
 line('first build of the index (wall)', ms(buildMs), '<= 1000 ms', buildMs <= 1000);
 line('first build of the index (process CPU)', ms(buildCpu), '<= 1000 ms', buildCpu <= 1000);
-console.log(`  (load average now ${os.loadavg()[0]?.toFixed(1)} on ${os.cpus().length} cores: wall time includes waiting for a core)`);
+console.log(
+  `  (load average now ${os.loadavg()[0]?.toFixed(1)} on ${os.cpus().length} cores: wall time includes waiting for a core)`,
+);
 
-const queries = ['list issues in a github repository', 'delete a calendar event', 'take a screenshot of the page',
-  'create pull request', 'send a slack message', 'query the database', 'read file', 'kubernetes pod logs',
-  'search the web for news', 'update a feature flag', 'draw a bar chart', 'create a jira ticket', 'git commit',
-  'list my onedrive files', 'find documents about billing', 'get current weather', 'reverse geocode', 'xyzzy'];
+const queries = [
+  'list issues in a github repository',
+  'delete a calendar event',
+  'take a screenshot of the page',
+  'create pull request',
+  'send a slack message',
+  'query the database',
+  'read file',
+  'kubernetes pod logs',
+  'search the web for news',
+  'update a feature flag',
+  'draw a bar chart',
+  'create a jira ticket',
+  'git commit',
+  'list my onedrive files',
+  'find documents about billing',
+  'get current weather',
+  'reverse geocode',
+  'xyzzy',
+];
 // Fresh queries: each string is new to the index, so nothing of it is memoized (the worst case).
 const fresh: string[] = [];
-for (let i = 0; fresh.length < 1000; i++) fresh.push(`${queries[i % queries.length] as string} ${WORDS[Math.floor(i / queries.length) % WORDS.length] as string}${i >= queries.length * WORDS.length ? ` ${i}` : ''}`);
+for (let i = 0; fresh.length < 1000; i++)
+  fresh.push(
+    `${queries[i % queries.length] as string} ${WORDS[Math.floor(i / queries.length) % WORDS.length] as string}${i >= queries.length * WORDS.length ? ` ${i}` : ''}`,
+  );
 for (let i = 0; i < 50; i++) index.search(`warm up ${queries[i % queries.length] as string}`);
 
 /** Wall and process-CPU time of each search, in ms. */
-function timeSearches(list: readonly string[], rounds: number, idx: SearchIndex = index): { wall: number[]; cpu: number[] } {
+function timeSearches(
+  list: readonly string[],
+  rounds: number,
+  idx: SearchIndex = index,
+): { wall: number[]; cpu: number[] } {
   const wall: number[] = [];
   const cpu: number[] = [];
   for (let i = 0; i < rounds; i++) {
@@ -101,7 +169,10 @@ function timeSearches(list: readonly string[], rounds: number, idx: SearchIndex 
   }
   return { wall, cpu };
 }
-for (const [label, list] of [['repeated queries', queries], ['fresh queries', fresh]] as const) {
+for (const [label, list] of [
+  ['repeated queries', queries],
+  ['fresh queries', fresh],
+] as const) {
   const { wall, cpu } = timeSearches(list, 1000);
   console.log(`search, ${label} (1000 searches):`);
   line('  p50 wall', ms(percentile(wall, 50)), '', true);
@@ -116,7 +187,10 @@ for (const [label, list] of [['repeated queries', queries], ['fresh queries', fr
   const rand = seededRandom(11);
   const word = (): string => WORDS[Math.floor(rand() * WORDS.length)] as string;
   for (let i = 0; i < 10_000; i++) {
-    memory.record({ query: Array.from({ length: 3 + Math.floor(rand() * 4) }, word).join(' '), toolId: (entries[Math.floor(rand() * entries.length)] as ToolEntry).id });
+    memory.record({
+      query: Array.from({ length: 3 + Math.floor(rand() * 4) }, word).join(' '),
+      toolId: (entries[Math.floor(rand() * entries.length)] as ToolEntry).id,
+    });
   }
   const learned = new SearchIndex(entries, { callMemory: memory });
   for (let i = 0; i < 50; i++) learned.search(`warm up ${queries[i % queries.length] as string}`);
@@ -137,7 +211,11 @@ line('index for an unchanged catalog (p99 of 100)', ms(percentile(reuse, 99)), '
 // One source changes: a description edited and a tool added. A new fingerprint is a new index (never updated in
 // place, so concurrent sessions with different catalogs cannot see each other's tools).
 const changedOwner = (entries[0] as ToolEntry).owner;
-const changed = entries.map((e) => (e.owner === changedOwner && e.name === (entries[0] as ToolEntry).name ? { ...e, description: `${e.description} now with paging` } : e));
+const changed = entries.map((e) =>
+  e.owner === changedOwner && e.name === (entries[0] as ToolEntry).name
+    ? { ...e, description: `${e.description} now with paging` }
+    : e,
+);
 changed.push(mcpEntry(changedOwner, { name: 'brand_new_tool', description: 'A tool that was added later' }));
 const changedCatalog = toCatalog(changed);
 t = performance.now();
@@ -145,6 +223,10 @@ const { index: updated } = store.get(changedCatalog);
 const updateMs = performance.now() - t;
 line('index of a changed catalog (a new build)', ms(updateMs), '<= 1000 ms', updateMs <= 1000);
 const found = updated.search('brand new tool added later');
-console.log(`  after the change: ${updated.size} tools; search finds the added tool first: ${found.ok && found.value.results[0]?.name === 'brand_new_tool'}`);
+console.log(
+  `  after the change: ${updated.size} tools; search finds the added tool first: ${found.ok && found.value.results[0]?.name === 'brand_new_tool'}`,
+);
 console.log(`  store: ${store.builds} builds, ${store.reuses} reuses`);
-console.log(`index heap size (heap delta${gc === undefined ? ', without --expose-gc: rough' : ''}): ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MB for ${entries.length} tools`);
+console.log(
+  `index heap size (heap delta${gc === undefined ? ', without --expose-gc: rough' : ''}): ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MB for ${entries.length} tools`,
+);

@@ -63,13 +63,19 @@ export interface TracingBenchRow {
   rounds: number;
 }
 
-interface Variant { name: string; options?: (dir: string) => TelemetryOptions }
+interface Variant {
+  name: string;
+  options?: (dir: string) => TelemetryOptions;
+}
 
 /** The same turn with no tracing, tracing to no exporter, and tracing into trace files. */
 const VARIANTS: Variant[] = [
   { name: 'off' },
   { name: 'on (spans, no exporter)', options: () => ({ otlp: false }) },
-  { name: 'on (trace files)', options: (dir) => ({ otlp: false, tracesDir: dir, fileName: { kind: 'run', id: 'bench' } }) },
+  {
+    name: 'on (trace files)',
+    options: (dir) => ({ otlp: false, tracesDir: dir, fileName: { kind: 'run', id: 'bench' } }),
+  },
 ];
 
 const quantile = (xs: number[], q: number): number => {
@@ -116,12 +122,23 @@ async function spansPerTurn(makeRunner: MakeRunner, options: TelemetryOptions): 
 }
 
 /** Times the turn of `makeRunner` with tracing off and on (see VARIANTS). */
-export async function measureTracingOverhead(makeRunner: MakeRunner, opts: TracingBenchOptions = {}): Promise<TracingBenchRow[]> {
+export async function measureTracingOverhead(
+  makeRunner: MakeRunner,
+  opts: TracingBenchOptions = {},
+): Promise<TracingBenchRow[]> {
   const rounds = opts.rounds ?? 30;
   const perRound = opts.turnsPerRound ?? 15;
   const warmup = opts.warmupTurns ?? 60;
   const dir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-traces-'));
-  const live: Array<{ v: Variant; tel: Telemetry | undefined; runner: Runner; wall: number[]; cpu: number[]; flush: number[]; spans: number }> = [];
+  const live: Array<{
+    v: Variant;
+    tel: Telemetry | undefined;
+    runner: Runner;
+    wall: number[];
+    cpu: number[];
+    flush: number[];
+    spans: number;
+  }> = [];
   try {
     for (const v of VARIANTS) {
       const spans = v.options === undefined ? 0 : await spansPerTurn(makeRunner, v.options(dir));
@@ -192,7 +209,10 @@ export interface PerSpanResult {
  * rounds, with their range as the spread. Per-turn medians shrug off what a shared machine adds to some turns
  * (preemption, another process's cache traffic, a GC of the other engine's garbage).
  */
-export async function measurePerSpan(makeRunner: MakeRunner, opts: { rounds?: number; turnsPerRound?: number } = {}): Promise<PerSpanResult> {
+export async function measurePerSpan(
+  makeRunner: MakeRunner,
+  opts: { rounds?: number; turnsPerRound?: number } = {},
+): Promise<PerSpanResult> {
   const rounds = opts.rounds ?? 7;
   const perRound = opts.turnsPerRound ?? 400;
   const spans = await spansPerTurn(makeRunner, { otlp: false });
@@ -222,7 +242,13 @@ export async function measurePerSpan(makeRunner: MakeRunner, opts: { rounds?: nu
       }
       costs.push((median(b) - median(a)) / spans);
     }
-    return { perSpanUs: median(costs), range: [Math.min(...costs), Math.max(...costs)], rounds, turnsPerRound: perRound, spans };
+    return {
+      perSpanUs: median(costs),
+      range: [Math.min(...costs), Math.max(...costs)],
+      rounds,
+      turnsPerRound: perRound,
+      spans,
+    };
   } finally {
     await off.close();
     await on.close();
@@ -236,7 +262,9 @@ export function printTracingReport(title: string, rows: TracingBenchRow[], targe
   const verdict = (v: number) => (v <= targetPct ? 'ok' : 'MISS');
   const fig = (r: TracingBenchRow, v: number) => (r.variant === 'off' ? '-' : `${signed(v)}% ${verdict(v)}`);
   console.log(`\n${title}`);
-  console.log(`  (per turn; median of ${rows[0]?.rounds ?? 0} interleaved rounds, each traced block against the untraced block of its round; target: overhead <= ${targetPct}%, cpu/span = cpu cost / spans <= ${SPAN_TARGET_US} µs)`);
+  console.log(
+    `  (per turn; median of ${rows[0]?.rounds ?? 0} interleaved rounds, each traced block against the untraced block of its round; target: overhead <= ${targetPct}%, cpu/span = cpu cost / spans <= ${SPAN_TARGET_US} µs)`,
+  );
   console.log(
     `  ${'variant'.padEnd(24)} ${'spans'.padStart(5)} ${'wall ms'.padStart(8)} ${'wall overhead'.padStart(14)} ` +
       `${'cpu ms'.padStart(7)} ${'cpu overhead'.padStart(13)} ${'cpu IQR'.padStart(15)} ${'cpu cost'.padStart(9)} ${'cpu/span'.padStart(13)} ${'flush ms'.padStart(9)}`,
@@ -255,7 +283,6 @@ export function printTracingReport(title: string, rows: TracingBenchRow[], targe
 
 // ---------- the turn ----------
 
-
 const SOURCES = syntheticSources(1000, 10);
 const TARGET = SOURCES.parts[3]!.entries[5]!.id;
 
@@ -265,10 +292,16 @@ export function engineRunner(mode: 'tools' | 'code', sandbox?: Sandbox, logDir?:
   return async (telemetry) => {
     const parsed = parseConfig({ tools: { toolSearch: { mode } } });
     if (!parsed.ok) throw new Error(parsed.error.message);
-    const bus = await openMemoryBus({ logPath: logDir === undefined ? false : path.join(logDir, `events-${++logs}.jsonl`) });
+    const bus = await openMemoryBus({
+      logPath: logDir === undefined ? false : path.join(logDir, `events-${++logs}.jsonl`),
+    });
     const engine = createEngine({
-      config: parsed.value.config, bus, staticSources: SOURCES, includeConfigMcp: false,
-      ...(telemetry === undefined ? {} : { telemetry }), ...(sandbox === undefined ? {} : { sandbox }),
+      config: parsed.value.config,
+      bus,
+      staticSources: SOURCES,
+      includeConfigMcp: false,
+      ...(telemetry === undefined ? {} : { telemetry }),
+      ...(sandbox === undefined ? {} : { sandbox }),
     });
     const body = `const hits = await tools.search('search issue', { limit: 5 });
       const d = await tools.describe('${TARGET}');
@@ -312,10 +345,17 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   if (turns !== undefined) opts.turnsPerRound = turns;
   const only = process.argv.indexOf('--only') >= 0 ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
   const want = (part: 'tools' | 'log' | 'code') => only === undefined || only === part;
-  console.log(`Tracing cost on the real turn engine (node ${process.version}, ${process.platform}, load avg ${loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+  console.log(
+    `Tracing cost on the real turn engine (node ${process.version}, ${process.platform}, load avg ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')})`,
+  );
   if (want('tools')) {
     const tools = await measureTracingOverhead(engineRunner('tools'), opts);
-    printTracingReport('Tools mode: start (1,000-tool catalog, index reused) + tool_search + tool_describe + tool_call + end; event log off', tools);
+    printTracingReport(
+      'Tools mode: start (1,000-tool catalog, index reused) + tool_search + tool_describe + tool_call + end; event log off',
+      tools,
+    );
     const ps = await measurePerSpan(engineRunner('tools'));
     console.log(
       `\nTracing CPU per span, event log off (figure of record): ${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
@@ -326,7 +366,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const logDir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-log-'));
     try {
       const logged = await measureTracingOverhead(engineRunner('tools', undefined, logDir), opts);
-      printTracingReport('Tools mode, the same turn with the JSONL event log on (the default config: group commit + fsync)', logged);
+      printTracingReport(
+        'Tools mode, the same turn with the JSONL event log on (the default config: group commit + fsync)',
+        logged,
+      );
     } finally {
       await rm(logDir, { recursive: true, force: true });
     }
@@ -337,9 +380,14 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     if (!avail.ok) console.log(`\nCode mode skipped: the sandbox is unavailable (${avail.reason}).`);
     else {
       const code = await measureTracingOverhead(engineRunner('code', sandbox), {
-        rounds: Math.min(opts.rounds ?? 8, 8), turnsPerRound: Math.min(opts.turnsPerRound ?? 3, 3), warmupTurns: 3,
+        rounds: Math.min(opts.rounds ?? 8, 8),
+        turnsPerRound: Math.min(opts.turnsPerRound ?? 3, 3),
+        warmupTurns: 3,
       });
-      printTracingReport('Code mode: one tool_search_code run (search, describe, call) through the real sandbox, child process per run (CPU: this process only)', code);
+      printTracingReport(
+        'Code mode: one tool_search_code run (search, describe, call) through the real sandbox, child process per run (CPU: this process only)',
+        code,
+      );
     }
     await sandbox.close();
   }

@@ -14,8 +14,12 @@ export function describeError(error: unknown, fallbackCode: string, prefix: stri
 }
 
 function hasCode(error: unknown): error is { code: string } {
-  return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string'
-    && (error as { code: string }).code.includes('.');
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'string' &&
+    (error as { code: string }).code.includes('.')
+  );
 }
 
 function safeString(value: unknown): string {

@@ -4,15 +4,38 @@ export { toolCallMachine } from './toolCall.js';
 export { sandboxRunMachine } from './sandboxRun.js';
 export { describeError } from './describeError.js';
 export type {
-  TurnInput, CatalogInfo, ExposureSummary, TurnStep, TurnStage,
-  TurnError, TurnContext, TurnEvent, TurnOutput, TurnActorBase, ListSourcesInput, IndexCatalogInput, ExposeInput,
+  TurnInput,
+  CatalogInfo,
+  ExposureSummary,
+  TurnStep,
+  TurnStage,
+  TurnError,
+  TurnContext,
+  TurnEvent,
+  TurnOutput,
+  TurnActorBase,
+  ListSourcesInput,
+  IndexCatalogInput,
+  ExposeInput,
   ExecuteStepInput,
 } from './turn.js';
 export type {
-  ToolCallInput, CallStage, PolicyDecision, ApprovalAnswer, HooksOutcome, ArgsValidation, CallActorInput,
-  ToolCallContext, ToolCallOutput,
+  ToolCallInput,
+  CallStage,
+  PolicyDecision,
+  ApprovalAnswer,
+  HooksOutcome,
+  ArgsValidation,
+  CallActorInput,
+  ToolCallContext,
+  ToolCallOutput,
 } from './toolCall.js';
 export type {
-  SandboxRunInput, SandboxRunStage, SandboxRunContext, SandboxRunOutput, AcquireChildInput, RunBodyInput,
+  SandboxRunInput,
+  SandboxRunStage,
+  SandboxRunContext,
+  SandboxRunOutput,
+  AcquireChildInput,
+  RunBodyInput,
   KillChildParams,
 } from './sandboxRun.js';

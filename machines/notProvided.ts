@@ -13,8 +13,6 @@ export class ActorNotProvidedError extends Error {
 }
 
 /** Builds the rejecting body of a placeholder actor named `actor`. Pure: no I/O. */
-export const notProvided =
-  (actor: string) =>
-  async (): Promise<never> => {
-    throw new ActorNotProvidedError(actor);
-  };
+export const notProvided = (actor: string) => async (): Promise<never> => {
+  throw new ActorNotProvidedError(actor);
+};

@@ -179,9 +179,7 @@ export const toolCallMachine = setup({
         ],
         onError: {
           target: 'failed',
-          actions: assign(({ context, event }) =>
-            failedAt('policy', 'call.policyFailed', event.error, context.callId),
-          ),
+          actions: assign(({ context, event }) => failedAt('policy', 'call.policyFailed', event.error, context.callId)),
         },
       },
     },

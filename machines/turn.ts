@@ -87,9 +87,7 @@ export interface TurnContext {
 }
 
 export type TurnEvent =
-  | { type: 'STEP'; stepId: string; tool: string; args: unknown }
-  | { type: 'END' }
-  | { type: 'ABORT'; reason: string };
+  { type: 'STEP'; stepId: string; tool: string; args: unknown } | { type: 'END' } | { type: 'ABORT'; reason: string };
 
 export interface TurnOutput {
   outcome: 'completed' | 'failed';
@@ -292,4 +290,3 @@ export const turnMachine = setup({
     ...(context.error === undefined ? {} : { error: context.error }),
   }),
 });
-

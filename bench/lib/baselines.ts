@@ -8,13 +8,51 @@ import { porterStem } from './porterStemmer.js';
 export function miniSearchDefaults(entries: readonly ToolEntry[]): Ranker {
   const ms = new MiniSearch<{ id: string; name: string; description: string }>({ fields: ['name', 'description'] });
   ms.addAll(entries.map((e) => ({ id: e.id, name: e.name, description: e.description })));
-  return { rankIds: (q, max = 10) => ms.search(q).slice(0, max).map((r) => String(r.id)) };
+  return {
+    rankIds: (q, max = 10) =>
+      ms
+        .search(q)
+        .slice(0, max)
+        .map((r) => String(r.id)),
+  };
 }
 
 /** Lucene's classic English stop set (33 words), the textbook choice. */
-const LUCENE_STOP = new Set(['a', 'an', 'and', 'are', 'as', 'at', 'be', 'but', 'by', 'for', 'if', 'in', 'into', 'is',
-  'it', 'no', 'not', 'of', 'on', 'or', 'such', 'that', 'the', 'their', 'then', 'there', 'these', 'they', 'this', 'to',
-  'was', 'will', 'with']);
+const LUCENE_STOP = new Set([
+  'a',
+  'an',
+  'and',
+  'are',
+  'as',
+  'at',
+  'be',
+  'but',
+  'by',
+  'for',
+  'if',
+  'in',
+  'into',
+  'is',
+  'it',
+  'no',
+  'not',
+  'of',
+  'on',
+  'or',
+  'such',
+  'that',
+  'the',
+  'their',
+  'then',
+  'there',
+  'these',
+  'they',
+  'this',
+  'to',
+  'was',
+  'will',
+  'with',
+]);
 
 /** The top-level parameter names of a JSON schema (what this project's index also reads). */
 function paramNames(schema: unknown): string {
@@ -32,7 +70,10 @@ export function entryText(e: ToolEntry): string {
  * the same fields, identifiers split into words (snake, camel, kebab), Lucene's stop set, Porter stemming.
  */
 export function okapiBm25(entries: readonly ToolEntry[], k1 = 1.2, b = 0.75): Ranker {
-  const tok = (text: string): string[] => splitWords(text).filter((w) => !LUCENE_STOP.has(w)).map(porterStem);
+  const tok = (text: string): string[] =>
+    splitWords(text)
+      .filter((w) => !LUCENE_STOP.has(w))
+      .map(porterStem);
   const postings = new Map<string, { doc: number; tf: number }[]>();
   const lengths: number[] = [];
   entries.forEach((e, doc) => {
@@ -60,7 +101,10 @@ export function okapiBm25(entries: readonly ToolEntry[], k1 = 1.2, b = 0.75): Ra
           scores.set(doc, (scores.get(doc) ?? 0) + (idf * tf * (k1 + 1)) / norm);
         }
       }
-      return [...scores].sort((x, y) => y[1] - x[1] || x[0] - y[0]).slice(0, max).map(([doc]) => (entries[doc] as ToolEntry).id);
+      return [...scores]
+        .sort((x, y) => y[1] - x[1] || x[0] - y[0])
+        .slice(0, max)
+        .map(([doc]) => (entries[doc] as ToolEntry).id);
     },
   };
 }

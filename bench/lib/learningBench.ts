@@ -62,14 +62,20 @@ export function learningBench(sets: readonly QuerySet[]): void {
   if (mt !== undefined) {
     const test = pythonSample(mt.all, METATOOL_SAMPLE, METATOOL_SEED);
     const testTexts = new Set(test.map((q) => q.query.trim().toLowerCase()));
-    const train = pythonSample(mt.all, mt.all.length, METATOOL_SEED).slice(METATOOL_SAMPLE)
+    const train = pythonSample(mt.all, mt.all.length, METATOOL_SEED)
+      .slice(METATOOL_SAMPLE)
       .filter((q) => !testTexts.has(q.query.trim().toLowerCase()));
     const memory = new CallMemory();
     const learned = learnFrom(mt.entries, train, memory);
     const before = evaluate(new SearchIndex(mt.entries), test);
     const after = evaluate(new SearchIndex(mt.entries, { callMemory: memory }), test);
-    report(`MetaTool: learned ${learned} calls from ${train.length} training queries (kept ${memory.size}, cap ${memory.maxPairs}); test: the seeded ${test.length}`,
-      test.length, before, after, test);
+    report(
+      `MetaTool: learned ${learned} calls from ${train.length} training queries (kept ${memory.size}, cap ${memory.maxPairs}); test: the seeded ${test.length}`,
+      test.length,
+      before,
+      after,
+      test,
+    );
   }
   const mcpTest = sets.find((s) => s.role === 'test' && s.queries.some((q) => q.variant !== undefined));
   if (mcpTest !== undefined) {
@@ -77,9 +83,16 @@ export function learningBench(sets: readonly QuerySet[]): void {
     const befores: EvalReport[] = [];
     const afters: EvalReport[] = [];
     let learned = 0;
-    for (const [from, to] of [['a', 'b'], ['b', 'a']] as const) {
+    for (const [from, to] of [
+      ['a', 'b'],
+      ['b', 'a'],
+    ] as const) {
       const memory = new CallMemory();
-      learned += learnFrom(mcpTest.entries, mcpTest.queries.filter((q) => q.variant === from), memory);
+      learned += learnFrom(
+        mcpTest.entries,
+        mcpTest.queries.filter((q) => q.variant === from),
+        memory,
+      );
       const test = mcpTest.queries.filter((q) => q.variant === to);
       tested.push(...test);
       befores.push(evaluate(new SearchIndex(mcpTest.entries), test));
@@ -88,10 +101,23 @@ export function learningBench(sets: readonly QuerySet[]): void {
     const merge = (rs: EvalReport[]): EvalReport => {
       const n = rs.reduce((a, r) => a + r.n, 0);
       const w = (k: 'recallAt1' | 'recallAt5' | 'mrr'): number => rs.reduce((a, r) => a + r[k] * r.n, 0) / n;
-      return { n, recallAt1: w('recallAt1'), recallAt3: 0, recallAt5: w('recallAt5'), mrr: w('mrr'),
-        p50Ms: Math.max(...rs.map((r) => r.p50Ms)), p99Ms: Math.max(...rs.map((r) => r.p99Ms)), perQuery: rs.flatMap((r) => r.perQuery) };
+      return {
+        n,
+        recallAt1: w('recallAt1'),
+        recallAt3: 0,
+        recallAt5: w('recallAt5'),
+        mrr: w('mrr'),
+        p50Ms: Math.max(...rs.map((r) => r.p50Ms)),
+        p99Ms: Math.max(...rs.map((r) => r.p99Ms)),
+        perQuery: rs.flatMap((r) => r.perQuery),
+      };
     };
-    report(`${mcpTest.name}: learned ${learned} calls from one paraphrase of each need, tested on the other (both ways)`,
-      tested.length, merge(befores), merge(afters), tested);
+    report(
+      `${mcpTest.name}: learned ${learned} calls from one paraphrase of each need, tested on the other (both ways)`,
+      tested.length,
+      merge(befores),
+      merge(afters),
+      tested,
+    );
   }
 }

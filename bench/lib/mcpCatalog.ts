@@ -16,7 +16,9 @@ interface McpTool {
 /** Loads MCP snapshot files (`{name, tools}`) as catalog entries `mcp:<name>:<tool>` (bench only). */
 export function loadMcpCatalog(dir: string, exclude: readonly string[] = LARGE_VARIANTS): ToolEntry[] {
   const entries: ToolEntry[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort()) {
     const snap = JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as { name?: string; tools?: McpTool[] };
     if (typeof snap.name !== 'string' || !Array.isArray(snap.tools) || exclude.includes(snap.name)) continue;
     for (const t of snap.tools) entries.push(mcpEntry(snap.name, t));

@@ -16,7 +16,9 @@ import type { Ranker } from '../../src/search/index.js';
  *   then score, then id.
  */
 export function openClawRanking(entries: readonly ToolEntry[]): Ranker {
-  const docs = entries.map((e) => tokenizeDocument([e.name, e.id, e.label ?? '', e.description].filter(Boolean).join(' ')));
+  const docs = entries.map((e) =>
+    tokenizeDocument([e.name, e.id, e.label ?? '', e.description].filter(Boolean).join(' ')),
+  );
   const postings = new Map<string, Map<number, number>>();
   let total = 0;
   docs.forEach((terms, doc) => {
@@ -46,10 +48,17 @@ export function openClawRanking(entries: readonly ToolEntry[]): Ranker {
           h.score += (weight * idf * f * (K1 + 1)) / (f + K1 * (1 - B + B * norm));
         }
       }
-      const ranked = [...hits].filter(([, h]) => h.score > 0).map(([doc, h]) => ({ e: entries[doc] as ToolEntry, ...h }));
+      const ranked = [...hits]
+        .filter(([, h]) => h.score > 0)
+        .map(([doc, h]) => ({ e: entries[doc] as ToolEntry, ...h }));
       const exactOnly = entries.filter((e) => isExact(e) && !ranked.some((r) => r.e === e));
-      ranked.sort((a, b) => Number(isExact(b.e)) - Number(isExact(a.e)) || Number(b.literal) - Number(a.literal)
-        || b.score - a.score || a.e.id.localeCompare(b.e.id));
+      ranked.sort(
+        (a, b) =>
+          Number(isExact(b.e)) - Number(isExact(a.e)) ||
+          Number(b.literal) - Number(a.literal) ||
+          b.score - a.score ||
+          a.e.id.localeCompare(b.e.id),
+      );
       return [...exactOnly.map((e) => e.id), ...ranked.map((r) => r.e.id)].slice(0, max);
     },
   };
@@ -59,16 +68,26 @@ const K1 = 1.2;
 const B = 0.75;
 const EXPANSION_WEIGHT = 0.35;
 
-const STOPWORDS = new Set(('a an and are as at be but by can do for from had has have here how i if in into is it its me my '
-  + 'no not of on or our so that the their them then there these they this to up us was we were what when where which '
-  + 'who why will with you your').split(' '));
+const STOPWORDS = new Set(
+  (
+    'a an and are as at be but by can do for from had has have here how i if in into is it its me my ' +
+    'no not of on or our so that the their them then there these they this to up us was we were what when where which ' +
+    'who why will with you your'
+  ).split(' '),
+);
 
 const EXPANSIONS: { terms: string[]; add: string[] }[] = [
   { terms: ['look', 'lookup', 'google', 'research'], add: ['search', 'web', 'find'] },
   { terms: ['current', 'today', 'latest', 'now', 'recent', 'news', 'price', 'weather'], add: ['search', 'web'] },
   { terms: ['url', 'link', 'page', 'article', 'site', 'website'], add: ['fetch', 'web', 'browse'] },
-  { terms: ['remember', 'recall', 'memory', 'earlier', 'previously', 'discussed', 'decided'], add: ['memory', 'recall', 'history'] },
-  { terms: ['remind', 'reminder', 'later', 'tomorrow', 'daily', 'weekly', 'recurring'], add: ['schedule', 'automations', 'cron', 'reminder'] },
+  {
+    terms: ['remember', 'recall', 'memory', 'earlier', 'previously', 'discussed', 'decided'],
+    add: ['memory', 'recall', 'history'],
+  },
+  {
+    terms: ['remind', 'reminder', 'later', 'tomorrow', 'daily', 'weekly', 'recurring'],
+    add: ['schedule', 'automations', 'cron', 'reminder'],
+  },
   { terms: ['say', 'tell', 'reply', 'respond', 'answer'], add: ['message', 'send'] },
   { terms: ['picture', 'photo', 'meme', 'screenshot'], add: ['image'] },
   { terms: ['speak', 'say', 'voice'], add: ['audio', 'speech'] },
@@ -76,15 +95,31 @@ const EXPANSIONS: { terms: string[]; add: string[] }[] = [
   { terms: ['directory', 'folder', 'path'], add: ['file', 'list'] },
 ];
 
-const NON_PLURAL_S = new Set(['news', 'status', 'alias', 'canvas', 'focus', 'bonus', 'virus', 'atlas', 'lens', 'axis',
-  'basis', 'analysis', 'gas', 'bus', 'plus']);
+const NON_PLURAL_S = new Set([
+  'news',
+  'status',
+  'alias',
+  'canvas',
+  'focus',
+  'bonus',
+  'virus',
+  'atlas',
+  'lens',
+  'axis',
+  'basis',
+  'analysis',
+  'gas',
+  'bus',
+  'plus',
+]);
 const UNDOUBLING = new Set(['ing', 'ed', 'er']);
 const KEPT_DOUBLES = new Set(['l', 's', 'f', 'z']);
 const SUFFIXES = ['ies', 'ing', 'ed', 'ly', 'es', 'er', 's', 'e'];
 
 function undouble(t: string): string {
   const last = t.at(-1);
-  if (last === undefined || last !== t.at(-2) || KEPT_DOUBLES.has(last) || 'aeiou'.includes(last) || t.length <= 3) return t;
+  if (last === undefined || last !== t.at(-2) || KEPT_DOUBLES.has(last) || 'aeiou'.includes(last) || t.length <= 3)
+    return t;
   return t.slice(0, -1);
 }
 
@@ -133,7 +168,9 @@ function stemVariants(word: string): string[] {
 }
 
 function tokenizeDocument(input: string): string[] {
-  return splitWords(input).filter((w) => !STOPWORDS.has(w)).flatMap(stemVariants);
+  return splitWords(input)
+    .filter((w) => !STOPWORDS.has(w))
+    .flatMap(stemVariants);
 }
 
 function normalizeTrigger(w: string): string {

@@ -29,7 +29,8 @@ export function porterStem(word: string): string {
     for (let i = 0; i < s.length; i++) if (!isCons(s, i)) return true;
     return false;
   };
-  const doubleCons = (s: string): boolean => s.length >= 2 && s[s.length - 1] === s[s.length - 2] && isCons(s, s.length - 1);
+  const doubleCons = (s: string): boolean =>
+    s.length >= 2 && s[s.length - 1] === s[s.length - 2] && isCons(s, s.length - 1);
   const cvc = (s: string): boolean => {
     const n = s.length;
     if (n < 3 || !isCons(s, n - 1) || isCons(s, n - 2) || !isCons(s, n - 3)) return false;
@@ -45,7 +46,9 @@ export function porterStem(word: string): string {
   // Step 1a
   if (w.endsWith('sses')) w = w.slice(0, -2);
   else if (w.endsWith('ies')) w = w.slice(0, -2);
-  else if (w.endsWith('ss')) { /* keep */ } else if (w.endsWith('s')) w = w.slice(0, -1);
+  else if (w.endsWith('ss')) {
+    /* keep */
+  } else if (w.endsWith('s')) w = w.slice(0, -1);
   // Step 1b
   let extra = false;
   if (w.endsWith('eed')) {
@@ -66,24 +69,73 @@ export function porterStem(word: string): string {
   if (w.endsWith('y') && hasVowel(w.slice(0, -1))) w = w.slice(0, -1) + 'i';
   // Step 2
   const step2: [string, string][] = [
-    ['ational', 'ate'], ['tional', 'tion'], ['enci', 'ence'], ['anci', 'ance'], ['izer', 'ize'], ['abli', 'able'],
-    ['alli', 'al'], ['entli', 'ent'], ['eli', 'e'], ['ousli', 'ous'], ['ization', 'ize'], ['ation', 'ate'],
-    ['ator', 'ate'], ['alism', 'al'], ['iveness', 'ive'], ['fulness', 'ful'], ['ousness', 'ous'], ['aliti', 'al'],
-    ['iviti', 'ive'], ['biliti', 'ble'],
+    ['ational', 'ate'],
+    ['tional', 'tion'],
+    ['enci', 'ence'],
+    ['anci', 'ance'],
+    ['izer', 'ize'],
+    ['abli', 'able'],
+    ['alli', 'al'],
+    ['entli', 'ent'],
+    ['eli', 'e'],
+    ['ousli', 'ous'],
+    ['ization', 'ize'],
+    ['ation', 'ate'],
+    ['ator', 'ate'],
+    ['alism', 'al'],
+    ['iveness', 'ive'],
+    ['fulness', 'ful'],
+    ['ousness', 'ous'],
+    ['aliti', 'al'],
+    ['iviti', 'ive'],
+    ['biliti', 'ble'],
   ];
   for (const [s, r] of step2) {
     const out = replace(w, s, r, 0);
-    if (out !== undefined) { w = out; break; }
+    if (out !== undefined) {
+      w = out;
+      break;
+    }
   }
   // Step 3
-  const step3: [string, string][] = [['icate', 'ic'], ['ative', ''], ['alize', 'al'], ['iciti', 'ic'], ['ical', 'ic'], ['ful', ''], ['ness', '']];
+  const step3: [string, string][] = [
+    ['icate', 'ic'],
+    ['ative', ''],
+    ['alize', 'al'],
+    ['iciti', 'ic'],
+    ['ical', 'ic'],
+    ['ful', ''],
+    ['ness', ''],
+  ];
   for (const [s, r] of step3) {
     const out = replace(w, s, r, 0);
-    if (out !== undefined) { w = out; break; }
+    if (out !== undefined) {
+      w = out;
+      break;
+    }
   }
   // Step 4
-  const step4 = ['al', 'ance', 'ence', 'er', 'ic', 'able', 'ible', 'ant', 'ement', 'ment', 'ent', 'ion', 'ou', 'ism',
-    'ate', 'iti', 'ous', 'ive', 'ize'];
+  const step4 = [
+    'al',
+    'ance',
+    'ence',
+    'er',
+    'ic',
+    'able',
+    'ible',
+    'ant',
+    'ement',
+    'ment',
+    'ent',
+    'ion',
+    'ou',
+    'ism',
+    'ate',
+    'iti',
+    'ous',
+    'ive',
+    'ize',
+  ];
   for (const s of step4) {
     if (!w.endsWith(s)) continue;
     const stem = w.slice(0, w.length - s.length);

@@ -19,7 +19,10 @@ function readProc(pid: number): ProcInfo | undefined {
     // Fields after the command (which may hold spaces) start after the last ')'.
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return {
-      pid, ppid: Number(f[1]), cpuMs: (Number(f[11]) + Number(f[12])) * TICK_MS, childCpuMs: (Number(f[13]) + Number(f[14])) * TICK_MS,
+      pid,
+      ppid: Number(f[1]),
+      cpuMs: (Number(f[11]) + Number(f[12])) * TICK_MS,
+      childCpuMs: (Number(f[13]) + Number(f[14])) * TICK_MS,
       rssBytes: Number(f[21]) * PAGE,
     };
   } catch {
@@ -31,7 +34,9 @@ function readProc(pid: number): ProcInfo | undefined {
 export function descendants(root: number = process.pid): ProcInfo[] {
   let pids: number[];
   try {
-    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number);
+    pids = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number);
   } catch {
     return [];
   }

@@ -9,7 +9,8 @@ export class PythonRandom {
   private index = 625;
 
   constructor(seed: number) {
-    if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`seed must be a non-negative safe integer, got ${seed}`);
+    if (!Number.isSafeInteger(seed) || seed < 0)
+      throw new Error(`seed must be a non-negative safe integer, got ${seed}`);
     const key: number[] = [];
     let s = seed;
     do {

@@ -7,7 +7,9 @@ export function printReports(title: string, rows: [string, EvalReport][]): void 
   console.log(`\n${title}`);
   console.log(`${'ranker'.padEnd(22)} ${'n'.padStart(6)}  r@1    r@3    r@5    mrr    p50ms  p99ms`);
   for (const [name, r] of rows) {
-    console.log(`${name.padEnd(22)} ${String(r.n).padStart(6)}  ${f(r.recallAt1)}  ${f(r.recallAt3)}  ${f(r.recallAt5)}  ${f(r.mrr)}  ${r.p50Ms.toFixed(2).padStart(5)}  ${r.p99Ms.toFixed(2).padStart(5)}`);
+    console.log(
+      `${name.padEnd(22)} ${String(r.n).padStart(6)}  ${f(r.recallAt1)}  ${f(r.recallAt3)}  ${f(r.recallAt5)}  ${f(r.mrr)}  ${r.p50Ms.toFixed(2).padStart(5)}  ${r.p99Ms.toFixed(2).padStart(5)}`,
+    );
   }
 }
 

@@ -34,13 +34,22 @@ export function loadMetaTool(): { entries: ToolEntry[]; all: BenchQuery[] } | un
   if (dir === undefined) return undefined;
   const des = JSON.parse(readFileSync(path.join(dir, 'plugin_des.json'), 'utf8')) as Record<string, string>;
   const entries: ToolEntry[] = Object.entries(des).map(([name, description]) => ({
-    id: `mcp:metatool:${name}`, source: 'mcp', owner: 'metatool', sourceName: 'metatool', name, description,
-    inputSchema: { type: 'object' }, origin: 'mcp', trusted: false,
+    id: `mcp:metatool:${name}`,
+    source: 'mcp',
+    owner: 'metatool',
+    sourceName: 'metatool',
+    name,
+    description,
+    inputSchema: { type: 'object' },
+    origin: 'mcp',
+    trusted: false,
   }));
   const rows = parseCsv(readFileSync(path.join(dir, 'all_clean_data.csv'), 'utf8'));
   const header = rows.shift();
   if (header?.[0] !== 'Query' || header[1] !== 'Tool') throw new Error(`unexpected CSV header: ${header?.join(',')}`);
-  const all = rows.filter((r) => r.length >= 2).map((r) => ({ query: r[0] as string, gold: [`mcp:metatool:${r[1] as string}`] }));
+  const all = rows
+    .filter((r) => r.length >= 2)
+    .map((r) => ({ query: r[0] as string, gold: [`mcp:metatool:${r[1] as string}`] }));
   return { entries, all };
 }
 
@@ -54,7 +63,10 @@ export function readBenchQueries(file: string): BenchQuery[] {
   const text = readFileSync(file, 'utf8');
   const parsed = parseQueriesJsonl(text, file);
   if (!parsed.ok) throw new Error(parsed.error.message);
-  const extra = text.split(/\r?\n/).filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as { need?: string; variant?: string; kind?: string });
+  const extra = text
+    .split(/\r?\n/)
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as { need?: string; variant?: string; kind?: string });
   return parsed.value.map((q, i) => {
     const x = extra[i] ?? {};
     const out: BenchQuery = { ...q };
@@ -70,24 +82,43 @@ export function loadSets(): QuerySet[] {
   const sets: QuerySet[] = [];
   const mt = loadMetaTool();
   if (mt !== undefined) {
-    sets.push({ name: `MetaTool seeded ${METATOOL_SAMPLE} (python Random(${METATOOL_SEED}).shuffle of ${mt.all.length})`, role: 'test',
-      entries: mt.entries, queries: pythonSample(mt.all, METATOOL_SAMPLE, METATOOL_SEED) });
+    sets.push({
+      name: `MetaTool seeded ${METATOOL_SAMPLE} (python Random(${METATOOL_SEED}).shuffle of ${mt.all.length})`,
+      role: 'test',
+      entries: mt.entries,
+      queries: pythonSample(mt.all, METATOOL_SAMPLE, METATOOL_SEED),
+    });
     // A MetaTool dev set to tune on: the next 2,000 rows of the same shuffle (no query text of the test sample).
     const testTexts = new Set((sets[0] as QuerySet).queries.map((q) => q.query.trim().toLowerCase()));
-    sets.push({ name: `MetaTool dev ${METATOOL_SAMPLE} (rows ${METATOOL_SAMPLE + 1}-${2 * METATOOL_SAMPLE} of the same shuffle)`, role: 'dev',
-      entries: mt.entries, queries: pythonSample(mt.all, mt.all.length, METATOOL_SEED).slice(METATOOL_SAMPLE, 2 * METATOOL_SAMPLE)
-        .filter((q) => !testTexts.has(q.query.trim().toLowerCase())) });
+    sets.push({
+      name: `MetaTool dev ${METATOOL_SAMPLE} (rows ${METATOOL_SAMPLE + 1}-${2 * METATOOL_SAMPLE} of the same shuffle)`,
+      role: 'dev',
+      entries: mt.entries,
+      queries: pythonSample(mt.all, mt.all.length, METATOOL_SEED)
+        .slice(METATOOL_SAMPLE, 2 * METATOOL_SAMPLE)
+        .filter((q) => !testTexts.has(q.query.trim().toLowerCase())),
+    });
   }
   const dir = sharedPath('catalogs', 'mcp');
   if (dir === undefined) return sets;
   const entries = loadMcpCatalog(dir);
   const devFile = sharedPath('datasets', 'mcp-dev', 'queries.jsonl');
-  if (devFile !== undefined) sets.push({ name: 'MCP mcp-dev (shared, 30)', role: 'dev', entries, queries: readBenchQueries(devFile) });
+  if (devFile !== undefined)
+    sets.push({ name: 'MCP mcp-dev (shared, 30)', role: 'dev', entries, queries: readBenchQueries(devFile) });
   for (const f of ['mcp-heldout.jsonl', 'mcp-heldout2.jsonl']) {
-    sets.push({ name: `MCP dev bench/heldout/${f}`, role: 'dev', entries, queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)) });
+    sets.push({
+      name: `MCP dev bench/heldout/${f}`,
+      role: 'dev',
+      entries,
+      queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)),
+    });
   }
-  sets.push({ name: 'MCP TEST bench/testset/mcp-test.jsonl', role: 'test', entries,
-    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test.jsonl')) });
+  sets.push({
+    name: 'MCP TEST bench/testset/mcp-test.jsonl',
+    role: 'test',
+    entries,
+    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test.jsonl')),
+  });
   return sets;
 }
 

@@ -1,7 +1,13 @@
 import { resolve } from 'node:path';
 import { EventLogError, openMemoryBus, type EventBus } from '../bus/index.js';
 import {
-  busConnectOptions, isBusError, natsConnectSettings, openNatsBus, scrubSecrets, type NatsBusOptions, type NatsConnectSettings,
+  busConnectOptions,
+  isBusError,
+  natsConnectSettings,
+  openNatsBus,
+  scrubSecrets,
+  type NatsBusOptions,
+  type NatsConnectSettings,
 } from '../bus/nats/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { redactUrl } from '../gateway/index.js';
@@ -45,7 +51,11 @@ export interface OpenedBus {
 }
 
 /** The NATS servers of a `--nats` value: comma-separated URLs. Pure: no I/O. */
-export const natsServers = (url: string): string[] => url.split(',').map((u) => u.trim()).filter((u) => u !== '');
+export const natsServers = (url: string): string[] =>
+  url
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '');
 
 /** A `--nats` value as it may be shown: every server URL without its credentials. Pure: no I/O. */
 export const shownNats = (url: string): string => natsServers(url).map(redactUrl).join(',');
@@ -59,37 +69,79 @@ export const shownNats = (url: string): string => natsServers(url).map(redactUrl
 export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> {
   const config = opts.config;
   if (opts.nats !== undefined) {
-    const settings = typeof opts.nats === 'string' ? natsConnectSettings({ url: opts.nats, config: config.nats, env: opts.env ?? process.env, cwd: opts.cwd }) : ok(opts.nats);
+    const settings =
+      typeof opts.nats === 'string'
+        ? natsConnectSettings({ url: opts.nats, config: config.nats, env: opts.env ?? process.env, cwd: opts.cwd })
+        : ok(opts.nats);
     if (!settings.ok) return settings;
     const c = settings.value;
-    if (c === undefined) return fail('gateway.busUnavailable', 'No NATS server named: give --nats URL (or NATS_URL), or leave it out for the embedded bus.');
+    if (c === undefined)
+      return fail(
+        'gateway.busUnavailable',
+        'No NATS server named: give --nats URL (or NATS_URL), or leave it out for the embedded bus.',
+      );
     try {
       const nats = await openNatsBus({
-        ...busConnectOptions(c), name: opts.name, replicas: config.nats.replicas, retention: config.nats.retention, maxAgeMs: config.nats.maxAgeMs,
-        maxBytes: config.nats.maxBytes, commandMaxAgeMs: config.nats.commandMaxAgeMs, connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
+        ...busConnectOptions(c),
+        name: opts.name,
+        replicas: config.nats.replicas,
+        retention: config.nats.retention,
+        maxAgeMs: config.nats.maxAgeMs,
+        maxBytes: config.nats.maxBytes,
+        commandMaxAgeMs: config.nats.commandMaxAgeMs,
+        connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
         ...(opts.manageStreams !== undefined ? { manageStreams: opts.manageStreams } : {}),
         ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),
       });
-      return ok({ bus: nats, kind: 'nats', logPath: undefined, describe: `NATS at ${c.display}`, principal: c.principal, ready: () => nats.ready(), close: () => nats.close() });
+      return ok({
+        bus: nats,
+        kind: 'nats',
+        logPath: undefined,
+        describe: `NATS at ${c.display}`,
+        principal: c.principal,
+        ready: () => nats.ready(),
+        close: () => nats.close(),
+      });
     } catch (err) {
-      const why = scrubSecrets(isBusError(err) ? err.message : err instanceof Error ? err.message : String(err), c.secrets);
-      return fail('gateway.busUnavailable', `Cannot use NATS at ${c.display}: ${why}. Start nats-server (with -js), check the credentials (--nats-nkey, NATS_*), or leave out --nats for the embedded bus.`, { servers: c.servers.map(redactUrl) });
+      const why = scrubSecrets(
+        isBusError(err) ? err.message : err instanceof Error ? err.message : String(err),
+        c.secrets,
+      );
+      return fail(
+        'gateway.busUnavailable',
+        `Cannot use NATS at ${c.display}: ${why}. Start nats-server (with -js), check the credentials (--nats-nkey, NATS_*), or leave out --nats for the embedded bus.`,
+        { servers: c.servers.map(redactUrl) },
+      );
     }
   }
-  const logPath = opts.logPath === false ? false : opts.logPath !== undefined ? resolve(opts.cwd, opts.logPath) : config.log.enabled ? config.log.path : false;
+  const logPath =
+    opts.logPath === false
+      ? false
+      : opts.logPath !== undefined
+        ? resolve(opts.cwd, opts.logPath)
+        : config.log.enabled
+          ? config.log.path
+          : false;
   let memory;
   try {
     memory = await openMemoryBus({
-      logPath, rotation: { maxBytes: config.log.maxBytes, keep: config.log.keep },
+      logPath,
+      rotation: { maxBytes: config.log.maxBytes, keep: config.log.keep },
       ...(opts.onWarning !== undefined ? { onWarning: opts.onWarning } : {}),
     });
   } catch (err) {
     // The log's own coded errors (log.unwritable naming --log and log.path) as they are.
     if (err instanceof EventLogError) return fail(err.code, err.message.slice(err.code.length + 2));
-    return fail('gateway.logUnavailable', `Cannot open the event log ${logPath === false ? '' : logPath}: ${err instanceof Error ? err.message : String(err)}. Choose a writable file with --log FILE or config log.path (log.enabled: false for none).`);
+    return fail(
+      'gateway.logUnavailable',
+      `Cannot open the event log ${logPath === false ? '' : logPath}: ${err instanceof Error ? err.message : String(err)}. Choose a writable file with --log FILE or config log.path (log.enabled: false for none).`,
+    );
   }
   return ok({
-    bus: memory, kind: 'embedded', logPath: memory.logPath, principal: 'default',
+    bus: memory,
+    kind: 'embedded',
+    logPath: memory.logPath,
+    principal: 'default',
     describe: memory.logPath === undefined ? 'embedded (no log file)' : `embedded, events logged to ${memory.logPath}`,
     ready: async () => undefined,
     close: () => memory.close(),

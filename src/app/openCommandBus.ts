@@ -1,4 +1,11 @@
-import { busConnectOptions, isBusError, natsConnectSettings, openNatsBus, scrubSecrets, type NatsBus } from '../bus/nats/index.js';
+import {
+  busConnectOptions,
+  isBusError,
+  natsConnectSettings,
+  openNatsBus,
+  scrubSecrets,
+  type NatsBus,
+} from '../bus/nats/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 
@@ -11,23 +18,35 @@ import { fail, ok, type Result } from '../shared/index.js';
  * Unreachable or refused: a failure value.
  */
 export async function openCommandBus(opts: {
-  url: string | undefined; env: NodeJS.ProcessEnv; streamPrefix?: string; name: string; connectTimeoutMs?: number;
-  cwd?: string; config?: ResolvedConfig['nats'];
+  url: string | undefined;
+  env: NodeJS.ProcessEnv;
+  streamPrefix?: string;
+  name: string;
+  connectTimeoutMs?: number;
+  cwd?: string;
+  config?: ResolvedConfig['nats'];
 }): Promise<Result<NatsBus | undefined>> {
   // Config nats.url does not switch a command to NATS by itself: the flag or NATS_URL does.
   const { url: _configUrl, ...credentials } = opts.config ?? {};
   const settings = natsConnectSettings({
-    url: opts.url, env: opts.env, ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
+    url: opts.url,
+    env: opts.env,
+    ...(opts.cwd === undefined ? {} : { cwd: opts.cwd }),
     ...(opts.config === undefined ? {} : { config: credentials }),
   });
   if (!settings.ok) return settings;
   const c = settings.value;
   if (c === undefined) return ok(undefined);
   try {
-    return ok(await openNatsBus({
-      ...busConnectOptions(c), name: opts.name, manageStreams: c.principal === 'default' ? 'ifMissing' : false, connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
-      ...(opts.streamPrefix === undefined ? {} : { streamPrefix: opts.streamPrefix }),
-    }));
+    return ok(
+      await openNatsBus({
+        ...busConnectOptions(c),
+        name: opts.name,
+        manageStreams: c.principal === 'default' ? 'ifMissing' : false,
+        connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
+        ...(opts.streamPrefix === undefined ? {} : { streamPrefix: opts.streamPrefix }),
+      }),
+    );
   } catch (err) {
     if (isBusError(err)) {
       const m = scrubSecrets(err.message, c.secrets);

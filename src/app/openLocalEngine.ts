@@ -64,7 +64,13 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
     if (!empty.ok) return empty;
     config = empty.value.config;
   }
-  const statics = await loadStaticSources({ config, includeConfig, catalogPaths: flags.catalog, pluginFiles: flags.plugin, cwd: flags.cwd });
+  const statics = await loadStaticSources({
+    config,
+    includeConfig,
+    catalogPaths: flags.catalog,
+    pluginFiles: flags.plugin,
+    cwd: flags.cwd,
+  });
   if (!statics.ok) return statics;
   for (const f of statics.value.failures) flags.onWarning?.(`source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
   for (const w of statics.value.warnings ?? []) flags.onWarning?.(w);
@@ -73,34 +79,64 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
   let bus = flags.bus;
   if (bus === undefined) {
     const logPath = flags.noLog === true ? false : flags.log !== undefined ? resolve(flags.cwd, flags.log) : undefined;
-    const b = await openBus({ config, cwd: flags.cwd, logPath, name: 'toolsearch-local', ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
+    const b = await openBus({
+      config,
+      cwd: flags.cwd,
+      logPath,
+      name: 'toolsearch-local',
+      ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
+    });
     if (!b.ok) return b;
     opened = b.value;
     bus = opened.bus;
   }
-  const sandbox: Sandbox | undefined = flags.sandbox ?? (flags.withSandbox ? openSandbox(config, { poolSize: 0 }) : undefined);
-  const tracesDir = flags.tracesDir !== undefined ? resolve(flags.cwd, flags.tracesDir) : config.telemetry.enabled ? config.telemetry.tracesDir : undefined;
-  const telemetry = openTelemetry({ config, tracesDir, fileKind: 'run', ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }) });
+  const sandbox: Sandbox | undefined =
+    flags.sandbox ?? (flags.withSandbox ? openSandbox(config, { poolSize: 0 }) : undefined);
+  const tracesDir =
+    flags.tracesDir !== undefined
+      ? resolve(flags.cwd, flags.tracesDir)
+      : config.telemetry.enabled
+        ? config.telemetry.tracesDir
+        : undefined;
+  const telemetry = openTelemetry({
+    config,
+    tracesDir,
+    fileKind: 'run',
+    ...(flags.onWarning === undefined ? {} : { onWarning: flags.onWarning }),
+  });
   // Connected as a principal of a secured deployment (an nkey), the engine may not publish decisions: the
   // deployment's policy role decides its calls instead of an enforcer of its own.
   const principal = (bus as { principal?: unknown }).principal;
   // search.learnFromCalls: an actor learns (query, tool called) pairs from this bus; the engine ranks with them.
-  const learning = config.search.learnFromCalls ? await startCallLearning(bus, config.search, flags.onWarning) : undefined;
+  const learning = config.search.learnFromCalls
+    ? await startCallLearning(bus, config.search, flags.onWarning)
+    : undefined;
   const engine = createEngine({
-    config, bus, staticSources: statics.value, includeConfigMcp: includeConfig,
-    ...(sandbox === undefined ? {} : { sandbox }), ...(telemetry === undefined ? {} : { telemetry }),
+    config,
+    bus,
+    staticSources: statics.value,
+    includeConfigMcp: includeConfig,
+    ...(sandbox === undefined ? {} : { sandbox }),
+    ...(telemetry === undefined ? {} : { telemetry }),
     ...(typeof principal === 'string' && principal !== 'default' ? { startEnforcer: false } : {}),
     ...(learning === undefined ? {} : { callMemory: learning.memory }),
   });
   let closing: Promise<void> | undefined;
   return ok({
-    config, bus, engine, logPath: opened?.logPath, telemetry,
-    close: () => (closing ??= closeInOrder([
-      { name: 'engine', close: () => engine.close() },
-      ...(learning !== undefined ? [{ name: 'call learning', close: () => learning.stop() }] : []),
-      ...(telemetry !== undefined ? [{ name: 'telemetry', close: () => telemetry.shutdown() }] : []),
-      ...(opened !== undefined ? [{ name: 'bus', close: () => opened.close() }] : []),
-      ...(sandbox !== undefined ? [{ name: 'sandbox', close: () => sandbox.close(), boundMs: SANDBOX_CLOSE_BOUND_MS }] : []),
-    ])),
+    config,
+    bus,
+    engine,
+    logPath: opened?.logPath,
+    telemetry,
+    close: () =>
+      (closing ??= closeInOrder([
+        { name: 'engine', close: () => engine.close() },
+        ...(learning !== undefined ? [{ name: 'call learning', close: () => learning.stop() }] : []),
+        ...(telemetry !== undefined ? [{ name: 'telemetry', close: () => telemetry.shutdown() }] : []),
+        ...(opened !== undefined ? [{ name: 'bus', close: () => opened.close() }] : []),
+        ...(sandbox !== undefined
+          ? [{ name: 'sandbox', close: () => sandbox.close(), boundMs: SANDBOX_CLOSE_BOUND_MS }]
+          : []),
+      ])),
   });
 }

@@ -8,7 +8,10 @@ export const SANDBOX_CLOSE_BOUND_MS = 5000;
 export function openSandbox(config: ResolvedConfig, opts: { poolSize?: number } = {}): Sandbox {
   const s = config.sandbox;
   return createSandbox({
-    poolSize: opts.poolSize ?? s.poolSize, maxOldSpaceMb: s.maxOldSpaceMb, requireIsolation: s.requireIsolation,
-    maxLogBytes: s.maxLogBytes, maxResultBytes: s.maxResultBytes,
+    poolSize: opts.poolSize ?? s.poolSize,
+    maxOldSpaceMb: s.maxOldSpaceMb,
+    requireIsolation: s.requireIsolation,
+    maxLogBytes: s.maxLogBytes,
+    maxResultBytes: s.maxResultBytes,
   });
 }

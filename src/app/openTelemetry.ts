@@ -4,7 +4,10 @@ import { createTelemetry, type Telemetry, type TraceFileKind } from '../telemetr
 /** Whether the standard OTLP variables ask for OTLP/HTTP export (an endpoint, and no `OTEL_TRACES_EXPORTER=none`). Pure: no I/O. */
 export function otlpFromEnv(env: NodeJS.ProcessEnv): boolean {
   const set = (k: string) => (env[k] ?? '').trim() !== '';
-  return (set('OTEL_EXPORTER_OTLP_ENDPOINT') || set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) && env['OTEL_TRACES_EXPORTER']?.trim() !== 'none';
+  return (
+    (set('OTEL_EXPORTER_OTLP_ENDPOINT') || set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')) &&
+    env['OTEL_TRACES_EXPORTER']?.trim() !== 'none'
+  );
 }
 
 export interface OpenTelemetryOptions {

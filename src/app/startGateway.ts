@@ -157,9 +157,13 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
   // Closed in the order that keeps the record: the front (no new turns), the roles (engine: sessions end, spans end),
   // the metrics (lag monitor, bus subscription), the mock provider, telemetry (files written, OTLP flushed), the bus
   // (log flushed), and the sandbox last, bounded.
-  const parts: Partial<Record<'watch' | 'front' | 'roles' | 'metrics' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>> = {};
+  const parts: Partial<
+    Record<'watch' | 'front' | 'roles' | 'metrics' | 'mock' | 'telemetry' | 'bus' | 'sandbox', Closer>
+  > = {};
   const closeAll = async (): Promise<void> => {
-    const order = (['watch', 'front', 'roles', 'metrics', 'mock', 'telemetry', 'bus', 'sandbox'] as const).map((k) => parts[k]).filter((c): c is Closer => c !== undefined);
+    const order = (['watch', 'front', 'roles', 'metrics', 'mock', 'telemetry', 'bus', 'sandbox'] as const)
+      .map((k) => parts[k])
+      .filter((c): c is Closer => c !== undefined);
     for (const k of Object.keys(parts)) delete parts[k as keyof typeof parts];
     await closeInOrder(order).catch(() => undefined);
   };
@@ -167,14 +171,22 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
   // The front's exposure is checked before anything starts: beyond loopback it needs keys and HTTPS.
   const host = opts.host ?? config.gateway.host;
-  const exposure = checkFrontExposure({ host, keys: keyPrincipals(config.principals).length, tls: config.gateway.tls !== undefined, insecureHttp: opts.insecureHttp === true });
+  const exposure = checkFrontExposure({
+    host,
+    keys: keyPrincipals(config.principals).length,
+    tls: config.gateway.tls !== undefined,
+    insecureHttp: opts.insecureHttp === true,
+  });
   if (!exposure.ok) return exposure;
   let tls: { cert: Buffer; key: Buffer } | undefined;
   if (config.gateway.tls !== undefined) {
     try {
       tls = { cert: readFileSync(config.gateway.tls.cert), key: readFileSync(config.gateway.tls.key) };
     } catch (err) {
-      return fail('gateway.tlsUnreadable', `Cannot read gateway.tls: ${err instanceof Error ? err.message : String(err)}. Point gateway.tls.cert and gateway.tls.key at readable PEM files.`);
+      return fail(
+        'gateway.tlsUnreadable',
+        `Cannot read gateway.tls: ${err instanceof Error ? err.message : String(err)}. Point gateway.tls.cert and gateway.tls.key at readable PEM files.`,
+      );
     }
   }
 
@@ -182,20 +194,33 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // Bus.
     const natsTarget = opts.natsConnect ?? opts.nats;
     const opened = await openBus({
-      config, cwd: opts.cwd, name: 'toolsearch-gateway', env, onWarning: (m) => say(`warning: ${m}`),
+      config,
+      cwd: opts.cwd,
+      name: 'toolsearch-gateway',
+      env,
+      onWarning: (m) => say(`warning: ${m}`),
       ...(natsTarget !== undefined ? { nats: natsTarget } : {}),
       ...(opts.logPath !== undefined ? { logPath: opts.logPath } : {}),
     });
     if (!opened.ok) return opened;
     const bus = opened.value.bus;
     parts.bus = { name: 'bus', close: () => opened.value.close() };
-    say(opened.value.kind === 'embedded' ? `event bus: ${opened.value.describe}` : `connected to ${opened.value.describe}${opened.value.principal === 'default' ? '' : ` as ${opened.value.principal}`}`);
+    say(
+      opened.value.kind === 'embedded'
+        ? `event bus: ${opened.value.describe}`
+        : `connected to ${opened.value.describe}${opened.value.principal === 'default' ? '' : ` as ${opened.value.principal}`}`,
+    );
 
     // Telemetry: one trace file per session under tracesDir (config telemetry.enabled), and OTLP/HTTP whenever
     // the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set, so pointing it at Jaeger just works.
     let telemetry: Telemetry | undefined;
     let quiet: QuietTelemetry | undefined;
-    const t = openTelemetry({ config, tracesDir: config.telemetry.enabled ? config.telemetry.tracesDir : undefined, fileKind: 'session', onWarning: (m) => say(`warning: ${m}`) });
+    const t = openTelemetry({
+      config,
+      tracesDir: config.telemetry.enabled ? config.telemetry.tracesDir : undefined,
+      fileKind: 'session',
+      onWarning: (m) => say(`warning: ${m}`),
+    });
     if (t !== undefined) {
       quiet = quietable(t);
       telemetry = quiet.telemetry;
@@ -217,7 +242,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // Static sources: core tools, plugins, snapshots.
     const includeConfig = opts.includeConfig ?? true;
     const statics = await loadStaticSources({
-      config, includeConfig, cwd: opts.cwd,
+      config,
+      includeConfig,
+      cwd: opts.cwd,
       ...(opts.catalogPaths !== undefined ? { catalogPaths: opts.catalogPaths } : {}),
       ...(opts.pluginFiles !== undefined ? { pluginFiles: opts.pluginFiles } : {}),
       ...(opts.onSnapshotCall !== undefined ? { onSnapshotCall: opts.onSnapshotCall } : {}),
@@ -227,9 +254,15 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       return statics;
     }
     for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
-    for (const w of caseOnlyDenyWarnings(statics.value.parts.flatMap((p) => p.entries), config)) say(`warning: ${w}`);
+    for (const w of caseOnlyDenyWarnings(
+      statics.value.parts.flatMap((p) => p.entries),
+      config,
+    ))
+      say(`warning: ${w}`);
     const staticTools = statics.value.parts.reduce((n, p) => n + p.entries.length, 0);
-    say(`sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`);
+    say(
+      `sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`,
+    );
 
     // The turn engine through the deployment roles (src/app/startRoleServices.ts): `all` runs its own policy enforcer and
     // sandbox; `gateway` takes decisions and code runs from the policy and sandbox roles on NATS. On NATS the
@@ -239,32 +272,58 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     // gateway.overloaded) instead of queueing into timeouts.
     const lag = startLagMonitor();
     const metricsRef: { current?: GatewayMetrics } = {};
-    parts.metrics = { name: 'metrics', close: async () => { metricsRef.current?.stop(); lag.stop(); } };
+    parts.metrics = {
+      name: 'metrics',
+      close: async () => {
+        metricsRef.current?.stop();
+        lag.stop();
+      },
+    };
     const maxLag = config.gateway.maxEventLoopLagMs;
     const saturated = () => {
       const now = lag.lagMs();
-      return now <= maxLag ? undefined : {
-        code: 'gateway.overloaded' as const,
-        message: `The gateway is saturated: its event loop lags ${Math.round(now)} ms (more than gateway.maxEventLoopLagMs, ${maxLag} ms). Retry shortly.`,
-        retryAfterMs: Math.max(1000, Math.round(now)),
-      };
+      return now <= maxLag
+        ? undefined
+        : {
+            code: 'gateway.overloaded' as const,
+            message: `The gateway is saturated: its event loop lags ${Math.round(now)} ms (more than gateway.maxEventLoopLagMs, ${maxLag} ms). Retry shortly.`,
+            retryAfterMs: Math.max(1000, Math.round(now)),
+          };
     };
     const consumeSessionEvents = opts.sessionEvents ?? opened.value.kind === 'nats';
     // The MCP servers every session shares (one connection per configured server): owned here, so /metrics can
     // read their state and call queues; closed after the engine.
-    const sharedMcp = new SharedMcpServers({ roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }] });
+    const sharedMcp = new SharedMcpServers({
+      roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
+    });
     const services = await startRoleServices({
-      role: opts.role ?? 'all', bus, config, cwd: opts.cwd, sessionEvents: consumeSessionEvents, sandbox: sandbox ?? false, onProgress: say,
+      role: opts.role ?? 'all',
+      bus,
+      config,
+      cwd: opts.cwd,
+      sessionEvents: consumeSessionEvents,
+      sandbox: sandbox ?? false,
+      onProgress: say,
       onError: (m) => say(`warning: ${m}`),
       engineOptions: {
-        staticSources: statics.value, includeConfigMcp: includeConfig,
+        staticSources: statics.value,
+        includeConfigMcp: includeConfig,
         ...(telemetry !== undefined ? { telemetry } : {}),
         ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
         saturated,
         sharedMcp,
       },
     });
-    parts.roles = { name: 'roles', close: async () => { try { await services.close(); } finally { await sharedMcp.close(); } } };
+    parts.roles = {
+      name: 'roles',
+      close: async () => {
+        try {
+          await services.close();
+        } finally {
+          await sharedMcp.close();
+        }
+      },
+    };
     const engine = services.engine!;
     const gatewayMetrics = startGatewayMetrics({
       bus,
@@ -274,7 +333,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         queues: () => {
           const s = services.sessionEvents?.stats();
           const out: Record<string, number> = {};
-          if (s !== undefined) out['session_events'] = Math.max(0, s.received - s.processed - s.duplicates - s.rejected);
+          if (s !== undefined)
+            out['session_events'] = Math.max(0, s.received - s.processed - s.duplicates - s.rejected);
           // Calls waiting for a place on a shared MCP server (over its maxConcurrentCalls).
           for (const m of sharedMcp.stats()) out[`mcp:${m.name}`] = m.queued;
           return out;
@@ -282,7 +342,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         // The shared servers as their connection manager knows them; servers only listed (per session) as the
         // listings said.
         mcpServers: () => {
-          const listed = new Map([...gatewayMetrics.state().mcp].map(([name, v]) => [name, { name, up: v.up, restarts: v.restarts }]));
+          const listed = new Map(
+            [...gatewayMetrics.state().mcp].map(([name, v]) => [name, { name, up: v.up, restarts: v.restarts }]),
+          );
           for (const m of sharedMcp.stats()) listed.set(m.name, { name: m.name, up: m.up, restarts: m.restarts });
           return [...listed.values()];
         },
@@ -306,14 +368,19 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       mockProvider = mock;
       parts.mock = { name: 'mock provider', close: () => mock.close() };
       baseUrl = mock.url;
-      say(`no upstream provider configured: using the built-in mock provider at ${mock.url} (set provider.baseUrl in the config or pass --provider URL for a real one)`);
+      say(
+        `no upstream provider configured: using the built-in mock provider at ${mock.url} (set provider.baseUrl in the config or pass --provider URL for a real one)`,
+      );
     } else {
       baseUrl = upstream;
       apiKey = providerApiKey(config, env);
-      say(`upstream provider: ${redactUrl(baseUrl)}${config.provider.model !== undefined ? ` (model ${config.provider.model})` : ''}${apiKey === undefined ? ' without an API key' : ''}`);
+      say(
+        `upstream provider: ${redactUrl(baseUrl)}${config.provider.model !== undefined ? ` (model ${config.provider.model})` : ''}${apiKey === undefined ? ' without an API key' : ''}`,
+      );
     }
     const provider = createProviderClient({
-      baseUrl, timeoutMs: opts.providerTimeoutMs ?? config.provider.timeoutMs,
+      baseUrl,
+      timeoutMs: opts.providerTimeoutMs ?? config.provider.timeoutMs,
       ...(apiKey !== undefined ? { apiKey } : {}),
       ...(mockProvider === undefined && config.provider.model !== undefined ? { model: config.provider.model } : {}),
       ...(telemetry !== undefined ? { telemetry } : {}),
@@ -326,16 +393,40 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       const seq = seqs.get(key) ?? 0;
       if (e.type === 'gateway.turn.ended') seqs.delete(key);
       else seqs.set(key, seq + 1);
-      await bus.publish(makeEnvelope({ type: e.type, sessionId: e.sessionId, turnId: e.turnId, seq, at: new Date(), causationId: null, data: e.data as never, id: randomUUID() }));
+      await bus.publish(
+        makeEnvelope({
+          type: e.type,
+          sessionId: e.sessionId,
+          turnId: e.turnId,
+          seq,
+          at: new Date(),
+          causationId: null,
+          data: e.data as never,
+          id: randomUUID(),
+        }),
+      );
     };
 
     // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
-    const auth = createFrontAuth({ principals: config.principals, required: !isLoopback(host), sessionIdleMs: config.session.idleTimeoutMs });
+    const auth = createFrontAuth({
+      principals: config.principals,
+      required: !isLoopback(host),
+      sessionIdleMs: config.session.idleTimeoutMs,
+    });
     if (opts.configPath !== undefined) {
-      const watch = watchPrincipals(opts.configPath, (p) => {
-        auth.setPrincipals(p);
-        say(`config reloaded: ${keyPrincipals(p).length} API key${keyPrincipals(p).length === 1 ? '' : 's'} in force`);
-      }, { onWarning: (m) => say(`warning: ${m}`), ...(opts.configWatchMs !== undefined ? { intervalMs: opts.configWatchMs } : {}) });
+      const watch = watchPrincipals(
+        opts.configPath,
+        (p) => {
+          auth.setPrincipals(p);
+          say(
+            `config reloaded: ${keyPrincipals(p).length} API key${keyPrincipals(p).length === 1 ? '' : 's'} in force`,
+          );
+        },
+        {
+          onWarning: (m) => say(`warning: ${m}`),
+          ...(opts.configWatchMs !== undefined ? { intervalMs: opts.configWatchMs } : {}),
+        },
+      );
       parts.watch = { name: 'config watch', close: async () => watch.close() };
     }
 
@@ -343,8 +434,15 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     const port = opts.port ?? config.gateway.port ?? DEFAULT_GATEWAY_PORT;
     try {
       server = await startGatewayServer({
-        engine, provider, port, host, maxRounds: config.provider.maxRounds,
-        defaults: { agentId: 'default', profile: 'default' }, onEvent, auth, content: config.log.content,
+        engine,
+        provider,
+        port,
+        host,
+        maxRounds: config.provider.maxRounds,
+        defaults: { agentId: 'default', profile: 'default' },
+        onEvent,
+        auth,
+        content: config.log.content,
         ...(tls !== undefined ? { tls } : {}),
         admit: (sessionId, principal) => engine.admission(sessionId, principal),
         onAnswer: (status, code) => gatewayMetrics.answered(status, code),
@@ -355,14 +453,27 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       });
     } catch (err) {
       await closeAll();
-      return fail('gateway.listenFailed', `Cannot listen on ${host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`);
+      return fail(
+        'gateway.listenFailed',
+        `Cannot listen on ${host}:${port}: ${err instanceof Error ? err.message : String(err)}. Pick another port with --port N (0 = any free port).`,
+      );
     }
     parts.front = { name: 'front', close: () => server.close() };
-    say(`gateway listening on ${server.url} (mode ${mode}; ${auth.required ? `API keys required, ${keyPrincipals(config.principals).length} configured` : 'no API keys: loopback only'})`);
+    say(
+      `gateway listening on ${server.url} (mode ${mode}; ${auth.required ? `API keys required, ${keyPrincipals(config.principals).length} configured` : 'no API keys: loopback only'})`,
+    );
 
     let closing: Promise<void> | undefined;
     return ok({
-      url: server.url, port: server.port, providerUrl: redactUrl(baseUrl), mockProvider, bus, engine, mode, sessionEvents: services.sessionEvents, metrics: gatewayMetrics,
+      url: server.url,
+      port: server.port,
+      providerUrl: redactUrl(baseUrl),
+      mockProvider,
+      bus,
+      engine,
+      mode,
+      sessionEvents: services.sessionEvents,
+      metrics: gatewayMetrics,
       close: () => (closing ??= closeAll()),
     });
   } catch (err) {
@@ -372,9 +483,16 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 }
 
 /** One throwaway turn: starts the configured MCP servers and builds the index once, so the first request is fast. */
-async function warmUp(engine: Engine, bus: EventBus, config: ResolvedConfig, includeConfig: boolean, say: (line: string) => void): Promise<void> {
+async function warmUp(
+  engine: Engine,
+  bus: EventBus,
+  config: ResolvedConfig,
+  includeConfig: boolean,
+  say: (line: string) => void,
+): Promise<void> {
   const servers = includeConfig ? Object.keys(config.mcpServers) : [];
-  if (servers.length > 0) say(`starting ${servers.length} MCP server${servers.length === 1 ? '' : 's'}: ${servers.join(', ')}`);
+  if (servers.length > 0)
+    say(`starting ${servers.length} MCP server${servers.length === 1 ? '' : 's'}: ${servers.join(', ')}`);
   say('building the index');
   const sessionId = `warmup-${randomUUID()}`;
   const started = Date.now();
@@ -387,9 +505,12 @@ async function warmUp(engine: Engine, bus: EventBus, config: ResolvedConfig, inc
   await turn.value.end();
   let catalogSize: number | undefined;
   for await (const ev of bus.replay({ sessionId })) {
-    const counters = ev.type === 'turn.completed' ? (ev.data as { counters?: { catalogSize?: number } }).counters : undefined;
+    const counters =
+      ev.type === 'turn.completed' ? (ev.data as { counters?: { catalogSize?: number } }).counters : undefined;
     if (counters?.catalogSize !== undefined) catalogSize = counters.catalogSize;
   }
   await engine.closeSession(sessionId);
-  say(`index ready in ${Date.now() - started} ms${catalogSize !== undefined ? `: ${catalogSize} tools in the catalog` : ''}; the model sees ${e.tools.length} tool${e.tools.length === 1 ? '' : 's'} (${e.bytes} bytes, mode ${e.mode}${e.reason !== undefined ? `: ${e.reason}` : ''})`);
+  say(
+    `index ready in ${Date.now() - started} ms${catalogSize !== undefined ? `: ${catalogSize} tools in the catalog` : ''}; the model sees ${e.tools.length} tool${e.tools.length === 1 ? '' : 's'} (${e.bytes} bytes, mode ${e.mode}${e.reason !== undefined ? `: ${e.reason}` : ''})`,
+  );
 }

@@ -55,7 +55,11 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   };
 
   const opened = await openBus({
-    config, cwd: opts.cwd, name: 'toolsearch-mcp', env: opts.env ?? process.env, onWarning: (m) => say(`warning: ${m}`),
+    config,
+    cwd: opts.cwd,
+    name: 'toolsearch-mcp',
+    env: opts.env ?? process.env,
+    onWarning: (m) => say(`warning: ${m}`),
     ...(opts.nats !== undefined ? { nats: opts.nats } : {}),
     ...(opts.logPath !== undefined ? { logPath: opts.logPath } : {}),
   });
@@ -65,7 +69,9 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
 
   const includeConfig = opts.includeConfig ?? true;
   const statics = await loadStaticSources({
-    config, includeConfig, cwd: opts.cwd,
+    config,
+    includeConfig,
+    cwd: opts.cwd,
     ...(opts.catalogPaths !== undefined ? { catalogPaths: opts.catalogPaths } : {}),
     ...(opts.pluginFiles !== undefined ? { pluginFiles: opts.pluginFiles } : {}),
   });
@@ -81,25 +87,43 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   // As a principal of a secured deployment the engine may not publish decisions: the policy role decides its calls.
   const principal = opened.value.principal;
   const engine = createEngine({
-    config, bus, staticSources: statics.value, includeConfigMcp: includeConfig, mode: 'tools', sharedMcp: shared,
-    onSessionMcpToolsChanged: () => { for (const l of [...sessionChanges]) l(); },
+    config,
+    bus,
+    staticSources: statics.value,
+    includeConfigMcp: includeConfig,
+    mode: 'tools',
+    sharedMcp: shared,
+    onSessionMcpToolsChanged: () => {
+      for (const l of [...sessionChanges]) l();
+    },
     ...(principal !== 'default' ? { startEnforcer: false } : {}),
   });
   closers.push(() => engine.close());
 
   const servers = includeConfig ? Object.keys(config.mcpServers) : [];
-  if (servers.length > 0) say(`starting ${servers.length} MCP server${servers.length === 1 ? '' : 's'}: ${servers.join(', ')}`);
+  if (servers.length > 0)
+    say(`starting ${servers.length} MCP server${servers.length === 1 ? '' : 's'}: ${servers.join(', ')}`);
   say('building the index');
-  const front = await startMcpFront({
-    engine,
-    turn: { sessionId: opts.sessionId ?? `mcp-${randomUUID()}`, agentId: opts.agentId ?? 'default', profile: opts.profile ?? 'default' },
-    onCatalogChanged: (listener) => {
-      const off = shared.onToolsChanged(() => listener());
-      sessionChanges.add(listener);
-      return () => { off(); sessionChanges.delete(listener); };
+  const front = await startMcpFront(
+    {
+      engine,
+      turn: {
+        sessionId: opts.sessionId ?? `mcp-${randomUUID()}`,
+        agentId: opts.agentId ?? 'default',
+        profile: opts.profile ?? 'default',
+      },
+      onCatalogChanged: (listener) => {
+        const off = shared.onToolsChanged(() => listener());
+        sessionChanges.add(listener);
+        return () => {
+          off();
+          sessionChanges.delete(listener);
+        };
+      },
+      say,
     },
-    say,
-  }, transport);
+    transport,
+  );
   if (!front.ok) {
     await closeAll();
     return front;

@@ -3,7 +3,12 @@ import type { EventBus } from '../bus/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { startPolicyEnforcer, type PolicyEnforcer } from '../policy/index.js';
 import {
-  createRemoteSandbox, createSandbox, startSandboxRunner, type RemoteSandboxOptions, type Sandbox, type SandboxRunner,
+  createRemoteSandbox,
+  createSandbox,
+  startSandboxRunner,
+  type RemoteSandboxOptions,
+  type Sandbox,
+  type SandboxRunner,
 } from '../sandbox/index.js';
 import { startCallLearning } from '../search/index.js';
 import { createEngine, type Engine, type EngineOptions } from '../turn/index.js';
@@ -55,13 +60,17 @@ export interface RoleServices {
 interface Announcer {
   announce(role: string, id: string): () => void;
 }
-const canAnnounce = (bus: EventBus): bus is EventBus & Announcer => typeof (bus as Partial<Announcer>).announce === 'function';
+const canAnnounce = (bus: EventBus): bus is EventBus & Announcer =>
+  typeof (bus as Partial<Announcer>).announce === 'function';
 
 /** The local sandbox of a process, sized by the config. */
 function localSandbox(config: ResolvedConfig): Sandbox {
   return createSandbox({
-    poolSize: config.sandbox.poolSize, maxOldSpaceMb: config.sandbox.maxOldSpaceMb, requireIsolation: config.sandbox.requireIsolation,
-    maxLogBytes: config.sandbox.maxLogBytes, maxResultBytes: config.sandbox.maxResultBytes,
+    poolSize: config.sandbox.poolSize,
+    maxOldSpaceMb: config.sandbox.maxOldSpaceMb,
+    requireIsolation: config.sandbox.requireIsolation,
+    maxLogBytes: config.sandbox.maxLogBytes,
+    maxResultBytes: config.sandbox.maxResultBytes,
   });
 }
 
@@ -87,7 +96,12 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
 
   try {
     if (role === 'policy') {
-      const enforcer = startPolicyEnforcer({ bus, config, queue: 'policy', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+      const enforcer = startPolicyEnforcer({
+        bus,
+        config,
+        queue: 'policy',
+        ...(opts.onError === undefined ? {} : { onError: opts.onError }),
+      });
       closers.push(() => enforcer.stop());
       out.enforcer = enforcer;
       announce('policy');
@@ -100,23 +114,37 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       const s = given ?? localSandbox(config);
       if (given === undefined) closers.push(() => s.close());
       sandbox = s;
-      const runner = startSandboxRunner({ bus, sandbox: s, queue: 'sandbox', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+      const runner = startSandboxRunner({
+        bus,
+        sandbox: s,
+        queue: 'sandbox',
+        ...(opts.onError === undefined ? {} : { onError: opts.onError }),
+      });
       closers.push(() => runner.stop());
       out.runner = runner;
       announce('sandbox');
       const a = await s.available();
-      say(a.ok ? `sandbox runner ${id} answers code runs (queue group sandbox)` : `warning: sandbox runner ${id} started but code mode is unavailable here: ${a.reason}`);
+      say(
+        a.ok
+          ? `sandbox runner ${id} answers code runs (queue group sandbox)`
+          : `warning: sandbox runner ${id} started but code mode is unavailable here: ${a.reason}`,
+      );
     }
 
     if (role === 'gateway' || role === 'all') {
-      if (opts.engineOptions === undefined) throw new Error(`role ${role} needs engineOptions (staticSources, includeConfigMcp)`);
+      if (opts.engineOptions === undefined)
+        throw new Error(`role ${role} needs engineOptions (staticSources, includeConfigMcp)`);
       const remote = role === 'gateway' ? createRemoteSandbox({ bus, ...opts.remote }) : undefined;
       if (remote !== undefined) closers.push(() => remote.close());
       // search.learnFromCalls: an actor learns (query, tool called) pairs from this bus; the engine ranks with them.
-      const learning = config.search.learnFromCalls ? await startCallLearning(bus, config.search, (m) => say(`warning: ${m}`)) : undefined;
+      const learning = config.search.learnFromCalls
+        ? await startCallLearning(bus, config.search, (m) => say(`warning: ${m}`))
+        : undefined;
       if (learning !== undefined) closers.push(() => learning.stop());
       const engine = createEngine({
-        ...opts.engineOptions, bus, config,
+        ...opts.engineOptions,
+        bus,
+        config,
         ...(learning === undefined ? {} : { callMemory: learning.memory }),
         startEnforcer: role === 'all',
         ...(remote !== undefined ? { sandbox: remote } : sandbox !== undefined ? { sandbox } : {}),
@@ -125,23 +153,38 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       out.engine = engine;
       if (role === 'all') announce('policy');
       if (opts.sessionEvents !== false) {
-        const consumer = startSessionEventConsumer({ bus, engine, config, queue: 'gateway', ...(opts.onError === undefined ? {} : { onError: opts.onError }) });
+        const consumer = startSessionEventConsumer({
+          bus,
+          engine,
+          config,
+          queue: 'gateway',
+          ...(opts.onError === undefined ? {} : { onError: opts.onError }),
+        });
         closers.push(() => consumer.stop());
         out.sessionEvents = consumer;
       }
       announce('gateway');
-      say(role === 'gateway'
-        ? `gateway ${id}: turns here, policy decisions from the policy role, code runs on the sandbox role`
-        : `all roles in this process (${id}): turns, policy enforcement, code runs`);
+      say(
+        role === 'gateway'
+          ? `gateway ${id}: turns here, policy decisions from the policy role, code runs on the sandbox role`
+          : `all roles in this process (${id}): turns, policy enforcement, code runs`,
+      );
     }
   } catch (e) {
-    for (const c of closers.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
+    for (const c of closers.splice(0).reverse())
+      await Promise.resolve()
+        .then(c)
+        .catch(() => undefined);
     throw e;
   }
 
   let closing: Promise<void> | undefined;
-  out.close = () => (closing ??= (async () => {
-    for (const c of closers.splice(0).reverse()) await Promise.resolve().then(c).catch(() => undefined);
-  })());
+  out.close = () =>
+    (closing ??= (async () => {
+      for (const c of closers.splice(0).reverse())
+        await Promise.resolve()
+          .then(c)
+          .catch(() => undefined);
+    })());
   return out;
 }

@@ -21,7 +21,9 @@ export function watchPrincipals(
     if (cur.mtimeMs === prev.mtimeMs && cur.ino === prev.ino && cur.size === prev.size) return;
     const loaded = loadConfig({ path });
     if (!loaded.ok) {
-      opts.onWarning?.(`config ${path} changed but was not reloaded (the keys in force stay): ${loaded.error.code}: ${loaded.error.message}`);
+      opts.onWarning?.(
+        `config ${path} changed but was not reloaded (the keys in force stay): ${loaded.error.code}: ${loaded.error.message}`,
+      );
       return;
     }
     onChange(loaded.value.config.principals);

@@ -1,5 +1,19 @@
-export { evolveSessionLog, formatSessionLog, initialSessionLog, orderSessionEvents, sessionLogFrom } from './sessionLog.js';
-export type { CallOutcome, FinalCall, SessionLog, SessionLogState, SessionUsage, TurnCounter, TurnUsage } from './sessionLog.js';
+export {
+  evolveSessionLog,
+  formatSessionLog,
+  initialSessionLog,
+  orderSessionEvents,
+  sessionLogFrom,
+} from './sessionLog.js';
+export type {
+  CallOutcome,
+  FinalCall,
+  SessionLog,
+  SessionLogState,
+  SessionUsage,
+  TurnCounter,
+  TurnUsage,
+} from './sessionLog.js';
 export { auditReport, evolveAudit, formatAuditReport, initialAuditState } from './report.js';
 export type {
   AuditApproval,

@@ -128,7 +128,13 @@ export interface AuditCodeRun {
   error?: string;
   durationMs?: number;
   /** What the run reported about itself (catalog it saw, searches, describes, calls). */
-  telemetry?: { catalogSize: number; sources: Record<SourceKindSchema, number>; searchCount: number; describeCount: number; callCount: number };
+  telemetry?: {
+    catalogSize: number;
+    sources: Record<SourceKindSchema, number>;
+    searchCount: number;
+    describeCount: number;
+    callCount: number;
+  };
   /** Bridge requests seen in the record, by operation. */
   bridge: { search: number; describe: number; call: number };
   requestedAt: string;
@@ -224,7 +230,13 @@ const errorText = (e: { code: string; message: string } | undefined): string | u
 const sourceOfId = (id: string): SourceKindSchema =>
   id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : 'openclaw';
 const originOfId = (id: string): ResultOriginSchema =>
-  id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : id.startsWith('openclaw:core:') ? 'gateway' : 'plugin';
+  id.startsWith('mcp:')
+    ? 'mcp'
+    : id.startsWith('client:')
+      ? 'client'
+      : id.startsWith('openclaw:core:')
+        ? 'gateway'
+        : 'plugin';
 
 /** A copy of `m` with `key` set to `change(current)`; `make` gives the entry when there is none. */
 function upsert<T>(m: Map<string, T>, key: string, make: () => T, change: (t: T) => T): Map<string, T> {
@@ -241,7 +253,13 @@ function defined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-const newTurn = (turnId: string): AuditTurn => ({ turnId, exposureBytes: 0, toolCount: 0, schemasUpFront: 0, outcome: 'running' });
+const newTurn = (turnId: string): AuditTurn => ({
+  turnId,
+  exposureBytes: 0,
+  toolCount: 0,
+  schemasUpFront: 0,
+  outcome: 'running',
+});
 const newCall = (turnId: string, callId: string, toolId: string): AuditCall => ({
   turnId,
   callId,
@@ -255,7 +273,13 @@ const newCall = (turnId: string, callId: string, toolId: string): AuditCall => (
 function onTurn(s: AuditState, turnId: string, change: (t: AuditTurn) => AuditTurn): AuditState {
   return { ...s, turns: upsert(s.turns, turnId, () => newTurn(turnId), change) };
 }
-function onCall(s: AuditState, e: Envelope, callId: string, toolId: string, change: (c: AuditCall) => AuditCall): AuditState {
+function onCall(
+  s: AuditState,
+  e: Envelope,
+  callId: string,
+  toolId: string,
+  change: (c: AuditCall) => AuditCall,
+): AuditState {
   return { ...s, calls: upsert(s.calls, callId, () => newCall(e.turnId, callId, toolId), change) };
 }
 
@@ -387,7 +411,9 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
     case 'call.decided': {
       // The first decision stands (a second enforcer answering the same call does not change the record).
       if (s.calls.get(e.data.callId)?.decision !== undefined) return s;
-      const decided = onCall(s, e, e.data.callId, e.data.toolId, (c) => defined({ ...c, decision: e.data.decision, decisionReason: e.data.reason }));
+      const decided = onCall(s, e, e.data.callId, e.data.toolId, (c) =>
+        defined({ ...c, decision: e.data.decision, decisionReason: e.data.reason }),
+      );
       return { ...decided, decidedAt: new Map(s.decidedAt).set(e.data.callId, e.at) };
     }
     case 'approval.requested':
@@ -411,7 +437,12 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
               approval: defined({
                 ...c.approval,
                 approvalId: e.data.approvalId,
-                status: e.data.timedOut === true ? ('timedOut' as const) : e.data.approved ? ('approved' as const) : ('denied' as const),
+                status:
+                  e.data.timedOut === true
+                    ? ('timedOut' as const)
+                    : e.data.approved
+                      ? ('approved' as const)
+                      : ('denied' as const),
                 by: e.data.by,
                 reason: e.data.reason,
                 resolvedAt: e.at,
@@ -421,7 +452,12 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
     }
     case 'hook.ran': {
       const known = s.calls.get(e.data.callId);
-      const hook = defined<AuditHook>({ pluginId: e.data.pluginId, outcome: e.data.outcome, reason: e.data.reason, error: e.data.error });
+      const hook = defined<AuditHook>({
+        pluginId: e.data.pluginId,
+        outcome: e.data.outcome,
+        reason: e.data.reason,
+        error: e.data.error,
+      });
       return onCall(s, e, e.data.callId, known?.id ?? '', (c) => ({
         ...c,
         // One entry per plugin and call: a repeated fact replaces, never adds.
@@ -464,7 +500,9 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
         ...c,
         resultBytes: e.data.resultBytes,
         endedAt: e.at,
-        ...(c.requestedAt === undefined ? {} : { durationMs: Math.max(0, (timeOf(e.at) ?? 0) - (timeOf(c.requestedAt) ?? 0)) }),
+        ...(c.requestedAt === undefined
+          ? {}
+          : { durationMs: Math.max(0, (timeOf(e.at) ?? 0) - (timeOf(c.requestedAt) ?? 0)) }),
       }));
     }
     case 'code.requested':
@@ -480,7 +518,10 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
       const key = `${e.data.codeRunId}\u0000${e.data.requestId}`;
       if (s.bridgeSeen.has(key)) return s;
       const counted = { ...s, bridgeSeen: new Set(s.bridgeSeen).add(key) };
-      return onCodeRun(counted, e, e.data.codeRunId, (r) => ({ ...r, bridge: { ...r.bridge, [e.data.op]: r.bridge[e.data.op] + 1 } }));
+      return onCodeRun(counted, e, e.data.codeRunId, (r) => ({
+        ...r,
+        bridge: { ...r.bridge, [e.data.op]: r.bridge[e.data.op] + 1 },
+      }));
     }
     case 'code.settled':
       return onCodeRun(s, e, e.data.codeRunId, (r) =>
@@ -507,7 +548,13 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
       return onTurn(s, e.turnId, (t) => ({ ...t, outcome: 'completed', durationMs: e.data.durationMs, endedAt: e.at }));
     case 'turn.failed':
       return onTurn(s, e.turnId, (t) =>
-        defined({ ...t, outcome: 'failed' as const, reason: `${e.data.code}: ${e.data.reason}`, durationMs: e.data.durationMs, endedAt: e.at }),
+        defined({
+          ...t,
+          outcome: 'failed' as const,
+          reason: `${e.data.code}: ${e.data.reason}`,
+          durationMs: e.data.durationMs,
+          endedAt: e.at,
+        }),
       );
     default:
       return s;
@@ -516,13 +563,27 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
 
 // The bridge and the settle may come in before `code.requested` (out-of-order delivery): the run is created
 // then and completed when the request arrives.
-function onCodeRun(s: AuditState, e: Envelope, codeRunId: string, change: (r: AuditCodeRun) => AuditCodeRun): AuditState {
+function onCodeRun(
+  s: AuditState,
+  e: Envelope,
+  codeRunId: string,
+  change: (r: AuditCodeRun) => AuditCodeRun,
+): AuditState {
   return {
     ...s,
     codeRuns: upsert(
       s.codeRuns,
       codeRunId,
-      () => ({ turnId: e.turnId, codeRunId, bodyDigest: '', bodyBytes: 0, timeoutMs: 0, outcome: 'running', bridge: { search: 0, describe: 0, call: 0 }, requestedAt: e.at }),
+      () => ({
+        turnId: e.turnId,
+        codeRunId,
+        bodyDigest: '',
+        bodyBytes: 0,
+        timeoutMs: 0,
+        outcome: 'running',
+        bridge: { search: 0, describe: 0, call: 0 },
+        requestedAt: e.at,
+      }),
       change,
     ),
   };
@@ -564,7 +625,8 @@ export function auditReport(events: Iterable<Envelope>, sessionId: string): Audi
       }
       if (fc.reason !== undefined) out.reason = fc.reason;
       else delete out.reason;
-      if (fc.outcome === 'blocked' && out.blockedStage === undefined && out.decision === 'blocked') out.blockedStage = 'policy';
+      if (fc.outcome === 'blocked' && out.blockedStage === undefined && out.decision === 'blocked')
+        out.blockedStage = 'policy';
       if (fc.outcome !== 'blocked') delete out.blockedStage;
       return out;
     });
@@ -585,7 +647,9 @@ export function auditReport(events: Iterable<Envelope>, sessionId: string): Audi
   for (const id of turnOrder) if (!turns.some((t) => t.turnId === id)) turns.push(newTurn(id));
   turns.sort((a, b) => turnOrder.indexOf(a.turnId) - turnOrder.indexOf(b.turnId));
 
-  const timings: AuditDetail['timings'] = { perTurn: turns.map((t) => defined({ turnId: t.turnId, durationMs: t.durationMs })) };
+  const timings: AuditDetail['timings'] = {
+    perTurn: turns.map((t) => defined({ turnId: t.turnId, durationMs: t.durationMs })),
+  };
   if (s.first !== undefined) timings.firstEventAt = s.first;
   if (s.last !== undefined) timings.lastEventAt = s.last;
   const span = spanOf(s.first, s.last);
@@ -620,12 +684,19 @@ export function formatAuditReport(r: AuditReport): string {
     `  ${plural(r.turns, 'turn')}, ${plural(r.schemasUpFront, 'tool schema')} seen up front, ${plural(r.searches, 'search', 'searches')}, ` +
       `${plural(r.describes, 'describe')}, ${plural(r.finalCalls.length, 'final call')}, ${plural(r.codeRuns, 'code run')}`,
     `  events: ${d.events.total} (${d.events.duplicates} duplicate deliveries ignored)` +
-      (d.timings.firstEventAt === undefined ? '' : `, ${d.timings.firstEventAt} .. ${d.timings.lastEventAt} (${d.timings.spanMs === undefined ? '?' : ms(d.timings.spanMs)} ms)`),
+      (d.timings.firstEventAt === undefined
+        ? ''
+        : `, ${d.timings.firstEventAt} .. ${d.timings.lastEventAt} (${d.timings.spanMs === undefined ? '?' : ms(d.timings.spanMs)} ms)`),
     '',
     'Turns:',
   ];
   for (const t of d.turns) {
-    const mode = t.mode === undefined ? 'not exposed' : t.requestedMode !== undefined && t.requestedMode !== t.mode ? `${t.mode} (asked ${t.requestedMode})` : t.mode;
+    const mode =
+      t.mode === undefined
+        ? 'not exposed'
+        : t.requestedMode !== undefined && t.requestedMode !== t.mode
+          ? `${t.mode} (asked ${t.requestedMode})`
+          : t.mode;
     lines.push(
       `  ${t.turnId}: ${mode}, ${plural(t.toolCount, 'tool')}, ${t.exposureBytes} bytes, ${t.outcome}` +
         `${t.durationMs === undefined ? '' : ` in ${ms(t.durationMs)} ms`}${t.reason === undefined ? '' : ` (${t.reason})`}` +
@@ -634,13 +705,18 @@ export function formatAuditReport(r: AuditReport): string {
   }
   lines.push('', `Searches (${d.searches.length}):`);
   for (const s of d.searches) {
-    lines.push(`  [${s.via}] "${s.query}" limit ${s.limit}: ${s.matched} matched -> ${s.resultIds.join(', ') || '(none)'}${s.error === undefined ? '' : ` (${s.error})`}`);
+    lines.push(
+      `  [${s.via}] "${s.query}" limit ${s.limit}: ${s.matched} matched -> ${s.resultIds.join(', ') || '(none)'}${s.error === undefined ? '' : ` (${s.error})`}`,
+    );
   }
   lines.push('', `Describes (${d.describes.length}):`);
   for (const x of d.describes) lines.push(`  [${x.via}] ${x.ref} -> ${x.toolId ?? x.error ?? 'unresolved'}`);
   lines.push('', `Final calls (${d.calls.length}):`);
   for (const c of d.calls) {
-    const approval = c.approval === undefined ? '' : `, approval ${c.approval.status}${c.approval.by === undefined ? '' : ` by ${c.approval.by}`}`;
+    const approval =
+      c.approval === undefined
+        ? ''
+        : `, approval ${c.approval.status}${c.approval.by === undefined ? '' : ` by ${c.approval.by}`}`;
     const hooks = c.hooks.length === 0 ? '' : `, hooks ${c.hooks.map((h) => `${h.pluginId}:${h.outcome}`).join(' ')}`;
     lines.push(
       `  ${c.callId} ${c.id} [${c.source}/${c.resultOrigin}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`,
@@ -655,7 +731,9 @@ export function formatAuditReport(r: AuditReport): string {
     const t = c.telemetry;
     lines.push(
       `  ${c.codeRunId}: ${c.outcome}${c.durationMs === undefined ? '' : ` in ${ms(c.durationMs)} ms`}${c.error === undefined ? '' : ` (${c.error})`}` +
-        (t === undefined ? '' : `; ${t.searchCount} searches, ${t.describeCount} describes, ${t.callCount} calls over ${t.catalogSize} tools`),
+        (t === undefined
+          ? ''
+          : `; ${t.searchCount} searches, ${t.describeCount} describes, ${t.callCount} calls over ${t.catalogSize} tools`),
     );
   }
   if (d.sourceFailures.length > 0) {

@@ -1,5 +1,12 @@
 import {
-  evolveTurn, initialTurnState, type AnyEvent, type Envelope, type ModeSchema, type ResultOriginSchema, type SourceKindSchema, type TurnState,
+  evolveTurn,
+  initialTurnState,
+  type AnyEvent,
+  type Envelope,
+  type ModeSchema,
+  type ResultOriginSchema,
+  type SourceKindSchema,
+  type TurnState,
 } from '../events/index.js';
 
 /** How an attempted final call ended: `pending` is a client call handed back (or a call still in flight). */
@@ -116,7 +123,13 @@ export const sourceOfToolId = (id: string): SourceKindSchema | undefined => {
 const sourceOfId = (id: string): SourceKindSchema =>
   id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : 'openclaw';
 const originOfId = (id: string): ResultOriginSchema =>
-  id.startsWith('mcp:') ? 'mcp' : id.startsWith('client:') ? 'client' : id.startsWith('openclaw:core:') ? 'gateway' : 'plugin';
+  id.startsWith('mcp:')
+    ? 'mcp'
+    : id.startsWith('client:')
+      ? 'client'
+      : id.startsWith('openclaw:core:')
+        ? 'gateway'
+        : 'plugin';
 
 const emptyTurn = (turnId: string): TurnCounter => ({
   turnId,
@@ -159,7 +172,10 @@ function withTotals(log: SessionLog): SessionLog {
 function updateUsage(log: SessionLog, turnId: string, change: (t: TurnUsage) => TurnUsage): SessionLog {
   const rows = log.usage.perTurn;
   const i = rows.findIndex((t) => t.turnId === turnId);
-  const next = i < 0 ? [...rows, change({ turnId, callsExecuted: 0, toolsSelected: [] })] : rows.map((t, j) => (j === i ? change(t) : t));
+  const next =
+    i < 0
+      ? [...rows, change({ turnId, callsExecuted: 0, toolsSelected: [] })]
+      : rows.map((t, j) => (j === i ? change(t) : t));
   return { ...log, usage: { ...log.usage, perTurn: next } };
 }
 
@@ -189,7 +205,9 @@ function withTurnState(log: SessionLog, turn: TurnState): SessionLog {
     const row: TurnUsage = {
       turnId: turn.turnId,
       ...(promptBytes === undefined ? {} : { promptBytes }),
-      ...(turn.catalog === undefined ? {} : { catalogSize: turn.catalog.size, catalogBySource: { ...turn.catalog.bySource } }),
+      ...(turn.catalog === undefined
+        ? {}
+        : { catalogSize: turn.catalog.size, catalogBySource: { ...turn.catalog.bySource } }),
       callsExecuted: turn.selected.length,
       toolsSelected: turn.selected.map((t) => ({ ...t })),
     };
@@ -220,7 +238,13 @@ function updateCall(
   const current: FinalCall =
     i >= 0
       ? log.finalCalls[i]!
-      : { callId, id: toolId, source: known.source ?? sourceOfId(toolId), origin: known.origin ?? originOfId(toolId), outcome: 'pending' };
+      : {
+          callId,
+          id: toolId,
+          source: known.source ?? sourceOfId(toolId),
+          origin: known.origin ?? originOfId(toolId),
+          outcome: 'pending',
+        };
   let next: FinalCall = { ...current, ...known };
   if (outcome !== undefined && (current.outcome !== 'blocked' || outcome.force === true)) {
     next = { ...next, outcome: outcome.outcome };
@@ -249,22 +273,33 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
     case 'turn.failed':
       return updateTurn(log, e.turnId, row);
     case 'call.requested':
-      return updateCall(updateTurn(log, e.turnId, row), e.data.callId, e.data.toolId, { source: e.data.source, origin: e.data.origin });
+      return updateCall(updateTurn(log, e.turnId, row), e.data.callId, e.data.toolId, {
+        source: e.data.source,
+        origin: e.data.origin,
+      });
     case 'call.rejected': {
       // A call naming no eligible tool: blocked before any request, recorded under the name the model gave.
       if (log.finalCalls.some((c) => c.callId === e.data.callId)) return log;
       const source = sourceOfToolId(e.data.ref);
       const call: FinalCall = {
-        callId: e.data.callId, id: e.data.ref,
+        callId: e.data.callId,
+        id: e.data.ref,
         source: source ?? 'unknown',
         origin: source === undefined ? 'unknown' : originOfId(e.data.ref),
-        outcome: 'blocked', reason: `${e.data.code}: ${e.data.reason}`,
+        outcome: 'blocked',
+        reason: `${e.data.code}: ${e.data.reason}`,
       };
       return { ...log, finalCalls: [...log.finalCalls, call] };
     }
     case 'call.decided':
       return e.data.decision === 'blocked'
-        ? updateCall(log, e.data.callId, e.data.toolId, {}, { outcome: 'blocked', reason: e.data.reason ?? 'blocked by policy' })
+        ? updateCall(
+            log,
+            e.data.callId,
+            e.data.toolId,
+            {},
+            { outcome: 'blocked', reason: e.data.reason ?? 'blocked by policy' },
+          )
         : log;
     case 'call.blocked':
       return updateCall(
@@ -273,7 +308,11 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
         e.data.toolId,
         { source: e.data.source, origin: e.data.origin },
         // Blocked for want of a decision: any decision in the record came too late and explains nothing.
-        { outcome: 'blocked', reason: `${e.data.stage}: ${e.data.reason}`, ...(e.data.stage === 'enforcer' ? { force: true } : {}) },
+        {
+          outcome: 'blocked',
+          reason: `${e.data.stage}: ${e.data.reason}`,
+          ...(e.data.stage === 'enforcer' ? { force: true } : {}),
+        },
       );
     case 'call.completed':
       return updateCall(
@@ -299,7 +338,13 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
       const call = log.finalCalls.find((c) => c.callId === e.data.callId);
       if (call === undefined) return log; // a result for a call this session never requested: nothing to count
       const reason = e.data.error === undefined ? undefined : `${e.data.error.code}: ${e.data.error.message}`;
-      return updateCall(log, call.callId, call.id, {}, { outcome: e.data.ok ? 'ok' : 'failed', ...(reason === undefined ? {} : { reason }) });
+      return updateCall(
+        log,
+        call.callId,
+        call.id,
+        {},
+        { outcome: e.data.ok ? 'ok' : 'failed', ...(reason === undefined ? {} : { reason }) },
+      );
     }
     case 'turn.completed':
       return updateTurn(updateUsage(log, e.turnId, usageRow), e.turnId, row);
@@ -405,13 +450,20 @@ export function formatSessionLog(log: SessionLog): string {
   }
   lines.push(`Final calls (${log.finalCalls.length}):`);
   for (const c of log.finalCalls) {
-    lines.push(`  ${c.callId} ${c.id} [${c.source}/${c.origin}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`);
+    lines.push(
+      `  ${c.callId} ${c.id} [${c.source}/${c.origin}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`,
+    );
   }
   const o = log.resultOrigins;
   lines.push(`Results by origin: gateway ${o.gateway}, plugin ${o.plugin}, mcp ${o.mcp}, client ${o.client}`);
   const u = log.usage;
-  const catalog = u.catalogSize === undefined ? 'unknown' : `${u.catalogSize}${u.catalogBySource === undefined ? '' : ` (openclaw ${u.catalogBySource.openclaw}, mcp ${u.catalogBySource.mcp}, client ${u.catalogBySource.client})`}`;
-  lines.push(`Prompt bytes: ${u.promptBytes}; catalog: ${catalog}; final calls executed: ${u.callsExecuted}` +
-    `${u.toolsSelected.length === 0 ? '' : ` (${u.toolsSelected.map((t) => t.id).join(', ')})`}`);
+  const catalog =
+    u.catalogSize === undefined
+      ? 'unknown'
+      : `${u.catalogSize}${u.catalogBySource === undefined ? '' : ` (openclaw ${u.catalogBySource.openclaw}, mcp ${u.catalogBySource.mcp}, client ${u.catalogBySource.client})`}`;
+  lines.push(
+    `Prompt bytes: ${u.promptBytes}; catalog: ${catalog}; final calls executed: ${u.callsExecuted}` +
+      `${u.toolsSelected.length === 0 ? '' : ` (${u.toolsSelected.map((t) => t.id).join(', ')})`}`,
+  );
   return lines.join('\n');
 }

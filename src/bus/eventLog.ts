@@ -51,9 +51,12 @@ const reasonOf = (err: unknown): string => {
 };
 
 const unwritable = (file: string, err: unknown): EventLogError =>
-  new EventLogError('log.unwritable',
+  new EventLogError(
+    'log.unwritable',
     `cannot write the event log ${file} (${reasonOf(err)}). Give a writable file with --log FILE or the config key ` +
-    'log.path, or turn the log off with log.enabled: false.', { cause: err });
+      'log.path, or turn the log off with log.enabled: false.',
+    { cause: err },
+  );
 
 /**
  * Parses JSONL event log text. A line that is not JSON (a torn write after a crash) or not an envelope is
@@ -132,7 +135,13 @@ export async function readEventLog(file: string): Promise<EventLogContents> {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       if (files.length > 0) return { events, warnings, missing: false, endsMidLine: false, files };
-      return { events: [], warnings: [`${file} does not exist: no events`], missing: true, endsMidLine: false, files: [] };
+      return {
+        events: [],
+        warnings: [`${file} does not exist: no events`],
+        missing: true,
+        endsMidLine: false,
+        files: [],
+      };
     }
     throw err;
   }
@@ -190,7 +199,13 @@ export class EventLogWriter {
     } catch (err) {
       throw unwritable(file, err);
     }
-    return new EventLogWriter(file, fd, endsMidLine, opts.rotation ?? { maxBytes: 0, keep: 0 }, opts.onGap ?? (() => {}));
+    return new EventLogWriter(
+      file,
+      fd,
+      endsMidLine,
+      opts.rotation ?? { maxBytes: 0, keep: 0 },
+      opts.onGap ?? (() => {}),
+    );
   }
 
   /** Writes the text (whole lines ending in `\n`); with `sync`, waits until it (and all before it) is durable. */
@@ -220,7 +235,10 @@ export class EventLogWriter {
     if (this.syncTimer !== undefined || this.unsynced === 0) return;
     this.syncTimer = setTimeout(() => {
       this.syncTimer = undefined;
-      if (!this.closed) this.sync().catch(() => { /* the next write reports a broken file */ });
+      if (!this.closed)
+        this.sync().catch(() => {
+          /* the next write reports a broken file */
+        });
     }, SYNC_DELAY_MS);
     this.syncTimer.unref();
   }
@@ -251,10 +269,12 @@ export class EventLogWriter {
       this.fd = openAppend(this.file);
     } catch (err) {
       this.closed = true;
-      throw new EventLogError('log.lost',
+      throw new EventLogError(
+        'log.lost',
         `the event log ${this.file} was removed while in use and cannot be created again (${reasonOf(err)}); no more events ` +
-        'can be recorded, so the gateway takes no more turns. Restore the folder or restart with a writable --log / log.path.',
-        { cause: err });
+          'can be recorded, so the gateway takes no more turns. Restore the folder or restart with a writable --log / log.path.',
+        { cause: err },
+      );
     }
     const lost = this.unsynced;
     this.size = 0;
@@ -262,7 +282,7 @@ export class EventLogWriter {
     this.needsNewline = false;
     this.onGap(
       `the event log ${this.file} was removed while in use (file or folder deleted); reopened it as a new file. ` +
-      `Events written before now are not in it${lost > 0 ? ` (${lost} bytes were not yet synced)` : ''}: the record has a gap here.`,
+        `Events written before now are not in it${lost > 0 ? ` (${lost} bytes were not yet synced)` : ''}: the record has a gap here.`,
     );
   }
 

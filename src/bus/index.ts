@@ -1,7 +1,14 @@
 export type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 export { DEFAULT_EVENT_LOG, openMemoryBus } from './memoryBus.js';
 export type { MemoryBus, MemoryBusOptions, MemoryBusStats } from './memoryBus.js';
-export { DEFAULT_LOG_ROTATION, EventLogError, EventLogWriter, parseEventLog, readEventLog, rotatedLogFiles } from './eventLog.js';
+export {
+  DEFAULT_LOG_ROTATION,
+  EventLogError,
+  EventLogWriter,
+  parseEventLog,
+  readEventLog,
+  rotatedLogFiles,
+} from './eventLog.js';
 export type { EventLogContents, EventLogRotation } from './eventLog.js';
 export { assertPattern, subjectMatches } from './subjectMatch.js';
 export { SubjectTrie } from './subjectTrie.js';

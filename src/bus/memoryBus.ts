@@ -90,7 +90,8 @@ function frozenCopy(value: unknown): unknown {
     }
     return Object.freeze(out);
   }
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return frozenCopy(JSON.parse(JSON.stringify(value)));
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function')
+    return frozenCopy(JSON.parse(JSON.stringify(value)));
   const out: Record<string, unknown> = {};
   for (const key in value) {
     if (!Object.hasOwn(value, key)) continue;
@@ -192,7 +193,8 @@ class MemoryBusImpl implements MemoryBus {
   }
 
   publish(event: Envelope): Promise<void> {
-    if (this.closed) return Promise.reject(new ToolSearchFault('The event bus is closed: no more events can be published.'));
+    if (this.closed)
+      return Promise.reject(new ToolSearchFault('The event bus is closed: no more events can be published.'));
     if (!isEnvelope(event)) {
       const problems = envelopeProblems(event).map((p) => `${p.path}: ${p.message}`);
       return Promise.reject(new ToolSearchFault(`Not an event envelope: ${problems.join('; ')}`));
@@ -242,7 +244,11 @@ class MemoryBusImpl implements MemoryBus {
           } catch (err) {
             for (const p of batch) {
               this.inFlight.delete(p.event.id);
-              p.reject(new ToolSearchFault(`Could not append to the event log ${this.logPath}: ${errorText(err)}`, { cause: err }));
+              p.reject(
+                new ToolSearchFault(`Could not append to the event log ${this.logPath}: ${errorText(err)}`, {
+                  cause: err,
+                }),
+              );
             }
             continue;
           }
@@ -264,7 +270,10 @@ class MemoryBusImpl implements MemoryBus {
   private deliver(event: Envelope, subject: string): void {
     const matching = this.subs.match(subject);
     if (matching.length === 0) return;
-    const targets = matching.length === 1 && matching[0]!.queue === undefined ? matching : pickRoundRobin(matching, (s) => s.pattern, this.cursors);
+    const targets =
+      matching.length === 1 && matching[0]!.queue === undefined
+        ? matching
+        : pickRoundRobin(matching, (s) => s.pattern, this.cursors);
     for (const sub of targets) {
       if (!sub.active) continue;
       this.counters.deliveries++;
@@ -303,14 +312,19 @@ class MemoryBusImpl implements MemoryBus {
   }
 
   request(subject: string, payload: unknown, opts: { timeoutMs: number }): Promise<Result<unknown>> {
-    if (this.closed) return Promise.resolve(fail('bus.closed', `The event bus is closed: cannot request "${subject}".`));
+    if (this.closed)
+      return Promise.resolve(fail('bus.closed', `The event bus is closed: cannot request "${subject}".`));
     const matching = this.servers.filter((s) => s.active && subjectMatches(s.subject, subject));
     const targets = pickRoundRobin(matching, (s) => s.subject, this.cursors);
     if (targets.length === 0) {
       return Promise.resolve(
-        fail('bus.noResponders', `No one answers "${subject}": start the actor that serves it (for example \`toolsearch serve\`).`, {
-          subject,
-        }),
+        fail(
+          'bus.noResponders',
+          `No one answers "${subject}": start the actor that serves it (for example \`toolsearch serve\`).`,
+          {
+            subject,
+          },
+        ),
       );
     }
     const body = cloneJson(payload);
@@ -325,7 +339,13 @@ class MemoryBusImpl implements MemoryBus {
         resolve(r);
       };
       const timer = setTimeout(
-        () => settle(fail('bus.timeout', `No answer on "${subject}" within ${opts.timeoutMs} ms.`, { subject, timeoutMs: opts.timeoutMs })),
+        () =>
+          settle(
+            fail('bus.timeout', `No answer on "${subject}" within ${opts.timeoutMs} ms.`, {
+              subject,
+              timeoutMs: opts.timeoutMs,
+            }),
+          ),
         opts.timeoutMs,
       );
       this.openRequests.add(settle);
@@ -336,7 +356,9 @@ class MemoryBusImpl implements MemoryBus {
             (answer) => settle(ok(cloneJson(answer))),
             (err) => {
               if (++failures === targets.length) {
-                settle(fail('bus.handlerFailed', `The responder on "${subject}" failed: ${errorText(err)}`, { subject }));
+                settle(
+                  fail('bus.handlerFailed', `The responder on "${subject}" failed: ${errorText(err)}`, { subject }),
+                );
               }
             },
           );
@@ -359,7 +381,8 @@ class MemoryBusImpl implements MemoryBus {
     if (this.closed) return;
     this.closed = true;
     await this.flushing;
-    for (const settle of [...this.openRequests]) settle(fail('bus.closed', 'The event bus closed before an answer came.'));
+    for (const settle of [...this.openRequests])
+      settle(fail('bus.closed', 'The event bus closed before an answer came.'));
     for (const s of this.live) s.active = false;
     for (const s of this.servers) s.active = false;
     this.live.clear();
@@ -383,7 +406,11 @@ export async function openMemoryBus(options: MemoryBusOptions = {}): Promise<Mem
   } catch (err) {
     // Unreadable (a folder, no permission): opening for writing says why, with the flag and key to fix it.
     await (await EventLogWriter.open(logPath, false)).close();
-    throw new EventLogError('log.unwritable', `cannot read the event log ${logPath} (${err instanceof Error ? err.message : String(err)}). Give a readable, writable file with --log FILE or the config key log.path.`, { cause: err });
+    throw new EventLogError(
+      'log.unwritable',
+      `cannot read the event log ${logPath} (${err instanceof Error ? err.message : String(err)}). Give a readable, writable file with --log FILE or the config key log.path.`,
+      { cause: err },
+    );
   }
   // The writer reports gaps to the bus made just after it.
   const made: { bus?: MemoryBusImpl } = {};

@@ -14,7 +14,9 @@ export interface CatalogPart {
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
   if (value && typeof value === 'object') {
-    const keys = Object.keys(value).filter((k) => (value as Record<string, unknown>)[k] !== undefined).sort();
+    const keys = Object.keys(value)
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
@@ -27,7 +29,15 @@ const entryDigests = new WeakMap<ToolEntry, string>();
 export function entryDigest(entry: ToolEntry): string {
   let d = entryDigests.get(entry);
   if (d === undefined) {
-    const parts: unknown[] = [entry.id, entry.label ?? null, entry.description, entry.inputSchema, entry.ownerOnly === true, entry.origin, entry.trusted];
+    const parts: unknown[] = [
+      entry.id,
+      entry.label ?? null,
+      entry.description,
+      entry.inputSchema,
+      entry.ownerOnly === true,
+      entry.origin,
+      entry.trusted,
+    ];
     // Behaviour metadata counts only when present, so the digest of a plain tool is what it always was.
     const extra: Record<string, unknown> = {};
     if (entry.outputSchema !== undefined) extra['outputSchema'] = entry.outputSchema;
@@ -54,7 +64,11 @@ export const sourceKeyOf = (entry: ToolEntry): string => `${entry.source}:${entr
  * A catalog over the given entries: overall fingerprint (sha256 over entry digests in id order) and one per source
  * key, so an index can tell which source changed.
  */
-export function catalogFromEntries(entries: ToolEntry[], sources: SourceStatus[], duplicates?: DuplicateTool[]): Catalog {
+export function catalogFromEntries(
+  entries: ToolEntry[],
+  sources: SourceStatus[],
+  duplicates?: DuplicateTool[],
+): Catalog {
   const bySource = new Map<string, ToolEntry[]>();
   for (const e of entries) {
     const k = sourceKeyOf(e);
@@ -102,11 +116,23 @@ export function buildCatalog(parts: readonly CatalogPart[]): Catalog {
  * accepted tools become entries (ids `client:<clientId>:<name>`, origin client, untrusted); `problems` names each
  * refused tool and why. Pure: no I/O.
  */
-export function clientToolSource(specs: unknown, clientId: unknown = 'client'): { entries: ToolEntry[]; problems: string[] } {
+export function clientToolSource(
+  specs: unknown,
+  clientId: unknown = 'client',
+): { entries: ToolEntry[]; problems: string[] } {
   if (!isValidServerName(clientId)) {
-    return { entries: [], problems: [`clientId ${quoteName(clientId)} must be 1-128 characters without spaces or ":"; every client tool of this run was refused.`] };
+    return {
+      entries: [],
+      problems: [
+        `clientId ${quoteName(clientId)} must be 1-128 characters without spaces or ":"; every client tool of this run was refused.`,
+      ],
+    };
   }
-  if (!Array.isArray(specs)) return { entries: [], problems: ['clientTools must be an array of {name, description?, parameters?}; no client tool was accepted.'] };
+  if (!Array.isArray(specs))
+    return {
+      entries: [],
+      problems: ['clientTools must be an array of {name, description?, parameters?}; no client tool was accepted.'],
+    };
   const entries: ToolEntry[] = [];
   const problems: string[] = [];
   const names = new Set<string>();

@@ -51,7 +51,11 @@ const isInside = (root: string, target: string): boolean => {
  * Resolves a workspace-relative path and refuses every way out: `..`, absolute paths elsewhere, and symlinks whose
  * real target lies outside the workspace (checked on the real path, after following links).
  */
-async function confine(workspaceDir: string, input: unknown, argName: string): Promise<Result<{ real: string; shown: string }>> {
+async function confine(
+  workspaceDir: string,
+  input: unknown,
+  argName: string,
+): Promise<Result<{ real: string; shown: string }>> {
   if (typeof input !== 'string' || input.length === 0) {
     return fail('core.invalidArgs', `"${argName}" must be a non-empty string path relative to the workspace.`);
   }
@@ -60,20 +64,35 @@ async function confine(workspaceDir: string, input: unknown, argName: string): P
   try {
     root = await realpath(workspaceDir);
   } catch {
-    return fail('core.workspaceMissing', `The workspace folder ${workspaceDir} does not exist; configure an existing folder.`);
+    return fail(
+      'core.workspaceMissing',
+      `The workspace folder ${workspaceDir} does not exist; configure an existing folder.`,
+    );
   }
   const lexical = resolve(root, input);
   if (!isInside(root, lexical)) {
-    return fail('core.pathOutsideWorkspace', `"${input}" is outside the workspace; use a path inside it, e.g. "." or "src/file.txt".`, { path: input });
+    return fail(
+      'core.pathOutsideWorkspace',
+      `"${input}" is outside the workspace; use a path inside it, e.g. "." or "src/file.txt".`,
+      { path: input },
+    );
   }
   let real: string;
   try {
     real = await realpath(lexical);
   } catch {
-    return fail('core.pathNotFound', `"${input}" does not exist in the workspace; list a folder with list_dir to see what is there.`, { path: input });
+    return fail(
+      'core.pathNotFound',
+      `"${input}" does not exist in the workspace; list a folder with list_dir to see what is there.`,
+      { path: input },
+    );
   }
   if (!isInside(root, real)) {
-    return fail('core.pathOutsideWorkspace', `"${input}" leads outside the workspace (through a symbolic link); it cannot be read.`, { path: input });
+    return fail(
+      'core.pathOutsideWorkspace',
+      `"${input}" leads outside the workspace (through a symbolic link); it cannot be read.`,
+      { path: input },
+    );
   }
   return ok({ real, shown: relative(root, real) || '.' });
 }
@@ -86,9 +105,17 @@ async function confine(workspaceDir: string, input: unknown, argName: string): P
  * that name must be inside the workspace too. A swap at any point is refused rather than read. O_NONBLOCK keeps
  * a FIFO swapped in from hanging the open.
  */
-async function openConfined(workspaceDir: string, input: string, real: string): Promise<Result<{ handle: FileHandle; info: Stats }>> {
+async function openConfined(
+  workspaceDir: string,
+  input: string,
+  real: string,
+): Promise<Result<{ handle: FileHandle; info: Stats }>> {
   const moved = (): Result<never> =>
-    fail('core.pathChanged', `"${input}" changed while it was being opened (it was replaced, possibly by a link out of the workspace); it was not read. Try again.`, { path: input });
+    fail(
+      'core.pathChanged',
+      `"${input}" changed while it was being opened (it was replaced, possibly by a link out of the workspace); it was not read. Try again.`,
+      { path: input },
+    );
   let handle: FileHandle;
   try {
     handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -112,7 +139,9 @@ async function openConfined(workspaceDir: string, input: string, real: string): 
     const again = await confine(workspaceDir, input, 'path');
     if (!again.ok) {
       await handle.close();
-      return again.error.code === 'core.pathOutsideWorkspace' || again.error.code === 'core.pathNotFound' ? moved() : again;
+      return again.error.code === 'core.pathOutsideWorkspace' || again.error.code === 'core.pathNotFound'
+        ? moved()
+        : again;
     }
     const now = await stat(again.value.real).catch(() => undefined);
     if (now === undefined || now.dev !== info.dev || now.ino !== info.ino) {
@@ -144,7 +173,12 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
         type: 'object',
         properties: {
           path: { type: 'string', description: 'File path relative to the workspace root, e.g. "src/index.ts".' },
-          maxBytes: { type: 'integer', minimum: 1, maximum: maxRead, description: `Read at most this many bytes (default and maximum ${maxRead}).` },
+          maxBytes: {
+            type: 'integer',
+            minimum: 1,
+            maximum: maxRead,
+            description: `Read at most this many bytes (default and maximum ${maxRead}).`,
+          },
         },
         required: ['path'],
         additionalProperties: false,
@@ -154,13 +188,15 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
       const where = await confine(opts.workspaceDir, args['path'], 'path');
       if (!where.ok) return where;
       const wanted = args['maxBytes'];
-      const limit = typeof wanted === 'number' && Number.isInteger(wanted) && wanted > 0 ? Math.min(wanted, maxRead) : maxRead;
+      const limit =
+        typeof wanted === 'number' && Number.isInteger(wanted) && wanted > 0 ? Math.min(wanted, maxRead) : maxRead;
       if (ctx.signal.aborted) return fail('tool.aborted', 'The call was cancelled.');
       const opened = await openConfined(opts.workspaceDir, args['path'] as string, where.value.real);
       if (!opened.ok) return opened;
       const { handle, info } = opened.value;
       try {
-        if (!info.isFile()) return fail('core.notAFile', `"${where.value.shown}" is not a file; use list_dir for folders.`);
+        if (!info.isFile())
+          return fail('core.notAFile', `"${where.value.shown}" is not a file; use list_dir for folders.`);
         const buffer = Buffer.alloc(Math.min(limit, info.size));
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
         const truncated = info.size > bytesRead;
@@ -180,7 +216,12 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
       'List the files and folders in a workspace folder (not recursive), with their type and size.',
       {
         type: 'object',
-        properties: { path: { type: 'string', description: 'Folder path relative to the workspace root; "." (default) is the root.' } },
+        properties: {
+          path: {
+            type: 'string',
+            description: 'Folder path relative to the workspace root; "." (default) is the root.',
+          },
+        },
         additionalProperties: false,
       },
     ),
@@ -194,9 +235,13 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
       if (!opened.ok) return opened;
       const { handle, info } = opened.value;
       try {
-        if (!info.isDirectory()) return fail('core.notADirectory', `"${where.value.shown}" is not a folder; use read_file for files.`);
+        if (!info.isDirectory())
+          return fail('core.notADirectory', `"${where.value.shown}" is not a folder; use read_file for files.`);
         const viaFd = `/proc/self/fd/${handle.fd}`;
-        const base = await readlink(viaFd).then(() => viaFd, () => where.value.real);
+        const base = await readlink(viaFd).then(
+          () => viaFd,
+          () => where.value.real,
+        );
         const dirents = await readdir(base, { withFileTypes: true });
         dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
         const shown = dirents.slice(0, maxEntries);
@@ -209,7 +254,12 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
             return { name: d.name, type, size: s?.isFile() === true ? s.size : undefined };
           }),
         );
-        return ok({ path: where.value.shown, entries, truncated: dirents.length > shown.length, total: dirents.length });
+        return ok({
+          path: where.value.shown,
+          entries,
+          truncated: dirents.length > shown.length,
+          total: dirents.length,
+        });
       } finally {
         await handle.close();
       }
@@ -223,26 +273,47 @@ export function coreTools(opts: CoreToolOptions): ExecutableTool[] {
       'Get the current date and time (clock) as ISO 8601 UTC and in a given IANA time zone such as "Europe/Berlin".',
       {
         type: 'object',
-        properties: { timeZone: { type: 'string', description: 'IANA time zone name, e.g. "America/New_York"; default UTC.' } },
+        properties: {
+          timeZone: { type: 'string', description: 'IANA time zone name, e.g. "America/New_York"; default UTC.' },
+        },
         additionalProperties: false,
       },
     ),
     async execute(args) {
       const tz = args['timeZone'] ?? 'UTC';
-      if (typeof tz !== 'string' || tz.length === 0) return fail('core.invalidArgs', '"timeZone" must be an IANA time zone name such as "Europe/Berlin".');
+      if (typeof tz !== 'string' || tz.length === 0)
+        return fail('core.invalidArgs', '"timeZone" must be an IANA time zone name such as "Europe/Berlin".');
       let format: Intl.DateTimeFormat;
       try {
         format = new Intl.DateTimeFormat('en-CA', {
-          timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
-          hourCycle: 'h23', timeZoneName: 'shortOffset',
+          timeZone: tz,
+          year: 'numeric',
+          month: '2-digit',
+          day: '2-digit',
+          hour: '2-digit',
+          minute: '2-digit',
+          second: '2-digit',
+          hourCycle: 'h23',
+          timeZoneName: 'shortOffset',
         });
       } catch {
-        return fail('core.invalidTimeZone', `"${tz}" is not a known IANA time zone; use a name such as "UTC" or "Asia/Tokyo".`);
+        return fail(
+          'core.invalidTimeZone',
+          `"${tz}" is not a known IANA time zone; use a name such as "UTC" or "Asia/Tokyo".`,
+        );
       }
       const date = now();
-      return ok({ iso: date.toISOString(), epochMs: date.getTime(), timeZone: format.resolvedOptions().timeZone, local: format.format(date) });
+      return ok({
+        iso: date.toISOString(),
+        epochMs: date.getTime(),
+        timeZone: format.resolvedOptions().timeZone,
+        local: format.format(date),
+      });
     },
   };
 
-  return [readFile, listDir, currentTime].map((t) => ({ entry: t.entry, execute: guardExecutor(t.entry.id, t.execute) }));
+  return [readFile, listDir, currentTime].map((t) => ({
+    entry: t.entry,
+    execute: guardExecutor(t.entry.id, t.execute),
+  }));
 }

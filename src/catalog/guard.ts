@@ -4,7 +4,11 @@ import type { ToolContext, ToolExecutor } from './types.js';
 
 /** The message of anything thrown, for an error a user can read. Pure: no I/O. */
 export const describeThrown = (error: unknown): string =>
-  error instanceof Error ? error.message || error.name : typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  error instanceof Error
+    ? error.message || error.name
+    : typeof error === 'string'
+      ? error
+      : (JSON.stringify(error) ?? String(error));
 
 /**
  * Wraps a tool function so that a throw or a rejected promise becomes the failure value `tool.failed` naming the

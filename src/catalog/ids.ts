@@ -43,12 +43,14 @@ export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.\-/:]{1,128}$/;
 export function toolNameProblem(name: unknown): string | undefined {
   if (typeof name !== 'string' || name === '') return 'the name must be a non-empty string';
   if (name.length > 128) return `the name is ${name.length} characters long (at most 128)`;
-  if (!TOOL_NAME_PATTERN.test(name)) return 'the name may hold only letters, digits, "_", "-", ".", "/" and ":" (MCP tool-name rule)';
+  if (!TOOL_NAME_PATTERN.test(name))
+    return 'the name may hold only letters, digits, "_", "-", ".", "/" and ":" (MCP tool-name rule)';
   return undefined;
 }
 
 /** A name quoted for a message: JSON-escaped and cut to 80 characters. Pure: no I/O. */
 export const quoteName = (name: unknown): string => {
-  const s = JSON.stringify(typeof name === 'string' && name.length > 80 ? `${name.slice(0, 80)}…` : name) ?? String(name);
+  const s =
+    JSON.stringify(typeof name === 'string' && name.length > 80 ? `${name.slice(0, 80)}…` : name) ?? String(name);
   return s;
 };

@@ -1,6 +1,20 @@
 export type {
-  SourceKind, ResultOrigin, JsonSchema, ToolEntry, ToolContext, HookCall, HookOutcome, PluginTool, PluginModule,
-  ClientToolSpec, SourceStatus, ToolExecutor, Catalog, DuplicateTool, ToolRegistry, ToolAnnotations,
+  SourceKind,
+  ResultOrigin,
+  JsonSchema,
+  ToolEntry,
+  ToolContext,
+  HookCall,
+  HookOutcome,
+  PluginTool,
+  PluginModule,
+  ClientToolSpec,
+  SourceStatus,
+  ToolExecutor,
+  Catalog,
+  DuplicateTool,
+  ToolRegistry,
+  ToolAnnotations,
 } from './types.js';
 export { rerunSafe } from './rerunSafe.js';
 export { makeToolId, parseToolId, toolNameProblem, TOOL_NAME_PATTERN } from './ids.js';
@@ -10,12 +24,36 @@ export type { CoreToolOptions, ExecutableTool } from './coreTools.js';
 export { guardExecutor, describeThrown } from './guard.js';
 export { loadPlugin, validatePluginModule, pluginFromModule, RESERVED_PLUGIN_IDS } from './loadPlugin.js';
 export type { LoadedPlugin } from './loadPlugin.js';
-export { loadSnapshot, loadCatalogPaths, parseSnapshot, mcpToolEntry, mcpToolEntries, checkedMcpToolEntries, isValidServerName } from './snapshot.js';
+export {
+  loadSnapshot,
+  loadCatalogPaths,
+  parseSnapshot,
+  mcpToolEntry,
+  mcpToolEntries,
+  checkedMcpToolEntries,
+  isValidServerName,
+} from './snapshot.js';
 export type { LoadedSnapshot, LoadedCatalogPaths, McpTool } from './snapshot.js';
-export { connectMcpServer, validateMcpSpec, stdioServerEnv, plainText, DEFAULT_MCP_TIMEOUT_MS, DEFAULT_MCP_CALL_TIMEOUT_MS } from './mcp.js';
+export {
+  connectMcpServer,
+  validateMcpSpec,
+  stdioServerEnv,
+  plainText,
+  DEFAULT_MCP_TIMEOUT_MS,
+  DEFAULT_MCP_CALL_TIMEOUT_MS,
+} from './mcp.js';
 export type {
-  McpServerSpec, McpStdioSpec, McpHttpSpec, McpSnapshotSpec, McpConnection, ConnectOptions, SnapshotCallHandler, McpCaller, McpServerCommon,
-  McpCallOptions, McpPeer,
+  McpServerSpec,
+  McpStdioSpec,
+  McpHttpSpec,
+  McpSnapshotSpec,
+  McpConnection,
+  ConnectOptions,
+  SnapshotCallHandler,
+  McpCaller,
+  McpServerCommon,
+  McpCallOptions,
+  McpPeer,
 } from './mcp.js';
 export { mcpCallScope, withMcpCallScope } from './mcpCallScope.js';
 export type { ClientRelay, McpCallScope, McpProgress } from './mcpCallScope.js';
@@ -23,7 +61,16 @@ export { SessionMcpRuntime } from './mcpRuntime.js';
 export { SharedMcpServers, DEFAULT_MAX_CONCURRENT_CALLS } from './mcpShared.js';
 export type { SharedMcpServersOptions, SharedServerStats } from './mcpShared.js';
 export type { SessionMcpRuntimeOptions, EnsureOptions } from './mcpRuntime.js';
-export { buildCatalog, catalogFromEntries, clientTools, checkClientTools, clientToolSource, canonicalJson, entryDigest, sourceKeyOf } from './buildCatalog.js';
+export {
+  buildCatalog,
+  catalogFromEntries,
+  clientTools,
+  checkClientTools,
+  clientToolSource,
+  canonicalJson,
+  entryDigest,
+  sourceKeyOf,
+} from './buildCatalog.js';
 export type { CatalogPart } from './buildCatalog.js';
 export { resolveTool, suggestTools, nameSimilarity, nameTokens, editDistance } from './resolveTool.js';
 export { loadStaticSources } from './loadStaticSources.js';

@@ -30,13 +30,21 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export function validatePluginModule(value: unknown, file: string): Result<PluginModule> {
   const bad = (problem: string, details?: Record<string, unknown>) =>
     fail('plugin.invalid', `Plugin ${file}: ${problem}`, { file, ...details });
-  if (!isRecord(value)) return bad('the default export must be an object {id, tools, hooks?}; export default { id: "my-plugin", tools: [...] }.');
+  if (!isRecord(value))
+    return bad(
+      'the default export must be an object {id, tools, hooks?}; export default { id: "my-plugin", tools: [...] }.',
+    );
   const id = value['id'];
   if (typeof id !== 'string' || !PLUGIN_ID.test(id)) {
-    return bad(`"id" must be a string of letters, digits, "_", "." or "-" (no ":"), got ${JSON.stringify(id) ?? String(id)}.`);
+    return bad(
+      `"id" must be a string of letters, digits, "_", "." or "-" (no ":"), got ${JSON.stringify(id) ?? String(id)}.`,
+    );
   }
   if (RESERVED_PLUGIN_IDS.has(id)) {
-    return fail('plugin.reservedId', `Plugin ${file}: the id "${id}" is reserved for the gateway; choose another id.`, { file, id });
+    return fail('plugin.reservedId', `Plugin ${file}: the id "${id}" is reserved for the gateway; choose another id.`, {
+      file,
+      id,
+    });
   }
   const tools = value['tools'];
   if (!Array.isArray(tools)) return bad('"tools" must be an array of {name, description, parameters, execute}.');
@@ -49,11 +57,16 @@ export function validatePluginModule(value: unknown, file: string): Result<Plugi
     if (seen.has(name)) return bad(`${at}.name "${name}" is used twice; tool names must be unique within a plugin.`);
     seen.add(name);
     if (typeof tool['description'] !== 'string') return bad(`${at} ("${name}").description must be a string.`);
-    if (!isRecord(tool['parameters'])) return bad(`${at} ("${name}").parameters must be a JSON Schema object, e.g. {type: "object", properties: {}}.`);
-    if (tool['label'] !== undefined && typeof tool['label'] !== 'string') return bad(`${at} ("${name}").label must be a string when given.`);
-    if (tool['ownerOnly'] !== undefined && typeof tool['ownerOnly'] !== 'boolean') return bad(`${at} ("${name}").ownerOnly must be a boolean when given.`);
-    if (tool['idempotent'] !== undefined && typeof tool['idempotent'] !== 'boolean') return bad(`${at} ("${name}").idempotent must be a boolean when given.`);
-    if (typeof tool['execute'] !== 'function') return bad(`${at} ("${name}").execute must be a function (args, ctx) => result.`);
+    if (!isRecord(tool['parameters']))
+      return bad(`${at} ("${name}").parameters must be a JSON Schema object, e.g. {type: "object", properties: {}}.`);
+    if (tool['label'] !== undefined && typeof tool['label'] !== 'string')
+      return bad(`${at} ("${name}").label must be a string when given.`);
+    if (tool['ownerOnly'] !== undefined && typeof tool['ownerOnly'] !== 'boolean')
+      return bad(`${at} ("${name}").ownerOnly must be a boolean when given.`);
+    if (tool['idempotent'] !== undefined && typeof tool['idempotent'] !== 'boolean')
+      return bad(`${at} ("${name}").idempotent must be a boolean when given.`);
+    if (typeof tool['execute'] !== 'function')
+      return bad(`${at} ("${name}").execute must be a function (args, ctx) => result.`);
   }
   const hooks = value['hooks'];
   if (hooks !== undefined) {
@@ -81,14 +94,24 @@ export function pluginFromModule(mod: PluginModule, file: string): LoadedPlugin 
     }
     const id = makeToolId('openclaw', mod.id, tool.name);
     const entry: ToolEntry = {
-      id, source: 'openclaw', owner: mod.id, sourceName: mod.id, name: tool.name,
-      description: tool.description, inputSchema: tool.parameters, origin: 'plugin', trusted: true,
+      id,
+      source: 'openclaw',
+      owner: mod.id,
+      sourceName: mod.id,
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.parameters,
+      origin: 'plugin',
+      trusted: true,
     };
     if (tool.label !== undefined) entry.label = tool.label;
     if (tool.ownerOnly === true) entry.ownerOnly = true;
     if (tool.idempotent === true) entry.idempotent = true;
     entries.push(entry);
-    executors.set(id, guardExecutor(id, async (args, ctx) => ok(await tool.execute(args, ctx))));
+    executors.set(
+      id,
+      guardExecutor(id, async (args, ctx) => ok(await tool.execute(args, ctx))),
+    );
   }
   return { id: mod.id, file, entries, executors, hooks: mod.hooks ?? {}, warnings };
 }
@@ -111,7 +134,12 @@ export async function loadPlugin(file: string): Promise<Result<LoadedPlugin>> {
   } catch (error) {
     return fail('plugin.loadFailed', `Plugin ${abs} could not be imported: ${describeThrown(error)}`, { file: abs });
   }
-  if (!('default' in mod)) return fail('plugin.invalid', `Plugin ${abs}: the module has no default export; add export default { id, tools }.`, { file: abs });
+  if (!('default' in mod))
+    return fail(
+      'plugin.invalid',
+      `Plugin ${abs}: the module has no default export; add export default { id, tools }.`,
+      { file: abs },
+    );
   const checked = validatePluginModule(mod['default'], abs);
   if (!checked.ok) return checked;
   return ok(pluginFromModule(checked.value, abs));

@@ -42,7 +42,11 @@ export interface StaticSourceOptions {
 }
 
 const snapshotOnly: SnapshotCallHandler = async (server) =>
-  fail('mcp.snapshotOnly', `${server} is a saved catalog snapshot; there is no live server to call. Configure it as a stdio or HTTP MCP server to call its tools.`, { server });
+  fail(
+    'mcp.snapshotOnly',
+    `${server} is a saved catalog snapshot; there is no live server to call. Configure it as a stdio or HTTP MCP server to call its tools.`,
+    { server },
+  );
 
 /**
  * Loads core tools (when a config is in use), plugins and `--catalog` snapshots. With `--catalog` and no config the
@@ -63,24 +67,55 @@ export async function loadStaticSources(opts: StaticSourceOptions): Promise<Resu
     for (const t of core) registry.set(t.entry.id, t.execute);
     parts.push({
       key: 'openclaw:core',
-      status: { key: 'openclaw:core', source: 'openclaw', owner: 'core', ok: true, toolCount: core.length, durationMs: Date.now() - started },
+      status: {
+        key: 'openclaw:core',
+        source: 'openclaw',
+        owner: 'core',
+        ok: true,
+        toolCount: core.length,
+        durationMs: Date.now() - started,
+      },
       entries: core.map((t) => t.entry),
     });
   }
 
-  const pluginFiles = [...(opts.includeConfig ? opts.config?.plugins ?? [] : []), ...(opts.pluginFiles ?? []).map((f) => resolve(cwd, f))];
+  const pluginFiles = [
+    ...(opts.includeConfig ? (opts.config?.plugins ?? []) : []),
+    ...(opts.pluginFiles ?? []).map((f) => resolve(cwd, f)),
+  ];
   for (const file of pluginFiles) {
     const started = Date.now();
     const loaded = await loadPlugin(file);
     if (!loaded.ok) {
-      failures.push({ key: `openclaw:${file}`, source: 'openclaw', owner: file, ok: false, toolCount: 0, reason: loaded.error.message, durationMs: Date.now() - started });
+      failures.push({
+        key: `openclaw:${file}`,
+        source: 'openclaw',
+        owner: file,
+        ok: false,
+        toolCount: 0,
+        reason: loaded.error.message,
+        durationMs: Date.now() - started,
+      });
       continue;
     }
     const p = loaded.value;
     for (const [id, exec] of p.executors) registry.set(id, exec);
-    if (p.hooks.before_tool_call) hooks.push({ pluginId: p.id, before_tool_call: p.hooks.before_tool_call.bind(p.hooks) });
+    if (p.hooks.before_tool_call)
+      hooks.push({ pluginId: p.id, before_tool_call: p.hooks.before_tool_call.bind(p.hooks) });
     const key = `openclaw:${p.id}`;
-    parts.push({ key, status: { key, source: 'openclaw', owner: p.id, ok: true, toolCount: p.entries.length, durationMs: Date.now() - started, ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}) }, entries: p.entries });
+    parts.push({
+      key,
+      status: {
+        key,
+        source: 'openclaw',
+        owner: p.id,
+        ok: true,
+        toolCount: p.entries.length,
+        durationMs: Date.now() - started,
+        ...(p.warnings.length > 0 ? { warnings: p.warnings } : {}),
+      },
+      entries: p.entries,
+    });
   }
 
   if (opts.catalogPaths !== undefined && opts.catalogPaths.length > 0) {
@@ -91,7 +126,11 @@ export async function loadStaticSources(opts: StaticSourceOptions): Promise<Resu
     for (const s of snaps.value.snapshots) {
       const key = `mcp:${s.name}`;
       for (const e of s.entries) registry.set(e.id, (args) => onCall(s.name, e.name, args));
-      parts.push({ key, status: { key, source: 'mcp', owner: s.name, ok: true, toolCount: s.entries.length, durationMs: 0 }, entries: s.entries });
+      parts.push({
+        key,
+        status: { key, source: 'mcp', owner: s.name, ok: true, toolCount: s.entries.length, durationMs: 0 },
+        entries: s.entries,
+      });
     }
   }
   return ok({ parts, registry, hooks, failures, warnings });

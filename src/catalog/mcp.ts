@@ -6,7 +6,12 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  CreateMessageRequestSchema, ElicitRequestSchema, ErrorCode, ListRootsRequestSchema, McpError, ToolListChangedNotificationSchema,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ErrorCode,
+  ListRootsRequestSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { mcpCallScope } from './mcpCallScope.js';
 import type { McpCallScope } from './mcpCallScope.js';
@@ -54,7 +59,11 @@ export interface McpSnapshotSpec extends McpServerCommon {
 export type McpServerSpec = McpStdioSpec | McpHttpSpec | McpSnapshotSpec;
 
 /** What a call to a snapshot tool does; the default fails with `mcp.snapshotOnly`. */
-export type SnapshotCallHandler = (server: string, tool: string, args: Record<string, unknown>) => Promise<Result<unknown>>;
+export type SnapshotCallHandler = (
+  server: string,
+  tool: string,
+  args: Record<string, unknown>,
+) => Promise<Result<unknown>>;
 
 export interface ConnectOptions {
   /** Bound on starting and on each list request (default 15000 ms); a spec's own `timeoutMs` wins. */
@@ -100,7 +109,12 @@ export interface McpConnection {
   /** Tools the last listing left out (unusable names), one sentence each; empty or absent when none. */
   readonly listWarnings?: readonly string[];
   /** Calls a tool; the value is the MCP CallToolResult (an `isError` result is still a value the model reads). */
-  callTool(toolName: string, args: Record<string, unknown>, signal?: AbortSignal, caller?: McpCaller): Promise<Result<unknown>>;
+  callTool(
+    toolName: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+    caller?: McpCaller,
+  ): Promise<Result<unknown>>;
   /** The server side of the connection, for telemetry (MCP semconv attributes of a client span). */
   readonly peer?: McpPeer;
   close(): Promise<void>;
@@ -123,38 +137,60 @@ const MAX_PAGES = 1000;
 const AMBIGUOUS_WAIT_MS = 10_000;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isStringMap = (v: unknown): v is Record<string, string> => isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
+const isStringMap = (v: unknown): v is Record<string, string> =>
+  isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
 
 /** Checks a server spec's shape; the message names the server and the field at fault. Pure: no I/O. */
 export function validateMcpSpec(name: string, spec: unknown): Result<McpServerSpec> {
   const bad = (problem: string) => fail('mcp.invalidSpec', `MCP server "${name}": ${problem}`, { server: name });
   if (!isValidServerName(name)) return bad('the server name must be 1-128 characters without spaces or ":".');
-  if (!isRecord(spec)) return bad('the config must be an object: {command, args?, env?, cwd?} or {url, headers?} or {catalogFile}.');
+  if (!isRecord(spec))
+    return bad('the config must be an object: {command, args?, env?, cwd?} or {url, headers?} or {catalogFile}.');
   const kinds = ['command', 'url', 'catalogFile'].filter((k) => spec[k] !== undefined);
-  if (kinds.length !== 1) return bad(`give exactly one of "command" (stdio), "url" (streamable HTTP) or "catalogFile" (snapshot); got ${kinds.length ? kinds.join(', ') : 'none'}.`);
+  if (kinds.length !== 1)
+    return bad(
+      `give exactly one of "command" (stdio), "url" (streamable HTTP) or "catalogFile" (snapshot); got ${kinds.length ? kinds.join(', ') : 'none'}.`,
+    );
   for (const key of ['timeoutMs', 'callTimeoutMs', 'maxConcurrentCalls']) {
     const v = spec[key];
-    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v > 0)) return bad(`"${key}" must be a positive integer${key === 'maxConcurrentCalls' ? '' : ' number of milliseconds'}.`);
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v > 0))
+      return bad(
+        `"${key}" must be a positive integer${key === 'maxConcurrentCalls' ? '' : ' number of milliseconds'}.`,
+      );
   }
-  if (spec['scope'] !== undefined && spec['scope'] !== 'shared' && spec['scope'] !== 'session') return bad(`"scope" must be "shared" or "session", got ${JSON.stringify(spec['scope'])}.`);
-  if (spec['trustAnnotations'] !== undefined && typeof spec['trustAnnotations'] !== 'boolean') return bad('"trustAnnotations" must be true or false.');
+  if (spec['scope'] !== undefined && spec['scope'] !== 'shared' && spec['scope'] !== 'session')
+    return bad(`"scope" must be "shared" or "session", got ${JSON.stringify(spec['scope'])}.`);
+  if (spec['trustAnnotations'] !== undefined && typeof spec['trustAnnotations'] !== 'boolean')
+    return bad('"trustAnnotations" must be true or false.');
   const type = spec['type'];
   if (type !== undefined) {
     const allowed = kinds[0] === 'command' ? ['stdio'] : kinds[0] === 'url' ? ['http', 'streamable-http', 'sse'] : [];
     if (!allowed.includes(type as string)) {
-      return bad(`"type" ${JSON.stringify(type)} does not fit a server with "${kinds[0]}"; ${allowed.length ? `use ${allowed.map((a) => `"${a}"`).join(', ')} or leave it out` : 'leave it out'}.`);
+      return bad(
+        `"type" ${JSON.stringify(type)} does not fit a server with "${kinds[0]}"; ${allowed.length ? `use ${allowed.map((a) => `"${a}"`).join(', ')} or leave it out` : 'leave it out'}.`,
+      );
     }
   }
   if (kinds[0] === 'command') {
-    if (typeof spec['command'] !== 'string' || spec['command'] === '') return bad('"command" must be a non-empty string.');
-    if (spec['args'] !== undefined && !(Array.isArray(spec['args']) && spec['args'].every((a) => typeof a === 'string'))) return bad('"args" must be an array of strings.');
+    if (typeof spec['command'] !== 'string' || spec['command'] === '')
+      return bad('"command" must be a non-empty string.');
+    if (
+      spec['args'] !== undefined &&
+      !(Array.isArray(spec['args']) && spec['args'].every((a) => typeof a === 'string'))
+    )
+      return bad('"args" must be an array of strings.');
     if (spec['env'] !== undefined && !isStringMap(spec['env'])) return bad('"env" must be an object of string values.');
     if (spec['cwd'] !== undefined && typeof spec['cwd'] !== 'string') return bad('"cwd" must be a string.');
   } else if (kinds[0] === 'url') {
-    if (typeof spec['url'] !== 'string' || !URL.canParse(spec['url']) || !/^https?:$/.test(new URL(spec['url']).protocol)) {
+    if (
+      typeof spec['url'] !== 'string' ||
+      !URL.canParse(spec['url']) ||
+      !/^https?:$/.test(new URL(spec['url']).protocol)
+    ) {
       return bad(`"url" must be an http(s) URL, got ${JSON.stringify(spec['url'])}.`);
     }
-    if (spec['headers'] !== undefined && !isStringMap(spec['headers'])) return bad('"headers" must be an object of string values.');
+    if (spec['headers'] !== undefined && !isStringMap(spec['headers']))
+      return bad('"headers" must be an object of string values.');
   } else if (typeof spec['catalogFile'] !== 'string' || spec['catalogFile'] === '') {
     return bad('"catalogFile" must be a path to a saved tools/list snapshot.');
   }
@@ -166,7 +202,10 @@ export function validateMcpSpec(name: string, spec: unknown): Result<McpServerSp
  * own default set (HOME, LOGNAME, PATH, SHELL, TERM, USER) into the env; those keys are set to undefined here, which
  * child_process.spawn leaves out, so nothing else leaks from the gateway's environment. Pure: no I/O.
  */
-export function stdioServerEnv(named: Record<string, string> | undefined, parent: NodeJS.ProcessEnv = process.env): Record<string, string | undefined> {
+export function stdioServerEnv(
+  named: Record<string, string> | undefined,
+  parent: NodeJS.ProcessEnv = process.env,
+): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = {};
   for (const key of DEFAULT_INHERITED_ENV_VARS) env[key] = undefined;
   env['PATH'] = parent['PATH'] ?? '/usr/local/bin:/usr/bin:/bin';
@@ -199,7 +238,12 @@ class WatchedStdioTransport extends StdioClientTransport {
   }
 
   get running(): boolean {
-    return this.child !== undefined && this.exit === undefined && this.child.exitCode === null && this.child.signalCode === null;
+    return (
+      this.child !== undefined &&
+      this.exit === undefined &&
+      this.child.exitCode === null &&
+      this.child.signalCode === null
+    );
   }
 
   /** Stops the server: stdin closed, then SIGTERM after a short grace, then SIGKILL. */
@@ -226,7 +270,17 @@ const tail = (text: string): string => {
   return t.length > STDERR_SHOW ? '…' + t.slice(-STDERR_SHOW) : t;
 };
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'ETIMEDOUT', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** The network error code behind a failed fetch (HTTP servers), following `cause`; undefined for other errors. */
 function networkCode(error: unknown): string | undefined {
@@ -240,7 +294,12 @@ function networkCode(error: unknown): string | undefined {
 }
 
 /** Why a request failed, in words a user can act on: exit code and stderr, a timeout, or the error itself. */
-function explain(error: unknown, phase: string, timeoutMs: number, transport: Transport): { reason: string; gone: boolean; timedOut: boolean } {
+function explain(
+  error: unknown,
+  phase: string,
+  timeoutMs: number,
+  transport: Transport,
+): { reason: string; gone: boolean; timedOut: boolean } {
   const watched = transport instanceof WatchedStdioTransport ? transport : undefined;
   const stderr = watched ? tail(watched.stderrTail) : '';
   if (watched?.exit) {
@@ -259,12 +318,20 @@ function explain(error: unknown, phase: string, timeoutMs: number, transport: Tr
   const errno = (error as NodeJS.ErrnoException | undefined)?.code;
   if (errno === 'ENOENT' || errno === 'EACCES') {
     const cmd = (error as { path?: string }).path ?? 'the command';
-    return { reason: `cannot run ${cmd}: ${errno === 'ENOENT' ? 'not found (check "command" and PATH)' : 'permission denied'}`, gone: true, timedOut: false };
+    return {
+      reason: `cannot run ${cmd}: ${errno === 'ENOENT' ? 'not found (check "command" and PATH)' : 'permission denied'}`,
+      gone: true,
+      timedOut: false,
+    };
   }
   if (error instanceof StreamableHTTPError || (error instanceof Error && error.name === 'SseError')) {
     const status = (error as { code?: unknown }).code;
     const shown = typeof status === 'number' && status > 0 ? `HTTP ${status}` : 'an unexpected answer';
-    return { reason: `${phase} failed: the server answered ${shown}: ${plainText(error.message)}`, gone: false, timedOut: false };
+    return {
+      reason: `${phase} failed: the server answered ${shown}: ${plainText(error.message)}`,
+      gone: false,
+      timedOut: false,
+    };
   }
   return { reason: withStderr(`${phase} failed: ${plainText(describeThrown(error))}`), gone: false, timedOut: false };
 }
@@ -280,29 +347,43 @@ export function plainText(text: string): string {
   if (html) {
     const title = /<title[^>]*>([^<]*)<\/title>/i.exec(t)?.[1]?.trim();
     const at = t.search(/<\s*(!doctype|html|head|body|title|div|p|h1|pre)\b/i);
-    t = `${t.slice(0, at).trim()} an HTML page${title ? ` ("${title}")` : ''}; check that the URL is the MCP endpoint`.trim();
+    t =
+      `${t.slice(0, at).trim()} an HTML page${title ? ` ("${title}")` : ''}; check that the URL is the MCP endpoint`.trim();
   }
   t = t.replace(/\s+/g, ' ').trim();
   return t.length > 300 ? `${t.slice(0, 297)}...` : t;
 }
 
-function snapshotConnection(name: string, entries: ToolEntry[], onCall: SnapshotCallHandler | undefined, warnings: readonly string[] = []): McpConnection {
+function snapshotConnection(
+  name: string,
+  entries: ToolEntry[],
+  onCall: SnapshotCallHandler | undefined,
+  warnings: readonly string[] = [],
+): McpConnection {
   let alive = true;
   return {
     name,
     kind: 'snapshot',
     listWarnings: warnings,
-    get alive() { return alive; },
+    get alive() {
+      return alive;
+    },
     pid: undefined,
     async listTools() {
-      return alive ? ok(entries.map((e) => ({ ...e, id: makeToolId('mcp', name, e.name), owner: name, sourceName: name })))
+      return alive
+        ? ok(entries.map((e) => ({ ...e, id: makeToolId('mcp', name, e.name), owner: name, sourceName: name })))
         : fail('mcp.serverUnavailable', `MCP server "${name}" is closed.`, { server: name });
     },
     async callTool(tool, args) {
       if (onCall) return onCall(name, tool, args);
-      return fail('mcp.snapshotOnly', `${name} is a saved catalog snapshot; no live server to call.`, { server: name, tool });
+      return fail('mcp.snapshotOnly', `${name} is a saved catalog snapshot; no live server to call.`, {
+        server: name,
+        tool,
+      });
     },
-    async close() { alive = false; },
+    async close() {
+      alive = false;
+    },
   };
 }
 
@@ -311,7 +392,11 @@ function snapshotConnection(name: string, entries: ToolEntry[], onCall: Snapshot
  * stderr), streamable HTTP, or a saved snapshot. Starting is bounded by the timeout and the signal; a server that
  * exits, never answers or cannot be spawned is a failure whose message names the server and says why.
  */
-export async function connectMcpServer(name: string, spec: McpServerSpec, opts: ConnectOptions = {}): Promise<Result<McpConnection>> {
+export async function connectMcpServer(
+  name: string,
+  spec: McpServerSpec,
+  opts: ConnectOptions = {},
+): Promise<Result<McpConnection>> {
   const checked = validateMcpSpec(name, spec);
   if (!checked.ok) return checked;
   const s = checked.value;
@@ -324,7 +409,8 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   const redact = makeRedactor(specSecrets(s as McpStdioSpec & McpHttpSpec));
   const timeoutMs = s.timeoutMs ?? opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
   const callTimeoutMs = s.callTimeoutMs ?? opts.callTimeoutMs ?? DEFAULT_MCP_CALL_TIMEOUT_MS;
-  if (opts.signal?.aborted) return fail('mcp.aborted', `Connecting to MCP server "${name}" was cancelled.`, { server: name });
+  if (opts.signal?.aborted)
+    return fail('mcp.aborted', `Connecting to MCP server "${name}" was cancelled.`, { server: name });
 
   type AnyTransport = WatchedStdioTransport | StreamableHTTPClientTransport | SSEClientTransport;
   const httpOpts = (): { requestInit?: RequestInit; fetch?: FetchLike } => ({
@@ -349,11 +435,22 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   const interceptProgress = (t: Transport, c: Client): void => {
     const inner = t.onmessage;
     t.onmessage = (message, extra) => {
-      const m = message as { method?: unknown; params?: { progressToken?: unknown; progress?: unknown; total?: unknown; message?: unknown; requestId?: unknown; reason?: unknown } };
+      const m = message as {
+        method?: unknown;
+        params?: {
+          progressToken?: unknown;
+          progress?: unknown;
+          total?: unknown;
+          message?: unknown;
+          requestId?: unknown;
+          reason?: unknown;
+        };
+      };
       if (m.method === 'notifications/cancelled' && m.params?.requestId === 0) {
         // The SDK ignores the cancellation of request id 0 (a falsy check); a server's first request would then never
         // be withdrawn from the front's client. Its handler's controller is aborted here instead.
-        const controllers = (c as unknown as { _requestHandlerAbortControllers?: Map<unknown, AbortController> })._requestHandlerAbortControllers;
+        const controllers = (c as unknown as { _requestHandlerAbortControllers?: Map<unknown, AbortController> })
+          ._requestHandlerAbortControllers;
         controllers?.get(0)?.abort(m.params.reason);
         return;
       }
@@ -396,10 +493,18 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       if (sessions.size === 1) return { scope: [...inflight.values()][0]?.scope };
       const left = deadline - Date.now();
       if (left <= 0) {
-        return { scope: undefined, why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client` };
+        return {
+          scope: undefined,
+          why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client`,
+        };
       }
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([callSettled(), new Promise((r) => { timer = setTimeout(r, left); })]);
+      await Promise.race([
+        callSettled(),
+        new Promise((r) => {
+          timer = setTimeout(r, left);
+        }),
+      ]);
       clearTimeout(timer);
     }
   };
@@ -418,15 +523,24 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   const makeClient = (): Client => {
     // Roots, sampling and elicitation are declared so servers offer the tools that use them; sampling and
     // elicitation are relayed to the front's own client where it has one, else refused with a reason.
-    const c = new Client({ name: 'toolsearch', version: '0.1.0' }, {
-      capabilities: { roots: { listChanged: false }, sampling: {}, elicitation: { form: {} } },
-    });
+    const c = new Client(
+      { name: 'toolsearch', version: '0.1.0' },
+      {
+        capabilities: { roots: { listChanged: false }, sampling: {}, elicitation: { form: {} } },
+      },
+    );
     c.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: (opts.roots ?? []).map((r) => ({ ...r })) }));
     c.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
       const { scope, why } = await scopeOf();
       const relay = scope?.relay?.createMessage;
       if (relay === undefined) {
-        return refuse('a sampling request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare sampling" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'));
+        return refuse(
+          'a sampling request',
+          why ??
+            (scope?.relay
+              ? 'the MCP host connected to toolsearch did not declare sampling'
+              : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'),
+        );
       }
       return relay(forHost(req.params), { signal: extra.signal });
     });
@@ -434,11 +548,19 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       const { scope, why } = await scopeOf();
       const relay = scope?.relay?.elicitInput;
       if (relay === undefined) {
-        return refuse('an elicitation request', why ?? (scope?.relay ? "the MCP host connected to toolsearch did not declare elicitation" : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'));
+        return refuse(
+          'an elicitation request',
+          why ??
+            (scope?.relay
+              ? 'the MCP host connected to toolsearch did not declare elicitation'
+              : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'),
+        );
       }
       return relay(forHost(req.params), { signal: extra.signal });
     });
-    c.setNotificationHandler(ToolListChangedNotificationSchema, async () => { opts.onToolsChanged?.(); });
+    c.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      opts.onToolsChanged?.();
+    });
     return c;
   };
 
@@ -447,8 +569,12 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   let alive = false;
   let closed = false;
   const watch = (c: Client): void => {
-    c.onclose = () => { if (c === client) alive = false; };
-    c.onerror = () => { /* transport errors surface as failed requests; nothing is printed */ };
+    c.onclose = () => {
+      if (c === client) alive = false;
+    };
+    c.onerror = () => {
+      /* transport errors surface as failed requests; nothing is printed */
+    };
   };
   watch(client);
 
@@ -460,15 +586,24 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
   };
 
   // Opened outside any caller's scope: the connection outlives the call that first needed it.
-  const connectOnce = () => mcpCallScope.exit(() =>
-    client.connect(transport, opts.signal ? { timeout: timeoutMs, signal: opts.signal } : { timeout: timeoutMs }));
+  const connectOnce = () =>
+    mcpCallScope.exit(() =>
+      client.connect(transport, opts.signal ? { timeout: timeoutMs, signal: opts.signal } : { timeout: timeoutMs }),
+    );
   try {
     try {
       await connectOnce();
     } catch (error) {
       // A legacy HTTP+SSE server answers the streamable HTTP POST with 4xx: try the SSE transport (when the type allows it).
       const status = error instanceof StreamableHTTPError ? error.code : undefined;
-      const fallback = 'url' in s && s.type === undefined && status !== undefined && status >= 400 && status < 500 && status !== 401 && status !== 403;
+      const fallback =
+        'url' in s &&
+        s.type === undefined &&
+        status !== undefined &&
+        status >= 400 &&
+        status < 500 &&
+        status !== 401 &&
+        status !== 403;
       if (!fallback || opts.signal?.aborted) throw error;
       await client.close().catch(() => undefined);
       kind = 'sse';
@@ -484,22 +619,43 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
     const why = explain(error, 'starting (no answer to initialize)', timeoutMs, transport);
     await shutdown(0);
     const code = opts.signal?.aborted ? 'mcp.aborted' : why.timedOut ? 'mcp.timedOut' : 'mcp.startFailed';
-    return redactFailure(fail(code, `MCP server "${name}" could not start: ${why.reason}`, { server: name, reason: why.reason }), redact);
+    return redactFailure(
+      fail(code, `MCP server "${name}" could not start: ${why.reason}`, { server: name, reason: why.reason }),
+      redact,
+    );
   }
 
   const unavailable = (reason: string) =>
-    fail('mcp.serverUnavailable', `MCP server "${name}" is unavailable: ${reason}. Check the server or restart the session.`, { server: name, reason });
+    fail(
+      'mcp.serverUnavailable',
+      `MCP server "${name}" is unavailable: ${reason}. Check the server or restart the session.`,
+      { server: name, reason },
+    );
   const goneReason = () =>
-    transport instanceof WatchedStdioTransport && transport.exit ? explain(undefined, '', 0, transport).reason : closed ? 'connection closed' : 'connection lost';
+    transport instanceof WatchedStdioTransport && transport.exit
+      ? explain(undefined, '', 0, transport).reason
+      : closed
+        ? 'connection closed'
+        : 'connection lost';
 
   let listWarnings: readonly string[] = [];
   const connection: McpConnection = {
     name,
-    get kind() { return kind; },
-    get listWarnings() { return listWarnings; },
-    get alive() { return alive && (!(transport instanceof WatchedStdioTransport) || transport.running); },
-    get pid() { return transport instanceof WatchedStdioTransport ? transport.pid ?? undefined : undefined; },
-    get exclusiveCalls() { return interactive && kind !== 'http'; },
+    get kind() {
+      return kind;
+    },
+    get listWarnings() {
+      return listWarnings;
+    },
+    get alive() {
+      return alive && (!(transport instanceof WatchedStdioTransport) || transport.running);
+    },
+    get pid() {
+      return transport instanceof WatchedStdioTransport ? (transport.pid ?? undefined) : undefined;
+    },
+    get exclusiveCalls() {
+      return interactive && kind !== 'http';
+    },
     get peer(): McpPeer {
       if (transport instanceof WatchedStdioTransport) return { transport: 'stdio' };
       const p: McpPeer = { transport: 'http', url: (s as McpHttpSpec).url };
@@ -517,23 +673,38 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
       let cursor: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
         try {
-          const res = await client.listTools(cursor === undefined ? {} : { cursor }, signal ? { timeout: timeoutMs, signal } : { timeout: timeoutMs });
+          const res = await client.listTools(
+            cursor === undefined ? {} : { cursor },
+            signal ? { timeout: timeoutMs, signal } : { timeout: timeoutMs },
+          );
           tools.push(...res.tools);
           cursor = res.nextCursor;
         } catch (error) {
           const why = explain(error, 'listing tools', timeoutMs, transport);
           if (why.gone) return unavailable(why.reason);
-          return fail(why.timedOut ? 'mcp.timedOut' : 'mcp.listFailed', `MCP server "${name}": ${why.reason}`, { server: name, reason: why.reason });
+          return fail(why.timedOut ? 'mcp.timedOut' : 'mcp.listFailed', `MCP server "${name}": ${why.reason}`, {
+            server: name,
+            reason: why.reason,
+          });
         }
         if (cursor === undefined) {
           const checked = checkedMcpToolEntries(name, tools, { trustAnnotations });
           listWarnings = checked.skipped;
           return ok(checked.entries);
         }
-        if (seen.has(cursor)) return fail('mcp.listFailed', `MCP server "${name}" repeated the tools/list cursor ${JSON.stringify(cursor)}; its pagination is broken.`, { server: name });
+        if (seen.has(cursor))
+          return fail(
+            'mcp.listFailed',
+            `MCP server "${name}" repeated the tools/list cursor ${JSON.stringify(cursor)}; its pagination is broken.`,
+            { server: name },
+          );
         seen.add(cursor);
       }
-      return fail('mcp.listFailed', `MCP server "${name}" returned more than ${MAX_PAGES} pages of tools; stopped listing.`, { server: name });
+      return fail(
+        'mcp.listFailed',
+        `MCP server "${name}" returned more than ${MAX_PAGES} pages of tools; stopped listing.`,
+        { server: name },
+      );
     },
 
     async callTool(toolName, args, signal, caller) {
@@ -555,21 +726,33 @@ export async function connectMcpServer(name: string, spec: McpServerSpec, opts: 
         const meta = {
           ...(onProgress === undefined ? {} : { progressToken }),
           ...(trace?.['traceparent'] === undefined ? {} : { traceparent: trace['traceparent'] }),
-          ...(trace?.['traceparent'] === undefined || trace['tracestate'] === undefined ? {} : { tracestate: trace['tracestate'] }),
+          ...(trace?.['traceparent'] === undefined || trace['tracestate'] === undefined
+            ? {}
+            : { tracestate: trace['tracestate'] }),
         };
         const params = { name: toolName, arguments: args, ...(Object.keys(meta).length === 0 ? {} : { _meta: meta }) };
         // The result is the server's CallToolResult as it sent it: every content block, structuredContent, isError, _meta.
         return ok(await client.callTool(params, undefined, options));
       } catch (error) {
-        if (cancel?.aborted) return fail('tool.aborted', `The call to ${toolName} on MCP server "${name}" was cancelled.`, { server: name, tool: toolName });
+        if (cancel?.aborted)
+          return fail('tool.aborted', `The call to ${toolName} on MCP server "${name}" was cancelled.`, {
+            server: name,
+            tool: toolName,
+          });
         const why = explain(error, `calling ${toolName}`, callTimeoutMs, transport);
         if (why.gone) return unavailable(why.reason);
         if (why.timedOut) {
-          return fail('mcp.timedOut', `MCP server "${name}": ${why.reason}. To allow longer calls, raise mcpServers.${name}.callTimeoutMs (now ${callTimeoutMs} ms) in the config.`, { server: name, tool: toolName, callTimeoutMs });
+          return fail(
+            'mcp.timedOut',
+            `MCP server "${name}": ${why.reason}. To allow longer calls, raise mcpServers.${name}.callTimeoutMs (now ${callTimeoutMs} ms) in the config.`,
+            { server: name, tool: toolName, callTimeoutMs },
+          );
         }
         // A JSON-RPC error answer keeps its code (telemetry's rpc.response.status_code).
         return fail('mcp.callFailed', `MCP server "${name}" refused ${toolName}: ${describeThrown(error)}`, {
-          server: name, tool: toolName, ...(error instanceof McpError ? { rpcCode: error.code } : {}),
+          server: name,
+          tool: toolName,
+          ...(error instanceof McpError ? { rpcCode: error.code } : {}),
         });
       } finally {
         inflight.delete(token);

@@ -1,5 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CreateMessageRequest,
+  CreateMessageResult,
+  ElicitRequest,
+  ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * The front's own MCP client, to which a downstream server's requests during a call are relayed (sampling and
@@ -7,7 +12,10 @@ import type { CreateMessageRequest, CreateMessageResult, ElicitRequest, ElicitRe
  */
 export interface ClientRelay {
   /** `sampling/createMessage` of a downstream server; undefined when the front's client did not declare sampling. */
-  createMessage?: (params: CreateMessageRequest['params'], opts: { signal: AbortSignal }) => Promise<CreateMessageResult>;
+  createMessage?: (
+    params: CreateMessageRequest['params'],
+    opts: { signal: AbortSignal },
+  ) => Promise<CreateMessageResult>;
   /** `elicitation/create` of a downstream server; undefined when the front's client did not declare elicitation. */
   elicitInput?: (params: ElicitRequest['params'], opts: { signal: AbortSignal }) => Promise<ElicitResult>;
 }

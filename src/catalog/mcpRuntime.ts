@@ -79,33 +79,52 @@ export class SessionMcpRuntime {
    */
   async ensure(servers: Record<string, McpServerSpec>, opts: EnsureOptions = {}): Promise<SourceStatus[]> {
     const names = Object.keys(servers);
-    if (this.closed) return names.map((n) => statusOf(n, false, 0, 0, `MCP server "${n}" was not opened: the session's MCP runtime is closed.`));
+    if (this.closed)
+      return names.map((n) =>
+        statusOf(n, false, 0, 0, `MCP server "${n}" was not opened: the session's MCP runtime is closed.`),
+      );
     this.touch();
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
     const sharedStatus = new Map<string, SourceStatus>();
-    await Promise.all(names.map(async (name) => {
-      const spec = servers[name] as McpServerSpec;
-      const own = (spec as { timeoutMs?: unknown }).timeoutMs;
-      const bound = typeof own === 'number' && own > 0 ? own : timeoutMs;
-      const shared = this.opts.shared;
-      if (shared !== undefined && SharedMcpServers.isShared(spec)) {
-        const mine = this.slots.get(name);
-        if (mine) {
-          this.slots.delete(name);
-          await mine.connection?.close();
+    await Promise.all(
+      names.map(async (name) => {
+        const spec = servers[name] as McpServerSpec;
+        const own = (spec as { timeoutMs?: unknown }).timeoutMs;
+        const bound = typeof own === 'number' && own > 0 ? own : timeoutMs;
+        const shared = this.opts.shared;
+        if (shared !== undefined && SharedMcpServers.isShared(spec)) {
+          const mine = this.slots.get(name);
+          if (mine) {
+            this.slots.delete(name);
+            await mine.connection?.close();
+          }
+          this.sharedSpecs.set(name, spec);
+          sharedStatus.set(
+            name,
+            (await shared.ensure(name, spec, { timeoutMs: bound, ...(opts.signal ? { signal: opts.signal } : {}) }))
+              .status,
+          );
+          return;
         }
-        this.sharedSpecs.set(name, spec);
-        sharedStatus.set(name, (await shared.ensure(name, spec, { timeoutMs: bound, ...(opts.signal ? { signal: opts.signal } : {}) })).status);
-        return;
-      }
-      this.sharedSpecs.delete(name);
-      return this.ensureOne(name, spec, bound, opts.signal);
-    }));
+        this.sharedSpecs.delete(name);
+        return this.ensureOne(name, spec, bound, opts.signal);
+      }),
+    );
     this.touch();
-    return names.map((n) => sharedStatus.get(n) ?? this.slots.get(n)?.status ?? statusOf(n, false, 0, 0, `MCP server "${n}" was not opened.`));
+    return names.map(
+      (n) =>
+        sharedStatus.get(n) ??
+        this.slots.get(n)?.status ??
+        statusOf(n, false, 0, 0, `MCP server "${n}" was not opened.`),
+    );
   }
 
-  private async ensureOne(name: string, spec: McpServerSpec, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+  private async ensureOne(
+    name: string,
+    spec: McpServerSpec,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const pending = this.opening.get(name);
     if (pending) return pending;
     const specKey = specKeyOf(spec);
@@ -120,7 +139,13 @@ export class SessionMcpRuntime {
     return work;
   }
 
-  private async open(name: string, spec: McpServerSpec, specKey: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<void> {
+  private async open(
+    name: string,
+    spec: McpServerSpec,
+    specKey: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const old = this.slots.get(name);
     if (old?.connection) await old.connection.close();
     const started = this.now();
@@ -129,7 +154,13 @@ export class SessionMcpRuntime {
     // Aborted at the deadline so late work stops (and kills its process) instead of lingering.
     const stop = new AbortController();
     const linked = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
-    const connectOpts: ConnectOptions = { timeoutMs, signal: linked, onToolsChanged: () => { void this.relistOwn(name); } };
+    const connectOpts: ConnectOptions = {
+      timeoutMs,
+      signal: linked,
+      onToolsChanged: () => {
+        void this.relistOwn(name);
+      },
+    };
     if (this.opts.roots) connectOpts.roots = this.opts.roots;
     if (this.opts.fetch) connectOpts.fetch = this.opts.fetch;
     if (this.opts.callTimeoutMs !== undefined) connectOpts.callTimeoutMs = this.opts.callTimeoutMs;
@@ -150,7 +181,9 @@ export class SessionMcpRuntime {
 
     // A hard deadline over start plus list, whatever the server or the SDK does.
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs); });
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
     const outcome = await Promise.race([work, deadline]);
     clearTimeout(timer);
     const durationMs = this.now() - started;
@@ -174,13 +207,22 @@ export class SessionMcpRuntime {
       return;
     }
     this.slots.set(name, {
-      specKey, connection: outcome.connection, entries: outcome.entries, failedAt: undefined,
+      specKey,
+      connection: outcome.connection,
+      entries: outcome.entries,
+      failedAt: undefined,
       status: statusOf(name, true, outcome.entries.length, durationMs, undefined, outcome.connection.listWarnings),
     });
   }
 
   private fail(name: string, specKey: string, durationMs: number, reason: string): void {
-    this.slots.set(name, { specKey, connection: undefined, entries: [], failedAt: this.now(), status: statusOf(name, false, 0, durationMs, reason) });
+    this.slots.set(name, {
+      specKey,
+      connection: undefined,
+      entries: [],
+      failedAt: this.now(),
+      status: statusOf(name, false, 0, durationMs, reason),
+    });
   }
 
   /** Lists one of the session's own servers again after it announced a change. */
@@ -191,7 +233,14 @@ export class SessionMcpRuntime {
     const listed = await slot.connection.listTools();
     if (listed.ok && this.slots.get(name) === slot) {
       slot.entries = listed.value;
-      slot.status = statusOf(name, true, listed.value.length, this.now() - started, undefined, slot.connection.listWarnings);
+      slot.status = statusOf(
+        name,
+        true,
+        listed.value.length,
+        this.now() - started,
+        undefined,
+        slot.connection.listWarnings,
+      );
       this.opts.onToolsChanged?.(name);
     }
   }
@@ -213,7 +262,11 @@ export class SessionMcpRuntime {
       if (own === undefined) byOwner.set(e.owner, [e]);
       else own.push(e);
     }
-    return statuses.map((status) => ({ key: status.key, status, entries: status.ok ? byOwner.get(status.owner) ?? [] : [] }));
+    return statuses.map((status) => ({
+      key: status.key,
+      status,
+      entries: status.ok ? (byOwner.get(status.owner) ?? []) : [],
+    }));
   }
 
   /** Per-server status: the last outcome of opening it; a server that died since is reported as not ok. */
@@ -222,31 +275,50 @@ export class SessionMcpRuntime {
       const st = this.opts.shared?.status(name, spec);
       return st === undefined ? [] : [st];
     });
-    return [...shared, ...[...this.slots.entries()].map(([name, slot]) =>
-      slot.connection && !slot.connection.alive
-        ? statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`)
-        : slot.status)];
+    return [
+      ...shared,
+      ...[...this.slots.entries()].map(([name, slot]) =>
+        slot.connection && !slot.connection.alive
+          ? statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`)
+          : slot.status,
+      ),
+    ];
   }
 
   /** Lists the live servers again (e.g. after tools/list_changed); a failure keeps the previous list and is returned. */
   async refresh(signal?: AbortSignal): Promise<SourceStatus[]> {
     this.touch();
-    await Promise.all([...this.slots.entries()].map(async ([name, slot]) => {
-      if (!slot.connection?.alive) return;
-      const started = this.now();
-      const listed = await slot.connection.listTools(signal);
-      if (listed.ok) {
-        slot.entries = listed.value;
-        slot.status = statusOf(name, true, listed.value.length, this.now() - started, undefined, slot.connection.listWarnings);
-      } else {
-        slot.status = statusOf(name, false, slot.entries.length, this.now() - started, listed.error.message);
-      }
-    }));
+    await Promise.all(
+      [...this.slots.entries()].map(async ([name, slot]) => {
+        if (!slot.connection?.alive) return;
+        const started = this.now();
+        const listed = await slot.connection.listTools(signal);
+        if (listed.ok) {
+          slot.entries = listed.value;
+          slot.status = statusOf(
+            name,
+            true,
+            listed.value.length,
+            this.now() - started,
+            undefined,
+            slot.connection.listWarnings,
+          );
+        } else {
+          slot.status = statusOf(name, false, slot.entries.length, this.now() - started, listed.error.message);
+        }
+      }),
+    );
     return this.statuses();
   }
 
   /** Calls a tool of an open server. A server that is not open or has gone fails with `mcp.serverUnavailable`. */
-  async call(server: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal, caller?: McpCaller): Promise<Result<unknown>> {
+  async call(
+    server: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+    caller?: McpCaller,
+  ): Promise<Result<unknown>> {
     const sharedSpec = this.sharedSpecs.get(server);
     if (sharedSpec !== undefined && this.opts.shared !== undefined) {
       this.inFlight++;
@@ -261,7 +333,10 @@ export class SessionMcpRuntime {
     const slot = this.slots.get(server);
     if (!slot?.connection) {
       const why = slot?.status.reason ? ` (${slot.status.reason})` : '';
-      return fail('mcp.serverUnavailable', `MCP server "${server}" is not connected in this session${why}.`, { server, tool });
+      return fail('mcp.serverUnavailable', `MCP server "${server}" is not connected in this session${why}.`, {
+        server,
+        tool,
+      });
     }
     this.inFlight++;
     this.touch();
@@ -302,7 +377,12 @@ export class SessionMcpRuntime {
     await Promise.allSettled(open.map((c) => c.close()));
     // Late openings were aborted at their deadline; wait for them, but never forever.
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.stragglers]), new Promise((r) => { timer = setTimeout(r, 5000); })]);
+    await Promise.race([
+      Promise.allSettled([...this.stragglers]),
+      new Promise((r) => {
+        timer = setTimeout(r, 5000);
+      }),
+    ]);
     clearTimeout(timer);
   }
 

@@ -58,7 +58,14 @@ export interface SharedServerStats {
   queued: number;
 }
 
-export const statusOf = (name: string, ok: boolean, toolCount: number, durationMs: number, reason?: string, warnings?: readonly string[]): SourceStatus => {
+export const statusOf = (
+  name: string,
+  ok: boolean,
+  toolCount: number,
+  durationMs: number,
+  reason?: string,
+  warnings?: readonly string[],
+): SourceStatus => {
   const s: SourceStatus = { key: `mcp:${name}`, source: 'mcp', owner: name, ok, toolCount, durationMs };
   if (reason !== undefined) s.reason = reason;
   if (warnings !== undefined && warnings.length > 0) s.warnings = [...warnings];
@@ -68,7 +75,10 @@ export const statusOf = (name: string, ok: boolean, toolCount: number, durationM
 /** Key order does not matter when deciding whether two specs are the same server. Pure: no I/O. */
 export const specKeyOf = (spec: unknown): string =>
   JSON.stringify(spec, (_k, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1))) : v);
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
 
 /**
  * The MCP servers of the config, shared by every session of one gateway process: one connection per configured
@@ -107,27 +117,47 @@ export class SharedMcpServers {
    * the opening; the returned status's duration is this caller's wait. A live connection is used as it is (no new
    * listing); a failed one is retried after `retryFailedAfterMs`; a dead one is restarted.
    */
-  async ensure(name: string, spec: McpServerSpec, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<SharedEnsured> {
+  async ensure(
+    name: string,
+    spec: McpServerSpec,
+    opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+  ): Promise<SharedEnsured> {
     const started = this.now();
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
-    if (this.closed) return { status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened: the gateway is closing.`) };
+    if (this.closed)
+      return { status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened: the gateway is closing.`) };
     const key = `${name}\u0000${specKeyOf(spec)}`;
     let slot = this.slots.get(key);
     if (slot === undefined) {
       const limit = (spec as { maxConcurrentCalls?: unknown }).maxConcurrentCalls;
       slot = {
-        name, spec, connection: undefined, entries: [], status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened yet.`),
-        failedAt: undefined, opening: undefined, running: 0, queue: [],
-        limit: typeof limit === 'number' && limit > 0 ? limit : DEFAULT_MAX_CONCURRENT_CALLS, relisting: undefined, relistAgain: false, restarts: 0, everUp: false,
+        name,
+        spec,
+        connection: undefined,
+        entries: [],
+        status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened yet.`),
+        failedAt: undefined,
+        opening: undefined,
+        running: 0,
+        queue: [],
+        limit: typeof limit === 'number' && limit > 0 ? limit : DEFAULT_MAX_CONCURRENT_CALLS,
+        relisting: undefined,
+        relistAgain: false,
+        restarts: 0,
+        everUp: false,
       };
       this.slots.set(key, slot);
     }
     const s = slot;
     // A live server is used as listed: this caller waited for nothing.
-    if (s.connection?.alive && s.opening === undefined) return { status: { ...s.status, durationMs: this.now() - started } };
+    if (s.connection?.alive && s.opening === undefined)
+      return { status: { ...s.status, durationMs: this.now() - started } };
     const retryAfter = this.opts.retryFailedAfterMs ?? 30_000;
-    if (s.opening === undefined && !s.connection && s.failedAt !== undefined && this.now() - s.failedAt < retryAfter) return { status: s.status };
-    s.opening ??= this.open(s, timeoutMs).finally(() => { s.opening = undefined; });
+    if (s.opening === undefined && !s.connection && s.failedAt !== undefined && this.now() - s.failedAt < retryAfter)
+      return { status: s.status };
+    s.opening ??= this.open(s, timeoutMs).finally(() => {
+      s.opening = undefined;
+    });
 
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -144,8 +174,18 @@ export class SharedMcpServers {
     clearTimeout(timer);
     if (onAbort) opts.signal?.removeEventListener('abort', onAbort);
     const waited = this.now() - started;
-    if (got === 'timeout') return { status: statusOf(name, false, 0, waited, `MCP server "${name}" timed out after ${timeoutMs} ms starting (shared with other sessions; still starting).`) };
-    if (got === 'aborted') return { status: statusOf(name, false, 0, waited, `Opening MCP server "${name}" was cancelled.`) };
+    if (got === 'timeout')
+      return {
+        status: statusOf(
+          name,
+          false,
+          0,
+          waited,
+          `MCP server "${name}" timed out after ${timeoutMs} ms starting (shared with other sessions; still starting).`,
+        ),
+      };
+    if (got === 'aborted')
+      return { status: statusOf(name, false, 0, waited, `Opening MCP server "${name}" was cancelled.`) };
     return { status: { ...s.status, durationMs: waited } };
   }
 
@@ -160,8 +200,11 @@ export class SharedMcpServers {
     let phase = 'starting';
     const stop = new AbortController();
     const connectOpts: ConnectOptions = {
-      timeoutMs, signal: stop.signal,
-      onToolsChanged: () => { void this.relist(slot); },
+      timeoutMs,
+      signal: stop.signal,
+      onToolsChanged: () => {
+        void this.relist(slot);
+      },
       ...(this.opts.callTimeoutMs === undefined ? {} : { callTimeoutMs: this.opts.callTimeoutMs }),
       ...(this.opts.onSnapshotCall ? { onSnapshotCall: this.opts.onSnapshotCall } : {}),
       ...(this.opts.roots ? { roots: this.opts.roots } : {}),
@@ -183,7 +226,9 @@ export class SharedMcpServers {
       return { connection: c.value, entries: listed.value };
     });
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), timeoutMs); });
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
     const outcome = await Promise.race([work, deadline]);
     clearTimeout(timer);
     const durationMs = this.now() - started;
@@ -240,13 +285,19 @@ export class SharedMcpServers {
         }
       } while (slot.relistAgain);
       this.emit(slot.name);
-    })().finally(() => { slot.relisting = undefined; });
+    })().finally(() => {
+      slot.relisting = undefined;
+    });
     return slot.relisting;
   }
 
   private emit(name: string): void {
     for (const l of [...this.listeners]) {
-      try { l(name); } catch { /* a listener's failure is its own */ }
+      try {
+        l(name);
+      } catch {
+        /* a listener's failure is its own */
+      }
     }
   }
 
@@ -264,7 +315,8 @@ export class SharedMcpServers {
   status(name: string, spec: McpServerSpec): SourceStatus | undefined {
     const slot = this.slotFor(name, spec);
     if (slot === undefined) return undefined;
-    if (slot.connection && !slot.connection.alive) return statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`);
+    if (slot.connection && !slot.connection.alive)
+      return statusOf(name, false, 0, slot.status.durationMs, `MCP server "${name}" is no longer running.`);
     return slot.status;
   }
 
@@ -274,7 +326,14 @@ export class SharedMcpServers {
   }
 
   /** Calls a tool on the shared connection, waiting for a place when `maxConcurrentCalls` are running. */
-  async call(name: string, spec: McpServerSpec, tool: string, args: Record<string, unknown>, signal?: AbortSignal, caller?: McpCaller): Promise<Result<unknown>> {
+  async call(
+    name: string,
+    spec: McpServerSpec,
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+    caller?: McpCaller,
+  ): Promise<Result<unknown>> {
     const slot = this.slotFor(name, spec);
     if (!slot?.connection) {
       const why = slot?.status.reason ? ` (${slot.status.reason})` : '';
@@ -284,7 +343,10 @@ export class SharedMcpServers {
     const limit = (): number => (slot.connection?.exclusiveCalls === true ? 1 : slot.limit);
     while (slot.running >= limit()) {
       const admitted = await new Promise<boolean>((resolve) => {
-        const go = () => { signal?.removeEventListener('abort', cancel); resolve(true); };
+        const go = () => {
+          signal?.removeEventListener('abort', cancel);
+          resolve(true);
+        };
         const cancel = () => {
           const i = slot.queue.indexOf(go);
           if (i >= 0) slot.queue.splice(i, 1);
@@ -294,7 +356,12 @@ export class SharedMcpServers {
         if (signal?.aborted) cancel();
         else signal?.addEventListener('abort', cancel, { once: true });
       });
-      if (!admitted) return fail('tool.aborted', `The call to ${tool} on MCP server "${name}" was cancelled while it waited for a free place (maxConcurrentCalls ${slot.limit}).`, { server: name, tool });
+      if (!admitted)
+        return fail(
+          'tool.aborted',
+          `The call to ${tool} on MCP server "${name}" was cancelled while it waited for a free place (maxConcurrentCalls ${slot.limit}).`,
+          { server: name, tool },
+        );
     }
     slot.running++;
     try {
@@ -329,7 +396,9 @@ export class SharedMcpServers {
 
   /** Process ids of the live stdio servers. */
   pids(): number[] {
-    return [...this.slots.values()].flatMap((s) => (s.connection?.alive && s.connection.pid !== undefined ? [s.connection.pid] : []));
+    return [...this.slots.values()].flatMap((s) =>
+      s.connection?.alive && s.connection.pid !== undefined ? [s.connection.pid] : [],
+    );
   }
 
   /** Closes every shared connection; nothing is opened afterwards. */
@@ -340,7 +409,12 @@ export class SharedMcpServers {
     this.slots.clear();
     await Promise.allSettled(open.map((c) => c.close()));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.allSettled([...this.stragglers]), new Promise((r) => { timer = setTimeout(r, 5000); })]);
+    await Promise.race([
+      Promise.allSettled([...this.stragglers]),
+      new Promise((r) => {
+        timer = setTimeout(r, 5000);
+      }),
+    ]);
     clearTimeout(timer);
   }
 }

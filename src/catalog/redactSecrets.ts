@@ -14,7 +14,11 @@ export const MIN_SECRET_LENGTH = 6;
 export type Redactor = (text: string) => string;
 
 /** The secret values of a server spec, each with where it is configured (`env GITHUB_TOKEN`). Pure: no I/O. */
-export function specSecrets(spec: { env?: Record<string, string>; headers?: Record<string, string>; url?: string }): Array<{ where: string; value: string }> {
+export function specSecrets(spec: {
+  env?: Record<string, string>;
+  headers?: Record<string, string>;
+  url?: string;
+}): Array<{ where: string; value: string }> {
   const out: Array<{ where: string; value: string }> = [];
   const add = (where: string, value: string | undefined): void => {
     if (value !== undefined && value.length >= MIN_SECRET_LENGTH) out.push({ where, value });
@@ -69,18 +73,37 @@ export function redactDeep<T>(value: T, redact: Redactor, depth = 0): T {
 export function redactFailure<T>(result: Result<T>, redact: Redactor): Result<T> {
   if (result.ok) return result;
   const e = result.error;
-  return { ok: false, error: { code: e.code, message: redact(e.message), ...(e.details === undefined ? {} : { details: redactDeep(e.details, redact) }) } };
+  return {
+    ok: false,
+    error: {
+      code: e.code,
+      message: redact(e.message),
+      ...(e.details === undefined ? {} : { details: redactDeep(e.details, redact) }),
+    },
+  };
 }
 
 /** A connection whose failures, warnings and call results pass through `redact`. */
 export function redactingConnection(c: McpConnection, redact: Redactor): McpConnection {
   return {
-    get name() { return c.name; },
-    get kind() { return c.kind; },
-    get alive() { return c.alive; },
-    get pid() { return c.pid; },
-    get exclusiveCalls() { return c.exclusiveCalls; },
-    get listWarnings() { return c.listWarnings?.map(redact); },
+    get name() {
+      return c.name;
+    },
+    get kind() {
+      return c.kind;
+    },
+    get alive() {
+      return c.alive;
+    },
+    get pid() {
+      return c.pid;
+    },
+    get exclusiveCalls() {
+      return c.exclusiveCalls;
+    },
+    get listWarnings() {
+      return c.listWarnings?.map(redact);
+    },
     // The server side for telemetry (span attributes): a secret in the URL stays out of them too.
     get peer() {
       const p = c.peer;

@@ -67,7 +67,10 @@ export function suggestTools(entries: readonly ToolEntry[], ref: string): string
  */
 export function resolveTool(entries: readonly ToolEntry[], ref: unknown): Result<ToolEntry> {
   if (typeof ref !== 'string' || ref.trim() === '') {
-    return fail('tool.invalidRef', `A tool reference must be a non-empty string id such as "mcp:server:tool" or a tool name; got ${JSON.stringify(ref) ?? String(ref)}.`);
+    return fail(
+      'tool.invalidRef',
+      `A tool reference must be a non-empty string id such as "mcp:server:tool" or a tool name; got ${JSON.stringify(ref) ?? String(ref)}.`,
+    );
   }
   const wanted = ref.trim();
   const exact = entries.find((e) => e.id === wanted);
@@ -76,9 +79,14 @@ export function resolveTool(entries: readonly ToolEntry[], ref: unknown): Result
   if (byName.length === 1) return ok(byName[0] as ToolEntry);
   if (byName.length > 1) {
     const ids = byName.map((e) => e.id);
-    return fail('tool.ambiguous', `"${wanted}" matches ${ids.length} tools: ${ids.join(', ')}. Call again with one of these ids.`, { candidates: ids });
+    return fail(
+      'tool.ambiguous',
+      `"${wanted}" matches ${ids.length} tools: ${ids.join(', ')}. Call again with one of these ids.`,
+      { candidates: ids },
+    );
   }
   const suggestions = suggestTools(entries, wanted);
-  const hint = suggestions.length > 0 ? ` Did you mean ${suggestions.join(', ')}?` : ' Search the catalog to find the right id.';
+  const hint =
+    suggestions.length > 0 ? ` Did you mean ${suggestions.join(', ')}?` : ' Search the catalog to find the right id.';
   return fail('tool.notFound', `No tool "${wanted}" is available.${hint}`, { suggestions });
 }

@@ -55,8 +55,12 @@ export function mcpToolEntry(server: string, tool: McpTool, opts: { trustAnnotat
     origin: 'mcp',
     trusted: false,
   };
-  const label = typeof tool.title === 'string' && tool.title !== '' ? tool.title
-    : typeof tool.annotations?.title === 'string' && tool.annotations.title !== '' ? tool.annotations.title : undefined;
+  const label =
+    typeof tool.title === 'string' && tool.title !== ''
+      ? tool.title
+      : typeof tool.annotations?.title === 'string' && tool.annotations.title !== ''
+        ? tool.annotations.title
+        : undefined;
   if (label !== undefined) entry.label = label;
   if (isRecord(tool.outputSchema)) entry.outputSchema = tool.outputSchema;
   if (isRecord(tool.annotations) && Object.keys(tool.annotations).length > 0) {
@@ -71,14 +75,20 @@ export function mcpToolEntry(server: string, tool: McpTool, opts: { trustAnnotat
  * (see toolNameProblem: bounded, no spaces or markup) is left out and named in `skipped`, so every id a search can
  * return is bounded and markup-free. Pure: no I/O.
  */
-export function checkedMcpToolEntries(server: string, tools: readonly unknown[], opts: { trustAnnotations?: boolean } = {}): { entries: ToolEntry[]; skipped: string[] } {
+export function checkedMcpToolEntries(
+  server: string,
+  tools: readonly unknown[],
+  opts: { trustAnnotations?: boolean } = {},
+): { entries: ToolEntry[]; skipped: string[] } {
   const entries: ToolEntry[] = [];
   const skipped: string[] = [];
   tools.forEach((t, i) => {
     const name = isRecord(t) ? t['name'] : undefined;
     const problem = isRecord(t) ? toolNameProblem(name) : 'the tool is not an object';
     if (problem !== undefined) {
-      skipped.push(`MCP server "${server}": tool ${name === undefined ? `#${i}` : quoteName(name)} skipped: ${problem}.`);
+      skipped.push(
+        `MCP server "${server}": tool ${name === undefined ? `#${i}` : quoteName(name)} skipped: ${problem}.`,
+      );
       return;
     }
     entries.push(mcpToolEntry(server, t as McpTool, opts));
@@ -100,19 +110,33 @@ export function parseSnapshot(text: string, file: string): Result<LoadedSnapshot
   try {
     data = JSON.parse(text);
   } catch (error) {
-    return fail('catalog.snapshotInvalid', `Catalog snapshot ${file} is not valid JSON (${(error as Error).message}); expected {"name": "...", "tools": [...]}.`, { file });
+    return fail(
+      'catalog.snapshotInvalid',
+      `Catalog snapshot ${file} is not valid JSON (${(error as Error).message}); expected {"name": "...", "tools": [...]}.`,
+      { file },
+    );
   }
   if (!isRecord(data) || !Array.isArray(data['tools'])) {
-    return fail('catalog.snapshotInvalid', `Catalog snapshot ${file} has no "tools" array; expected {"name": "...", "tools": [...]} as saved from MCP tools/list.`, { file });
+    return fail(
+      'catalog.snapshotInvalid',
+      `Catalog snapshot ${file} has no "tools" array; expected {"name": "...", "tools": [...]} as saved from MCP tools/list.`,
+      { file },
+    );
   }
   const fallback = basename(file, extname(file));
   const name = isValidServerName(data['name']) ? data['name'] : fallback;
   if (!isValidServerName(name)) {
-    return fail('catalog.snapshotInvalid', `Catalog snapshot ${file} has no usable "name" (no spaces or ":"); add one.`, { file });
+    return fail(
+      'catalog.snapshotInvalid',
+      `Catalog snapshot ${file} has no usable "name" (no spaces or ":"); add one.`,
+      { file },
+    );
   }
   const warnings: string[] = [];
   if (data['name'] !== undefined && name !== data['name']) {
-    warnings.push(`catalog snapshot ${file}: "name" ${quoteName(data['name'])} is unusable (1-128 characters, no spaces or ":"); using the file name "${name}" instead.`);
+    warnings.push(
+      `catalog snapshot ${file}: "name" ${quoteName(data['name'])} is unusable (1-128 characters, no spaces or ":"); using the file name "${name}" instead.`,
+    );
   }
   const { entries, skipped } = checkedMcpToolEntries(name, data['tools']);
   warnings.push(...skipped.map((w) => `catalog snapshot ${file}: ${w}`));
@@ -127,7 +151,11 @@ export async function loadSnapshot(file: string): Promise<Result<LoadedSnapshot>
     text = await readFile(abs, 'utf8');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return fail('catalog.snapshotInvalid', `Catalog snapshot ${abs} cannot be read (${code ?? (error as Error).message}); check the path.`, { file: abs });
+    return fail(
+      'catalog.snapshotInvalid',
+      `Catalog snapshot ${abs} cannot be read (${code ?? (error as Error).message}); check the path.`,
+      { file: abs },
+    );
   }
   return parseSnapshot(text, abs);
 }
@@ -146,7 +174,9 @@ export async function loadCatalogPaths(paths: readonly string[]): Promise<Result
   const add = (one: LoadedSnapshot): void => {
     const first = byName.get(one.name);
     if (first !== undefined) {
-      warnings.push(`catalog snapshots ${first} and ${one.file} both name the server "${one.name}"; kept the first, skipped ${one.file}.`);
+      warnings.push(
+        `catalog snapshots ${first} and ${one.file} both name the server "${one.name}"; kept the first, skipped ${one.file}.`,
+      );
       return;
     }
     byName.set(one.name, one.file);
@@ -159,7 +189,11 @@ export async function loadCatalogPaths(paths: readonly string[]): Promise<Result
     try {
       info = await stat(abs);
     } catch {
-      return fail('catalog.pathNotFound', `Catalog path ${abs} does not exist; pass a snapshot file or a folder of them.`, { path: abs });
+      return fail(
+        'catalog.pathNotFound',
+        `Catalog path ${abs} does not exist; pass a snapshot file or a folder of them.`,
+        { path: abs },
+      );
     }
     if (!info.isDirectory()) {
       const one = await loadSnapshot(abs);
@@ -181,7 +215,10 @@ export async function loadCatalogPaths(paths: readonly string[]): Promise<Result
       loaded++;
       add(one.value);
     }
-    if (loaded === 0) warnings.push(`catalog folder ${abs} holds no snapshot (*.json with a "tools" array); nothing was loaded from it.`);
+    if (loaded === 0)
+      warnings.push(
+        `catalog folder ${abs} holds no snapshot (*.json with a "tools" array); nothing was loaded from it.`,
+      );
   }
   return ok({ snapshots, warnings });
 }

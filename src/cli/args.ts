@@ -32,7 +32,13 @@ export function joinNegativeValues(argv: readonly string[], options: Options): s
     }
     const next = argv[i + 1];
     const name = arg.startsWith('--') ? arg.slice(2) : undefined;
-    if (name !== undefined && !name.includes('=') && options[name]?.type === 'string' && next !== undefined && NEGATIVE_NUMBER.test(next)) {
+    if (
+      name !== undefined &&
+      !name.includes('=') &&
+      options[name]?.type === 'string' &&
+      next !== undefined &&
+      NEGATIVE_NUMBER.test(next)
+    ) {
       out.push(`${arg}=${next}`);
       i++;
       continue;
@@ -43,7 +49,10 @@ export function joinNegativeValues(argv: readonly string[], options: Options): s
 }
 
 /** The options a command takes, as its usage error lists them: `--config, --catalog, --limit, --json`. Pure: no I/O. */
-export const optionList = (options: Options): string => Object.keys(options).map((k) => `--${k}`).join(', ');
+export const optionList = (options: Options): string =>
+  Object.keys(options)
+    .map((k) => `--${k}`)
+    .join(', ');
 
 /**
  * Turns a node:util parseArgs error into a usage message that names the culprit and says what is allowed. Pure: no I/O.
@@ -86,4 +95,5 @@ export function parseCommandArgs(argv: string[], options: Options, opts: ParseCo
 }
 
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-export const strs = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : []);
+export const strs = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : typeof v === 'string' ? [v] : [];

@@ -30,19 +30,40 @@ export const processIo = (): CliIo => ({
  * The text of a file named on the command line, `-` being standard input (as most Unix tools read it). Errors
  * are values naming the file. Stdin is read at most once per process: a second `-` gets an error.
  */
-export async function readInput(io: CliIo, file: string, what: string, code: string): Promise<{ ok: true; value: string } | { ok: false; error: { code: string; message: string } }> {
+export async function readInput(
+  io: CliIo,
+  file: string,
+  what: string,
+  code: string,
+): Promise<{ ok: true; value: string } | { ok: false; error: { code: string; message: string } }> {
   if (file === '-') {
-    if (io.stdin === undefined) return { ok: false, error: { code, message: `cannot read the ${what} from standard input ("-"): there is none here; give a file name instead.` } };
+    if (io.stdin === undefined)
+      return {
+        ok: false,
+        error: {
+          code,
+          message: `cannot read the ${what} from standard input ("-"): there is none here; give a file name instead.`,
+        },
+      };
     try {
       return { ok: true, value: await io.stdin() };
     } catch (err) {
-      return { ok: false, error: { code, message: `cannot read the ${what} from standard input: ${err instanceof Error ? err.message : String(err)}.` } };
+      return {
+        ok: false,
+        error: {
+          code,
+          message: `cannot read the ${what} from standard input: ${err instanceof Error ? err.message : String(err)}.`,
+        },
+      };
     }
   }
   try {
     return { ok: true, value: readFileSync(resolve(io.cwd, file), 'utf8') };
   } catch (err) {
-    return { ok: false, error: { code, message: `cannot read the ${what} ${file}: ${err instanceof Error ? err.message : String(err)}.` } };
+    return {
+      ok: false,
+      error: { code, message: `cannot read the ${what} ${file}: ${err instanceof Error ? err.message : String(err)}.` },
+    };
   }
 }
 
@@ -60,7 +81,12 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
 /** A command's failure: with --json `{ ok: false, error }` on stdout; always `code: message` on stderr. Returns `exit`. */
-export function reportFailure(io: CliIo, json: boolean, error: { code: string; message: string }, exit: number = EXIT_FAILED): number {
+export function reportFailure(
+  io: CliIo,
+  json: boolean,
+  error: { code: string; message: string },
+  exit: number = EXIT_FAILED,
+): number {
   if (json) io.stdout(JSON.stringify({ ok: false, error }));
   io.stderr(`${error.code}: ${error.message}`);
   return exit;

@@ -26,7 +26,11 @@ export function natsSettingsFromCli(
   url?: string,
 ): Result<NatsConnectSettings | undefined> {
   const v = (k: string) => str(values[k] as string | undefined);
-  const tls = { ...(v('nats-tls-ca') === undefined ? {} : { ca: v('nats-tls-ca')! }), ...(v('nats-tls-cert') === undefined ? {} : { cert: v('nats-tls-cert')! }), ...(v('nats-tls-key') === undefined ? {} : { key: v('nats-tls-key')! }) };
+  const tls = {
+    ...(v('nats-tls-ca') === undefined ? {} : { ca: v('nats-tls-ca')! }),
+    ...(v('nats-tls-cert') === undefined ? {} : { cert: v('nats-tls-cert')! }),
+    ...(v('nats-tls-key') === undefined ? {} : { key: v('nats-tls-key')! }),
+  };
   return natsConnectSettings({
     url: url ?? v('nats'),
     flags: {
@@ -35,7 +39,17 @@ export function natsSettingsFromCli(
       ...(Object.keys(tls).length === 0 ? {} : { tls }),
     },
     // Config nats.url does not switch a command to NATS by itself: --nats or NATS_URL does.
-    ...(config === undefined ? {} : { config: { ...(config.user === undefined ? {} : { user: config.user }), ...(config.password === undefined ? {} : { password: config.password }), ...(config.token === undefined ? {} : { token: config.token }), ...(config.nkeyFile === undefined ? {} : { nkeyFile: config.nkeyFile }), ...(config.tls === undefined ? {} : { tls: config.tls }) } }),
+    ...(config === undefined
+      ? {}
+      : {
+          config: {
+            ...(config.user === undefined ? {} : { user: config.user }),
+            ...(config.password === undefined ? {} : { password: config.password }),
+            ...(config.token === undefined ? {} : { token: config.token }),
+            ...(config.nkeyFile === undefined ? {} : { nkeyFile: config.nkeyFile }),
+            ...(config.tls === undefined ? {} : { tls: config.tls }),
+          },
+        }),
     env: io.env,
     cwd: io.cwd,
   });

@@ -33,7 +33,13 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
     for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
     config = loaded.value.config;
   }
-  const statics = await loadStaticSources({ config, includeConfig, catalogPaths: flags.catalog, pluginFiles: flags.plugin ?? [], cwd: io.cwd });
+  const statics = await loadStaticSources({
+    config,
+    includeConfig,
+    catalogPaths: flags.catalog,
+    pluginFiles: flags.plugin ?? [],
+    cwd: io.cwd,
+  });
   if (!statics.ok) return statics;
   for (const f of statics.value.failures) io.stderr(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
   for (const w of statics.value.warnings ?? []) io.stderr(`warning: ${w}`);
@@ -60,6 +66,11 @@ export async function openCatalog(flags: CatalogFlags, io: CliIo): Promise<Resul
   if (config !== undefined) for (const w of caseOnlyDenyWarnings(catalog.entries, config)) io.stderr(`warning: ${w}`);
   const eligible = filterCatalog(catalog, policy);
   const settings = config?.tools.toolSearch;
-  const index = new SearchIndex(eligible.entries, settings === undefined ? {} : { searchDefaultLimit: settings.searchDefaultLimit, maxSearchLimit: settings.maxSearchLimit });
+  const index = new SearchIndex(
+    eligible.entries,
+    settings === undefined
+      ? {}
+      : { searchDefaultLimit: settings.searchDefaultLimit, maxSearchLimit: settings.maxSearchLimit },
+  );
   return ok({ config, catalog: eligible, index, close: () => runtime.close() });
 }

@@ -5,9 +5,13 @@ import { runCli } from './main.js';
 exitQuietlyOnEpipe();
 
 runCli(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
+  (code) => {
+    process.exitCode = code;
+  },
   (err: unknown) => {
-    process.stderr.write(`toolsearch: internal error: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+    process.stderr.write(
+      `toolsearch: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exitCode = 1;
   },
 );

@@ -17,18 +17,33 @@ const CATALOG_HELP = [
   '  --json            print one JSON object on the last line',
 ].join('\n');
 
-export const SEARCH_USAGE = ['Usage: toolsearch search [--config F] [--catalog PATH ...] [--limit N] [--json] QUERY', '',
-    'Ranks the eligible tools for QUERY and prints the best (default limit from config, 8).', '', CATALOG_HELP,
-    '  --limit N         number of results (1..maxSearchLimit; larger is clamped)'].join('\n');
+export const SEARCH_USAGE = [
+  'Usage: toolsearch search [--config F] [--catalog PATH ...] [--limit N] [--json] QUERY',
+  '',
+  'Ranks the eligible tools for QUERY and prints the best (default limit from config, 8).',
+  '',
+  CATALOG_HELP,
+  '  --limit N         number of results (1..maxSearchLimit; larger is clamped)',
+].join('\n');
 
-export const DESCRIBE_USAGE = ['Usage: toolsearch describe [--config F] [--catalog PATH ...] [--json] ID', '',
-    'ID is a tool id (mcp:<server>:<tool>, openclaw:<owner>:<tool>, client:<id>:<tool>) or a bare name when unique.', '', CATALOG_HELP].join('\n');
+export const DESCRIBE_USAGE = [
+  'Usage: toolsearch describe [--config F] [--catalog PATH ...] [--json] ID',
+  '',
+  'ID is a tool id (mcp:<server>:<tool>, openclaw:<owner>:<tool>, client:<id>:<tool>) or a bare name when unique.',
+  '',
+  CATALOG_HELP,
+].join('\n');
 
-export const EVAL_USAGE = ['Usage: toolsearch eval [--config F] --catalog PATH ... --queries FILE.jsonl [--json]', '',
-    'Each line of FILE.jsonl is {"query": "...", "gold": ["<id>", ...]}; a hit is any gold id in the top k.',
-    'Prints n, recall@1, @3, @5, MRR and search latency p50/p99. With --json the last line is one JSON object',
-    '{n, recallAt1, recallAt3, recallAt5, mrr, p50Ms, p99Ms, perQuery: [{query, ids}]} (top 10 ids per query, input order).', '',
-    CATALOG_HELP, '  --queries FILE    the labelled queries (JSON lines)'].join('\n');
+export const EVAL_USAGE = [
+  'Usage: toolsearch eval [--config F] --catalog PATH ... --queries FILE.jsonl [--json]',
+  '',
+  'Each line of FILE.jsonl is {"query": "...", "gold": ["<id>", ...]}; a hit is any gold id in the top k.',
+  'Prints n, recall@1, @3, @5, MRR and search latency p50/p99. With --json the last line is one JSON object',
+  '{n, recallAt1, recallAt3, recallAt5, mrr, p50Ms, p99Ms, perQuery: [{query, ids}]} (top 10 ids per query, input order).',
+  '',
+  CATALOG_HELP,
+  '  --queries FILE    the labelled queries (JSON lines)',
+].join('\n');
 
 export const TURN_USAGE = [
   'Usage: toolsearch turn [--config F] [--catalog PATH ...] [--plugin FILE.mjs ...] [--log FILE] [--nats URL]',

@@ -73,7 +73,8 @@ export async function runConfigCommand(argv: string[], io: ConfigCommandIo): Pro
   const needs = (count: number, shape: string): number | undefined => {
     if (key === undefined) return usageError(`${command} needs KEY (${shape})`);
     if (rest.length + 1 < count) return usageError(`${command} needs ${shape}`);
-    if (rest.length + 1 > count) return usageError(`${command} takes ${shape}; unexpected ${rest.slice(count - 1).join(' ')}`);
+    if (rest.length + 1 > count)
+      return usageError(`${command} takes ${shape}; unexpected ${rest.slice(count - 1).join(' ')}`);
     return undefined;
   };
   const printWarnings = (warnings: string[]) => {
@@ -106,7 +107,9 @@ export async function runConfigCommand(argv: string[], io: ConfigCommandIo): Pro
         return 1;
       }
       printWarnings(done.value.warnings);
-      io.stdout(`${done.value.created ? 'created' : 'updated'} ${file}: ${key} = ${JSON.stringify(done.value.value)}\n`);
+      io.stdout(
+        `${done.value.created ? 'created' : 'updated'} ${file}: ${key} = ${JSON.stringify(done.value.value)}\n`,
+      );
       return 0;
     }
     case 'unset': {
@@ -118,7 +121,9 @@ export async function runConfigCommand(argv: string[], io: ConfigCommandIo): Pro
         return 1;
       }
       printWarnings(done.value.warnings);
-      io.stdout(done.value.changed ? `updated ${file}: removed ${key}\n` : `${key} was not set in ${file}: nothing to do\n`);
+      io.stdout(
+        done.value.changed ? `updated ${file}: removed ${key}\n` : `${key} was not set in ${file}: nothing to do\n`,
+      );
       return 0;
     }
     default:

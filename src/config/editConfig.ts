@@ -69,7 +69,9 @@ const commentsDropped = (file: string): string =>
   `${file} had comments; they were not preserved (the file was rewritten as formatted ${file.endsWith('.json') ? 'JSON' : 'JSON5'}).`;
 
 /** Reads the document; an absent file is `{}` with `exists: false`. */
-function readDocument(file: string): Result<{ doc: Record<string, unknown>; exists: boolean; mode?: number; comments?: boolean }> {
+function readDocument(
+  file: string,
+): Result<{ doc: Record<string, unknown>; exists: boolean; mode?: number; comments?: boolean }> {
   let text: string;
   let mode: number | undefined;
   try {
@@ -83,9 +85,13 @@ function readDocument(file: string): Result<{ doc: Record<string, unknown>; exis
   const parsed = parseConfigText(text, file);
   if (!parsed.ok) return parsed;
   if (!isObject(parsed.value))
-    return fail('config.invalid', `${file} must hold an object, not ${showValue(parsed.value)}. Fix it by hand first.`, {
-      file,
-    });
+    return fail(
+      'config.invalid',
+      `${file} must hold an object, not ${showValue(parsed.value)}. Fix it by hand first.`,
+      {
+        file,
+      },
+    );
   return ok({ doc: parsed.value, exists: true, comments: hasComments(text), ...(mode === undefined ? {} : { mode }) });
 }
 
@@ -106,9 +112,15 @@ function setAt(doc: Record<string, unknown>, segments: readonly KeySegment[], va
     const seg = segments[i] as KeySegment;
     const here = formatKeyPath(segments.slice(0, i + 1));
     if (Array.isArray(cur) !== (typeof seg === 'number'))
-      return fail('config.key', `${formatKeyPath(segments.slice(0, i))} is ${Array.isArray(cur) ? 'a list: use an index like [0]' : 'an object: use a key, not an index'}.`);
+      return fail(
+        'config.key',
+        `${formatKeyPath(segments.slice(0, i))} is ${Array.isArray(cur) ? 'a list: use an index like [0]' : 'an object: use a key, not an index'}.`,
+      );
     if (Array.isArray(cur) && typeof seg === 'number' && seg > cur.length)
-      return fail('config.key', `${here} is past the end of a list of ${cur.length}: use an index up to ${cur.length}.`);
+      return fail(
+        'config.key',
+        `${here} is past the end of a list of ${cur.length}: use an index up to ${cur.length}.`,
+      );
     const slot = cur as Record<string | number, unknown>;
     if (i === segments.length - 1) {
       slot[seg] = value;

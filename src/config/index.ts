@@ -1,10 +1,4 @@
-export {
-  ToolSearchConfig,
-  ToolSearchValue,
-  ToolSearchOptions,
-  McpServerSpec,
-  McpServers,
-} from './schema.js';
+export { ToolSearchConfig, ToolSearchValue, ToolSearchOptions, McpServerSpec, McpServers } from './schema.js';
 export { loadConfig, parseConfig, parseConfigText, DEFAULT_CONFIG_FILE } from './loadConfig.js';
 export type { LoadConfigOptions } from './loadConfig.js';
 export { resolveToolSearch, TOOL_SEARCH_DEFAULTS } from './resolveToolSearch.js';

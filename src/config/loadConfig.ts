@@ -37,7 +37,9 @@ export function parseConfigText(text: string, source = 'config'): Result<unknown
     return ok(JSON5.parse(text) as unknown);
   } catch (err) {
     const e = err as { lineNumber?: number; columnNumber?: number; message?: string };
-    const reason = String(e.message ?? err).replace(/^JSON5: /, '').replace(/ at \d+:\d+$/, '');
+    const reason = String(e.message ?? err)
+      .replace(/^JSON5: /, '')
+      .replace(/ at \d+:\d+$/, '');
     const line = e.lineNumber ?? 0;
     const column = e.columnNumber ?? 0;
     return fail('config.parse', `${source}:${line}:${column}: ${reason}. Fix the JSON5 syntax there.`, {
@@ -73,7 +75,10 @@ export function parseConfig(
   const baseDir = path === undefined ? resolve(opts.cwd ?? process.cwd()) : dirname(path);
   const doc = raw as ToolSearchConfig;
   // MCP server entries as other hosts write them: variables expanded, disabled servers left out.
-  const expandCtx: ExpandContext = { env: opts.env ?? process.env, workspaceFolder: resolve(baseDir, doc.workspaceDir ?? '.') };
+  const expandCtx: ExpandContext = {
+    env: opts.env ?? process.env,
+    workspaceFolder: resolve(baseDir, doc.workspaceDir ?? '.'),
+  };
   const extraWarnings: string[] = [...(opts.warnings ?? [])];
   const serverProblems: ConfigProblem[] = [];
   const prepared: ToolSearchConfig = { ...doc };
@@ -88,8 +93,12 @@ export function parseConfig(
   for (const layer of ['agents', 'sessions'] as const) {
     const layers = doc[layer];
     if (layers === undefined) continue;
-    prepared[layer] = Object.fromEntries(Object.entries(layers).map(([k, v]) =>
-      [k, v.mcpServers === undefined ? v : { ...v, mcpServers: prepare(v.mcpServers, [layer, k, 'mcpServers']) }]));
+    prepared[layer] = Object.fromEntries(
+      Object.entries(layers).map(([k, v]) => [
+        k,
+        v.mcpServers === undefined ? v : { ...v, mcpServers: prepare(v.mcpServers, [layer, k, 'mcpServers']) },
+      ]),
+    );
   }
   if (serverProblems.length > 0) return invalid(serverProblems);
   const { config, warnings } = resolveConfig(prepared, baseDir);
@@ -103,7 +112,8 @@ export function parseConfig(
  */
 function addPastedServers(raw: unknown, files: readonly string[]): Result<{ raw: unknown; warnings: string[] }> {
   if (files.length === 0) return ok({ raw, warnings: [] });
-  const doc: Record<string, unknown> = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { ...(raw as Record<string, unknown>) } : {};
+  const doc: Record<string, unknown> =
+    typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? { ...(raw as Record<string, unknown>) } : {};
   const own = (doc['mcpServers'] ?? {}) as Record<string, unknown>;
   const merged: Record<string, unknown> = {};
   const warnings: string[] = [];
@@ -114,27 +124,45 @@ function addPastedServers(raw: unknown, files: readonly string[]): Result<{ raw:
       text = readFileSync(file, 'utf8');
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      return fail('config.notFound', `MCP config file ${file} cannot be read (${code ?? (err as Error).message}); check the --mcp-config path or mcpConfigFiles.`, { file });
+      return fail(
+        'config.notFound',
+        `MCP config file ${file} cannot be read (${code ?? (err as Error).message}); check the --mcp-config path or mcpConfigFiles.`,
+        { file },
+      );
     }
     const parsed = parseConfigText(text, file);
     if (!parsed.ok) return parsed;
     const pasted = readPastedMcpConfig(parsed.value, file);
     warnings.push(...pasted.warnings);
     problems.push(...pasted.problems);
-    problems.push(...validateConfig(pasted.servers, McpServers).map((p) => ({ path: `${file}: ${p.path}`, message: `${file}: ${p.message}` })));
+    problems.push(
+      ...validateConfig(pasted.servers, McpServers).map((p) => ({
+        path: `${file}: ${p.path}`,
+        message: `${file}: ${p.message}`,
+      })),
+    );
     // VS Code's ${input:...} gets a message naming what the prompt was for; other variables expand later, with the rest.
-    const inputProblems = normalizeServers(pasted.servers, { env: {}, workspaceFolder: '', inputs: pasted.inputs }, [])
-      .problems.filter((p) => p.message.includes('VS Code prompt'));
+    const inputProblems = normalizeServers(
+      pasted.servers,
+      { env: {}, workspaceFolder: '', inputs: pasted.inputs },
+      [],
+    ).problems.filter((p) => p.message.includes('VS Code prompt'));
     problems.push(...inputProblems.map((p) => ({ path: `${file}: ${p.path}`, message: `${file}: ${p.message}` })));
     for (const [name, spec] of Object.entries(pasted.servers)) {
-      if (Object.hasOwn(own, name)) warnings.push(`${file}: server "${name}" is also in the config's mcpServers; the config's entry is used.`);
-      else if (Object.hasOwn(merged, name)) warnings.push(`${file}: server "${name}" was already given by an earlier MCP config file; the first is used.`);
+      if (Object.hasOwn(own, name))
+        warnings.push(`${file}: server "${name}" is also in the config's mcpServers; the config's entry is used.`);
+      else if (Object.hasOwn(merged, name))
+        warnings.push(`${file}: server "${name}" was already given by an earlier MCP config file; the first is used.`);
       else merged[name] = spec;
     }
   }
   if (problems.length > 0) {
     const lines = problems.map((p) => `  - ${p.message}`);
-    return fail('config.invalid', `MCP config ${problems.length === 1 ? 'has a problem' : `has ${problems.length} problems`}:\n${lines.join('\n')}`, { problems });
+    return fail(
+      'config.invalid',
+      `MCP config ${problems.length === 1 ? 'has a problem' : `has ${problems.length} problems`}:\n${lines.join('\n')}`,
+      { problems },
+    );
   }
   doc['mcpServers'] = { ...merged, ...own };
   return ok({ raw: doc, warnings });
@@ -156,13 +184,24 @@ export function loadConfig(opts: LoadConfigOptions = {}): Result<LoadedConfig> {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
       if (!explicit) {
-        const pasted = addPastedServers({}, (opts.mcpConfigFiles ?? []).map((f) => resolve(cwd, f)));
+        const pasted = addPastedServers(
+          {},
+          (opts.mcpConfigFiles ?? []).map((f) => resolve(cwd, f)),
+        );
         if (!pasted.ok) return pasted;
-        return parseConfig(pasted.value.raw, undefined, { cwd, warnings: pasted.value.warnings, ...(opts.env ? { env: opts.env } : {}) });
+        return parseConfig(pasted.value.raw, undefined, {
+          cwd,
+          warnings: pasted.value.warnings,
+          ...(opts.env ? { env: opts.env } : {}),
+        });
       }
-      return fail('config.notFound', `config file ${file} does not exist. Check the --config path or create the file.`, {
-        file,
-      });
+      return fail(
+        'config.notFound',
+        `config file ${file} does not exist. Check the --config path or create the file.`,
+        {
+          file,
+        },
+      );
     }
     const why = code === 'EISDIR' ? 'it is a folder' : String((err as Error).message);
     return fail('config.read', `cannot read config file ${file}: ${why}.`, { file });
@@ -177,5 +216,9 @@ export function loadConfig(opts: LoadConfigOptions = {}): Result<LoadedConfig> {
   ];
   const pasted = addPastedServers(parsed.value, files);
   if (!pasted.ok) return pasted;
-  return parseConfig(pasted.value.raw, file, { cwd, warnings: pasted.value.warnings, ...(opts.env ? { env: opts.env } : {}) });
+  return parseConfig(pasted.value.raw, file, {
+    cwd,
+    warnings: pasted.value.warnings,
+    ...(opts.env ? { env: opts.env } : {}),
+  });
 }

@@ -14,14 +14,31 @@ export interface ExpandContext {
 
 /** Keys a server entry may hold (see schema.ts); anything else in a pasted file is left out with a warning. */
 const KNOWN_KEYS = new Set([
-  'type', 'command', 'args', 'env', 'cwd', 'url', 'headers', 'timeoutMs', 'callTimeoutMs', 'catalogFile',
-  'disabled', 'autoApprove', 'scope', 'maxConcurrentCalls', 'trustAnnotations',
+  'type',
+  'command',
+  'args',
+  'env',
+  'cwd',
+  'url',
+  'headers',
+  'timeoutMs',
+  'callTimeoutMs',
+  'catalogFile',
+  'disabled',
+  'autoApprove',
+  'scope',
+  'maxConcurrentCalls',
+  'trustAnnotations',
 ]);
 const APPROVAL_KEYS = new Set(['autoApprove', 'alwaysAllow']);
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const envNameFor = (id: string): string => id.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toUpperCase() || 'VALUE';
+const envNameFor = (id: string): string =>
+  id
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .toUpperCase() || 'VALUE';
 
 /**
  * Expands the variables other MCP hosts write in a config: `${VAR}` and `${VAR:-default}` (Claude Desktop, Claude
@@ -36,7 +53,8 @@ export function expandVariables(text: string, ctx: ExpandContext): { value: stri
     const env = /^env:([A-Za-z_][A-Za-z0-9_]*)$/.exec(inner);
     if (env) {
       const v = ctx.env[env[1] as string];
-      if (v === undefined) problem = `${whole} is not set in the environment of the gateway; set ${env[1]} or write the value itself.`;
+      if (v === undefined)
+        problem = `${whole} is not set in the environment of the gateway; set ${env[1]} or write the value itself.`;
       return v ?? whole;
     }
     if (inner === 'workspaceFolder') return ctx.workspaceFolder;
@@ -76,7 +94,11 @@ export interface NormalizedServers {
  * `args`, `env`, `cwd`, `url`, `headers` and `catalogFile` has its variables expanded. `at` is the key path of the
  * record, for messages. Pure: no I/O.
  */
-export function normalizeServers(servers: Record<string, unknown>, ctx: ExpandContext, at: KeySegment[]): NormalizedServers {
+export function normalizeServers(
+  servers: Record<string, unknown>,
+  ctx: ExpandContext,
+  at: KeySegment[],
+): NormalizedServers {
   const out: NormalizedServers = { servers: {}, warnings: [], problems: [] };
   for (const [name, spec] of Object.entries(servers)) {
     if (!isRecord(spec)) continue;
@@ -86,7 +108,9 @@ export function normalizeServers(servers: Record<string, unknown>, ctx: ExpandCo
     for (const [key, value] of Object.entries(spec)) {
       if (key === 'disabled') continue;
       if (APPROVAL_KEYS.has(key)) {
-        out.warnings.push(`${formatKeyPath([...here, key])} is ignored: approvals are the gateway's policy; list the tools in tools.approval.require (or allow them with tools.allow).`);
+        out.warnings.push(
+          `${formatKeyPath([...here, key])} is ignored: approvals are the gateway's policy; list the tools in tools.approval.require (or allow them with tools.allow).`,
+        );
         continue;
       }
       const expand = (s: string, path: KeySegment[]): string => {
@@ -97,10 +121,14 @@ export function normalizeServers(servers: Record<string, unknown>, ctx: ExpandCo
         }
         return r.value;
       };
-      if (typeof value === 'string' && ['command', 'cwd', 'url', 'catalogFile'].includes(key)) entry[key] = expand(value, [...here, key]);
-      else if (key === 'args' && Array.isArray(value)) entry[key] = value.map((a, i) => (typeof a === 'string' ? expand(a, [...here, key, i]) : a));
+      if (typeof value === 'string' && ['command', 'cwd', 'url', 'catalogFile'].includes(key))
+        entry[key] = expand(value, [...here, key]);
+      else if (key === 'args' && Array.isArray(value))
+        entry[key] = value.map((a, i) => (typeof a === 'string' ? expand(a, [...here, key, i]) : a));
       else if ((key === 'env' || key === 'headers') && isRecord(value)) {
-        entry[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typeof v === 'string' ? expand(v, [...here, key, k]) : v]));
+        entry[key] = Object.fromEntries(
+          Object.entries(value).map(([k, v]) => [k, typeof v === 'string' ? expand(v, [...here, key, k]) : v]),
+        );
       } else entry[key] = value;
     }
     out.servers[name] = entry;
@@ -125,18 +153,27 @@ export interface PastedMcpConfig {
 export function readPastedMcpConfig(doc: unknown, file: string): PastedMcpConfig {
   const out: PastedMcpConfig = { servers: {}, inputs: new Map(), warnings: [], problems: [] };
   const nested = isRecord(doc) && isRecord(doc['mcp']) ? doc['mcp'] : undefined;
-  const record = !isRecord(doc) ? undefined
-    : isRecord(doc['mcpServers']) ? doc['mcpServers']
-    : isRecord(doc['servers']) ? doc['servers']
-    : nested && isRecord(nested['servers']) ? nested['servers'] : undefined;
+  const record = !isRecord(doc)
+    ? undefined
+    : isRecord(doc['mcpServers'])
+      ? doc['mcpServers']
+      : isRecord(doc['servers'])
+        ? doc['servers']
+        : nested && isRecord(nested['servers'])
+          ? nested['servers']
+          : undefined;
   if (record === undefined) {
-    out.problems.push({ path: file, message: `${file} has no MCP servers: expected {"mcpServers": {...}} (Claude, Cursor) or {"servers": {...}} (VS Code).` });
+    out.problems.push({
+      path: file,
+      message: `${file} has no MCP servers: expected {"mcpServers": {...}} (Claude, Cursor) or {"servers": {...}} (VS Code).`,
+    });
     return out;
   }
   const inputs = isRecord(doc) ? (doc['inputs'] ?? nested?.['inputs']) : undefined;
   if (Array.isArray(inputs)) {
     for (const i of inputs) {
-      if (isRecord(i) && typeof i['id'] === 'string') out.inputs.set(i['id'], typeof i['description'] === 'string' ? { description: i['description'] } : {});
+      if (isRecord(i) && typeof i['id'] === 'string')
+        out.inputs.set(i['id'], typeof i['description'] === 'string' ? { description: i['description'] } : {});
     }
   }
   for (const [name, spec] of Object.entries(record)) {
@@ -150,7 +187,9 @@ export function readPastedMcpConfig(doc: unknown, file: string): PastedMcpConfig
       if (KNOWN_KEYS.has(k)) kept[k] = v;
       else if (k === 'alwaysAllow') {
         // Cline's name for autoApprove: dropped the same way.
-        out.warnings.push(`${file}: server "${name}": "alwaysAllow" is ignored: approvals are the gateway's policy; list the tools in tools.approval.require (or allow them with tools.allow).`);
+        out.warnings.push(
+          `${file}: server "${name}": "alwaysAllow" is ignored: approvals are the gateway's policy; list the tools in tools.approval.require (or allow them with tools.allow).`,
+        );
       } else dropped.push(k);
     }
     if (dropped.length > 0) {

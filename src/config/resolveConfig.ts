@@ -6,9 +6,22 @@ import type { PolicyLayer, ResolvedConfig } from './types.js';
 /** Defaults of every key outside `tools.toolSearch` (those live in `TOOL_SEARCH_DEFAULTS`). */
 export const CONFIG_DEFAULTS = {
   approvalTimeoutMs: 30_000,
-  sandbox: { requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 64 * 1024, maxResultBytes: 256 * 1024 },
+  sandbox: {
+    requireIsolation: false,
+    poolSize: 2,
+    maxOldSpaceMb: 64,
+    maxLogBytes: 64 * 1024,
+    maxResultBytes: 256 * 1024,
+  },
   log: { path: '.toolsearch/events.jsonl', enabled: true, maxBytes: 64 * 1024 * 1024, keep: 5 },
-  nats: { replicas: 1, maxAgeMs: 0, maxBytes: 0, retention: 'limits', decisionTimeoutMs: 5_000, commandMaxAgeMs: 3_600_000 },
+  nats: {
+    replicas: 1,
+    maxAgeMs: 0,
+    maxBytes: 0,
+    retention: 'limits',
+    decisionTimeoutMs: 5_000,
+    commandMaxAgeMs: 3_600_000,
+  },
   provider: { maxRounds: 8, timeoutMs: 120_000 },
   gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000 },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
@@ -24,14 +37,17 @@ function resolveServers(servers: Record<string, McpServerSpec> | undefined, base
   const out: Record<string, McpServerSpec> = {};
   for (const [name, spec] of Object.entries(servers ?? {})) {
     if ('catalogFile' in spec) out[name] = { catalogFile: abs(baseDir, spec.catalogFile) };
-    else if ('command' in spec) out[name] = spec.cwd === undefined ? { ...spec } : { ...spec, cwd: abs(baseDir, spec.cwd) };
+    else if ('command' in spec)
+      out[name] = spec.cwd === undefined ? { ...spec } : { ...spec, cwd: abs(baseDir, spec.cwd) };
     else out[name] = { ...spec };
   }
   return out;
 }
 
 function resolveLayers(
-  layers: Record<string, { tools?: { allow?: string[]; deny?: string[] }; mcpServers?: Record<string, McpServerSpec> }> | undefined,
+  layers:
+    | Record<string, { tools?: { allow?: string[]; deny?: string[] }; mcpServers?: Record<string, McpServerSpec> }>
+    | undefined,
   baseDir: string,
 ): Record<string, PolicyLayer> {
   const out: Record<string, PolicyLayer> = {};
@@ -79,17 +95,30 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       keep: raw.log?.keep ?? d.log.keep,
     },
     nats: {
-      ...d.nats, ...raw.nats,
+      ...d.nats,
+      ...raw.nats,
       ...(raw.nats?.nkeyFile === undefined ? {} : { nkeyFile: abs(baseDir, raw.nats.nkeyFile) }),
-      ...(raw.nats?.tls === undefined ? {} : {
-        tls: Object.fromEntries(Object.entries(raw.nats.tls).map(([k, v]) => [k, abs(baseDir, v)])) as { ca?: string; cert?: string; key?: string },
-      }),
+      ...(raw.nats?.tls === undefined
+        ? {}
+        : {
+            tls: Object.fromEntries(Object.entries(raw.nats.tls).map(([k, v]) => [k, abs(baseDir, v)])) as {
+              ca?: string;
+              cert?: string;
+              key?: string;
+            },
+          }),
     },
-    requestMcpServers: { servers: resolveServers(raw.requestMcpServers?.servers, baseDir), urls: [...(raw.requestMcpServers?.urls ?? [])] },
+    requestMcpServers: {
+      servers: resolveServers(raw.requestMcpServers?.servers, baseDir),
+      urls: [...(raw.requestMcpServers?.urls ?? [])],
+    },
     provider: { ...d.provider, ...raw.provider },
     gateway: {
-      ...d.gateway, ...raw.gateway,
-      ...(raw.gateway?.tls !== undefined ? { tls: { cert: abs(baseDir, raw.gateway.tls.cert), key: abs(baseDir, raw.gateway.tls.key) } } : {}),
+      ...d.gateway,
+      ...raw.gateway,
+      ...(raw.gateway?.tls !== undefined
+        ? { tls: { cert: abs(baseDir, raw.gateway.tls.cert), key: abs(baseDir, raw.gateway.tls.key) } }
+        : {}),
     },
     telemetry: {
       enabled: raw.telemetry?.enabled ?? d.telemetry.enabled,
@@ -97,7 +126,11 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       sampleRatio: raw.telemetry?.sampleRatio ?? d.telemetry.sampleRatio,
     },
     // maxPerPrincipal defaults to maxLive: without principals (API keys) every anonymous request shares one.
-    session: { ...d.session, ...raw.session, maxPerPrincipal: raw.session?.maxPerPrincipal ?? raw.session?.maxLive ?? d.session.maxLive },
+    session: {
+      ...d.session,
+      ...raw.session,
+      maxPerPrincipal: raw.session?.maxPerPrincipal ?? raw.session?.maxLive ?? d.session.maxLive,
+    },
     harness: raw.harness ?? d.harness,
     principals: Object.fromEntries(
       Object.entries(raw.principals ?? {}).map(([name, p]) => [

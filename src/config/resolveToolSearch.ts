@@ -72,15 +72,34 @@ export function resolveToolSearch(value: unknown): ToolSearchSettings {
 
   let mode: 'code' | 'tools' = d.mode;
   if (opts.mode === 'code' || opts.mode === 'tools') mode = opts.mode;
-  else if (opts.mode !== undefined) warnings.push(`${KEY}.mode ${JSON.stringify(opts.mode)} is unknown: using "${d.mode}"`);
+  else if (opts.mode !== undefined)
+    warnings.push(`${KEY}.mode ${JSON.stringify(opts.mode)} is unknown: using "${d.mode}"`);
 
   const codeTimeoutMs = clampSetting(
-    'codeTimeoutMs', opts.codeTimeoutMs, d.codeTimeoutMs, d.codeTimeoutMin, d.codeTimeoutMax, warnings);
+    'codeTimeoutMs',
+    opts.codeTimeoutMs,
+    d.codeTimeoutMs,
+    d.codeTimeoutMin,
+    d.codeTimeoutMax,
+    warnings,
+  );
   const maxSearchLimit = clampSetting(
-    'maxSearchLimit', opts.maxSearchLimit, d.maxSearchLimit, 1, d.maxSearchLimitMax, warnings);
+    'maxSearchLimit',
+    opts.maxSearchLimit,
+    d.maxSearchLimit,
+    1,
+    d.maxSearchLimitMax,
+    warnings,
+  );
   const searchDefaultLimit = clampSetting(
-    'searchDefaultLimit', opts.searchDefaultLimit, d.searchDefaultLimit, 1, maxSearchLimit, warnings,
-    `maxSearchLimit ${maxSearchLimit}`);
+    'searchDefaultLimit',
+    opts.searchDefaultLimit,
+    d.searchDefaultLimit,
+    1,
+    maxSearchLimit,
+    warnings,
+    `maxSearchLimit ${maxSearchLimit}`,
+  );
 
   if (value !== undefined && typeof value !== 'boolean' && !enabled)
     warnings.push(`${KEY} ${JSON.stringify(value)} is not true, false or an object: Tool Search is off`);

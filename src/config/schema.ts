@@ -50,7 +50,9 @@ const serverCommon = {
   /** Another host's approval list: ignored with a warning (approvals are `tools.approval`). */
   autoApprove: Type.Optional(Type.Array(Type.Unknown())),
   /** `shared` (default): one connection per gateway for every session; `session`: one per session. */
-  scope: Type.Optional(Type.Union([Type.Literal('shared'), Type.Literal('session')], { 'x-expected': '"shared" or "session"' })),
+  scope: Type.Optional(
+    Type.Union([Type.Literal('shared'), Type.Literal('session')], { 'x-expected': '"shared" or "session"' }),
+  ),
   /** Calls in flight on this server at once (default 8); more wait in a queue. */
   maxConcurrentCalls: Type.Optional(positiveInt('8', { maximum: 1000 })),
   /** Rely on this server's tool annotations (readOnlyHint, idempotentHint) to re-run a call after a failover. */
@@ -137,7 +139,9 @@ export const ToolsSection = Type.Object(
 export const PrincipalSpec = Type.Object(
   {
     nkey: Type.Optional(Type.String({ pattern: '^U[A-Z2-7]{55}$', description: "a NATS user's public nkey (U...)" })),
-    keySha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of an HTTP API key, hex' })),
+    keySha256: Type.Optional(
+      Type.String({ pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of an HTTP API key, hex' }),
+    ),
     agents: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     profiles: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     sandboxes: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
@@ -178,7 +182,11 @@ export const ToolSearchConfig = Type.Object(
         {
           path: Type.Optional(Type.String({ minLength: 1 })),
           enabled: Type.Optional(Type.Boolean()),
-          content: Type.Optional(Type.Union([Type.Literal('digest'), Type.Literal('full')], { 'x-expected': '"digest" (default) or "full"' })),
+          content: Type.Optional(
+            Type.Union([Type.Literal('digest'), Type.Literal('full')], {
+              'x-expected': '"digest" (default) or "full"',
+            }),
+          ),
           maxBytes: Type.Optional(Type.Integer({ minimum: 0, description: '67108864 (64 MiB); 0 never rotates' })),
           keep: Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description: '5' })),
         },
@@ -199,7 +207,9 @@ export const ToolSearchConfig = Type.Object(
           user: Type.Optional(Type.String({ minLength: 1 })),
           password: Type.Optional(Type.String({ minLength: 1 })),
           token: Type.Optional(Type.String({ minLength: 1 })),
-          nkeyFile: Type.Optional(Type.String({ minLength: 1, description: 'an nkey seed file (toolsearch nats-auth writes one per role)' })),
+          nkeyFile: Type.Optional(
+            Type.String({ minLength: 1, description: 'an nkey seed file (toolsearch nats-auth writes one per role)' }),
+          ),
           tls: Type.Optional(
             Type.Object(
               {

@@ -223,7 +223,11 @@ function walkUnion(node: Node, value: unknown, at: KeySegment[], out: ConfigProb
   if (attempts.some((a) => a.problems.length === 0)) return;
   // Several object shapes (MCP servers): a value with none of the keys that tell the shapes apart gets one
   // message listing the shapes; otherwise report against the shape the value most resembles.
-  if (isPlainObject(value) && attempts.length > 1 && attempts.every((a) => a.present === 0 && (a.m.required ?? []).length > 0)) {
+  if (
+    isPlainObject(value) &&
+    attempts.length > 1 &&
+    attempts.every((a) => a.present === 0 && (a.m.required ?? []).length > 0)
+  ) {
     out.push({ path, message: `${showValue(value)} is not allowed at ${path}: expected ${describe(node)}` });
     return;
   }

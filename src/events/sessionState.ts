@@ -26,7 +26,17 @@ export function evolveSession(state: SessionState, envelope: Envelope): SessionS
     case 'turn.started':
       return { ...state, turns: state.turns + 1 };
     case 'call.pending':
-      return { ...state, pendingClientCalls: { ...state.pendingClientCalls, [e.data.callId]: { toolId: e.data.toolId, turnId: e.turnId, ...(e.data.toolCallId === undefined ? {} : { toolCallId: e.data.toolCallId }) } } };
+      return {
+        ...state,
+        pendingClientCalls: {
+          ...state.pendingClientCalls,
+          [e.data.callId]: {
+            toolId: e.data.toolId,
+            turnId: e.turnId,
+            ...(e.data.toolCallId === undefined ? {} : { toolCallId: e.data.toolCallId }),
+          },
+        },
+      };
     case 'client.result.received': {
       if (!Object.hasOwn(state.pendingClientCalls, e.data.callId)) return state;
       const { [e.data.callId]: _answered, ...rest } = state.pendingClientCalls;

@@ -28,7 +28,12 @@ export const EVENT_SUBJECT_PREFIX = 'toolsearch.evt';
 export const GATEWAY_SUBJECT_PREFIX = 'gateway.session';
 export const COMMAND_SUBJECT_PREFIX = 'gateway.cmd';
 /** The gateway types that are commands when they carry a principal (`envelope.principal`). */
-export const COMMAND_TYPES = ['gateway.turn.requested', 'gateway.tool.invoked', 'gateway.turn.ended', 'gateway.session.closed'] as const;
+export const COMMAND_TYPES = [
+  'gateway.turn.requested',
+  'gateway.tool.invoked',
+  'gateway.turn.ended',
+  'gateway.session.closed',
+] as const;
 /** Pure: no I/O. */
 export const isCommandType = (type: string): boolean => (COMMAND_TYPES as readonly string[]).includes(type);
 /** The token of the empty id. */
@@ -56,14 +61,18 @@ export function encodeToken(id: string): string {
  */
 export function decodeToken(token: string): Result<string> {
   if (token === EMPTY_TOKEN) return ok('');
-  if (token === '') return fail('subject.badToken', 'An empty subject token is not valid; the empty id is encoded as "%_".');
+  if (token === '')
+    return fail('subject.badToken', 'An empty subject token is not valid; the empty id is encoded as "%_".');
   const bytes: number[] = [];
-  for (let i = 0; i < token.length; ) {
+  for (let i = 0; i < token.length;) {
     const ch = token[i]!;
     if (ch === '%') {
       const pair = token.slice(i + 1, i + 3);
       if (!/^[0-9A-Fa-f]{2}$/.test(pair)) {
-        return fail('subject.badToken', `"${token}" has a malformed escape at position ${i}: expected %XX (two hex digits).`);
+        return fail(
+          'subject.badToken',
+          `"${token}" has a malformed escape at position ${i}: expected %XX (two hex digits).`,
+        );
       }
       bytes.push(Number.parseInt(pair, 16));
       i += 3;
@@ -120,20 +129,26 @@ export function commandSubject(principal: string, sessionId: string, type: strin
  * types (answers, the fronts' records) on `gateway.session.…`, every other type as a fact. Pure: no I/O.
  */
 export function subjectFor(env: Pick<Envelope, 'sessionId' | 'turnId' | 'type' | 'principal'>): string {
-  if (env.principal !== undefined && isCommandType(env.type)) return commandSubject(env.principal, env.sessionId, env.type);
+  if (env.principal !== undefined && isCommandType(env.type))
+    return commandSubject(env.principal, env.sessionId, env.type);
   return isGatewayType(env.type) ? gatewaySubject(env.sessionId, env.type) : eventSubject(env);
 }
 
 /** The pattern of the commands of every principal, or of one. Pure: no I/O. */
 export function commandPattern(principal?: string): string {
-  return principal === undefined ? `${COMMAND_SUBJECT_PREFIX}.>` : `${COMMAND_SUBJECT_PREFIX}.${encodeToken(principal)}.>`;
+  return principal === undefined
+    ? `${COMMAND_SUBJECT_PREFIX}.>`
+    : `${COMMAND_SUBJECT_PREFIX}.${encodeToken(principal)}.>`;
 }
 
 /** Splits `gateway.cmd.<principal>.<sessionId>.<typeToken>`; the type comes back with its `gateway.` prefix. Pure: no I/O. */
 export function parseCommandSubject(subject: string): Result<{ principal: string; sessionId: string; type: string }> {
   const parts = subject.split('.');
   if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== COMMAND_SUBJECT_PREFIX) {
-    return fail('subject.invalid', `"${subject}" is not a command subject (${COMMAND_SUBJECT_PREFIX}.<principal>.<sessionId>.<type>).`);
+    return fail(
+      'subject.invalid',
+      `"${subject}" is not a command subject (${COMMAND_SUBJECT_PREFIX}.<principal>.<sessionId>.<type>).`,
+    );
   }
   const principal = decodeToken(parts[2]!);
   if (!principal.ok) return principal;
@@ -152,14 +167,19 @@ export function sessionEventsPattern(sessionId: string, turnId?: string): string
 
 /** The pattern of one session's gateway events (or all sessions' without an id). Pure: no I/O. */
 export function gatewaySessionPattern(sessionId?: string): string {
-  return sessionId === undefined ? `${GATEWAY_SUBJECT_PREFIX}.>` : `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.*`;
+  return sessionId === undefined
+    ? `${GATEWAY_SUBJECT_PREFIX}.>`
+    : `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.*`;
 }
 
 /** Splits `toolsearch.evt.<sessionId>.<turnId>.<typeToken>` back into its parts. Pure: no I/O. */
 export function parseEventSubject(subject: string): Result<{ sessionId: string; turnId: string; type: string }> {
   const parts = subject.split('.');
   if (parts.length !== 5 || `${parts[0]}.${parts[1]}` !== EVENT_SUBJECT_PREFIX) {
-    return fail('subject.invalid', `"${subject}" is not an event subject (${EVENT_SUBJECT_PREFIX}.<sessionId>.<turnId>.<type>).`);
+    return fail(
+      'subject.invalid',
+      `"${subject}" is not an event subject (${EVENT_SUBJECT_PREFIX}.<sessionId>.<turnId>.<type>).`,
+    );
   }
   const sessionId = decodeToken(parts[2]!);
   if (!sessionId.ok) return sessionId;
@@ -174,7 +194,10 @@ export function parseEventSubject(subject: string): Result<{ sessionId: string; 
 export function parseGatewaySubject(subject: string): Result<{ sessionId: string; type: string }> {
   const parts = subject.split('.');
   if (parts.length !== 4 || `${parts[0]}.${parts[1]}` !== GATEWAY_SUBJECT_PREFIX) {
-    return fail('subject.invalid', `"${subject}" is not a gateway session subject (${GATEWAY_SUBJECT_PREFIX}.<sessionId>.<type>).`);
+    return fail(
+      'subject.invalid',
+      `"${subject}" is not a gateway session subject (${GATEWAY_SUBJECT_PREFIX}.<sessionId>.<type>).`,
+    );
   }
   const sessionId = decodeToken(parts[2]!);
   if (!sessionId.ok) return sessionId;

@@ -60,8 +60,20 @@ export interface TurnState {
 /** The state of a turn before its first event. Pure: no I/O. */
 export function initialTurnState(sessionId: string, turnId: string): TurnState {
   return {
-    sessionId, turnId, status: 'running', searches: 0, describes: 0, calls: 0, rejected: 0, codeRuns: 0, selected: [], completed: [],
-    pendingCalls: {}, pendingApprovals: {}, pendingClientCalls: {}, openCodeRuns: {},
+    sessionId,
+    turnId,
+    status: 'running',
+    searches: 0,
+    describes: 0,
+    calls: 0,
+    rejected: 0,
+    codeRuns: 0,
+    selected: [],
+    completed: [],
+    pendingCalls: {},
+    pendingApprovals: {},
+    pendingClientCalls: {},
+    openCodeRuns: {},
   };
 }
 
@@ -79,13 +91,20 @@ const approvalsWithout = (state: TurnState, callId: string): TurnState['pendingA
 
 /** A call ended: no longer pending, nor its approvals. */
 const endCall = (state: TurnState, callId: string): TurnState => ({
-  ...state, pendingCalls: without(state.pendingCalls, callId), pendingApprovals: approvalsWithout(state, callId),
+  ...state,
+  pendingCalls: without(state.pendingCalls, callId),
+  pendingApprovals: approvalsWithout(state, callId),
 });
 
 const bridgeOp = (state: TurnState, codeRunId: string, op: 'search' | 'describe' | 'call'): TurnState => {
   const run = state.openCodeRuns[codeRunId];
   if (run === undefined) return state;
-  const next: OpenCodeRun = op === 'search' ? { ...run, searches: run.searches + 1 } : op === 'describe' ? { ...run, describes: run.describes + 1 } : { ...run, calls: run.calls + 1 };
+  const next: OpenCodeRun =
+    op === 'search'
+      ? { ...run, searches: run.searches + 1 }
+      : op === 'describe'
+        ? { ...run, describes: run.describes + 1 }
+        : { ...run, calls: run.calls + 1 };
   return { ...state, openCodeRuns: { ...state.openCodeRuns, [codeRunId]: next } };
 };
 
@@ -101,37 +120,63 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
     case 'turn.started':
       return { ...state, started: e.data };
     case 'sources.listed': {
-      const unavailable = e.data.sources.filter((s) => !s.ok).map((s) => ({ key: s.key, reason: (s.reason ?? 'unavailable').slice(0, 300) }));
+      const unavailable = e.data.sources
+        .filter((s) => !s.ok)
+        .map((s) => ({ key: s.key, reason: (s.reason ?? 'unavailable').slice(0, 300) }));
       const { unavailableSources: _previous, ...rest } = state;
       return { ...rest, listed: e.data.total, ...(unavailable.length > 0 ? { unavailableSources: unavailable } : {}) };
     }
     case 'catalog.indexed':
-      return { ...state, catalog: { size: e.data.catalogSize, fingerprint: e.data.fingerprint, bySource: { ...e.data.bySource } } };
+      return {
+        ...state,
+        catalog: { size: e.data.catalogSize, fingerprint: e.data.fingerprint, bySource: { ...e.data.bySource } },
+      };
     case 'tools.exposed':
-      return { ...state, exposure: { mode: e.data.mode, tools: e.data.tools, bytes: e.data.bytes, schemasUpFront: e.data.schemasUpFront } };
+      return {
+        ...state,
+        exposure: {
+          mode: e.data.mode,
+          tools: e.data.tools,
+          bytes: e.data.bytes,
+          schemasUpFront: e.data.schemasUpFront,
+        },
+      };
     case 'search.performed':
       return { ...state, searches: state.searches + 1 };
     case 'describe.performed':
       return { ...state, describes: state.describes + 1 };
     case 'call.requested':
-      return { ...state, calls: state.calls + 1, pendingCalls: { ...state.pendingCalls, [e.data.callId]: { toolId: e.data.toolId, source: e.data.source } } };
+      return {
+        ...state,
+        calls: state.calls + 1,
+        pendingCalls: { ...state.pendingCalls, [e.data.callId]: { toolId: e.data.toolId, source: e.data.source } },
+      };
     case 'call.rejected':
       return { ...state, rejected: state.rejected + 1 };
     case 'approval.requested':
       if (state.pendingCalls[e.data.callId] === undefined) return state;
-      return { ...state, pendingApprovals: { ...state.pendingApprovals, [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId } } };
+      return {
+        ...state,
+        pendingApprovals: {
+          ...state.pendingApprovals,
+          [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId },
+        },
+      };
     case 'approval.resolved':
       return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
     case 'call.completed': {
       const ended = endCall(state, e.data.callId);
       return {
-        ...ended, selected: [...state.selected, { id: e.data.toolId, source: e.data.source }], completed: [...state.completed, e.data.toolId],
+        ...ended,
+        selected: [...state.selected, { id: e.data.toolId, source: e.data.source }],
+        completed: [...state.completed, e.data.toolId],
       };
     }
     case 'call.pending': {
       const ended = endCall(state, e.data.callId);
       return {
-        ...ended, selected: [...state.selected, { id: e.data.toolId, source: 'client' }],
+        ...ended,
+        selected: [...state.selected, { id: e.data.toolId, source: 'client' }],
         pendingClientCalls: { ...state.pendingClientCalls, [e.data.callId]: { toolId: e.data.toolId } },
       };
     }
@@ -141,7 +186,11 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
     case 'client.result.received':
       return { ...state, pendingClientCalls: without(state.pendingClientCalls, e.data.callId) };
     case 'code.requested':
-      return { ...state, codeRuns: state.codeRuns + 1, openCodeRuns: { ...state.openCodeRuns, [e.data.codeRunId]: { searches: 0, describes: 0, calls: 0 } } };
+      return {
+        ...state,
+        codeRuns: state.codeRuns + 1,
+        openCodeRuns: { ...state.openCodeRuns, [e.data.codeRunId]: { searches: 0, describes: 0, calls: 0 } },
+      };
     case 'code.bridge.requested':
       return bridgeOp(state, e.data.codeRunId, e.data.op);
     case 'code.settled':
@@ -149,8 +198,12 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return { ...state, openCodeRuns: without(state.openCodeRuns, e.data.codeRunId) };
     case 'turn.completed':
       return {
-        ...state, status: 'completed',
-        outcome: { status: 'completed', ...(e.data.counters.promptBytes === undefined ? {} : { promptBytes: e.data.counters.promptBytes }) },
+        ...state,
+        status: 'completed',
+        outcome: {
+          status: 'completed',
+          ...(e.data.counters.promptBytes === undefined ? {} : { promptBytes: e.data.counters.promptBytes }),
+        },
       };
     case 'turn.failed':
       return { ...state, status: 'failed', outcome: { status: 'failed', code: e.data.code, reason: e.data.reason } };

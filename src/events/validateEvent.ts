@@ -26,8 +26,7 @@ const checkerOf = (schema: TSchema): TypeCheck<TSchema> => {
   return c;
 };
 
-const describe = (problems: EventProblem[]): string =>
-  problems.map((p) => `${p.path}: ${p.message}`).join('; ');
+const describe = (problems: EventProblem[]): string => problems.map((p) => `${p.path}: ${p.message}`).join('; ');
 
 /** Fast envelope-only check (no data schema), for buses and log readers. Pure: no I/O. */
 export const isEnvelope = (value: unknown): value is Envelope => checkerOf(EnvelopeSchema).Check(value);

@@ -24,7 +24,7 @@ export const TOOL_DESCRIBE: ProviderTool = {
   type: 'function',
   function: {
     name: 'tool_describe',
-    description: 'Get one tool\'s full entry and exact input schema by id (or by its bare name when unique).',
+    description: "Get one tool's full entry and exact input schema by id (or by its bare name when unique).",
     parameters: {
       type: 'object',
       properties: { id: { type: 'string', description: 'A tool id from tool_search, e.g. "mcp:github:list_issues".' } },

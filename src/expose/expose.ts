@@ -17,13 +17,19 @@ export interface ExposeInput {
 /** Builds what the model sees for a turn. Pure: no I/O. */
 export function expose(input: ExposeInput): Exposure {
   if (input.mode !== 'direct' && input.harness === 'codex') {
-    return { ...directExposure(input.entries), reason: 'harness "codex" has its own native tool search: eligible tools exposed directly' };
+    return {
+      ...directExposure(input.entries),
+      reason: 'harness "codex" has its own native tool search: eligible tools exposed directly',
+    };
   }
   if (input.mode === 'direct') return directExposure(input.entries);
   if (input.mode === 'code') {
     const available = input.codeAvailable ?? { ok: true };
     if (available.ok) return compact('code', [TOOL_SEARCH_CODE]);
-    return { ...compact('tools', [TOOL_SEARCH, TOOL_DESCRIBE, TOOL_CALL]), reason: `code mode unavailable, fell back to tools: ${available.reason}` };
+    return {
+      ...compact('tools', [TOOL_SEARCH, TOOL_DESCRIBE, TOOL_CALL]),
+      reason: `code mode unavailable, fell back to tools: ${available.reason}`,
+    };
   }
   return compact('tools', [TOOL_SEARCH, TOOL_DESCRIBE, TOOL_CALL]);
 }
@@ -35,7 +41,10 @@ function directExposure(entries: readonly ToolEntry[]): Exposure {
   for (const [name, id] of nameToId) {
     const e = byId.get(id);
     if (e === undefined) continue;
-    tools.push({ type: 'function', function: { name, description: e.description, parameters: providerSchema(e.inputSchema) } });
+    tools.push({
+      type: 'function',
+      function: { name, description: e.description, parameters: providerSchema(e.inputSchema) },
+    });
   }
   return { mode: 'direct', tools, nameToId, bytes: byteLength(tools), schemasUpFront: tools.length };
 }

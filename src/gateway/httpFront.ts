@@ -4,9 +4,24 @@ import type { ToolSearchError } from '../shared/index.js';
 import type { JsonSchema } from '../catalog/index.js';
 import { redactSecretArgs } from '../policy/index.js';
 import { admitRequest, createFrontAuth, ownerHeader, refusalOf, type Caller, type FrontAuth } from './front/auth.js';
-import { recordedAnswer, recordedArgs, recordedClientResult, recordedMessages, type ContentMode } from './front/recordContent.js';
+import {
+  recordedAnswer,
+  recordedArgs,
+  recordedClientResult,
+  recordedMessages,
+  type ContentMode,
+} from './front/recordContent.js';
 import type { Telemetry } from '../telemetry/index.js';
-import { DEFAULT_MAX_BODY_BYTES, listen, METRICS_CONTENT_TYPE, parseJsonBody, readBody, sendError, sendJson, sendText } from './front/http.js';
+import {
+  DEFAULT_MAX_BODY_BYTES,
+  listen,
+  METRICS_CONTENT_TYPE,
+  parseJsonBody,
+  readBody,
+  sendError,
+  sendJson,
+  sendText,
+} from './front/http.js';
 import { jsonTooDeep, MAX_JSON_DEPTH, validateChatRequest, type RequestProblem } from './front/chatRequest.js';
 import { isRecord } from './front/openai.js';
 import { chatToResponse, responsesToChat, writeResponse } from './front/responses.js';
@@ -119,7 +134,13 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       return err instanceof Error ? err.message : String(err);
     }
   };
-  const refused = (res: ServerResponse, status: number, message: string, code: string, o: Parameters<typeof sendError>[4] = {}): void => {
+  const refused = (
+    res: ServerResponse,
+    status: number,
+    message: string,
+    code: string,
+    o: Parameters<typeof sendError>[4] = {},
+  ): void => {
     opts.onAnswer?.(status, code);
     sendError(res, status, message, code, o);
   };
@@ -130,18 +151,33 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
    * the same admission (`admitRequest`).
    */
   const chat = async (
-    req: IncomingMessage, res: ServerResponse, caller: Caller, dialect: 'chat' | 'responses' = 'chat', trace?: Record<string, string>,
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    dialect: 'chat' | 'responses' = 'chat',
+    trace?: Record<string, string>,
   ): Promise<void> => {
     const headers = sessionHeaders(req, opts.defaults);
     if (!headers.ok) return refused(res, 400, headers.error.message, 'invalid_header', { param: headers.error.header });
     const owner = ownerHeader(req.headers[OWNER_HEADER]);
     if (!owner.ok) return refused(res, 400, owner.error.message, 'invalid_header', { param: OWNER_HEADER });
     // Identity from the caller's key: the headers may only narrow it; the session must be the caller's own.
-    const admitted = admitRequest(auth, caller, headers.value.sessionId, {
-      ...(req.headers[AGENT_HEADER] !== undefined ? { agentId: headers.value.agentId } : {}),
-      ...(req.headers[PROFILE_HEADER] !== undefined ? { profile: headers.value.profile } : {}),
-      ...(owner.value !== undefined ? { owner: owner.value } : {}),
-    }, { agentId: opts.defaults.agentId, profile: opts.defaults.profile, sandboxId: opts.defaults.sandboxId ?? 'default', owner: opts.defaults.owner ?? false });
+    const admitted = admitRequest(
+      auth,
+      caller,
+      headers.value.sessionId,
+      {
+        ...(req.headers[AGENT_HEADER] !== undefined ? { agentId: headers.value.agentId } : {}),
+        ...(req.headers[PROFILE_HEADER] !== undefined ? { profile: headers.value.profile } : {}),
+        ...(owner.value !== undefined ? { owner: owner.value } : {}),
+      },
+      {
+        agentId: opts.defaults.agentId,
+        profile: opts.defaults.profile,
+        sandboxId: opts.defaults.sandboxId ?? 'default',
+        owner: opts.defaults.owner ?? false,
+      },
+    );
     if (!admitted.ok) {
       const r = refusalOf(admitted.error);
       return refused(res, r.status, admitted.error.message, admitted.error.code, { param: r.param });
@@ -150,36 +186,62 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     const { agentId, profile } = admitted.value;
     const sessionHeader = { [SESSION_HEADER]: sessionId };
     if (opts.known !== undefined) {
-      const unknown = unknownName(AGENT_HEADER, 'agent', agentId, opts.known.agents) ?? unknownName(PROFILE_HEADER, 'profile', profile, opts.known.profiles);
-      if (unknown !== undefined) return refused(res, 400, unknown.message, unknown.code, { param: unknown.header, headers: sessionHeader });
+      const unknown =
+        unknownName(AGENT_HEADER, 'agent', agentId, opts.known.agents) ??
+        unknownName(PROFILE_HEADER, 'profile', profile, opts.known.profiles);
+      if (unknown !== undefined)
+        return refused(res, 400, unknown.message, unknown.code, { param: unknown.header, headers: sessionHeader });
     }
 
     const body = await readBody(req, maxBody);
     if (!body.ok) {
       const tooLarge = body.error.code === 'http.tooLarge';
-      return refused(res, tooLarge ? 413 : 400, body.error.message, tooLarge ? 'request_too_large' : 'unreadable_body', { headers: { ...sessionHeader, ...(tooLarge ? { connection: 'close' } : {}) } });
+      return refused(
+        res,
+        tooLarge ? 413 : 400,
+        body.error.message,
+        tooLarge ? 'request_too_large' : 'unreadable_body',
+        { headers: { ...sessionHeader, ...(tooLarge ? { connection: 'close' } : {}) } },
+      );
     }
     // Nothing recursive sees a body before its depth is known; nothing is published before it is valid.
     if (jsonTooDeep(body.value)) {
-      return refused(res, 400, `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels: flatten it.`, 'nesting_too_deep', { headers: sessionHeader });
+      return refused(
+        res,
+        400,
+        `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels: flatten it.`,
+        'nesting_too_deep',
+        { headers: sessionHeader },
+      );
     }
     const parsed = parseJsonBody(body.value);
     if (!parsed.ok) return refused(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
     let chatBody: unknown = parsed.value;
     if (dialect === 'responses') {
-      if (!isRecord(parsed.value)) return refused(res, 400, 'The request body must be a JSON object with "input".', 'invalid_request', { headers: sessionHeader });
+      if (!isRecord(parsed.value))
+        return refused(res, 400, 'The request body must be a JSON object with "input".', 'invalid_request', {
+          headers: sessionHeader,
+        });
       const converted = responsesToChat(parsed.value);
-      if (!converted.ok) return refused(res, 400, converted.error.message, converted.error.code, { param: String((converted.error.details as { param?: unknown } | undefined)?.param ?? ''), headers: sessionHeader });
+      if (!converted.ok)
+        return refused(res, 400, converted.error.message, converted.error.code, {
+          param: String((converted.error.details as { param?: unknown } | undefined)?.param ?? ''),
+          headers: sessionHeader,
+        });
       chatBody = converted.value;
     }
     const valid = validateChatRequest(chatBody);
     if (!valid.ok) {
       const problem = valid.error.details as unknown as RequestProblem;
-      return refused(res, 400, valid.error.message, problem.code, { param: problem.param === '' ? null : problem.param, headers: sessionHeader });
+      return refused(res, 400, valid.error.message, problem.code, {
+        param: problem.param === '' ? null : problem.param,
+        headers: sessionHeader,
+      });
     }
     const request = valid.value;
     const clientTools = clientToolSpecs(request.tools);
-    if (!clientTools.ok) return refused(res, 400, clientTools.error.message, 'invalid_tools', { param: 'tools', headers: sessionHeader });
+    if (!clientTools.ok)
+      return refused(res, 400, clientTools.error.message, 'invalid_tools', { param: 'tools', headers: sessionHeader });
 
     const turnId = randomUUID();
     const requestId = turnId;
@@ -191,7 +253,11 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     // Sessions are bounded per principal: the key's, else the agent's (as the engine's default).
     const principal = caller.kind === 'key' ? `principal:${caller.principal.name}` : `agent:${agentId}`;
     const overloaded = opts.admit?.(sessionId, principal);
-    if (overloaded !== undefined) return refused(res, 429, overloaded.message, overloaded.code, { type: 'rate_limit_exceeded', headers: { ...sessionHeader, ...retryAfter(overloaded.retryAfterMs) } });
+    if (overloaded !== undefined)
+      return refused(res, 429, overloaded.message, overloaded.code, {
+        type: 'rate_limit_exceeded',
+        headers: { ...sessionHeader, ...retryAfter(overloaded.retryAfterMs) },
+      });
     const notRecorded = await publish({
       type: 'gateway.turn.requested',
       sessionId,
@@ -206,7 +272,13 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       },
     });
     if (notRecorded !== undefined) {
-      return refused(res, 503, `The turn was not started: its request could not be recorded (${notRecorded}). Retry later.`, 'gateway.eventLogFailed', { headers: sessionHeader });
+      return refused(
+        res,
+        503,
+        `The turn was not started: its request could not be recorded (${notRecorded}). Retry later.`,
+        'gateway.eventLogFailed',
+        { headers: sessionHeader },
+      );
     }
     // A turn whose events cannot be recorded stops: the provider loop is aborted and the client gets an error.
     let lost: string | undefined;
@@ -214,15 +286,36 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       const failure = await publish(e);
       if (failure === undefined) return;
       lost ??= failure;
-      abort.abort({ code: 'gateway.eventLogFailed', message: `an event of the turn could not be recorded (${failure})` });
+      abort.abort({
+        code: 'gateway.eventLogFailed',
+        message: `an event of the turn could not be recorded (${failure})`,
+      });
     };
-    const ended = async (outcome: 'completed' | 'failed' | 'cancelled', reason?: string, unavailableSources?: unknown): Promise<void> =>
+    const ended = async (
+      outcome: 'completed' | 'failed' | 'cancelled',
+      reason?: string,
+      unavailableSources?: unknown,
+    ): Promise<void> =>
       recorded({
-        type: 'gateway.turn.ended', sessionId, turnId,
-        data: { requestId, outcome, ...(reason !== undefined ? { reason } : {}), durationMs: Date.now() - startedAt, ...(unavailableSources === undefined ? {} : { unavailableSources }) },
+        type: 'gateway.turn.ended',
+        sessionId,
+        turnId,
+        data: {
+          requestId,
+          outcome,
+          ...(reason !== undefined ? { reason } : {}),
+          durationMs: Date.now() - startedAt,
+          ...(unavailableSources === undefined ? {} : { unavailableSources }),
+        },
       });
     const eventLogFailed = (): void =>
-      refused(res, 503, `The turn stopped: one of its events could not be recorded (${lost}). Retry later.`, 'gateway.eventLogFailed', { headers: sessionHeader });
+      refused(
+        res,
+        503,
+        `The turn stopped: one of its events could not be recorded (${lost}). Retry later.`,
+        'gateway.eventLogFailed',
+        { headers: sessionHeader },
+      );
 
     const known = pendingBySession.get(sessionId);
     let result;
@@ -236,8 +329,12 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
           agentId,
           profile,
           principal,
-          ...(caller.kind === 'key' || opts.defaults.sandboxId !== undefined ? { sandboxId: admitted.value.sandboxId } : {}),
-          ...(caller.kind === 'key' || opts.defaults.owner !== undefined || owner.value !== undefined ? { owner: admitted.value.owner } : {}),
+          ...(caller.kind === 'key' || opts.defaults.sandboxId !== undefined
+            ? { sandboxId: admitted.value.sandboxId }
+            : {}),
+          ...(caller.kind === 'key' || opts.defaults.owner !== undefined || owner.value !== undefined
+            ? { owner: admitted.value.owner }
+            : {}),
           ...(trace !== undefined ? { trace } : {}),
         },
         maxRounds: opts.maxRounds,
@@ -247,28 +344,65 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
         onProgress: (p) => opts.onProgress?.(sessionId, p),
         // Published before the tool runs (or the client result is recorded), the answer after it.
         toolHooks: {
-          before: (inv) => recorded({
-            type: 'gateway.tool.invoked', sessionId, turnId,
-            data: inv.clientResult === undefined
-              ? { requestId, callId: inv.callId, tool: inv.tool, ...recordedArgs(redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args), content) }
-              : { requestId, callId: inv.callId, tool: inv.tool, args: {}, clientResult: recordedClientResult(inv.clientResult.ok, inv.clientResult.content, content) },
-          }),
-          after: (inv, result) => recorded({ type: 'gateway.tool.answered', sessionId, turnId, data: { requestId, callId: inv.callId, tool: inv.tool, result: recordedAnswer(answerOf(result), content) } }),
+          before: (inv) =>
+            recorded({
+              type: 'gateway.tool.invoked',
+              sessionId,
+              turnId,
+              data:
+                inv.clientResult === undefined
+                  ? {
+                      requestId,
+                      callId: inv.callId,
+                      tool: inv.tool,
+                      ...recordedArgs(redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args), content),
+                    }
+                  : {
+                      requestId,
+                      callId: inv.callId,
+                      tool: inv.tool,
+                      args: {},
+                      clientResult: recordedClientResult(inv.clientResult.ok, inv.clientResult.content, content),
+                    },
+            }),
+          after: (inv, result) =>
+            recorded({
+              type: 'gateway.tool.answered',
+              sessionId,
+              turnId,
+              data: {
+                requestId,
+                callId: inv.callId,
+                tool: inv.tool,
+                result: recordedAnswer(answerOf(result), content),
+              },
+            }),
         },
       });
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       await ended('failed', `gateway.internal: ${message}`);
       opts.onAnswer?.(500, 'internal_error');
-      return sendError(res, 500, `Internal error while running the turn: ${message}`, 'internal_error', { headers: sessionHeader });
+      return sendError(res, 500, `Internal error while running the turn: ${message}`, 'internal_error', {
+        headers: sessionHeader,
+      });
     }
     if (!result.ok) {
-      const failure = lost === undefined ? result.error : { code: 'gateway.eventLogFailed', message: `an event of the turn could not be recorded (${lost})` };
-      await ended(lost === undefined && abort.signal.aborted ? 'cancelled' : 'failed', `${failure.code}: ${failure.message}`);
+      const failure =
+        lost === undefined
+          ? result.error
+          : { code: 'gateway.eventLogFailed', message: `an event of the turn could not be recorded (${lost})` };
+      await ended(
+        lost === undefined && abort.signal.aborted ? 'cancelled' : 'failed',
+        `${failure.code}: ${failure.message}`,
+      );
       if (lost !== undefined) return eventLogFailed();
       const { status, type } = statusOf(result.error);
       const retry = status === 429 ? retryAfter(Number(result.error.details?.['retryAfterMs'] ?? 1000)) : {};
-      return refused(res, status, result.error.message, result.error.code, { type, headers: { ...sessionHeader, ...retry } });
+      return refused(res, status, result.error.message, result.error.code, {
+        type,
+        headers: { ...sessionHeader, ...retry },
+      });
     }
 
     const out = result.value;
@@ -278,7 +412,8 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     pendingBySession.delete(sessionId);
     if (pending.size > 0) {
       pendingBySession.set(sessionId, pending);
-      if (pendingBySession.size > MAX_SESSIONS_REMEMBERED) pendingBySession.delete(pendingBySession.keys().next().value as string);
+      if (pendingBySession.size > MAX_SESSIONS_REMEMBERED)
+        pendingBySession.delete(pendingBySession.keys().next().value as string);
     }
     const finish = out.response.choices[0]?.finish_reason;
     await ended(
@@ -290,13 +425,26 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     opts.onAnswer?.(200);
 
     const responseHeaders = { ...sessionHeader, [TURN_HEADER]: out.turnId };
-    if (dialect === 'responses') return writeResponse(res, chatToResponse(out.response, parsed.value as Record<string, unknown>), request.stream === true, responseHeaders);
-    if (request.stream === true) return writeSse(res, out.response, responseHeaders, { includeUsage: wantsStreamUsage(request) });
+    if (dialect === 'responses')
+      return writeResponse(
+        res,
+        chatToResponse(out.response, parsed.value as Record<string, unknown>),
+        request.stream === true,
+        responseHeaders,
+      );
+    if (request.stream === true)
+      return writeSse(res, out.response, responseHeaders, { includeUsage: wantsStreamUsage(request) });
     return sendJson(res, 200, out.response, responseHeaders);
   };
 
   /** Runs a turn-running route inside its SERVER span (when traced), the turn joining the request's trace. */
-  const traced = async (req: IncomingMessage, res: ServerResponse, caller: Caller, route: string, dialect: 'chat' | 'responses'): Promise<void> => {
+  const traced = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    caller: Caller,
+    route: string,
+    dialect: 'chat' | 'responses',
+  ): Promise<void> => {
     const span = serverSpan(opts.telemetry, req, route);
     try {
       await chat(req, res, caller, dialect, requestTrace(req, span));
@@ -307,29 +455,50 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path === '/healthz' && req.method === 'GET') return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
+    if (path === '/healthz' && req.method === 'GET')
+      return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
     // Every route but /healthz needs the caller's key when keys are configured.
     const caller = auth.authenticate(req);
     if (!caller.ok) {
       const r = refusalOf(caller.error);
-      return sendError(res, r.status, caller.error.message, caller.error.code, { param: r.param, headers: { 'www-authenticate': 'Bearer realm="toolsearch"' } });
+      return sendError(res, r.status, caller.error.message, caller.error.code, {
+        param: r.param,
+        headers: { 'www-authenticate': 'Bearer realm="toolsearch"' },
+      });
     }
     if (path === '/v1/chat/completions') {
-      if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/chat/completions.', 'method_not_allowed', { headers: { allow: 'POST' } });
+      if (req.method !== 'POST')
+        return sendError(res, 405, 'Use POST on /v1/chat/completions.', 'method_not_allowed', {
+          headers: { allow: 'POST' },
+        });
       return traced(req, res, caller.value, '/v1/chat/completions', 'chat');
     }
     if (path === '/v1/responses') {
-      if (req.method !== 'POST') return sendError(res, 405, 'Use POST on /v1/responses.', 'method_not_allowed', { headers: { allow: 'POST' } });
+      if (req.method !== 'POST')
+        return sendError(res, 405, 'Use POST on /v1/responses.', 'method_not_allowed', { headers: { allow: 'POST' } });
       return traced(req, res, caller.value, '/v1/responses', 'responses');
     }
     if (path === '/v1/models' && req.method === 'GET') {
-      return sendJson(res, 200, { object: 'list', data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }] });
+      return sendJson(res, 200, {
+        object: 'list',
+        data: [{ id: 'toolsearch', object: 'model', created: 0, owned_by: 'toolsearch' }],
+      });
     }
-    if (path === '/metrics' && req.method === 'GET' && opts.metrics !== undefined) return sendText(res, 200, opts.metrics(), METRICS_CONTENT_TYPE);
-    return sendError(res, 404, `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /healthz${opts.metrics === undefined ? '' : ', GET /metrics'}.`, 'not_found');
+    if (path === '/metrics' && req.method === 'GET' && opts.metrics !== undefined)
+      return sendText(res, 200, opts.metrics(), METRICS_CONTENT_TYPE);
+    return sendError(
+      res,
+      404,
+      `No route ${req.method} ${path}. Routes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models, GET /healthz${opts.metrics === undefined ? '' : ', GET /metrics'}.`,
+      'not_found',
+    );
   };
 
-  const server = await listen(handle, { port: opts.port ?? 0, host: opts.host ?? '127.0.0.1', ...(opts.tls !== undefined ? { tls: opts.tls } : {}) });
+  const server = await listen(handle, {
+    port: opts.port ?? 0,
+    host: opts.host ?? '127.0.0.1',
+    ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
+  });
   return { url: server.url, port: server.port, close: () => server.close() };
 }
 
@@ -340,7 +509,15 @@ export function retryAfter(ms: number): { 'retry-after': string } {
 
 /** A step result in the shape of `gateway.tool.answered` (JSON values only). Pure: no I/O. */
 export function answerOf(r: StepResult): Record<string, unknown> {
-  if (!r.ok) return { ok: false, error: { code: r.error.code, message: r.error.message, ...(r.error.details === undefined ? {} : { details: r.error.details }) } };
+  if (!r.ok)
+    return {
+      ok: false,
+      error: {
+        code: r.error.code,
+        message: r.error.message,
+        ...(r.error.details === undefined ? {} : { details: r.error.details }),
+      },
+    };
   if ('pending' in r) return { ok: true, pending: true, callId: r.callId, toolName: r.toolName, args: r.args };
   const listed = pendingCallsOf(r);
   let value: unknown;
@@ -349,7 +526,11 @@ export function answerOf(r: StepResult): Record<string, unknown> {
   } catch {
     value = String(r.value);
   }
-  return { ok: true, ...(value === undefined ? {} : { value }), ...(listed.length > 0 ? { pendingClientCalls: listed } : {}) };
+  return {
+    ok: true,
+    ...(value === undefined ? {} : { value }),
+    ...(listed.length > 0 ? { pendingClientCalls: listed } : {}),
+  };
 }
 
 /** The HTTP status and OpenAI error type of a turn failure. Pure: no I/O. */
@@ -359,7 +540,8 @@ export function statusOf(error: ToolSearchError): { status: number; type: string
   if (code === 'provider.timedOut') return { status: 504, type: 'upstream_error' };
   if (code === 'provider.aborted') return { status: 499, type: 'api_error' };
   if (code.startsWith('provider.')) return { status: 502, type: 'upstream_error' };
-  if (code.startsWith('request.') || /invalid|unknown|notFound|usage/i.test(code)) return { status: 400, type: 'invalid_request_error' };
+  if (code.startsWith('request.') || /invalid|unknown|notFound|usage/i.test(code))
+    return { status: 400, type: 'invalid_request_error' };
   return { status: 500, type: 'api_error' };
 }
 
@@ -392,21 +574,33 @@ type HeaderResult =
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Session, agent and profile from the headers, or the defaults. Pure: no I/O. */
-export function sessionHeaders(req: Pick<IncomingMessage, 'headers'>, defaults: { agentId: string; profile: string }): HeaderResult {
-  const read = (name: string): { ok: true; value: string | undefined } | { ok: false; error: { header: string; message: string } } => {
+export function sessionHeaders(
+  req: Pick<IncomingMessage, 'headers'>,
+  defaults: { agentId: string; profile: string },
+): HeaderResult {
+  const read = (
+    name: string,
+  ): { ok: true; value: string | undefined } | { ok: false; error: { header: string; message: string } } => {
     const raw = req.headers[name];
     if (raw === undefined) return { ok: true, value: undefined };
     const value = Array.isArray(raw) ? raw.join(',') : raw;
     const problem =
-      value.trim() === '' ? 'is empty'
-      : value.length > MAX_HEADER_VALUE ? `is ${value.length} characters long`
-      : CONTROL.test(value) ? 'contains control characters'
-      : value !== value.trim() ? 'has leading or trailing spaces'
-      : undefined;
+      value.trim() === ''
+        ? 'is empty'
+        : value.length > MAX_HEADER_VALUE
+          ? `is ${value.length} characters long`
+          : CONTROL.test(value)
+            ? 'contains control characters'
+            : value !== value.trim()
+              ? 'has leading or trailing spaces'
+              : undefined;
     if (problem === undefined) return { ok: true, value };
     return {
       ok: false,
-      error: { header: name, message: `Header ${name} ${problem}: give 1 to ${MAX_HEADER_VALUE} printable characters (no control characters), or leave the header out to use the default.` },
+      error: {
+        header: name,
+        message: `Header ${name} ${problem}: give 1 to ${MAX_HEADER_VALUE} printable characters (no control characters), or leave the header out to use the default.`,
+      },
     };
   };
   const session = read(SESSION_HEADER);
@@ -417,6 +611,10 @@ export function sessionHeaders(req: Pick<IncomingMessage, 'headers'>, defaults: 
   if (!profile.ok) return profile;
   return {
     ok: true,
-    value: { sessionId: session.value ?? `s-${randomUUID()}`, agentId: agent.value ?? defaults.agentId, profile: profile.value ?? defaults.profile },
+    value: {
+      sessionId: session.value ?? `s-${randomUUID()}`,
+      agentId: agent.value ?? defaults.agentId,
+      profile: profile.value ?? defaults.profile,
+    },
   };
 }

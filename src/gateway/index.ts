@@ -6,20 +6,47 @@ export type { ProviderClient, ProviderClientOptions, ChatResult } from './provid
 export { runChatTurn, toolContent, clientToolSpecs } from './providerLoop.js';
 export type { ChatSession, LoopProgress, ChatTurnOutput, PendingClientCall, RunChatTurnInput } from './providerLoop.js';
 export {
-  startGatewayServer, statusOf, sessionHeaders, SESSION_HEADER, AGENT_HEADER, PROFILE_HEADER, OWNER_HEADER, TURN_HEADER,
+  startGatewayServer,
+  statusOf,
+  sessionHeaders,
+  SESSION_HEADER,
+  AGENT_HEADER,
+  PROFILE_HEADER,
+  OWNER_HEADER,
+  TURN_HEADER,
 } from './httpFront.js';
 export type { GatewayServer, GatewayServerOptions, GatewayFrontEvent } from './httpFront.js';
 export { parseSse } from './front/sse.js';
 export {
-  createFrontAuth, checkFrontExposure, hashApiKey, newApiKey, isLoopbackHost, keyPrincipals, bearerToken, API_KEY_PREFIX,
+  createFrontAuth,
+  checkFrontExposure,
+  hashApiKey,
+  newApiKey,
+  isLoopbackHost,
+  keyPrincipals,
+  bearerToken,
+  API_KEY_PREFIX,
 } from './front/auth.js';
 export type { FrontAuth, FrontAuthOptions, Caller, AskedIdentity } from './front/auth.js';
 export { contentDigest } from './front/recordContent.js';
 export type { ContentMode } from './front/recordContent.js';
 export type { ChatRequest, ChatMessage, ChatCompletion } from './front/openai.js';
-export { publishSessionEvent, SESSION_ANSWER_TYPES, SESSION_EVENT_TYPES, DEFAULT_PRINCIPAL, principalOfToken, requestMcpServers, startSessionEventConsumer, toTurnRequest } from './sessionEvents/index.js';
+export {
+  publishSessionEvent,
+  SESSION_ANSWER_TYPES,
+  SESSION_EVENT_TYPES,
+  DEFAULT_PRINCIPAL,
+  principalOfToken,
+  requestMcpServers,
+  startSessionEventConsumer,
+  toTurnRequest,
+} from './sessionEvents/index.js';
 export type {
-  PublishSessionEventOptions, SessionAnswerType, SessionEventType, SessionEventConsumer, SessionEventConsumerOptions,
+  PublishSessionEventOptions,
+  SessionAnswerType,
+  SessionEventType,
+  SessionEventConsumer,
+  SessionEventConsumerOptions,
   SessionEventConsumerStats,
 } from './sessionEvents/index.js';
 export { startMcpFront, toCallToolResult, TOOL_SEARCH_OUTPUT_SCHEMA } from './mcpFront.js';

@@ -1,7 +1,12 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
-  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type Tool,
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+  type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
@@ -19,8 +24,13 @@ export const TOOL_SEARCH_OUTPUT_SCHEMA = {
       items: {
         type: 'object',
         properties: {
-          id: { type: 'string' }, source: { type: 'string' }, sourceName: { type: 'string' }, name: { type: 'string' },
-          label: { type: 'string' }, description: { type: 'string' }, untrusted: { type: 'boolean' },
+          id: { type: 'string' },
+          source: { type: 'string' },
+          sourceName: { type: 'string' },
+          name: { type: 'string' },
+          label: { type: 'string' },
+          description: { type: 'string' },
+          untrusted: { type: 'boolean' },
         },
         required: ['id', 'source', 'sourceName', 'name', 'label', 'description'],
       },
@@ -35,7 +45,13 @@ export const TOOL_SEARCH_OUTPUT_SCHEMA = {
 const ANNOTATIONS: Record<string, Tool['annotations']> = {
   tool_search: { title: 'Search tools', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   tool_describe: { title: 'Describe a tool', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-  tool_call: { title: 'Call a tool', readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+  tool_call: {
+    title: 'Call a tool',
+    readOnlyHint: false,
+    destructiveHint: true,
+    idempotentHint: false,
+    openWorldHint: true,
+  },
 };
 
 export interface McpFrontOptions {
@@ -66,7 +82,11 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /** Whether a value is an MCP CallToolResult as a server sent it (a content array of typed blocks). Pure: no I/O. */
 function isCallToolResult(v: unknown): v is CallToolResult {
-  return isRecord(v) && Array.isArray(v['content']) && v['content'].every((b) => isRecord(b) && typeof b['type'] === 'string');
+  return (
+    isRecord(v) &&
+    Array.isArray(v['content']) &&
+    v['content'].every((b) => isRecord(b) && typeof b['type'] === 'string')
+  );
 }
 
 /**
@@ -76,8 +96,10 @@ function isCallToolResult(v: unknown): v is CallToolResult {
  * `isError: true` with its code and message. Pure: no I/O.
  */
 export function toCallToolResult(tool: string, result: StepResult): CallToolResult {
-  if (!result.ok) return { content: [{ type: 'text', text: `${result.error.code}: ${result.error.message}` }], isError: true };
-  if ('pending' in result) return { content: [{ type: 'text', text: JSON.stringify({ pending: true, callId: result.callId }) }] };
+  if (!result.ok)
+    return { content: [{ type: 'text', text: `${result.error.code}: ${result.error.message}` }], isError: true };
+  if ('pending' in result)
+    return { content: [{ type: 'text', text: JSON.stringify({ pending: true, callId: result.callId }) }] };
   const value = result.value;
   if (tool === 'tool_call' && isCallToolResult(value)) return value;
   const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
@@ -105,12 +127,17 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     description: t.function.description,
     inputSchema: t.function.parameters as Tool['inputSchema'],
     ...(ANNOTATIONS[t.function.name] ? { annotations: ANNOTATIONS[t.function.name] } : {}),
-    ...(t.function.name === 'tool_search' ? { outputSchema: TOOL_SEARCH_OUTPUT_SCHEMA as unknown as Tool['outputSchema'] } : {}),
+    ...(t.function.name === 'tool_search'
+      ? { outputSchema: TOOL_SEARCH_OUTPUT_SCHEMA as unknown as Tool['outputSchema'] }
+      : {}),
   }));
   const names = new Set(tools.map((t) => t.name));
   say(`serving ${tools.map((t) => t.name).join(', ')} over MCP (session ${sessionId}, mode ${turn.exposure.mode})`);
 
-  const server = new Server({ name: 'toolsearch', version: '0.1.0' }, { capabilities: { tools: { listChanged: true } } });
+  const server = new Server(
+    { name: 'toolsearch', version: '0.1.0' },
+    { capabilities: { tools: { listChanged: true } } },
+  );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
 
   // Calls in flight per turn: a client that sends its last request and closes stdin still gets the answers, and a
@@ -131,22 +158,36 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
     const name = req.params.name;
     if (!names.has(name)) {
-      throw new McpError(ErrorCode.InvalidParams, `Unknown tool ${JSON.stringify(name)}: this server offers ${[...names].join(', ')}.`);
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown tool ${JSON.stringify(name)}: this server offers ${[...names].join(', ')}.`,
+      );
     }
     const host = server.getClientCapabilities() ?? {};
     const relay: ClientRelay = {};
     if (host.sampling !== undefined) {
-      relay.createMessage = (params, o) => server.createMessage(params, { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS });
+      relay.createMessage = (params, o) =>
+        server.createMessage(params, {
+          signal: o.signal,
+          relatedRequestId: extra.requestId,
+          timeout: RELAY_TIMEOUT_MS,
+        });
     }
     if (host.elicitation !== undefined) {
       relay.elicitInput = (params, o) =>
-        server.elicitInput(params as Parameters<Server['elicitInput']>[0], { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS });
+        server.elicitInput(params as Parameters<Server['elicitInput']>[0], {
+          signal: o.signal,
+          relatedRequestId: extra.requestId,
+          timeout: RELAY_TIMEOUT_MS,
+        });
     }
     const progressToken = req.params._meta?.progressToken;
     const scope: McpCallScope = { sessionId, relay, signal: extra.signal };
     if (progressToken !== undefined) {
       scope.onProgress = (p) => {
-        void extra.sendNotification({ method: 'notifications/progress', params: { progressToken, ...p } }).catch(() => undefined);
+        void extra
+          .sendNotification({ method: 'notifications/progress', params: { progressToken, ...p } })
+          .catch(() => undefined);
       };
     }
     const current = turn;
@@ -159,20 +200,24 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   let swapping: Promise<void> = Promise.resolve();
   let closingStarted = false;
   const swap = (): void => {
-    swapping = swapping.then(async () => {
-      if (closingStarted) return;
-      const next = await opts.engine.startTurn(request);
-      if (!next.ok) {
-        say(`warning: the catalog changed but a new turn could not start (${next.error.code}: ${next.error.message}); serving the previous catalog`);
-        return;
-      }
-      const old = turn;
-      turn = next.value;
-      say(`catalog changed: turn ${turn.turnId} serves it`);
-      await server.sendToolListChanged().catch(() => undefined);
-      await drain(old);
-      await old.end();
-    }).catch(() => undefined);
+    swapping = swapping
+      .then(async () => {
+        if (closingStarted) return;
+        const next = await opts.engine.startTurn(request);
+        if (!next.ok) {
+          say(
+            `warning: the catalog changed but a new turn could not start (${next.error.code}: ${next.error.message}); serving the previous catalog`,
+          );
+          return;
+        }
+        const old = turn;
+        turn = next.value;
+        say(`catalog changed: turn ${turn.turnId} serves it`);
+        await server.sendToolListChanged().catch(() => undefined);
+        await drain(old);
+        await old.end();
+      })
+      .catch(() => undefined);
   };
   const unsubscribe = opts.onCatalogChanged?.(swap) ?? (() => undefined);
 
@@ -198,12 +243,17 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     await server.connect(transport);
   } catch (err) {
     await turn.end().catch(() => undefined);
-    return fail('gateway.mcpTransport', `The MCP transport could not start: ${err instanceof Error ? err.message : String(err)}.`);
+    return fail(
+      'gateway.mcpTransport',
+      `The MCP transport could not start: ${err instanceof Error ? err.message : String(err)}.`,
+    );
   }
   return ok({
     sessionId,
     toolNames: tools.map((t) => t.name),
-    get turnId() { return turn.turnId; },
+    get turnId() {
+      return turn.turnId;
+    },
     closed,
     close,
   });

@@ -1,7 +1,16 @@
 import { SpanKind } from '@opentelemetry/api';
 import { fail, ok, type Result } from '../shared/index.js';
 import {
-  Attr, GEN_AI_CHAT, chatSpanName, extractParent, hrNow, injectTraceHeaders, markError, setAttrs, type SpanAttrs, type Telemetry,
+  Attr,
+  GEN_AI_CHAT,
+  chatSpanName,
+  extractParent,
+  hrNow,
+  injectTraceHeaders,
+  markError,
+  setAttrs,
+  type SpanAttrs,
+  type Telemetry,
 } from '../telemetry/index.js';
 import { isRecord, type ChatMessage, type ChatRequest, type ChatUsage } from './front/openai.js';
 
@@ -67,7 +76,11 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
   const telemetry = opts.telemetry !== undefined && opts.telemetry.enabled ? opts.telemetry : undefined;
   const server = serverOf(endpoint);
 
-  const chat = async (body: ChatRequest, signal?: AbortSignal, call: ChatCallOptions = {}): Promise<Result<ChatResult>> => {
+  const chat = async (
+    body: ChatRequest,
+    signal?: AbortSignal,
+    call: ChatCallOptions = {},
+  ): Promise<Result<ChatResult>> => {
     const model = opts.model ?? body.model ?? 'default';
     if (telemetry === undefined) return send(body, model, signal, call.trace);
     // A CLIENT span per request (GenAI inference span); the provider gets its trace context.
@@ -81,7 +94,10 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
       [Attr.sessionId]: call.sessionId,
       [Attr.turnId]: call.turnId,
     };
-    const span = telemetry.startSpan(chatSpanName(model), attrs, { kind: SpanKind.CLIENT, parent: call.trace === undefined ? null : extractParent(call.trace) });
+    const span = telemetry.startSpan(chatSpanName(model), attrs, {
+      kind: SpanKind.CLIENT,
+      parent: call.trace === undefined ? null : extractParent(call.trace),
+    });
     try {
       const r = await send(body, model, signal, injectTraceHeaders(span));
       if (!r.ok) {
@@ -103,7 +119,12 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
     }
   };
 
-  const send = async (body: ChatRequest, model: string, signal: AbortSignal | undefined, trace: Readonly<Record<string, string>> | undefined): Promise<Result<ChatResult>> => {
+  const send = async (
+    body: ChatRequest,
+    model: string,
+    signal: AbortSignal | undefined,
+    trace: Readonly<Record<string, string>> | undefined,
+  ): Promise<Result<ChatResult>> => {
     const { stream: _stream, stream_options: _streamOptions, ...rest } = body;
     const payload: ChatRequest = { ...rest, model, stream: false };
     const text = JSON.stringify(payload);
@@ -123,12 +144,21 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
       res = await fetch(endpoint, { method: 'POST', headers, body: text, signal: combined });
       raw = await res.text();
     } catch (err) {
-      if (signal?.aborted === true) return fail('provider.aborted', `The request to the provider at ${safeUrl} was cancelled.`, { url: safeUrl });
+      if (signal?.aborted === true)
+        return fail('provider.aborted', `The request to the provider at ${safeUrl} was cancelled.`, { url: safeUrl });
       if (timeout.aborted) {
-        return fail('provider.timedOut', `The provider at ${safeUrl} did not answer within ${timeoutMs} ms. Check that it is up, or raise the timeout (config provider.timeoutMs, flag --provider-timeout MS).`, { url: safeUrl, timeoutMs });
+        return fail(
+          'provider.timedOut',
+          `The provider at ${safeUrl} did not answer within ${timeoutMs} ms. Check that it is up, or raise the timeout (config provider.timeoutMs, flag --provider-timeout MS).`,
+          { url: safeUrl, timeoutMs },
+        );
       }
       const reason = causeOf(err);
-      return fail('provider.unreachable', `The provider at ${safeUrl} is unreachable (${reason}). Check the provider URL and that the provider is running.`, { url: safeUrl, reason });
+      return fail(
+        'provider.unreachable',
+        `The provider at ${safeUrl} is unreachable (${reason}). Check the provider URL and that the provider is running.`,
+        { url: safeUrl, reason },
+      );
     }
     const responseBytes = Buffer.byteLength(raw, 'utf8');
     let parsed: unknown;
@@ -138,24 +168,43 @@ export function createProviderClient(opts: ProviderClientOptions): ProviderClien
       parsed = undefined;
     }
     if (!res.ok) {
-      const upstream = isRecord(parsed) && isRecord(parsed['error']) && typeof parsed['error']['message'] === 'string'
-        ? parsed['error']['message']
-        : raw.slice(0, 300).trim() || res.statusText;
-      return fail('provider.error', `The provider at ${safeUrl} answered ${res.status}: ${upstream}`, { url: safeUrl, status: res.status, providerMessage: upstream });
+      const upstream =
+        isRecord(parsed) && isRecord(parsed['error']) && typeof parsed['error']['message'] === 'string'
+          ? parsed['error']['message']
+          : raw.slice(0, 300).trim() || res.statusText;
+      return fail('provider.error', `The provider at ${safeUrl} answered ${res.status}: ${upstream}`, {
+        url: safeUrl,
+        status: res.status,
+        providerMessage: upstream,
+      });
     }
     if (parsed === undefined) {
-      return fail('provider.badResponse', `The provider at ${safeUrl} answered ${res.status} with a body that is not JSON: ${JSON.stringify(raw.slice(0, 120))}.`, { url: safeUrl, status: res.status });
+      return fail(
+        'provider.badResponse',
+        `The provider at ${safeUrl} answered ${res.status} with a body that is not JSON: ${JSON.stringify(raw.slice(0, 120))}.`,
+        { url: safeUrl, status: res.status },
+      );
     }
     const choice = isRecord(parsed) && Array.isArray(parsed['choices']) ? parsed['choices'][0] : undefined;
     if (!isRecord(choice) || !isRecord(choice['message'])) {
-      return fail('provider.badResponse', `The provider at ${safeUrl} answered without choices[0].message; is it an OpenAI-compatible chat-completions API?`, { url: safeUrl });
+      return fail(
+        'provider.badResponse',
+        `The provider at ${safeUrl} answered without choices[0].message; is it an OpenAI-compatible chat-completions API?`,
+        { url: safeUrl },
+      );
     }
     const message = normalizeMessage(choice['message']);
-    if (!message.ok) return fail('provider.badResponse', `The provider at ${safeUrl} sent ${message.error.message}`, { url: safeUrl });
+    if (!message.ok)
+      return fail('provider.badResponse', `The provider at ${safeUrl} sent ${message.error.message}`, { url: safeUrl });
     const p = parsed as Record<string, unknown>;
     const result: ChatResult = {
       message: message.value,
-      finishReason: typeof choice['finish_reason'] === 'string' ? choice['finish_reason'] : message.value.tool_calls ? 'tool_calls' : 'stop',
+      finishReason:
+        typeof choice['finish_reason'] === 'string'
+          ? choice['finish_reason']
+          : message.value.tool_calls
+            ? 'tool_calls'
+            : 'stop',
       requestBytes,
       responseBytes,
     };
@@ -184,7 +233,10 @@ function normalizeMessage(m: Record<string, unknown>): Result<ChatMessage & { ro
     toolCalls.push({
       id: typeof c['id'] === 'string' && c['id'] !== '' ? c['id'] : `call_${i + 1}`,
       type: 'function' as const,
-      function: { name: c['function']['name'], arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) },
+      function: {
+        name: c['function']['name'],
+        arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}),
+      },
     });
   }
   out.tool_calls = toolCalls;

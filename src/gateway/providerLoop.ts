@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { ClientToolSpec } from '../catalog/index.js';
 import type { ExposureMode } from '../expose/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
-import { contentText, isRecord, type ChatCompletion, type ChatMessage, type ChatRequest, type ChatToolCall, type ChatUsage } from './front/openai.js';
+import {
+  contentText,
+  isRecord,
+  type ChatCompletion,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatToolCall,
+  type ChatUsage,
+} from './front/openai.js';
 import type { ProviderClient } from './providerClient.js';
 import type { StepResult, Turn, TurnEngine } from '../turn/index.js';
 
@@ -55,11 +63,25 @@ export interface ToolHooks {
 
 /** Progress of one chat turn, for logs and the gateway session events. */
 export type LoopProgress =
-  | { type: 'turn.started'; sessionId: string; turnId: string; mode: ExposureMode; exposedTools: number; exposureBytes: number }
+  | {
+      type: 'turn.started';
+      sessionId: string;
+      turnId: string;
+      mode: ExposureMode;
+      exposedTools: number;
+      exposureBytes: number;
+    }
   | { type: 'client.result'; callId: string; toolName: string; ok: boolean; content: string }
   | { type: 'provider.requested'; round: number; requestBytes: number }
   | { type: 'provider.answered'; round: number; responseBytes: number; toolCalls: number; finishReason: string }
-  | { type: 'tool.invoked'; round: number; callId: string; tool: string; args: unknown; outcome: 'ok' | 'error' | 'pending' }
+  | {
+      type: 'tool.invoked';
+      round: number;
+      callId: string;
+      tool: string;
+      args: unknown;
+      outcome: 'ok' | 'error' | 'pending';
+    }
   | { type: 'turn.ended'; outcome: 'completed' | 'failed'; reason?: string };
 
 export interface RunChatTurnInput {
@@ -125,7 +147,8 @@ export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatT
       // Progress is advisory: a failing listener must not break the turn.
     }
   };
-  if (!Array.isArray(request.messages)) return fail('request.invalid', 'The request needs "messages": an array of chat messages.');
+  if (!Array.isArray(request.messages))
+    return fail('request.invalid', 'The request needs "messages": an array of chat messages.');
   const specs = clientToolSpecs(request.tools);
   if (!specs.ok) return specs;
   const maxRounds = Math.max(1, Math.floor(input.maxRounds));
@@ -146,26 +169,40 @@ export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatT
   });
   if (!started.ok) return started;
   const turn = started.value;
-  emit({ type: 'turn.started', sessionId: turn.sessionId, turnId: turn.turnId, mode: turn.exposure.mode, exposedTools: turn.exposure.tools.length, exposureBytes: turn.exposure.bytes });
+  emit({
+    type: 'turn.started',
+    sessionId: turn.sessionId,
+    turnId: turn.turnId,
+    mode: turn.exposure.mode,
+    exposedTools: turn.exposure.tools.length,
+    exposureBytes: turn.exposure.bytes,
+  });
 
   let ended = false;
   const end = async (failed?: { code: string; reason: string }): Promise<void> => {
     if (ended) return;
     ended = true;
     await turn.end(failed === undefined ? { promptBytes } : { failed, promptBytes });
-    emit(failed === undefined ? { type: 'turn.ended', outcome: 'completed' } : { type: 'turn.ended', outcome: 'failed', reason: `${failed.code}: ${failed.reason}` });
+    emit(
+      failed === undefined
+        ? { type: 'turn.ended', outcome: 'completed' }
+        : { type: 'turn.ended', outcome: 'failed', reason: `${failed.code}: ${failed.reason}` },
+    );
   };
 
   try {
     const result = await loop(turn, input, maxRounds, emit);
     if (!result.ok) await end({ code: result.error.code, reason: result.error.message });
-    else if (result.value.maxRoundsReached) await end({ code: 'gateway.maxRounds', reason: `${MAX_ROUNDS_NOTE} (${maxRounds})` });
+    else if (result.value.maxRoundsReached)
+      await end({ code: 'gateway.maxRounds', reason: `${MAX_ROUNDS_NOTE} (${maxRounds})` });
     else await end();
     if (!result.ok) return result;
     const { maxRoundsReached: _m, ...out } = result.value;
     return ok(out);
   } catch (err) {
-    await end({ code: 'gateway.internal', reason: err instanceof Error ? err.message : String(err) }).catch(() => undefined);
+    await end({ code: 'gateway.internal', reason: err instanceof Error ? err.message : String(err) }).catch(
+      () => undefined,
+    );
     throw err;
   }
 }
@@ -179,7 +216,13 @@ async function loop(
   const { provider, request } = input;
   const clientResults: string[] = [];
   for (const r of newClientResults(request.messages, input.pendingClientCalls)) {
-    const inv: ToolInvocation = { round: 0, callId: r.callId, tool: r.toolName, args: {}, clientResult: { ok: true, content: r.content } };
+    const inv: ToolInvocation = {
+      round: 0,
+      callId: r.callId,
+      tool: r.toolName,
+      args: {},
+      clientResult: { ok: true, content: r.content },
+    };
     await hook(input.toolHooks?.before, inv);
     await turn.clientResult(r.callId, { ok: true, content: r.content });
     await hook(input.toolHooks?.after, inv, { ok: true, value: { recorded: true, callId: r.callId } });
@@ -195,11 +238,26 @@ async function loop(
   const usage: ChatUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
   let last: { message: ChatMessage; finishReason: string; model?: string } | undefined;
 
-  const respond = (message: ChatMessage, finishReason: string, model: string | undefined, pending: PendingClientCall[], maxRoundsReached: boolean) =>
+  const respond = (
+    message: ChatMessage,
+    finishReason: string,
+    model: string | undefined,
+    pending: PendingClientCall[],
+    maxRoundsReached: boolean,
+  ) =>
     ok({
-      response: completion(turn, message, finishReason, model ?? (typeof request.model === 'string' ? request.model : 'toolsearch'), usage, {
-        roundTrips, requestBytes, toolCalls,
-      }),
+      response: completion(
+        turn,
+        message,
+        finishReason,
+        model ?? (typeof request.model === 'string' ? request.model : 'toolsearch'),
+        usage,
+        {
+          roundTrips,
+          requestBytes,
+          toolCalls,
+        },
+      ),
       turnId: turn.turnId,
       mode: turn.exposure.mode,
       roundTrips,
@@ -219,7 +277,11 @@ async function loop(
       if (typeof toolChoice === 'string') body.tool_choice = toolChoice;
     }
     // The model call hangs under the turn's span (or the request's context when the engine traces nothing).
-    const answer = await provider.chat(body, input.signal, { trace: turn.trace ?? input.session.trace, sessionId: turn.sessionId, turnId: turn.turnId });
+    const answer = await provider.chat(body, input.signal, {
+      trace: turn.trace ?? input.session.trace,
+      sessionId: turn.sessionId,
+      turnId: turn.turnId,
+    });
     if (!answer.ok) return answer;
     roundTrips++;
     requestBytes += answer.value.requestBytes;
@@ -231,17 +293,42 @@ async function loop(
     }
     const message = answer.value.message;
     const calls = message.tool_calls ?? [];
-    emit({ type: 'provider.answered', round, responseBytes: answer.value.responseBytes, toolCalls: calls.length, finishReason: answer.value.finishReason });
-    last = { message, finishReason: answer.value.finishReason, ...(answer.value.model !== undefined ? { model: answer.value.model } : {}) };
-    if (calls.length === 0) return respond(message, answer.value.finishReason === 'tool_calls' ? 'stop' : answer.value.finishReason, answer.value.model, [], false);
+    emit({
+      type: 'provider.answered',
+      round,
+      responseBytes: answer.value.responseBytes,
+      toolCalls: calls.length,
+      finishReason: answer.value.finishReason,
+    });
+    last = {
+      message,
+      finishReason: answer.value.finishReason,
+      ...(answer.value.model !== undefined ? { model: answer.value.model } : {}),
+    };
+    if (calls.length === 0)
+      return respond(
+        message,
+        answer.value.finishReason === 'tool_calls' ? 'stop' : answer.value.finishReason,
+        answer.value.model,
+        [],
+        false,
+      );
 
     messages.push(message);
     const pending: PendingClientCall[] = [];
     for (const call of calls) {
       toolCalls++;
       const parsedArgs = parseArgs(call);
-      const parameters = (turn.exposure.tools as Array<{ function?: { name?: string; parameters?: unknown } }>).find((t) => t.function?.name === call.function.name)?.function?.parameters;
-      const inv: ToolInvocation = { round, callId: call.id, tool: call.function.name, args: parsedArgs.args, ...(parameters !== undefined ? { parameters } : {}) };
+      const parameters = (turn.exposure.tools as Array<{ function?: { name?: string; parameters?: unknown } }>).find(
+        (t) => t.function?.name === call.function.name,
+      )?.function?.parameters;
+      const inv: ToolInvocation = {
+        round,
+        callId: call.id,
+        tool: call.function.name,
+        args: parsedArgs.args,
+        ...(parameters !== undefined ? { parameters } : {}),
+      };
       await hook(input.toolHooks?.before, inv);
       // The caller stopped the turn (a cancelled request, an event that could not be recorded): the tool does not run.
       if (input.signal?.aborted === true) {
@@ -250,24 +337,48 @@ async function loop(
           ? fail(why.code, `The turn was stopped before ${call.function.name} ran: ${why.message}`)
           : fail('provider.aborted', `The turn was stopped before ${call.function.name} ran.`);
       }
-      const step = { args: parsedArgs.args, result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args, { toolCallId: call.id })) };
+      const step = {
+        args: parsedArgs.args,
+        result: parsedArgs.error ?? (await turn.invoke(call.function.name, parsedArgs.args, { toolCallId: call.id })),
+      };
       await hook(input.toolHooks?.after, inv, step.result);
       // A client tool called directly (handed back under the model's own id, as the provider sent it), or from inside a
       // code run (the run's outcome lists the calls it handed back, under the gateway's ids: the model made none).
-      const handedBack = 'pending' in step.result ? [{ callId: call.id, toolName: step.result.toolName, args: step.result.args }] : pendingCallsOf(step.result);
+      const handedBack =
+        'pending' in step.result
+          ? [{ callId: call.id, toolName: step.result.toolName, args: step.result.args }]
+          : pendingCallsOf(step.result);
       if (handedBack.length > 0) {
         pending.push(...handedBack);
-        emit({ type: 'tool.invoked', round, callId: call.id, tool: call.function.name, args: step.args, outcome: 'pending' });
+        emit({
+          type: 'tool.invoked',
+          round,
+          callId: call.id,
+          tool: call.function.name,
+          args: step.args,
+          outcome: 'pending',
+        });
         continue;
       }
-      emit({ type: 'tool.invoked', round, callId: call.id, tool: call.function.name, args: step.args, outcome: step.result.ok ? 'ok' : 'error' });
+      emit({
+        type: 'tool.invoked',
+        round,
+        callId: call.id,
+        tool: call.function.name,
+        args: step.args,
+        outcome: step.result.ok ? 'ok' : 'error',
+      });
       messages.push({ role: 'tool', tool_call_id: call.id, content: toolContent(step.result) });
     }
     if (pending.length > 0) {
       const handBack: ChatMessage = {
         role: 'assistant',
         content: message.content ?? null,
-        tool_calls: pending.map((p) => ({ id: p.callId, type: 'function', function: { name: p.toolName, arguments: JSON.stringify(p.args) } })),
+        tool_calls: pending.map((p) => ({
+          id: p.callId,
+          type: 'function',
+          function: { name: p.toolName, arguments: JSON.stringify(p.args) },
+        })),
       };
       return respond(handBack, 'tool_calls', answer.value.model, pending, false);
     }
@@ -276,7 +387,13 @@ async function loop(
   // Out of rounds: the tool calls of the last answer were executed but never answered by the model.
   const text = contentText(last?.message.content);
   const note = `[toolsearch: ${MAX_ROUNDS_NOTE} (${maxRounds})]`;
-  return respond({ role: 'assistant', content: text === '' ? note : `${text}\n\n${note}` }, 'length', last?.model, [], true);
+  return respond(
+    { role: 'assistant', content: text === '' ? note : `${text}\n\n${note}` },
+    'length',
+    last?.model,
+    [],
+    true,
+  );
 }
 
 /** The call's arguments parsed, or (arguments that are not JSON) the raw text and the error result the model reads. */
@@ -288,12 +405,21 @@ function parseArgs(call: ChatToolCall): { args: unknown; error?: StepResult } {
     const reason = err instanceof Error ? err.message : String(err);
     return {
       args: raw,
-      error: { ok: false, error: { code: 'tool.badArguments', message: `The arguments of ${call.function.name} are not valid JSON (${reason}). Send a JSON object.` } },
+      error: {
+        ok: false,
+        error: {
+          code: 'tool.badArguments',
+          message: `The arguments of ${call.function.name} are not valid JSON (${reason}). Send a JSON object.`,
+        },
+      },
     };
   }
 }
 
-async function hook<A extends unknown[]>(fn: ((...a: A) => void | Promise<void>) | undefined, ...args: A): Promise<void> {
+async function hook<A extends unknown[]>(
+  fn: ((...a: A) => void | Promise<void>) | undefined,
+  ...args: A
+): Promise<void> {
   if (fn === undefined) return;
   try {
     await fn(...args);
@@ -313,7 +439,8 @@ export function pendingCallsOf(result: StepResult): PendingClientCall[] {
   return listed.flatMap((p: unknown) =>
     isRecord(p) && typeof p['callId'] === 'string' && typeof p['toolName'] === 'string'
       ? [{ callId: p['callId'], toolName: p['toolName'], args: isRecord(p['args']) ? p['args'] : {} }]
-      : []);
+      : [],
+  );
 }
 
 /** The tool message content the model reads: a string value as is, anything else as JSON. Pure: no I/O. */
@@ -354,12 +481,25 @@ function completion(
 /** The client's `tools` as client tool specs; a malformed entry is `request.invalid` naming it. Pure: no I/O. */
 export function clientToolSpecs(tools: unknown): Result<ClientToolSpec[]> {
   if (tools === undefined || tools === null) return ok([]);
-  if (!Array.isArray(tools)) return fail('request.invalid', '"tools" must be an array of {type: "function", function: {name, description?, parameters?}}.');
+  if (!Array.isArray(tools))
+    return fail(
+      'request.invalid',
+      '"tools" must be an array of {type: "function", function: {name, description?, parameters?}}.',
+    );
   const out: ClientToolSpec[] = [];
   for (const [i, t] of tools.entries()) {
     const fn = isRecord(t) ? t['function'] : undefined;
-    if (!isRecord(t) || (t['type'] !== undefined && t['type'] !== 'function') || !isRecord(fn) || typeof fn['name'] !== 'string' || fn['name'] === '') {
-      return fail('request.invalid', `tools[${i}] must be {type: "function", function: {name, description?, parameters?}} with a non-empty name.`);
+    if (
+      !isRecord(t) ||
+      (t['type'] !== undefined && t['type'] !== 'function') ||
+      !isRecord(fn) ||
+      typeof fn['name'] !== 'string' ||
+      fn['name'] === ''
+    ) {
+      return fail(
+        'request.invalid',
+        `tools[${i}] must be {type: "function", function: {name, description?, parameters?}} with a non-empty name.`,
+      );
     }
     const spec: ClientToolSpec = { name: fn['name'] };
     if (typeof fn['description'] === 'string') spec.description = fn['description'];
@@ -375,11 +515,17 @@ export function newClientResults(
   pending: ReadonlySet<string> | undefined,
 ): Array<{ callId: string; toolName: string; content: string }> {
   const names = new Map<string, string>();
-  for (const m of messages) for (const c of Array.isArray(m?.tool_calls) ? m.tool_calls : []) if (typeof c?.id === 'string') names.set(c.id, c.function?.name ?? 'client');
+  for (const m of messages)
+    for (const c of Array.isArray(m?.tool_calls) ? m.tool_calls : [])
+      if (typeof c?.id === 'string') names.set(c.id, c.function?.name ?? 'client');
   const toolMessages = (ms: readonly ChatMessage[]) =>
     ms
       .filter((m) => m?.role === 'tool' && typeof m.tool_call_id === 'string')
-      .map((m) => ({ callId: m.tool_call_id as string, toolName: names.get(m.tool_call_id as string) ?? 'client', content: contentText(m.content) }));
+      .map((m) => ({
+        callId: m.tool_call_id as string,
+        toolName: names.get(m.tool_call_id as string) ?? 'client',
+        content: contentText(m.content),
+      }));
   if (pending !== undefined) return toolMessages(messages).filter((r) => pending.has(r.callId));
   let start = messages.length;
   while (start > 0 && messages[start - 1]?.role === 'tool') start--;

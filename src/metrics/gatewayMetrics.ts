@@ -15,13 +15,20 @@ export interface MetricsState {
 }
 
 export const initialMetrics = (): MetricsState => ({
-  turns: new Map(), calls: new Map(), errors: new Map(), overloaded: new Map(), mcp: new Map(), pendingApprovals: new Set(), events: 0,
+  turns: new Map(),
+  calls: new Map(),
+  errors: new Map(),
+  overloaded: new Map(),
+  mcp: new Map(),
+  pendingApprovals: new Set(),
+  events: 0,
 });
 
 const bump = (m: Map<string, number>, key: string, by = 1): void => {
   m.set(key, (m.get(key) ?? 0) + by);
 };
-const rec = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {});
+const rec = (v: unknown): Record<string, unknown> =>
+  typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {};
 const codeOf = (v: unknown): string | undefined => {
   const c = rec(v)['code'];
   return typeof c === 'string' && c !== '' ? c.slice(0, 100) : undefined;
@@ -123,32 +130,105 @@ export interface GatewayMetrics {
 export function startGatewayMetrics(opts: { bus: EventBus; gauges?: MetricsGauges }): GatewayMetrics {
   const s = initialMetrics();
   const http = new Map<string, number>();
-  const unsubscribers = ['toolsearch.evt.>', 'gateway.session.>'].map((pattern) => opts.bus.subscribe(pattern, (e) => {
-    evolveMetrics(s, e);
-  }));
+  const unsubscribers = ['toolsearch.evt.>', 'gateway.session.>'].map((pattern) =>
+    opts.bus.subscribe(pattern, (e) => {
+      evolveMetrics(s, e);
+    }),
+  );
   const g = opts.gauges ?? {};
-  const labelled = (m: Map<string, number>, label: string) => [...m].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, value]) => ({ labels: { [label]: k }, value }));
+  const labelled = (m: Map<string, number>, label: string) =>
+    [...m].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, value]) => ({ labels: { [label]: k }, value }));
   const render = (): string => {
     const sessions = g.sessions?.();
     const mcp = g.mcpServers?.() ?? [...s.mcp].map(([name, v]) => ({ name, ...v }));
     const families: MetricFamily[] = [
-      { name: 'toolsearch_turns_total', help: 'Turns ended, by outcome.', type: 'counter', samples: labelled(s.turns, 'outcome') },
-      { name: 'toolsearch_calls_total', help: 'Tool calls ended, by outcome (completed, failed, blocked, pending).', type: 'counter', samples: labelled(s.calls, 'outcome') },
-      { name: 'toolsearch_errors_total', help: 'Errors by dotted code (turns, calls, searches, refused requests).', type: 'counter', samples: labelled(s.errors, 'code') },
-      { name: 'toolsearch_http_responses_total', help: 'Chat answers of the HTTP front, by status.', type: 'counter', samples: labelled(http, 'status') },
       {
-        name: 'toolsearch_overloaded_total', help: 'New turns refused with gateway.overloaded (HTTP 429, NATS turn.opened), by front.', type: 'counter',
-        samples: [{ labels: { front: 'http' }, value: http.get('429') ?? 0 }, { labels: { front: 'nats' }, value: s.overloaded.get('nats') ?? 0 }],
+        name: 'toolsearch_turns_total',
+        help: 'Turns ended, by outcome.',
+        type: 'counter',
+        samples: labelled(s.turns, 'outcome'),
       },
-      { name: 'toolsearch_sessions_live', help: 'Live sessions of this gateway.', type: 'gauge', samples: sessions === undefined ? [] : [{ value: sessions.live }] },
-      { name: 'toolsearch_sessions_busy', help: 'Live sessions running a turn.', type: 'gauge', samples: sessions === undefined ? [] : [{ value: sessions.busy }] },
-      { name: 'toolsearch_sessions_reaped_total', help: 'Idle sessions reaped (idle timeout, or room for a new one at session.maxLive / maxPerPrincipal).', type: 'counter', samples: sessions === undefined ? [] : [{ value: sessions.reaped }] },
-      { name: 'toolsearch_turns_in_flight', help: 'Turns started and not ended.', type: 'gauge', samples: sessions === undefined ? [] : [{ value: sessions.turnsInFlight }] },
-      { name: 'toolsearch_queue_depth', help: 'Work waiting, by queue.', type: 'gauge', samples: Object.entries(g.queues?.() ?? {}).map(([queue, value]) => ({ labels: { queue }, value })) },
-      { name: 'toolsearch_event_loop_lag_seconds', help: 'Event-loop lag, worst of the last second.', type: 'gauge', samples: g.eventLoopLagMs === undefined ? [] : [{ value: g.eventLoopLagMs() / 1000 }] },
-      { name: 'toolsearch_mcp_server_up', help: 'MCP servers: 1 up, 0 down (at their last listing).', type: 'gauge', samples: mcp.map((m) => ({ labels: { server: m.name }, value: m.up ? 1 : 0 })) },
-      { name: 'toolsearch_mcp_server_restarts_total', help: 'MCP servers back up after being down.', type: 'counter', samples: mcp.map((m) => ({ labels: { server: m.name }, value: m.restarts })) },
-      { name: 'toolsearch_approvals_pending', help: 'Calls waiting for an approver.', type: 'gauge', samples: [{ value: s.pendingApprovals.size }] },
+      {
+        name: 'toolsearch_calls_total',
+        help: 'Tool calls ended, by outcome (completed, failed, blocked, pending).',
+        type: 'counter',
+        samples: labelled(s.calls, 'outcome'),
+      },
+      {
+        name: 'toolsearch_errors_total',
+        help: 'Errors by dotted code (turns, calls, searches, refused requests).',
+        type: 'counter',
+        samples: labelled(s.errors, 'code'),
+      },
+      {
+        name: 'toolsearch_http_responses_total',
+        help: 'Chat answers of the HTTP front, by status.',
+        type: 'counter',
+        samples: labelled(http, 'status'),
+      },
+      {
+        name: 'toolsearch_overloaded_total',
+        help: 'New turns refused with gateway.overloaded (HTTP 429, NATS turn.opened), by front.',
+        type: 'counter',
+        samples: [
+          { labels: { front: 'http' }, value: http.get('429') ?? 0 },
+          { labels: { front: 'nats' }, value: s.overloaded.get('nats') ?? 0 },
+        ],
+      },
+      {
+        name: 'toolsearch_sessions_live',
+        help: 'Live sessions of this gateway.',
+        type: 'gauge',
+        samples: sessions === undefined ? [] : [{ value: sessions.live }],
+      },
+      {
+        name: 'toolsearch_sessions_busy',
+        help: 'Live sessions running a turn.',
+        type: 'gauge',
+        samples: sessions === undefined ? [] : [{ value: sessions.busy }],
+      },
+      {
+        name: 'toolsearch_sessions_reaped_total',
+        help: 'Idle sessions reaped (idle timeout, or room for a new one at session.maxLive / maxPerPrincipal).',
+        type: 'counter',
+        samples: sessions === undefined ? [] : [{ value: sessions.reaped }],
+      },
+      {
+        name: 'toolsearch_turns_in_flight',
+        help: 'Turns started and not ended.',
+        type: 'gauge',
+        samples: sessions === undefined ? [] : [{ value: sessions.turnsInFlight }],
+      },
+      {
+        name: 'toolsearch_queue_depth',
+        help: 'Work waiting, by queue.',
+        type: 'gauge',
+        samples: Object.entries(g.queues?.() ?? {}).map(([queue, value]) => ({ labels: { queue }, value })),
+      },
+      {
+        name: 'toolsearch_event_loop_lag_seconds',
+        help: 'Event-loop lag, worst of the last second.',
+        type: 'gauge',
+        samples: g.eventLoopLagMs === undefined ? [] : [{ value: g.eventLoopLagMs() / 1000 }],
+      },
+      {
+        name: 'toolsearch_mcp_server_up',
+        help: 'MCP servers: 1 up, 0 down (at their last listing).',
+        type: 'gauge',
+        samples: mcp.map((m) => ({ labels: { server: m.name }, value: m.up ? 1 : 0 })),
+      },
+      {
+        name: 'toolsearch_mcp_server_restarts_total',
+        help: 'MCP servers back up after being down.',
+        type: 'counter',
+        samples: mcp.map((m) => ({ labels: { server: m.name }, value: m.restarts })),
+      },
+      {
+        name: 'toolsearch_approvals_pending',
+        help: 'Calls waiting for an approver.',
+        type: 'gauge',
+        samples: [{ value: s.pendingApprovals.size }],
+      },
     ];
     return renderPrometheus(families);
   };

@@ -8,7 +8,8 @@ export interface MetricFamily {
 
 const escapeLabel = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 const escapeHelp = (v: string): string => v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-const numberText = (v: number): string => (Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v));
+const numberText = (v: number): string =>
+  Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v);
 
 /**
  * Renders metric families in the Prometheus text format (version 0.0.4): `# HELP`, `# TYPE`, then one line per

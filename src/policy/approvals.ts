@@ -54,22 +54,35 @@ export function waitForApproval(opts: WaitForApprovalOptions): Promise<ApprovalO
       resolve(o);
     };
     const timer = setTimeout(
-      () => settle({ approved: false, by: 'timeout', timedOut: true, reason: `no approval within ${opts.timeoutMs} ms` }),
+      () =>
+        settle({ approved: false, by: 'timeout', timedOut: true, reason: `no approval within ${opts.timeoutMs} ms` }),
       opts.timeoutMs,
     );
-    const onAbort = () => settle({ approved: false, by: 'timeout', timedOut: true, reason: 'the approval wait was aborted' });
+    const onAbort = () =>
+      settle({ approved: false, by: 'timeout', timedOut: true, reason: 'the approval wait was aborted' });
     if (opts.signal?.aborted) onAbort();
     else opts.signal?.addEventListener('abort', onAbort, { once: true });
     opts.fromBus.then(
-      (d) => settle({ approved: d.approved === true, by: 'bus', ...(d.reason === undefined ? {} : { reason: d.reason }) }),
+      (d) =>
+        settle({ approved: d.approved === true, by: 'bus', ...(d.reason === undefined ? {} : { reason: d.reason }) }),
       () => undefined,
     );
     if (opts.approver !== undefined) {
       Promise.resolve()
         .then(() => opts.approver!(opts.request))
         .then(
-          (d) => settle({ approved: d?.approved === true, by: 'callback', ...(d?.reason === undefined ? {} : { reason: d.reason }) }),
-          (err: unknown) => settle({ approved: false, by: 'callback', reason: `the approver failed: ${err instanceof Error ? err.message : String(err)}` }),
+          (d) =>
+            settle({
+              approved: d?.approved === true,
+              by: 'callback',
+              ...(d?.reason === undefined ? {} : { reason: d.reason }),
+            }),
+          (err: unknown) =>
+            settle({
+              approved: false,
+              by: 'callback',
+              reason: `the approver failed: ${err instanceof Error ? err.message : String(err)}`,
+            }),
         );
     }
   });

@@ -38,8 +38,7 @@ export function forbiddenArgKey(args: unknown): string | undefined {
 /** The marker a secret argument's value is replaced with in records. */
 export const REDACTED = '[redacted]';
 
-const isSecretSchema = (s: unknown): boolean =>
-  isObject(s) && (s['writeOnly'] === true || s['format'] === 'password');
+const isSecretSchema = (s: unknown): boolean => isObject(s) && (s['writeOnly'] === true || s['format'] === 'password');
 
 /**
  * `args` with every value whose schema marks it secret (`writeOnly: true` or `format: "password"`) replaced by
@@ -99,7 +98,9 @@ export function secretArgValues(schema: JsonSchema | undefined, args: unknown): 
       if (text !== undefined && text.length >= 4) found.push(text);
       return;
     }
-    if (isObject(a) && isObject(r) && a !== r) for (const k of Object.keys(a)) walk((a as Record<string, unknown>)[k], (r as Record<string, unknown>)[k], depth + 1);
+    if (isObject(a) && isObject(r) && a !== r)
+      for (const k of Object.keys(a))
+        walk((a as Record<string, unknown>)[k], (r as Record<string, unknown>)[k], depth + 1);
   };
   walk(args, redacted, 0);
   return found;

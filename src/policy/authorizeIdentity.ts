@@ -13,7 +13,12 @@ export interface TurnIdentity {
 export type RequestedIdentity = Partial<TurnIdentity>;
 
 /** The identity of a command or request from outside when no principals are configured. */
-export const DEFAULT_IDENTITY: TurnIdentity = Object.freeze({ agentId: 'default', profile: 'default', sandboxId: 'default', owner: false });
+export const DEFAULT_IDENTITY: TurnIdentity = Object.freeze({
+  agentId: 'default',
+  profile: 'default',
+  sandboxId: 'default',
+  owner: false,
+});
 
 /**
  * The identity a turn of `principal` runs as, given what its command asked for. A principal may only narrow: each
@@ -26,7 +31,10 @@ export function authorizeIdentity(principal: Principal, requested: RequestedIden
     if (asked === undefined) {
       const first = allowed[0];
       return first === undefined
-        ? fail('principal.notAllowed', `Principal "${principal.name}" may use no ${what}: list one under principals.${principal.name}.${what}s in the config.`)
+        ? fail(
+            'principal.notAllowed',
+            `Principal "${principal.name}" may use no ${what}: list one under principals.${principal.name}.${what}s in the config.`,
+          )
         : ok(first);
     }
     if (allowed.includes(asked)) return ok(asked);
@@ -49,5 +57,10 @@ export function authorizeIdentity(principal: Principal, requested: RequestedIden
       { principal: principal.name, field: 'owner', asked: true, allowed: false },
     );
   }
-  return ok({ agentId: agent.value, profile: profile.value, sandboxId: sandbox.value, owner: requested.owner ?? false });
+  return ok({
+    agentId: agent.value,
+    profile: profile.value,
+    sandboxId: sandbox.value,
+    owner: requested.owner ?? false,
+  });
 }

@@ -11,8 +11,14 @@ import { globMatch } from './glob.js';
 export function caseOnlyDenyWarnings(entries: readonly ToolEntry[], config: ResolvedConfig, max = 20): string[] {
   if (config.tools.matchCase === false) return [];
   const layers: Array<[string, string[]]> = [['tools.deny', config.tools.deny]];
-  for (const [kind, record] of [['agents', config.agents], ['profiles', config.profiles], ['sandboxes', config.sandboxes], ['sessions', config.sessions]] as const) {
-    for (const [name, layer] of Object.entries(record)) layers.push([`${kind}.${name}.tools.deny`, layer.tools.deny ?? []]);
+  for (const [kind, record] of [
+    ['agents', config.agents],
+    ['profiles', config.profiles],
+    ['sandboxes', config.sandboxes],
+    ['sessions', config.sessions],
+  ] as const) {
+    for (const [name, layer] of Object.entries(record))
+      layers.push([`${kind}.${name}.tools.deny`, layer.tools.deny ?? []]);
   }
   const out: string[] = [];
   for (const [where, patterns] of layers) {
@@ -20,7 +26,9 @@ export function caseOnlyDenyWarnings(entries: readonly ToolEntry[], config: Reso
       for (const e of entries) {
         const exact = globMatch(p, e.id) || globMatch(p, e.name);
         if (exact || !(globMatch(p, e.id, true) || globMatch(p, e.name, true))) continue;
-        out.push(`deny pattern "${p}" (${where}) matches ${e.id} only when case is ignored, so it does not deny it: fix the pattern's case or set tools.matchCase: false.`);
+        out.push(
+          `deny pattern "${p}" (${where}) matches ${e.id} only when case is ignored, so it does not deny it: fix the pattern's case or set tools.matchCase: false.`,
+        );
         if (out.length >= max) return out;
       }
     }

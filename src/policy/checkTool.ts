@@ -14,7 +14,8 @@ export function checkTool(entry: ToolEntry, policy: EffectivePolicy): ToolCheck 
   const ignoreCase = policy.matchCase === false;
   for (const layer of policy.layers) {
     const hit = layer.deny.find((p) => matches(p, entry, ignoreCase));
-    if (hit !== undefined) return { allowed: false, reason: `${entry.id} is denied by the ${layer.name} policy (deny "${hit}").` };
+    if (hit !== undefined)
+      return { allowed: false, reason: `${entry.id} is denied by the ${layer.name} policy (deny "${hit}").` };
   }
   for (const layer of policy.layers) {
     if (layer.allow.length > 0 && !layer.allow.some((p) => matches(p, entry, ignoreCase))) {

@@ -21,7 +21,8 @@ export interface CallVerdict {
   reason?: string;
 }
 
-const own = <T>(record: Record<string, T>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
+const own = <T>(record: Record<string, T>, key: string): T | undefined =>
+  Object.hasOwn(record, key) ? record[key] : undefined;
 
 /**
  * The policy layers of a session from the config: global `tools.allow/deny`, then `agents[agentId]`,
@@ -29,7 +30,10 @@ const own = <T>(record: Record<string, T>, key: string): T | undefined => (Objec
  */
 export function policyInputFor(config: ResolvedConfig, facts: SessionFacts): PolicyInput {
   const input: PolicyInput = { owner: facts.owner, ...(config.tools.matchCase === false ? { matchCase: false } : {}) };
-  input.global = config.tools.allow === undefined ? { deny: config.tools.deny } : { allow: config.tools.allow, deny: config.tools.deny };
+  input.global =
+    config.tools.allow === undefined
+      ? { deny: config.tools.deny }
+      : { allow: config.tools.allow, deny: config.tools.deny };
   const agent = own(config.agents, facts.agentId);
   if (agent) input.agent = agent.tools;
   const profile = own(config.profiles, facts.profile);
@@ -49,7 +53,9 @@ export function sessionPolicy(config: ResolvedConfig, facts: SessionFacts): Effe
 /** Whether a tool (by id or bare name) needs an approver, by config `tools.approval.require`. Pure: no I/O. */
 export function approvalPattern(config: ResolvedConfig, tool: { id: string; name: string }): string | undefined {
   const ignoreCase = config.tools.matchCase === false;
-  return config.tools.approval.require.find((p) => globMatch(p, tool.id, ignoreCase) || globMatch(p, tool.name, ignoreCase));
+  return config.tools.approval.require.find(
+    (p) => globMatch(p, tool.id, ignoreCase) || globMatch(p, tool.name, ignoreCase),
+  );
 }
 
 /**
@@ -64,13 +70,22 @@ export function decideCall(
 ): CallVerdict {
   const policy = sessionPolicy(config, facts);
   const entry = {
-    id: tool.id, name: tool.name, ownerOnly: tool.ownerOnly === true,
-    source: 'openclaw' as const, owner: '', sourceName: '', description: '', inputSchema: {}, origin: 'gateway' as const, trusted: true,
+    id: tool.id,
+    name: tool.name,
+    ownerOnly: tool.ownerOnly === true,
+    source: 'openclaw' as const,
+    owner: '',
+    sourceName: '',
+    description: '',
+    inputSchema: {},
+    origin: 'gateway' as const,
+    trusted: true,
   };
   const check = checkTool(entry, policy);
   if (!check.allowed) return { decision: 'blocked', reason: check.reason };
   const pattern = approvalPattern(config, tool);
-  if (pattern !== undefined) return { decision: 'approvalRequired', reason: `${tool.id} needs approval (tools.approval.require "${pattern}")` };
+  if (pattern !== undefined)
+    return { decision: 'approvalRequired', reason: `${tool.id} needs approval (tools.approval.require "${pattern}")` };
   return { decision: 'allowed' };
 }
 
@@ -113,7 +128,10 @@ export interface PolicyEnforcer {
 export const CALL_REQUESTED_PATTERN = `toolsearch.evt.*.*.${typeToken('call.requested')}`;
 
 /** Whether a request is this enforcer's to decide (shared: no decider named; private: its decider and owned). Pure: no I/O. */
-export function isOwnRequest(req: EventOf<'call.requested'>, scope: { decider?: string; owns?: (r: EventOf<'call.requested'>) => boolean }): boolean {
+export function isOwnRequest(
+  req: EventOf<'call.requested'>,
+  scope: { decider?: string; owns?: (r: EventOf<'call.requested'>) => boolean },
+): boolean {
   const named = (req.data as { decider?: unknown } | null)?.decider;
   if (scope.decider === undefined) return named === undefined;
   return named === scope.decider && (scope.owns === undefined || scope.owns(req));
@@ -139,20 +157,37 @@ export function isStaleRequest(at: string, now: Date, decisionTimeoutMs: number)
 export function startPolicyEnforcer(opts: PolicyEnforcerOptions): PolicyEnforcer {
   const now = opts.now ?? (() => new Date());
   const timeoutMs = opts.decisionTimeoutMs ?? opts.config.nats.decisionTimeoutMs;
-  const scope = { ...(opts.decider === undefined ? {} : { decider: opts.decider }), ...(opts.owns === undefined ? {} : { owns: opts.owns }) };
+  const scope = {
+    ...(opts.decider === undefined ? {} : { decider: opts.decider }),
+    ...(opts.owns === undefined ? {} : { owns: opts.owns }),
+  };
   let decided = 0;
   let skippedStale = 0;
   let stopped = false;
   const answer = async (req: EventOf<'call.requested'>): Promise<void> => {
     const d = req.data;
-    const hasFacts = typeof d.agentId === 'string' && typeof d.profile === 'string' && typeof d.sandboxId === 'string' && typeof d.sessionOwner === 'boolean';
+    const hasFacts =
+      typeof d.agentId === 'string' &&
+      typeof d.profile === 'string' &&
+      typeof d.sandboxId === 'string' &&
+      typeof d.sessionOwner === 'boolean';
     const verdict: CallVerdict = hasFacts
       ? decideCall(
-        opts.config,
-        { sessionId: req.sessionId, agentId: d.agentId!, profile: d.profile!, sandboxId: d.sandboxId!, owner: d.sessionOwner! },
-        { id: d.toolId, name: d.toolName, ...(d.ownerOnly === undefined ? {} : { ownerOnly: d.ownerOnly }) },
-      )
-      : { decision: 'blocked', reason: 'the call request carries no session facts (agentId, profile, sandboxId, owner) to resolve a policy from' };
+          opts.config,
+          {
+            sessionId: req.sessionId,
+            agentId: d.agentId!,
+            profile: d.profile!,
+            sandboxId: d.sandboxId!,
+            owner: d.sessionOwner!,
+          },
+          { id: d.toolId, name: d.toolName, ...(d.ownerOnly === undefined ? {} : { ownerOnly: d.ownerOnly }) },
+        )
+      : {
+          decision: 'blocked',
+          reason:
+            'the call request carries no session facts (agentId, profile, sandboxId, owner) to resolve a policy from',
+        };
     const event = makeEnvelope({
       type: 'call.decided',
       sessionId: req.sessionId,
@@ -160,7 +195,12 @@ export function startPolicyEnforcer(opts: PolicyEnforcerOptions): PolicyEnforcer
       seq: req.seq + 1,
       at: now(),
       causationId: req.id,
-      data: { callId: d.callId, toolId: d.toolId, decision: verdict.decision, ...(verdict.reason === undefined ? {} : { reason: verdict.reason }) },
+      data: {
+        callId: d.callId,
+        toolId: d.toolId,
+        decision: verdict.decision,
+        ...(verdict.reason === undefined ? {} : { reason: verdict.reason }),
+      },
       ...(opts.newId === undefined ? {} : { id: opts.newId() }),
       ...(req.trace === undefined ? {} : { trace: req.trace }),
     });
@@ -178,7 +218,9 @@ export function startPolicyEnforcer(opts: PolicyEnforcerOptions): PolicyEnforcer
         skippedStale++;
         return;
       }
-      answer(req).catch((err: unknown) => opts.onError?.(`policy enforcer could not answer ${e.id}: ${err instanceof Error ? err.message : String(err)}`));
+      answer(req).catch((err: unknown) =>
+        opts.onError?.(`policy enforcer could not answer ${e.id}: ${err instanceof Error ? err.message : String(err)}`),
+      );
     },
     opts.decider === undefined ? { queue: opts.queue ?? 'policy' } : {},
   );

@@ -30,6 +30,7 @@ export function globToRegExp(pattern: string, ignoreCase = false): RegExp {
  * `tools.matchCase: false`) letters match whatever their case. Pure: no I/O.
  */
 export function globMatch(pattern: string, text: string, ignoreCase = false): boolean {
-  if (!pattern.includes('*') && !pattern.includes('?')) return ignoreCase ? pattern.toLowerCase() === text.toLowerCase() : pattern === text;
+  if (!pattern.includes('*') && !pattern.includes('?'))
+    return ignoreCase ? pattern.toLowerCase() === text.toLowerCase() : pattern === text;
   return globToRegExp(pattern, ignoreCase).test(text);
 }

@@ -44,7 +44,11 @@ export async function runBeforeToolCallHooks(
     } catch (err) {
       const error = describeThrown(err);
       await onRan({ pluginId: hook.pluginId, outcome: 'threw', error });
-      return { outcome: 'threw', error: `before_tool_call of plugin ${hook.pluginId} threw: ${error}`, pluginId: hook.pluginId };
+      return {
+        outcome: 'threw',
+        error: `before_tool_call of plugin ${hook.pluginId} threw: ${error}`,
+        pluginId: hook.pluginId,
+      };
     }
     if (answer === undefined || answer === null) {
       await onRan({ pluginId: hook.pluginId, outcome: 'continue' });

@@ -3,7 +3,12 @@ import type { EffectivePolicy, NamedPolicyLayer, PolicyInput, PolicyLayer, Polic
 export const POLICY_LAYER_ORDER: readonly PolicyLayerName[] = ['global', 'agent', 'profile', 'sandbox', 'session'];
 
 const patterns = (list: unknown): string[] =>
-  Array.isArray(list) ? list.filter((p): p is string => typeof p === 'string').map((p) => p.trim()).filter((p) => p !== '') : [];
+  Array.isArray(list)
+    ? list
+        .filter((p): p is string => typeof p === 'string')
+        .map((p) => p.trim())
+        .filter((p) => p !== '')
+    : [];
 
 /**
  * The effective policy from its layers, in the fixed order global, agent, profile, sandbox, session. Layers that are

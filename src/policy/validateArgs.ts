@@ -27,7 +27,8 @@ export class ArgsValidator {
   /** Checks `args` against `schema`; `key` identifies the schema for the cache. */
   check(key: string, schema: JsonSchema, args: Record<string, unknown>): ArgsCheck {
     const validate = this.compiled(key, schema);
-    if (typeof validate === 'string') return { ok: false, problems: [`the tool's input schema cannot be used: ${validate}`] };
+    if (typeof validate === 'string')
+      return { ok: false, problems: [`the tool's input schema cannot be used: ${validate}`] };
     if (validate(args)) return { ok: true, problems: [] };
     return { ok: false, problems: (validate.errors ?? []).map(describeProblem) };
   }

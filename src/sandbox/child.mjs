@@ -45,7 +45,10 @@ process.on('uncaughtException', () => {});
 
 if (vm.constants?.DONT_CONTEXTIFY === undefined || !process.execArgv.includes('--experimental-vm-modules')) {
   // Without these the guest could reach host objects (see the header); refuse rather than run weaker.
-  send({ t: 'fatal', message: 'this Node lacks vm.constants.DONT_CONTEXTIFY or was started without --experimental-vm-modules' });
+  send({
+    t: 'fatal',
+    message: 'this Node lacks vm.constants.DONT_CONTEXTIFY or was started without --experimental-vm-modules',
+  });
   process.exit(70);
 }
 
@@ -57,7 +60,9 @@ const GuestError = vm.runInContext('Error', context);
 
 /** import() in guest code rejects with a guest-realm error (the host default would leak a host error). */
 const importModuleDynamically = () => {
-  const e = new GuestError('import() is not available in tool_search_code: use tools.search, tools.describe and tools.call');
+  const e = new GuestError(
+    'import() is not available in tool_search_code: use tools.search, tools.describe and tools.call',
+  );
   Object.defineProperty(e, 'code', { value: 'sandbox.importBlocked', enumerable: true });
   throw e;
 };
@@ -360,7 +365,8 @@ function applyLimits(l) {
   guest.setLimits(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes, limits.maxCalls);
 }
 
-const corrupt = (what) => finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
+const corrupt = (what) =>
+  finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
 
 function forwardLog(m) {
   if (logsCut || !LEVELS.has(m.level) || typeof m.text !== 'string') return;
@@ -397,18 +403,40 @@ function pump() {
   pumpQueued = false;
   if (finished) return;
   let out;
-  try { out = guest.drain(); } catch { return corrupt('drain'); }
+  try {
+    out = guest.drain();
+  } catch {
+    return corrupt('drain');
+  }
   if (typeof out !== 'string') return corrupt('drain');
   for (const line of out.split('\n')) {
     if (line === '') continue;
     let m;
-    try { m = JSON.parse(line); } catch { return corrupt('message'); }
+    try {
+      m = JSON.parse(line);
+    } catch {
+      return corrupt('message');
+    }
     if (m === null || typeof m !== 'object') return corrupt('message');
     if (m.t === 'log') forwardLog(m);
     else if (m.t === 'req') {
-      if (!Number.isSafeInteger(m.id) || pending.has(m.id) || !OPS.has(m.op) || m.args === null || typeof m.args !== 'object') return corrupt('request');
+      if (
+        !Number.isSafeInteger(m.id) ||
+        pending.has(m.id) ||
+        !OPS.has(m.op) ||
+        m.args === null ||
+        typeof m.args !== 'object'
+      )
+        return corrupt('request');
       if (Buffer.byteLength(line) > limits.maxArgBytes + 256) {
-        guest.deliver(m.id, false, JSON.stringify({ code: 'sandbox.argsTooLarge', message: `The arguments of tools.${m.op} exceed ${limits.maxArgBytes} bytes as JSON.` }));
+        guest.deliver(
+          m.id,
+          false,
+          JSON.stringify({
+            code: 'sandbox.argsTooLarge',
+            message: `The arguments of tools.${m.op} exceed ${limits.maxArgBytes} bytes as JSON.`,
+          }),
+        );
         schedulePump();
         continue;
       }
@@ -424,7 +452,8 @@ function pump() {
     finish({
       t: 'error',
       code: 'sandbox.neverSettled',
-      message: 'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
+      message:
+        'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
     });
   }
 }
@@ -437,7 +466,8 @@ function bodySyntaxError(body) {
     // Parsed as a plain (not async) function body, so `await` is an error here that the real wrapper allows.
     vm.compileFunction(body, [], { filename: GUEST_FILE });
   } catch (e) {
-    if (e instanceof SyntaxError && !/await/.test(e.message)) return `SyntaxError: ${e.message} (the body must be the statements of one function body)`;
+    if (e instanceof SyntaxError && !/await/.test(e.message))
+      return `SyntaxError: ${e.message} (the body must be the statements of one function body)`;
   }
   return "SyntaxError: Unexpected token '}': the body closes the function it runs in. Write statements only, ending with return.";
 }
@@ -460,14 +490,26 @@ function onMessage(m) {
     // then another function (or none). Only the wrapper itself has exactly the wrapper's source text (the host
     // realm's toString, which guest code cannot replace): anything else is a syntax error of the body.
     let source;
-    try { source = typeof fn === 'function' ? hostFunctionToString.call(fn) : undefined; } catch { source = undefined; }
+    try {
+      source = typeof fn === 'function' ? hostFunctionToString.call(fn) : undefined;
+    } catch {
+      source = undefined;
+    }
     if (source !== wrapped) return finish({ t: 'error', code: 'sandbox.guestError', message: bodySyntaxError(m.body) });
-    try { guest.start(fn); } catch { return corrupt('start'); }
+    try {
+      guest.start(fn);
+    } catch {
+      return corrupt('start');
+    }
     schedulePump();
   } else if (m?.t === 'res' && started && pending.has(m.id)) {
     pending.delete(m.id);
     const payload = m.ok ? JSON.stringify(m.value ?? null) : JSON.stringify(m.error ?? {});
-    try { guest.deliver(m.id, m.ok === true, payload); } catch { return corrupt('deliver'); }
+    try {
+      guest.deliver(m.id, m.ok === true, payload);
+    } catch {
+      return corrupt('deliver');
+    }
     schedulePump();
   }
 }
@@ -481,7 +523,11 @@ process.stdin.on('data', (chunk) => {
     const line = buffered.slice(0, nl);
     buffered = buffered.slice(nl + 1);
     let m;
-    try { m = JSON.parse(line); } catch { continue; }
+    try {
+      m = JSON.parse(line);
+    } catch {
+      continue;
+    }
     onMessage(m);
   }
 });

@@ -48,7 +48,9 @@ const drivenRunMachine = sandboxRunMachine.provide({
     }),
   },
   actions: {
-    killChild: (_args, params) => { (params.child as ChildLease | undefined)?.kill(); },
+    killChild: (_args, params) => {
+      (params.child as ChildLease | undefined)?.kill();
+    },
   },
 });
 
@@ -57,14 +59,18 @@ const MAX_START_FAILURES = 3;
 
 const unavailable = (reason: string): Extract<CodeOutcome, { ok: false }> => ({
   ok: false,
-  error: { code: 'sandbox.unavailable', message: `Code mode is unavailable: ${reason}. Use tool_search, tool_describe and tool_call.` },
+  error: {
+    code: 'sandbox.unavailable',
+    message: `Code mode is unavailable: ${reason}. Use tool_search, tool_describe and tool_call.`,
+  },
   logs: [],
   telemetry: { searchCount: 0, describeCount: 0, callCount: 0, durationMs: 0, pooled: false },
 });
 
 let swept = false;
 
-const positive = (v: number | undefined, fallback: number): number => (v !== undefined && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback);
+const positive = (v: number | undefined, fallback: number): number =>
+  v !== undefined && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback;
 
 /**
  * The sandbox for `tool_search_code`: detects the isolation layers once, keeps `poolSize` warm children
@@ -87,13 +93,20 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   let closed = false;
   let startFailures = 0;
 
-  type Setup = { ok: true; host: HostIsolation; report: IsolationReport; settings: SpawnSettings } | { ok: false; reason: string; report: IsolationReport };
+  type Setup =
+    | { ok: true; host: HostIsolation; report: IsolationReport; settings: SpawnSettings }
+    | { ok: false; reason: string; report: IsolationReport };
 
   const setup: Promise<Setup> = detectHost().then((host): Setup => {
     const report = options.isolation ?? host.report;
-    if (report.permissionFlag === undefined) return { ok: false, reason: report.reason ?? 'the Node permission model is not available', report };
+    if (report.permissionFlag === undefined)
+      return { ok: false, reason: report.reason ?? 'the Node permission model is not available', report };
     if (options.requireIsolation === true && report.osNetwork === undefined) {
-      return { ok: false, reason: `sandbox.requireIsolation is set but the OS network layer is missing (${report.reason ?? 'no bwrap or unshare'})`, report };
+      return {
+        ok: false,
+        reason: `sandbox.requireIsolation is set but the OS network layer is missing (${report.reason ?? 'no bwrap or unshare'})`,
+        report,
+      };
     }
     const settings: SpawnSettings = {
       host,
@@ -171,28 +184,48 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     const startedAt = Date.now();
     const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
     const handle: RunHandle = { req, progress: { logs: [], counts: { search: 0, describe: 0, call: 0 } }, acquire };
-    const actor = createActor(drivenRunMachine, { input: { codeRunId: randomUUID(), timeoutMs, body: req.body, run: handle } });
+    const actor = createActor(drivenRunMachine, {
+      input: { codeRunId: randomUUID(), timeoutMs, body: req.body, run: handle },
+    });
     let cancelled = false;
     const onAbort = () => {
       cancelled = true;
       actor.stop();
     };
-    if (req.signal?.aborted === true) return { ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' }, logs: [], telemetry: telemetryOf(handle.progress, 0, false) };
+    if (req.signal?.aborted === true)
+      return {
+        ok: false,
+        error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' },
+        logs: [],
+        telemetry: telemetryOf(handle.progress, 0, false),
+      };
     req.signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
     const out = await toPromise(actor).catch(() => undefined);
     req.signal?.removeEventListener('abort', onAbort);
     const logs = handle.progress.logs;
     const telemetry = () => telemetryOf(handle.progress, Date.now() - startedAt, handle.pooled === true);
-    if (cancelled || out === undefined) return { ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' }, logs, telemetry: telemetry() };
+    if (cancelled || out === undefined)
+      return {
+        ok: false,
+        error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' },
+        logs,
+        telemetry: telemetry(),
+      };
     if (out.outcome === 'settled') return out.result as CodeOutcome;
     if (out.outcome === 'timedOut') {
       return {
-        ok: false, logs, telemetry: telemetry(),
-        error: { code: 'sandbox.timedOut', message: `The body ran longer than ${timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.` },
+        ok: false,
+        logs,
+        telemetry: telemetry(),
+        error: {
+          code: 'sandbox.timedOut',
+          message: `The body ran longer than ${timeoutMs} ms and was stopped. Make it shorter or raise tools.toolSearch.codeTimeoutMs.`,
+        },
       };
     }
-    if (handle.acquireError !== undefined) return { ...unavailable(handle.acquireError.message), error: handle.acquireError };
+    if (handle.acquireError !== undefined)
+      return { ...unavailable(handle.acquireError.message), error: handle.acquireError };
     const error = out.error ?? { code: 'sandbox.crashed', message: 'The code run ended without an outcome.' };
     return { ok: false, error: { code: error.code, message: error.message }, logs, telemetry: telemetry() };
   };

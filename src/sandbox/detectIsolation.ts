@@ -69,14 +69,19 @@ async function detectWrapper(nodePath: string, entry: string, cwd: string): Prom
   const unshare = which('unshare');
   if (unshare !== undefined) {
     for (const mapRoot of process.getuid?.() === 0 ? [false, true] : [true]) {
-      if ((await run(unshare, [...unshareArgs(mapRoot), nodePath, '-e', NET_CHECK])).ok) return { kind: 'unshare', path: unshare, mapRoot };
+      if ((await run(unshare, [...unshareArgs(mapRoot), nodePath, '-e', NET_CHECK])).ok)
+        return { kind: 'unshare', path: unshare, mapRoot };
     }
   }
   return { kind: 'none' };
 }
 
 /** Starts the real child entry with every layer found and waits for its `ready` line. */
-async function childStarts(host: Omit<HostIsolation, 'report'>, flag: NonNullable<IsolationReport['permissionFlag']>, cwd: string) {
+async function childStarts(
+  host: Omit<HostIsolation, 'report'>,
+  flag: NonNullable<IsolationReport['permissionFlag']>,
+  cwd: string,
+) {
   const cmd = childCommand({
     nodePath: host.nodePath,
     entry: host.entry,
@@ -98,7 +103,8 @@ async function detect(): Promise<HostIsolation> {
   try {
     const reasons: string[] = [];
     const permissionFlag = await detectPermissionFlag(nodePath);
-    if (permissionFlag === undefined) reasons.push(`${nodePath} supports neither --permission nor --experimental-permission`);
+    if (permissionFlag === undefined)
+      reasons.push(`${nodePath} supports neither --permission nor --experimental-permission`);
     if ((vm.constants as { DONT_CONTEXTIFY?: unknown } | undefined)?.DONT_CONTEXTIFY === undefined) {
       reasons.push(`Node ${process.version} lacks vm.constants.DONT_CONTEXTIFY (needs Node >= 20.18)`);
     }
@@ -107,7 +113,8 @@ async function detect(): Promise<HostIsolation> {
     if (wrapper.kind === 'none') reasons.push('no working bwrap or unshare: the child would share the host network');
     const prlimitPath = which('prlimit');
     const prlimit =
-      prlimitPath !== undefined && (await run(prlimitPath, [`--as=${PROBE_AS_MB * 1024 * 1024}`, '--', nodePath, '-e', '0'])).ok
+      prlimitPath !== undefined &&
+      (await run(prlimitPath, [`--as=${PROBE_AS_MB * 1024 * 1024}`, '--', nodePath, '-e', '0'])).ok
         ? prlimitPath
         : undefined;
     const host = { nodePath, entry, wrapper, ...(prlimit !== undefined ? { prlimit } : {}) };

@@ -10,5 +10,11 @@ export type {
   Sandbox,
   SandboxOptions,
 } from './types.js';
-export { startSandboxRunner, createRemoteSandbox, bridgeSubject, CODE_RUN_SUBJECT, CODE_AVAILABLE_SUBJECT } from './runnerActor.js';
+export {
+  startSandboxRunner,
+  createRemoteSandbox,
+  bridgeSubject,
+  CODE_RUN_SUBJECT,
+  CODE_AVAILABLE_SUBJECT,
+} from './runnerActor.js';
 export type { SandboxRunner, SandboxRunnerOptions, RemoteSandboxOptions, CodeRunRequest } from './runnerActor.js';

@@ -36,7 +36,8 @@ export class LineSplitter {
         return;
       }
       const piece = chunk.subarray(start, nl);
-      const line = this.#parts.length === 0 ? piece.toString('utf8') : Buffer.concat([...this.#parts, piece]).toString('utf8');
+      const line =
+        this.#parts.length === 0 ? piece.toString('utf8') : Buffer.concat([...this.#parts, piece]).toString('utf8');
       this.#parts = [];
       this.#partBytes = 0;
       start = nl + 1;

@@ -21,22 +21,34 @@ const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typ
 const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
 /** Calls the bridge; a throw or a malformed answer becomes a failure value. */
-async function callBridge(bridge: Bridge, op: Op, args: Record<string, unknown>, signal: AbortSignal): Promise<Result<unknown>> {
+async function callBridge(
+  bridge: Bridge,
+  op: Op,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<Result<unknown>> {
   let r: unknown;
   try {
     if (op === 'search') r = await bridge.search(args['query'], args['opts'], signal);
     else if (op === 'describe') r = await bridge.describe(args['id'], signal);
     else r = await bridge.call(args['id'], args['args'], signal);
   } catch (e) {
-    return { ok: false, error: { code: 'sandbox.bridgeFailed', message: `tools.${op} failed in the gateway: ${errorMessage(e)}` } };
+    return {
+      ok: false,
+      error: { code: 'sandbox.bridgeFailed', message: `tools.${op} failed in the gateway: ${errorMessage(e)}` },
+    };
   }
   if (!isRecord(r) || typeof r['ok'] !== 'boolean') {
-    return { ok: false, error: { code: 'sandbox.bridgeFailed', message: `tools.${op} got no answer from the gateway.` } };
+    return {
+      ok: false,
+      error: { code: 'sandbox.bridgeFailed', message: `tools.${op} got no answer from the gateway.` },
+    };
   }
   if (r['ok'] === true) {
     const value = r['value'];
     // The guest API resolves tools.search to the array of results, not the {results, matched, catalogSize} envelope.
-    if (op === 'search' && isRecord(value) && Array.isArray(value['results'])) return { ok: true, value: value['results'] };
+    if (op === 'search' && isRecord(value) && Array.isArray(value['results']))
+      return { ok: true, value: value['results'] };
     return { ok: true, value };
   }
   const error = isRecord(r['error']) ? r['error'] : {};
@@ -52,13 +64,18 @@ async function callBridge(bridge: Bridge, op: Op, args: Record<string, unknown>,
 
 const responseLine = (id: number, r: Result<unknown>): string => {
   try {
-    return r.ok ? JSON.stringify({ t: 'res', id, ok: true, value: r.value ?? null }) : JSON.stringify({ t: 'res', id, ok: false, error: r.error });
+    return r.ok
+      ? JSON.stringify({ t: 'res', id, ok: true, value: r.value ?? null })
+      : JSON.stringify({ t: 'res', id, ok: false, error: r.error });
   } catch (e) {
     return JSON.stringify({
       t: 'res',
       id,
       ok: false,
-      error: { code: 'sandbox.resultNotSerializable', message: `The gateway's answer could not be sent to the sandbox: ${errorMessage(e)}` },
+      error: {
+        code: 'sandbox.resultNotSerializable',
+        message: `The gateway's answer could not be sent to the sandbox: ${errorMessage(e)}`,
+      },
     });
   }
 };
@@ -76,12 +93,22 @@ export const exitError = (exit: ChildExit): { code: string; message: string } =>
   if (exit.protocolError !== undefined) {
     return { code: 'sandbox.protocolError', message: `The sandbox child ${exit.protocolError} and was killed.` };
   }
-  if (/heap out of memory|Reached heap limit|Fatal process out of memory|Allocation failed|std::bad_alloc/i.test(exit.stderrTail)) {
-    return { code: 'sandbox.outOfMemory', message: 'The body ran out of memory and the sandbox child was stopped. Keep less data in memory.' };
+  if (
+    /heap out of memory|Reached heap limit|Fatal process out of memory|Allocation failed|std::bad_alloc/i.test(
+      exit.stderrTail,
+    )
+  ) {
+    return {
+      code: 'sandbox.outOfMemory',
+      message: 'The body ran out of memory and the sandbox child was stopped. Keep less data in memory.',
+    };
   }
   const how = exit.signal !== null ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;
   const tail = exit.stderrTail.trim().split('\n').slice(-3).join(' | ').slice(0, 500);
-  return { code: 'sandbox.crashed', message: `The sandbox child ended unexpectedly (${how})${tail ? `: ${tail}` : ''}.` };
+  return {
+    code: 'sandbox.crashed',
+    message: `The sandbox child ended unexpectedly (${how})${tail ? `: ${tail}` : ''}.`,
+  };
 };
 
 /** What a run has done so far: kept by the caller, so a run stopped from outside (the wall clock) still reports it. */
@@ -124,14 +151,20 @@ export function runOnChild(
 
     const telemetry = (): CodeTelemetry => telemetryOf(progress, Date.now() - meta.startedAt, meta.pooled);
 
-    const settle = (outcome: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }) => {
+    const settle = (
+      outcome: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } },
+    ) => {
       if (settled) return;
       settled = true;
       req.signal?.removeEventListener('abort', onAbort);
       bridgeAbort.abort(new Error('the code run settled'));
       queue.length = 0;
       child.kill();
-      resolve(outcome.ok ? { ok: true, value: outcome.value, logs, telemetry: telemetry() } : { ok: false, error: outcome.error, logs, telemetry: telemetry() });
+      resolve(
+        outcome.ok
+          ? { ok: true, value: outcome.value, logs, telemetry: telemetry() }
+          : { ok: false, error: outcome.error, logs, telemetry: telemetry() },
+      );
     };
 
     const onAbort = () => {
@@ -166,10 +199,15 @@ export function runOnChild(
 
     const onRequest = (id: number, op: Op, args: Record<string, unknown>) => {
       if (counts.search + counts.describe + counts.call >= limits.maxCalls) {
-        child.send(responseLine(id, {
-          ok: false,
-          error: { code: 'sandbox.tooManyCalls', message: `This run already made ${limits.maxCalls} tools.* calls, the limit per run.` },
-        }));
+        child.send(
+          responseLine(id, {
+            ok: false,
+            error: {
+              code: 'sandbox.tooManyCalls',
+              message: `This run already made ${limits.maxCalls} tools.* calls, the limit per run.`,
+            },
+          }),
+        );
         return;
       }
       counts[op] += 1;
@@ -193,7 +231,14 @@ export function runOnChild(
         const id = m['id'];
         const op = m['op'];
         const args = m['args'];
-        if (typeof id !== 'number' || !Number.isSafeInteger(id) || seenIds.has(id) || typeof op !== 'string' || !OPS.has(op) || !isRecord(args)) {
+        if (
+          typeof id !== 'number' ||
+          !Number.isSafeInteger(id) ||
+          seenIds.has(id) ||
+          typeof op !== 'string' ||
+          !OPS.has(op) ||
+          !isRecord(args)
+        ) {
           child.fail('sent a malformed bridge request');
           return;
         }
@@ -214,7 +259,12 @@ export function runOnChild(
         JSON.stringify({
           t: 'run',
           body: req.body,
-          limits: { maxLogBytes: limits.maxLogBytes, maxResultBytes: limits.maxResultBytes, maxArgBytes: limits.maxArgBytes, maxCalls: limits.maxCalls },
+          limits: {
+            maxLogBytes: limits.maxLogBytes,
+            maxResultBytes: limits.maxResultBytes,
+            maxArgBytes: limits.maxArgBytes,
+            maxCalls: limits.maxCalls,
+          },
         }),
       );
     });

@@ -31,9 +31,19 @@ type BridgeMessage =
   | { op: 'call'; id: unknown; args: unknown }
   | { op: 'alive' };
 
-const emptyTelemetry = (durationMs: number) => ({ searchCount: 0, describeCount: 0, callCount: 0, durationMs, pooled: false });
-const failed = (code: string, message: string, durationMs: number, logs: LogLine[] = []): CodeOutcome =>
-  ({ ok: false, error: { code, message }, logs, telemetry: emptyTelemetry(durationMs) });
+const emptyTelemetry = (durationMs: number) => ({
+  searchCount: 0,
+  describeCount: 0,
+  callCount: 0,
+  durationMs,
+  pooled: false,
+});
+const failed = (code: string, message: string, durationMs: number, logs: LogLine[] = []): CodeOutcome => ({
+  ok: false,
+  error: { code, message },
+  logs,
+  telemetry: emptyTelemetry(durationMs),
+});
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export interface SandboxRunnerOptions {
@@ -70,9 +80,19 @@ export function startSandboxRunner(opts: SandboxRunnerOptions): SandboxRunner {
   const handleRun = async (payload: unknown): Promise<CodeOutcome> => {
     const started = Date.now();
     if (stopped) return failed('sandbox.unavailable', 'this sandbox runner is stopping; the run was not started', 0);
-    if (!isRecord(payload) || typeof payload['runId'] !== 'string' || typeof payload['body'] !== 'string' ||
-      typeof payload['timeoutMs'] !== 'number' || typeof payload['bridgeSubject'] !== 'string' || !payload['bridgeSubject'].startsWith(`${BRIDGE_ROOT}.`)) {
-      return failed('sandbox.protocolError', 'malformed code-run request: needs {runId, body, timeoutMs, bridgeSubject}', 0);
+    if (
+      !isRecord(payload) ||
+      typeof payload['runId'] !== 'string' ||
+      typeof payload['body'] !== 'string' ||
+      typeof payload['timeoutMs'] !== 'number' ||
+      typeof payload['bridgeSubject'] !== 'string' ||
+      !payload['bridgeSubject'].startsWith(`${BRIDGE_ROOT}.`)
+    ) {
+      return failed(
+        'sandbox.protocolError',
+        'malformed code-run request: needs {runId, body, timeoutMs, bridgeSubject}',
+        0,
+      );
     }
     const req = payload as unknown as CodeRunRequest;
     const abort = new AbortController();
@@ -81,10 +101,14 @@ export function startSandboxRunner(opts: SandboxRunnerOptions): SandboxRunner {
       const r = await bus.request(req.bridgeSubject, m, { timeoutMs: Math.max(100, deadline - Date.now()) });
       if (!r.ok) {
         opts.onError?.(`sandbox runner: bridge ${req.bridgeSubject} unreachable: ${r.error.message}`);
-        return fail('sandbox.bridgeLost', `the gateway that owns this run does not answer (${r.error.code}); the call was not made`);
+        return fail(
+          'sandbox.bridgeLost',
+          `the gateway that owns this run does not answer (${r.error.code}); the call was not made`,
+        );
       }
       const v = r.value;
-      if (!isRecord(v) || typeof v['ok'] !== 'boolean') return fail('sandbox.protocolError', 'the gateway answered a bridge call with something that is not a result');
+      if (!isRecord(v) || typeof v['ok'] !== 'boolean')
+        return fail('sandbox.protocolError', 'the gateway answered a bridge call with something that is not a result');
       return v as unknown as Result<unknown>;
     };
     const bridge: Bridge = {
@@ -92,8 +116,10 @@ export function startSandboxRunner(opts: SandboxRunnerOptions): SandboxRunner {
       describe: (id) => ask({ op: 'describe', id }),
       call: (id, args) => ask({ op: 'call', id, args: args ?? null }),
     };
-    const beat = setInterval(() => void bus.request(req.bridgeSubject, { op: 'alive' }, { timeoutMs: 500 }).catch(() => undefined),
-      Math.max(100, typeof req.heartbeatMs === 'number' ? req.heartbeatMs : 1000));
+    const beat = setInterval(
+      () => void bus.request(req.bridgeSubject, { op: 'alive' }, { timeoutMs: 500 }).catch(() => undefined),
+      Math.max(100, typeof req.heartbeatMs === 'number' ? req.heartbeatMs : 1000),
+    );
     const unCancel = bus.serve(cancelSubject(req.runId), async () => {
       abort.abort(new Error('cancelled by the gateway'));
       return true;
@@ -111,8 +137,14 @@ export function startSandboxRunner(opts: SandboxRunnerOptions): SandboxRunner {
   };
 
   const unRun = bus.serve(CODE_RUN_SUBJECT, handleRun, { queue: opts.queue ?? 'sandbox' });
-  const unAvailable = bus.serve(CODE_AVAILABLE_SUBJECT, async () => (stopped ? { ok: false, reason: 'the runner is stopping', isolation: noIsolation('stopping') } : sandbox.available()),
-    { queue: opts.queue ?? 'sandbox' });
+  const unAvailable = bus.serve(
+    CODE_AVAILABLE_SUBJECT,
+    async () =>
+      stopped
+        ? { ok: false, reason: 'the runner is stopping', isolation: noIsolation('stopping') }
+        : sandbox.available(),
+    { queue: opts.queue ?? 'sandbox' },
+  );
 
   return {
     inFlight: () => live.size,
@@ -130,7 +162,12 @@ export function startSandboxRunner(opts: SandboxRunnerOptions): SandboxRunner {
   };
 }
 
-const noIsolation = (reason: string): IsolationReport => ({ permissionFlag: undefined, osNetwork: undefined, addressSpaceCap: undefined, reason });
+const noIsolation = (reason: string): IsolationReport => ({
+  permissionFlag: undefined,
+  osNetwork: undefined,
+  addressSpaceCap: undefined,
+  reason,
+});
 
 export interface RemoteSandboxOptions {
   bus: EventBus;
@@ -170,7 +207,11 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
     } else if (isRecord(r.value) && typeof r.value['ok'] === 'boolean' && isRecord(r.value['isolation'])) {
       value = r.value as unknown as typeof value;
     } else {
-      value = { ok: false, reason: 'a sandbox runner answered with something that is not an availability report', isolation: noIsolation('protocol') };
+      value = {
+        ok: false,
+        reason: 'a sandbox runner answered with something that is not an availability report',
+        isolation: noIsolation('protocol'),
+      };
     }
     cached = { at: Date.now(), value };
     return value;
@@ -201,7 +242,13 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
       }
     };
     const stopBridge = bus.serve(subject, serveBridge);
-    const request: CodeRunRequest = { runId, body: req.body, timeoutMs: req.timeoutMs, bridgeSubject: subject, heartbeatMs };
+    const request: CodeRunRequest = {
+      runId,
+      body: req.body,
+      timeoutMs: req.timeoutMs,
+      bridgeSubject: subject,
+      heartbeatMs,
+    };
     const bound = req.timeoutMs + marginMs;
     let watchdog: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -209,16 +256,33 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
       const answer = bus.request(CODE_RUN_SUBJECT, request, { timeoutMs: bound }).then((r): CodeOutcome => {
         if (r.ok) return asOutcome(r.value, took());
         if (r.error.code === 'bus.noResponders') {
-          return failed('sandbox.unavailable', `Code mode is unavailable: no sandbox runner answered within ${bound} ms. Start one (toolsearch serve --role sandbox) or use tool_search, tool_describe and tool_call.`, took());
+          return failed(
+            'sandbox.unavailable',
+            `Code mode is unavailable: no sandbox runner answered within ${bound} ms. Start one (toolsearch serve --role sandbox) or use tool_search, tool_describe and tool_call.`,
+            took(),
+          );
         }
-        return failed('sandbox.runnerLost', `The sandbox runner did not answer within ${bound} ms (${r.error.code}: ${r.error.message}); it stopped or was killed during the run. The run's outcome is unknown: retry it.`, took());
+        return failed(
+          'sandbox.runnerLost',
+          `The sandbox runner did not answer within ${bound} ms (${r.error.code}: ${r.error.message}); it stopped or was killed during the run. The run's outcome is unknown: retry it.`,
+          took(),
+        );
       });
       const lost = new Promise<CodeOutcome>((resolve) => {
-        watchdog = setInterval(() => {
-          if (Date.now() - lastBeat > lostAfterMs) {
-            resolve(failed('sandbox.runnerLost', `The sandbox runner stopped answering during the run (no heartbeat for ${Date.now() - lastBeat} ms): it stopped or was killed. The run's outcome is unknown: retry it.`, took()));
-          }
-        }, Math.max(50, Math.floor(heartbeatMs / 2)));
+        watchdog = setInterval(
+          () => {
+            if (Date.now() - lastBeat > lostAfterMs) {
+              resolve(
+                failed(
+                  'sandbox.runnerLost',
+                  `The sandbox runner stopped answering during the run (no heartbeat for ${Date.now() - lastBeat} ms): it stopped or was killed. The run's outcome is unknown: retry it.`,
+                  took(),
+                ),
+              );
+            }
+          },
+          Math.max(50, Math.floor(heartbeatMs / 2)),
+        );
       });
       const aborted = new Promise<CodeOutcome>((resolve) => {
         if (signal === undefined) return;
@@ -254,7 +318,11 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
 /** A runner's answer as an outcome; anything else is a protocol error. Pure: no I/O. */
 function asOutcome(v: unknown, durationMs: number): CodeOutcome {
   if (!isRecord(v) || typeof v['ok'] !== 'boolean' || !Array.isArray(v['logs']) || !isRecord(v['telemetry'])) {
-    return failed('sandbox.protocolError', 'the sandbox runner answered with something that is not a code outcome', durationMs);
+    return failed(
+      'sandbox.protocolError',
+      'the sandbox runner answered with something that is not a code outcome',
+      durationMs,
+    );
   }
   if (v['ok'] === false && !(isRecord(v['error']) && typeof v['error']['code'] === 'string')) {
     return failed('sandbox.protocolError', 'the sandbox runner reported a failure without an error code', durationMs);

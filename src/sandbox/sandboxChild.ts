@@ -88,7 +88,12 @@ export class SandboxChild {
         : {}),
     });
     // Its own process group, so kill() reaches the wrapper's pid-namespace init too (see kill()).
-    this.#proc = spawn(cmd.file, cmd.args, { env: {}, cwd: this.#cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+    this.#proc = spawn(cmd.file, cmd.args, {
+      env: {},
+      cwd: this.#cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     let resolveReady!: (ok: boolean) => void;
     this.ready = new Promise((r) => (resolveReady = r));
     this.exited = new Promise((resolve) => {
@@ -178,7 +183,8 @@ export class SandboxChild {
     } catch {
       return this.#breakProtocol('sent a line that is not JSON');
     }
-    if (m === null || typeof m !== 'object' || Array.isArray(m)) return this.#breakProtocol('sent a message that is not an object');
+    if (m === null || typeof m !== 'object' || Array.isArray(m))
+      return this.#breakProtocol('sent a message that is not an object');
     const message = m as ChildMessage;
     if (!this.#isReady) {
       if (message.t !== 'ready') {

@@ -80,7 +80,9 @@ export interface SandboxOptions {
 
 export interface Sandbox {
   /** Whether code mode can run here; `reason` says what is missing (fall back to tools mode). */
-  available(): Promise<{ ok: true; isolation: IsolationReport } | { ok: false; reason: string; isolation: IsolationReport }>;
+  available(): Promise<
+    { ok: true; isolation: IsolationReport } | { ok: false; reason: string; isolation: IsolationReport }
+  >;
   /** Acquire a child, run the body on it, kill it. Never rejects: failures are outcomes. */
   run(req: RunRequest): Promise<CodeOutcome>;
   /** Resolves when every pooled child is started and waiting (for startup readiness and benchmarks). */

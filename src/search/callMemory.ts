@@ -38,7 +38,8 @@ export class CallMemory {
   version = 0;
 
   constructor(readonly maxPairs: number = DEFAULT_MAX_LEARNED_CALLS) {
-    if (!Number.isInteger(maxPairs) || maxPairs < 1) throw new Error(`maxPairs must be a whole number >= 1, got ${maxPairs}`);
+    if (!Number.isInteger(maxPairs) || maxPairs < 1)
+      throw new Error(`maxPairs must be a whole number >= 1, got ${maxPairs}`);
   }
 
   /** Pairs held. */
@@ -53,7 +54,10 @@ export class CallMemory {
     const slot = this.count < this.maxPairs ? this.count++ : this.head;
     const old = this.pairs[slot];
     if (old !== undefined) for (const t of old.terms) this.byTerm.get(t)?.delete(slot);
-    this.pairs[slot] = call.at === undefined ? { query: call.query, terms, toolId: call.toolId } : { query: call.query, terms, toolId: call.toolId, at: call.at };
+    this.pairs[slot] =
+      call.at === undefined
+        ? { query: call.query, terms, toolId: call.toolId }
+        : { query: call.query, terms, toolId: call.toolId, at: call.at };
     for (const t of terms) {
       let set = this.byTerm.get(t);
       if (set === undefined) this.byTerm.set(t, (set = new Set()));
@@ -76,7 +80,9 @@ export class CallMemory {
     if (qNorm === 0) return out;
     // Candidates: pairs sharing the query's rarest terms first (in the memory), at most MAX_COMPARED, so the cost
     // stays bounded however large the memory and however common a query word.
-    const byRarity = q.filter((t) => this.byTerm.has(t)).sort((a, b) => (this.byTerm.get(a)?.size ?? 0) - (this.byTerm.get(b)?.size ?? 0));
+    const byRarity = q
+      .filter((t) => this.byTerm.has(t))
+      .sort((a, b) => (this.byTerm.get(a)?.size ?? 0) - (this.byTerm.get(b)?.size ?? 0));
     const slots = new Set<number>();
     for (const t of byRarity) {
       for (const slot of this.byTerm.get(t) ?? []) {
@@ -116,7 +122,9 @@ export class CallMemory {
     const start = this.count < this.maxPairs ? 0 : this.head;
     for (let k = 0; k < this.count; k++) {
       const p = this.pairs[(start + k) % this.maxPairs] as Stored;
-      out.push(p.at === undefined ? { query: p.query, toolId: p.toolId } : { query: p.query, toolId: p.toolId, at: p.at });
+      out.push(
+        p.at === undefined ? { query: p.query, toolId: p.toolId } : { query: p.query, toolId: p.toolId, at: p.at },
+      );
     }
     return out;
   }

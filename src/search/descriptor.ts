@@ -111,8 +111,47 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
 }
 
 /** Two-consonant openings of English words: a name starting with any other pair may be a brand prefix. */
-const ONSETS = new Set(['bl', 'br', 'ch', 'cl', 'cr', 'dr', 'dw', 'fl', 'fr', 'gh', 'gl', 'gn', 'gr', 'kn', 'kr', 'ph', 'pl',
-  'pn', 'pr', 'ps', 'qu', 'rh', 'sc', 'sh', 'sk', 'sl', 'sm', 'sn', 'sp', 'sq', 'st', 'sv', 'sw', 'th', 'tr', 'ts', 'tw', 'wh', 'wr']);
+const ONSETS = new Set([
+  'bl',
+  'br',
+  'ch',
+  'cl',
+  'cr',
+  'dr',
+  'dw',
+  'fl',
+  'fr',
+  'gh',
+  'gl',
+  'gn',
+  'gr',
+  'kn',
+  'kr',
+  'ph',
+  'pl',
+  'pn',
+  'pr',
+  'ps',
+  'qu',
+  'rh',
+  'sc',
+  'sh',
+  'sk',
+  'sl',
+  'sm',
+  'sn',
+  'sp',
+  'sq',
+  'st',
+  'sv',
+  'sw',
+  'th',
+  'tr',
+  'ts',
+  'tw',
+  'wh',
+  'wr',
+]);
 const VOWELS = new Set(['a', 'e', 'i', 'o', 'u', 'y']);
 
 /**
@@ -130,7 +169,11 @@ export function brandAliases(ownerText: string): string[] {
 }
 
 /** Adds one field's BM25+ term scores (times the field's boost) to the tool's term scores. */
-function addField(scores: Map<string, number>, terms: readonly string[], field: { boost: number; refLength: number }): void {
+function addField(
+  scores: Map<string, number>,
+  terms: readonly string[],
+  field: { boost: number; refLength: number },
+): void {
   if (terms.length === 0) return;
   const counts = new Map<string, number>();
   for (const t of terms) counts.set(t, (counts.get(t) ?? 0) + 1);

@@ -50,8 +50,11 @@ interface SeenSearch {
  * `{"query", "toolId", "at"}`), rewritten from the memory when it holds twice the cap, so it stays bounded. A
  * missing file starts empty; unreadable lines are skipped (reported through onWarning).
  */
-export async function startCallLearning(bus: FactSubscriber, settings: LearnFromCallsSettings,
-  onWarning?: (message: string) => void): Promise<CallLearning> {
+export async function startCallLearning(
+  bus: FactSubscriber,
+  settings: LearnFromCallsSettings,
+  onWarning?: (message: string) => void,
+): Promise<CallLearning> {
   const memory = new CallMemory(settings.maxLearnedCalls);
   const file = settings.learnedCallsPath;
   const loaded = await loadHistory(file, memory, onWarning);
@@ -60,7 +63,9 @@ export async function startCallLearning(bus: FactSubscriber, settings: LearnFrom
   const seenCalls = new Set<string>();
   let writes: Promise<void> = Promise.resolve();
   const write = (fn: () => Promise<void>): void => {
-    writes = writes.then(fn).catch((err: unknown) => onWarning?.(`search.learnFromCalls: cannot write ${file}: ${(err as Error).message}`));
+    writes = writes
+      .then(fn)
+      .catch((err: unknown) => onWarning?.(`search.learnFromCalls: cannot write ${file}: ${(err as Error).message}`));
   };
 
   const onEvent = (e: Envelope): void => {
@@ -71,7 +76,10 @@ export async function startCallLearning(bus: FactSubscriber, settings: LearnFrom
       if (list === undefined) list = [];
       else sessions.delete(e.sessionId);
       sessions.set(e.sessionId, list);
-      list.push({ query: d.query.slice(0, MAX_QUERY_CHARS), resultIds: new Set(d.resultIds.filter((x): x is string => typeof x === 'string')) });
+      list.push({
+        query: d.query.slice(0, MAX_QUERY_CHARS),
+        resultIds: new Set(d.resultIds.filter((x): x is string => typeof x === 'string')),
+      });
       if (list.length > SEARCHES_PER_SESSION) list.shift();
       if (sessions.size > MAX_SESSIONS) sessions.delete(sessions.keys().next().value as string);
       return;
@@ -85,7 +93,8 @@ export async function startCallLearning(bus: FactSubscriber, settings: LearnFrom
     if (seenCalls.size > MAX_SEEN_CALLS) seenCalls.delete(seenCalls.values().next().value as string);
     const list = sessions.get(e.sessionId) ?? [];
     let search: SeenSearch | undefined;
-    for (let i = list.length - 1; i >= 0 && search === undefined; i--) if ((list[i] as SeenSearch).resultIds.has(d.toolId)) search = list[i];
+    for (let i = list.length - 1; i >= 0 && search === undefined; i--)
+      if ((list[i] as SeenSearch).resultIds.has(d.toolId)) search = list[i];
     if (search === undefined) return; // a call that followed no search teaches nothing about search
     const pair: LearnedCall = { query: search.query, toolId: d.toolId, at: e.at };
     memory.record(pair);
@@ -113,7 +122,9 @@ async function loadHistory(file: string, memory: CallMemory, onWarning?: (messag
     text = await readFile(file, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-    onWarning?.(`search.learnFromCalls: cannot read ${file}: ${(err as Error).message}; starting with no learned calls.`);
+    onWarning?.(
+      `search.learnFromCalls: cannot read ${file}: ${(err as Error).message}; starting with no learned calls.`,
+    );
     return 0;
   }
   let n = 0;
@@ -123,13 +134,20 @@ async function loadHistory(file: string, memory: CallMemory, onWarning?: (messag
     try {
       const v = JSON.parse(line) as { query?: unknown; toolId?: unknown; at?: unknown };
       if (typeof v.query !== 'string' || typeof v.toolId !== 'string') throw new Error('not a pair');
-      memory.record(typeof v.at === 'string' ? { query: v.query, toolId: v.toolId, at: v.at } : { query: v.query, toolId: v.toolId });
+      memory.record(
+        typeof v.at === 'string'
+          ? { query: v.query, toolId: v.toolId, at: v.at }
+          : { query: v.query, toolId: v.toolId },
+      );
       n++;
     } catch {
       bad++;
     }
   }
-  if (bad > 0) onWarning?.(`search.learnFromCalls: skipped ${bad} unreadable line(s) of ${file}; each line must be {"query": "...", "toolId": "..."}.`);
+  if (bad > 0)
+    onWarning?.(
+      `search.learnFromCalls: skipped ${bad} unreadable line(s) of ${file}; each line must be {"query": "...", "toolId": "..."}.`,
+    );
   return n;
 }
 

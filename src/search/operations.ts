@@ -35,8 +35,11 @@ export class OperationModel {
   readonly equivalents: ReadonlyMap<string, ReadonlyMap<string, number>>;
   private readonly byMeta = new Map<ToolMeta, readonly string[]>();
 
-  private constructor(openings: Map<string, number>, equivalents: Map<string, Map<string, number>>,
-    private readonly words: ReadonlyMap<ToolMeta, readonly string[]>) {
+  private constructor(
+    openings: Map<string, number>,
+    equivalents: Map<string, Map<string, number>>,
+    private readonly words: ReadonlyMap<ToolMeta, readonly string[]>,
+  ) {
     this.openings = openings;
     this.equivalents = equivalents;
   }
@@ -62,7 +65,8 @@ export class OperationModel {
       if (inName.length === 1) alone.set(inName[0] as string, (alone.get(inName[0] as string) ?? 0) + 1);
     }
     const ops = new Map<string, number>();
-    for (const w of candidates) if ((alone.get(w) ?? 0) >= MIN_ALONE_SHARE * (named.get(w) ?? 0)) ops.set(w, opened.get(w) as number);
+    for (const w of candidates)
+      if ((alone.get(w) ?? 0) >= MIN_ALONE_SHARE * (named.get(w) ?? 0)) ops.set(w, opened.get(w) as number);
     // 2. Pairs of a name's one operation word (or, for a name with none, its first word) and a different
     //    operation word its description opens with.
     const pairs = new Map<string, Map<string, number>>();
@@ -110,8 +114,10 @@ export class OperationModel {
       if (!ops.has(w)) continue;
       // The share of the rarer word's uses: add ~ create is learned from the few "Add a ..." openings of create_ tools.
       const share = (o: string, c: number): number => c / Math.max(1, Math.min(uses.get(w) ?? 0, uses.get(o) ?? 0));
-      const kept = [...others].filter(([o, c]) => ops.has(o) && c >= MIN_PAIRS && share(o, c) >= MIN_EQUIVALENCE)
-        .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1)).slice(0, MAX_EQUIVALENTS);
+      const kept = [...others]
+        .filter(([o, c]) => ops.has(o) && c >= MIN_PAIRS && share(o, c) >= MIN_EQUIVALENCE)
+        .sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))
+        .slice(0, MAX_EQUIVALENTS);
       for (const [o, c] of kept) {
         addEq(w, o, share(o, c));
         addEq(o, w, share(o, c));
@@ -134,8 +140,12 @@ export class OperationModel {
     const words = this.words.get(meta) ?? meta.nameOnly;
     const first = words[0];
     const last = words[words.length - 1];
-    let ops = first !== undefined && this.openings.has(first) ? [first]
-      : last !== undefined && this.openings.has(last) ? [last] : words.filter((w) => this.openings.has(w));
+    let ops =
+      first !== undefined && this.openings.has(first)
+        ? [first]
+        : last !== undefined && this.openings.has(last)
+          ? [last]
+          : words.filter((w) => this.openings.has(w));
     if (ops.length === 0) {
       const opening = openingOf(meta, this.openings);
       ops = opening === undefined ? [] : [opening];
@@ -214,7 +224,10 @@ function nameWordsOf(list: readonly ToolMeta[]): Map<ToolMeta, string[]> {
   for (const group of bySource.values()) {
     const counts = new Map<string, number>();
     for (const m of group) for (const w of new Set(m.nameOnly)) counts.set(w, (counts.get(w) ?? 0) + 1);
-    const prefix = group.length >= 4 ? new Set([...counts].filter(([, c]) => c >= group.length * 0.5).map(([w]) => w)) : new Set<string>();
+    const prefix =
+      group.length >= 4
+        ? new Set([...counts].filter(([, c]) => c >= group.length * 0.5).map(([w]) => w))
+        : new Set<string>();
     for (const m of group) {
       const kept = m.nameOnly.filter((w) => !prefix.has(w));
       out.set(m, kept.length > 0 ? kept : [...m.nameOnly]);

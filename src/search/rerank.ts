@@ -83,7 +83,13 @@ export const WEIGHTS = Object.freeze({
  * how much of the query it matches anywhere (`coverage`: the summed best credit of the topical terms matched,
  * from the scoring pass), and whether the query names its server. Pure: no I/O.
  */
-export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan, ops: OperationModel, hasSibling: boolean): number {
+export function rerankFactor(
+  meta: ToolMeta,
+  coverage: number,
+  q: QueryPlan,
+  ops: OperationModel,
+  hasSibling: boolean,
+): number {
   const n = Math.max(q.topicalCount, 1);
   let name = 0;
   let core = 0;
@@ -104,7 +110,11 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan, ops
   }
   let owned = false;
   if (q.ownerMentions.length > 0) {
-    for (const t of q.ownerMentions) if (meta.ownerTerms.includes(t)) { owned = true; break; }
+    for (const t of q.ownerMentions)
+      if (meta.ownerTerms.includes(t)) {
+        owned = true;
+        break;
+      }
   }
   // A server the query names counts as one more query word, matched by that server's tools only.
   const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
@@ -112,11 +122,19 @@ export function rerankFactor(meta: ToolMeta, coverage: number, q: QueryPlan, ops
   let explained = 0;
   for (const w of meta.nameOnly) {
     if (q.allTerms.has(w)) explained++;
-    else for (const t of q.typed) if (t.length >= 3 && w.startsWith(t)) { explained++; break; }
+    else
+      for (const t of q.typed)
+        if (t.length >= 3 && w.startsWith(t)) {
+          explained++;
+          break;
+        }
   }
   const precision = meta.nameOnly.length === 0 ? 0.5 : explained / meta.nameOnly.length;
-  let factor = (1 + WEIGHTS.name * (name / n)) * (1 + WEIGHTS.core * (core / n)) * (1 + WEIGHTS.precision * precision)
-    * Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
+  let factor =
+    (1 + WEIGHTS.name * (name / n)) *
+    (1 + WEIGHTS.core * (core / n)) *
+    (1 + WEIGHTS.precision * precision) *
+    Math.pow(Math.max(Math.min(any / (n + named), 1), 0.05), WEIGHTS.coord);
   if (owned) factor *= WEIGHTS.owner;
   // Among tools of the same object (siblings: same server, a shared object word, both candidates), the operation
   // the request asks for decides: a tool that does it gains, one that does another operation (create_x for

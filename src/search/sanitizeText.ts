@@ -6,7 +6,8 @@
  */
 
 // C0/C1 controls except tab and newline (handled as whitespace), plus zero-width and bidi-override characters.
-const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u00AD\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF]/gu;
+const CONTROL =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u00AD\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF]/gu;
 const TEMPLATE_TOKEN = /<\|[^|<>]{0,64}\|>|\[\/?(?:INST|SYS)\]|<<\/?SYS>>/giu;
 const TAG = /<\/?[A-Za-z!?][^<>]{0,400}>/gu;
 const FENCE = /(?:```|~~~)[^\s`~]*/gu;
@@ -27,11 +28,19 @@ export function sanitizeText(text: unknown, options: SanitizeOptions): string {
   // Repeat until stable so nested or split markup (`<sys<b>tem>`) cannot reassemble after one pass.
   for (let i = 0; i < 5; i++) {
     const before = s;
-    s = s.replace(TEMPLATE_TOKEN, ' ').replace(TAG, ' ').replace(FENCE, ' ').replace(HEADING, '').replace(QUOTE_MARKER, '');
+    s = s
+      .replace(TEMPLATE_TOKEN, ' ')
+      .replace(TAG, ' ')
+      .replace(FENCE, ' ')
+      .replace(HEADING, '')
+      .replace(QUOTE_MARKER, '');
     if (s === before) break;
   }
   s = options.keepNewlines
-    ? s.replace(/[ \t\f\v]+/g, ' ').replace(/ ?\n[\s]*/g, '\n').trim()
+    ? s
+        .replace(/[ \t\f\v]+/g, ' ')
+        .replace(/ ?\n[\s]*/g, '\n')
+        .trim()
     : s.replace(/\s+/g, ' ').trim();
   return bound(s, options.maxLength);
 }

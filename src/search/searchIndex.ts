@@ -85,7 +85,10 @@ export class SearchIndex {
   /**
    * `options.callMemory`: learned calls re-rank (bounded) the tools of this index only; see CallMemory.
    */
-  constructor(entries: readonly ToolEntry[] = [], settings: Partial<SearchSettings> & { callMemory?: CallMemory } = {}) {
+  constructor(
+    entries: readonly ToolEntry[] = [],
+    settings: Partial<SearchSettings> & { callMemory?: CallMemory } = {},
+  ) {
     this.settings = normalizeSettings(settings);
     this.memory = settings.callMemory;
     this.addEntries(entries);
@@ -291,17 +294,23 @@ export class SearchIndex {
 
   private checkQuery(query: unknown): Result<string> {
     if (typeof query !== 'string') {
-      return fail('search.invalidQuery',
-        `The query must be a string of words describing the tool you need; got ${describeValue(query)}.`);
+      return fail(
+        'search.invalidQuery',
+        `The query must be a string of words describing the tool you need; got ${describeValue(query)}.`,
+      );
     }
     if (query.trim() === '') {
-      return fail('search.emptyQuery',
-        'The query is empty: there is nothing to search for. Describe the tool you need in a few words, e.g. "list github issues".');
+      return fail(
+        'search.emptyQuery',
+        'The query is empty: there is nothing to search for. Describe the tool you need in a few words, e.g. "list github issues".',
+      );
     }
     if (query.length > MAX_QUERY_LENGTH) {
-      return fail('search.queryTooLong',
+      return fail(
+        'search.queryTooLong',
         `The query is ${query.length} characters long; the limit is ${MAX_QUERY_LENGTH}. Describe the tool you need in a few words.`,
-        { length: query.length, max: MAX_QUERY_LENGTH });
+        { length: query.length, max: MAX_QUERY_LENGTH },
+      );
     }
     return ok(query.trim());
   }
@@ -310,11 +319,17 @@ export class SearchIndex {
     const max = this.settings.maxSearchLimit;
     if (limit === undefined) return ok({ limit: this.settings.searchDefaultLimit });
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
-      return fail('search.invalidLimit',
+      return fail(
+        'search.invalidLimit',
         `limit must be a whole number from 1 to ${max}; got ${describeValue(limit)}. Leave it out for the default of ${this.settings.searchDefaultLimit}.`,
-        { min: 1, max, got: typeof limit === 'number' ? limit : String(limit) });
+        { min: 1, max, got: typeof limit === 'number' ? limit : String(limit) },
+      );
     }
-    if (limit > max) return ok({ limit: max, note: `limit ${limit} is above the maximum of ${max}; at most ${max} results are returned.` });
+    if (limit > max)
+      return ok({
+        limit: max,
+        note: `limit ${limit} is above the maximum of ${max}; at most ${max} results are returned.`,
+      });
     return ok({ limit });
   }
 
@@ -339,7 +354,8 @@ export class SearchIndex {
     if (typed.length === 0) {
       typed = tokenizeWords(words, true);
       if (typed.length === 0) return null;
-      note = 'The query has only very common words; results may be weak. Name the action and the object, e.g. "create issue".';
+      note =
+        'The query has only very common words; results may be weak. Name the action and the object, e.g. "create issue".';
     }
     // Words the catalog writes as one ("to do" -> todo, "web hook" -> webhook).
     for (let i = 0; i + 1 < words.length; i++) {
@@ -394,8 +410,18 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
-    const plan: QueryPlan = { typed, expansions, topical, topicalCount, weights, ownerMentions, allTerms, implicitFrom, requested,
-      asksDelete: namesDeletion(content) };
+    const plan: QueryPlan = {
+      typed,
+      expansions,
+      topical,
+      topicalCount,
+      weights,
+      ownerMentions,
+      allTerms,
+      implicitFrom,
+      requested,
+      asksDelete: namesDeletion(content),
+    };
     if (note !== undefined) plan.note = note;
     return plan;
   }
@@ -447,7 +473,8 @@ export class SearchIndex {
     }
     // Typos only: a word the catalog knows is matched as typed.
     if (t.length >= 5 && this.postings.get(t) === undefined) {
-      for (const [term, list] of this.postings.near(t, 1)) if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.fuzzy, list });
+      for (const [term, list] of this.postings.near(t, 1))
+        if (!byTerm.has(term)) byTerm.set(term, { term, credit: WEIGHTS.fuzzy, list });
     }
     const list = [...byTerm.values()];
     if (this.expansions.size >= PLAN_CACHE_MAX * 4) this.expansions.clear();
@@ -513,7 +540,8 @@ export class SearchIndex {
 
   private rank(query: string, max: number): { ids: string[]; matched: number; note?: string } {
     const q = this.plan(query);
-    if (q === null) return { ids: [], matched: 0, note: `The query "${query.slice(0, 60)}" has no words to search for.` };
+    if (q === null)
+      return { ids: [], matched: 0, note: `The query "${query.slice(0, 60)}" has no words to search for.` };
     const count = this.score(q);
     const { acc, coverage, touched } = this;
     const n = Math.max(q.topicalCount, 1);
@@ -530,10 +558,23 @@ export class SearchIndex {
     // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
     const heap = new MinHeap(Math.max(RERANK_DEPTH, max));
     const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
-    selectCandidates(heap, touched, count, acc, coverage, q.topicalCount === 0 ? 0 : 1 / (n + named), named, ownerMark, queryStamp);
+    selectCandidates(
+      heap,
+      touched,
+      count,
+      acc,
+      coverage,
+      q.topicalCount === 0 ? 0 : 1 / (n + named),
+      named,
+      ownerMark,
+      queryStamp,
+    );
     const top: { id: string; score: number }[] = [];
     const ops = this.operations();
-    const siblings = q.requested.size > 0 ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[]) : undefined;
+    const siblings =
+      q.requested.size > 0
+        ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])
+        : undefined;
     for (let k = 0; k < heap.size; k++) {
       const slot = heap.slots[k] as number;
       const meta = this.slots[slot] as ToolMeta;
@@ -543,7 +584,13 @@ export class SearchIndex {
       top.push({ id: meta.entry.id, score });
       if (this.trace !== undefined) {
         const mask = this.matchMask[slot] as number;
-        this.trace.push({ id: meta.entry.id, base, factor, score, matched: q.typed.filter((_, i) => (mask & (1 << i)) !== 0) });
+        this.trace.push({
+          id: meta.entry.id,
+          base,
+          factor,
+          score,
+          matched: q.typed.filter((_, i) => (mask & (1 << i)) !== 0),
+        });
       }
     }
     if (this.memory !== undefined && this.memory.size > 0) this.applyLearned(q, top);
@@ -571,7 +618,6 @@ export class SearchIndex {
     const out = { ids, matched };
     return q.note === undefined ? out : { ...out, note: q.note };
   }
-
 }
 
 /**
@@ -579,7 +625,11 @@ export class SearchIndex {
  * tool the query's words did not reach but similar past queries did enters at up to `inject` x the best score.
  * Only ids of this index are considered: a tool outside the (policy-filtered) catalog never appears.
  */
-function learnedBoost(top: { id: string; score: number }[], evidence: ReadonlyMap<string, number>, has: (id: string) => boolean): void {
+function learnedBoost(
+  top: { id: string; score: number }[],
+  evidence: ReadonlyMap<string, number>,
+  has: (id: string) => boolean,
+): void {
   if (evidence.size === 0) return;
   let best = 0;
   const seen = new Set<string>();
@@ -590,7 +640,8 @@ function learnedBoost(top: { id: string; score: number }[], evidence: ReadonlyMa
     if (e !== undefined) t.score *= 1 + WEIGHTS.learned * e;
   }
   if (best === 0) best = 1;
-  for (const [id, e] of evidence) if (!seen.has(id) && has(id)) top.push({ id, score: best * WEIGHTS.learnedInject * e });
+  for (const [id, e] of evidence)
+    if (!seen.has(id) && has(id)) top.push({ id, score: best * WEIGHTS.learnedInject * e });
 }
 
 /**
@@ -598,8 +649,17 @@ function learnedBoost(top: { id: string; score: number }[], evidence: ReadonlyMa
  * 0.05..1; 1 when the query has no topical words) x the owner factor when the query names its server, squared
  * (the order of sqrt(bm25) x share x owner, without a square root per tool). A plain loop over typed arrays.
  */
-function selectCandidates(heap: MinHeap, touched: Int32Array, count: number, acc: Float64Array, coverage: Float32Array,
-  invN: number, named: number, ownerMark: Int32Array, stamp: number): void {
+function selectCandidates(
+  heap: MinHeap,
+  touched: Int32Array,
+  count: number,
+  acc: Float64Array,
+  coverage: Float32Array,
+  invN: number,
+  named: number,
+  ownerMark: Int32Array,
+  stamp: number,
+): void {
   const ownerFactor = WEIGHTS.owner * WEIGHTS.owner;
   for (let k = 0; k < count; k++) {
     const slot = touched[k] as number;
@@ -684,11 +744,15 @@ function increment(map: Map<string, number>, key: string, by: number): void {
 
 function normalizeSettings(s: Partial<SearchSettings>): SearchSettings {
   const maxRaw = s.maxSearchLimit;
-  const max = typeof maxRaw === 'number' && Number.isInteger(maxRaw) && maxRaw >= 1
-    ? Math.min(maxRaw, MAX_SEARCH_LIMIT_BOUND) : DEFAULT_SEARCH_SETTINGS.maxSearchLimit;
+  const max =
+    typeof maxRaw === 'number' && Number.isInteger(maxRaw) && maxRaw >= 1
+      ? Math.min(maxRaw, MAX_SEARCH_LIMIT_BOUND)
+      : DEFAULT_SEARCH_SETTINGS.maxSearchLimit;
   const defRaw = s.searchDefaultLimit;
-  const def = typeof defRaw === 'number' && Number.isInteger(defRaw) && defRaw >= 1
-    ? Math.min(defRaw, max) : Math.min(DEFAULT_SEARCH_SETTINGS.searchDefaultLimit, max);
+  const def =
+    typeof defRaw === 'number' && Number.isInteger(defRaw) && defRaw >= 1
+      ? Math.min(defRaw, max)
+      : Math.min(DEFAULT_SEARCH_SETTINGS.searchDefaultLimit, max);
   return { searchDefaultLimit: def, maxSearchLimit: max };
 }
 

@@ -11,18 +11,164 @@
  * tool is meant. Kept general on purpose: words that name an action or an object (get, list, file, all) stay.
  */
 export const STOP_WORDS: ReadonlySet<string> = new Set([
-  'a', 'an', 'the', 'and', 'or', 'nor', 'but', 'if', 'then', 'else', 'than', 'so', 'as', 'of', 'in', 'on', 'at', 'to',
-  'into', 'onto', 'from', 'by', 'for', 'with', 'without', 'within', 'about', 'over', 'under', 'via', 'per', 'up',
-  'is', 'are', 'was', 'were', 'be', 'been', 'being', 'am', 'do', 'does', 'did', 'doing', 'done', 'have', 'has', 'had',
-  'having', 'will', 'would', 'shall', 'should', 'can', 'could', 'may', 'might', 'must',
-  'i', 'me', 'my', 'mine', 'myself', 'we', 'us', 'our', 'ours', 'you', 'your', 'yours', 'he', 'him', 'his', 'she',
-  'her', 'hers', 'it', 'its', 'they', 'them', 'their', 'theirs', 'this', 'that', 'these', 'those', 'there', 'here',
-  'what', 'which', 'who', 'whom', 'whose', 'when', 'where', 'why', 'how', 'whether',
-  'some', 'any', 'each', 'every', 'such', 'own', 'same', 'other', 'another', 'very', 'too', 'also', 'just', 'only',
-  'not', 'no', 'yes', 'all', 'both', 'either', 'neither', 'more', 'most', 'much', 'many', 'few', 'lot', 'lots',
-  'please', 'want', 'wants', 'wanted', 'need', 'needs', 'needed', 'like', 'would', 'let', 'lets', 'kindly',
-  'something', 'anything', 'someone', 'anyone', 'thing', 'things', 'way', 'ways', 'able', 'etc', 'eg', 'ie',
-  'using', 'use', 'used', 'uses', 'tool', 'tools', 'help', 'helps',
+  'a',
+  'an',
+  'the',
+  'and',
+  'or',
+  'nor',
+  'but',
+  'if',
+  'then',
+  'else',
+  'than',
+  'so',
+  'as',
+  'of',
+  'in',
+  'on',
+  'at',
+  'to',
+  'into',
+  'onto',
+  'from',
+  'by',
+  'for',
+  'with',
+  'without',
+  'within',
+  'about',
+  'over',
+  'under',
+  'via',
+  'per',
+  'up',
+  'is',
+  'are',
+  'was',
+  'were',
+  'be',
+  'been',
+  'being',
+  'am',
+  'do',
+  'does',
+  'did',
+  'doing',
+  'done',
+  'have',
+  'has',
+  'had',
+  'having',
+  'will',
+  'would',
+  'shall',
+  'should',
+  'can',
+  'could',
+  'may',
+  'might',
+  'must',
+  'i',
+  'me',
+  'my',
+  'mine',
+  'myself',
+  'we',
+  'us',
+  'our',
+  'ours',
+  'you',
+  'your',
+  'yours',
+  'he',
+  'him',
+  'his',
+  'she',
+  'her',
+  'hers',
+  'it',
+  'its',
+  'they',
+  'them',
+  'their',
+  'theirs',
+  'this',
+  'that',
+  'these',
+  'those',
+  'there',
+  'here',
+  'what',
+  'which',
+  'who',
+  'whom',
+  'whose',
+  'when',
+  'where',
+  'why',
+  'how',
+  'whether',
+  'some',
+  'any',
+  'each',
+  'every',
+  'such',
+  'own',
+  'same',
+  'other',
+  'another',
+  'very',
+  'too',
+  'also',
+  'just',
+  'only',
+  'not',
+  'no',
+  'yes',
+  'all',
+  'both',
+  'either',
+  'neither',
+  'more',
+  'most',
+  'much',
+  'many',
+  'few',
+  'lot',
+  'lots',
+  'please',
+  'want',
+  'wants',
+  'wanted',
+  'need',
+  'needs',
+  'needed',
+  'like',
+  'would',
+  'let',
+  'lets',
+  'kindly',
+  'something',
+  'anything',
+  'someone',
+  'anyone',
+  'thing',
+  'things',
+  'way',
+  'ways',
+  'able',
+  'etc',
+  'eg',
+  'ie',
+  'using',
+  'use',
+  'used',
+  'uses',
+  'tool',
+  'tools',
+  'help',
+  'helps',
 ]);
 
 /** Splits identifiers and prose into lowercase words; no stop words removed, no stemming. Pure: no I/O. */
@@ -38,7 +184,10 @@ export function splitWords(text: string): string[] {
     } else if (start < 0) start = i;
     else if (kind === UPPER) {
       // getHTTPResponse -> get HTTP Response; v2Api -> v2 Api
-      if (prevKind === LOWER || ((prevKind === UPPER || prevKind === DIGIT) && i + 1 < text.length && kindAt(text, i + 1) === LOWER)) {
+      if (
+        prevKind === LOWER ||
+        ((prevKind === UPPER || prevKind === DIGIT) && i + 1 < text.length && kindAt(text, i + 1) === LOWER)
+      ) {
         out.push(text.slice(start, i).toLowerCase());
         start = i;
       }
@@ -100,8 +249,14 @@ function endsCvc(word: string): boolean {
   const n = word.length;
   if (n < 3) return false;
   const last = word.charCodeAt(n - 1);
-  return !isVowelAt(word, n - 1) && isVowelAt(word, n - 2) && !isVowelAt(word, n - 3)
-    && last !== 119 && last !== 120 && last !== 121;
+  return (
+    !isVowelAt(word, n - 1) &&
+    isVowelAt(word, n - 2) &&
+    !isVowelAt(word, n - 3) &&
+    last !== 119 &&
+    last !== 120 &&
+    last !== 121
+  );
 }
 
 /**
@@ -124,12 +279,31 @@ const STEMS = new Map<string, string>();
 const STEM_CACHE_MAX = 200_000;
 
 /** Irregular English plurals (nouns only; not "leaves", "lives", which are also verbs): stemmed as their singular. */
-const IRREGULAR = new Map(Object.entries({
-  indices: 'index', vertices: 'vertex', matrices: 'matrix', appendices: 'appendix', people: 'person',
-  children: 'child', analyses: 'analysis', hypotheses: 'hypothesis', diagnoses: 'diagnosis', crises: 'crisis',
-  criteria: 'criterion', phenomena: 'phenomenon', knives: 'knife', halves: 'half', shelves: 'shelf',
-  mice: 'mouse', feet: 'foot', teeth: 'tooth', geese: 'goose', women: 'woman', axes: 'axis',
-}));
+const IRREGULAR = new Map(
+  Object.entries({
+    indices: 'index',
+    vertices: 'vertex',
+    matrices: 'matrix',
+    appendices: 'appendix',
+    people: 'person',
+    children: 'child',
+    analyses: 'analysis',
+    hypotheses: 'hypothesis',
+    diagnoses: 'diagnosis',
+    crises: 'crisis',
+    criteria: 'criterion',
+    phenomena: 'phenomenon',
+    knives: 'knife',
+    halves: 'half',
+    shelves: 'shelf',
+    mice: 'mouse',
+    feet: 'foot',
+    teeth: 'tooth',
+    geese: 'goose',
+    women: 'woman',
+    axes: 'axis',
+  }),
+);
 
 function stemUncached(word: string): string {
   const singular = IRREGULAR.get(word);
@@ -154,7 +328,8 @@ function stemUncached(word: string): string {
   }
   if (fixup) {
     if (w.endsWith('at') || w.endsWith('bl') || w.endsWith('iz')) w += 'e';
-    else if (w.length > 3 && /([^aeiouylsz])\1$/.test(w)) w = w.slice(0, -1); // not add/added
+    else if (w.length > 3 && /([^aeiouylsz])\1$/.test(w))
+      w = w.slice(0, -1); // not add/added
     else if (measure(w) === 1 && endsCvc(w)) w += 'e';
   }
   // -ly adverbs: recently -> recent; not apply, family, only.

@@ -17,7 +17,12 @@ function fieldOf(pointer: string): string {
  * field at fault with what it must be: the schema's `x-expected` or `description` where it has one, else TypeBox's
  * wording (at most 5 problems, the first per field). Pure: no I/O.
  */
-export function checkSchema<T extends TSchema>(schema: T, value: unknown, code: string, what: string): Result<Static<T>> {
+export function checkSchema<T extends TSchema>(
+  schema: T,
+  value: unknown,
+  code: string,
+  what: string,
+): Result<Static<T>> {
   if (Value.Check(schema, value)) return ok(value as Static<T>);
   const seen = new Set<string>();
   const problems: string[] = [];

@@ -17,7 +17,10 @@ export interface RetryOptions {
  * exponential pauses between attempts. `op` gets the time left to the deadline (to bound its own wait). The one
  * retry helper of the project: no transport of its own, so the embedded path can use it without NATS.
  */
-export function retryUntil<T>(op: (remainingMs: number, attempt: number) => Promise<T>, opts: RetryOptions): Promise<T> {
+export function retryUntil<T>(
+  op: (remainingMs: number, attempt: number) => Promise<T>,
+  opts: RetryOptions,
+): Promise<T> {
   const first = opts.firstPauseMs ?? 50;
   return pRetry((attempt) => op(Math.max(0, opts.deadline - Date.now()), attempt), {
     retries: Number.POSITIVE_INFINITY,

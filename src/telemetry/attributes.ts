@@ -146,7 +146,8 @@ export const isCallSpanName = (name: string): boolean => name === SpanName.call 
 /** A span's name as the span model knows it: `execute_tool …` → `execute_tool` (SpanName.call); others unchanged. Pure: no I/O. */
 export const spanModelName = (name: string): string => (isCallSpanName(name) ? SpanName.call : name);
 /** `chat {model}`: the name of an upstream model call span (GenAI semconv). Pure: no I/O. */
-export const chatSpanName = (model: string | undefined): string => (model === undefined || model === '' ? SpanName.chat : `${SpanName.chat} ${model}`);
+export const chatSpanName = (model: string | undefined): string =>
+  model === undefined || model === '' ? SpanName.chat : `${SpanName.chat} ${model}`;
 /** `tools/call {tool}`: the name of an MCP client span (MCP semconv). Pure: no I/O. */
 export const mcpCallSpanName = (toolName: string): string => `${SpanName.mcpCall} ${toolName}`;
 

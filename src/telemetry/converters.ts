@@ -19,7 +19,10 @@ export interface OtlpAnyValue {
   doubleValue?: number;
   arrayValue?: { values: OtlpAnyValue[] };
 }
-export interface OtlpKeyValue { key: string; value: OtlpAnyValue }
+export interface OtlpKeyValue {
+  key: string;
+  value: OtlpAnyValue;
+}
 export interface OtlpSpan {
   traceId: string;
   spanId: string;
@@ -32,10 +35,18 @@ export interface OtlpSpan {
   events: { timeUnixNano: string; name: string; attributes: OtlpKeyValue[] }[];
   status: { code: number; message?: string };
 }
-export interface OtlpScopeSpans { scope: { name: string; version?: string }; spans: OtlpSpan[] }
-export interface OtlpResourceSpans { resource: { attributes: OtlpKeyValue[] }; scopeSpans: OtlpScopeSpans[] }
+export interface OtlpScopeSpans {
+  scope: { name: string; version?: string };
+  spans: OtlpSpan[];
+}
+export interface OtlpResourceSpans {
+  resource: { attributes: OtlpKeyValue[] };
+  scopeSpans: OtlpScopeSpans[];
+}
 /** One `ExportTraceServiceRequest`, as OTLP/HTTP sends it with `Content-Type: application/json`. */
-export interface OtlpTraceRequest { resourceSpans: OtlpResourceSpans[] }
+export interface OtlpTraceRequest {
+  resourceSpans: OtlpResourceSpans[];
+}
 
 const OTLP_KIND: Record<SpanKindName, number> = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 };
 const OTLP_STATUS = { unset: 0, ok: 1, error: 2 } as const;
@@ -70,8 +81,14 @@ function resourceOf(r: SpanRecord, opts: ConvertOptions): { resource: Record<str
  * Spans (live or rebuilt) to one OTLP JSON `ExportTraceServiceRequest`, grouped by resource and scope,
  * with hex ids and nanosecond strings. Pure: no I/O.
  */
-export function spansToOtlpJson(spans: readonly (ReadableSpan | SpanRecord)[], opts: ConvertOptions = {}): OtlpTraceRequest {
-  const byResource = new Map<string, { resource: Record<string, AttributeValue>; scopes: Map<string, OtlpScopeSpans> }>();
+export function spansToOtlpJson(
+  spans: readonly (ReadableSpan | SpanRecord)[],
+  opts: ConvertOptions = {},
+): OtlpTraceRequest {
+  const byResource = new Map<
+    string,
+    { resource: Record<string, AttributeValue>; scopes: Map<string, OtlpScopeSpans> }
+  >();
   for (const s of spans) {
     const r = toSpanRecord(s);
     const { resource, key: rKey } = resourceOf(r, opts);
@@ -89,7 +106,11 @@ export function spansToOtlpJson(spans: readonly (ReadableSpan | SpanRecord)[], o
       startTimeUnixNano: String(r.startTimeUnixNano),
       endTimeUnixNano: String(r.endTimeUnixNano),
       attributes: keyValues(r.attributes),
-      events: (r.events ?? []).map((e) => ({ timeUnixNano: String(e.timeUnixNano), name: e.name, attributes: keyValues(e.attributes) })),
+      events: (r.events ?? []).map((e) => ({
+        timeUnixNano: String(e.timeUnixNano),
+        name: e.name,
+        attributes: keyValues(e.attributes),
+      })),
       status: { code: OTLP_STATUS[r.status.code], ...(r.status.message ? { message: r.status.message } : {}) },
     };
     if (r.parentSpanId) span.parentSpanId = r.parentSpanId;
@@ -105,7 +126,11 @@ export function spansToOtlpJson(spans: readonly (ReadableSpan | SpanRecord)[], o
 
 // ---------- Jaeger JSON (what the Jaeger UI "JSON File" upload opens) ----------
 
-export interface JaegerTag { key: string; type: 'string' | 'bool' | 'int64' | 'float64'; value: string | number | boolean }
+export interface JaegerTag {
+  key: string;
+  type: 'string' | 'bool' | 'int64' | 'float64';
+  value: string | number | boolean;
+}
 export interface JaegerSpan {
   traceID: string;
   spanID: string;
@@ -124,11 +149,14 @@ export interface JaegerTrace {
   processes: Record<string, { serviceName: string; tags: JaegerTag[] }>;
   warnings: null;
 }
-export interface JaegerFile { data: JaegerTrace[] }
+export interface JaegerFile {
+  data: JaegerTrace[];
+}
 
 function jaegerTag(key: string, v: AttributeValue): JaegerTag {
   if (typeof v === 'boolean') return { key, type: 'bool', value: v };
-  if (typeof v === 'number') return Number.isInteger(v) ? { key, type: 'int64', value: v } : { key, type: 'float64', value: v };
+  if (typeof v === 'number')
+    return Number.isInteger(v) ? { key, type: 'int64', value: v } : { key, type: 'float64', value: v };
   if (typeof v === 'string') return { key, type: 'string', value: v };
   return { key, type: 'string', value: JSON.stringify(v) };
 }
@@ -175,7 +203,8 @@ export function spansToJaeger(spans: readonly (ReadableSpan | SpanRecord)[], opt
     const tags = jaegerTags(r.attributes);
     if (r.kind && r.kind !== 'internal') tags.push({ key: 'span.kind', type: 'string', value: r.kind });
     if (r.scope?.name) tags.push({ key: 'otel.scope.name', type: 'string', value: r.scope.name });
-    if (r.status.code !== 'unset') tags.push({ key: 'otel.status_code', type: 'string', value: r.status.code.toUpperCase() });
+    if (r.status.code !== 'unset')
+      tags.push({ key: 'otel.status_code', type: 'string', value: r.status.code.toUpperCase() });
     if (r.status.code === 'error') tags.push({ key: 'error', type: 'bool', value: true });
     if (r.status.message) tags.push({ key: 'otel.status_description', type: 'string', value: r.status.message });
     const start = BigInt(r.startTimeUnixNano);
@@ -203,7 +232,10 @@ export function spansToJaeger(spans: readonly (ReadableSpan | SpanRecord)[], opt
       traceID,
       spans: sortByStartThenDepth(t.spans),
       processes: Object.fromEntries(
-        [...t.processes.values()].map((pid) => [pid, processDefs.get(`${traceID}/${pid}`) ?? { serviceName: DEFAULT_SERVICE_NAME, tags: [] }]),
+        [...t.processes.values()].map((pid) => [
+          pid,
+          processDefs.get(`${traceID}/${pid}`) ?? { serviceName: DEFAULT_SERVICE_NAME, tags: [] },
+        ]),
       ),
       warnings: null,
     })),

@@ -3,15 +3,17 @@ import { Attr, type SpanAttrs } from './attributes.js';
 
 /** JSON with object keys sorted at every level, so equal arguments give equal digests. Pure: no I/O. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => {
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      const o = v as Record<string, unknown>;
-      const sorted: Record<string, unknown> = {};
-      for (const k of Object.keys(o).sort()) sorted[k] = o[k];
-      return sorted;
-    }
-    return v;
-  }) ?? 'null';
+  return (
+    JSON.stringify(value, (_key, v: unknown) => {
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+        const o = v as Record<string, unknown>;
+        const sorted: Record<string, unknown> = {};
+        for (const k of Object.keys(o).sort()) sorted[k] = o[k];
+        return sorted;
+      }
+      return v;
+    }) ?? 'null'
+  );
 }
 
 /** UTF-8 size of a value's JSON serialization (0 for `undefined`). Pure: no I/O. */

@@ -11,7 +11,10 @@ export const DEFAULT_TRACES_DIR = 'traces';
 /** `run`: one file pair for this process's run; `session`: one pair per session. */
 export type TraceFileKind = 'run' | 'session';
 
-export interface TraceFilePaths { otlp: string; jaeger: string }
+export interface TraceFilePaths {
+  otlp: string;
+  jaeger: string;
+}
 
 /** Keeps ids safe as file names (no separators, no dots at the start). Pure: no I/O. */
 export function safeFileId(id: string): string {
@@ -102,11 +105,13 @@ export class TraceFileExporter implements SpanExporter {
   }
 
   export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    if (this.stopped) return resultCallback({ code: ExportResultCode.FAILED, error: new Error('trace file exporter is shut down') });
+    if (this.stopped)
+      return resultCallback({ code: ExportResultCode.FAILED, error: new Error('trace file exporter is shut down') });
     for (const s of spans) {
       const rec = toSpanRecord(s);
       const session = rec.attributes[Attr.sessionId];
-      if (typeof session === 'string' && !this.sessionByTrace.has(rec.traceId)) this.sessionByTrace.set(rec.traceId, session);
+      if (typeof session === 'string' && !this.sessionByTrace.has(rec.traceId))
+        this.sessionByTrace.set(rec.traceId, session);
       this.pending.push(rec);
     }
     resultCallback({ code: ExportResultCode.SUCCESS });
@@ -152,7 +157,10 @@ export class TraceFileExporter implements SpanExporter {
     const keep: SpanRecord[] = [];
     for (const rec of this.pending) {
       const id = this.fileIdFor(rec, final);
-      if (id === undefined) { keep.push(rec); continue; }
+      if (id === undefined) {
+        keep.push(rec);
+        continue;
+      }
       let b = batches.get(id);
       if (!b) batches.set(id, (b = []));
       b.push(rec);
@@ -164,7 +172,14 @@ export class TraceFileExporter implements SpanExporter {
     for (const [id, batch] of batches) {
       let f = this.files.get(id);
       if (!f) {
-        f = { paths: traceFilePaths(this.dir, this.opts.kind, id), lines: [], traces: new Map(), jaeger: new Map(), count: 0, dropped: 0 };
+        f = {
+          paths: traceFilePaths(this.dir, this.opts.kind, id),
+          lines: [],
+          traces: new Map(),
+          jaeger: new Map(),
+          count: 0,
+          dropped: 0,
+        };
         this.files.set(id, f);
       }
       const accepted = batch.slice(0, Math.max(0, max - f.count));

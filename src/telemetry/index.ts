@@ -1,6 +1,19 @@
 export {
-  Attr, SpanName, GEN_AI_EXECUTE_TOOL, GEN_AI_CHAT, GenAiToolType, GatewayToolName, GatewayToolDescription, MCP_TOOLS_CALL, counterAttrs, putCounterAttrs,
-  callSpanName, isCallSpanName, spanModelName, chatSpanName, mcpCallSpanName,
+  Attr,
+  SpanName,
+  GEN_AI_EXECUTE_TOOL,
+  GEN_AI_CHAT,
+  GenAiToolType,
+  GatewayToolName,
+  GatewayToolDescription,
+  MCP_TOOLS_CALL,
+  counterAttrs,
+  putCounterAttrs,
+  callSpanName,
+  isCallSpanName,
+  spanModelName,
+  chatSpanName,
+  mcpCallSpanName,
 } from './attributes.js';
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';
 export { hrNow, hrPlusMs, msToHr } from './clock.js';
@@ -11,7 +24,14 @@ export { createTelemetry, spanOf, PooledIdGenerator, ParentOrAlwaysOnSampler } f
 export type { Telemetry, TelemetryOptions, TelemetryStats, StartSpanOptions } from './setup.js';
 export { withSpan, withSpanSync, setAttrs, markError, errorCodeOf } from './spans.js';
 export type { WithSpanOptions } from './spans.js';
-export { injectTraceHeaders, extractParent, parentContext, PARENT_SPAN_KEY, traceHeadersFetch, withMcpCallTrace } from './propagation.js';
+export {
+  injectTraceHeaders,
+  extractParent,
+  parentContext,
+  PARENT_SPAN_KEY,
+  traceHeadersFetch,
+  withMcpCallTrace,
+} from './propagation.js';
 export type { TraceHeaders, ParentLike } from './propagation.js';
 export { spansToJaeger, spansToOtlpJson, DEFAULT_SERVICE_NAME } from './converters.js';
 export type {

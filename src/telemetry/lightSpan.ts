@@ -119,7 +119,10 @@ export class LightSpan implements Span, ReadableSpan {
   headers(): { traceparent: string; tracestate?: string } {
     if (this.headersObject === undefined) {
       const ts = this.context.traceState?.serialize();
-      this.headersObject = ts === undefined || ts === '' ? { traceparent: this.traceparent() } : { traceparent: this.traceparent(), tracestate: ts };
+      this.headersObject =
+        ts === undefined || ts === ''
+          ? { traceparent: this.traceparent() }
+          : { traceparent: this.traceparent(), tracestate: ts };
     }
     return this.headersObject;
   }
@@ -134,7 +137,11 @@ export class LightSpan implements Span, ReadableSpan {
   }
   addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
     if (this.ended) return this;
-    const isTime = attributesOrTime === undefined || typeof attributesOrTime === 'number' || Array.isArray(attributesOrTime) || attributesOrTime instanceof Date;
+    const isTime =
+      attributesOrTime === undefined ||
+      typeof attributesOrTime === 'number' ||
+      Array.isArray(attributesOrTime) ||
+      attributesOrTime instanceof Date;
     const event: TimedEvent = { name, time: toHr(isTime ? (attributesOrTime as TimeInput | undefined) : time) };
     if (!isTime) event.attributes = attributesOrTime as Attributes;
     if (this.events === EMPTY_EVENTS) this.events = [];
@@ -160,7 +167,8 @@ export class LightSpan implements Span, ReadableSpan {
     this.ended = true;
     const end = toHr(endTime);
     // Never before its start.
-    this.endTime = end[0] < this.startTime[0] || (end[0] === this.startTime[0] && end[1] < this.startTime[1]) ? this.startTime : end;
+    this.endTime =
+      end[0] < this.startTime[0] || (end[0] === this.startTime[0] && end[1] < this.startTime[1]) ? this.startTime : end;
     const ps = this.shared.processors;
     for (let i = 0; i < ps.length; i++) ps[i]!.onEnd(this);
   }

@@ -66,7 +66,9 @@ export function injectTraceHeaders(from: Span | SpanContext | Context): TraceHea
   const carrier: Record<string, string> = {};
   w3c.inject(ctx, carrier, defaultTextMapSetter);
   if (carrier.traceparent === undefined) return undefined;
-  return carrier.tracestate ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate } : { traceparent: carrier.traceparent };
+  return carrier.tracestate
+    ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate }
+    : { traceparent: carrier.traceparent };
 }
 
 /** `traceparent` (and `tracestate`) of a span context, byte for byte what the W3C propagator writes. */

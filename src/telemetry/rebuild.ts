@@ -133,10 +133,18 @@ function rebuildTurn(
    * starts before its parent (times in the events are milliseconds, the spans' were not).
    */
   const add = (
-    name: string, key: string, parentSpanId: string | undefined, start: bigint, end: bigint, f: SpanFacts, owner?: Envelope, spanName = name,
+    name: string,
+    key: string,
+    parentSpanId: string | undefined,
+    start: bigint,
+    end: bigint,
+    f: SpanFacts,
+    owner?: Envelope,
+    spanName = name,
   ): string => {
     const own = owner === undefined ? undefined : liveIds(owner);
-    let spanId = own !== undefined && own.traceId === traceId && !used.has(own.spanId) ? own.spanId : spanIdFor(name, key);
+    let spanId =
+      own !== undefined && own.traceId === traceId && !used.has(own.spanId) ? own.spanId : spanIdFor(name, key);
     if (used.has(spanId)) spanId = spanIdFor(name, `${key}#${spans.length}`);
     used.add(spanId);
     const parentStart = parentSpanId === undefined ? undefined : startOfSpan.get(parentSpanId);
@@ -147,7 +155,8 @@ function rebuildTurn(
     }
     startOfSpan.set(spanId, start);
     const attributes: Record<string, AttributeValue> = {};
-    for (const [k, v] of Object.entries(f.attrs)) if (v !== undefined) attributes[k] = Array.isArray(v) ? [...v] as AttributeValue : v;
+    for (const [k, v] of Object.entries(f.attrs))
+      if (v !== undefined) attributes[k] = Array.isArray(v) ? ([...v] as AttributeValue) : v;
     if (f.errorCode !== undefined) {
       attributes[Attr.errorType] = f.errorCode;
       attributes[Attr.errorCode] = f.errorCode;
@@ -169,7 +178,8 @@ function rebuildTurn(
     return spanId;
   };
 
-  const first = <K extends EventType>(type: K): EventOf<K> | undefined => events.find((e): e is EventOf<K> => is(e, type));
+  const first = <K extends EventType>(type: K): EventOf<K> | undefined =>
+    events.find((e): e is EventOf<K> => is(e, type));
   const started = first('turn.started');
   const end = events.find((e): e is TurnEnd => is(e, 'turn.completed') || is(e, 'turn.failed'));
   const exposed = events.filter((e): e is EventOf<'tools.exposed'> => is(e, 'tools.exposed')).at(-1);
@@ -201,27 +211,55 @@ function rebuildTurn(
     lastPhase = i;
   };
   const policy = first('policy.resolved');
-  phase(0, policy, (from, to) => policy && add(SpanName.resolvePolicy, policy.id, turnSpanId, from, to, resolvePolicySpanFacts(policy), policy));
+  phase(
+    0,
+    policy,
+    (from, to) =>
+      policy && add(SpanName.resolvePolicy, policy.id, turnSpanId, from, to, resolvePolicySpanFacts(policy), policy),
+  );
   const listed = first('sources.listed');
   phase(1, listed, (from, to) => {
     if (listed === undefined) return;
     const listId = add(SpanName.listSources, listed.id, turnSpanId, from, to, listSourcesSpanFacts(listed), listed);
     listed.data.sources.forEach((s, j) => {
-      add(SpanName.source, `${listed.id}#${j}`, listId, from, minBig(to, from + msToNanos(s.durationMs)), sourceSpanFacts(listed, j));
+      add(
+        SpanName.source,
+        `${listed.id}#${j}`,
+        listId,
+        from,
+        minBig(to, from + msToNanos(s.durationMs)),
+        sourceSpanFacts(listed, j),
+      );
     });
   });
   const indexed = first('catalog.indexed');
-  phase(2, indexed, (from, to) => indexed && add(SpanName.index, indexed.id, turnSpanId, from, to, indexSpanFacts(indexed), indexed));
-  phase(3, exposed, (from, to) => exposed && add(SpanName.expose, exposed.id, turnSpanId, from, to, exposeSpanFacts(exposed), exposed));
+  phase(
+    2,
+    indexed,
+    (from, to) => indexed && add(SpanName.index, indexed.id, turnSpanId, from, to, indexSpanFacts(indexed), indexed),
+  );
+  phase(
+    3,
+    exposed,
+    (from, to) => exposed && add(SpanName.expose, exposed.id, turnSpanId, from, to, exposeSpanFacts(exposed), exposed),
+  );
   if (exposed === undefined && end?.type === 'turn.failed') {
     const running = TURN_PHASES[lastPhase + 1];
-    if (running !== undefined) add(running.name, end.id, turnSpanId, boundary, maxBig(boundary, at(end)), failedPhaseSpanFacts(end));
+    if (running !== undefined)
+      add(running.name, end.id, turnSpanId, boundary, maxBig(boundary, at(end)), failedPhaseSpanFacts(end));
   }
 
   const executeSpanId =
     exposed === undefined
       ? undefined
-      : add(SpanName.execute, events.find((e) => e.type === 'tools.exposed')!.id, turnSpanId, at(exposed), turnEnd, executeSpanFacts(exposed, end));
+      : add(
+          SpanName.execute,
+          events.find((e) => e.type === 'tools.exposed')!.id,
+          turnSpanId,
+          at(exposed),
+          turnEnd,
+          executeSpanFacts(exposed, end),
+        );
   const workParent = executeSpanId ?? turnSpanId;
 
   // Code runs first, so that their bridged search/describe/call can hang under them.
@@ -234,7 +272,10 @@ function rebuildTurn(
     const related = events.filter((e) => dataString(e, 'codeRunId') === runId);
     const close = related.find((e): e is CodeEnd => is(e, 'code.settled') || is(e, 'code.timedOut'));
     const endAt = close !== undefined ? at(close) : at(related.at(-1) ?? req);
-    codeSpans.set(runId, add(SpanName.code, req.id, workParent, at(req), endAt, codeSpanFacts({ requested: req, end: close }), req));
+    codeSpans.set(
+      runId,
+      add(SpanName.code, req.id, workParent, at(req), endAt, codeSpanFacts({ requested: req, end: close }), req),
+    );
   }
   const parentOf = (e: Envelope): string => {
     const runId = dataString(e, 'codeRunId');
@@ -246,7 +287,11 @@ function rebuildTurn(
     const bridge =
       runId === undefined
         ? undefined
-        : bridges.find((b) => b.data.codeRunId === runId && (b.id === e.causationId || (opId !== undefined && b.data.requestId === opId)));
+        : bridges.find(
+            (b) =>
+              b.data.codeRunId === runId &&
+              (b.id === e.causationId || (opId !== undefined && b.data.requestId === opId)),
+          );
     return bridge === undefined ? at(e) : minBig(at(bridge), at(e));
   };
 
@@ -262,27 +307,55 @@ function rebuildTurn(
     } else if (is(e, 'describe.performed')) {
       add(SpanName.describe, e.id, parentOf(e), took(e, startOf(e, e.data.describeId)), at(e), describeSpanFacts(e), e);
     } else if (is(e, 'call.rejected')) {
-      add(SpanName.call, e.id, parentOf(e), startOf(e, e.data.callId), at(e), rejectedCallSpanFacts(e), e, callSpanName(e.data.ref));
+      add(
+        SpanName.call,
+        e.id,
+        parentOf(e),
+        startOf(e, e.data.callId),
+        at(e),
+        rejectedCallSpanFacts(e),
+        e,
+        callSpanName(e.data.ref),
+      );
     } else if (is(e, 'call.requested') && !seenCalls.has(e.data.callId)) {
       seenCalls.add(e.data.callId);
       const callId = e.data.callId;
-      const related = events.filter((x) => x !== e && x.seq >= e.seq && dataString(x, 'callId') === callId && x.type !== 'client.result.received');
+      const related = events.filter(
+        (x) => x !== e && x.seq >= e.seq && dataString(x, 'callId') === callId && x.type !== 'client.result.received',
+      );
       const decided = related.find((x): x is EventOf<'call.decided'> => is(x, 'call.decided'));
       const close = related.find(
-        (x): x is CallEnd => is(x, 'call.completed') || is(x, 'call.failed') || is(x, 'call.blocked') || is(x, 'call.pending'),
+        (x): x is CallEnd =>
+          is(x, 'call.completed') || is(x, 'call.failed') || is(x, 'call.blocked') || is(x, 'call.pending'),
       );
       const start = startOf(e, callId);
       const endAt = close !== undefined ? at(close) : at(related.at(-1) ?? e);
       const callSpanId = add(
-        SpanName.call, e.id, parentOf(e), start, endAt, callSpanFacts({ requested: e, decided, end: close }), e, callSpanName(e.data.toolName),
+        SpanName.call,
+        e.id,
+        parentOf(e),
+        start,
+        endAt,
+        callSpanFacts({ requested: e, decided, end: close }),
+        e,
+        callSpanName(e.data.toolName),
       );
       let previous: bigint = at(e);
       for (const x of related) {
         if (is(x, 'approval.requested')) {
           const answer = related.find(
-            (y): y is EventOf<'approval.resolved'> => is(y, 'approval.resolved') && y.data.approvalId === x.data.approvalId,
+            (y): y is EventOf<'approval.resolved'> =>
+              is(y, 'approval.resolved') && y.data.approvalId === x.data.approvalId,
           );
-          add(SpanName.approval, x.id, callSpanId, at(x), answer !== undefined ? at(answer) : endAt, approvalSpanFacts({ requested: x, resolved: answer }), x);
+          add(
+            SpanName.approval,
+            x.id,
+            callSpanId,
+            at(x),
+            answer !== undefined ? at(answer) : endAt,
+            approvalSpanFacts({ requested: x, resolved: answer }),
+            x,
+          );
         } else if (is(x, 'hook.ran')) {
           add(SpanName.hook, x.id, callSpanId, minBig(previous, at(x)), at(x), hookSpanFacts(x));
         }
@@ -333,7 +406,15 @@ export function rebuildTrace(events: readonly Envelope[], opts: RebuildOptions =
     return { ...t, startedAt: isoToNanos(startedAt) ?? 0n };
   });
   ordered.sort((a, b) =>
-    a.startedAt !== b.startedAt ? (a.startedAt < b.startedAt ? -1 : 1) : a.turnId < b.turnId ? -1 : a.turnId > b.turnId ? 1 : 0,
+    a.startedAt !== b.startedAt
+      ? a.startedAt < b.startedAt
+        ? -1
+        : 1
+      : a.turnId < b.turnId
+        ? -1
+        : a.turnId > b.turnId
+          ? 1
+          : 0,
   );
   const spans: SpanRecord[] = [];
   const rebuilt: RebuiltTurn[] = [];

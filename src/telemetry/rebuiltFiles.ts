@@ -19,7 +19,11 @@ export function rebuiltTracePath(dir: string, sessionId: string, format: Rebuilt
  * The file text of rebuilt spans: Jaeger JSON (`{data: [trace, ...]}`, one trace per turn), or OTLP JSON
  * lines with one `ExportTraceServiceRequest` per trace (per turn). Pure: no I/O.
  */
-export function rebuiltTraceText(spans: readonly SpanRecord[], format: RebuiltTraceFormat, opts: ConvertOptions = {}): string {
+export function rebuiltTraceText(
+  spans: readonly SpanRecord[],
+  format: RebuiltTraceFormat,
+  opts: ConvertOptions = {},
+): string {
   if (format === 'jaeger') return `${JSON.stringify(spansToJaeger(spans, opts), null, 1)}\n`;
   const byTrace = new Map<string, SpanRecord[]>();
   for (const s of spans) {

@@ -134,8 +134,14 @@ function bounded(p: Promise<unknown>, ms: number): Promise<void> {
     const timer = setTimeout(resolve, ms);
     timer.unref();
     p.then(
-      () => { clearTimeout(timer); resolve(); },
-      () => { clearTimeout(timer); resolve(); },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
     );
   });
 }
@@ -208,7 +214,8 @@ const defaultWarn = (message: string): void => {
  * about once, never thrown into a turn.
  */
 export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
-  const serviceName = opts.serviceName ?? (envSet('OTEL_SERVICE_NAME') ? process.env.OTEL_SERVICE_NAME!.trim() : DEFAULT_SERVICE_NAME);
+  const serviceName =
+    opts.serviceName ?? (envSet('OTEL_SERVICE_NAME') ? process.env.OTEL_SERVICE_NAME!.trim() : DEFAULT_SERVICE_NAME);
   const enabled = opts.enabled ?? process.env.OTEL_SDK_DISABLED?.trim().toLowerCase() !== 'true';
   const flushTimeoutMs = opts.flushTimeoutMs ?? 5000;
   const health = new ExportHealth(opts.onWarning ?? defaultWarn);
@@ -227,7 +234,9 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
         process.env.OTEL_TRACES_EXPORTER?.trim() !== 'none';
       if (wanted) {
         exporter = new OTLPTraceExporter({ timeoutMillis });
-        labels.push(`otlp ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || otlpTracesUrl(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '')}`);
+        labels.push(
+          `otlp ${process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || otlpTracesUrl(process.env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '')}`,
+        );
       }
     } else if (otlp !== false) {
       const url = otlpTracesUrl(otlp.url);
@@ -236,12 +245,21 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
     }
     if (exporter) {
       const label = labels[labels.length - 1]!;
-      processors.push(new BatchSpanProcessor(new SafeExporter(exporter, label, health), { exportTimeoutMillis: timeoutMillis + 1000 }));
+      processors.push(
+        new BatchSpanProcessor(new SafeExporter(exporter, label, health), {
+          exportTimeoutMillis: timeoutMillis + 1000,
+        }),
+      );
     }
     if (opts.tracesDir !== undefined || opts.fileName !== undefined) {
       const kind = opts.fileName?.kind ?? 'run';
       const id = opts.fileName?.id ?? (kind === 'run' ? defaultRunId() : undefined);
-      files = new TraceFileExporter({ dir: opts.tracesDir ?? DEFAULT_TRACES_DIR, kind, ...(id !== undefined ? { id } : {}), serviceName });
+      files = new TraceFileExporter({
+        dir: opts.tracesDir ?? DEFAULT_TRACES_DIR,
+        kind,
+        ...(id !== undefined ? { id } : {}),
+        serviceName,
+      });
       const label = `files ${files.dir}`;
       labels.push(label);
       processors.push(new BufferedSpanProcessor(new SafeExporter(files, label, health)));
@@ -266,7 +284,10 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
 
   const ids = new PooledIdGenerator();
   const provider = new BasicTracerProvider({
-    resource, spanProcessors: processors, idGenerator: ids, ...(sampler ? { sampler } : {}),
+    resource,
+    spanProcessors: processors,
+    idGenerator: ids,
+    ...(sampler ? { sampler } : {}),
   });
   const tracer = provider.getTracer('toolsearch');
   // The lean path is exact only when children follow their parent's sampling decision (what every sampler built
@@ -280,7 +301,12 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
    * a new one), the sampler's decision, a LightSpan when recorded, else a non-recording span that carries the
    * context on.
    */
-  const startLean = (name: string, attrs: SpanAttrs | undefined, o: StartSpanOptions | undefined, ctx: Context): Span => {
+  const startLean = (
+    name: string,
+    attrs: SpanAttrs | undefined,
+    o: StartSpanOptions | undefined,
+    ctx: Context,
+  ): Span => {
     if (isTracingSuppressed(ctx)) return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
     const parent = trace.getSpanContext(ctx);
     const valid = parent !== undefined && isSpanContextValid(parent);
@@ -297,7 +323,8 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
     const decision = leanSampler.shouldSample(ctx, traceId, name, kind, clean ?? {}, []);
     const traceState = decision.traceState ?? (valid ? parent.traceState : undefined);
     const traceFlags = decision.decision === SamplingDecision.RECORD_AND_SAMPLED ? TraceFlags.SAMPLED : TraceFlags.NONE;
-    const sc: SpanContext = traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState };
+    const sc: SpanContext =
+      traceState === undefined ? { traceId, spanId, traceFlags } : { traceId, spanId, traceFlags, traceState };
     if (decision.decision === SamplingDecision.NOT_RECORD) return trace.wrapSpanContext(sc);
     const span = new LightSpan(shared, sc, valid ? parent : undefined, name, kind, o?.startTime ?? hrNow());
     if (clean !== undefined) span.setAttributes(clean);
@@ -338,9 +365,10 @@ export function createTelemetry(opts: TelemetryOptions = {}): Telemetry {
         return this.startSpan(name, undefined, { ...o, parent: trace.setSpan(ROOT_CONTEXT, parent) });
       }
       const spanId = o?.spanId ?? ids.generateSpanId();
-      const ctx: SpanContext = pc.traceState === undefined
-        ? { traceId: pc.traceId, spanId, traceFlags: pc.traceFlags }
-        : { traceId: pc.traceId, spanId, traceFlags: pc.traceFlags, traceState: pc.traceState };
+      const ctx: SpanContext =
+        pc.traceState === undefined
+          ? { traceId: pc.traceId, spanId, traceFlags: pc.traceFlags }
+          : { traceId: pc.traceId, spanId, traceFlags: pc.traceFlags, traceState: pc.traceState };
       return new LightSpan(shared, ctx, pc, name, o?.kind, o?.startTime ?? hrNow());
     },
     activeContext,

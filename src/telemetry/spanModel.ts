@@ -2,10 +2,25 @@ import { createHash } from 'node:crypto';
 import type { Attributes, Span } from '@opentelemetry/api';
 import { LightSpan } from './lightSpan.js';
 import type { Envelope } from '../bus/index.js';
-import { initialTurnState, turnStateFrom, type EventOf, type TurnCompletedCounters, type TurnState } from '../events/index.js';
+import {
+  initialTurnState,
+  turnStateFrom,
+  type EventOf,
+  type TurnCompletedCounters,
+  type TurnState,
+} from '../events/index.js';
 import type { AttributeValue } from '@opentelemetry/api';
 import {
-  Attr, GEN_AI_EXECUTE_TOOL, GatewayToolDescription, GatewayToolName, GenAiToolType, SpanName, putCounterAttrs, type AttrName, type SpanAttrs, type SpanNameValue,
+  Attr,
+  GEN_AI_EXECUTE_TOOL,
+  GatewayToolDescription,
+  GatewayToolName,
+  GenAiToolType,
+  SpanName,
+  putCounterAttrs,
+  type AttrName,
+  type SpanAttrs,
+  type SpanNameValue,
   type TurnCounters,
 } from './attributes.js';
 import { markError, setAttrs } from './spans.js';
@@ -25,13 +40,7 @@ export interface SpanFacts {
 }
 
 /** Where a span hangs, by name (the rebuild and the live engine resolve it to a span id). */
-export type SpanParentRule =
-  | 'none'
-  | 'turn'
-  | 'listSources'
-  | 'execute'
-  | 'codeOrExecute'
-  | 'call';
+export type SpanParentRule = 'none' | 'turn' | 'listSources' | 'execute' | 'codeOrExecute' | 'call';
 
 /** How an event shapes the trace: it opens a span, closes one, is a whole span, or only annotates one. */
 export interface SpanModelRow {
@@ -44,32 +53,116 @@ export interface SpanModelRow {
 
 /** The model as data, one row per (event type, span); a test checks every event type of the catalogue is here. */
 export const SPAN_MODEL: readonly SpanModelRow[] = [
-  { event: 'turn.started', span: SpanName.turn, role: 'opens', parent: 'none', note: 'root; agent, requested mode; also starts resolvePolicy' },
+  {
+    event: 'turn.started',
+    span: SpanName.turn,
+    role: 'opens',
+    parent: 'none',
+    note: 'root; agent, requested mode; also starts resolvePolicy',
+  },
   { event: 'policy.resolved', span: SpanName.resolvePolicy, role: 'closes', parent: 'turn', note: 'from turn start' },
   { event: 'sources.listed', span: SpanName.listSources, role: 'closes', parent: 'turn', note: 'from policy.resolved' },
-  { event: 'sources.listed', span: SpanName.source, role: 'instant', parent: 'listSources', note: 'one per listing; duration = durationMs from the listSources start' },
+  {
+    event: 'sources.listed',
+    span: SpanName.source,
+    role: 'instant',
+    parent: 'listSources',
+    note: 'one per listing; duration = durationMs from the listSources start',
+  },
   { event: 'catalog.indexed', span: SpanName.index, role: 'closes', parent: 'turn', note: 'from sources.listed' },
-  { event: 'tools.exposed', span: SpanName.expose, role: 'closes', parent: 'turn', note: 'the last exposure of the turn counts (a fallback re-exposes)' },
-  { event: 'tools.exposed', span: SpanName.execute, role: 'opens', parent: 'turn', note: 'execute runs to the turn end' },
-  { event: 'search.performed', span: SpanName.search, role: 'instant', parent: 'codeOrExecute', note: 'starts at its code.bridge.requested when bridged' },
-  { event: 'describe.performed', span: SpanName.describe, role: 'instant', parent: 'codeOrExecute', note: 'starts at its code.bridge.requested when bridged' },
-  { event: 'call.requested', span: SpanName.call, role: 'opens', parent: 'codeOrExecute', note: 'the final call: execute_tool {tool name}' },
+  {
+    event: 'tools.exposed',
+    span: SpanName.expose,
+    role: 'closes',
+    parent: 'turn',
+    note: 'the last exposure of the turn counts (a fallback re-exposes)',
+  },
+  {
+    event: 'tools.exposed',
+    span: SpanName.execute,
+    role: 'opens',
+    parent: 'turn',
+    note: 'execute runs to the turn end',
+  },
+  {
+    event: 'search.performed',
+    span: SpanName.search,
+    role: 'instant',
+    parent: 'codeOrExecute',
+    note: 'starts at its code.bridge.requested when bridged',
+  },
+  {
+    event: 'describe.performed',
+    span: SpanName.describe,
+    role: 'instant',
+    parent: 'codeOrExecute',
+    note: 'starts at its code.bridge.requested when bridged',
+  },
+  {
+    event: 'call.requested',
+    span: SpanName.call,
+    role: 'opens',
+    parent: 'codeOrExecute',
+    note: 'the final call: execute_tool {tool name}',
+  },
   { event: 'call.decided', span: SpanName.call, role: 'annotates', parent: null, note: 'policy decision and reason' },
   { event: 'approval.requested', span: SpanName.approval, role: 'opens', parent: 'call', note: '' },
-  { event: 'approval.resolved', span: SpanName.approval, role: 'closes', parent: null, note: 'approved / denied / timedOut' },
-  { event: 'hook.ran', span: SpanName.hook, role: 'instant', parent: 'call', note: 'starts at the previous event of the call' },
+  {
+    event: 'approval.resolved',
+    span: SpanName.approval,
+    role: 'closes',
+    parent: null,
+    note: 'approved / denied / timedOut',
+  },
+  {
+    event: 'hook.ran',
+    span: SpanName.hook,
+    role: 'instant',
+    parent: 'call',
+    note: 'starts at the previous event of the call',
+  },
   { event: 'call.completed', span: SpanName.call, role: 'closes', parent: null, note: 'result bytes' },
   { event: 'call.failed', span: SpanName.call, role: 'closes', parent: null, note: 'error code' },
-  { event: 'call.blocked', span: SpanName.call, role: 'closes', parent: null, note: 'decision blocked, error code call.blocked' },
-  { event: 'call.rejected', span: SpanName.call, role: 'instant', parent: 'codeOrExecute', note: 'a call naming no eligible tool (unknown or denied): nothing requested, an execute_tool span with the error' },
+  {
+    event: 'call.blocked',
+    span: SpanName.call,
+    role: 'closes',
+    parent: null,
+    note: 'decision blocked, error code call.blocked',
+  },
+  {
+    event: 'call.rejected',
+    span: SpanName.call,
+    role: 'instant',
+    parent: 'codeOrExecute',
+    note: 'a call naming no eligible tool (unknown or denied): nothing requested, an execute_tool span with the error',
+  },
   { event: 'call.pending', span: SpanName.call, role: 'closes', parent: null, note: 'client call handed back' },
   { event: 'client.result.received', span: null, role: 'none', parent: null, note: 'arrives in a later turn: no span' },
-  { event: 'code.requested', span: SpanName.code, role: 'opens', parent: 'execute', note: 'bridged search/describe/call are its children' },
-  { event: 'code.bridge.requested', span: null, role: 'startHint', parent: null, note: 'start time of the bridged span it names' },
+  {
+    event: 'code.requested',
+    span: SpanName.code,
+    role: 'opens',
+    parent: 'execute',
+    note: 'bridged search/describe/call are its children',
+  },
+  {
+    event: 'code.bridge.requested',
+    span: null,
+    role: 'startHint',
+    parent: null,
+    note: 'start time of the bridged span it names',
+  },
   { event: 'code.settled', span: SpanName.code, role: 'closes', parent: null, note: 'error code when not ok' },
   { event: 'code.timedOut', span: SpanName.code, role: 'closes', parent: null, note: 'error code sandbox.timedOut' },
   { event: 'turn.completed', span: SpanName.turn, role: 'closes', parent: null, note: 'counters; also closes execute' },
-  { event: 'turn.failed', span: SpanName.turn, role: 'closes', parent: null, note: 'error code; closes execute or the phase that was running' },
+  {
+    event: 'turn.failed',
+    span: SpanName.turn,
+    role: 'closes',
+    parent: null,
+    note: 'error code; closes execute or the phase that was running',
+  },
 ];
 
 /** The phases of a turn, in order, each with the event that ends it. */
@@ -83,7 +176,10 @@ export const TURN_PHASES = [
 // ---------- ids ----------
 
 function hexDigest(text: string, bytes: number): string {
-  const hex = createHash('sha256').update(text, 'utf8').digest('hex').slice(0, bytes * 2);
+  const hex = createHash('sha256')
+    .update(text, 'utf8')
+    .digest('hex')
+    .slice(0, bytes * 2);
   // An all-zero id is invalid in W3C trace context; astronomically unlikely, but never emit one.
   return /^0+$/.test(hex) ? `${hex.slice(0, -1)}1` : hex;
 }
@@ -156,7 +252,13 @@ export function toolIdParts(id: string): { source?: string; owner?: string; name
  * The GenAI `execute_tool` attributes of a tool execution: operation, tool name and type, and the model's tool
  * call id when the model called the tool itself (absent for calls made by a code run). Pure apart from `attrs`.
  */
-function putToolExecution(attrs: SpanAttrs, toolName: string, toolType: string, toolCallId: string | undefined, description?: string): void {
+function putToolExecution(
+  attrs: SpanAttrs,
+  toolName: string,
+  toolType: string,
+  toolCallId: string | undefined,
+  description?: string,
+): void {
   attrs[Attr.genAiOperationName] = GEN_AI_EXECUTE_TOOL;
   attrs[Attr.genAiToolName] = toolName;
   attrs[Attr.genAiToolType] = toolType;
@@ -202,7 +304,12 @@ export function countersFromCompleted(c: TurnCompletedCounters): TurnCounters {
  * breakdown, search/describe/call counts, calls executed (`call.completed`) and their tool ids in order. Pure: no I/O.
  */
 export function countersFromTurnState(state: TurnState): TurnCounters {
-  const out: TurnCounters = { searches: state.searches, describes: state.describes, calls: state.calls, callsExecuted: state.completed.length };
+  const out: TurnCounters = {
+    searches: state.searches,
+    describes: state.describes,
+    calls: state.calls,
+    callsExecuted: state.completed.length,
+  };
   if (state.exposure !== undefined) out.exposedBytes = state.exposure.bytes;
   const catalogSize = state.catalog?.size ?? state.listed;
   if (catalogSize !== undefined) out.catalogSize = catalogSize;
@@ -227,12 +334,14 @@ export type TurnEnd = EventOf<'turn.completed'> | EventOf<'turn.failed'>;
  * those of `turn.completed` first, `derived` (see `countersFromEvents`) for what it lacks or when the turn
  * failed. A failed turn carries its error code. Pure: no I/O.
  */
-export function turnSpanFacts(input: TurnRef & {
-  started?: EventOf<'turn.started'> | undefined;
-  exposed?: EventOf<'tools.exposed'> | undefined;
-  end?: TurnEnd | undefined;
-  derived?: TurnCounters | undefined;
-}): SpanFacts {
+export function turnSpanFacts(
+  input: TurnRef & {
+    started?: EventOf<'turn.started'> | undefined;
+    exposed?: EventOf<'tools.exposed'> | undefined;
+    end?: TurnEnd | undefined;
+    derived?: TurnCounters | undefined;
+  },
+): SpanFacts {
   const { started, exposed, end } = input;
   const fromEnd = end?.type === 'turn.completed' ? countersFromCompleted(end.data.counters) : undefined;
   const counters: TurnCounters = Object.assign({}, input.derived, fromEnd);
@@ -300,7 +409,13 @@ export function failedPhaseSpanFacts(failed: EventOf<'turn.failed'>): SpanFacts 
  */
 export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
-  putToolExecution(attrs, GatewayToolName.search, GenAiToolType.datastore, e.data.toolCallId, GatewayToolDescription.search);
+  putToolExecution(
+    attrs,
+    GatewayToolName.search,
+    GenAiToolType.datastore,
+    e.data.toolCallId,
+    GatewayToolDescription.search,
+  );
   put(attrs, Attr.searchQuery, e.data.query);
   put(attrs, Attr.searchLimit, e.data.limit);
   put(attrs, Attr.searchResultCount, e.data.resultIds.length);
@@ -312,7 +427,13 @@ export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
 /** `toolsearch.describe`: a `tool_describe` execution (as search) with the resolved tool id, its source and owner; error code. Pure: no I/O. */
 export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
-  putToolExecution(attrs, GatewayToolName.describe, GenAiToolType.datastore, e.data.toolCallId, GatewayToolDescription.describe);
+  putToolExecution(
+    attrs,
+    GatewayToolName.describe,
+    GenAiToolType.datastore,
+    e.data.toolCallId,
+    GatewayToolDescription.describe,
+  );
   const id = e.data.toolId;
   put(attrs, Attr.toolId, id);
   if (id !== undefined) {
@@ -324,10 +445,7 @@ export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
 }
 
 export type CallEnd =
-  | EventOf<'call.completed'>
-  | EventOf<'call.failed'>
-  | EventOf<'call.blocked'>
-  | EventOf<'call.pending'>;
+  EventOf<'call.completed'> | EventOf<'call.failed'> | EventOf<'call.blocked'> | EventOf<'call.pending'>;
 
 /**
  * `execute_tool {tool}` (the final call): GenAI `execute_tool` with the tool name, its type (`function` for a client
@@ -344,10 +462,17 @@ export function callSpanFacts(input: {
   const { requested: r, decided, end } = input;
   const blocked = end?.type === 'call.blocked' ? end : undefined;
   const reason = blocked !== undefined ? `${blocked.data.stage}: ${blocked.data.reason}` : decided?.data.reason;
-  const errorCode = end?.type === 'call.failed' ? end.data.error.code : blocked !== undefined ? 'call.blocked' : undefined;
+  const errorCode =
+    end?.type === 'call.failed' ? end.data.error.code : blocked !== undefined ? 'call.blocked' : undefined;
   const d = r.data;
   const attrs = baseAttrs(r, r, decided, end);
-  putToolExecution(attrs, d.toolName, d.source === 'client' ? GenAiToolType.function : GenAiToolType.extension, d.toolCallId, d.toolDescription);
+  putToolExecution(
+    attrs,
+    d.toolName,
+    d.source === 'client' ? GenAiToolType.function : GenAiToolType.extension,
+    d.toolCallId,
+    d.toolDescription,
+  );
   attrs[Attr.callId] = d.callId;
   put(attrs, Attr.toolId, d.toolId);
   put(attrs, Attr.toolSource, d.source);
@@ -378,7 +503,8 @@ export function approvalSpanFacts(input: {
   resolved?: EventOf<'approval.resolved'> | undefined;
 }): SpanFacts {
   const { requested: r, resolved: a } = input;
-  const decision = a === undefined ? undefined : a.data.approved ? 'approved' : a.data.timedOut === true ? 'timedOut' : 'denied';
+  const decision =
+    a === undefined ? undefined : a.data.approved ? 'approved' : a.data.timedOut === true ? 'timedOut' : 'denied';
   const attrs = baseAttrs(r, r, a);
   put(attrs, Attr.toolId, r.data.toolId);
   put(attrs, Attr.policyDecision, decision);
@@ -411,11 +537,22 @@ export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end
         ? (end.data.error?.code ?? 'code.failed')
         : undefined;
   const attrs = baseAttrs(r, r, end);
-  putToolExecution(attrs, GatewayToolName.code, GenAiToolType.extension, r.data.toolCallId, GatewayToolDescription.code);
+  putToolExecution(
+    attrs,
+    GatewayToolName.code,
+    GenAiToolType.extension,
+    r.data.toolCallId,
+    GatewayToolDescription.code,
+  );
   put(attrs, Attr.codeBytes, r.data.bodyBytes);
   put(attrs, Attr.argsDigest, r.data.bodyDigest);
   if (t !== undefined) {
-    putCounterAttrs(attrs, { catalogSize: t.catalogSize, searches: t.searchCount, describes: t.describeCount, calls: t.callCount });
+    putCounterAttrs(attrs, {
+      catalogSize: t.catalogSize,
+      searches: t.searchCount,
+      describes: t.describeCount,
+      calls: t.callCount,
+    });
   }
   return facts(attrs, errorCode);
 }

@@ -36,7 +36,8 @@ export function spanShapes(spans: readonly (ReadableSpan | SpanRecord)[], opts: 
       parent = parent.parentSpanId === undefined ? undefined : byId.get(`${parent.traceId}/${parent.parentSpanId}`);
     }
     const attributes: Record<string, AttributeValue> = {};
-    for (const k of Object.keys(r.attributes).sort()) if (!omit.has(k)) attributes[k] = r.attributes[k] as AttributeValue;
+    for (const k of Object.keys(r.attributes).sort())
+      if (!omit.has(k)) attributes[k] = r.attributes[k] as AttributeValue;
     return { path: names.join('/'), name: r.name, parentName, attributes, status: r.status.code };
   });
   const key = (s: SpanShape) => `${s.path} ${JSON.stringify(s.attributes)}`;

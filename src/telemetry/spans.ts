@@ -47,7 +47,12 @@ function failureCode(value: unknown): string | undefined {
   return v.ok === false && typeof v.error?.code === 'string' ? v.error.code : undefined;
 }
 
-function begin(telemetry: Telemetry, name: string, attrs: SpanAttrs, opts: WithSpanOptions): { span: Span; ctx: Context } {
+function begin(
+  telemetry: Telemetry,
+  name: string,
+  attrs: SpanAttrs,
+  opts: WithSpanOptions,
+): { span: Span; ctx: Context } {
   const span = telemetry.startSpan(name, attrs, opts);
   const ctx = trace.setSpan(opts.parent === undefined ? telemetry.activeContext() : parentContext(opts.parent), span);
   return { span, ctx };

@@ -3,13 +3,24 @@ import { performance } from 'node:perf_hooks';
 import type { Span } from '@opentelemetry/api';
 import { createActor, fromPromise, toPromise } from 'xstate';
 import {
-  toolCallMachine, type ApprovalAnswer, type ArgsValidation, type CallActorInput, type HooksOutcome, type PolicyDecision,
+  toolCallMachine,
+  type ApprovalAnswer,
+  type ArgsValidation,
+  type CallActorInput,
+  type HooksOutcome,
+  type PolicyDecision,
   type ToolCallOutput,
 } from '../../machines/index.js';
 import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEntry } from '../catalog/index.js';
 import type { EventOf } from '../events/index.js';
 import {
-  approvalPattern, forbiddenArgKey, redactSecretArgs, runBeforeToolCallHooks, scrubSecrets, secretArgValues, waitForApproval,
+  approvalPattern,
+  forbiddenArgKey,
+  redactSecretArgs,
+  runBeforeToolCallHooks,
+  scrubSecrets,
+  secretArgValues,
+  waitForApproval,
   type ApprovalDecision,
 } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
@@ -31,7 +42,8 @@ const bytesOf = (value: unknown): number => {
 };
 
 /** What the model named, as text for the record. Pure: no I/O. */
-const refText = (ref: unknown): string => (typeof ref === 'string' ? ref : JSON.stringify(ref ?? null) ?? String(ref)).slice(0, 300);
+const refText = (ref: unknown): string =>
+  (typeof ref === 'string' ? ref : (JSON.stringify(ref ?? null) ?? String(ref))).slice(0, 300);
 
 /**
  * Resolves what the model named to an entry of the turn's policy-filtered catalog (nothing else can be called).
@@ -46,16 +58,36 @@ export function resolveForCall(view: TurnView, ref: unknown): Result<ToolEntry> 
  * Records an attempted call that names no eligible tool (`call.rejected`) and answers the model with `error`.
  * Nothing is requested from the enforcer and nothing runs.
  */
-export function rejectCall(deps: EngineDeps, run: TurnRun, ref: unknown, error: ToolSearchError, op: OpCtx): Promise<StepResult> {
+export function rejectCall(
+  deps: EngineDeps,
+  run: TurnRun,
+  ref: unknown,
+  error: ToolSearchError,
+  op: OpCtx,
+): Promise<StepResult> {
   // Traced as an attempted final call: an unknown or denied id leaves an execute_tool span with the error.
   return traced(run, SpanName.call, op.parentSpan, async () => {
-    await run.events.emit('call.rejected', {
-      callId: deps.newId(), ref: refText(ref), via: op.via,
-      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-      code: error.code, reason: error.message,
-      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-    }, op.causationId);
-    return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+    await run.events.emit(
+      'call.rejected',
+      {
+        callId: deps.newId(),
+        ref: refText(ref),
+        via: op.via,
+        ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+        code: error.code,
+        reason: error.message,
+        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      },
+      op.causationId,
+    );
+    return {
+      ok: false,
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details === undefined ? {} : { details: error.details }),
+      },
+    };
   });
 }
 
@@ -66,13 +98,26 @@ function availability(deps: EngineDeps, run: TurnRun, entry: ToolEntry): Result<
   if (entry.source === 'mcp') {
     const runtime = run.session.runtime;
     if (runtime !== undefined && !runtime.isClosed && runtime.list().some((e) => e.id === entry.id)) return ok(true);
-    return fail('tool.unavailable', `${entry.id} is no longer available: MCP server "${entry.owner}" is not running in this session. Try again in a new turn or pick another tool.`, { server: entry.owner, toolId: entry.id });
+    return fail(
+      'tool.unavailable',
+      `${entry.id} is no longer available: MCP server "${entry.owner}" is not running in this session. Try again in a new turn or pick another tool.`,
+      { server: entry.owner, toolId: entry.id },
+    );
   }
-  return fail('tool.unavailable', `${entry.id} is no longer available: its source "${entry.owner}" has no executor for it.`, { toolId: entry.id });
+  return fail(
+    'tool.unavailable',
+    `${entry.id} is no longer available: its source "${entry.owner}" has no executor for it.`,
+    { toolId: entry.id },
+  );
 }
 
 function execute(
-  deps: EngineDeps, run: TurnRun, entry: ToolEntry, args: Record<string, unknown>, ctx: ToolContext, callSpan: Span | undefined,
+  deps: EngineDeps,
+  run: TurnRun,
+  entry: ToolEntry,
+  args: Record<string, unknown>,
+  ctx: ToolContext,
+  callSpan: Span | undefined,
 ): Promise<Result<unknown>> {
   if (entry.source === 'client') return Promise.resolve(ok(PENDING));
   const available = availability(deps, run, entry);
@@ -82,11 +127,14 @@ function execute(
   const runtime = run.session.runtime!;
   // A call to an MCP server: its own CLIENT span (MCP semconv), whose trace context the server gets.
   return tracedMcpCall(run.trace, callSpan, runtime.peer(entry.owner), entry, (trace) =>
-    runtime.call(entry.owner, entry.name, args, ctx.signal, { sessionId: ctx.sessionId, ...(trace === undefined ? {} : { trace }) }));
+    runtime.call(entry.owner, entry.name, args, ctx.signal, {
+      sessionId: ctx.sessionId,
+      ...(trace === undefined ? {} : { trace }),
+    }),
+  );
 }
 
 type BlockStage = EventOf<'call.blocked'>['data']['stage'];
-
 
 /** One call on its way through the machine: what its actors share. Made per call; the machine is not. */
 interface CallHandle {
@@ -112,7 +160,16 @@ const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle
 
 const toolContext = (h: CallHandle, signal: AbortSignal): ToolContext => {
   const f = h.run.facts;
-  return { sessionId: f.sessionId, turnId: h.run.turnId, agentId: f.agentId, profile: f.profile, sandboxId: f.sandboxId, owner: f.owner, callId: h.callId, signal };
+  return {
+    sessionId: f.sessionId,
+    turnId: h.run.turnId,
+    agentId: f.agentId,
+    profile: f.profile,
+    sandboxId: f.sandboxId,
+    owner: f.owner,
+    callId: h.callId,
+    signal,
+  };
 };
 
 /**
@@ -125,7 +182,9 @@ const enforcedCallMachine = toolCallMachine.provide({
     decidePolicy: fromPromise<PolicyDecision, CallActorInput>(async ({ input }) => {
       const h = handleOf(input);
       let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs); });
+      const bound = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs);
+      });
       const got = await Promise.race([h.decisionWait.answer, bound]);
       clearTimeout(timer);
       if (got === 'timeout') {
@@ -137,51 +196,93 @@ const enforcedCallMachine = toolCallMachine.provide({
       const d = got.data;
       return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
     }),
-    awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(async ({ input, signal }) => {
-      const h = handleOf(input);
-      const { deps, run, entry, callId } = h;
-      const approvalTimeoutMs = deps.config.tools.approval.timeoutMs;
-      const approvalId = deps.newId();
-      const busWait = run.answers.expect(`approval.resolved:${callId}`);
-      const asked = await run.events.emit('approval.requested', { callId, toolId: entry.id, approvalId, timeoutMs: approvalTimeoutMs }, h.lastEventId, { reserveAnswer: true });
-      h.lastEventId = asked.id;
-      const fromBus = busWait.answer.then((e) => {
-        h.lastEventId = e.id;
-        const d = e.data as EventOf<'approval.resolved'>['data'];
-        return { approved: d.approved === true && d.timedOut !== true, ...(d.reason === undefined ? {} : { reason: d.reason }) } as ApprovalDecision;
-      });
-      const pattern = approvalPattern(deps.config, entry);
-      const outcome = await waitForApproval({
-        request: {
-          approvalId, callId, toolId: entry.id, toolName: entry.name, sessionId: run.facts.sessionId, turnId: run.turnId,
-          agentId: run.facts.agentId, argsDigest: h.argsDigest, ...(input.decision.reason !== undefined ? { reason: input.decision.reason } : pattern === undefined ? {} : { reason: pattern }),
-        },
-        ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
-        fromBus,
-        timeoutMs: approvalTimeoutMs,
-        signal,
-      });
-      busWait.cancel();
-      if (outcome.by !== 'bus') {
-        // The answer is recorded at the seq the request reserved; if someone answered on the bus meanwhile, theirs stands.
-        h.approvalDone = run.events.emit('approval.resolved', {
-          callId, approvalId, approved: outcome.approved, by: outcome.by,
+    awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(
+      async ({ input, signal }) => {
+        const h = handleOf(input);
+        const { deps, run, entry, callId } = h;
+        const approvalTimeoutMs = deps.config.tools.approval.timeoutMs;
+        const approvalId = deps.newId();
+        const busWait = run.answers.expect(`approval.resolved:${callId}`);
+        const asked = await run.events.emit(
+          'approval.requested',
+          { callId, toolId: entry.id, approvalId, timeoutMs: approvalTimeoutMs },
+          h.lastEventId,
+          { reserveAnswer: true },
+        );
+        h.lastEventId = asked.id;
+        const fromBus = busWait.answer.then((e) => {
+          h.lastEventId = e.id;
+          const d = e.data as EventOf<'approval.resolved'>['data'];
+          return {
+            approved: d.approved === true && d.timedOut !== true,
+            ...(d.reason === undefined ? {} : { reason: d.reason }),
+          } as ApprovalDecision;
+        });
+        const pattern = approvalPattern(deps.config, entry);
+        const outcome = await waitForApproval({
+          request: {
+            approvalId,
+            callId,
+            toolId: entry.id,
+            toolName: entry.name,
+            sessionId: run.facts.sessionId,
+            turnId: run.turnId,
+            agentId: run.facts.agentId,
+            argsDigest: h.argsDigest,
+            ...(input.decision.reason !== undefined
+              ? { reason: input.decision.reason }
+              : pattern === undefined
+                ? {}
+                : { reason: pattern }),
+          },
+          ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
+          fromBus,
+          timeoutMs: approvalTimeoutMs,
+          signal,
+        });
+        busWait.cancel();
+        if (outcome.by !== 'bus') {
+          // The answer is recorded at the seq the request reserved; if someone answered on the bus meanwhile, theirs stands.
+          h.approvalDone = run.events
+            .emit(
+              'approval.resolved',
+              {
+                callId,
+                approvalId,
+                approved: outcome.approved,
+                by: outcome.by,
+                ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+                ...(outcome.timedOut === true ? { timedOut: true } : {}),
+              },
+              asked.id,
+              { seq: asked.seq + 1 },
+            )
+            .then((e) => {
+              h.lastEventId = e.id;
+            });
+          await h.approvalDone;
+        }
+        return {
+          approved: outcome.approved,
           ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
           ...(outcome.timedOut === true ? { timedOut: true } : {}),
-        }, asked.id, { seq: asked.seq + 1 }).then((e) => { h.lastEventId = e.id; });
-        await h.approvalDone;
-      }
-      return { approved: outcome.approved, ...(outcome.reason === undefined ? {} : { reason: outcome.reason }), ...(outcome.timedOut === true ? { timedOut: true } : {}) };
-    }),
+        };
+      },
+    ),
     runHooks: fromPromise<HooksOutcome, CallActorInput>(async ({ input, signal }) => {
       const h = handleOf(input);
       const hooks = h.deps.opts.staticSources.hooks;
       if (hooks.length === 0) return { outcome: 'continue' };
       const { entry } = h;
-      const verdict = await runBeforeToolCallHooks(hooks, { id: entry.id, name: entry.name, source: entry.source, args: input.args }, toolContext(h, signal), async (ran) => {
-        const e = await h.run.events.emit('hook.ran', { callId: h.callId, ...ran }, h.lastEventId);
-        h.lastEventId = e.id;
-      });
+      const verdict = await runBeforeToolCallHooks(
+        hooks,
+        { id: entry.id, name: entry.name, source: entry.source, args: input.args },
+        toolContext(h, signal),
+        async (ran) => {
+          const e = await h.run.events.emit('hook.ran', { callId: h.callId, ...ran }, h.lastEventId);
+          h.lastEventId = e.id;
+        },
+      );
       if (verdict.outcome === 'threw') throw new Error(verdict.error);
       if (verdict.outcome === 'blocked') return { outcome: 'blocked', reason: verdict.reason };
       return verdict.outcome === 'rewritten' ? { outcome: 'rewritten', args: verdict.args } : { outcome: 'continue' };
@@ -206,17 +307,37 @@ const enforcedCallMachine = toolCallMachine.provide({
  * are handed back as pending), and publish the outcome (`call.completed` / `call.failed` / `call.blocked` /
  * `call.pending`). A blocked call is an error result with a `call.blocked.*` code, never an exception.
  */
-export function callTool(deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx): Promise<StepResult> {
+export function callTool(
+  deps: EngineDeps,
+  run: TurnRun,
+  entry: ToolEntry,
+  rawArgs: Record<string, unknown>,
+  op: OpCtx,
+): Promise<StepResult> {
   // Refused before hooks and validation, which could see other arguments than the tool would.
   const unsafe = forbiddenArgKey(rawArgs);
   if (unsafe !== undefined) {
-    return rejectCall(deps, run, entry.id, { code: 'call.forbiddenKey', message: `${unsafe} is refused: argument keys "__proto__", "constructor" and "prototype" are not accepted anywhere in a call's arguments. Rename the argument.` }, op);
+    return rejectCall(
+      deps,
+      run,
+      entry.id,
+      {
+        code: 'call.forbiddenKey',
+        message: `${unsafe} is refused: argument keys "__proto__", "constructor" and "prototype" are not accepted anywhere in a call's arguments. Rename the argument.`,
+      },
+      op,
+    );
   }
   return traced(run, SpanName.call, op.parentSpan, (span) => runCall(deps, run, entry, rawArgs, op, span));
 }
 
 async function runCall(
-  deps: EngineDeps, run: TurnRun, entry: ToolEntry, rawArgs: Record<string, unknown>, op: OpCtx, span: Span | undefined,
+  deps: EngineDeps,
+  run: TurnRun,
+  entry: ToolEntry,
+  rawArgs: Record<string, unknown>,
+  op: OpCtx,
+  span: Span | undefined,
 ): Promise<StepResult> {
   const callId = deps.newId();
   const started = performance.now();
@@ -227,25 +348,54 @@ async function runCall(
   const argsDigest = digest(recordedArgs);
   const decisionWait = run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'];
   const facts = run.facts;
-  const requested = await run.events.emit('call.requested', {
-    callId, toolId: entry.id, toolName: entry.name, source: entry.source, owner: entry.owner, origin: entry.origin,
-    argsDigest, argsBytes: bytesOf(recordedArgs), via: op.via,
-    ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-    agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId, sessionOwner: facts.owner,
-    ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
-    ...(deps.decider === undefined ? {} : { decider: deps.decider }),
-    ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-    ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
-  }, op.causationId, { reserveAnswer: true });
+  const requested = await run.events.emit(
+    'call.requested',
+    {
+      callId,
+      toolId: entry.id,
+      toolName: entry.name,
+      source: entry.source,
+      owner: entry.owner,
+      origin: entry.origin,
+      argsDigest,
+      argsBytes: bytesOf(recordedArgs),
+      via: op.via,
+      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+      agentId: facts.agentId,
+      profile: facts.profile,
+      sandboxId: facts.sandboxId,
+      sessionOwner: facts.owner,
+      ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
+      ...(deps.decider === undefined ? {} : { decider: deps.decider }),
+      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
+    },
+    op.causationId,
+    { reserveAnswer: true },
+  );
 
   const h: CallHandle = {
-    deps, run, entry, callId, argsDigest, decisionWait, lastEventId: requested.id, noEnforcer: false, pending: false, approvalDone: Promise.resolve(),
+    deps,
+    run,
+    entry,
+    callId,
+    argsDigest,
+    decisionWait,
+    lastEventId: requested.id,
+    noEnforcer: false,
+    pending: false,
+    approvalDone: Promise.resolve(),
     span,
   };
   const actor = createActor(enforcedCallMachine, {
     input: {
-      callId, toolId: entry.id, args: rawArgs, sessionId: facts.sessionId, turnId: run.turnId,
-      approvalTimeoutMs: deps.config.tools.approval.timeoutMs + 250, call: h,
+      callId,
+      toolId: entry.id,
+      args: rawArgs,
+      sessionId: facts.sessionId,
+      turnId: run.turnId,
+      approvalTimeoutMs: deps.config.tools.approval.timeoutMs + 250,
+      call: h,
     },
   });
   const onAbort = () => actor.stop();
@@ -255,7 +405,16 @@ async function runCall(
   try {
     out = await toPromise(actor);
   } catch (err) {
-    out = { outcome: 'failed', callId, toolId: entry.id, args: rawArgs, error: { code: 'call.failed', message: `the call ${callId} broke: ${err instanceof Error ? err.message : String(err)}` } };
+    out = {
+      outcome: 'failed',
+      callId,
+      toolId: entry.id,
+      args: rawArgs,
+      error: {
+        code: 'call.failed',
+        message: `the call ${callId} broke: ${err instanceof Error ? err.message : String(err)}`,
+      },
+    };
   } finally {
     op.signal.removeEventListener('abort', onAbort);
   }
@@ -264,9 +423,16 @@ async function runCall(
   const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
 
   if (out.outcome === 'completed' && h.pending) {
-    await run.events.emit('call.pending', {
-      callId, toolId: entry.id, clientId: entry.owner, ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-    }, h.lastEventId);
+    await run.events.emit(
+      'call.pending',
+      {
+        callId,
+        toolId: entry.id,
+        clientId: entry.owner,
+        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      },
+      h.lastEventId,
+    );
     return { ok: true, pending: true, callId, toolName: entry.name, args: out.args };
   }
   if (out.outcome === 'completed') {
@@ -274,15 +440,40 @@ async function runCall(
     return { ok: true, value: out.value };
   }
   if (out.outcome === 'blocked') {
-    const stage: BlockStage = h.noEnforcer ? 'enforcer' : out.stage === 'hooks' ? 'hook' : out.stage === 'approval' ? 'approval' : 'policy';
+    const stage: BlockStage = h.noEnforcer
+      ? 'enforcer'
+      : out.stage === 'hooks'
+        ? 'hook'
+        : out.stage === 'approval'
+          ? 'approval'
+          : 'policy';
     const reason = clean(out.reason ?? 'blocked');
     const error: ToolSearchError = h.noEnforcer
-      ? { code: 'call.blocked.noEnforcer', message: `Blocked: ${reason}; the call was not run (fail closed). Start a policy enforcer or check the bus.` }
-      : out.error !== undefined ? { ...out.error, message: clean(out.error.message) } : { code: 'call.blocked', message: `Blocked: ${reason}.` };
+      ? {
+          code: 'call.blocked.noEnforcer',
+          message: `Blocked: ${reason}; the call was not run (fail closed). Start a policy enforcer or check the bus.`,
+        }
+      : out.error !== undefined
+        ? { ...out.error, message: clean(out.error.message) }
+        : { code: 'call.blocked', message: `Blocked: ${reason}.` };
     await run.events.emit('call.blocked', { ...common, stage, reason }, h.lastEventId);
-    return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+    return {
+      ok: false,
+      error: {
+        code: error.code,
+        message: error.message,
+        ...(error.details === undefined ? {} : { details: error.details }),
+      },
+    };
   }
-  const error: ToolSearchError = out.error !== undefined ? { ...out.error, message: clean(out.error.message) } : { code: 'call.failed', message: `${entry.id} failed.` };
-  await run.events.emit('call.failed', { ...common, error: { code: error.code, message: error.message }, durationMs }, h.lastEventId);
+  const error: ToolSearchError =
+    out.error !== undefined
+      ? { ...out.error, message: clean(out.error.message) }
+      : { code: 'call.failed', message: `${entry.id} failed.` };
+  await run.events.emit(
+    'call.failed',
+    { ...common, error: { code: error.code, message: error.message }, durationMs },
+    h.lastEventId,
+  );
   return { ok: false, error };
 }

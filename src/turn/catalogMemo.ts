@@ -59,9 +59,10 @@ export function entriesById(catalog: Catalog): ReadonlyMap<string, ToolEntry> {
   let m = byIdMemo.get(catalog);
   if (m === undefined) {
     const o = overlays.get(catalog);
-    m = o === undefined
-      ? new Map(catalog.entries.map((e) => [e.id, e]))
-      : new OverlayMap(entriesById(o.base), new Map(o.extra.map((e) => [e.id, e])));
+    m =
+      o === undefined
+        ? new Map(catalog.entries.map((e) => [e.id, e]))
+        : new OverlayMap(entriesById(o.base), new Map(o.extra.map((e) => [e.id, e])));
     byIdMemo.set(catalog, m);
   }
   return m;
@@ -119,7 +120,12 @@ function combine(base: Catalog, over: Catalog): Catalog | undefined {
   const sourceFingerprints: Record<string, string> = {};
   for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
   const duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
-  const catalog: Catalog = { entries: [...base.entries, ...over.entries], fingerprint, sourceFingerprints, sources: [...base.sources, ...over.sources] };
+  const catalog: Catalog = {
+    entries: [...base.entries, ...over.entries],
+    fingerprint,
+    sourceFingerprints,
+    sources: [...base.sources, ...over.sources],
+  };
   if (duplicates.length > 0) catalog.duplicates = duplicates;
   overlays.set(catalog, { base, extra: over.entries });
   return catalog;
@@ -157,7 +163,12 @@ export class CatalogMemo {
 
   get(parts: readonly CatalogPart[], policy: EffectivePolicy): { full: Catalog; filtered: Catalog } {
     const last = parts.at(-1);
-    if (parts.length > 1 && last !== undefined && last.key.startsWith('client:') && !parts.slice(0, -1).some((p) => p.key === last.key)) {
+    if (
+      parts.length > 1 &&
+      last !== undefined &&
+      last.key.startsWith('client:') &&
+      !parts.slice(0, -1).some((p) => p.key === last.key)
+    ) {
       const base = this.getPlain(parts.slice(0, -1), policy);
       const own = buildCatalog([last]);
       const baseIds = entriesById(base.full);
@@ -173,7 +184,11 @@ export class CatalogMemo {
   private keyOf(parts: readonly CatalogPart[]): string {
     const last = this.last;
     // Same part objects with the same entries arrays and statuses: the same key (a part's key covers both).
-    if (last !== undefined && last.parts.length === parts.length && parts.every((p, i) => p === last.parts[i] && this.partKeys.get(p.entries) !== undefined)) {
+    if (
+      last !== undefined &&
+      last.parts.length === parts.length &&
+      parts.every((p, i) => p === last.parts[i] && this.partKeys.get(p.entries) !== undefined)
+    ) {
       const partKeys = parts.map((p) => this.keyOfPart(p));
       if (partKeys.every((k, i) => k === last.partKeys[i])) return last.key;
     }

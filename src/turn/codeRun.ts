@@ -34,15 +34,35 @@ export interface CodePendingClientCall {
  * them to the client as tool calls, as for a client tool the model called itself. Absent when there were none.
  */
 export type CodeRunOutcome =
-  | { ok: true; value: unknown; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[]; unavailableSources?: UnavailableSource[] }
-  | { ok: false; error: { code: string; message: string }; logs: LogLine[]; telemetry: CodeRunTelemetry; pendingClientCalls?: CodePendingClientCall[]; unavailableSources?: UnavailableSource[] };
+  | {
+      ok: true;
+      value: unknown;
+      logs: LogLine[];
+      telemetry: CodeRunTelemetry;
+      pendingClientCalls?: CodePendingClientCall[];
+      unavailableSources?: UnavailableSource[];
+    }
+  | {
+      ok: false;
+      error: { code: string; message: string };
+      logs: LogLine[];
+      telemetry: CodeRunTelemetry;
+      pendingClientCalls?: CodePendingClientCall[];
+      unavailableSources?: UnavailableSource[];
+    };
 
 /**
  * One `tool_search_code` run: `code.requested`, the body in the sandbox with a bridge whose search, describe and
  * call go through exactly the functions the structured tools use (via `code`, each preceded by
  * `code.bridge.requested`), then `code.settled` or `code.timedOut`.
  */
-export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, body: unknown, op: OpCtx): Promise<CodeRunOutcome> {
+export async function runCode(
+  deps: EngineDeps,
+  run: TurnRun,
+  view: TurnView,
+  body: unknown,
+  op: OpCtx,
+): Promise<CodeRunOutcome> {
   return traced(run, SpanName.code, op.parentSpan, async (span) => {
     const started = performance.now();
     const code = typeof body === 'string' ? body : '';
@@ -53,32 +73,77 @@ export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, bo
     let ops: OpenCodeRun = { searches: 0, describes: 0, calls: 0 };
     const counted = (): Omit<CodeRunTelemetry, 'durationMs'> => {
       ops = run.events.state.openCodeRuns[codeRunId] ?? ops;
-      return { catalogSize: view.catalog.entries.length, sources: bySource(view.catalog), searchCount: ops.searches, describeCount: ops.describes, callCount: ops.calls };
+      return {
+        catalogSize: view.catalog.entries.length,
+        sources: bySource(view.catalog),
+        searchCount: ops.searches,
+        describeCount: ops.describes,
+        callCount: ops.calls,
+      };
     };
     const telemetry = (): CodeRunTelemetry => ({ ...counted(), durationMs: Math.round(performance.now() - started) });
-    const requested = await run.events.emit('code.requested', {
-      codeRunId, bodyDigest: createHash('sha256').update(code).digest('hex'), bodyBytes: Buffer.byteLength(code, 'utf8'), timeoutMs,
-      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-    }, op.causationId);
+    const requested = await run.events.emit(
+      'code.requested',
+      {
+        codeRunId,
+        bodyDigest: createHash('sha256').update(code).digest('hex'),
+        bodyBytes: Buffer.byteLength(code, 'utf8'),
+        timeoutMs,
+        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+      },
+      op.causationId,
+    );
     if (typeof body !== 'string' || body.trim() === '') {
-      const error = { code: 'code.invalidBody', message: 'tool_search_code needs "code": a non-empty JavaScript function body.' };
-      await run.events.emit('code.settled', { codeRunId, ok: false, error, durationMs: performance.now() - started, telemetry: counted() }, requested.id);
+      const error = {
+        code: 'code.invalidBody',
+        message: 'tool_search_code needs "code": a non-empty JavaScript function body.',
+      };
+      await run.events.emit(
+        'code.settled',
+        { codeRunId, ok: false, error, durationMs: performance.now() - started, telemetry: counted() },
+        requested.id,
+      );
       return { ok: false, error, logs: [], telemetry: telemetry() };
     }
     const sandbox = deps.opts.sandbox;
     if (sandbox === undefined) {
-      const error = { code: 'sandbox.unavailable', message: 'Code mode is unavailable: no sandbox is configured. Use tool_search, tool_describe and tool_call.' };
-      await run.events.emit('code.settled', { codeRunId, ok: false, error, durationMs: performance.now() - started, telemetry: counted() }, requested.id);
+      const error = {
+        code: 'sandbox.unavailable',
+        message: 'Code mode is unavailable: no sandbox is configured. Use tool_search, tool_describe and tool_call.',
+      };
+      await run.events.emit(
+        'code.settled',
+        { codeRunId, ok: false, error, durationMs: performance.now() - started, telemetry: counted() },
+        requested.id,
+      );
       return { ok: false, error, logs: [], telemetry: telemetry() };
     }
-    const bridgeOp = async (opName: 'search' | 'describe' | 'call', signal: AbortSignal | undefined): Promise<OpCtx> => {
-      const e = await run.events.emit('code.bridge.requested', { codeRunId, op: opName, requestId: deps.newId() }, requested.id);
+    const bridgeOp = async (
+      opName: 'search' | 'describe' | 'call',
+      signal: AbortSignal | undefined,
+    ): Promise<OpCtx> => {
+      const e = await run.events.emit(
+        'code.bridge.requested',
+        { codeRunId, op: opName, requestId: deps.newId() },
+        requested.id,
+      );
       // The bridge's signal aborts when the run settles, and the run settles when the step's signal aborts.
-      return { via: 'code', codeRunId, causationId: e.id, signal: signal ?? op.signal, ...(span === undefined ? {} : { parentSpan: span }) };
+      return {
+        via: 'code',
+        codeRunId,
+        causationId: e.id,
+        signal: signal ?? op.signal,
+        ...(span === undefined ? {} : { parentSpan: span }),
+      };
     };
     const bridge: Bridge = {
       async search(query, opts, signal) {
-        const limit = typeof opts === 'number' ? opts : typeof opts === 'object' && opts !== null ? (opts as { limit?: unknown }).limit : undefined;
+        const limit =
+          typeof opts === 'number'
+            ? opts
+            : typeof opts === 'object' && opts !== null
+              ? (opts as { limit?: unknown }).limit
+              : undefined;
         return searchTools(deps, run, view, query, limit, await bridgeOp('search', signal));
       },
       async describe(id, signal) {
@@ -93,7 +158,12 @@ export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, bo
         const r = await callTool(deps, run, entry.value, parsed.value, ctx);
         if ('pending' in r) {
           pendingClientCalls.push({ callId: r.callId, toolName: r.toolName, args: r.args });
-          return ok({ pending: true, callId: r.callId, toolName: r.toolName, note: 'a client tool: its result comes back to the client, not to this run' });
+          return ok({
+            pending: true,
+            callId: r.callId,
+            toolName: r.toolName,
+            note: 'a client tool: its result comes back to the client, not to this run',
+          });
         }
         return r.ok ? ok(r.value) : fail(r.error.code, r.error.message);
       },
@@ -104,10 +174,17 @@ export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, bo
       counted();
       await run.events.emit('code.timedOut', { codeRunId, timeoutMs }, requested.id);
     } else {
-      await run.events.emit('code.settled', {
-        codeRunId, ok: outcome.ok, durationMs, telemetry: counted(),
-        ...(outcome.ok ? {} : { error: { code: outcome.error.code, message: outcome.error.message } }),
-      }, requested.id);
+      await run.events.emit(
+        'code.settled',
+        {
+          codeRunId,
+          ok: outcome.ok,
+          durationMs,
+          telemetry: counted(),
+          ...(outcome.ok ? {} : { error: { code: outcome.error.code, message: outcome.error.message } }),
+        },
+        requested.id,
+      );
     }
     const unavailableSources = run.events.state.unavailableSources;
     const handedBack = {
@@ -116,6 +193,12 @@ export async function runCode(deps: EngineDeps, run: TurnRun, view: TurnView, bo
     };
     return outcome.ok
       ? { ok: true, value: outcome.value, logs: outcome.logs, telemetry: telemetry(), ...handedBack }
-      : { ok: false, error: { code: outcome.error.code, message: outcome.error.message }, logs: outcome.logs, telemetry: telemetry(), ...handedBack };
+      : {
+          ok: false,
+          error: { code: outcome.error.code, message: outcome.error.message },
+          logs: outcome.logs,
+          telemetry: telemetry(),
+          ...handedBack,
+        };
   });
 }

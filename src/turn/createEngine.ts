@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createActor, fromPromise, toPromise, waitFor } from 'xstate';
 import {
-  turnMachine, type CatalogInfo, type ExecuteStepInput, type ExposeInput, type ExposureSummary, type IndexCatalogInput,
-  type ListSourcesInput, type TurnActorBase,
+  turnMachine,
+  type CatalogInfo,
+  type ExecuteStepInput,
+  type ExposeInput,
+  type ExposureSummary,
+  type IndexCatalogInput,
+  type ListSourcesInput,
+  type TurnActorBase,
 } from '../../machines/index.js';
 import { SharedMcpServers, type Catalog } from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
@@ -44,11 +50,18 @@ function pendingByToolCallId(session: SessionState, toolCallId: string): string 
  */
 const engineTurnMachine = turnMachine.provide({
   actors: {
-    resolvePolicy: fromPromise<unknown, TurnActorBase>(({ input }) => resolvePolicyPhase(handleOf(input).deps, handleOf(input).run)),
+    resolvePolicy: fromPromise<unknown, TurnActorBase>(({ input }) =>
+      resolvePolicyPhase(handleOf(input).deps, handleOf(input).run),
+    ),
     listSources: fromPromise<Catalog, ListSourcesInput>(({ input, signal }) =>
-      listSourcesPhase(handleOf(input).deps, handleOf(input).run, input.policy as EffectivePolicy, signal)),
-    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(({ input }) => indexPhase(handleOf(input).deps, handleOf(input).run, input.catalog)),
-    expose: fromPromise<ExposureSummary, ExposeInput>(({ input }) => exposePhase(handleOf(input).deps, handleOf(input).run, input.catalog)),
+      listSourcesPhase(handleOf(input).deps, handleOf(input).run, input.policy as EffectivePolicy, signal),
+    ),
+    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(({ input }) =>
+      indexPhase(handleOf(input).deps, handleOf(input).run, input.catalog),
+    ),
+    expose: fromPromise<ExposureSummary, ExposeInput>(({ input }) =>
+      exposePhase(handleOf(input).deps, handleOf(input).run, input.catalog),
+    ),
     executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input, signal }) => {
       const { deps, run } = handleOf(input);
       let result: StepResult;
@@ -58,7 +71,10 @@ const engineTurnMachine = turnMachine.provide({
         run.stepCallIds.delete(input.step.stepId);
         result = await runStep(deps, run, turnViewOf(input), input.step, signal, toolCallId);
       } catch (err) {
-        result = fail('turn.stepFailed', `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`);
+        result = fail(
+          'turn.stepFailed',
+          `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
       run.steps.get(input.step.stepId)?.(result);
       run.steps.delete(input.step.stepId);
@@ -109,24 +125,40 @@ export function createEngine(opts: EngineOptions): Engine {
     catalogs: new CatalogMemo(),
     exposures: new ExposureMemo(),
     indexes: new IndexStore({
-      searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit, maxSearchLimit: config.tools.toolSearch.maxSearchLimit,
+      searchDefaultLimit: config.tools.toolSearch.searchDefaultLimit,
+      maxSearchLimit: config.tools.toolSearch.maxSearchLimit,
       ...(opts.callMemory === undefined ? {} : { callMemory: opts.callMemory }),
     }),
-    sharedMcp: opts.sharedMcp ?? new SharedMcpServers({
-      roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
-      ...(opts.mcpConnect === undefined ? {} : { connect: opts.mcpConnect }),
-      ...(mcpFetch === undefined ? {} : { fetch: mcpFetch }),
-    }),
+    sharedMcp:
+      opts.sharedMcp ??
+      new SharedMcpServers({
+        roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
+        ...(opts.mcpConnect === undefined ? {} : { connect: opts.mcpConnect }),
+        ...(mcpFetch === undefined ? {} : { fetch: mcpFetch }),
+      }),
   };
   const ownsSharedMcp = opts.sharedMcp === undefined;
   const closeRuntime = async (s: EngineSession, reason: 'client' | 'idle'): Promise<void> => {
     await s.runtime?.close();
-    await opts.bus.publish(makeEnvelope({
-      type: 'gateway.session.closed', sessionId: s.sessionId, turnId: '', seq: 0, at: deps.now(), causationId: null, data: { reason }, id: deps.newId(),
-    })).catch(() => undefined);
+    await opts.bus
+      .publish(
+        makeEnvelope({
+          type: 'gateway.session.closed',
+          sessionId: s.sessionId,
+          turnId: '',
+          seq: 0,
+          at: deps.now(),
+          causationId: null,
+          data: { reason },
+          id: deps.newId(),
+        }),
+      )
+      .catch(() => undefined);
   };
   const sessions = new SessionTable({
-    maxLive: config.session.maxLive, maxPerPrincipal: config.session.maxPerPrincipal, idleTimeoutMs: config.session.idleTimeoutMs,
+    maxLive: config.session.maxLive,
+    maxPerPrincipal: config.session.maxPerPrincipal,
+    idleTimeoutMs: config.session.idleTimeoutMs,
     onReap: (s, reason) => closeRuntime(s, reason),
     ...(opts.saturated === undefined ? {} : { saturated: opts.saturated }),
   });
@@ -134,16 +166,23 @@ export function createEngine(opts: EngineOptions): Engine {
   /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
   const ownTurns = new Set<string>();
   const turnKey = (sessionId: string, turnId: string) => `${sessionId}\u0000${turnId}`;
-  let enforcer: PolicyEnforcer | undefined = enforcerMode === 'none'
-    ? undefined
-    : startPolicyEnforcer({
-      bus: opts.bus, config, now: deps.now, newId: deps.newId, decisionTimeoutMs: deps.decisionTimeoutMs,
-      ...(decider === undefined ? { queue: 'policy' } : { decider, owns: (req) => ownTurns.has(turnKey(req.sessionId, req.turnId)) }),
-    });
+  let enforcer: PolicyEnforcer | undefined =
+    enforcerMode === 'none'
+      ? undefined
+      : startPolicyEnforcer({
+          bus: opts.bus,
+          config,
+          now: deps.now,
+          newId: deps.newId,
+          decisionTimeoutMs: deps.decisionTimeoutMs,
+          ...(decider === undefined
+            ? { queue: 'policy' }
+            : { decider, owns: (req) => ownTurns.has(turnKey(req.sessionId, req.turnId)) }),
+        });
   let closed = false;
 
-
-  const configuredMode = (): ExposureMode => opts.mode ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
+  const configuredMode = (): ExposureMode =>
+    opts.mode ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
 
   async function startTurn(req: TurnRequest): Promise<Result<Turn>> {
     if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
@@ -152,13 +191,18 @@ export function createEngine(opts: EngineOptions): Engine {
     }
     // Requests arrive as untrusted JSON (HTTP, NATS): an unknown harness or mode is refused, not read as the default.
     if (req.harness !== undefined && req.harness !== 'pi' && req.harness !== 'codex') {
-      return fail('turn.badHarness', `Unknown harness ${JSON.stringify(req.harness)}: use "pi" (the embedded harness, Tool Search applies) or "codex" (native tool search, tools exposed directly).`);
+      return fail(
+        'turn.badHarness',
+        `Unknown harness ${JSON.stringify(req.harness)}: use "pi" (the embedded harness, Tool Search applies) or "codex" (native tool search, tools exposed directly).`,
+      );
     }
     if (req.mode !== undefined && req.mode !== 'direct' && req.mode !== 'tools' && req.mode !== 'code') {
       return fail('turn.badMode', `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`);
     }
     const admitted = sessions.begin(req.sessionId, req.principal ?? `agent:${req.agentId ?? 'default'}`, () => ({
-      sessionId: req.sessionId, runtime: undefined, state: initialSessionState(req.sessionId),
+      sessionId: req.sessionId,
+      runtime: undefined,
+      state: initialSessionState(req.sessionId),
     }));
     if (!admitted.ok) return admitted;
     const session = admitted.value;
@@ -170,7 +214,11 @@ export function createEngine(opts: EngineOptions): Engine {
     };
     const turnId = req.turnId ?? deps.newId();
     const facts = {
-      sessionId: req.sessionId, agentId: req.agentId ?? 'default', profile: req.profile ?? 'default', sandboxId: req.sandboxId ?? 'default', owner: req.owner === true,
+      sessionId: req.sessionId,
+      agentId: req.agentId ?? 'default',
+      profile: req.profile ?? 'default',
+      sandboxId: req.sandboxId ?? 'default',
+      owner: req.owner === true,
     };
     const requestedMode = req.mode ?? configuredMode();
     const harness = req.harness ?? config.harness;
@@ -180,7 +228,9 @@ export function createEngine(opts: EngineOptions): Engine {
     const trace = startTurnTrace(opts.telemetry, facts.sessionId, turnId, req.trace);
     if (trace !== undefined) {
       events.tracing = trace;
-      answers.observe = (e) => { trace.observe(e); };
+      answers.observe = (e) => {
+        trace.observe(e);
+      };
     }
     const startedAt = performance.now();
     const ownKey = turnKey(facts.sessionId, turnId);
@@ -189,7 +239,13 @@ export function createEngine(opts: EngineOptions): Engine {
     let startedEventId: string;
     try {
       const started = await events.emit('turn.started', {
-        mode: requestedMode, harness, agentId: facts.agentId, profile: facts.profile, sandboxId: facts.sandboxId, owner: facts.owner, clientId,
+        mode: requestedMode,
+        harness,
+        agentId: facts.agentId,
+        profile: facts.profile,
+        sandboxId: facts.sandboxId,
+        owner: facts.owner,
+        clientId,
       });
       startedEventId = started.id;
     } catch (err) {
@@ -197,17 +253,35 @@ export function createEngine(opts: EngineOptions): Engine {
       trace?.endTurn(events.state);
       ownTurns.delete(ownKey);
       release();
-      return fail('turn.busFailed', `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`);
+      return fail(
+        'turn.busFailed',
+        `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
     const run: TurnRun = {
-      facts, turnId, harness, clientId, clientTools: req.clientTools ?? [], mcpServers: req.mcpServers ?? {}, requestedMode,
-      events, answers, session, startedEventId, trace, steps: new Map(), stepCallIds: new Map(),
+      facts,
+      turnId,
+      harness,
+      clientId,
+      clientTools: req.clientTools ?? [],
+      mcpServers: req.mcpServers ?? {},
+      requestedMode,
+      events,
+      answers,
+      session,
+      startedEventId,
+      trace,
+      steps: new Map(),
+      stepCallIds: new Map(),
     };
 
-    const actor = createActor(engineTurnMachine, { input: { sessionId: facts.sessionId, turnId, turn: { deps, run } satisfies TurnHandle } });
+    const actor = createActor(engineTurnMachine, {
+      input: { sessionId: facts.sessionId, turnId, turn: { deps, run } satisfies TurnHandle },
+    });
     actor.subscribe({
       complete: () => {
-        for (const resolve of run.steps.values()) resolve(fail('turn.ended', `The turn ${turnId} ended before this step ran.`));
+        for (const resolve of run.steps.values())
+          resolve(fail('turn.ended', `The turn ${turnId} ended before this step ran.`));
         run.steps.clear();
       },
       error: () => undefined,
@@ -220,7 +294,11 @@ export function createEngine(opts: EngineOptions): Engine {
       const durationMs = performance.now() - startedAt;
       try {
         if (failure === undefined && out?.outcome === 'completed') {
-          await events.emit('turn.completed', { durationMs, counters: completedCounters(events.state, promptBytes) }, startedEventId);
+          await events.emit(
+            'turn.completed',
+            { durationMs, counters: completedCounters(events.state, promptBytes) },
+            startedEventId,
+          );
         } else {
           const code = failure?.code ?? out?.error?.code ?? 'turn.failed';
           const reason = failure?.reason ?? out?.error?.message ?? 'the turn failed';
@@ -233,9 +311,14 @@ export function createEngine(opts: EngineOptions): Engine {
         release();
         try {
           opts.onTurnEnded?.({
-            sessionId: facts.sessionId, turnId,
-            get state() { return events.state; },
-            get session() { return session.state; },
+            sessionId: facts.sessionId,
+            turnId,
+            get state() {
+              return events.state;
+            },
+            get session() {
+              return session.state;
+            },
           });
         } catch {
           // An observer's bug is not the turn's: the turn has ended and stays ended.
@@ -245,9 +328,19 @@ export function createEngine(opts: EngineOptions): Engine {
 
     if (ready.status === 'done') {
       ended = true;
-      const error: ToolSearchError = ready.output?.error ?? { code: 'turn.failed', message: 'the turn failed before exposing tools' };
+      const error: ToolSearchError = ready.output?.error ?? {
+        code: 'turn.failed',
+        message: 'the turn failed before exposing tools',
+      };
       await finish().catch(() => undefined);
-      return { ok: false, error: { code: error.code, message: error.message, ...(error.details === undefined ? {} : { details: error.details }) } };
+      return {
+        ok: false,
+        error: {
+          code: error.code,
+          message: error.message,
+          ...(error.details === undefined ? {} : { details: error.details }),
+        },
+      };
     }
 
     const exposure = ready.context.exposure?.surface as Exposure;
@@ -259,10 +352,13 @@ export function createEngine(opts: EngineOptions): Engine {
       ...(events.state.unavailableSources === undefined ? {} : { unavailableSources: events.state.unavailableSources }),
       invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
-          return Promise.resolve(fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`));
+          return Promise.resolve(
+            fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`),
+          );
         }
         const stepId = deps.newId();
-        if (typeof invokeOpts?.toolCallId === 'string' && invokeOpts.toolCallId !== '') run.stepCallIds.set(stepId, invokeOpts.toolCallId.slice(0, 200));
+        if (typeof invokeOpts?.toolCallId === 'string' && invokeOpts.toolCallId !== '')
+          run.stepCallIds.set(stepId, invokeOpts.toolCallId.slice(0, 200));
         return new Promise<StepResult>((resolve) => {
           run.steps.set(stepId, resolve);
           actor.send({ type: 'STEP', stepId, tool: String(toolName), args });
@@ -271,13 +367,28 @@ export function createEngine(opts: EngineOptions): Engine {
       async clientResult(givenId: string, result: { ok: boolean; content: string }): Promise<void> {
         // The client answers under the id it was handed: the gateway's call id, or the model's tool call id.
         const pending = session.state.pendingClientCalls;
-        const callId = Object.hasOwn(pending, givenId) ? givenId : pendingByToolCallId(session.state, givenId) ?? givenId;
+        const callId = Object.hasOwn(pending, givenId)
+          ? givenId
+          : (pendingByToolCallId(session.state, givenId) ?? givenId);
         const known = Object.hasOwn(pending, callId);
         const content = typeof result?.content === 'string' ? result.content : JSON.stringify(result?.content ?? null);
-        await events.emit('client.result.received', {
-          callId, ok: result?.ok === true, resultBytes: Buffer.byteLength(content, 'utf8'),
-          ...(result?.ok === true ? {} : { error: { code: 'client.toolFailed', message: content.slice(0, 500) || 'the client reported a failure' } }),
-        }, known ? startedEventId : null);
+        await events.emit(
+          'client.result.received',
+          {
+            callId,
+            ok: result?.ok === true,
+            resultBytes: Buffer.byteLength(content, 'utf8'),
+            ...(result?.ok === true
+              ? {}
+              : {
+                  error: {
+                    code: 'client.toolFailed',
+                    message: content.slice(0, 500) || 'the client reported a failure',
+                  },
+                }),
+          },
+          known ? startedEventId : null,
+        );
       },
       async end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void> {
         if (ended) return;
@@ -287,7 +398,12 @@ export function createEngine(opts: EngineOptions): Engine {
         else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
         const promptBytes = outcome?.promptBytes;
-        await finish(outcome?.failed, typeof promptBytes === 'number' && Number.isInteger(promptBytes) && promptBytes >= 0 ? promptBytes : undefined);
+        await finish(
+          outcome?.failed,
+          typeof promptBytes === 'number' && Number.isInteger(promptBytes) && promptBytes >= 0
+            ? promptBytes
+            : undefined,
+        );
       },
     };
     liveTurns.add(turn);
@@ -305,7 +421,9 @@ export function createEngine(opts: EngineOptions): Engine {
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.allSettled([...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })));
+      await Promise.allSettled(
+        [...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })),
+      );
       enforcer?.stop();
       enforcer = undefined;
       sessions.stop();
@@ -316,7 +434,12 @@ export function createEngine(opts: EngineOptions): Engine {
     },
     sessionIds: () => sessions.ids(),
     admission: (sessionId, principal) => (closed ? undefined : sessions.check(sessionId, principal)),
-    sessionStats: () => ({ live: sessions.size, busy: sessions.busyCount, turnsInFlight: liveTurns.size, reaped: sessions.reapedCount }),
+    sessionStats: () => ({
+      live: sessions.size,
+      busy: sessions.busyCount,
+      turnsInFlight: liveTurns.size,
+      reaped: sessions.reapedCount,
+    }),
     indexStats: () => ({ builds: deps.indexes.builds, reuses: deps.indexes.reuses }),
   };
 }

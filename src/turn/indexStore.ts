@@ -15,7 +15,10 @@ export class IndexStore {
   reuses = 0;
   overlays = 0;
 
-  constructor(private readonly settings: Partial<SearchSettings> & { callMemory?: CallMemory }, private readonly max = 64) {}
+  constructor(
+    private readonly settings: Partial<SearchSettings> & { callMemory?: CallMemory },
+    private readonly max = 64,
+  ) {}
 
   get(catalog: Catalog): { index: SearchIndex; reused: boolean } {
     const hit = this.indexes.get(catalog.fingerprint);

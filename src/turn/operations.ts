@@ -21,28 +21,40 @@ function effectiveLimit(deps: EngineDeps, limit: unknown): number {
  * here. Exactly one `search.performed` event per invocation, whatever the outcome, published before the answer
  * goes back.
  */
-export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView, query: unknown, limit: unknown, op: OpCtx): Promise<Result<SearchAnswer>> {
+export async function searchTools(
+  deps: EngineDeps,
+  run: TurnRun,
+  view: TurnView,
+  query: unknown,
+  limit: unknown,
+  op: OpCtx,
+): Promise<Result<SearchAnswer>> {
   return traced(run, SpanName.search, op.parentSpan, async () => {
     const t0 = performance.now();
     const answer: Result<SearchAnswer> = view.index.search(query, limit === undefined ? {} : { limit });
     const searchId = deps.newId();
     const err = errorInfo(answer);
-    await run.events.emit('search.performed', {
-      searchId,
-      query: typeof query === 'string' ? query.slice(0, 1000) : JSON.stringify(query ?? null).slice(0, 200),
-      limit: effectiveLimit(deps, limit),
-      resultIds: answer.ok ? answer.value.results.map((r) => r.id) : [],
-      matched: answer.ok ? answer.value.matched : 0,
-      catalogSize: view.catalog.entries.length,
-      via: op.via === 'code' ? 'code' : 'tool',
-      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-      ...(err === undefined ? {} : { error: err }),
-      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-      durationMs: performance.now() - t0,
-    }, op.causationId);
+    await run.events.emit(
+      'search.performed',
+      {
+        searchId,
+        query: typeof query === 'string' ? query.slice(0, 1000) : JSON.stringify(query ?? null).slice(0, 200),
+        limit: effectiveLimit(deps, limit),
+        resultIds: answer.ok ? answer.value.results.map((r) => r.id) : [],
+        matched: answer.ok ? answer.value.matched : 0,
+        catalogSize: view.catalog.entries.length,
+        via: op.via === 'code' ? 'code' : 'tool',
+        ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+        ...(err === undefined ? {} : { error: err }),
+        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+        durationMs: performance.now() - t0,
+      },
+      op.causationId,
+    );
     // A turn running without a failed source says so with every search: the model knows what it cannot find.
     const unavailableSources = run.events.state.unavailableSources;
-    if (answer.ok && unavailableSources !== undefined) return { ok: true, value: { ...answer.value, unavailableSources: [...unavailableSources] } };
+    if (answer.ok && unavailableSources !== undefined)
+      return { ok: true, value: { ...answer.value, unavailableSources: [...unavailableSources] } };
     return answer;
   });
 }
@@ -52,22 +64,32 @@ export async function searchTools(deps: EngineDeps, run: TurnRun, view: TurnView
  * lists the candidates, an unknown one gets up to 3 suggestions) and answers the full entry with its schema.
  * Exactly one `describe.performed` event per invocation.
  */
-export async function describeTool(deps: EngineDeps, run: TurnRun, view: TurnView, ref: unknown, op: OpCtx): Promise<Result<DescribedTool>> {
+export async function describeTool(
+  deps: EngineDeps,
+  run: TurnRun,
+  view: TurnView,
+  ref: unknown,
+  op: OpCtx,
+): Promise<Result<DescribedTool>> {
   return traced(run, SpanName.describe, op.parentSpan, async () => {
     const t0 = performance.now();
     const resolved = resolveTool(view.catalog.entries, ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
     const err = errorInfo(answer);
-    await run.events.emit('describe.performed', {
-      describeId: deps.newId(),
-      ref: typeof ref === 'string' ? ref.slice(0, 300) : JSON.stringify(ref ?? null).slice(0, 300),
-      ...(resolved.ok ? { toolId: resolved.value.id } : {}),
-      via: op.via === 'code' ? 'code' : 'tool',
-      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-      ...(err === undefined ? {} : { error: err }),
-      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-      durationMs: performance.now() - t0,
-    }, op.causationId);
+    await run.events.emit(
+      'describe.performed',
+      {
+        describeId: deps.newId(),
+        ref: typeof ref === 'string' ? ref.slice(0, 300) : JSON.stringify(ref ?? null).slice(0, 300),
+        ...(resolved.ok ? { toolId: resolved.value.id } : {}),
+        via: op.via === 'code' ? 'code' : 'tool',
+        ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+        ...(err === undefined ? {} : { error: err }),
+        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+        durationMs: performance.now() - t0,
+      },
+      op.causationId,
+    );
     return answer;
   });
 }

@@ -10,7 +10,9 @@ import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 function notExposed(view: TurnView, tool: string): StepResult {
   const names = view.exposure.tools.map((t) => t.function.name);
   const shown = names.length > 12 ? `${names.slice(0, 12).join(', ')}, … (${names.length} in all)` : names.join(', ');
-  return fail('tool.notExposed', `Tool "${tool}" is not exposed in this turn. Exposed tools: ${shown || 'none'}.`, { tool });
+  return fail('tool.notExposed', `Tool "${tool}" is not exposed in this turn. Exposed tools: ${shown || 'none'}.`, {
+    tool,
+  });
 }
 
 /**
@@ -18,11 +20,21 @@ function notExposed(view: TurnView, tool: string): StepResult {
  * or `tool_search_code`. A name that is not exposed gets `tool.notExposed`, as a provider's unknown tool would.
  */
 export async function runStep(
-  deps: EngineDeps, run: TurnRun, view: TurnView, step: TurnStep, signal: AbortSignal, toolCallId?: string,
+  deps: EngineDeps,
+  run: TurnRun,
+  view: TurnView,
+  step: TurnStep,
+  signal: AbortSignal,
+  toolCallId?: string,
 ): Promise<StepResult> {
   const exposure = view.exposure;
   // No parentSpan: the model's own steps hang under the turn's execute span (spans.ts).
-  const op: OpCtx = { via: exposure.mode === 'direct' ? 'direct' : 'tool', causationId: run.startedEventId, signal, ...(toolCallId === undefined ? {} : { toolCallId }) };
+  const op: OpCtx = {
+    via: exposure.mode === 'direct' ? 'direct' : 'tool',
+    causationId: run.startedEventId,
+    signal,
+    ...(toolCallId === undefined ? {} : { toolCallId }),
+  };
   if (!exposure.tools.some((t) => t.function.name === step.tool)) {
     // In direct mode every step is a call: one naming no exposed tool is an attempted call, recorded.
     const error = notExposed(view, step.tool);

@@ -106,7 +106,8 @@ export class SessionTable {
    */
   begin(sessionId: string, principal: string, make: () => EngineSession): Result<EngineSession> {
     const saturated = this.opts.saturated?.();
-    if (saturated !== undefined) return fail(saturated.code, saturated.message, { retryAfterMs: saturated.retryAfterMs });
+    if (saturated !== undefined)
+      return fail(saturated.code, saturated.message, { retryAfterMs: saturated.retryAfterMs });
     let entry = this.entries.get(sessionId);
     if (entry === undefined) {
       const refusal = this.roomFor(principal, true);
@@ -201,7 +202,8 @@ export class SessionTable {
   }
 
   private oldestIdle(principal: string | undefined): string | undefined {
-    for (const [id, e] of this.entries) if (e.running === 0 && (principal === undefined || e.principal === principal)) return id;
+    for (const [id, e] of this.entries)
+      if (e.running === 0 && (principal === undefined || e.principal === principal)) return id;
     return undefined;
   }
 }

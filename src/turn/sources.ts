@@ -1,19 +1,28 @@
 import { pathToFileURL } from 'node:url';
 import {
-  clientToolSource, SessionMcpRuntime, validateMcpSpec, type Catalog, type CatalogPart, type McpServerSpec,
+  clientToolSource,
+  SessionMcpRuntime,
+  validateMcpSpec,
+  type Catalog,
+  type CatalogPart,
+  type McpServerSpec,
   type SourceStatus,
 } from '../catalog/index.js';
 import type { EffectivePolicy } from '../policy/index.js';
 import type { EngineDeps, EngineSession, TurnRun } from './types.js';
 
-const own = <T>(record: Record<string, T>, key: string): T | undefined => (Object.hasOwn(record, key) ? record[key] : undefined);
+const own = <T>(record: Record<string, T>, key: string): T | undefined =>
+  Object.hasOwn(record, key) ? record[key] : undefined;
 
 /**
  * The MCP servers of a turn: config global, then `agents[agentId]`, then `sessions[sessionId]` (when config MCP
  * is in use), then the request's own; a later layer's server of the same name wins. Invalid request specs are
  * reported as failed sources. Pure: no I/O.
  */
-export function mcpServersFor(deps: EngineDeps, run: TurnRun): { specs: Record<string, McpServerSpec>; failures: SourceStatus[] } {
+export function mcpServersFor(
+  deps: EngineDeps,
+  run: TurnRun,
+): { specs: Record<string, McpServerSpec>; failures: SourceStatus[] } {
   const specs: Record<string, McpServerSpec> = {};
   const failures: SourceStatus[] = [];
   if (deps.opts.includeConfigMcp) {
@@ -25,7 +34,16 @@ export function mcpServersFor(deps: EngineDeps, run: TurnRun): { specs: Record<s
     const checked = validateMcpSpec(name, spec);
     // A server a request adds is that session's own, never the gateway's shared one.
     if (checked.ok) specs[name] = { ...checked.value, scope: 'session' };
-    else failures.push({ key: `mcp:${name}`, source: 'mcp', owner: name, ok: false, toolCount: 0, reason: checked.error.message, durationMs: 0 });
+    else
+      failures.push({
+        key: `mcp:${name}`,
+        source: 'mcp',
+        owner: name,
+        ok: false,
+        toolCount: 0,
+        reason: checked.error.message,
+        durationMs: 0,
+      });
   }
   return { specs, failures };
 }
@@ -38,7 +56,9 @@ function runtimeOf(deps: EngineDeps, session: EngineSession): SessionMcpRuntime 
       shared: deps.sharedMcp,
       roots: [{ uri: pathToFileURL(deps.config.workspaceDir).href, name: 'workspace' }],
       ...(deps.mcpFetch === undefined ? {} : { fetch: deps.mcpFetch }),
-      ...(deps.opts.onSessionMcpToolsChanged === undefined ? {} : { onToolsChanged: (server: string) => deps.opts.onSessionMcpToolsChanged?.(session.sessionId, server) }),
+      ...(deps.opts.onSessionMcpToolsChanged === undefined
+        ? {}
+        : { onToolsChanged: (server: string) => deps.opts.onSessionMcpToolsChanged?.(session.sessionId, server) }),
       ...(deps.opts.mcpConnect === undefined ? {} : { connect: deps.opts.mcpConnect }),
     });
   }
@@ -78,7 +98,12 @@ export async function listTurnSources(
     parts.push({
       key,
       status: {
-        key, source: 'client', owner: run.clientId, ok: usable, toolCount: entries.length, durationMs: 0,
+        key,
+        source: 'client',
+        owner: run.clientId,
+        ok: usable,
+        toolCount: entries.length,
+        durationMs: 0,
         ...(!usable && problems.length > 0 ? { reason: problems.join(' ') } : {}),
         ...(usable && problems.length > 0 ? { warnings: problems } : {}),
       },

@@ -61,7 +61,8 @@ import {
  * headers name, so an actor in another process can continue the trace from the event.
  */
 
-type PhaseName = typeof SpanName.resolvePolicy | typeof SpanName.listSources | typeof SpanName.index | typeof SpanName.expose;
+type PhaseName =
+  typeof SpanName.resolvePolicy | typeof SpanName.listSources | typeof SpanName.index | typeof SpanName.expose;
 type WorkName = typeof SpanName.search | typeof SpanName.describe | typeof SpanName.call | typeof SpanName.code;
 export type TracedName = PhaseName | WorkName;
 
@@ -232,7 +233,9 @@ export class TurnTrace {
         this.started = e as EventOf<'turn.started'>;
         const h = this.headersOf(this.turn);
         // The caller's span the turn hangs under, so a trace rebuilt from the events hangs there too.
-        return h === undefined || this.remoteParent === undefined ? h : ({ ...h, [PARENT_SPAN_KEY]: this.remoteParent } as TraceHeaders);
+        return h === undefined || this.remoteParent === undefined
+          ? h
+          : ({ ...h, [PARENT_SPAN_KEY]: this.remoteParent } as TraceHeaders);
       }
       case 'turn.completed':
       case 'turn.failed':
@@ -240,7 +243,11 @@ export class TurnTrace {
         return this.headersOf(this.turn);
       case 'search.performed':
       case 'describe.performed': {
-        const rec = this.claim(e.type === 'search.performed' ? SpanName.search : SpanName.describe, this.parentNamed(data.codeRunId), e);
+        const rec = this.claim(
+          e.type === 'search.performed' ? SpanName.search : SpanName.describe,
+          this.parentNamed(data.codeRunId),
+          e,
+        );
         return this.headersOf(rec?.span ?? this.workParent());
       }
       case 'code.requested': {
@@ -333,7 +340,8 @@ export class TurnTrace {
         if (rec.event !== undefined) applySpanFacts(span, searchSpanFacts(rec.event as EventOf<'search.performed'>));
         break;
       case SpanName.describe:
-        if (rec.event !== undefined) applySpanFacts(span, describeSpanFacts(rec.event as EventOf<'describe.performed'>));
+        if (rec.event !== undefined)
+          applySpanFacts(span, describeSpanFacts(rec.event as EventOf<'describe.performed'>));
         break;
       case SpanName.call: {
         if (rec.event?.type === 'call.rejected') {
@@ -378,7 +386,12 @@ export class TurnTrace {
         applySpanFacts(rec.span, listSourcesSpanFacts(listed));
         const sources = listed.data.sources;
         for (let i = 0; i < sources.length; i++) {
-          const child = this.child(SpanName.source, rec.span, rec.startedAt, spanIdFor(SpanName.source, `${listed.id}#${i}`));
+          const child = this.child(
+            SpanName.source,
+            rec.span,
+            rec.startedAt,
+            spanIdFor(SpanName.source, `${listed.id}#${i}`),
+          );
           applySpanFacts(child, sourceSpanFacts(listed, i));
           child.end(hrPlusMs(rec.startedAt, sources[i]!.durationMs, end));
         }
@@ -413,7 +426,8 @@ export class TurnTrace {
       if (!isPhase(rec.name)) continue;
       if (rec.event !== undefined) this.endPhase(rec, t);
       else {
-        if (end?.type === 'turn.failed' && this.exposed === undefined) applySpanFacts(rec.span, failedPhaseSpanFacts(end));
+        if (end?.type === 'turn.failed' && this.exposed === undefined)
+          applySpanFacts(rec.span, failedPhaseSpanFacts(end));
         rec.ended = true;
         this.running.delete(rec);
         rec.span.end(t);
@@ -423,10 +437,17 @@ export class TurnTrace {
       applySpanFacts(this.execute, executeSpanFacts(this.exposed, end));
       this.execute.end(t);
     }
-    applySpanFacts(this.turn, turnSpanFacts({
-      sessionId: this.sessionId, turnId: this.turnId, started: this.started, exposed: this.exposed, end,
-      derived: countersFromTurnState(state),
-    }));
+    applySpanFacts(
+      this.turn,
+      turnSpanFacts({
+        sessionId: this.sessionId,
+        turnId: this.turnId,
+        started: this.started,
+        exposed: this.exposed,
+        end,
+        derived: countersFromTurnState(state),
+      }),
+    );
     this.turn.end(t);
     this.headerCache.clear();
   }
@@ -434,9 +455,14 @@ export class TurnTrace {
 
 /** A TurnTrace when telemetry is on (a disabled Telemetry records nothing, so it gets none). */
 export function startTurnTrace(
-  telemetry: Telemetry | undefined, sessionId: string, turnId: string, parent?: Readonly<Record<string, string>>,
+  telemetry: Telemetry | undefined,
+  sessionId: string,
+  turnId: string,
+  parent?: Readonly<Record<string, string>>,
 ): TurnTrace | undefined {
-  return telemetry === undefined || !telemetry.enabled ? undefined : new TurnTrace(telemetry, sessionId, turnId, parent);
+  return telemetry === undefined || !telemetry.enabled
+    ? undefined
+    : new TurnTrace(telemetry, sessionId, turnId, parent);
 }
 
 /**
@@ -469,7 +495,8 @@ export function tracedMcpCall<T>(
   entry: { id: string; owner: string; name: string },
   run: (trace: TraceHeaders | undefined) => Promise<Result<T>>,
 ): Promise<Result<T>> {
-  if (tt === undefined || callSpan === undefined || peer === undefined || peer.transport === 'snapshot') return run(undefined);
+  if (tt === undefined || callSpan === undefined || peer === undefined || peer.transport === 'snapshot')
+    return run(undefined);
   const attrs: SpanAttrs = {
     [Attr.mcpMethodName]: MCP_TOOLS_CALL,
     [Attr.genAiToolName]: entry.name,

@@ -14,10 +14,16 @@ export function stepArgsObject(raw: unknown, tool: string): Result<Record<string
     } catch {
       // reported below
     }
-    return fail('call.invalidArgs', `The arguments of ${tool} must be a JSON object; got the string ${JSON.stringify(raw.slice(0, 200))}.`);
+    return fail(
+      'call.invalidArgs',
+      `The arguments of ${tool} must be a JSON object; got the string ${JSON.stringify(raw.slice(0, 200))}.`,
+    );
   }
   if (isRecord(raw)) return ok(raw);
-  return fail('call.invalidArgs', `The arguments of ${tool} must be a JSON object; got ${Array.isArray(raw) ? 'an array' : typeof raw}.`);
+  return fail(
+    'call.invalidArgs',
+    `The arguments of ${tool} must be a JSON object; got ${Array.isArray(raw) ? 'an array' : typeof raw}.`,
+  );
 }
 
 /**
@@ -27,14 +33,22 @@ export function stepArgsObject(raw: unknown, tool: string): Result<Record<string
 export function toolCallArgs(raw: Record<string, unknown>): Result<{ id: string; args: Record<string, unknown> }> {
   const id = raw['id'] ?? raw['toolId'] ?? raw['tool'];
   if (typeof id !== 'string' || id.trim() === '') {
-    return fail('call.invalidArgs', 'tool_call needs "id": a tool id from tool_search (e.g. "mcp:github:list_issues"), and "args": an object.');
+    return fail(
+      'call.invalidArgs',
+      'tool_call needs "id": a tool id from tool_search (e.g. "mcp:github:list_issues"), and "args": an object.',
+    );
   }
   const { id: _id, toolId: _t, tool: _tool, ...rest } = raw;
   for (const key of ['args', 'input', 'arguments'] as const) {
     if (!(key in rest)) continue;
     const others = Object.keys(rest).filter((k) => k !== key);
     const given = rest[key];
-    const nested = typeof given === 'string' ? stepArgsObject(given, 'tool_call') : isRecord(given) || given == null ? ok(given ?? {}) : stepArgsObject(given, 'tool_call');
+    const nested =
+      typeof given === 'string'
+        ? stepArgsObject(given, 'tool_call')
+        : isRecord(given) || given == null
+          ? ok(given ?? {})
+          : stepArgsObject(given, 'tool_call');
     if (!nested.ok) return nested;
     // `args` plus stray fields: the stray fields are flattened arguments too (nested ones win on conflicts).
     const extra = Object.fromEntries(others.map((k) => [k, rest[k]]));

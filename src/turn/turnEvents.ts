@@ -1,7 +1,16 @@
 import type { EventBus } from '../bus/index.js';
 import {
-  eventSubject, evolveSession, evolveTurn, initialTurnState, makeEnvelope, type Envelope, type EventData, type EventOf,
-  type EventType, type SessionState, type TurnState,
+  eventSubject,
+  evolveSession,
+  evolveTurn,
+  initialTurnState,
+  makeEnvelope,
+  type Envelope,
+  type EventData,
+  type EventOf,
+  type EventType,
+  type SessionState,
+  type TurnState,
 } from '../events/index.js';
 
 /**
@@ -49,7 +58,16 @@ export class TurnPublisher {
       seq = ++this.seq;
       if (opts.reserveAnswer === true) this.seq++;
     }
-    const event = makeEnvelope({ type, sessionId: this.sessionId, turnId: this.turnId, seq, at: this.now(), causationId, data, id: this.newId() });
+    const event = makeEnvelope({
+      type,
+      sessionId: this.sessionId,
+      turnId: this.turnId,
+      seq,
+      at: this.now(),
+      causationId,
+      data,
+      id: this.newId(),
+    });
     // Seen by the trace before the bus delivers it, so answers published in reaction come after it.
     const headers = this.tracing?.observe(event);
     if (headers !== undefined) event.trace = headers;
@@ -73,10 +91,19 @@ export class TurnAnswers {
   observe: ((e: Envelope) => void) | undefined;
 
   /** `fold`: where each answer goes first (the turn's state), before its waiter hears of it. */
-  constructor(bus: EventBus, sessionId: string, turnId: string, private readonly fold: (e: Envelope) => void) {
+  constructor(
+    bus: EventBus,
+    sessionId: string,
+    turnId: string,
+    private readonly fold: (e: Envelope) => void,
+  ) {
     // Only the two answer types, not every event of the turn: on NATS that halves what comes back to this process.
-    const stops = ANSWER_TYPES.map((type) => bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)));
-    this.unsubscribe = () => { for (const stop of stops) stop(); };
+    const stops = ANSWER_TYPES.map((type) =>
+      bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)),
+    );
+    this.unsubscribe = () => {
+      for (const stop of stops) stop();
+    };
   }
 
   private deliver(e: Envelope): void {

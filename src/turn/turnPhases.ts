@@ -15,22 +15,35 @@ export function resolvePolicyPhase(deps: EngineDeps, run: TurnRun): Promise<Effe
     const policy = sessionPolicy(deps.config, run.facts);
     const approval = deps.config.tools.approval.require;
     const layers = policy.layers.map((l) => ({ name: l.name, allow: l.allow, deny: l.deny }));
-    await run.events.emit('policy.resolved', {
-      layers: approval.length > 0 ? [...layers, { name: 'approval', approval }] : layers,
-      ownerOnlyAllowed: policy.owner,
-    }, run.startedEventId);
+    await run.events.emit(
+      'policy.resolved',
+      {
+        layers: approval.length > 0 ? [...layers, { name: 'approval', approval }] : layers,
+        ownerOnlyAllowed: policy.owner,
+      },
+      run.startedEventId,
+    );
     return policy;
   });
 }
 
 /** listSources: every source listed, then filtered by the policy; `sources.listed` with counts and failures. */
-export function listSourcesPhase(deps: EngineDeps, run: TurnRun, policy: EffectivePolicy, signal: AbortSignal): Promise<Catalog> {
+export function listSourcesPhase(
+  deps: EngineDeps,
+  run: TurnRun,
+  policy: EffectivePolicy,
+  signal: AbortSignal,
+): Promise<Catalog> {
   return traced(run, SpanName.listSources, undefined, async () => {
     const { full, filtered, failures } = await listTurnSources(deps, run, policy, signal);
-    await run.events.emit('sources.listed', {
-      sources: [...full.sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
-      total: full.entries.length,
-    }, run.startedEventId);
+    await run.events.emit(
+      'sources.listed',
+      {
+        sources: [...full.sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
+        total: full.entries.length,
+      },
+      run.startedEventId,
+    );
     return filtered;
   });
 }
@@ -40,9 +53,17 @@ export function indexPhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): Pr
   return traced(run, SpanName.index, undefined, async () => {
     const started = performance.now();
     const { index, reused } = deps.indexes.get(catalog);
-    await run.events.emit('catalog.indexed', {
-      catalogSize: catalog.entries.length, fingerprint: catalog.fingerprint, bySource: bySource(catalog), reused, durationMs: performance.now() - started,
-    }, run.startedEventId);
+    await run.events.emit(
+      'catalog.indexed',
+      {
+        catalogSize: catalog.entries.length,
+        fingerprint: catalog.fingerprint,
+        bySource: bySource(catalog),
+        reused,
+        durationMs: performance.now() - started,
+      },
+      run.startedEventId,
+    );
     return { size: catalog.entries.length, fingerprint: catalog.fingerprint, cached: reused, index };
   });
 }
@@ -63,28 +84,45 @@ export function exposePhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): P
         const a = await sandbox.available();
         if (!a.ok) codeAvailable = { ok: false, reason: a.reason };
         else if (deps.config.sandbox.requireIsolation && a.isolation.osNetwork === undefined) {
-          codeAvailable = { ok: false, reason: `sandbox.requireIsolation is set but the OS network layer is missing${a.isolation.reason === undefined ? '' : ` (${a.isolation.reason})`}` };
+          codeAvailable = {
+            ok: false,
+            reason: `sandbox.requireIsolation is set but the OS network layer is missing${a.isolation.reason === undefined ? '' : ` (${a.isolation.reason})`}`,
+          };
         }
       }
     }
     const key = `${catalog.fingerprint}|${mode}|${run.harness}|${codeAvailable.ok ? '' : codeAvailable.reason}`;
-    const exposure = deps.exposures === undefined
-      ? exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable })
-      : deps.exposures.get(key, () => exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable }));
+    const exposure =
+      deps.exposures === undefined
+        ? exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable })
+        : deps.exposures.get(key, () =>
+            exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable }),
+          );
     const names = exposure.tools.map((t) => t.function.name);
     // The fold of `sources.listed`: the sources this turn runs without, told to the model with the exposure.
     const unavailableSources = run.events.state.unavailableSources;
     const fellBack = mode === 'code' && exposure.mode === 'tools';
     const harnessDirect = run.harness === 'codex' && mode !== 'direct';
-    await run.events.emit('tools.exposed', {
-      mode: exposure.mode, tools: names, bytes: exposure.bytes, schemasUpFront: exposure.schemasUpFront,
-      ...(fellBack && exposure.reason !== undefined ? { fallbackReason: exposure.reason } : {}),
-      ...(harnessDirect && exposure.reason !== undefined ? { harnessReason: exposure.reason } : {}),
-      ...(unavailableSources === undefined ? {} : { unavailableSources: [...unavailableSources] }),
-    }, run.startedEventId);
+    await run.events.emit(
+      'tools.exposed',
+      {
+        mode: exposure.mode,
+        tools: names,
+        bytes: exposure.bytes,
+        schemasUpFront: exposure.schemasUpFront,
+        ...(fellBack && exposure.reason !== undefined ? { fallbackReason: exposure.reason } : {}),
+        ...(harnessDirect && exposure.reason !== undefined ? { harnessReason: exposure.reason } : {}),
+        ...(unavailableSources === undefined ? {} : { unavailableSources: [...unavailableSources] }),
+      },
+      run.startedEventId,
+    );
     return {
-      mode: exposure.mode, requestedMode: mode, tools: names, bytes: exposure.bytes,
-      ...(exposure.reason === undefined ? {} : { reason: exposure.reason }), surface: exposure,
+      mode: exposure.mode,
+      requestedMode: mode,
+      tools: names,
+      bytes: exposure.bytes,
+      ...(exposure.reason === undefined ? {} : { reason: exposure.reason }),
+      surface: exposure,
     };
   });
 }

@@ -1,6 +1,16 @@
 import type { Span } from '@opentelemetry/api';
 import type { EventBus } from '../bus/index.js';
-import type { Catalog, ClientToolSpec, ConnectOptions, McpConnection, McpServerSpec, SessionMcpRuntime, SharedMcpServers, StaticSources, ToolEntry } from '../catalog/index.js';
+import type {
+  Catalog,
+  ClientToolSpec,
+  ConnectOptions,
+  McpConnection,
+  McpServerSpec,
+  SessionMcpRuntime,
+  SharedMcpServers,
+  StaticSources,
+  ToolEntry,
+} from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
 import type { SessionState, TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';

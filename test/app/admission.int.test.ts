@@ -19,12 +19,21 @@ async function stallingProvider() {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   const answer = (res: ServerResponse) => {
-    const body = JSON.stringify({ id: 'x', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }] });
+    const body = JSON.stringify({
+      id: 'x',
+      object: 'chat.completion',
+      created: 0,
+      model: 'm',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'done' }, finish_reason: 'stop' }],
+    });
     if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end(body);
   };
   return {
-    url, held: () => held.length,
-    release: () => { for (const r of held.splice(0)) answer(r); },
+    url,
+    held: () => held.length,
+    release: () => {
+      for (const r of held.splice(0)) answer(r);
+    },
     close: async () => {
       for (const r of held.splice(0)) r.destroy();
       server.closeAllConnections();
@@ -43,7 +52,8 @@ const until = async (what: string, cond: () => boolean | Promise<boolean>, ms = 
 
 const chat = (url: string, session: string, content = 'hello') =>
   fetch(`${url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json', 'x-toolsearch-session': session },
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-toolsearch-session': session },
     body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] }),
   });
 
@@ -55,9 +65,19 @@ describe('admission control and bounded sessions', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolsearch-admission-'));
     provider = await stallingProvider();
-    const loaded = parseConfig({ tools: { toolSearch: { mode: 'tools' } }, session: { maxLive: 1 }, provider: { baseUrl: provider.url } }, undefined, { cwd: dir });
+    const loaded = parseConfig(
+      { tools: { toolSearch: { mode: 'tools' } }, session: { maxLive: 1 }, provider: { baseUrl: provider.url } },
+      undefined,
+      { cwd: dir },
+    );
     if (!loaded.ok) throw new Error(loaded.error.message);
-    const started = await startGateway({ config: loaded.value.config, cwd: dir, port: 0, logPath: 'events.jsonl', sessionEvents: true });
+    const started = await startGateway({
+      config: loaded.value.config,
+      cwd: dir,
+      port: 0,
+      logPath: 'events.jsonl',
+      sessionEvents: true,
+    });
     if (!started.ok) throw new Error(started.error.message);
     gw = started.value;
   });
@@ -83,8 +103,16 @@ describe('admission control and bounded sessions', () => {
 
     // The same refusal for a turn asked for by session event (another gateway, a NATS client).
     const answers: Envelope[] = [];
-    const unsubscribe = gw.bus.subscribe('gateway.session.>', (e) => { if (e.type === 'gateway.turn.opened') answers.push(e); });
-    const published = await publishSessionEvent(gw.bus, 'by-event', 'gateway.turn.requested', { requestId: 'r1' }, { turnId: 't-event' });
+    const unsubscribe = gw.bus.subscribe('gateway.session.>', (e) => {
+      if (e.type === 'gateway.turn.opened') answers.push(e);
+    });
+    const published = await publishSessionEvent(
+      gw.bus,
+      'by-event',
+      'gateway.turn.requested',
+      { requestId: 'r1' },
+      { turnId: 't-event' },
+    );
     expect(published.ok).toBe(true);
     await until('the turn.opened answer', () => answers.length > 0);
     unsubscribe();
@@ -109,10 +137,20 @@ describe('admission control and bounded sessions', () => {
     expect(metrics).toMatch(/toolsearch_sessions_reaped_total [1-9]/);
     expect(metrics).toContain('toolsearch_turns_total{outcome="completed"} 2');
 
-    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Envelope);
+    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Envelope);
     // The refused HTTP request recorded nothing; the reaped session's close is recorded.
     expect(logged.filter((e) => e.type === 'gateway.turn.requested' && e.sessionId === 'newcomer')).toHaveLength(1);
-    expect(logged.some((e) => e.type === 'gateway.session.closed' && e.sessionId === 'busy' && (e.data as { reason: string }).reason === 'idle')).toBe(true);
+    expect(
+      logged.some(
+        (e) =>
+          e.type === 'gateway.session.closed' &&
+          e.sessionId === 'busy' &&
+          (e.data as { reason: string }).reason === 'idle',
+      ),
+    ).toBe(true);
   });
 });
 
@@ -145,10 +183,14 @@ describe('provider.timeoutMs', () => {
 describe('unavailableSources', () => {
   it('tells the model (search result) and the client (response field, event) which source the turn runs without', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'toolsearch-unavail-'));
-    const loaded = parseConfig({
-      tools: { toolSearch: { mode: 'tools' } },
-      mcpServers: { broken: { command: process.execPath, args: ['-e', 'process.exit(3)'], timeoutMs: 5000 } },
-    }, undefined, { cwd: dir });
+    const loaded = parseConfig(
+      {
+        tools: { toolSearch: { mode: 'tools' } },
+        mcpServers: { broken: { command: process.execPath, args: ['-e', 'process.exit(3)'], timeoutMs: 5000 } },
+      },
+      undefined,
+      { cwd: dir },
+    );
     if (!loaded.ok) throw new Error(loaded.error.message);
     const started = await startGateway({ config: loaded.value.config, cwd: dir, port: 0, logPath: 'events.jsonl' });
     if (!started.ok) throw new Error(started.error.message);
@@ -156,19 +198,31 @@ describe('unavailableSources', () => {
     try {
       const res = await chat(gw.url, 'u1', 'What time is it? target=current_time');
       expect(res.status).toBe(200);
-      const body = (await res.json()) as { toolsearch: { unavailableSources?: Array<{ key: string; reason: string }> } };
+      const body = (await res.json()) as {
+        toolsearch: { unavailableSources?: Array<{ key: string; reason: string }> };
+      };
       expect(body.toolsearch.unavailableSources?.map((s) => s.key)).toEqual(['mcp:broken']);
       // The model read it in the search result.
-      const toolMessages = (gw.mockProvider!.requests() as Array<{ messages: Array<{ role: string; content: string }> }>)
-        .flatMap((r) => r.messages).filter((m) => m.role === 'tool');
-      const search = toolMessages.map((m) => JSON.parse(m.content) as Record<string, unknown>).find((v) => Array.isArray(v['results']));
+      const toolMessages = (
+        gw.mockProvider!.requests() as Array<{ messages: Array<{ role: string; content: string }> }>
+      )
+        .flatMap((r) => r.messages)
+        .filter((m) => m.role === 'tool');
+      const search = toolMessages
+        .map((m) => JSON.parse(m.content) as Record<string, unknown>)
+        .find((v) => Array.isArray(v['results']));
       expect(search?.['unavailableSources']).toEqual([expect.objectContaining({ key: 'mcp:broken' })]);
     } finally {
       await gw.close();
     }
-    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Envelope);
+    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Envelope);
     const ended = logged.find((e) => e.type === 'gateway.turn.ended');
-    expect((ended?.data as { unavailableSources?: unknown[] }).unavailableSources).toEqual([expect.objectContaining({ key: 'mcp:broken' })]);
+    expect((ended?.data as { unavailableSources?: unknown[] }).unavailableSources).toEqual([
+      expect.objectContaining({ key: 'mcp:broken' }),
+    ]);
     const exposed = logged.find((e) => e.type === 'tools.exposed');
     expect((exposed?.data as { unavailableSources?: unknown[] }).unavailableSources).toHaveLength(1);
     await rm(dir, { recursive: true, force: true });

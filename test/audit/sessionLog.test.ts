@@ -26,49 +26,110 @@ function recorder(sessionId: string) {
 
 const started = { harness: 'pi', agentId: 'a', profile: 'p', sandboxId: 'x', owner: true } as const;
 const search = (searchId: string, via: 'tool' | 'code' = 'tool'): EventData<'search.performed'> => ({
-  searchId, query: 'q', limit: 8, resultIds: [], matched: 0, catalogSize: 10, via,
+  searchId,
+  query: 'q',
+  limit: 8,
+  resultIds: [],
+  matched: 0,
+  catalogSize: 10,
+  via,
 });
-const request = (callId: string, toolId: string, source: 'openclaw' | 'mcp' | 'client', origin: 'gateway' | 'plugin' | 'mcp' | 'client') =>
+const request = (
+  callId: string,
+  toolId: string,
+  source: 'openclaw' | 'mcp' | 'client',
+  origin: 'gateway' | 'plugin' | 'mcp' | 'client',
+) =>
   ({
-    callId, toolId, toolName: toolId.split(':')[2]!, source, owner: toolId.split(':')[1]!, origin,
-    argsDigest: 'd', argsBytes: 2, via: 'tool',
+    callId,
+    toolId,
+    toolName: toolId.split(':')[2]!,
+    source,
+    owner: toolId.split(':')[1]!,
+    origin,
+    argsDigest: 'd',
+    argsBytes: 2,
+    via: 'tool',
   }) as const;
 
 /** Two turns: tools mode with searches, describes and every call outcome; then code mode with a client call. */
 function scriptedSession() {
   const { events, emit } = recorder('sess-1');
   emit('t1', 'turn.started', { mode: 'tools', ...started });
-  emit('t1', 'tools.exposed', { mode: 'tools', tools: ['tool_search', 'tool_describe', 'tool_call'], bytes: 1500, schemasUpFront: 3 });
+  emit('t1', 'tools.exposed', {
+    mode: 'tools',
+    tools: ['tool_search', 'tool_describe', 'tool_call'],
+    bytes: 1500,
+    schemasUpFront: 3,
+  });
   emit('t1', 'search.performed', search('s1'));
   emit('t1', 'search.performed', { ...search('s2'), error: { code: 'search.emptyQuery', message: 'empty' } });
   emit('t1', 'describe.performed', { describeId: 'd1', ref: 'read', toolId: 'mcp:fs:read', via: 'tool' });
   emit('t1', 'call.requested', request('c1', 'mcp:fs:read', 'mcp', 'mcp'));
   emit('t1', 'call.decided', { callId: 'c1', toolId: 'mcp:fs:read', decision: 'allowed' });
-  emit('t1', 'call.completed', { callId: 'c1', toolId: 'mcp:fs:read', source: 'mcp', origin: 'mcp', durationMs: 3, resultBytes: 10 });
+  emit('t1', 'call.completed', {
+    callId: 'c1',
+    toolId: 'mcp:fs:read',
+    source: 'mcp',
+    origin: 'mcp',
+    durationMs: 3,
+    resultBytes: 10,
+  });
   emit('t1', 'call.requested', request('c2', 'openclaw:core:exec', 'openclaw', 'gateway'));
-  emit('t1', 'call.decided', { callId: 'c2', toolId: 'openclaw:core:exec', decision: 'blocked', reason: 'denied by agent policy' });
+  emit('t1', 'call.decided', {
+    callId: 'c2',
+    toolId: 'openclaw:core:exec',
+    decision: 'blocked',
+    reason: 'denied by agent policy',
+  });
   emit('t1', 'call.requested', request('c3', 'openclaw:notes:add', 'openclaw', 'plugin'));
   emit('t1', 'call.decided', { callId: 'c3', toolId: 'openclaw:notes:add', decision: 'allowed' });
   emit('t1', 'call.failed', {
-    callId: 'c3', toolId: 'openclaw:notes:add', source: 'openclaw', origin: 'plugin',
-    error: { code: 'tool.threw', message: 'disk full' }, durationMs: 1,
+    callId: 'c3',
+    toolId: 'openclaw:notes:add',
+    source: 'openclaw',
+    origin: 'plugin',
+    error: { code: 'tool.threw', message: 'disk full' },
+    durationMs: 1,
   });
   emit('t1', 'call.requested', request('c4', 'openclaw:notes:del', 'openclaw', 'plugin'));
   emit('t1', 'hook.ran', { callId: 'c4', pluginId: 'guard', outcome: 'blocked', reason: 'no deletes' });
-  emit('t1', 'call.blocked', { callId: 'c4', toolId: 'openclaw:notes:del', source: 'openclaw', origin: 'plugin', stage: 'hook', reason: 'no deletes' });
+  emit('t1', 'call.blocked', {
+    callId: 'c4',
+    toolId: 'openclaw:notes:del',
+    source: 'openclaw',
+    origin: 'plugin',
+    stage: 'hook',
+    reason: 'no deletes',
+  });
   emit('t1', 'turn.completed', {
     durationMs: 20,
-    counters: { toolBytes: 1500, catalogSize: 10, bySource: { openclaw: 5, mcp: 4, client: 1 }, searches: 2, describes: 1, calls: 4 },
+    counters: {
+      toolBytes: 1500,
+      catalogSize: 10,
+      bySource: { openclaw: 5, mcp: 4, client: 1 },
+      searches: 2,
+      describes: 1,
+      calls: 4,
+    },
   });
 
   emit('t2', 'turn.started', { mode: 'code', ...started, clientId: 'app' });
   emit('t2', 'tools.exposed', { mode: 'code', tools: ['tool_search_code'], bytes: 700, schemasUpFront: 1 });
   emit('t2', 'code.requested', { codeRunId: 'r1', bodyDigest: 'b', bodyBytes: 50, timeoutMs: 10000 });
   emit('t2', 'search.performed', search('s3', 'code'));
-  emit('t2', 'call.requested', { ...request('c5', 'client:app:pick', 'client', 'client'), via: 'code', codeRunId: 'r1' });
+  emit('t2', 'call.requested', {
+    ...request('c5', 'client:app:pick', 'client', 'client'),
+    via: 'code',
+    codeRunId: 'r1',
+  });
   emit('t2', 'call.decided', { callId: 'c5', toolId: 'client:app:pick', decision: 'allowed' });
   emit('t2', 'call.pending', { callId: 'c5', toolId: 'client:app:pick', clientId: 'app' });
-  emit('t2', 'call.requested', { ...request('c6', 'client:app:other', 'client', 'client'), via: 'code', codeRunId: 'r1' });
+  emit('t2', 'call.requested', {
+    ...request('c6', 'client:app:other', 'client', 'client'),
+    via: 'code',
+    codeRunId: 'r1',
+  });
   emit('t2', 'call.pending', { callId: 'c6', toolId: 'client:app:other', clientId: 'app' });
   emit('t2', 'client.result.received', { callId: 'c6', ok: true, resultBytes: 4 });
   return events;
@@ -100,8 +161,28 @@ describe('session log fold', () => {
     expect(log.counters).toEqual({
       exposedBytes: 2200,
       perTurn: [
-        { turnId: 't1', mode: 'tools', exposedBytes: 1500, schemasUpFront: 3, searches: 2, describes: 1, calls: 4, codeRuns: 0, status: 'completed' },
-        { turnId: 't2', mode: 'code', exposedBytes: 700, schemasUpFront: 1, searches: 1, describes: 0, calls: 2, codeRuns: 1, status: 'running' },
+        {
+          turnId: 't1',
+          mode: 'tools',
+          exposedBytes: 1500,
+          schemasUpFront: 3,
+          searches: 2,
+          describes: 1,
+          calls: 4,
+          codeRuns: 0,
+          status: 'completed',
+        },
+        {
+          turnId: 't2',
+          mode: 'code',
+          exposedBytes: 700,
+          schemasUpFront: 1,
+          searches: 1,
+          describes: 0,
+          calls: 2,
+          codeRuns: 1,
+          status: 'running',
+        },
       ],
     });
   });
@@ -120,7 +201,10 @@ describe('session log fold', () => {
     emit('t1', 'turn.started', { mode: 'code', ...started });
     emit('t1', 'tools.exposed', { mode: 'code', tools: ['tool_search_code'], bytes: 700, schemasUpFront: 1 });
     emit('t1', 'tools.exposed', {
-      mode: 'tools', tools: ['tool_search', 'tool_describe', 'tool_call'], bytes: 1500, schemasUpFront: 3,
+      mode: 'tools',
+      tools: ['tool_search', 'tool_describe', 'tool_call'],
+      bytes: 1500,
+      schemasUpFront: 3,
       fallbackReason: 'no isolated child',
     });
     expect(sessionLogFrom(events)).toMatchObject({ schemasUpFront: 3, counters: { perTurn: [{ mode: 'tools' }] } });
@@ -144,7 +228,10 @@ describe('session log fold', () => {
     const events = scriptedSession();
     const reversed = [...events].reverse();
     // A deterministic shuffle (no Math.random in tests that must be reproducible).
-    const shuffled = events.map((e, i) => ({ e, k: (i * 7919) % 31 })).sort((a, b) => a.k - b.k).map((x) => x.e);
+    const shuffled = events
+      .map((e, i) => ({ e, k: (i * 7919) % 31 }))
+      .sort((a, b) => a.k - b.k)
+      .map((x) => x.e);
     const expected = sessionLogFrom(events);
     expect(sessionLogFrom(reversed)).toEqual(expected);
     expect(sessionLogFrom(shuffled)).toEqual(expected);
@@ -169,7 +256,14 @@ describe('session log fold', () => {
     const { events, emit } = recorder('b');
     emit('t1', 'call.requested', request('c1', 'mcp:fs:write', 'mcp', 'mcp'));
     emit('t1', 'call.decided', { callId: 'c1', toolId: 'mcp:fs:write', decision: 'blocked', reason: 'denied' });
-    emit('t1', 'call.completed', { callId: 'c1', toolId: 'mcp:fs:write', source: 'mcp', origin: 'mcp', durationMs: 1, resultBytes: 1 });
+    emit('t1', 'call.completed', {
+      callId: 'c1',
+      toolId: 'mcp:fs:write',
+      source: 'mcp',
+      origin: 'mcp',
+      durationMs: 1,
+      resultBytes: 1,
+    });
     const log = sessionLogFrom(events);
     expect(log.finalCalls).toMatchObject([{ callId: 'c1', outcome: 'blocked' }]);
     expect(log.resultOrigins.mcp).toBe(0);
@@ -179,10 +273,22 @@ describe('session log fold', () => {
     let state = initialSessionLog('live');
     const { events, emit } = recorder('live');
     emit('t1', 'call.requested', request('c1', 'openclaw:core:exec', 'openclaw', 'gateway'));
-    emit('t1', 'call.completed', { callId: 'c1', toolId: 'openclaw:core:exec', source: 'openclaw', origin: 'gateway', durationMs: 1, resultBytes: 1 });
+    emit('t1', 'call.completed', {
+      callId: 'c1',
+      toolId: 'openclaw:core:exec',
+      source: 'openclaw',
+      origin: 'gateway',
+      durationMs: 1,
+      resultBytes: 1,
+    });
     emit('t1', 'call.requested', request('c2', 'client:app:pick', 'client', 'client'));
     emit('t1', 'call.pending', { callId: 'c2', toolId: 'client:app:pick', clientId: 'app' });
-    emit('t1', 'client.result.received', { callId: 'c2', ok: false, resultBytes: 0, error: { code: 'client.error', message: 'user said no' } });
+    emit('t1', 'client.result.received', {
+      callId: 'c2',
+      ok: false,
+      resultBytes: 0,
+      error: { code: 'client.error', message: 'user said no' },
+    });
     for (const e of [events[1]!, events[0]!, ...events.slice(2)]) state = evolveSessionLog(state, e);
     expect(state.log.finalCalls).toMatchObject([
       { callId: 'c1', id: 'openclaw:core:exec', origin: 'gateway', outcome: 'ok' },
@@ -203,14 +309,48 @@ describe('session log fold', () => {
   it('lists a rejected call (a name that resolved to no eligible tool) as blocked, once, under the name given', () => {
     const { events, emit } = recorder('sess-r');
     emit('t1', 'turn.started', { mode: 'tools', ...started });
-    const rejected = emit('t1', 'call.rejected', { callId: 'r1', ref: 'mcp:prod:drop_db', via: 'tool', code: 'tool.notFound', reason: 'No tool "mcp:prod:drop_db" is available.' });
-    emit('t1', 'call.rejected', { callId: 'r2', ref: 'drop_db', via: 'code', codeRunId: 'run1', code: 'tool.notFound', reason: 'No tool "drop_db" is available.' });
+    const rejected = emit('t1', 'call.rejected', {
+      callId: 'r1',
+      ref: 'mcp:prod:drop_db',
+      via: 'tool',
+      code: 'tool.notFound',
+      reason: 'No tool "mcp:prod:drop_db" is available.',
+    });
+    emit('t1', 'call.rejected', {
+      callId: 'r2',
+      ref: 'drop_db',
+      via: 'code',
+      codeRunId: 'run1',
+      code: 'tool.notFound',
+      reason: 'No tool "drop_db" is available.',
+    });
     emit('t1', 'call.requested', request('c1', 'openclaw:core:read', 'openclaw', 'gateway'));
-    emit('t1', 'call.completed', { callId: 'c1', toolId: 'openclaw:core:read', source: 'openclaw', origin: 'gateway', durationMs: 1, resultBytes: 2 });
+    emit('t1', 'call.completed', {
+      callId: 'c1',
+      toolId: 'openclaw:core:read',
+      source: 'openclaw',
+      origin: 'gateway',
+      durationMs: 1,
+      resultBytes: 2,
+    });
     const log = sessionLogFrom([...events, { ...rejected, id: 'republished' }], 'sess-r');
     expect(log.finalCalls).toEqual([
-      { callId: 'r1', id: 'mcp:prod:drop_db', source: 'mcp', origin: 'mcp', outcome: 'blocked', reason: 'tool.notFound: No tool "mcp:prod:drop_db" is available.' },
-      { callId: 'r2', id: 'drop_db', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: 'tool.notFound: No tool "drop_db" is available.' },
+      {
+        callId: 'r1',
+        id: 'mcp:prod:drop_db',
+        source: 'mcp',
+        origin: 'mcp',
+        outcome: 'blocked',
+        reason: 'tool.notFound: No tool "mcp:prod:drop_db" is available.',
+      },
+      {
+        callId: 'r2',
+        id: 'drop_db',
+        source: 'unknown',
+        origin: 'unknown',
+        outcome: 'blocked',
+        reason: 'tool.notFound: No tool "drop_db" is available.',
+      },
       { callId: 'c1', id: 'openclaw:core:read', source: 'openclaw', origin: 'gateway', outcome: 'ok' },
     ]);
     expect(log.resultOrigins).toEqual({ gateway: 1, plugin: 0, mcp: 0, client: 0 });

@@ -10,7 +10,9 @@ describe('PythonRandom', () => {
   it('shuffles exactly as CPython random.Random(7).shuffle', () => {
     // python3 -c "import random; x=list(range(30)); random.Random(7).shuffle(x); print(x)"
     const x = Array.from({ length: 30 }, (_, i) => i);
-    expect(new PythonRandom(7).shuffle(x)).toEqual([21, 5, 15, 29, 7, 28, 9, 0, 13, 8, 27, 22, 26, 14, 23, 24, 19, 6, 16, 25, 18, 11, 3, 17, 2, 1, 20, 12, 4, 10]);
+    expect(new PythonRandom(7).shuffle(x)).toEqual([
+      21, 5, 15, 29, 7, 28, 9, 0, 13, 8, 27, 22, 26, 14, 23, 24, 19, 6, 16, 25, 18, 11, 3, 17, 2, 1, 20, 12, 4, 10,
+    ]);
     // the first 10 of a shuffle of 20,614 (the MetaTool rows)
     const y = new PythonRandom(7).shuffle(Array.from({ length: 20_614 }, (_, i) => i));
     expect(y.slice(0, 10)).toEqual([16697, 20074, 12119, 2130, 5609, 1601, 13684, 1491, 15062, 19562]);
@@ -19,8 +21,17 @@ describe('PythonRandom', () => {
 
 describe('porterStem', () => {
   it('follows the published algorithm', () => {
-    const cases: [string, string][] = [['caresses', 'caress'], ['ponies', 'poni'], ['agreed', 'agre'], ['conflated', 'conflat'],
-      ['hopping', 'hop'], ['relational', 'relat'], ['generalization', 'gener'], ['adjustment', 'adjust'], ['controll', 'control']];
+    const cases: [string, string][] = [
+      ['caresses', 'caress'],
+      ['ponies', 'poni'],
+      ['agreed', 'agre'],
+      ['conflated', 'conflat'],
+      ['hopping', 'hop'],
+      ['relational', 'relat'],
+      ['generalization', 'gener'],
+      ['adjustment', 'adjust'],
+      ['controll', 'control'],
+    ];
     for (const [w, s] of cases) expect(porterStem(w)).toBe(s);
   });
 });

@@ -15,17 +15,33 @@ writeFileSync(seedFile, `# a comment\n${seedText}\n`);
 
 describe('natsConnectSettings', () => {
   it('takes user and password out of the URL and never shows them', () => {
-    expect(splitUserInfo('nats://alice:p%40ss@host:4222')).toEqual({ url: 'nats://host:4222', user: 'alice', password: 'p@ss' });
+    expect(splitUserInfo('nats://alice:p%40ss@host:4222')).toEqual({
+      url: 'nats://host:4222',
+      user: 'alice',
+      password: 'p@ss',
+    });
     const r = natsConnectSettings({ url: 'nats://alice:s3cret@h1:4222, nats://h2:4222' });
-    expect(r.ok && r.value).toMatchObject({ servers: ['nats://h1:4222', 'nats://h2:4222'], display: 'nats://h1:4222, nats://h2:4222', auth: { user: 'alice', pass: 's3cret' }, principal: 'default' });
+    expect(r.ok && r.value).toMatchObject({
+      servers: ['nats://h1:4222', 'nats://h2:4222'],
+      display: 'nats://h1:4222, nats://h2:4222',
+      auth: { user: 'alice', pass: 's3cret' },
+      principal: 'default',
+    });
     expect(r.ok && r.value?.secrets).toEqual(['s3cret']);
-    expect(scrubSecrets('connect to nats://alice:s3cret@h1 failed: s3cret refused', ['s3cret'])).toBe('connect to nats://h1 failed: *** refused');
+    expect(scrubSecrets('connect to nats://alice:s3cret@h1 failed: s3cret refused', ['s3cret'])).toBe(
+      'connect to nats://h1 failed: *** refused',
+    );
   });
 
   it('reads a token from nats://TOKEN@host, and flags win over the environment, which wins over config', () => {
     const t = natsConnectSettings({ url: 'nats://tok123@h:1' });
     expect(t.ok && t.value?.auth).toEqual({ token: 'tok123' });
-    const p = natsConnectSettings({ url: 'nats://h:1', flags: { user: 'flag' }, env: { NATS_USER: 'env', NATS_PASSWORD: 'envpw' }, config: { user: 'cfg', password: 'cfgpw' } });
+    const p = natsConnectSettings({
+      url: 'nats://h:1',
+      flags: { user: 'flag' },
+      env: { NATS_USER: 'env', NATS_PASSWORD: 'envpw' },
+      config: { user: 'cfg', password: 'cfgpw' },
+    });
     expect(p.ok && p.value?.auth).toEqual({ user: 'flag', pass: 'envpw' });
     const c = natsConnectSettings({ url: 'nats://h:1', config: { token: 'cfgtok' } });
     expect(c.ok && c.value?.auth).toEqual({ token: 'cfgtok' });
@@ -55,18 +71,31 @@ describe('natsConnectSettings', () => {
     const r2 = natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: broken } });
     expect(r2).toMatchObject({ ok: false, error: { code: 'nats.badNkey' } });
     expect(JSON.stringify(r2)).not.toContain(seedText.slice(2, 40));
-    expect(natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: join(dir, 'missing.nk') } })).toMatchObject({ ok: false, error: { code: 'nats.badNkey' } });
-    expect(natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: seedFile, user: 'u' } })).toMatchObject({ ok: false, error: { code: 'nats.conflictingAuth' } });
+    expect(natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: join(dir, 'missing.nk') } })).toMatchObject({
+      ok: false,
+      error: { code: 'nats.badNkey' },
+    });
+    expect(natsConnectSettings({ url: 'nats://h:1', flags: { nkeyFile: seedFile, user: 'u' } })).toMatchObject({
+      ok: false,
+      error: { code: 'nats.conflictingAuth' },
+    });
     const tls = natsConnectSettings({ url: 'nats://h:1', flags: { tls: { cert: seedFile } } });
     expect(tls).toMatchObject({ ok: false, error: { code: 'nats.badTls' } });
-    expect(natsConnectSettings({ url: 'nats://h:1', env: { NATS_CA: join(dir, 'nope.pem') } })).toMatchObject({ ok: false, error: { code: 'nats.badTls' } });
-    const ok = natsConnectSettings({ url: 'tls://h:1', env: { NATS_CA: seedFile, NATS_CERT: seedFile, NATS_KEY: seedFile } });
+    expect(natsConnectSettings({ url: 'nats://h:1', env: { NATS_CA: join(dir, 'nope.pem') } })).toMatchObject({
+      ok: false,
+      error: { code: 'nats.badTls' },
+    });
+    const ok = natsConnectSettings({
+      url: 'tls://h:1',
+      env: { NATS_CA: seedFile, NATS_CERT: seedFile, NATS_KEY: seedFile },
+    });
     expect(ok.ok && ok.value?.auth.tls).toEqual({ caFile: seedFile, certFile: seedFile, keyFile: seedFile });
   });
 });
 
 describe('rolePermissions', () => {
-  const pk = (role: Parameters<typeof rolePermissions>[0]['role']) => rolePermissions({ name: role, role, publicKey: `U${role.toUpperCase()}` });
+  const pk = (role: Parameters<typeof rolePermissions>[0]['role']) =>
+    rolePermissions({ name: role, role, publicKey: `U${role.toUpperCase()}` });
   it('gives call_decided to the policy role only, approval answers to approvers and the gateway only, commands to clients under their own key', () => {
     const roles = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
     const publishers = (subject: string) => roles.filter((r) => pk(r).publish.allow.includes(subject));
@@ -75,7 +104,15 @@ describe('rolePermissions', () => {
     expect(publishers('toolsearch.evt.*.*.call_completed')).toEqual(['gateway']);
     expect(pk('client').publish.allow).toEqual(['gateway.cmd.UCLIENT.*.*']);
     // The auditor sends read requests only: JetStream read consumers and the status request.
-    expect(pk('auditor').publish.allow.every((s) => s.startsWith('$JS.API.STREAM.INFO.') || s.startsWith('$JS.API.CONSUMER.') || s === '$JS.API.INFO' || s === 'toolsearch.status')).toBe(true);
+    expect(
+      pk('auditor').publish.allow.every(
+        (s) =>
+          s.startsWith('$JS.API.STREAM.INFO.') ||
+          s.startsWith('$JS.API.CONSUMER.') ||
+          s === '$JS.API.INFO' ||
+          s === 'toolsearch.status',
+      ),
+    ).toBe(true);
     const receivers = roles.filter((r) => pk(r).subscribe.allow.includes('toolsearch.rpc.code.run'));
     expect(receivers).toEqual(['sandbox']);
     for (const r of ['client', 'sandbox'] as const) {
@@ -83,11 +120,18 @@ describe('rolePermissions', () => {
       expect(pk(r).publish.deny).toEqual(expect.arrayContaining(['$JS.API.>', '$KV.>']));
     }
     // The gateway publishes every fact type but the decision, by name.
-    expect(pk('gateway').publish.allow.filter((s) => s.startsWith('toolsearch.evt.'))).toHaveLength(factTypes().length - 1);
+    expect(pk('gateway').publish.allow.filter((s) => s.startsWith('toolsearch.evt.'))).toHaveLength(
+      factTypes().length - 1,
+    );
   });
   it('names the streams of a deployment with a stream prefix', () => {
     const r = rolePermissions({ name: 'gateway', role: 'gateway', publicKey: 'UGW' }, 'ACME_');
-    expect(r.publish.allow).toEqual(expect.arrayContaining(['$JS.API.STREAM.CREATE.ACME_TOOLSEARCH_EVENTS', '$JS.API.STREAM.CREATE.ACME_GATEWAY_COMMANDS']));
+    expect(r.publish.allow).toEqual(
+      expect.arrayContaining([
+        '$JS.API.STREAM.CREATE.ACME_TOOLSEARCH_EVENTS',
+        '$JS.API.STREAM.CREATE.ACME_GATEWAY_COMMANDS',
+      ]),
+    );
     expect(r.publish.allow.some((s) => s.includes('.TOOLSEARCH_EVENTS'))).toBe(false);
   });
 });

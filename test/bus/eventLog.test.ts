@@ -22,7 +22,12 @@ afterEach(async () => {
 /** A fact nobody acts on (not a sync point). */
 const fact = (seq: number): Envelope =>
   makeEnvelope({
-    type: 'search.performed', sessionId: 's', turnId: 't', seq, at: new Date(Date.UTC(2026, 0, 1)).toISOString(), causationId: null,
+    type: 'search.performed',
+    sessionId: 's',
+    turnId: 't',
+    seq,
+    at: new Date(Date.UTC(2026, 0, 1)).toISOString(),
+    causationId: null,
     data: { searchId: `s${seq}`, query: `q${seq}`, limit: 8, via: 'tool', resultIds: [], matched: 0, catalogSize: 0 },
   });
 
@@ -78,7 +83,9 @@ describe('memory bus: a log that disappears or cannot be written', () => {
     await bus.publish(sampleEvent('s', 't', 1));
     await rm(dir, { recursive: true, force: true });
     await writeFile(dir, 'a file where the folder was'); // the folder cannot come back
-    await expect(bus.publish(sampleEvent('s', 't', 2))).rejects.toThrow(/log\.lost: .*cannot be created again.*--log \/ log\.path/);
+    await expect(bus.publish(sampleEvent('s', 't', 2))).rejects.toThrow(
+      /log\.lost: .*cannot be created again.*--log \/ log\.path/,
+    );
     await expect(bus.publish(sampleEvent('s', 't', 3))).rejects.toThrow(/log\.lost/);
     await bus.close();
   });
@@ -89,7 +96,12 @@ describe('memory bus: a log that disappears or cannot be written', () => {
     const bus = await openMemoryBus({ logPath: join(dir, 'events.jsonl') });
     const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
     if (!parsed.ok) throw new Error(parsed.error.message);
-    const engine = createEngine({ config: parsed.value.config, bus, staticSources: { parts: [], registry: new Map(), hooks: [], failures: [] }, includeConfigMcp: false });
+    const engine = createEngine({
+      config: parsed.value.config,
+      bus,
+      staticSources: { parts: [], registry: new Map(), hooks: [], failures: [] },
+      includeConfigMcp: false,
+    });
     const first = await engine.startTurn({ sessionId: 's' });
     expect(first.ok).toBe(true);
     if (first.ok) await first.value.end();
@@ -99,7 +111,9 @@ describe('memory bus: a log that disappears or cannot be written', () => {
     expect(next.ok).toBe(false);
     if (!next.ok) {
       expect(next.error.code).toBe('turn.busFailed');
-      expect(next.error.message).toMatch(/log\.lost: the event log .* was removed while in use and cannot be created again/);
+      expect(next.error.message).toMatch(
+        /log\.lost: the event log .* was removed while in use and cannot be created again/,
+      );
     }
     await engine.close();
     await bus.close();
@@ -108,9 +122,14 @@ describe('memory bus: a log that disappears or cannot be written', () => {
   it('refuses a log path it cannot create with log.unwritable, naming --log and log.path', async () => {
     const root = await tempDir();
     await writeFile(join(root, 'plain-file'), 'x');
-    const err = await openMemoryBus({ logPath: join(root, 'plain-file', 'events.jsonl') }).then(() => undefined, (e: unknown) => e);
+    const err = await openMemoryBus({ logPath: join(root, 'plain-file', 'events.jsonl') }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toMatchObject({ name: 'EventLogError', code: 'log.unwritable' });
-    expect((err as Error).message).toMatch(/^log\.unwritable: cannot write the event log .*plain-file.*--log FILE.*log\.path/);
+    expect((err as Error).message).toMatch(
+      /^log\.unwritable: cannot write the event log .*plain-file.*--log FILE.*log\.path/,
+    );
   });
 });
 

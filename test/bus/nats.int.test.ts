@@ -17,8 +17,24 @@ afterAll(async () => {
 let counter = 0;
 const uid = (p: string) => `${p}-${process.pid}-${++counter}`;
 
-function envelope(sessionId: string, turnId: string, seq: number, type = 'search.performed', extra: Partial<Envelope> = {}): Envelope {
-  return { id: uid('evt'), type, sessionId, turnId, seq, at: new Date().toISOString(), causationId: null, data: { seq }, ...extra };
+function envelope(
+  sessionId: string,
+  turnId: string,
+  seq: number,
+  type = 'search.performed',
+  extra: Partial<Envelope> = {},
+): Envelope {
+  return {
+    id: uid('evt'),
+    type,
+    sessionId,
+    turnId,
+    seq,
+    at: new Date().toISOString(),
+    causationId: null,
+    data: { seq },
+    ...extra,
+  };
 }
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
@@ -46,12 +62,14 @@ async function withBus<T>(fn: (bus: NatsBus) => Promise<T>, opts: { publishTimeo
 
 describe('NATS bus: streams', () => {
   it('creates the streams idempotently: opening twice keeps one configuration', async () => {
-    await withBus(async () => withBus(async (bus) => {
-      const jsm = await jetstreamManager(bus.connection);
-      const info = await jsm.streams.info('TOOLSEARCH_EVENTS');
-      expect(info.config.subjects).toEqual(['toolsearch.evt.>']);
-      expect((await jsm.streams.info('GATEWAY_SESSIONS')).config.subjects).toEqual(['gateway.session.>']);
-    }));
+    await withBus(async () =>
+      withBus(async (bus) => {
+        const jsm = await jetstreamManager(bus.connection);
+        const info = await jsm.streams.info('TOOLSEARCH_EVENTS');
+        expect(info.config.subjects).toEqual(['toolsearch.evt.>']);
+        expect((await jsm.streams.info('GATEWAY_SESSIONS')).config.subjects).toEqual(['gateway.session.>']);
+      }),
+    );
   });
 
   it('updates max age of an existing stream when the options change', async () => {
@@ -71,7 +89,13 @@ describe('NATS bus: streams', () => {
 
   it('explains at once why streams with another prefix cannot live beside the existing ones', async () => {
     await withBus(async () => {
-      const err = await openNatsBus({ url: server.url, streamPrefix: 'OTHER_' }).then(async (b) => { await b.close(); return undefined; }, (e: unknown) => e);
+      const err = await openNatsBus({ url: server.url, streamPrefix: 'OTHER_' }).then(
+        async (b) => {
+          await b.close();
+          return undefined;
+        },
+        (e: unknown) => e,
+      );
       expect(isBusError(err, 'bus.streamConfig')).toBe(true);
       expect((err as Error).message).toContain('toolsearch.evt.>');
     });
@@ -94,29 +118,34 @@ describe('NATS bus: publish', () => {
 
   it('refuses a stale writer: a second event on a seq another writer already holds', async () => {
     const s = uid('sess');
-    await withBus(async (a) => withBus(async (b) => {
-      await a.publish(envelope(s, 't1', 1));
-      await a.publish(envelope(s, 't1', 2));
-      // b takes over the turn at seq 3
-      const taken = envelope(s, 't1', 3);
-      await b.publish(taken);
-      // a still believes it is at 2 and writes its own seq 3: refused, not interleaved
-      const stale = envelope(s, 't1', 3, 'call.decided');
-      const err = await a.publish(stale).then(() => undefined, (e: unknown) => e);
-      expect(isBusError(err, 'bus.staleWriter')).toBe(true);
-      expect((err as Error).message).toContain(stale.id);
-      expect((err as Error).message).toContain(`already held by event ${taken.id}`);
-      // an older seq from a fresh writer is refused too
-      await withBus(async (c) => {
-        await expect(c.publish(envelope(s, 't1', 2))).rejects.toThrow(/bus\.staleWriter/);
-      });
-      // the same seq in another turn is free
-      await a.publish(envelope(s, 't2', 3));
-      await b.publish(envelope(s, 't1', 4));
-      const t1 = await collect(a.replay({ sessionId: s, turnId: 't1' }));
-      expect(t1.map((x) => x.seq)).toEqual([1, 2, 3, 4]);
-      expect(t1[2]!.id).toBe(taken.id);
-    }));
+    await withBus(async (a) =>
+      withBus(async (b) => {
+        await a.publish(envelope(s, 't1', 1));
+        await a.publish(envelope(s, 't1', 2));
+        // b takes over the turn at seq 3
+        const taken = envelope(s, 't1', 3);
+        await b.publish(taken);
+        // a still believes it is at 2 and writes its own seq 3: refused, not interleaved
+        const stale = envelope(s, 't1', 3, 'call.decided');
+        const err = await a.publish(stale).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+        expect((err as Error).message).toContain(stale.id);
+        expect((err as Error).message).toContain(`already held by event ${taken.id}`);
+        // an older seq from a fresh writer is refused too
+        await withBus(async (c) => {
+          await expect(c.publish(envelope(s, 't1', 2))).rejects.toThrow(/bus\.staleWriter/);
+        });
+        // the same seq in another turn is free
+        await a.publish(envelope(s, 't2', 3));
+        await b.publish(envelope(s, 't1', 4));
+        const t1 = await collect(a.replay({ sessionId: s, turnId: 't1' }));
+        expect(t1.map((x) => x.seq)).toEqual([1, 2, 3, 4]);
+        expect(t1[2]!.id).toBe(taken.id);
+      }),
+    );
   });
 
   it('treats a retry of an older, already stored event as a no-op, not as a stale write', async () => {
@@ -157,7 +186,9 @@ describe('NATS bus: publish', () => {
   it('keeps call order of unawaited publishes of one turn', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');
-      const events = Array.from({ length: 20 }, (_, i) => envelope(s, 't', i + 1, i % 2 ? 'call.requested' : 'call.decided'));
+      const events = Array.from({ length: 20 }, (_, i) =>
+        envelope(s, 't', i + 1, i % 2 ? 'call.requested' : 'call.decided'),
+      );
       await Promise.all(events.map((e) => bus.publish(e)));
       expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.id)).toEqual(events.map((e) => e.id));
     });
@@ -166,11 +197,17 @@ describe('NATS bus: publish', () => {
   it('carries ids with dots, wildcards and spaces, and the trace context as headers', async () => {
     await withBus(async (bus) => {
       const s = `sess.with *wild> ${uid('x')}`;
-      const e = envelope(s, 'turn 1.a', 1, 'call.decided', { trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } });
+      const e = envelope(s, 'turn 1.a', 1, 'call.decided', {
+        trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+      });
       const seen: Envelope[] = [];
       const nc = await connect({ servers: server.url });
       const hdr: string[] = [];
-      const raw = nc.subscribe(eventSubject(e), { callback: (_e, m) => { hdr.push(m.headers?.get('traceparent') ?? ''); } });
+      const raw = nc.subscribe(eventSubject(e), {
+        callback: (_e, m) => {
+          hdr.push(m.headers?.get('traceparent') ?? '');
+        },
+      });
       bus.subscribe(eventSubject(e), (x) => seen.push(x));
       await nc.flush();
       await bus.ready();
@@ -212,21 +249,23 @@ describe('NATS bus: subscribe and work queues', () => {
   it('shares stored work among the members of a queue group, each event once', async () => {
     const queue = uid('enforcers').replace(/-/g, '_');
     const s = uid('sess'); // a session of its own, so other tests do not feed this queue
-    await withBus(async (a) => withBus(async (b) => {
-      const got: Record<string, string[]> = { a: [], b: [] };
-      a.subscribe(`${sessionEventsPattern(s)}`, (e) => got.a!.push(e.id), { queue });
-      b.subscribe(`${sessionEventsPattern(s)}`, (e) => got.b!.push(e.id), { queue });
-      await Promise.all([a.ready(), b.ready()]);
-      const ids: string[] = [];
-      for (let i = 0; i < 20; i++) {
-        const e = envelope(s, `t${i}`, 1, 'call.requested');
-        ids.push(e.id);
-        await a.publish(e);
-      }
-      await waitFor(() => got.a!.length + got.b!.length === 20);
-      await new Promise((r) => setTimeout(r, 100));
-      expect([...got.a!, ...got.b!].sort()).toEqual([...ids].sort());
-    }));
+    await withBus(async (a) =>
+      withBus(async (b) => {
+        const got: Record<string, string[]> = { a: [], b: [] };
+        a.subscribe(`${sessionEventsPattern(s)}`, (e) => got.a!.push(e.id), { queue });
+        b.subscribe(`${sessionEventsPattern(s)}`, (e) => got.b!.push(e.id), { queue });
+        await Promise.all([a.ready(), b.ready()]);
+        const ids: string[] = [];
+        for (let i = 0; i < 20; i++) {
+          const e = envelope(s, `t${i}`, 1, 'call.requested');
+          ids.push(e.id);
+          await a.publish(e);
+        }
+        await waitFor(() => got.a!.length + got.b!.length === 20);
+        await new Promise((r) => setTimeout(r, 100));
+        expect([...got.a!, ...got.b!].sort()).toEqual([...ids].sort());
+      }),
+    );
   });
 
   it('delivers work published while no member was connected once a member comes back (durable consumer)', async () => {
@@ -251,11 +290,16 @@ describe('NATS bus: subscribe and work queues', () => {
   it('guards a turn with one lease instead of a marker per event: 1 seq marker and 1 lease for a whole turn', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');
-      const events = Array.from({ length: 12 }, (_, i) => envelope(s, 't', i + 1, i % 3 === 2 ? 'call.completed' : 'search.performed'));
+      const events = Array.from({ length: 12 }, (_, i) =>
+        envelope(s, 't', i + 1, i % 3 === 2 ? 'call.completed' : 'search.performed'),
+      );
       for (const e of events) await bus.publish(e);
       const jsm = await jetstreamManager(bus.connection);
       const info = await jsm.streams.info(bus.streams.turns, { subjects_filter: `toolsearch.turnseq.${s}.>` });
-      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([`toolsearch.turnseq.${s}.t.1`, `toolsearch.turnseq.${s}.t.lease`]);
+      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([
+        `toolsearch.turnseq.${s}.t.1`,
+        `toolsearch.turnseq.${s}.t.lease`,
+      ]);
       expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.id)).toEqual(events.map((e) => e.id));
     });
   });
@@ -276,21 +320,28 @@ describe('NATS bus: subscribe and work queues', () => {
 
   it('refuses a lease holder whose turn was taken over at its next sync point, and pipelined facts stay in call order', async () => {
     const s = uid('sess');
-    await withBus(async (a) => withBus(async (b) => {
-      await a.publish(envelope(s, 't1', 1));
-      // unawaited facts, then a sync point: stored in call order
-      const facts = [2, 3, 4].map((q) => envelope(s, 't1', q));
-      const pending = facts.map((e) => a.publish(e));
-      await a.publish(envelope(s, 't1', 5, 'call.completed'));
-      await Promise.all(pending);
-      const taken = envelope(s, 't1', 6);
-      await b.publish(taken);
-      const err = await a.publish(envelope(s, 't1', 7, 'turn.completed')).then(() => undefined, (e: unknown) => e);
-      expect(isBusError(err, 'bus.staleWriter')).toBe(true);
-      expect((err as Error).message).toContain(`taken over at seq 6 by event ${taken.id}`);
-      await b.publish(envelope(s, 't1', 7, 'turn.completed'));
-      expect((await collect(b.replay({ sessionId: s, turnId: 't1' }))).map((x) => x.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
-    }));
+    await withBus(async (a) =>
+      withBus(async (b) => {
+        await a.publish(envelope(s, 't1', 1));
+        // unawaited facts, then a sync point: stored in call order
+        const facts = [2, 3, 4].map((q) => envelope(s, 't1', q));
+        const pending = facts.map((e) => a.publish(e));
+        await a.publish(envelope(s, 't1', 5, 'call.completed'));
+        await Promise.all(pending);
+        const taken = envelope(s, 't1', 6);
+        await b.publish(taken);
+        const err = await a.publish(envelope(s, 't1', 7, 'turn.completed')).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+        expect((err as Error).message).toContain(`taken over at seq 6 by event ${taken.id}`);
+        await b.publish(envelope(s, 't1', 7, 'turn.completed'));
+        expect((await collect(b.replay({ sessionId: s, turnId: 't1' }))).map((x) => x.seq)).toEqual([
+          1, 2, 3, 4, 5, 6, 7,
+        ]);
+      }),
+    );
   });
 
   it('does not deliver a refused (stale) event to live subscribers', async () => {
@@ -313,8 +364,22 @@ describe('NATS bus: request/reply', () => {
   it('answers through one member of a queue group', async () => {
     await withBus(async (bus) => {
       const served: string[] = [];
-      bus.serve('toolsearch.rpc.echo', async (p) => { served.push('a'); return { echo: p }; }, { queue: 'echo' });
-      bus.serve('toolsearch.rpc.echo', async (p) => { served.push('b'); return { echo: p }; }, { queue: 'echo' });
+      bus.serve(
+        'toolsearch.rpc.echo',
+        async (p) => {
+          served.push('a');
+          return { echo: p };
+        },
+        { queue: 'echo' },
+      );
+      bus.serve(
+        'toolsearch.rpc.echo',
+        async (p) => {
+          served.push('b');
+          return { echo: p };
+        },
+        { queue: 'echo' },
+      );
       await bus.connection.flush();
       const r = await bus.request('toolsearch.rpc.echo', { n: 1 }, { timeoutMs: 2000 });
       expect(r).toEqual({ ok: true, value: { echo: { n: 1 } } });
@@ -330,7 +395,9 @@ describe('NATS bus: request/reply', () => {
       await bus.connection.flush();
       const slow = await bus.request('toolsearch.rpc.slow', {}, { timeoutMs: 300 });
       expect(slow.ok ? 'ok' : slow.error.code).toBe('bus.timeout');
-      bus.serve('toolsearch.rpc.broken', async () => { throw new Error('boom'); });
+      bus.serve('toolsearch.rpc.broken', async () => {
+        throw new Error('boom');
+      });
       await bus.connection.flush();
       const broken = await bus.request('toolsearch.rpc.broken', {}, { timeoutMs: 1000 });
       expect(broken.ok ? 'ok' : broken.error.message).toContain('boom');

@@ -8,7 +8,12 @@ let cluster: NatsCluster;
 let bus: NatsBus;
 beforeAll(async () => {
   cluster = await startNatsCluster(3);
-  bus = await openNatsBus({ servers: cluster.servers, replicas: 3, publishTimeoutMs: 15_000, connectTimeoutMs: 30_000 });
+  bus = await openNatsBus({
+    servers: cluster.servers,
+    replicas: 3,
+    publishTimeoutMs: 15_000,
+    connectTimeoutMs: 30_000,
+  });
 }, 60_000);
 afterAll(async () => {
   await bus?.close();
@@ -16,8 +21,16 @@ afterAll(async () => {
 });
 
 let n = 0;
-const envelope = (sessionId: string, turnId: string, seq: number, type = 'call.completed'): Envelope =>
-  ({ id: `c-${process.pid}-${++n}`, type, sessionId, turnId, seq, at: new Date().toISOString(), causationId: null, data: { seq } });
+const envelope = (sessionId: string, turnId: string, seq: number, type = 'call.completed'): Envelope => ({
+  id: `c-${process.pid}-${++n}`,
+  type,
+  sessionId,
+  turnId,
+  seq,
+  at: new Date().toISOString(),
+  causationId: null,
+  data: { seq },
+});
 
 async function replayIds(b: NatsBus, sessionId: string): Promise<string[]> {
   const ids: string[] = [];

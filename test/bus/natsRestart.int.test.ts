@@ -16,8 +16,16 @@ afterAll(async () => {
 });
 
 let n = 0;
-const envelope = (sessionId: string, turnId: string, seq: number): Envelope =>
-  ({ id: `r-${process.pid}-${++n}`, type: 'call.completed', sessionId, turnId, seq, at: new Date().toISOString(), causationId: null, data: { seq } });
+const envelope = (sessionId: string, turnId: string, seq: number): Envelope => ({
+  id: `r-${process.pid}-${++n}`,
+  type: 'call.completed',
+  sessionId,
+  turnId,
+  seq,
+  at: new Date().toISOString(),
+  causationId: null,
+  data: { seq },
+});
 
 async function replayIds(b: NatsBus, sessionId: string): Promise<string[]> {
   const ids: string[] = [];
@@ -39,7 +47,9 @@ describe('NATS bus across a server restart', () => {
     expect(bus.isConnected()).toBe(false);
     const during = envelope(s, 't1', 11);
     let settled = false;
-    const pending = bus.publish(during).then(() => { settled = true; });
+    const pending = bus.publish(during).then(() => {
+      settled = true;
+    });
     await new Promise((r) => setTimeout(r, 700));
     expect(settled).toBe(false); // nothing is acknowledged while the server is down
     await server.restart();
@@ -66,7 +76,10 @@ describe('NATS bus across a server restart', () => {
       await short.publish(before);
       await server.stop();
       const lost = envelope(s, 't', 2);
-      const err = await short.publish(lost).then(() => undefined, (e: unknown) => e);
+      const err = await short.publish(lost).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(isBusError(err, 'bus.unavailable')).toBe(true);
       expect((err as Error).message).toContain(`NATS did not acknowledge event ${lost.id} within 1500 ms`);
       await server.restart();
@@ -87,13 +100,21 @@ describe('NATS bus across a server restart', () => {
       await short.publish(first);
       await server.stop();
       const fact = { ...envelope(s, 't', 2), type: 'search.performed' };
-      const lost = await short.publish(fact).then(() => undefined, (e: unknown) => e); // its caller may never look
+      const lost = await short.publish(fact).then(
+        () => undefined,
+        (e: unknown) => e,
+      ); // its caller may never look
       expect(isBusError(lost, 'bus.unavailable')).toBe(true);
       await server.restart();
       const point = { ...envelope(s, 't', 3), type: 'turn.failed' };
-      const err = await short.publish(point).then(() => undefined, (e: unknown) => e);
+      const err = await short.publish(point).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(isBusError(err, 'bus.unavailable')).toBe(true);
-      expect((err as Error).message).toContain(`event ${point.id} (turn.failed) not published: an earlier event of turn t was not recorded`);
+      expect((err as Error).message).toContain(
+        `event ${point.id} (turn.failed) not published: an earlier event of turn t was not recorded`,
+      );
       // reported once: the turn can record what happened next
       const next = { ...envelope(s, 't', 3), type: 'turn.failed' };
       await short.publish(next);

@@ -12,7 +12,10 @@ describe('SubjectTrie (the memory bus subscription table)', () => {
     const all = patterns.map((p, i) => member(i, p));
     for (const m of all) trie.add(m.pattern, m);
     for (const s of subjects) {
-      expect(trie.match(s).map((m) => m.pattern), s).toEqual(all.filter((m) => subjectMatches(m.pattern, s)).map((m) => m.pattern));
+      expect(
+        trie.match(s).map((m) => m.pattern),
+        s,
+      ).toEqual(all.filter((m) => subjectMatches(m.pattern, s)).map((m) => m.pattern));
     }
   });
 

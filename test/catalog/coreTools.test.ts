@@ -22,7 +22,10 @@ beforeAll(async () => {
   await symlink(root, join(ws, 'up'));
   await symlink(join(ws, 'hello.txt'), join(ws, 'inside-link.txt'));
   tools = new Map(
-    coreTools({ workspaceDir: ws, now: () => new Date('2025-03-04T05:06:07.000Z'), maxReadBytes: 1000 }).map((t) => [t.entry.name, t]),
+    coreTools({ workspaceDir: ws, now: () => new Date('2025-03-04T05:06:07.000Z'), maxReadBytes: 1000 }).map((t) => [
+      t.entry.name,
+      t,
+    ]),
   );
 });
 afterAll(() => rm(root, { recursive: true, force: true }));
@@ -31,14 +34,23 @@ describe('core tools', () => {
   it('are gateway tools with real schemas and core ids', () => {
     expect([...tools.keys()].sort()).toEqual(['current_time', 'list_dir', 'read_file']);
     for (const t of tools.values()) {
-      expect(t.entry).toMatchObject({ id: `openclaw:core:${t.entry.name}`, source: 'openclaw', owner: 'core', origin: 'gateway', trusted: true });
+      expect(t.entry).toMatchObject({
+        id: `openclaw:core:${t.entry.name}`,
+        source: 'openclaw',
+        owner: 'core',
+        origin: 'gateway',
+        trusted: true,
+      });
       expect(t.entry.inputSchema['type']).toBe('object');
     }
     expect(tools.get('read_file')?.entry.inputSchema['required']).toEqual(['path']);
   });
 
   it('reads a workspace file and follows links that stay inside', async () => {
-    expect(await run('read_file', { path: 'hello.txt' })).toEqual({ ok: true, value: { path: 'hello.txt', size: 11, truncated: false, content: 'hello world' } });
+    expect(await run('read_file', { path: 'hello.txt' })).toEqual({
+      ok: true,
+      value: { path: 'hello.txt', size: 11, truncated: false, content: 'hello world' },
+    });
     const viaLink = await run('read_file', { path: 'inside-link.txt' });
     expect(viaLink.ok && (viaLink.value as { content: string }).content).toBe('hello world');
     const dotted = await run('read_file', { path: 'sub/../hello.txt' });
@@ -55,12 +67,25 @@ describe('core tools', () => {
   });
 
   it('refuses "..", absolute paths outside and symlinks that escape', async () => {
-    for (const path of ['../secret.txt', join(root, 'secret.txt'), 'escape.txt', 'up/secret.txt', '/etc/passwd', 'sub/../../secret.txt']) {
+    for (const path of [
+      '../secret.txt',
+      join(root, 'secret.txt'),
+      'escape.txt',
+      'up/secret.txt',
+      '/etc/passwd',
+      'sub/../../secret.txt',
+    ]) {
       const r = await run('read_file', { path });
       expect(r, path).toMatchObject({ ok: false, error: { code: 'core.pathOutsideWorkspace' } });
     }
-    expect(await run('list_dir', { path: '..' })).toMatchObject({ ok: false, error: { code: 'core.pathOutsideWorkspace' } });
-    expect(await run('list_dir', { path: 'up' })).toMatchObject({ ok: false, error: { code: 'core.pathOutsideWorkspace' } });
+    expect(await run('list_dir', { path: '..' })).toMatchObject({
+      ok: false,
+      error: { code: 'core.pathOutsideWorkspace' },
+    });
+    expect(await run('list_dir', { path: 'up' })).toMatchObject({
+      ok: false,
+      error: { code: 'core.pathOutsideWorkspace' },
+    });
   });
 
   it('accepts an absolute path inside the workspace', async () => {
@@ -69,10 +94,16 @@ describe('core tools', () => {
   });
 
   it('reports missing files, folders read as files and bad args as values', async () => {
-    expect(await run('read_file', { path: 'nope.txt' })).toMatchObject({ ok: false, error: { code: 'core.pathNotFound' } });
+    expect(await run('read_file', { path: 'nope.txt' })).toMatchObject({
+      ok: false,
+      error: { code: 'core.pathNotFound' },
+    });
     expect(await run('read_file', { path: 'sub' })).toMatchObject({ ok: false, error: { code: 'core.notAFile' } });
     expect(await run('read_file', { path: 7 })).toMatchObject({ ok: false, error: { code: 'core.invalidArgs' } });
-    expect(await run('list_dir', { path: 'hello.txt' })).toMatchObject({ ok: false, error: { code: 'core.notADirectory' } });
+    expect(await run('list_dir', { path: 'hello.txt' })).toMatchObject({
+      ok: false,
+      error: { code: 'core.notADirectory' },
+    });
   });
 
   it('lists a folder, sorted, with types', async () => {
@@ -90,6 +121,9 @@ describe('core tools', () => {
     expect(utc).toMatchObject({ ok: true, value: { iso: '2025-03-04T05:06:07.000Z', timeZone: 'UTC' } });
     const tokyo = await run('current_time', { timeZone: 'Asia/Tokyo' });
     expect(tokyo.ok && (tokyo.value as { local: string }).local).toContain('14:06:07');
-    expect(await run('current_time', { timeZone: 'Mars/Olympus' })).toMatchObject({ ok: false, error: { code: 'core.invalidTimeZone' } });
+    expect(await run('current_time', { timeZone: 'Mars/Olympus' })).toMatchObject({
+      ok: false,
+      error: { code: 'core.invalidTimeZone' },
+    });
   });
 });

@@ -11,7 +11,11 @@ describe('tool ids', () => {
 
   it('round-trips, and a name may hold ":"', () => {
     expect(parseToolId('mcp:fs:read_file')).toEqual({ source: 'mcp', owner: 'fs', name: 'read_file' });
-    expect(parseToolId(makeToolId('mcp', 'k8s', 'pods:list'))).toEqual({ source: 'mcp', owner: 'k8s', name: 'pods:list' });
+    expect(parseToolId(makeToolId('mcp', 'k8s', 'pods:list'))).toEqual({
+      source: 'mcp',
+      owner: 'k8s',
+      name: 'pods:list',
+    });
     expect(parseToolId('client:client:a:b:c')?.name).toBe('a:b:c');
   });
 

@@ -12,8 +12,14 @@ import { connectMcpServer, SessionMcpRuntime } from '../../src/catalog/index.js'
 import type { McpConnection, McpServerSpec, SourceStatus } from '../../src/catalog/index.js';
 import { ODD_SCHEMA, testServerSource } from './testServer.js';
 
-const everything = { command: process.execPath, args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] };
-const filesystem = (dir: string) => ({ command: process.execPath, args: ['node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', dir] });
+const everything = {
+  command: process.execPath,
+  args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'],
+};
+const filesystem = (dir: string) => ({
+  command: process.execPath,
+  args: ['node_modules/@modelcontextprotocol/server-filesystem/dist/index.js', dir],
+});
 
 let dir: string;
 let script: string;
@@ -22,7 +28,8 @@ let statuses: SourceStatus[];
 const extra: McpConnection[] = [];
 let http: HttpServer | undefined;
 const status = (name: string) => statuses.find((s) => s.owner === name) as SourceStatus;
-const textOf = (value: unknown) => ((value as { content: Array<{ text: string }> }).content[0] as { text: string }).text;
+const textOf = (value: unknown) =>
+  ((value as { content: Array<{ text: string }> }).content[0] as { text: string }).text;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'mcp-int-'));
@@ -74,7 +81,10 @@ describe('MCP servers over stdio (real servers)', () => {
   });
 
   it('calls a tool and returns the MCP result', async () => {
-    expect(await runtime.call('everything', 'echo', { message: 'hello' })).toMatchObject({ ok: true, value: { content: [{ type: 'text', text: 'Echo: hello' }] } });
+    expect(await runtime.call('everything', 'echo', { message: 'hello' })).toMatchObject({
+      ok: true,
+      value: { content: [{ type: 'text', text: 'Echo: hello' }] },
+    });
     const listed = await runtime.call('fs', 'list_directory', { path: dir });
     expect(listed.ok && textOf(listed.value)).toContain('notes.txt');
   });
@@ -107,7 +117,10 @@ describe('MCP servers over stdio (real servers)', () => {
 
   it('reuses live connections across turns and keeps failures until retry time', async () => {
     const pidsBefore = runtime.list().length;
-    const again = await runtime.ensure({ everything, paged: { command: process.execPath, args: [script], env: { ONLY_THIS: 'yes' } } }, { timeoutMs: 12_000 });
+    const again = await runtime.ensure(
+      { everything, paged: { command: process.execPath, args: [script], env: { ONLY_THIS: 'yes' } } },
+      { timeoutMs: 12_000 },
+    );
     expect(again.map((s) => s.ok)).toEqual([true, true]);
     expect(runtime.list().length).toBe(pidsBefore);
     expect(await runtime.call('everything', 'echo', { message: 'again' })).toMatchObject({ ok: true });
@@ -115,12 +128,19 @@ describe('MCP servers over stdio (real servers)', () => {
 
   it('bounds a call that never answers by the call timeout; a killed server fails calls naming it, never a hang', async () => {
     // The spec's own callTimeoutMs (config mcpServers.<name>.callTimeoutMs) wins over the runtime-wide one.
-    const c = await connectMcpServer('victim', { command: process.execPath, args: [script], callTimeoutMs: 1500 }, { timeoutMs: 10_000, callTimeoutMs: 60_000 });
+    const c = await connectMcpServer(
+      'victim',
+      { command: process.execPath, args: [script], callTimeoutMs: 1500 },
+      { timeoutMs: 10_000, callTimeoutMs: 60_000 },
+    );
     expect(c.ok).toBe(true);
     if (!c.ok) return;
     extra.push(c.value);
     const timedOut = await c.value.callTool('stall', {});
-    expect(timedOut).toMatchObject({ ok: false, error: { code: 'mcp.timedOut', message: expect.stringContaining('timed out after 1500 ms') } });
+    expect(timedOut).toMatchObject({
+      ok: false,
+      error: { code: 'mcp.timedOut', message: expect.stringContaining('timed out after 1500 ms') },
+    });
     expect(!timedOut.ok && timedOut.error.message).toContain('raise mcpServers.victim.callTimeoutMs (now 1500 ms)');
     expect(await c.value.callTool('t1', {})).toMatchObject({ ok: true, value: { content: [{ text: 'called t1' }] } });
     const inFlight = c.value.callTool('stall', {});
@@ -131,7 +151,10 @@ describe('MCP servers over stdio (real servers)', () => {
     expect(!r1.ok && r1.error.message).toContain('"victim"');
     expect(c.value.alive).toBe(false);
     const r2 = await c.value.callTool('t0', {});
-    expect(r2).toMatchObject({ ok: false, error: { code: 'mcp.serverUnavailable', message: expect.stringContaining('killed by SIGKILL') } });
+    expect(r2).toMatchObject({
+      ok: false,
+      error: { code: 'mcp.serverUnavailable', message: expect.stringContaining('killed by SIGKILL') },
+    });
   });
 });
 
@@ -141,16 +164,25 @@ describe('MCP server over streamable HTTP', () => {
     http = createServer(async (req, res) => {
       seen.push(String(req.headers['authorization']));
       const server = new Server({ name: 'web', version: '1.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: 'ping', description: 'Ping', inputSchema: { type: 'object' } }] }));
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({
+        tools: [{ name: 'ping', description: 'Ping', inputSchema: { type: 'object' } }],
+      }));
       server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: 'text', text: 'pong' }] }));
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-      res.on('close', () => { void transport.close(); void server.close(); });
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
       await server.connect(transport);
       await transport.handleRequest(req, res);
     });
     await new Promise<void>((r) => http?.listen(0, '127.0.0.1', () => r()));
     const port = (http.address() as AddressInfo).port;
-    const c = await connectMcpServer('web', { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: 'Bearer t0ken' } }, { timeoutMs: 5000 });
+    const c = await connectMcpServer(
+      'web',
+      { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: 'Bearer t0ken' } },
+      { timeoutMs: 5000 },
+    );
     expect(c.ok).toBe(true);
     if (!c.ok) return;
     extra.push(c.value);
@@ -162,7 +194,11 @@ describe('MCP server over streamable HTTP', () => {
     await new Promise<void>((r) => http?.close(() => r()));
     http = undefined;
     expect(await c.value.callTool('ping', {})).toMatchObject({
-      ok: false, error: { code: 'mcp.serverUnavailable', message: expect.stringContaining('"web" is unavailable: cannot reach the server') },
+      ok: false,
+      error: {
+        code: 'mcp.serverUnavailable',
+        message: expect.stringContaining('"web" is unavailable: cannot reach the server'),
+      },
     });
   });
 

@@ -53,7 +53,12 @@ afterAll(async () => {
 
 describe('secrets of configured MCP servers', () => {
   it('a start failure does not show an env value from the stderr tail', async () => {
-    const spec = { command: process.execPath, args: ['-e', `console.error('login failed with ' + process.env.API_TOKEN); process.exit(3)`], env: { API_TOKEN: TOKEN }, timeoutMs: 10_000 };
+    const spec = {
+      command: process.execPath,
+      args: ['-e', `console.error('login failed with ' + process.env.API_TOKEN); process.exit(3)`],
+      env: { API_TOKEN: TOKEN },
+      timeoutMs: 10_000,
+    };
     const r = await connectMcpServer('bad', spec);
     expect(r.ok).toBe(false);
     if (!r.ok) {
@@ -73,14 +78,22 @@ describe('secrets of configured MCP servers', () => {
   });
 
   it('call errors, error results and a crash during a call are redacted', async () => {
-    const c = await connectMcpServer('leaky', { command: process.execPath, args: [join(dir, 'leaky.mjs')], env: { API_TOKEN: TOKEN }, timeoutMs: 10_000 });
+    const c = await connectMcpServer('leaky', {
+      command: process.execPath,
+      args: [join(dir, 'leaky.mjs')],
+      env: { API_TOKEN: TOKEN },
+      timeoutMs: 10_000,
+    });
     if (!c.ok) throw new Error(c.error.message);
     try {
       const thrown = await c.value.callTool('throws', {});
       expect(thrown.ok).toBe(false);
       if (!thrown.ok) expect(thrown.error.message).toContain('upstream refused key [redacted env API_TOKEN]');
       const result = await c.value.callTool('error_result', {});
-      expect(result).toMatchObject({ ok: true, value: { isError: true, content: [{ text: 'denied for token=[redacted env API_TOKEN]' }] } });
+      expect(result).toMatchObject({
+        ok: true,
+        value: { isError: true, content: [{ text: 'denied for token=[redacted env API_TOKEN]' }] },
+      });
       const crash = await c.value.callTool('crash', {});
       expect(crash.ok).toBe(false);
       expect(JSON.stringify(crash)).toContain('bad credentials [redacted env API_TOKEN]');
@@ -91,7 +104,11 @@ describe('secrets of configured MCP servers', () => {
   });
 
   it('an HTTP server echoing the configured authorization header does not leak it', async () => {
-    const r = await connectMcpServer('remote', { url: httpUrl, headers: { authorization: `Bearer ${TOKEN}` }, timeoutMs: 5000 });
+    const r = await connectMcpServer('remote', {
+      url: httpUrl,
+      headers: { authorization: `Bearer ${TOKEN}` },
+      timeoutMs: 5000,
+    });
     expect(r.ok).toBe(false);
     if (!r.ok) {
       expect(JSON.stringify(r.error)).not.toContain(TOKEN);

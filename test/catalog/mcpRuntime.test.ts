@@ -13,7 +13,11 @@ function fakes() {
   const connect = async (name: string, spec: McpServerSpec, _opts: ConnectOptions): Promise<Result<McpConnection>> => {
     opened.push(name);
     const command = (spec as { command: string }).command;
-    if (command === 'bad') return { ok: false, error: { code: 'mcp.startFailed', message: `MCP server "${name}" could not start: server exited with code 2` } };
+    if (command === 'bad')
+      return {
+        ok: false,
+        error: { code: 'mcp.startFailed', message: `MCP server "${name}" could not start: server exited with code 2` },
+      };
     if (command === 'hang') {
       // Like connectMcpServer: hangs until its signal aborts, then fails.
       await new Promise((r) => _opts.signal?.addEventListener('abort', r));
@@ -26,26 +30,38 @@ function fakes() {
     return {
       ok: true,
       value: {
-        name, kind: 'stdio', pid: 1,
-        get alive() { return state.alive; },
+        name,
+        kind: 'stdio',
+        pid: 1,
+        get alive() {
+          return state.alive;
+        },
         listTools: async () => ({ ok: true, value: tools }),
         listWarnings: command === 'odd' ? ['MCP server "odd": tool "a b" skipped: bad name.'] : [],
         callTool: async (tool, args) => ({ ok: true, value: { tool, args } }),
-        close: async () => { state.alive = false; closed.push(name); },
+        close: async () => {
+          state.alive = false;
+          closed.push(name);
+        },
       },
     };
   };
   return { connect, opened, closed, connections, hungAborted };
 }
 
-afterEach(() => { vi.useRealTimers(); });
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('SessionMcpRuntime', () => {
   it('opens each server once, reuses it, and reopens one whose spec changed or that died', async () => {
     const f = fakes();
     const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });
     const first = await rt.ensure({ a: { command: 'x' }, b: { command: 'y' } });
-    expect(first.map((s) => [s.key, s.ok, s.toolCount])).toEqual([['mcp:a', true, 1], ['mcp:b', true, 1]]);
+    expect(first.map((s) => [s.key, s.ok, s.toolCount])).toEqual([
+      ['mcp:a', true, 1],
+      ['mcp:b', true, 1],
+    ]);
     await rt.ensure({ a: { command: 'x' }, b: { command: 'y' } });
     expect(f.opened).toEqual(['a', 'b']);
     await rt.ensure({ a: { command: 'x2' } });
@@ -53,7 +69,10 @@ describe('SessionMcpRuntime', () => {
     expect(f.closed).toEqual(['a']);
     (f.connections.get('b') as { alive: boolean }).alive = false;
     expect(rt.list().map((e) => e.id)).toEqual(['mcp:a:x2']);
-    expect(rt.statuses().find((s) => s.owner === 'b')).toMatchObject({ ok: false, reason: expect.stringContaining('no longer running') });
+    expect(rt.statuses().find((s) => s.owner === 'b')).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('no longer running'),
+    });
     await rt.ensure({ b: { command: 'y' } });
     expect(f.opened).toEqual(['a', 'b', 'a', 'b']);
     expect(await rt.call('a', 'x2', { q: 1 })).toEqual({ ok: true, value: { tool: 'x2', args: { q: 1 } } });
@@ -64,14 +83,20 @@ describe('SessionMcpRuntime', () => {
   it('opens servers in parallel, bounds each by its timeout and reports failures while the rest build', async () => {
     const f = fakes();
     const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });
-    const st = await rt.ensure({ ok1: { command: 'x' }, hang: { command: 'hang', timeoutMs: 50 }, bad: { command: 'bad' } }, { timeoutMs: 5000 });
+    const st = await rt.ensure(
+      { ok1: { command: 'x' }, hang: { command: 'hang', timeoutMs: 50 }, bad: { command: 'bad' } },
+      { timeoutMs: 5000 },
+    );
     expect(st.map((s) => s.ok)).toEqual([true, false, false]);
     expect(st[1]?.reason).toBe('MCP server "hang" timed out after 50 ms starting.');
     expect(st[2]?.reason).toContain('exited with code 2');
     await new Promise((r) => setTimeout(r, 10));
     expect(f.hungAborted).toEqual(['hang']);
     expect(rt.list().map((e) => e.id)).toEqual(['mcp:ok1:x']);
-    expect(await rt.call('bad', 't', {})).toMatchObject({ ok: false, error: { code: 'mcp.serverUnavailable', message: expect.stringContaining('exited with code 2') } });
+    expect(await rt.call('bad', 't', {})).toMatchObject({
+      ok: false,
+      error: { code: 'mcp.serverUnavailable', message: expect.stringContaining('exited with code 2') },
+    });
     expect(await rt.call('nobody', 't', {})).toMatchObject({ ok: false, error: { code: 'mcp.serverUnavailable' } });
     await rt.close();
   });

@@ -9,7 +9,8 @@ import { sharedServerSource } from './sharedServer.js';
 let dir: string;
 let spec: McpServerSpec;
 const closers: Array<() => Promise<void>> = [];
-const textOf = (r: { ok: boolean; value?: unknown }): string => ((r.value as { content: Array<{ text: string }> }).content[0] as { text: string }).text;
+const textOf = (r: { ok: boolean; value?: unknown }): string =>
+  ((r.value as { content: Array<{ text: string }> }).content[0] as { text: string }).text;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'mcp-shared-'));
@@ -20,7 +21,9 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c();
 });
-afterAll(async () => { await rm(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
 
 function pool(opts: ConstructorParameters<typeof SharedMcpServers>[0] = {}): SharedMcpServers {
   const p = new SharedMcpServers(opts);
@@ -97,8 +100,12 @@ describe('shared MCP servers', () => {
     const runtimes = sessions(3, shared);
     await Promise.all(runtimes.map((r) => r.ensure({ shared: limited })));
     let most = 0;
-    const watch = setInterval(() => { most = Math.max(most, shared.load('shared', limited).running); }, 5);
-    const results = await Promise.all(runtimes.flatMap((r) => [r.call('shared', 'slow', { ms: 150 }), r.call('shared', 'slow', { ms: 150 })]));
+    const watch = setInterval(() => {
+      most = Math.max(most, shared.load('shared', limited).running);
+    }, 5);
+    const results = await Promise.all(
+      runtimes.flatMap((r) => [r.call('shared', 'slow', { ms: 150 }), r.call('shared', 'slow', { ms: 150 })]),
+    );
     clearInterval(watch);
     expect(results.every((r) => r.ok)).toBe(true);
     // The server itself never saw more than 2 calls at once, and the gateway did run 2 at once.
@@ -108,9 +115,16 @@ describe('shared MCP servers', () => {
 
   it('bounds a burst of starts by the timeout measured from each start, with one attempt for all', async () => {
     let attempts = 0;
-    const connect = (name: string, s: McpServerSpec, o: ConnectOptions) => { attempts++; return connectMcpServer(name, s, o); };
+    const connect = (name: string, s: McpServerSpec, o: ConnectOptions) => {
+      attempts++;
+      return connectMcpServer(name, s, o);
+    };
     const shared = pool({ connect });
-    const hangs = { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000)'], timeoutMs: 1000 } as McpServerSpec;
+    const hangs = {
+      command: process.execPath,
+      args: ['-e', 'setInterval(() => {}, 1000)'],
+      timeoutMs: 1000,
+    } as McpServerSpec;
     const runtimes = sessions(20, shared);
     const statuses = (await Promise.all(runtimes.map((r) => r.ensure({ hangs })))).map((s) => s[0]);
     expect(attempts).toBe(1);
@@ -133,8 +147,11 @@ describe('shared MCP servers', () => {
     expect(shared.opened).toBe(0);
   }, 30_000);
 
-  it('routes a sampling request on a shared stdio connection to its caller once the other sessions\' calls settle, then runs calls one at a time', async () => {
-    const everything = { command: process.execPath, args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] } as McpServerSpec;
+  it("routes a sampling request on a shared stdio connection to its caller once the other sessions' calls settle, then runs calls one at a time", async () => {
+    const everything = {
+      command: process.execPath,
+      args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'],
+    } as McpServerSpec;
     const shared = pool();
     const [a, b] = sessions(2, shared) as [SessionMcpRuntime, SessionMcpRuntime];
     await a.ensure({ everything });
@@ -143,18 +160,29 @@ describe('shared MCP servers', () => {
     const relay = (who: string) => ({
       createMessage: async () => {
         asked.push(who);
-        return { role: 'assistant' as const, content: { type: 'text' as const, text: `from ${who}` }, model: who, stopReason: 'endTurn' };
+        return {
+          role: 'assistant' as const,
+          content: { type: 'text' as const, text: `from ${who}` },
+          model: who,
+          stopReason: 'endTurn',
+        };
       },
     });
-    const slow = withMcpCallScope({ sessionId: 'b', relay: relay('b') },
-      () => b.call('everything', 'trigger-long-running-operation', { duration: 1, steps: 2 }, undefined, { sessionId: 'b' }));
-    const sampled = await withMcpCallScope({ sessionId: 'a', relay: relay('a') },
-      () => a.call('everything', 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, undefined, { sessionId: 'a' }));
+    const slow = withMcpCallScope({ sessionId: 'b', relay: relay('b') }, () =>
+      b.call('everything', 'trigger-long-running-operation', { duration: 1, steps: 2 }, undefined, { sessionId: 'b' }),
+    );
+    const sampled = await withMcpCallScope({ sessionId: 'a', relay: relay('a') }, () =>
+      a.call('everything', 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, undefined, { sessionId: 'a' }),
+    );
     expect((await slow).ok).toBe(true);
     expect(asked).toEqual(['a']);
     expect(JSON.stringify(sampled)).toContain('from a');
     // From now on the connection runs one call at a time, so the next request has exactly one possible caller.
-    const three = [a.call('everything', 'echo', { message: '1' }), b.call('everything', 'echo', { message: '2' }), a.call('everything', 'get-sum', { a: 1, b: 2 })];
+    const three = [
+      a.call('everything', 'echo', { message: '1' }),
+      b.call('everything', 'echo', { message: '2' }),
+      a.call('everything', 'get-sum', { a: 1, b: 2 }),
+    ];
     expect(shared.load('everything', everything)).toEqual({ running: 1, queued: 2 });
     expect((await Promise.all(three)).every((r) => r.ok)).toBe(true);
   }, 30_000);

@@ -7,26 +7,53 @@ function fakeConnection(name: string) {
   const waiting: Array<() => void> = [];
   let alive = true;
   const conn: McpConnection = {
-    name, kind: 'stdio', pid: undefined,
-    get alive() { return alive; },
+    name,
+    kind: 'stdio',
+    pid: undefined,
+    get alive() {
+      return alive;
+    },
     listTools: async () => ok([]),
-    callTool: () => new Promise((resolve) => { waiting.push(() => resolve(ok({ content: [] }))); }),
-    close: async () => { alive = false; },
+    callTool: () =>
+      new Promise((resolve) => {
+        waiting.push(() => resolve(ok({ content: [] })));
+      }),
+    close: async () => {
+      alive = false;
+    },
   };
-  return { conn, release: () => { for (const w of waiting.splice(0)) w(); }, kill: () => { alive = false; } };
+  return {
+    conn,
+    release: () => {
+      for (const w of waiting.splice(0)) w();
+    },
+    kill: () => {
+      alive = false;
+    },
+  };
 }
 
 describe('SharedMcpServers.stats (the /metrics gauges)', () => {
   it('says which servers are up, their restarts and the calls running and queued over maxConcurrentCalls', async () => {
     const made: Array<ReturnType<typeof fakeConnection>> = [];
-    const shared = new SharedMcpServers({ connect: async (name) => { const f = fakeConnection(name); made.push(f); return ok(f.conn); } });
+    const shared = new SharedMcpServers({
+      connect: async (name) => {
+        const f = fakeConnection(name);
+        made.push(f);
+        return ok(f.conn);
+      },
+    });
     const spec = { command: 'unused', maxConcurrentCalls: 1 } as McpServerSpec;
     try {
       expect(shared.stats()).toEqual([]);
       expect((await shared.ensure('weather', spec)).status.ok).toBe(true);
       expect(shared.stats()).toEqual([{ name: 'weather', up: true, restarts: 0, running: 0, queued: 0 }]);
 
-      const calls = [shared.call('weather', spec, 'now', {}), shared.call('weather', spec, 'now', {}), shared.call('weather', spec, 'now', {})];
+      const calls = [
+        shared.call('weather', spec, 'now', {}),
+        shared.call('weather', spec, 'now', {}),
+        shared.call('weather', spec, 'now', {}),
+      ];
       await new Promise((r) => setTimeout(r, 10));
       expect(shared.stats()).toEqual([{ name: 'weather', up: true, restarts: 0, running: 1, queued: 2 }]);
       for (let i = 0; i < 3; i++) {

@@ -31,7 +31,16 @@ let outside: string;
 let secret: string;
 let swapper: ChildProcess | undefined;
 
-const ctx = (): ToolContext => ({ sessionId: 's', turnId: 't', agentId: 'a', profile: 'p', sandboxId: 'sb', owner: false, callId: 'c', signal: new AbortController().signal });
+const ctx = (): ToolContext => ({
+  sessionId: 's',
+  turnId: 't',
+  agentId: 'a',
+  profile: 'p',
+  sandboxId: 'sb',
+  owner: false,
+  callId: 'c',
+  signal: new AbortController().signal,
+});
 
 beforeAll(() => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'ts-race-')));
@@ -82,10 +91,14 @@ describe('read_file against a symlink swap race', () => {
       }
     }
     swapper.kill('SIGKILL');
-    console.log(`read_file race: ${JSON.stringify(Object.fromEntries(outcomes))}; check-then-open leaked ${naiveLeaks} times`);
+    console.log(
+      `read_file race: ${JSON.stringify(Object.fromEntries(outcomes))}; check-then-open leaked ${naiveLeaks} times`,
+    );
     expect(leaks).toBe(0);
     // The swap really happened under the reader: some reads were refused as outside or changed, some succeeded.
     expect(outcomes.get('read') ?? 0).toBeGreaterThan(0);
-    expect((outcomes.get('core.pathOutsideWorkspace') ?? 0) + (outcomes.get('core.pathChanged') ?? 0)).toBeGreaterThan(0);
+    expect((outcomes.get('core.pathOutsideWorkspace') ?? 0) + (outcomes.get('core.pathChanged') ?? 0)).toBeGreaterThan(
+      0,
+    );
   }, 20_000);
 });

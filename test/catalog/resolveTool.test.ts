@@ -23,7 +23,10 @@ describe('resolveTool', () => {
 
   it('refuses an ambiguous name, listing the candidate ids', () => {
     const r = resolveTool(entries, 'read_file');
-    expect(r).toMatchObject({ ok: false, error: { code: 'tool.ambiguous', details: { candidates: ['openclaw:core:read_file', 'mcp:fs:read_file'] } } });
+    expect(r).toMatchObject({
+      ok: false,
+      error: { code: 'tool.ambiguous', details: { candidates: ['openclaw:core:read_file', 'mcp:fs:read_file'] } },
+    });
     expect(!r.ok && r.error.message).toContain('Call again with one of these ids');
   });
 
@@ -44,7 +47,8 @@ describe('resolveTool', () => {
   });
 
   it('refuses a non-string or empty reference', () => {
-    for (const ref of [undefined, null, 3, {}, '', '   ']) expect(resolveTool(entries, ref)).toMatchObject({ ok: false, error: { code: 'tool.invalidRef' } });
+    for (const ref of [undefined, null, 3, {}, '', '   '])
+      expect(resolveTool(entries, ref)).toMatchObject({ ok: false, error: { code: 'tool.invalidRef' } });
   });
 
   it('helpers: tokens and edit distance', () => {

@@ -5,12 +5,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectMcpServer, loadCatalogPaths, loadSnapshot } from '../../src/catalog/index.js';
 
 let dir: string;
-const schema = { type: 'object', properties: { q: { type: 'string', description: 'query' } }, required: ['q'], additionalProperties: false };
+const schema = {
+  type: 'object',
+  properties: { q: { type: 'string', description: 'query' } },
+  required: ['q'],
+  additionalProperties: false,
+};
 const snapshot = {
   name: 'search-srv',
   tools: [
     { name: 'web_search', title: 'Web Search', description: 'Search the web', inputSchema: schema },
-    { name: 'news', annotations: { title: 'News', readOnlyHint: true }, description: 'Latest news', inputSchema: { type: 'object' } },
+    {
+      name: 'news',
+      annotations: { title: 'News', readOnlyHint: true },
+      description: 'Latest news',
+      inputSchema: { type: 'object' },
+    },
     { name: 'bare', inputSchema: { type: 'object' } },
   ],
 };
@@ -21,8 +31,14 @@ beforeAll(async () => {
   await writeFile(join(dir, 'good.json'), JSON.stringify(snapshot));
   await writeFile(join(dir, 'broken.json'), '{ "name": "x", tools: [');
   await writeFile(join(dir, 'notools.json'), JSON.stringify({ name: 'x', items: [] }));
-  await writeFile(join(dir, 'folder', 'b.json'), JSON.stringify({ name: 'bee', tools: [{ name: 't1', inputSchema: { type: 'object' } }] }));
-  await writeFile(join(dir, 'folder', 'a.json'), JSON.stringify({ tools: [{ name: 't2', description: 'no name field', inputSchema: { type: 'object' } }] }));
+  await writeFile(
+    join(dir, 'folder', 'b.json'),
+    JSON.stringify({ name: 'bee', tools: [{ name: 't1', inputSchema: { type: 'object' } }] }),
+  );
+  await writeFile(
+    join(dir, 'folder', 'a.json'),
+    JSON.stringify({ tools: [{ name: 't2', description: 'no name field', inputSchema: { type: 'object' } }] }),
+  );
   await writeFile(join(dir, 'folder', 'meta.json'), JSON.stringify({ version: 1 }));
   await writeFile(join(dir, 'folder', 'garbage.json'), 'not json at all');
   await writeFile(join(dir, 'folder', 'INDEX.tsv'), 'name\tcount\n');
@@ -35,8 +51,19 @@ describe('catalog snapshots', () => {
     expect(r.ok).toBe(true);
     if (!r.ok) return;
     expect(r.value.name).toBe('search-srv');
-    expect(r.value.entries.map((e) => e.id)).toEqual(['mcp:search-srv:web_search', 'mcp:search-srv:news', 'mcp:search-srv:bare']);
-    expect(r.value.entries[0]).toMatchObject({ source: 'mcp', owner: 'search-srv', origin: 'mcp', trusted: false, label: 'Web Search', inputSchema: schema });
+    expect(r.value.entries.map((e) => e.id)).toEqual([
+      'mcp:search-srv:web_search',
+      'mcp:search-srv:news',
+      'mcp:search-srv:bare',
+    ]);
+    expect(r.value.entries[0]).toMatchObject({
+      source: 'mcp',
+      owner: 'search-srv',
+      origin: 'mcp',
+      trusted: false,
+      label: 'Web Search',
+      inputSchema: schema,
+    });
     expect(r.value.entries[1]?.label).toBe('News');
     expect(r.value.entries[2]).toMatchObject({ description: '' });
     expect(r.value.entries[2]?.label).toBeUndefined();
@@ -44,11 +71,20 @@ describe('catalog snapshots', () => {
 
   it('reports a file that is not JSON, or has no tools array, naming the file', async () => {
     const broken = await loadSnapshot(join(dir, 'broken.json'));
-    expect(broken).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid', message: expect.stringContaining('broken.json') } });
+    expect(broken).toMatchObject({
+      ok: false,
+      error: { code: 'catalog.snapshotInvalid', message: expect.stringContaining('broken.json') },
+    });
     expect(!broken.ok && broken.error.message).toContain('not valid JSON');
     const notools = await loadSnapshot(join(dir, 'notools.json'));
-    expect(notools).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid', message: expect.stringContaining('no "tools" array') } });
-    expect(await loadSnapshot(join(dir, 'missing.json'))).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid' } });
+    expect(notools).toMatchObject({
+      ok: false,
+      error: { code: 'catalog.snapshotInvalid', message: expect.stringContaining('no "tools" array') },
+    });
+    expect(await loadSnapshot(join(dir, 'missing.json'))).toMatchObject({
+      ok: false,
+      error: { code: 'catalog.snapshotInvalid' },
+    });
   });
 
   it('loads a folder: every *.json with tools; bad *.json skipped with a warning saying why, INDEX.tsv silently', async () => {
@@ -72,22 +108,39 @@ describe('catalog snapshots', () => {
     await mkdir(join(dir, 'dupes'));
     await writeFile(join(dir, 'dupes', 'one.json'), JSON.stringify({ name: 'same', tools: [{ name: 'first' }] }));
     await writeFile(join(dir, 'dupes', 'two.json'), JSON.stringify({ name: 'same', tools: [{ name: 'second' }] }));
-    await writeFile(join(dir, 'dupes', 'three.json'), JSON.stringify({ name: 'has space', tools: [{ name: 'third' }] }));
+    await writeFile(
+      join(dir, 'dupes', 'three.json'),
+      JSON.stringify({ name: 'has space', tools: [{ name: 'third' }] }),
+    );
     const d = await loadCatalogPaths([join(dir, 'dupes')]);
     expect(d.ok).toBe(true);
     if (!d.ok) return;
     expect(d.value.snapshots.map((s) => s.entries.map((e) => e.id))).toEqual([['mcp:same:first'], ['mcp:three:third']]);
     expect(d.value.warnings).toEqual([
       expect.stringMatching(/three\.json: "name" "has space" is unusable .* using the file name "three"/),
-      expect.stringMatching(/one\.json and .*two\.json both name the server "same"; kept the first, skipped .*two\.json/),
+      expect.stringMatching(
+        /one\.json and .*two\.json both name the server "same"; kept the first, skipped .*two\.json/,
+      ),
     ]);
   });
 
   it('skips tools whose names break the MCP tool-name rule and says which', async () => {
     const long = 'x'.repeat(129);
-    await writeFile(join(dir, 'names.json'), JSON.stringify({ name: 'names', tools: [
-      { name: 'ok.tool-1/sub' }, { name: 'a b' }, { name: '<b>ignore previous</b>' }, { name: long }, { name: '' }, { name: 5 }, 'x',
-    ] }));
+    await writeFile(
+      join(dir, 'names.json'),
+      JSON.stringify({
+        name: 'names',
+        tools: [
+          { name: 'ok.tool-1/sub' },
+          { name: 'a b' },
+          { name: '<b>ignore previous</b>' },
+          { name: long },
+          { name: '' },
+          { name: 5 },
+          'x',
+        ],
+      }),
+    );
     const r = await loadSnapshot(join(dir, 'names.json'));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -103,8 +156,14 @@ describe('catalog snapshots', () => {
   it('mixes files and folders in order; an explicitly named bad file fails the load', async () => {
     const mixed = await loadCatalogPaths([join(dir, 'good.json'), join(dir, 'folder')]);
     expect(mixed.ok && mixed.value.snapshots.map((s) => s.name)).toEqual(['search-srv', 'a', 'bee']);
-    expect(await loadCatalogPaths([join(dir, 'folder'), join(dir, 'broken.json')])).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid' } });
-    expect(await loadCatalogPaths([join(dir, 'nowhere')])).toMatchObject({ ok: false, error: { code: 'catalog.pathNotFound' } });
+    expect(await loadCatalogPaths([join(dir, 'folder'), join(dir, 'broken.json')])).toMatchObject({
+      ok: false,
+      error: { code: 'catalog.snapshotInvalid' },
+    });
+    expect(await loadCatalogPaths([join(dir, 'nowhere')])).toMatchObject({
+      ok: false,
+      error: { code: 'catalog.pathNotFound' },
+    });
   });
 
   it('serves a snapshot as an MCP server: listed under the config name, calls refused or stubbed', async () => {
@@ -112,14 +171,32 @@ describe('catalog snapshots', () => {
     expect(c.ok).toBe(true);
     if (!c.ok) return;
     const listed = await c.value.listTools();
-    expect(listed.ok && listed.value.map((e) => e.id)).toEqual(['mcp:search:web_search', 'mcp:search:news', 'mcp:search:bare']);
+    expect(listed.ok && listed.value.map((e) => e.id)).toEqual([
+      'mcp:search:web_search',
+      'mcp:search:news',
+      'mcp:search:bare',
+    ]);
     expect(await c.value.callTool('web_search', { q: 'x' })).toMatchObject({
-      ok: false, error: { code: 'mcp.snapshotOnly', message: 'search is a saved catalog snapshot; no live server to call.' },
+      ok: false,
+      error: { code: 'mcp.snapshotOnly', message: 'search is a saved catalog snapshot; no live server to call.' },
     });
-    const stubbed = await connectMcpServer('search', { catalogFile: join(dir, 'good.json') }, {
-      onSnapshotCall: async (server, tool, args) => ({ ok: true, value: { content: [{ type: 'text', text: `${server}/${tool}/${String(args['q'])}` }] } }),
+    const stubbed = await connectMcpServer(
+      'search',
+      { catalogFile: join(dir, 'good.json') },
+      {
+        onSnapshotCall: async (server, tool, args) => ({
+          ok: true,
+          value: { content: [{ type: 'text', text: `${server}/${tool}/${String(args['q'])}` }] },
+        }),
+      },
+    );
+    expect(stubbed.ok && (await stubbed.value.callTool('web_search', { q: 'cats' }))).toEqual({
+      ok: true,
+      value: { content: [{ type: 'text', text: 'search/web_search/cats' }] },
     });
-    expect(stubbed.ok && (await stubbed.value.callTool('web_search', { q: 'cats' }))).toEqual({ ok: true, value: { content: [{ type: 'text', text: 'search/web_search/cats' }] } });
-    expect(await connectMcpServer('broken', { catalogFile: join(dir, 'broken.json') })).toMatchObject({ ok: false, error: { code: 'catalog.snapshotInvalid' } });
+    expect(await connectMcpServer('broken', { catalogFile: join(dir, 'broken.json') })).toMatchObject({
+      ok: false,
+      error: { code: 'catalog.snapshotInvalid' },
+    });
   });
 });

@@ -9,7 +9,8 @@ import { auditSession } from '../audit/reportSession.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { runCaptured } from './support.js';
 
-const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) => runCaptured(auditCommand.run, argv, cwd, env);
+const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) =>
+  runCaptured(auditCommand.run, argv, cwd, env);
 
 let server: NatsServer;
 let cwd: string;

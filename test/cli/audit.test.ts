@@ -9,7 +9,8 @@ import { auditSession } from '../audit/reportSession.js';
 import { runCaptured } from './support.js';
 
 /** Runs the command in-process with its own io and captures what it prints. */
-const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) => runCaptured(auditCommand.run, argv, cwd, env);
+const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) =>
+  runCaptured(auditCommand.run, argv, cwd, env);
 
 const SID = 'sess-cli';
 const events = auditSession(SID);
@@ -48,7 +49,11 @@ describe('toolsearch audit --log', () => {
     expect(shared).toEqual(JSON.parse(JSON.stringify(sessionLogFrom(events, SID))));
     expect(report).toEqual(JSON.parse(JSON.stringify(auditReport(events, SID))));
     expect(detail.calls.find((c: { callId: string }) => c.callId === 'c2')).toMatchObject({
-      argsDigest: 'sha256:c2', decision: 'approvalRequired', approval: { status: 'approved' }, resultOrigin: 'mcp', durationMs: 11,
+      argsDigest: 'sha256:c2',
+      decision: 'approvalRequired',
+      approval: { status: 'approved' },
+      resultOrigin: 'mcp',
+      durationMs: 11,
     });
     expect(detail.blocked).toHaveLength(4);
   });

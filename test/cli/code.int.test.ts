@@ -14,16 +14,43 @@ afterEach(() => {
 describe('toolsearch code --json', () => {
   it('prints the outcome object; exits 0 when the run succeeded and 1 when it failed', async () => {
     dir = cliDir();
-    writeFileSync(join(dir, 'body.js'), `const hits = await tools.search('weather forecast'); console.log(hits.length); return hits[0].id;`);
+    writeFileSync(
+      join(dir, 'body.js'),
+      `const hits = await tools.search('weather forecast'); console.log(hits.length); return hits[0].id;`,
+    );
     const io = captureIo(dir);
     expect(await codeCommand.run(['--catalog', 'weather.json', '--file', 'body.js', '--json'], io)).toBe(0);
     expect(io.lastJson()).toMatchObject({
-      ok: true, value: 'mcp:weather:get_forecast', logs: [{ level: 'log', text: '2' }],
-      telemetry: { catalogSize: 2, sources: { openclaw: 0, mcp: 2, client: 0 }, searchCount: 1, describeCount: 0, callCount: 0 },
+      ok: true,
+      value: 'mcp:weather:get_forecast',
+      logs: [{ level: 'log', text: '2' }],
+      telemetry: {
+        catalogSize: 2,
+        sources: { openclaw: 0, mcp: 2, client: 0 },
+        searchCount: 1,
+        describeCount: 0,
+        callCount: 0,
+      },
     });
     const bad = captureIo(dir);
-    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'await tools.call("mcp:weather:get_forecast", {city: "Oslo"})', '--json'], bad)).toBe(1);
-    expect(bad.lastJson()).toMatchObject({ ok: false, error: { code: expect.any(String), message: expect.stringContaining('snapshot') }, logs: [], telemetry: { callCount: 1 } });
+    expect(
+      await codeCommand.run(
+        [
+          '--catalog',
+          'weather.json',
+          '--eval',
+          'await tools.call("mcp:weather:get_forecast", {city: "Oslo"})',
+          '--json',
+        ],
+        bad,
+      ),
+    ).toBe(1);
+    expect(bad.lastJson()).toMatchObject({
+      ok: false,
+      error: { code: expect.any(String), message: expect.stringContaining('snapshot') },
+      logs: [],
+      telemetry: { callCount: 1 },
+    });
     expect(await codeCommand.run(['--json'], captureIo(dir))).toBe(2);
     const threw = captureIo(dir);
     expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'throw new Error("boom")'], threw)).toBe(1);
@@ -37,17 +64,27 @@ describe('toolsearch code --json', () => {
     expect(io.lastJson()).toMatchObject({ ok: true, value: 2 });
     const none = captureIo(dir);
     expect(await codeCommand.run(['--catalog', 'weather.json', '--file', '-', '--json'], none)).toBe(1);
-    expect(none.lastJson()).toMatchObject({ ok: false, error: { code: 'code.read', message: expect.stringContaining('standard input') } });
+    expect(none.lastJson()).toMatchObject({
+      ok: false,
+      error: { code: 'code.read', message: expect.stringContaining('standard input') },
+    });
   });
 
   it('carries the sessionId, so the run can be audited', async () => {
     dir = cliDir();
     const io = captureIo(dir);
-    expect(await codeCommand.run(['--catalog', 'weather.json', '--eval', 'return (await tools.search("weather")).length', '--json'], io)).toBe(0);
+    expect(
+      await codeCommand.run(
+        ['--catalog', 'weather.json', '--eval', 'return (await tools.search("weather")).length', '--json'],
+        io,
+      ),
+    ).toBe(0);
     const out = io.lastJson() as { ok: boolean; sessionId: string };
     expect(out).toMatchObject({ ok: true, value: 2, sessionId: expect.stringMatching(/^code-/) });
     const audit = captureIo(dir);
-    expect(await auditCommand.run(['--log', '.toolsearch/events.jsonl', '--session', out.sessionId, '--json'], audit)).toBe(0);
+    expect(
+      await auditCommand.run(['--log', '.toolsearch/events.jsonl', '--session', out.sessionId, '--json'], audit),
+    ).toBe(0);
     expect(audit.lastJson()).toMatchObject({ sessionId: out.sessionId, codeRuns: 1, searches: 1 });
   });
 });

@@ -23,7 +23,8 @@ describe('the lazy command registry', () => {
   it('toolsearch --help lists every command with its summary; <command> --help prints its usage', async () => {
     const top = await cli(['--help'], work);
     expect(top.code).toBe(0);
-    for (const entry of commands) expect(top.out).toMatch(new RegExp(`^  ${entry.name}\\s+${entry.summary.replace(/[()]/g, '\\$&')}$`, 'm'));
+    for (const entry of commands)
+      expect(top.out).toMatch(new RegExp(`^  ${entry.name}\\s+${entry.summary.replace(/[()]/g, '\\$&')}$`, 'm'));
     for (const name of ['turn', 'log', 'config', 'audit']) {
       const one = await cli([name, '--help'], work);
       expect(one.code).toBe(0);
@@ -38,7 +39,9 @@ describe('usage errors say what is allowed', () => {
   it('an unknown option names the command and lists its options (exit 2)', async () => {
     const r = await cli(['search', '--catalog', dir, '--frob', 'x'], work);
     expect(r.code).toBe(2);
-    expect(r.err).toContain('unknown option --frob for "toolsearch search"; options: --config, --catalog, --json, --limit. Run toolsearch search --help.');
+    expect(r.err).toContain(
+      'unknown option --frob for "toolsearch search"; options: --config, --catalog, --json, --limit. Run toolsearch search --help.',
+    );
   });
 
   it('a missing value, a value for a flag and a stray positional are each explained', async () => {
@@ -50,7 +53,9 @@ describe('usage errors say what is allowed', () => {
     expect(flagValue.err).toContain('option --json for "toolsearch search" takes no value');
     const stray = await cli(['eval', '--catalog', dir, 'oops'], work);
     expect(stray.code).toBe(2);
-    expect(stray.err).toContain('unexpected argument "oops" for "toolsearch eval": it takes no positional arguments; options: --config');
+    expect(stray.err).toContain(
+      'unexpected argument "oops" for "toolsearch eval": it takes no positional arguments; options: --config',
+    );
   });
 
   it('--limit -3 is read as a value and refused with the allowed range; --limit abc echoes abc', async () => {
@@ -60,7 +65,12 @@ describe('usage errors say what is allowed', () => {
     const abc = await cli(['search', '--catalog', dir, '--limit', 'abc', 'issue'], work);
     expect(abc.code).toBe(1);
     expect(abc.err).toMatch(/limit must be a whole number from 1 to 20; got .*"abc"/);
-    expect(joinNegativeValues(['--limit', '-3', '-h', '--', '-1'], { limit: { type: 'string' } })).toEqual(['--limit=-3', '-h', '--', '-1']);
+    expect(joinNegativeValues(['--limit', '-3', '-h', '--', '-1'], { limit: { type: 'string' } })).toEqual([
+      '--limit=-3',
+      '-h',
+      '--',
+      '-1',
+    ]);
     expect(joinNegativeValues(['--json', '-3'], { json: { type: 'boolean' } })).toEqual(['--json', '-3']);
   });
 });
@@ -70,7 +80,10 @@ describe('search reports what loading skipped', () => {
     const dir = mkdtempSync(join(tmpdir(), 'toolsearch-warn-'));
     const cat = join(dir, 'cat');
     mkdirSync(cat);
-    writeFileSync(join(cat, 'a.json'), JSON.stringify({ name: 'srv', tools: [{ name: 'list_files', description: 'List files' }, { name: 'bad name' }] }));
+    writeFileSync(
+      join(cat, 'a.json'),
+      JSON.stringify({ name: 'srv', tools: [{ name: 'list_files', description: 'List files' }, { name: 'bad name' }] }),
+    );
     writeFileSync(join(cat, 'b.json'), JSON.stringify({ name: 'srv', tools: [{ name: 'other' }] }));
     writeFileSync(join(cat, 'c.json'), 'not json');
     writeFileSync(join(cat, 'INDEX.tsv'), 'x\n');
@@ -95,7 +108,16 @@ describe('EPIPE', () => {
   it('exits quietly with 0 when the reader is gone, and leaves other stream errors alone', () => {
     const handlers: Array<(e: NodeJS.ErrnoException) => void> = [];
     const codes: number[] = [];
-    exitQuietlyOnEpipe([{ on: (_ev: string, h: (e: NodeJS.ErrnoException) => void) => { handlers.push(h); } } as never], (c) => codes.push(c));
+    exitQuietlyOnEpipe(
+      [
+        {
+          on: (_ev: string, h: (e: NodeJS.ErrnoException) => void) => {
+            handlers.push(h);
+          },
+        } as never,
+      ],
+      (c) => codes.push(c),
+    );
     handlers[0]?.(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
     expect(codes).toEqual([0]);
     expect(() => handlers[0]?.(Object.assign(new Error('disk'), { code: 'EIO' }))).toThrow('disk');

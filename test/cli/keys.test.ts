@@ -27,11 +27,19 @@ describe('toolsearch keys', () => {
     expect(key).toMatch(/^tsk_\S+$/);
     expect(io.out.slice(0, -1).join('\n')).not.toContain(key);
     const loaded = loadConfig({ path: join(dir, 'toolsearch.config.json5') });
-    expect(loaded.ok && loaded.value.config.principals['app']).toMatchObject({ keySha256: hashApiKey(key), agents: ['support'], owner: true, profiles: ['default'] });
+    expect(loaded.ok && loaded.value.config.principals['app']).toMatchObject({
+      keySha256: hashApiKey(key),
+      agents: ['support'],
+      owner: true,
+      profiles: ['default'],
+    });
     expect(readFileSync(join(dir, 'toolsearch.config.json5'), 'utf8')).not.toContain(key);
     const list = captureIo(dir);
     expect(await runCli(['keys', 'list', '--json'], list)).toBe(0);
-    expect(list.lastJson()).toMatchObject({ ok: true, keys: [{ name: 'app', agents: ['support'], owner: true, keySha256Prefix: hashApiKey(key).slice(0, 12) }] });
+    expect(list.lastJson()).toMatchObject({
+      ok: true,
+      keys: [{ name: 'app', agents: ['support'], owner: true, keySha256Prefix: hashApiKey(key).slice(0, 12) }],
+    });
     expect(JSON.stringify(list.out)).not.toContain(key);
   });
 
@@ -41,7 +49,11 @@ describe('toolsearch keys', () => {
     writeFileSync(file, `{ principals: { gw: { nkey: '${NKEY}', agents: ['ops'] } }, agents: { ops: {} } }`);
     expect(await runCli(['keys', 'add', 'gw', '--config', file], captureIo(dir))).toBe(0);
     let loaded = loadConfig({ path: file });
-    expect(loaded.ok && loaded.value.config.principals['gw']).toMatchObject({ nkey: NKEY, agents: ['ops'], keySha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(loaded.ok && loaded.value.config.principals['gw']).toMatchObject({
+      nkey: NKEY,
+      agents: ['ops'],
+      keySha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(await runCli(['keys', 'revoke', 'gw', '--config', file], captureIo(dir))).toBe(0);
     loaded = loadConfig({ path: file });
     const gw = loaded.ok ? loaded.value.config.principals['gw'] : undefined;

@@ -11,8 +11,16 @@ const ENTRY = 'src/cli/run.ts';
 const snapshot = {
   name: 'tracker',
   tools: [
-    { name: 'list_issues', description: 'List issues of a project, newest first.', inputSchema: { type: 'object', properties: { project: { type: 'string' } }, required: ['project'] } },
-    { name: 'close_issue', description: 'Close an issue by number.', inputSchema: { type: 'object', properties: { number: { type: 'integer' } }, required: ['number'] } },
+    {
+      name: 'list_issues',
+      description: 'List issues of a project, newest first.',
+      inputSchema: { type: 'object', properties: { project: { type: 'string' } }, required: ['project'] },
+    },
+    {
+      name: 'close_issue',
+      description: 'Close an issue by number.',
+      inputSchema: { type: 'object', properties: { number: { type: 'integer' } }, required: ['number'] },
+    },
   ],
 };
 
@@ -27,7 +35,7 @@ const plugin = `export default {
 };
 `;
 
-const text = (r: unknown): string => ((r as { content: Array<{ text?: string }> }).content[0]?.text ?? '');
+const text = (r: unknown): string => (r as { content: Array<{ text?: string }> }).content[0]?.text ?? '';
 
 describe('toolsearch mcp (stdio)', () => {
   let dir: string;
@@ -41,11 +49,26 @@ describe('toolsearch mcp (stdio)', () => {
     await writeFile(join(dir, 'weather.mjs'), plugin);
     transport = new StdioClientTransport({
       command: process.execPath,
-      args: ['--import', 'tsx', ENTRY, 'mcp', '--catalog', join(dir, 'tracker.json'), '--plugin', join(dir, 'weather.mjs'), '--log', join(dir, 'events.jsonl'), '--session', 'mcp-test'],
+      args: [
+        '--import',
+        'tsx',
+        ENTRY,
+        'mcp',
+        '--catalog',
+        join(dir, 'tracker.json'),
+        '--plugin',
+        join(dir, 'weather.mjs'),
+        '--log',
+        join(dir, 'events.jsonl'),
+        '--session',
+        'mcp-test',
+      ],
       cwd: process.cwd(),
       stderr: 'pipe',
     });
-    transport.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+    transport.stderr?.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
     client = new Client({ name: 'mcp-test', version: '1.0.0' });
     await client.connect(transport);
   }, 60_000);
@@ -77,13 +100,19 @@ describe('toolsearch mcp (stdio)', () => {
   });
 
   it('calls a plugin tool through the gateway and returns its result', async () => {
-    const r = await client.callTool({ name: 'tool_call', arguments: { id: 'openclaw:weather:forecast', args: { city: 'Lyon' } } });
+    const r = await client.callTool({
+      name: 'tool_call',
+      arguments: { id: 'openclaw:weather:forecast', args: { city: 'Lyon' } },
+    });
     expect(r.isError).toBeFalsy();
     expect(JSON.parse(text(r))).toMatchObject({ city: 'Lyon', tomorrow: 'sunny, 21 C' });
   });
 
   it('answers a failing call as an MCP error result, not a crash', async () => {
-    const snap = await client.callTool({ name: 'tool_call', arguments: { id: 'mcp:tracker:list_issues', args: { project: 'p' } } });
+    const snap = await client.callTool({
+      name: 'tool_call',
+      arguments: { id: 'mcp:tracker:list_issues', args: { project: 'p' } },
+    });
     expect(snap.isError).toBe(true);
     expect(text(snap)).toContain('mcp.snapshotOnly');
     const bad = await client.callTool({ name: 'tool_call', arguments: { id: 'openclaw:weather:forecast', args: {} } });
@@ -98,7 +127,10 @@ describe('toolsearch mcp (stdio)', () => {
     for (let i = 0; i < 100 && pid !== null && alive(pid); i++) await new Promise((r) => setTimeout(r, 100));
     expect(pid !== null && alive(pid)).toBe(false);
     expect(stderr).toContain('serving tool_search, tool_describe, tool_call');
-    const events = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { type: string; sessionId: string });
+    const events = (await readFile(join(dir, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; sessionId: string });
     const types = events.filter((e) => e.sessionId === 'mcp-test').map((e) => e.type);
     expect(types).toContain('search.performed');
     expect(types).toContain('call.completed');

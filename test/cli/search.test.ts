@@ -41,7 +41,15 @@ describe('toolsearch search', () => {
     const a = r.lastJson();
     expect(a.results[0].id).toBe('mcp:github:list_issues');
     expect(a.catalogSize).toBe(7);
-    expect(Object.keys(a.results[0]).sort()).toEqual(['description', 'id', 'label', 'name', 'source', 'sourceName', 'untrusted']);
+    expect(Object.keys(a.results[0]).sort()).toEqual([
+      'description',
+      'id',
+      'label',
+      'name',
+      'source',
+      'sourceName',
+      'untrusted',
+    ]);
   });
 
   it('clamps a limit above the maximum and refuses a non-positive or non-integer limit', async () => {
@@ -92,7 +100,11 @@ describe('toolsearch describe', () => {
   it('returns the exact input schema by id and by a unique bare name', async () => {
     const byId = await cli(['describe', '--catalog', dir, '--json', 'mcp:github:list_issues'], work);
     expect(byId.code).toBe(0);
-    expect(byId.lastJson().inputSchema).toEqual({ type: 'object', properties: { owner: { type: 'string' }, repo: { type: 'string' } }, required: ['owner', 'repo'] });
+    expect(byId.lastJson().inputSchema).toEqual({
+      type: 'object',
+      properties: { owner: { type: 'string' }, repo: { type: 'string' } },
+      required: ['owner', 'repo'],
+    });
     const byName = await cli(['describe', '--catalog', dir, '--json', 'delete_event'], work);
     expect(byName.lastJson().id).toBe('mcp:calendar:delete_event');
   });
@@ -112,17 +124,24 @@ describe('toolsearch describe', () => {
 describe('toolsearch eval', () => {
   it('prints recall, MRR and latency, and with --json the documented keys with perQuery in input order', async () => {
     const q = join(work, 'q.jsonl');
-    writeFileSync(q, [
-      JSON.stringify({ query: 'delete a calendar event', gold: ['mcp:calendar:delete_event'] }),
-      JSON.stringify({ query: 'list the branches of a gitlab project', gold: ['mcp:gitlab:list_branches'] }),
-    ].join('\n'));
+    writeFileSync(
+      q,
+      [
+        JSON.stringify({ query: 'delete a calendar event', gold: ['mcp:calendar:delete_event'] }),
+        JSON.stringify({ query: 'list the branches of a gitlab project', gold: ['mcp:gitlab:list_branches'] }),
+      ].join('\n'),
+    );
     const r = await cli(['eval', '--catalog', dir, '--queries', q, '--json'], work);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/recall@1=1\.000/);
     const j = r.lastJson();
-    for (const k of ['n', 'recallAt1', 'recallAt3', 'recallAt5', 'mrr', 'p50Ms', 'p99Ms', 'perQuery']) expect(j).toHaveProperty(k);
+    for (const k of ['n', 'recallAt1', 'recallAt3', 'recallAt5', 'mrr', 'p50Ms', 'p99Ms', 'perQuery'])
+      expect(j).toHaveProperty(k);
     expect(j.n).toBe(2);
-    expect(j.perQuery.map((p: { query: string }) => p.query)).toEqual(['delete a calendar event', 'list the branches of a gitlab project']);
+    expect(j.perQuery.map((p: { query: string }) => p.query)).toEqual([
+      'delete a calendar event',
+      'list the branches of a gitlab project',
+    ]);
     expect(j.perQuery[0].ids[0]).toBe('mcp:calendar:delete_event');
   });
 

@@ -35,23 +35,42 @@ describe('startGateway', () => {
   it('with no provider configured, answers a real turn through the built-in mock and says so', async () => {
     const lines: string[] = [];
     const started = await startGateway({
-      config: configOf({ tools: { toolSearch: { mode: 'tools' } }, agents: { ops: {} }, profiles: { strict: { tools: { deny: ['current_time'] } } } }, dir),
-      cwd: dir, port: 0, logPath: 'events.jsonl', onProgress: (l) => lines.push(l),
+      config: configOf(
+        {
+          tools: { toolSearch: { mode: 'tools' } },
+          agents: { ops: {} },
+          profiles: { strict: { tools: { deny: ['current_time'] } } },
+        },
+        dir,
+      ),
+      cwd: dir,
+      port: 0,
+      logPath: 'events.jsonl',
+      onProgress: (l) => lines.push(l),
     });
     if (!started.ok) throw new Error(started.error.message);
     const gw = started.value;
     try {
       expect(gw.mockProvider).toBeDefined();
       expect(lines.join('\n')).toMatch(/built-in mock provider/);
-      const res = await chat(gw.url, 'What time is it? target=current_time', { 'x-toolsearch-session': 'serve-s1', 'x-toolsearch-agent': 'ops' });
+      const res = await chat(gw.url, 'What time is it? target=current_time', {
+        'x-toolsearch-session': 'serve-s1',
+        'x-toolsearch-agent': 'ops',
+      });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
       expect(body.choices[0]?.message.content).toMatch(/^result: .*"iso"/);
       expect(gw.mockProvider!.requests()).toHaveLength(4); // search, describe, call, answer
 
       // A header naming an agent or profile the config does not have is refused, never run under the global policy.
-      for (const [header, code] of [['x-toolsearch-agent', 'unknown_agent'], ['x-toolsearch-profile', 'unknown_profile']] as const) {
-        const bad = await chat(gw.url, 'target=current_time', { 'x-toolsearch-session': 'serve-bad', [header]: 'nosuch' });
+      for (const [header, code] of [
+        ['x-toolsearch-agent', 'unknown_agent'],
+        ['x-toolsearch-profile', 'unknown_profile'],
+      ] as const) {
+        const bad = await chat(gw.url, 'target=current_time', {
+          'x-toolsearch-session': 'serve-bad',
+          [header]: 'nosuch',
+        });
         expect(bad.status).toBe(400);
         const err = ((await bad.json()) as { error: { code: string; param: string; message: string } }).error;
         expect(err).toMatchObject({ code, param: header });
@@ -68,11 +87,19 @@ describe('startGateway', () => {
       await gw.close();
     }
     // The log holds the front's Gateway session events too, valid against the catalogue, with per-turn seq.
-    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Envelope);
+    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Envelope);
     const gateway = logged.filter((e) => e.type.startsWith('gateway.') && e.sessionId === 'serve-s1');
     expect(gateway.map((e) => e.type)).toEqual([
       'gateway.turn.requested',
-      'gateway.tool.invoked', 'gateway.tool.answered', 'gateway.tool.invoked', 'gateway.tool.answered', 'gateway.tool.invoked', 'gateway.tool.answered',
+      'gateway.tool.invoked',
+      'gateway.tool.answered',
+      'gateway.tool.invoked',
+      'gateway.tool.answered',
+      'gateway.tool.invoked',
+      'gateway.tool.answered',
       'gateway.turn.ended',
     ]);
     expect(gateway.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -94,8 +121,12 @@ describe('startGateway', () => {
     const upstream = await startMockProvider();
     const lines: string[] = [];
     const started = await startGateway({
-      config: configOf({ provider: { baseUrl: upstream.url, model: 'up-model' } }, dir), cwd: dir, port: 0, logPath: false,
-      env: { OPENAI_API_KEY: 'sk-secret-123' }, onProgress: (l) => lines.push(l),
+      config: configOf({ provider: { baseUrl: upstream.url, model: 'up-model' } }, dir),
+      cwd: dir,
+      port: 0,
+      logPath: false,
+      env: { OPENAI_API_KEY: 'sk-secret-123' },
+      onProgress: (l) => lines.push(l),
     });
     if (!started.ok) throw new Error(started.error.message);
     try {
@@ -115,7 +146,13 @@ describe('startGateway', () => {
   });
 
   it('reports a bad catalog path as a value and leaves nothing running', async () => {
-    const r = await startGateway({ config: configOf({}, dir), cwd: dir, port: 0, logPath: false, catalogPaths: ['missing.json'] });
+    const r = await startGateway({
+      config: configOf({}, dir),
+      cwd: dir,
+      port: 0,
+      logPath: false,
+      catalogPaths: ['missing.json'],
+    });
     expect(r.ok).toBe(false);
   });
 
@@ -129,35 +166,58 @@ describe('startGateway', () => {
 
 describe('toolsearch serve', () => {
   // Code mode keeps a warm sandbox pool: closing it must not hold up the rest of the shutdown.
-  it.each(['tools', 'code'])('prints the URL and the curl line, serves a turn, and stops cleanly on SIGTERM (mode %s)', async (mode) => {
-    const dir = await mkdtemp(join(tmpdir(), 'toolsearch-serve-cli-'));
-    await writeFile(join(dir, 'toolsearch.config.json5'), `{ tools: { toolSearch: { mode: '${mode}' } }, log: { path: 'events.jsonl' } }`);
-    const child = spawn(process.execPath, ['--import', pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href, join(process.cwd(), 'src/cli/run.ts'), 'serve', '--port', '0'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    try {
-      for (let i = 0; i < 300 && !stdout.includes('Stop with Ctrl-C'); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(stdout, stderr).toContain('Stop with Ctrl-C');
-      const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1];
-      expect(url).toBeDefined();
-      expect(stdout).toContain(`curl -s ${url}/v1/chat/completions`);
-      expect(stderr).toMatch(/built-in mock provider/);
-      expect(stderr).toMatch(/index ready/);
-      const res = await chat(url!, 'target=current_time');
-      expect(res.status).toBe(200);
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(stderr).toContain('gateway stopped');
-      // Everything was closed in order: the last event of the log is the warm-up's or the turn's, fully written.
-      const lines = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n');
-      expect(() => lines.map((l) => JSON.parse(l) as unknown)).not.toThrow();
-      await expect(fetch(`${url}/healthz`)).rejects.toThrow();
-    } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
-      await rm(dir, { recursive: true, force: true });
-    }
-  }, 60_000);
+  it.each(['tools', 'code'])(
+    'prints the URL and the curl line, serves a turn, and stops cleanly on SIGTERM (mode %s)',
+    async (mode) => {
+      const dir = await mkdtemp(join(tmpdir(), 'toolsearch-serve-cli-'));
+      await writeFile(
+        join(dir, 'toolsearch.config.json5'),
+        `{ tools: { toolSearch: { mode: '${mode}' } }, log: { path: 'events.jsonl' } }`,
+      );
+      const child = spawn(
+        process.execPath,
+        [
+          '--import',
+          pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href,
+          join(process.cwd(), 'src/cli/run.ts'),
+          'serve',
+          '--port',
+          '0',
+        ],
+        { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+      });
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+      });
+      const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+      try {
+        for (let i = 0; i < 300 && !stdout.includes('Stop with Ctrl-C'); i++)
+          await new Promise((r) => setTimeout(r, 100));
+        expect(stdout, stderr).toContain('Stop with Ctrl-C');
+        const url = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)?.[1];
+        expect(url).toBeDefined();
+        expect(stdout).toContain(`curl -s ${url}/v1/chat/completions`);
+        expect(stderr).toMatch(/built-in mock provider/);
+        expect(stderr).toMatch(/index ready/);
+        const res = await chat(url!, 'target=current_time');
+        expect(res.status).toBe(200);
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        expect(stderr).toContain('gateway stopped');
+        // Everything was closed in order: the last event of the log is the warm-up's or the turn's, fully written.
+        const lines = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n');
+        expect(() => lines.map((l) => JSON.parse(l) as unknown)).not.toThrow();
+        await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+      } finally {
+        if (child.exitCode === null) child.kill('SIGKILL');
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    60_000,
+  );
 });

@@ -10,7 +10,12 @@ import { startGateway } from '../../src/app/index.js';
 import { receivedSpans, startReceiver } from '../telemetry/receiver.js';
 
 // This file alone mutates process.env (vitest runs each file in its own worker), and restores it.
-const KEYS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_TRACES_EXPORTER', 'OTEL_SDK_DISABLED'] as const;
+const KEYS = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_SDK_DISABLED',
+] as const;
 const saved = Object.fromEntries(KEYS.map((k) => [k, process.env[k]]));
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 let dir: string;
@@ -39,7 +44,14 @@ describe('serve and the OTEL_* environment', () => {
     if (!parsed.ok) throw new Error(parsed.error.message);
     expect(parsed.value.config.telemetry.enabled).toBe(false);
     const lines: string[] = [];
-    const started = await startGateway({ config: parsed.value.config, cwd: dir, port: 0, logPath: 'events.jsonl', warmUp: true, onProgress: (l) => lines.push(l) });
+    const started = await startGateway({
+      config: parsed.value.config,
+      cwd: dir,
+      port: 0,
+      logPath: 'events.jsonl',
+      warmUp: true,
+      onProgress: (l) => lines.push(l),
+    });
     if (!started.ok) throw new Error(started.error.message);
     const gw = started.value;
     try {
@@ -54,8 +66,14 @@ describe('serve and the OTEL_* environment', () => {
     } finally {
       await gw.close(); // flushes the exporter
     }
-    const spans = receivedSpans(rx.received) as unknown as Array<{ name: string; traceId: string; attributes?: Array<{ key: string; value: { stringValue?: string } }> }>;
-    const sessions = new Set(spans.map((s) => attr(s, 'toolsearch.session.id') ?? attr(s, 'session.id')).filter((v) => v !== undefined));
+    const spans = receivedSpans(rx.received) as unknown as Array<{
+      name: string;
+      traceId: string;
+      attributes?: Array<{ key: string; value: { stringValue?: string } }>;
+    }>;
+    const sessions = new Set(
+      spans.map((s) => attr(s, 'toolsearch.session.id') ?? attr(s, 'session.id')).filter((v) => v !== undefined),
+    );
     const turns = spans.filter((s) => s.name === 'toolsearch.turn');
     expect(turns).toHaveLength(1);
     expect([...sessions]).toEqual(['otel-s1']);

@@ -22,8 +22,12 @@ export async function runCaptured(
   let out = '';
   let err = '';
   const code = await run(argv, {
-    stdout: (s) => { out += s.endsWith('\n') ? s : `${s}\n`; },
-    stderr: (s) => { err += s.endsWith('\n') ? s : `${s}\n`; },
+    stdout: (s) => {
+      out += s.endsWith('\n') ? s : `${s}\n`;
+    },
+    stderr: (s) => {
+      err += s.endsWith('\n') ? s : `${s}\n`;
+    },
     cwd,
     env,
   });
@@ -38,20 +42,43 @@ export const cli = (argv: string[], cwd: string): Promise<Captured> => runCaptur
 export function snapshotDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'toolsearch-cli-'));
   const tool = (name: string, description: string, props: Record<string, unknown> = {}) => ({
-    name, description, inputSchema: { type: 'object', properties: props, required: Object.keys(props) },
+    name,
+    description,
+    inputSchema: { type: 'object', properties: props, required: Object.keys(props) },
   });
-  writeFileSync(join(dir, 'github.json'), JSON.stringify({ name: 'github', tools: [
-    tool('list_issues', 'List issues in a GitHub repository', { owner: { type: 'string' }, repo: { type: 'string' } }),
-    tool('create_issue', 'Create a new issue in a GitHub repository', { title: { type: 'string' } }),
-    tool('search', 'Search code on GitHub'),
-  ] }));
-  writeFileSync(join(dir, 'gitlab.json'), JSON.stringify({ name: 'gitlab', tools: [
-    tool('list_branches', 'List the branches of a GitLab project', { project: { type: 'string' } }),
-    tool('search', 'Search GitLab projects'),
-  ] }));
-  writeFileSync(join(dir, 'calendar.json'), JSON.stringify({ name: 'calendar', tools: [
-    tool('delete_event', 'Delete a calendar event', { eventId: { type: 'string' } }),
-    tool('create_event', 'Create a calendar event with a title and time'),
-  ] }));
+  writeFileSync(
+    join(dir, 'github.json'),
+    JSON.stringify({
+      name: 'github',
+      tools: [
+        tool('list_issues', 'List issues in a GitHub repository', {
+          owner: { type: 'string' },
+          repo: { type: 'string' },
+        }),
+        tool('create_issue', 'Create a new issue in a GitHub repository', { title: { type: 'string' } }),
+        tool('search', 'Search code on GitHub'),
+      ],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'gitlab.json'),
+    JSON.stringify({
+      name: 'gitlab',
+      tools: [
+        tool('list_branches', 'List the branches of a GitLab project', { project: { type: 'string' } }),
+        tool('search', 'Search GitLab projects'),
+      ],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'calendar.json'),
+    JSON.stringify({
+      name: 'calendar',
+      tools: [
+        tool('delete_event', 'Delete a calendar event', { eventId: { type: 'string' } }),
+        tool('create_event', 'Create a calendar event with a title and time'),
+      ],
+    }),
+  );
   return dir;
 }

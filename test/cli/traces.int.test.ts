@@ -28,8 +28,12 @@ async function traces(argv: string[]) {
   let out = '';
   let err = '';
   const code = await tracesCommand.run(argv, {
-    stdout: (s) => { out += `${s}\n`; },
-    stderr: (s) => { err += `${s}\n`; },
+    stdout: (s) => {
+      out += `${s}\n`;
+    },
+    stderr: (s) => {
+      err += `${s}\n`;
+    },
     cwd: process.cwd(),
     env: {},
   });
@@ -37,7 +41,7 @@ async function traces(argv: string[]) {
 }
 
 describe('toolsearch traces --nats', () => {
-  it("replays the session from JetStream and rebuilds the same trace as from the events", async () => {
+  it('replays the session from JetStream and rebuilds the same trace as from the events', async () => {
     const r = await traces(['--session', 's-nats', '--nats', server.url, '--stream-prefix', prefix, '--out', '-']);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);

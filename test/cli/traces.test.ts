@@ -4,13 +4,25 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openMemoryBus } from '../../src/bus/index.js';
 import { tracesCommand } from '../../src/cli/commands/traces.js';
-import { Attr, SpanName, isCallSpanName, rebuildTraceFromEvents, traceIdFor, type JaegerFile, type OtlpTraceRequest } from '../../src/telemetry/index.js';
+import {
+  Attr,
+  SpanName,
+  isCallSpanName,
+  rebuildTraceFromEvents,
+  traceIdFor,
+  type JaegerFile,
+  type OtlpTraceRequest,
+} from '../../src/telemetry/index.js';
 import { SECRET, codeTurn, directTurn, toolsTurn } from '../telemetry/rebuildEvents.js';
 import { runCaptured } from './support.js';
 
 let work: string;
 const logRel = 'logs/events.jsonl';
-const session = [...directTurn('s-1', 't1', 0).events, ...toolsTurn('s-1', 't2', 5000).events, ...codeTurn('s-1', 't3', 9000).events];
+const session = [
+  ...directTurn('s-1', 't1', 0).events,
+  ...toolsTurn('s-1', 't2', 5000).events,
+  ...codeTurn('s-1', 't3', 9000).events,
+];
 const other = toolsTurn('s-other', 't1', 0).events;
 
 const traces = (argv: string[]) => runCaptured(tracesCommand.run, argv, work);
@@ -41,7 +53,8 @@ describe('toolsearch traces --log', () => {
     expect(spans).toHaveLength(rebuildTraceFromEvents(session).length);
     for (const t of file.data) {
       const ids = new Set(t.spans.map((s) => s.spanID));
-      for (const s of t.spans) for (const ref of s.references) expect(ref.refType === 'CHILD_OF' && ids.has(ref.spanID)).toBe(true);
+      for (const s of t.spans)
+        for (const ref of s.references) expect(ref.refType === 'CHILD_OF' && ids.has(ref.spanID)).toBe(true);
     }
     // The code run's bridged call hangs under toolsearch.code.
     const t3 = file.data[2]!;
@@ -53,13 +66,26 @@ describe('toolsearch traces --log', () => {
   });
 
   it('writes OTLP JSON lines, one request per turn, under --traces-dir, with a JSON summary', async () => {
-    const r = await traces(['--session', 's-1', '--log', join(work, logRel), '--format', 'otlp', '--traces-dir', 'out', '--json']);
+    const r = await traces([
+      '--session',
+      's-1',
+      '--log',
+      join(work, logRel),
+      '--format',
+      'otlp',
+      '--traces-dir',
+      'out',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
     const summary = r.lastJson();
     expect(summary).toMatchObject({ ok: true, format: 'otlp', sessionId: 's-1', events: session.length });
     expect(summary.path).toBe(join(work, 'out', 'session-s-1.rebuilt.otlp.jsonl'));
     expect(summary.turns.map((t: { turnId: string }) => t.turnId)).toEqual(['t1', 't2', 't3']);
-    const lines = readFileSync(summary.path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as OtlpTraceRequest);
+    const lines = readFileSync(summary.path, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as OtlpTraceRequest);
     expect(lines).toHaveLength(3);
     const spans = lines.flatMap((l) => l.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((s) => s.spans)));
     expect(spans.length).toBe(summary.spans);

@@ -19,12 +19,19 @@ describe('toolsearch --version', () => {
 describe('toolsearch turn --script -', () => {
   it('reads the script from standard input', async () => {
     const dir = cliDir();
-    const script = JSON.stringify({ session: { sessionId: 'stdin-s1' }, mode: 'tools', steps: [{ tool: 'tool_search', args: { query: 'weather' } }] });
+    const script = JSON.stringify({
+      session: { sessionId: 'stdin-s1' },
+      mode: 'tools',
+      steps: [{ tool: 'tool_search', args: { query: 'weather' } }],
+    });
     const io = { ...captureIo(dir), stdin: async () => script };
     expect(await turnCommand.run(['--script', '-', '--json'], io)).toBe(0);
     expect(io.lastJson()).toMatchObject({ exposure: { mode: 'tools' }, results: [{ ok: true }] });
     const bad = { ...captureIo(dir), stdin: async () => '{not json' };
     expect(await turnCommand.run(['--script', '-', '--json'], bad)).toBe(1);
-    expect(bad.lastJson()).toMatchObject({ ok: false, error: { code: 'script.parse', message: expect.stringContaining('the script on stdin') } });
+    expect(bad.lastJson()).toMatchObject({
+      ok: false,
+      error: { code: 'script.parse', message: expect.stringContaining('the script on stdin') },
+    });
   });
 });

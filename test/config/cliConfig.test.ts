@@ -36,7 +36,7 @@ describe('toolsearch config', () => {
     expect(readFileSync(file, 'utf8')).not.toContain('keep me');
     const again = await run('set', 'tools.toolSearch', 'false');
     expect(again).toMatchObject({ code: 0, stderr: '' });
-    writeFileSync(file, "{ tools: { /* note */ toolSearch: true, allow: ['a//b', \"c/*d\"] } }\n");
+    writeFileSync(file, '{ tools: { /* note */ toolSearch: true, allow: [\'a//b\', "c/*d"] } }\n');
     expect((await run('unset', 'tools.toolSearch')).stderr).toContain('had comments; they were not preserved');
     writeFileSync(file, "{ tools: { toolSearch: true, allow: ['a//b', \"c/*d\", 'it\\'s // not'] } }\n");
     expect((await run('unset', 'tools.toolSearch')).stderr).toBe('');

@@ -1,4 +1,13 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, chmodSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  chmodSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import JSON5 from 'json5';
@@ -67,7 +76,11 @@ describe('config set / get / unset', () => {
 
     const unset = must(configUnset(file, 'tools.toolSearch.mode'));
     expect(unset).toMatchObject({ changed: true, value: 'tools' });
-    expect(must(configGet(file, 'tools.toolSearch.mode'))).toEqual({ key: 'tools.toolSearch.mode', value: 'code', source: 'default' });
+    expect(must(configGet(file, 'tools.toolSearch.mode'))).toEqual({
+      key: 'tools.toolSearch.mode',
+      value: 'code',
+      source: 'default',
+    });
     must(configUnset(file, 'tools.toolSearch'));
     expect(must(loadConfig({ path: file })).config.tools.toolSearch.enabled).toBe(false);
   });
@@ -78,7 +91,11 @@ describe('config set / get / unset', () => {
       source: 'default',
       value: { enabled: false, mode: 'code', codeTimeoutMs: 10000, searchDefaultLimit: 8, maxSearchLimit: 20 },
     });
-    expect(must(configGet(file, 'provider.model'))).toEqual({ key: 'provider.model', value: undefined, source: 'unset' });
+    expect(must(configGet(file, 'provider.model'))).toEqual({
+      key: 'provider.model',
+      value: undefined,
+      source: 'unset',
+    });
     const unknown = configGet(file, 'tools.foo');
     expect(!unknown.ok && unknown.error.code).toBe('config.key');
     expect(existsSync(file)).toBe(false);
@@ -89,7 +106,11 @@ describe('config set / get / unset', () => {
     writeFileSync(file, original);
     const cases: Array<[string, string, string]> = [
       ['tools.toolSearch.mode', 'fast', '"fast" is not allowed at tools.toolSearch.mode: use "code" or "tools"'],
-      ['tools.toolSearch.codeTimeoutMs', 'soon', '"soon" is not allowed at tools.toolSearch.codeTimeoutMs: expected a number'],
+      [
+        'tools.toolSearch.codeTimeoutMs',
+        'soon',
+        '"soon" is not allowed at tools.toolSearch.codeTimeoutMs: expected a number',
+      ],
       ['tools.foo', '1', 'unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval'],
       ['sandbox.poolSize', '99', '99 is not allowed at sandbox.poolSize: expected an integer from 0 to 16'],
       ['tools.toolSearch', '"yes"', '"yes" is not allowed at tools.toolSearch'],

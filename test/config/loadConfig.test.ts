@@ -85,7 +85,10 @@ describe('loadConfig', () => {
   });
 
   it('an invalid file is config.invalid naming the file, key paths and values', () => {
-    writeFileSync(join(dir, DEFAULT_CONFIG_FILE), `{ tools: { toolSearch: { mode: 'fast', codeTimeoutMs: 'soon' }, foo: 1 } }`);
+    writeFileSync(
+      join(dir, DEFAULT_CONFIG_FILE),
+      `{ tools: { toolSearch: { mode: 'fast', codeTimeoutMs: 'soon' }, foo: 1 } }`,
+    );
     const r = loadConfig({ cwd: dir });
     expect(r.ok).toBe(false);
     if (r.ok) return;
@@ -103,7 +106,10 @@ describe('loadConfig', () => {
   });
 
   it('clamped values load with warnings naming the effective value', () => {
-    writeFileSync(join(dir, DEFAULT_CONFIG_FILE), `{ tools: { toolSearch: { codeTimeoutMs: 120000, searchDefaultLimit: 0 } } }`);
+    writeFileSync(
+      join(dir, DEFAULT_CONFIG_FILE),
+      `{ tools: { toolSearch: { codeTimeoutMs: 120000, searchDefaultLimit: 0 } } }`,
+    );
     const r = loadConfig({ cwd: dir });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -115,7 +121,10 @@ describe('loadConfig', () => {
   });
 
   it('JSON5 NaN and Infinity in tools.toolSearch fall back to defaults with warnings', () => {
-    writeFileSync(join(dir, DEFAULT_CONFIG_FILE), `{ tools: { toolSearch: { codeTimeoutMs: Infinity, maxSearchLimit: NaN } } }`);
+    writeFileSync(
+      join(dir, DEFAULT_CONFIG_FILE),
+      `{ tools: { toolSearch: { codeTimeoutMs: Infinity, maxSearchLimit: NaN } } }`,
+    );
     const r = loadConfig({ cwd: dir });
     expect(r.ok).toBe(true);
     if (!r.ok) return;

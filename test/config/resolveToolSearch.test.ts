@@ -27,14 +27,24 @@ describe('resolveToolSearch', () => {
 
   it('keeps valid values as they are', () => {
     const s = resolveToolSearch({ mode: 'tools', codeTimeoutMs: 2500, searchDefaultLimit: 3, maxSearchLimit: 40 });
-    expect(s).toMatchObject({ enabled: true, mode: 'tools', codeTimeoutMs: 2500, searchDefaultLimit: 3, maxSearchLimit: 40 });
+    expect(s).toMatchObject({
+      enabled: true,
+      mode: 'tools',
+      codeTimeoutMs: 2500,
+      searchDefaultLimit: 3,
+      maxSearchLimit: 40,
+    });
     expect(s.warnings).toEqual([]);
   });
 
   it('keeps the bounds themselves', () => {
     expect(resolveToolSearch({ codeTimeoutMs: 1000 }).codeTimeoutMs).toBe(1000);
     expect(resolveToolSearch({ codeTimeoutMs: 60000 }).codeTimeoutMs).toBe(60000);
-    expect(resolveToolSearch({ maxSearchLimit: 1, searchDefaultLimit: 1 })).toMatchObject({ maxSearchLimit: 1, searchDefaultLimit: 1, warnings: [] });
+    expect(resolveToolSearch({ maxSearchLimit: 1, searchDefaultLimit: 1 })).toMatchObject({
+      maxSearchLimit: 1,
+      searchDefaultLimit: 1,
+      warnings: [],
+    });
     expect(resolveToolSearch({ maxSearchLimit: 50 }).maxSearchLimit).toBe(50);
   });
 
@@ -90,7 +100,9 @@ describe('resolveToolSearch', () => {
     it('lowers the default 8 when maxSearchLimit is smaller, and says so', () => {
       const s = resolveToolSearch({ maxSearchLimit: 5 });
       expect(s.searchDefaultLimit).toBe(5);
-      expect(s.warnings).toEqual(['tools.toolSearch.searchDefaultLimit (default 8) is above maxSearchLimit 5: using 5']);
+      expect(s.warnings).toEqual([
+        'tools.toolSearch.searchDefaultLimit (default 8) is above maxSearchLimit 5: using 5',
+      ]);
     });
     it.each([0, -2, 3.7])('falls back to 8 for %s', (bad) => {
       const s = resolveToolSearch({ searchDefaultLimit: bad });

@@ -18,14 +18,28 @@ const fullConfig = {
   sessions: { s1: { mcpServers: { web: { url: 'http://127.0.0.1:9/mcp', headers: { a: 'b' } } } } },
   plugins: ['./plugins/fake.mjs'],
   mcpServers: {
-    fs: { command: 'npx', args: ['server-filesystem', '.'], env: { A: '1' }, cwd: 'srv', timeoutMs: 5000, callTimeoutMs: 120000 },
+    fs: {
+      command: 'npx',
+      args: ['server-filesystem', '.'],
+      env: { A: '1' },
+      cwd: 'srv',
+      timeoutMs: 5000,
+      callTimeoutMs: 120000,
+    },
     remote: { url: 'https://example.test/mcp', timeoutMs: 100, callTimeoutMs: 5000 },
     'saved.snap-1': { catalogFile: 'catalogs/github.json' },
   },
   workspaceDir: 'ws',
   sandbox: { requireIsolation: true, poolSize: 0, maxOldSpaceMb: 128, maxLogBytes: 100, maxResultBytes: 200 },
   log: { path: 'events.jsonl', enabled: false, maxBytes: 1048576, keep: 2 },
-  nats: { url: 'nats://127.0.0.1:4222', replicas: 3, maxAgeMs: 0, maxBytes: 1073741824, retention: 'workqueue', decisionTimeoutMs: 100 },
+  nats: {
+    url: 'nats://127.0.0.1:4222',
+    replicas: 3,
+    maxAgeMs: 0,
+    maxBytes: 1073741824,
+    retention: 'workqueue',
+    decisionTimeoutMs: 100,
+  },
   provider: { baseUrl: 'http://127.0.0.1:1/v1', apiKey: 'k', model: 'm', maxRounds: 4 },
   gateway: { port: 8080, host: '0.0.0.0' },
   telemetry: { enabled: true, tracesDir: 'tr', sampleRatio: 0.5 },
@@ -70,12 +84,17 @@ describe('validateConfig', () => {
   it('a string for a number is an error naming key, value and expected type', () => {
     const problems = validateConfig({ tools: { toolSearch: { codeTimeoutMs: '5000' } } });
     expect(problems).toEqual([
-      { path: 'tools.toolSearch.codeTimeoutMs', message: '"5000" is not allowed at tools.toolSearch.codeTimeoutMs: expected a number' },
+      {
+        path: 'tools.toolSearch.codeTimeoutMs',
+        message: '"5000" is not allowed at tools.toolSearch.codeTimeoutMs: expected a number',
+      },
     ]);
   });
 
   it('numbers of tools.toolSearch are not range-checked here (they are clamped with a warning)', () => {
-    expect(validateConfig({ tools: { toolSearch: { codeTimeoutMs: -1, maxSearchLimit: 1.5, searchDefaultLimit: 999 } } })).toEqual([]);
+    expect(
+      validateConfig({ tools: { toolSearch: { codeTimeoutMs: -1, maxSearchLimit: 1.5, searchDefaultLimit: 999 } } }),
+    ).toEqual([]);
   });
 
   it('a wrong type for tools.toolSearch itself names the three accepted shapes', () => {
@@ -86,7 +105,9 @@ describe('validateConfig', () => {
 
   it('unknown keys are errors at every level and list the allowed keys', () => {
     expect(messages({ foo: 1 })[0]).toMatch(/^unknown key foo: allowed keys are tools, agents, profiles/);
-    expect(messages({ tools: { foo: 1 } })).toEqual(['unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval']);
+    expect(messages({ tools: { foo: 1 } })).toEqual([
+      'unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval',
+    ]);
     expect(messages({ tools: { toolSearch: { limit: 3 } } })).toEqual([
       'unknown key tools.toolSearch.limit: allowed keys are mode, codeTimeoutMs, searchDefaultLimit, maxSearchLimit',
     ]);
@@ -96,7 +117,9 @@ describe('validateConfig', () => {
     expect(messages({ agents: { main: { tools: { allow: [], block: [] } } } })).toEqual([
       'unknown key agents.main.tools.block: allowed keys are allow, deny',
     ]);
-    expect(messages({ profiles: { p: { mcpServers: {} } } })).toEqual(['unknown key profiles.p.mcpServers: allowed keys are tools']);
+    expect(messages({ profiles: { p: { mcpServers: {} } } })).toEqual([
+      'unknown key profiles.p.mcpServers: allowed keys are tools',
+    ]);
     expect(messages({ mcpServers: { fs: { command: 'x', environment: {} } } })).toEqual([
       'unknown key mcpServers.fs.environment: allowed keys are type, command, args, env, cwd, timeoutMs, callTimeoutMs, disabled, autoApprove, scope, maxConcurrentCalls, trustAnnotations',
     ]);
@@ -109,14 +132,28 @@ describe('validateConfig', () => {
       harness: 'claude',
       bar: true,
     });
-    expect(problems.map((p) => p.path).sort()).toEqual(['bar', 'harness', 'sandbox.poolSize', 'tools.foo', 'tools.toolSearch.mode']);
+    expect(problems.map((p) => p.path).sort()).toEqual([
+      'bar',
+      'harness',
+      'sandbox.poolSize',
+      'tools.foo',
+      'tools.toolSearch.mode',
+    ]);
   });
 
   it('range errors say the allowed range', () => {
-    expect(messages({ sandbox: { poolSize: 17 } })).toEqual(['17 is not allowed at sandbox.poolSize: expected an integer from 0 to 16']);
-    expect(messages({ sandbox: { poolSize: 1.5 } })).toEqual(['1.5 is not allowed at sandbox.poolSize: expected an integer from 0 to 16']);
-    expect(messages({ nats: { replicas: 0 } })).toEqual(['0 is not allowed at nats.replicas: expected an integer from 1 to 5']);
-    expect(messages({ telemetry: { sampleRatio: 1.5 } })).toEqual(['1.5 is not allowed at telemetry.sampleRatio: expected a number from 0 to 1']);
+    expect(messages({ sandbox: { poolSize: 17 } })).toEqual([
+      '17 is not allowed at sandbox.poolSize: expected an integer from 0 to 16',
+    ]);
+    expect(messages({ sandbox: { poolSize: 1.5 } })).toEqual([
+      '1.5 is not allowed at sandbox.poolSize: expected an integer from 0 to 16',
+    ]);
+    expect(messages({ nats: { replicas: 0 } })).toEqual([
+      '0 is not allowed at nats.replicas: expected an integer from 1 to 5',
+    ]);
+    expect(messages({ telemetry: { sampleRatio: 1.5 } })).toEqual([
+      '1.5 is not allowed at telemetry.sampleRatio: expected a number from 0 to 1',
+    ]);
     expect(messages({ tools: { approval: { timeoutMs: 0 } } })).toEqual([
       '0 is not allowed at tools.approval.timeoutMs: expected an integer of at least 1',
     ]);
@@ -126,9 +163,15 @@ describe('validateConfig', () => {
   });
 
   it('lists, strings and booleans', () => {
-    expect(messages({ plugins: './a.mjs' })).toEqual(['"./a.mjs" is not allowed at plugins: expected a list of non-empty strings']);
-    expect(messages({ plugins: ['ok.mjs', 3] })).toEqual(['3 is not allowed at plugins[1]: expected a non-empty string']);
-    expect(messages({ log: { enabled: 'yes' } })).toEqual(['"yes" is not allowed at log.enabled: expected true or false']);
+    expect(messages({ plugins: './a.mjs' })).toEqual([
+      '"./a.mjs" is not allowed at plugins: expected a list of non-empty strings',
+    ]);
+    expect(messages({ plugins: ['ok.mjs', 3] })).toEqual([
+      '3 is not allowed at plugins[1]: expected a non-empty string',
+    ]);
+    expect(messages({ log: { enabled: 'yes' } })).toEqual([
+      '"yes" is not allowed at log.enabled: expected true or false',
+    ]);
     expect(messages({ tools: { deny: [1] } })).toEqual(['1 is not allowed at tools.deny[0]: expected a string']);
   });
 
@@ -148,12 +191,17 @@ describe('validateConfig', () => {
     expect(messages({ mcpServers: { 'a:b': { command: 'x' } } })).toEqual([
       'the name "a:b" is not allowed at mcpServers: use letters, digits, "_", "." and "-" (no ":" or spaces)',
     ]);
-    expect(messages({ mcpServers: { fs: 'npx server' } })[0]).toMatch(/^"npx server" is not allowed at mcpServers\.fs: expected an object with "command"/);
+    expect(messages({ mcpServers: { fs: 'npx server' } })[0]).toMatch(
+      /^"npx server" is not allowed at mcpServers\.fs: expected an object with "command"/,
+    );
   });
 
   it('key paths quote keys that are not plain identifiers', () => {
     expect(validateConfig({ mcpServers: { 'my.server': { url: 5 } } })).toEqual([
-      { path: 'mcpServers["my.server"].url', message: '5 is not allowed at mcpServers["my.server"].url: expected a non-empty string' },
+      {
+        path: 'mcpServers["my.server"].url',
+        message: '5 is not allowed at mcpServers["my.server"].url: expected a non-empty string',
+      },
     ]);
   });
 
@@ -177,7 +225,9 @@ describe('parseConfig', () => {
     expect(r.error.code).toBe('config.invalid');
     expect(r.error.message).toContain('/x/toolsearch.config.json5 has 2 problems');
     expect(r.error.message).toContain('"fast" is not allowed at tools.toolSearch.mode: use "code" or "tools"');
-    expect(r.error.message).toContain('unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval');
+    expect(r.error.message).toContain(
+      'unknown key tools.foo: allowed keys are toolSearch, allow, deny, matchCase, approval',
+    );
     expect((r.error.details?.problems as unknown[]).length).toBe(2);
   });
 
@@ -189,13 +239,39 @@ describe('parseConfig', () => {
     expect(r.value.path).toBeUndefined();
     expect(r.value.warnings).toEqual([]);
     expect(c.baseDir).toBe('/base');
-    expect(c.tools.toolSearch).toEqual({ enabled: false, mode: 'code', codeTimeoutMs: 10000, searchDefaultLimit: 8, maxSearchLimit: 20, warnings: [] });
+    expect(c.tools.toolSearch).toEqual({
+      enabled: false,
+      mode: 'code',
+      codeTimeoutMs: 10000,
+      searchDefaultLimit: 8,
+      maxSearchLimit: 20,
+      warnings: [],
+    });
     expect(c.tools.allow).toBeUndefined();
     expect(c.tools.deny).toEqual([]);
     expect(c.tools.approval).toEqual({ require: [], timeoutMs: 30000 });
-    expect(c.sandbox).toEqual({ requireIsolation: false, poolSize: 2, maxOldSpaceMb: 64, maxLogBytes: 65536, maxResultBytes: 262144 });
-    expect(c.log).toEqual({ path: '/base/.toolsearch/events.jsonl', enabled: true, maxBytes: 67108864, keep: 5, content: 'digest' });
-    expect(c.nats).toEqual({ replicas: 1, maxAgeMs: 0, maxBytes: 0, retention: 'limits', decisionTimeoutMs: 5000, commandMaxAgeMs: 3_600_000 });
+    expect(c.sandbox).toEqual({
+      requireIsolation: false,
+      poolSize: 2,
+      maxOldSpaceMb: 64,
+      maxLogBytes: 65536,
+      maxResultBytes: 262144,
+    });
+    expect(c.log).toEqual({
+      path: '/base/.toolsearch/events.jsonl',
+      enabled: true,
+      maxBytes: 67108864,
+      keep: 5,
+      content: 'digest',
+    });
+    expect(c.nats).toEqual({
+      replicas: 1,
+      maxAgeMs: 0,
+      maxBytes: 0,
+      retention: 'limits',
+      decisionTimeoutMs: 5000,
+      commandMaxAgeMs: 3_600_000,
+    });
     expect(c.requestMcpServers).toEqual({ servers: {}, urls: [] });
     expect(c.provider).toEqual({ maxRounds: 8, timeoutMs: 120000 });
     expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000 });
@@ -215,11 +291,23 @@ describe('parseConfig', () => {
     const c = r.value.config;
     expect(r.value.path).toBe('/etc/ts/toolsearch.config.json5');
     expect(r.value.raw).toBe(fullConfig);
-    expect(c.tools.toolSearch).toMatchObject({ enabled: true, mode: 'tools', codeTimeoutMs: 5000, searchDefaultLimit: 5, maxSearchLimit: 10 });
+    expect(c.tools.toolSearch).toMatchObject({
+      enabled: true,
+      mode: 'tools',
+      codeTimeoutMs: 5000,
+      searchDefaultLimit: 5,
+      maxSearchLimit: 10,
+    });
     expect(c.tools.allow).toEqual(['mcp:*']);
     expect(c.plugins).toEqual(['/etc/ts/plugins/fake.mjs']);
     expect(c.workspaceDir).toBe('/etc/ts/ws');
-    expect(c.log).toEqual({ path: '/etc/ts/events.jsonl', enabled: false, maxBytes: 1048576, keep: 2, content: 'digest' });
+    expect(c.log).toEqual({
+      path: '/etc/ts/events.jsonl',
+      enabled: false,
+      maxBytes: 1048576,
+      keep: 2,
+      content: 'digest',
+    });
     expect(c.nats.maxBytes).toBe(1073741824);
     expect(c.telemetry.tracesDir).toBe('/etc/ts/tr');
     expect(c.mcpServers.fs).toMatchObject({ command: 'npx', cwd: '/etc/ts/srv' });

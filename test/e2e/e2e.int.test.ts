@@ -11,22 +11,61 @@ const run = promisify(execFile);
 const tracker = {
   name: 'tracker',
   tools: [
-    { name: 'list_issues', description: 'List issues of a project, newest first.', inputSchema: { type: 'object', properties: { project: { type: 'string' }, state: { type: 'string', enum: ['open', 'closed'] } }, required: ['project'] } },
-    { name: 'create_issue', description: 'Open a new issue in a project.', inputSchema: { type: 'object', properties: { project: { type: 'string' }, title: { type: 'string' } }, required: ['project', 'title'] } },
-    { name: 'get_issue', description: 'Read one issue by number.', inputSchema: { type: 'object', properties: { project: { type: 'string' }, number: { type: 'integer' } }, required: ['project', 'number'] } },
+    {
+      name: 'list_issues',
+      description: 'List issues of a project, newest first.',
+      inputSchema: {
+        type: 'object',
+        properties: { project: { type: 'string' }, state: { type: 'string', enum: ['open', 'closed'] } },
+        required: ['project'],
+      },
+    },
+    {
+      name: 'create_issue',
+      description: 'Open a new issue in a project.',
+      inputSchema: {
+        type: 'object',
+        properties: { project: { type: 'string' }, title: { type: 'string' } },
+        required: ['project', 'title'],
+      },
+    },
+    {
+      name: 'get_issue',
+      description: 'Read one issue by number.',
+      inputSchema: {
+        type: 'object',
+        properties: { project: { type: 'string' }, number: { type: 'integer' } },
+        required: ['project', 'number'],
+      },
+    },
   ],
 };
 const wiki = {
   name: 'wiki',
   tools: [
-    { name: 'search_pages', description: 'Full-text search over wiki pages.', inputSchema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
-    { name: 'read_page', description: 'Read a wiki page by its slug.', inputSchema: { type: 'object', properties: { slug: { type: 'string' } }, required: ['slug'] } },
+    {
+      name: 'search_pages',
+      description: 'Full-text search over wiki pages.',
+      inputSchema: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+    },
+    {
+      name: 'read_page',
+      description: 'Read a wiki page by its slug.',
+      inputSchema: { type: 'object', properties: { slug: { type: 'string' } }, required: ['slug'] },
+    },
   ],
 };
 
 interface E2eJson {
   claims: Record<string, boolean>;
-  lanes: Array<{ catalog: string; tools: number; mode: string; requestBytes: number; roundTrips: number; targetCalled: boolean }>;
+  lanes: Array<{
+    catalog: string;
+    tools: number;
+    mode: string;
+    requestBytes: number;
+    roundTrips: number;
+    targetCalled: boolean;
+  }>;
 }
 
 describe('scripts/tool-search-gateway-e2e.ts', () => {
@@ -40,7 +79,11 @@ describe('scripts/tool-search-gateway-e2e.ts', () => {
     await writeFile(join(dir, 'tracker.json'), JSON.stringify(tracker));
     await writeFile(join(dir, 'wiki.json'), JSON.stringify(wiki));
     try {
-      const r = await run(process.execPath, ['--import', 'tsx', 'scripts/tool-search-gateway-e2e.ts', '--json', '--catalogs', dir], { timeout: 110_000, maxBuffer: 16 * 1024 * 1024 });
+      const r = await run(
+        process.execPath,
+        ['--import', 'tsx', 'scripts/tool-search-gateway-e2e.ts', '--json', '--catalogs', dir],
+        { timeout: 110_000, maxBuffer: 16 * 1024 * 1024 },
+      );
       stdout = r.stdout;
       stderr = r.stderr;
     } catch (err) {
@@ -64,7 +107,17 @@ describe('scripts/tool-search-gateway-e2e.ts', () => {
 
   it('runs direct, code and tools on the fake plugin, the snapshot catalogs and the live MCP server', () => {
     const lanes = result().lanes;
-    expect(lanes.map((l) => l.mode)).toEqual(['direct', 'code', 'tools', 'direct', 'code', 'tools', 'direct', 'code', 'tools']);
+    expect(lanes.map((l) => l.mode)).toEqual([
+      'direct',
+      'code',
+      'tools',
+      'direct',
+      'code',
+      'tools',
+      'direct',
+      'code',
+      'tools',
+    ]);
     expect(new Set(lanes.map((l) => l.catalog)).size).toBe(3);
     for (const l of lanes) expect(l.targetCalled, `${l.catalog} ${l.mode}`).toBe(true);
     const [fakeDirect, fakeCode, fakeTools, snapDirect] = lanes;
@@ -80,7 +133,9 @@ describe('scripts/tool-search-gateway-e2e.ts', () => {
 
   it('prints the table with both byte counts and the ratio', () => {
     expect(stdout).toMatch(/catalog\s+mode\s+tools\s+request bytes\s+vs direct\s+round trips\s+target called/);
-    expect(stdout).toMatch(/fake-plugin \(240\): Tool Search request bytes \/ direct: code \d+\/\d+ = 0\.\d{3}, tools \d+\/\d+ = 0\.\d{3}/);
+    expect(stdout).toMatch(
+      /fake-plugin \(240\): Tool Search request bytes \/ direct: code \d+\/\d+ = 0\.\d{3}, tools \d+\/\d+ = 0\.\d{3}/,
+    );
     expect(stderr).toMatch(/== mcp-snapshots \(2 servers\): target mcp:tracker:list_issues/);
   });
 });

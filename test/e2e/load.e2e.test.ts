@@ -51,7 +51,14 @@ async function turn(url: string, session: string, content: string): Promise<Answ
     signal: AbortSignal.timeout(120_000),
   });
   const text = await res.text();
-  return { session, status: res.status, ms: performance.now() - t0, turnId: res.headers.get('x-toolsearch-turn'), retryAfter: res.headers.get('retry-after'), body: JSON.parse(text) };
+  return {
+    session,
+    status: res.status,
+    ms: performance.now() - t0,
+    turnId: res.headers.get('x-toolsearch-turn'),
+    retryAfter: res.headers.get('retry-after'),
+    body: JSON.parse(text),
+  };
 }
 
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(0.99 * xs.length))] ?? 0;
@@ -64,7 +71,11 @@ function repositoryConfig(maxLive: number): ResolvedConfig {
 }
 
 async function readLog(path: string): Promise<Envelope[]> {
-  return (await readFile(path, 'utf8')).trim().split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Envelope);
+  return (await readFile(path, 'utf8'))
+    .trim()
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Envelope);
 }
 
 async function closeHeld(gw: RunningGateway): Promise<void> {
@@ -87,7 +98,13 @@ describe('the gateway under load (repository config)', () => {
 
   it(`opens ${SESSIONS} sessions within the RSS and process bounds, answers overload with 429 and keeps a complete log`, async () => {
     const logPath = join(dir, 'load.jsonl');
-    const started = await startGateway({ config: repositoryConfig(MAX_LIVE), cwd: repoRoot, port: 0, logPath, warmUp: true });
+    const started = await startGateway({
+      config: repositoryConfig(MAX_LIVE),
+      cwd: repoRoot,
+      port: 0,
+      logPath,
+      warmUp: true,
+    });
     if (!started.ok) throw new Error(started.error.message);
     const gw = started.value;
     const mcpServers = Object.keys(repositoryConfig(MAX_LIVE).mcpServers).length;
@@ -102,20 +119,22 @@ describe('the gateway under load (repository config)', () => {
     const answers: Answer[] = [];
     try {
       let next = 0;
-      await Promise.all(Array.from({ length: CLIENTS }, async () => {
-        while (next < SESSIONS) {
-          const i = next++;
-          // One turn in 20 runs a real tool call through the code sandbox; the others just ask.
-          const content = i % 20 === 0 ? 'What time is it? target=current_time' : `Hello from session ${i}.`;
-          for (;;) {
-            const a = await turn(gw.url, `load-${i}`, content);
-            answers.push(a);
-            if (a.status !== 429) break;
-            // Honour Retry-After (whole seconds), as a client should.
-            await new Promise((r) => setTimeout(r, Number(a.retryAfter ?? '1') * 1000));
+      await Promise.all(
+        Array.from({ length: CLIENTS }, async () => {
+          while (next < SESSIONS) {
+            const i = next++;
+            // One turn in 20 runs a real tool call through the code sandbox; the others just ask.
+            const content = i % 20 === 0 ? 'What time is it? target=current_time' : `Hello from session ${i}.`;
+            for (;;) {
+              const a = await turn(gw.url, `load-${i}`, content);
+              answers.push(a);
+              if (a.status !== 429) break;
+              // Honour Retry-After (whole seconds), as a client should.
+              await new Promise((r) => setTimeout(r, Number(a.retryAfter ?? '1') * 1000));
+            }
           }
-        }
-      }));
+        }),
+      );
     } finally {
       clearInterval(sampler);
     }
@@ -127,8 +146,10 @@ describe('the gateway under load (repository config)', () => {
     const refused = answers.filter((a) => a.status === 429);
     const other = answers.filter((a) => a.status !== 200 && a.status !== 429);
     const procBound = procs0 + MAX_LIVE * mcpServers + CLIENTS + 8;
-    console.log(`load: ${SESSIONS} sessions, ${ok.length} turns, ${refused.length} refused with 429 (p99 ${Math.round(p99(refused.map((a) => a.ms)))} ms); ` +
-      `admitted p99 ${Math.round(p99(ok.map((a) => a.ms)))} ms; processes ${procs0} -> peak ${peakProcs} (bound ${procBound}); RSS +${Math.round((peakRss - rss0) / 1e6)} MB`);
+    console.log(
+      `load: ${SESSIONS} sessions, ${ok.length} turns, ${refused.length} refused with 429 (p99 ${Math.round(p99(refused.map((a) => a.ms)))} ms); ` +
+        `admitted p99 ${Math.round(p99(ok.map((a) => a.ms)))} ms; processes ${procs0} -> peak ${peakProcs} (bound ${procBound}); RSS +${Math.round((peakRss - rss0) / 1e6)} MB`,
+    );
     expect(other.map((a) => `${a.status} ${JSON.stringify(a.body).slice(0, 200)}`)).toEqual([]);
     expect(new Set(ok.map((a) => a.session)).size).toBe(SESSIONS);
     // Overload was answered, quickly and in the OpenAI shape, with a retry delay.
@@ -153,7 +174,9 @@ describe('the gateway under load (repository config)', () => {
     expect(ended).toHaveLength(requested.size);
     expect(new Set(ended.map((e) => e.turnId))).toEqual(requested);
     for (const a of ok) expect(requested.has(a.turnId!)).toBe(true);
-    const outcomes = new Set(logged.filter((e) => e.type === 'turn.completed' || e.type === 'turn.failed').map((e) => e.turnId));
+    const outcomes = new Set(
+      logged.filter((e) => e.type === 'turn.completed' || e.type === 'turn.failed').map((e) => e.turnId),
+    );
     for (const e of logged.filter((x) => x.type === 'turn.started')) expect(outcomes.has(e.turnId)).toBe(true);
   }, 1_800_000);
 
@@ -166,20 +189,26 @@ describe('the gateway under load (repository config)', () => {
     let answers: Answer[];
     try {
       // All at once; a client refused with 429 comes back after Retry-After, as it should.
-      const all = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
-        const mine: Answer[] = [];
-        for (;;) {
-          const a = await turn(gw.url, `burst-${i}`, `Hello from burst session ${i}.`);
-          mine.push(a);
-          if (a.status !== 429) return mine;
-          await new Promise((r) => setTimeout(r, Number(a.retryAfter ?? '1') * 1000));
-        }
-      }));
+      const all = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const mine: Answer[] = [];
+          for (;;) {
+            const a = await turn(gw.url, `burst-${i}`, `Hello from burst session ${i}.`);
+            mine.push(a);
+            if (a.status !== 429) return mine;
+            await new Promise((r) => setTimeout(r, Number(a.retryAfter ?? '1') * 1000));
+          }
+        }),
+      );
       answers = all.flat();
     } finally {
       await closeHeld(gw);
     }
-    expect(answers.filter((a) => a.status !== 200 && a.status !== 429).map((a) => `${a.status} ${JSON.stringify(a.body).slice(0, 200)}`)).toEqual([]);
+    expect(
+      answers
+        .filter((a) => a.status !== 200 && a.status !== 429)
+        .map((a) => `${a.status} ${JSON.stringify(a.body).slice(0, 200)}`),
+    ).toEqual([]);
     expect(new Set(answers.filter((a) => a.status === 200).map((a) => a.session)).size).toBe(50);
     const logged = await readLog(logPath);
     const servers = Object.keys(config.mcpServers).map((n) => `mcp:${n}`);
@@ -192,9 +221,15 @@ describe('the gateway under load (repository config)', () => {
       // Every missing server is named to the client; the event log names it too.
       expect(said.sort(), `turn ${a.turnId}`).toEqual(down.sort());
       const exposed = logged.find((e) => e.type === 'tools.exposed' && e.turnId === a.turnId);
-      expect(((exposed?.data as { unavailableSources?: Array<{ key: string }> }).unavailableSources ?? []).map((s) => s.key).sort()).toEqual(down.sort());
+      expect(
+        ((exposed?.data as { unavailableSources?: Array<{ key: string }> }).unavailableSources ?? [])
+          .map((s) => s.key)
+          .sort(),
+      ).toEqual(down.sort());
       if (down.length === 0) withAll++;
     }
-    console.log(`burst: 50 sessions, ${withAll} turns with every MCP server, ${50 - withAll} saying which source was missing, ${answers.filter((a) => a.status === 429).length} answers 429 (retried)`);
+    console.log(
+      `burst: 50 sessions, ${withAll} turns with every MCP server, ${50 - withAll} saying which source was missing, ${answers.filter((a) => a.status === 429).length} answers 429 (retried)`,
+    );
   }, 600_000);
 });

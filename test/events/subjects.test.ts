@@ -110,7 +110,10 @@ describe('event subjects', () => {
     const subject = gatewaySubject('s.1', 'gateway.turn.requested');
     expect(subject).toBe('gateway.session.s%2E1.turn_requested');
     expect(gatewaySubject('s.1', 'turn.requested')).toBe(subject);
-    expect(parseGatewaySubject(subject)).toEqual({ ok: true, value: { sessionId: 's.1', type: 'gateway.turn.requested' } });
+    expect(parseGatewaySubject(subject)).toEqual({
+      ok: true,
+      value: { sessionId: 's.1', type: 'gateway.turn.requested' },
+    });
     expect(subjectFor({ sessionId: 's.1', turnId: '', type: 'gateway.turn.requested' })).toBe(subject);
     expect(subjectFor({ sessionId: 's', turnId: 't', type: 'call.decided' })).toBe('toolsearch.evt.s.t.call_decided');
     expect(parseGatewaySubject('gateway.session.x').ok).toBe(false);

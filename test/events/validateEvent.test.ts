@@ -13,7 +13,15 @@ const base = { sessionId: 's1', turnId: 't1', seq: 1, at: '2026-01-01T00:00:00.0
 
 /** One valid data value per event type: the catalogue must accept each of these as is. */
 const samples: { [K in EventType]: EventData<K> } = {
-  'turn.started': { mode: 'code', harness: 'pi', agentId: 'a', profile: 'p', sandboxId: 'x', owner: true, clientId: 'c' },
+  'turn.started': {
+    mode: 'code',
+    harness: 'pi',
+    agentId: 'a',
+    profile: 'p',
+    sandboxId: 'x',
+    owner: true,
+    clientId: 'c',
+  },
   'policy.resolved': { layers: [{ name: 'agent', allow: ['mcp:*'], deny: ['mcp:fs:write'] }] },
   'sources.listed': {
     sources: [
@@ -22,23 +30,67 @@ const samples: { [K in EventType]: EventData<K> } = {
     ],
     total: 3,
   },
-  'catalog.indexed': { catalogSize: 3, fingerprint: 'abc', bySource: { openclaw: 3, mcp: 0, client: 0 }, reused: false, durationMs: 2 },
-  'tools.exposed': { mode: 'tools', tools: ['tool_search', 'tool_describe', 'tool_call'], bytes: 900, schemasUpFront: 3 },
-  'search.performed': { searchId: 'q1', query: 'read file', limit: 8, resultIds: ['mcp:fs:read'], matched: 1, catalogSize: 3, via: 'tool' },
+  'catalog.indexed': {
+    catalogSize: 3,
+    fingerprint: 'abc',
+    bySource: { openclaw: 3, mcp: 0, client: 0 },
+    reused: false,
+    durationMs: 2,
+  },
+  'tools.exposed': {
+    mode: 'tools',
+    tools: ['tool_search', 'tool_describe', 'tool_call'],
+    bytes: 900,
+    schemasUpFront: 3,
+  },
+  'search.performed': {
+    searchId: 'q1',
+    query: 'read file',
+    limit: 8,
+    resultIds: ['mcp:fs:read'],
+    matched: 1,
+    catalogSize: 3,
+    via: 'tool',
+  },
   'describe.performed': { describeId: 'd1', ref: 'read', toolId: 'mcp:fs:read', via: 'code', codeRunId: 'r1' },
   'call.requested': {
-    callId: 'c1', toolId: 'mcp:fs:read', toolName: 'read', source: 'mcp', owner: 'fs', origin: 'mcp',
-    argsDigest: 'sha256:00', argsBytes: 12, via: 'tool',
+    callId: 'c1',
+    toolId: 'mcp:fs:read',
+    toolName: 'read',
+    source: 'mcp',
+    owner: 'fs',
+    origin: 'mcp',
+    argsDigest: 'sha256:00',
+    argsBytes: 12,
+    via: 'tool',
   },
-  'call.rejected': { callId: 'c0', ref: 'mcp:fs:write', via: 'code', codeRunId: 'r1', code: 'tool.notFound', reason: 'No tool "mcp:fs:write" is available.' },
+  'call.rejected': {
+    callId: 'c0',
+    ref: 'mcp:fs:write',
+    via: 'code',
+    codeRunId: 'r1',
+    code: 'tool.notFound',
+    reason: 'No tool "mcp:fs:write" is available.',
+  },
   'call.decided': { callId: 'c1', toolId: 'mcp:fs:read', decision: 'blocked', reason: 'denied by agent policy' },
   'approval.requested': { callId: 'c1', toolId: 'mcp:fs:read', approvalId: 'ap1', timeoutMs: 5000 },
   'approval.resolved': { callId: 'c1', approvalId: 'ap1', approved: false, timedOut: true },
   'hook.ran': { callId: 'c1', pluginId: 'guard', outcome: 'threw', error: 'TypeError: x' },
-  'call.completed': { callId: 'c1', toolId: 'mcp:fs:read', source: 'mcp', origin: 'mcp', durationMs: 3, resultBytes: 40 },
+  'call.completed': {
+    callId: 'c1',
+    toolId: 'mcp:fs:read',
+    source: 'mcp',
+    origin: 'mcp',
+    durationMs: 3,
+    resultBytes: 40,
+  },
   'call.failed': {
-    callId: 'c1', toolId: 'mcp:fs:read', source: 'mcp', origin: 'mcp',
-    error: { code: 'mcp.serverGone', message: 'server fs exited' }, durationMs: 3,
+    callId: 'c1',
+    toolId: 'mcp:fs:read',
+    source: 'mcp',
+    origin: 'mcp',
+    error: { code: 'mcp.serverGone', message: 'server fs exited' },
+    durationMs: 3,
   },
   'call.blocked': { callId: 'c1', toolId: 'mcp:fs:read', source: 'mcp', origin: 'mcp', stage: 'hook', reason: 'no' },
   'call.pending': { callId: 'c2', toolId: 'client:app:pick', clientId: 'app' },
@@ -46,13 +98,28 @@ const samples: { [K in EventType]: EventData<K> } = {
   'code.requested': { codeRunId: 'r1', bodyDigest: 'sha256:11', bodyBytes: 80, timeoutMs: 10000 },
   'code.bridge.requested': { codeRunId: 'r1', op: 'search', requestId: 'b1' },
   'code.settled': {
-    codeRunId: 'r1', ok: true, durationMs: 50,
-    telemetry: { catalogSize: 3, sources: { openclaw: 3, mcp: 0, client: 0 }, searchCount: 1, describeCount: 0, callCount: 0 },
+    codeRunId: 'r1',
+    ok: true,
+    durationMs: 50,
+    telemetry: {
+      catalogSize: 3,
+      sources: { openclaw: 3, mcp: 0, client: 0 },
+      searchCount: 1,
+      describeCount: 0,
+      callCount: 0,
+    },
   },
   'code.timedOut': { codeRunId: 'r1', timeoutMs: 1000 },
   'turn.completed': {
     durationMs: 80,
-    counters: { toolBytes: 900, catalogSize: 3, bySource: { openclaw: 3, mcp: 0, client: 0 }, searches: 1, describes: 0, calls: 1 },
+    counters: {
+      toolBytes: 900,
+      catalogSize: 3,
+      bySource: { openclaw: 3, mcp: 0, client: 0 },
+      searches: 1,
+      describes: 0,
+      calls: 1,
+    },
   },
   'turn.failed': { reason: 'policy could not be resolved', code: 'policy.invalid' },
   'gateway.turn.requested': { requestId: 'req1', agentId: 'a', mode: 'tools', clientTools: [{ name: 'pick' }] },
@@ -60,8 +127,21 @@ const samples: { [K in EventType]: EventData<K> } = {
   'gateway.turn.ended': { requestId: 'req1', outcome: 'completed' },
   'gateway.session.closed': { reason: 'idle' },
   'gateway.event.rejected': { reason: 'unknown type gateway.foo', rawDigest: 'sha256:22' },
-  'gateway.turn.opened': { requestId: 'req1', ok: true, turnId: 't1', mode: 'tools', tools: [], bytes: 10, schemasUpFront: 3 },
-  'gateway.tool.answered': { requestId: 'req1', callId: 'c1', tool: 'tool_search', result: { ok: true, value: { results: [] } } },
+  'gateway.turn.opened': {
+    requestId: 'req1',
+    ok: true,
+    turnId: 't1',
+    mode: 'tools',
+    tools: [],
+    bytes: 10,
+    schemasUpFront: 3,
+  },
+  'gateway.tool.answered': {
+    requestId: 'req1',
+    callId: 'c1',
+    tool: 'tool_search',
+    result: { ok: true, value: { results: [] } },
+  },
 };
 
 const problemsOf = (r: ReturnType<typeof validateEvent>) =>
@@ -90,7 +170,9 @@ describe('event catalogue', () => {
     expect(a.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(a.id).not.toBe(b.id);
     expect(a.at).toBe('1970-01-01T00:00:00.000Z');
-    expect(makeEnvelope({ ...base, id: 'fixed', type: 'code.timedOut', data: { codeRunId: 'r', timeoutMs: 1 } }).id).toBe('fixed');
+    expect(
+      makeEnvelope({ ...base, id: 'fixed', type: 'code.timedOut', data: { codeRunId: 'r', timeoutMs: 1 } }).id,
+    ).toBe('fixed');
     expect(isEvent(a, 'code.timedOut') && a.data.codeRunId).toBe('r');
   });
 });
@@ -115,7 +197,9 @@ describe('validateEvent', () => {
   });
 
   it('names the path of envelope problems', () => {
-    const env: Record<string, unknown> = { ...makeEnvelope({ ...base, type: 'turn.failed', data: { reason: 'r', code: 'c' } }) };
+    const env: Record<string, unknown> = {
+      ...makeEnvelope({ ...base, type: 'turn.failed', data: { reason: 'r', code: 'c' } }),
+    };
     env.seq = 'one';
     delete env.sessionId;
     const r = validateEvent(env);
@@ -125,7 +209,10 @@ describe('validateEvent', () => {
   });
 
   it('rejects a malformed type string and a non-object', () => {
-    const env = { ...makeEnvelope({ ...base, type: 'turn.failed', data: { reason: 'r', code: 'c' } }), type: 'Call Decided' };
+    const env = {
+      ...makeEnvelope({ ...base, type: 'turn.failed', data: { reason: 'r', code: 'c' } }),
+      type: 'Call Decided',
+    };
     expect(problemsOf(validateEvent(env)).map((p) => p.path)).toContain('/type');
     const r = validateEvent('nope');
     expect(r.ok).toBe(false);
@@ -133,7 +220,10 @@ describe('validateEvent', () => {
   });
 
   it('answers event.unknownType for a well-formed but unknown type', () => {
-    const env = { ...makeEnvelope({ ...base, type: 'turn.failed', data: { reason: 'r', code: 'c' } }), type: 'turn.exploded' };
+    const env = {
+      ...makeEnvelope({ ...base, type: 'turn.failed', data: { reason: 'r', code: 'c' } }),
+      type: 'turn.exploded',
+    };
     const r = validateEvent(env);
     expect(r.ok).toBe(false);
     if (!r.ok) {
@@ -143,7 +233,11 @@ describe('validateEvent', () => {
   });
 
   it('checks literal unions (a wrong decision is refused)', () => {
-    const env = makeEnvelope({ ...base, type: 'call.decided', data: { callId: 'c', toolId: 't', decision: 'allowed' } });
+    const env = makeEnvelope({
+      ...base,
+      type: 'call.decided',
+      data: { callId: 'c', toolId: 't', decision: 'allowed' },
+    });
     expect(validateEvent({ ...env, data: { ...env.data, decision: 'maybe' } }).ok).toBe(false);
     expect(validateEvent(env).ok).toBe(true);
   });
@@ -152,12 +246,29 @@ describe('validateEvent', () => {
 describe('envelope schema version', () => {
   it('writes v 2 and still reads an older envelope without it (and a command with its principal token)', async () => {
     const { makeEnvelope: make, validateEvent: check, subjectFor: subj } = await import('../../src/events/index.js');
-    const e = make({ type: 'gateway.session.closed', sessionId: 's', turnId: '', seq: 0, at: '2026-01-01T00:00:00.000Z', causationId: null, data: { reason: 'client' } });
+    const e = make({
+      type: 'gateway.session.closed',
+      sessionId: 's',
+      turnId: '',
+      seq: 0,
+      at: '2026-01-01T00:00:00.000Z',
+      causationId: null,
+      data: { reason: 'client' },
+    });
     expect(e.v).toBe(2);
     const { v: _v, ...older } = e;
     expect(check(older).ok).toBe(true);
     expect(subj(older)).toBe('gateway.session.s.session_closed');
-    const cmd = make({ type: 'gateway.session.closed', sessionId: 's', turnId: '', seq: 0, at: '2026-01-01T00:00:00.000Z', causationId: null, data: { reason: 'client' }, principal: 'UKEY' });
+    const cmd = make({
+      type: 'gateway.session.closed',
+      sessionId: 's',
+      turnId: '',
+      seq: 0,
+      at: '2026-01-01T00:00:00.000Z',
+      causationId: null,
+      data: { reason: 'client' },
+      principal: 'UKEY',
+    });
     expect(check(cmd).ok).toBe(true);
     expect(subj(cmd)).toBe('gateway.cmd.UKEY.s.session_closed');
     // a fact type never becomes a command, whatever the envelope says

@@ -4,8 +4,15 @@ import { directNames, expose } from '../../src/expose/index.js';
 
 function entry(owner: string, name: string, source: ToolEntry['source'] = 'mcp'): ToolEntry {
   return {
-    id: `${source}:${owner}:${name}`, source, owner, sourceName: owner, name, description: `${name} of ${owner}`,
-    inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, origin: source === 'mcp' ? 'mcp' : 'plugin', trusted: source !== 'mcp',
+    id: `${source}:${owner}:${name}`,
+    source,
+    owner,
+    sourceName: owner,
+    name,
+    description: `${name} of ${owner}`,
+    inputSchema: { type: 'object', properties: { q: { type: 'string' } } },
+    origin: source === 'mcp' ? 'mcp' : 'plugin',
+    trusted: source !== 'mcp',
   };
 }
 
@@ -63,11 +70,17 @@ describe('expose', () => {
       const large = expose({ mode, entries: catalog(10_000) });
       expect(large.bytes).toBe(small.bytes);
     }
-    expect(expose({ mode: 'direct', entries: catalog(10_000) }).bytes).toBeGreaterThan(expose({ mode: 'direct', entries: catalog(100) }).bytes);
+    expect(expose({ mode: 'direct', entries: catalog(10_000) }).bytes).toBeGreaterThan(
+      expose({ mode: 'direct', entries: catalog(100) }).bytes,
+    );
   });
 
   it('code falls back to tools with the reason when no isolated child is available', () => {
-    const ex = expose({ mode: 'code', entries: catalog(5), codeAvailable: { ok: false, reason: 'no permission model' } });
+    const ex = expose({
+      mode: 'code',
+      entries: catalog(5),
+      codeAvailable: { ok: false, reason: 'no permission model' },
+    });
     expect(ex.mode).toBe('tools');
     expect(ex.reason).toContain('no permission model');
   });

@@ -17,9 +17,19 @@ let rec: ReturnType<typeof recording>;
 beforeAll(async () => {
   cluster = await startNatsCluster(3);
   world = await roleWorld();
-  nats = await openBus(cluster.servers, world.prefix, { replicas: 3, publishTimeoutMs: 15_000, connectTimeoutMs: 30_000 });
+  nats = await openBus(cluster.servers, world.prefix, {
+    replicas: 3,
+    publishTimeoutMs: 15_000,
+    connectTimeoutMs: 30_000,
+  });
   rec = recording(nats);
-  engine = createEngine({ config: world.config, bus: rec.bus, staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 15_000 });
+  engine = createEngine({
+    config: world.config,
+    bus: rec.bus,
+    staticSources: world.sources,
+    includeConfigMcp: true,
+    decisionTimeoutMs: 15_000,
+  });
   await nats.ready();
 }, 60_000);
 afterAll(async () => {
@@ -35,7 +45,10 @@ async function session(sessionId: string): Promise<void> {
   expect(loose(await t.value.invoke('tool_search', { query: 'add two numbers' })).ok).toBe(true);
   expect(loose(await t.value.invoke('tool_describe', { id: 'openclaw:demo:add_numbers' })).ok).toBe(true);
   const call = loose(await t.value.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 2, b: 2 } }));
-  expect([sessionId, call.ok ? call.value : `${call.error.code}: ${call.error.message}`]).toEqual([sessionId, { sum: 4 }]);
+  expect([sessionId, call.ok ? call.value : `${call.error.code}: ${call.error.message}`]).toEqual([
+    sessionId,
+    { sum: 4 },
+  ]);
   await t.value.end();
 }
 
@@ -59,7 +72,11 @@ describe('sessions on a three-node cluster while a node stops and restarts', () 
     await leader.restart();
     await run('after', 2);
 
-    const reader = await openBus([leader.url], world.prefix, { manageStreams: false, connectTimeoutMs: 30_000, publishTimeoutMs: 15_000 });
+    const reader = await openBus([leader.url], world.prefix, {
+      manageStreams: false,
+      connectTimeoutMs: 30_000,
+      publishTimeoutMs: 15_000,
+    });
     try {
       for (const id of ids) {
         const stored = await replayAll(reader, id);

@@ -28,7 +28,14 @@ async function bus(extra = {}): Promise<NatsBus> {
 describe('no policy enforcer is running', () => {
   it('a call is blocked after the bounded wait (fail closed), never allowed, and the record says why', async () => {
     const b = await bus();
-    const engine = createEngine({ config: world.config, bus: b, staticSources: world.sources, includeConfigMcp: true, startEnforcer: false, decisionTimeoutMs: 700 });
+    const engine = createEngine({
+      config: world.config,
+      bus: b,
+      staticSources: world.sources,
+      includeConfigMcp: true,
+      startEnforcer: false,
+      decisionTimeoutMs: 700,
+    });
     try {
       const t = await engine.startTurn({ sessionId: 'no-enforcer' });
       if (!t.ok) throw new Error(t.error.message);
@@ -54,7 +61,13 @@ describe('duplicate and out-of-order deliveries', () => {
   it('do not double-count anything in the session log, in the stream or at a live subscriber', async () => {
     const b = await bus();
     const rec = recording(b);
-    const engine = createEngine({ config: world.config, bus: rec.bus, staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 5000 });
+    const engine = createEngine({
+      config: world.config,
+      bus: rec.bus,
+      staticSources: world.sources,
+      includeConfigMcp: true,
+      decisionTimeoutMs: 5000,
+    });
     const sessionId = 'dup-1';
     try {
       const t = await engine.startTurn({ sessionId });

@@ -24,7 +24,11 @@ beforeAll(async () => {
 }, 30_000);
 afterAll(async () => {
   if (runner !== undefined && runner.exitCode === null && runner.signalCode === null) {
-    try { process.kill(-runner.pid!, 'SIGKILL'); } catch { /* gone */ }
+    try {
+      process.kill(-runner.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   }
   for (const r of roles.reverse()) await r.close();
   for (const b of buses) await b.close();
@@ -34,9 +38,14 @@ afterAll(async () => {
 
 function startRunner(id: string): Promise<ChildProcess> {
   // Its own process group, so the kill takes the runner and any sandbox child it started.
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, server.url, world.prefix, id], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, server.url, world.prefix, id], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let err = '';
-  child.stderr?.on('data', (b: Buffer) => { err += b.toString(); });
+  child.stderr?.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`runner did not start within 30 s: ${err}`)), 30_000);
     child.stdout?.on('data', (b: Buffer) => {
@@ -58,10 +67,18 @@ describe('a sandbox runner process is killed during a run', () => {
     for (const role of ['policy', 'gateway'] as const) {
       const bus = await openBus(server.url, world.prefix);
       buses.push(bus);
-      roles.push(await startRoleServices({
-        role, bus, config: world.config, cwd: world.dir, id: `${role}-1`,
-        ...(role === 'gateway' ? { engineOptions: { staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 3000 } } : {}),
-      }));
+      roles.push(
+        await startRoleServices({
+          role,
+          bus,
+          config: world.config,
+          cwd: world.dir,
+          id: `${role}-1`,
+          ...(role === 'gateway'
+            ? { engineOptions: { staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 3000 } }
+            : {}),
+        }),
+      );
       await bus.ready();
     }
     const engine = roles[1]!.engine!;
@@ -71,7 +88,9 @@ describe('a sandbox runner process is killed during a run', () => {
     expect(turn.exposure.mode).toBe('code'); // the remote runner said code mode is available
 
     // a first run works through the remote runner
-    const first = loose(await turn.invoke('tool_search_code', { code: 'const h = await tools.search("add numbers"); return h[0].id;' }));
+    const first = loose(
+      await turn.invoke('tool_search_code', { code: 'const h = await tools.search("add numbers"); return h[0].id;' }),
+    );
     expect(first).toMatchObject({ ok: true, value: 'openclaw:demo:add_numbers' });
 
     const t0 = Date.now();

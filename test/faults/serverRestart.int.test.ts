@@ -19,7 +19,13 @@ beforeAll(async () => {
   world = await roleWorld();
   nats = await openBus(server.url, world.prefix, { publishTimeoutMs: 8000 });
   rec = recording(nats);
-  engine = createEngine({ config: world.config, bus: rec.bus, staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 8000 });
+  engine = createEngine({
+    config: world.config,
+    bus: rec.bus,
+    staticSources: world.sources,
+    includeConfigMcp: true,
+    decisionTimeoutMs: 8000,
+  });
   await nats.ready();
 }, 30_000);
 afterAll(async () => {
@@ -48,7 +54,9 @@ describe('NATS server restarts during a session', () => {
     const t1 = await engine.startTurn({ sessionId });
     if (!t1.ok) throw new Error(t1.error.message);
     expect(loose(await t1.value.invoke('tool_search', { query: 'add two numbers' })).ok).toBe(true);
-    expect(loose(await t1.value.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } }))).toMatchObject({ ok: true, value: { sum: 3 } });
+    expect(
+      loose(await t1.value.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } })),
+    ).toMatchObject({ ok: true, value: { sum: 3 } });
     await t1.value.end();
 
     // between turns: a crash and a restart
@@ -80,7 +88,10 @@ describe('NATS server restarts during a session', () => {
     const live = sessionLogFrom(acked, sessionId);
     expect(sessionLogFrom(stored, sessionId)).toEqual(live);
     expect(live.turns).toBe(2);
-    expect(live.finalCalls.slice(0, 2).map((c) => [c.id, c.outcome])).toEqual([['openclaw:demo:add_numbers', 'ok'], ['openclaw:demo:echo_text', 'ok']]);
+    expect(live.finalCalls.slice(0, 2).map((c) => [c.id, c.outcome])).toEqual([
+      ['openclaw:demo:add_numbers', 'ok'],
+      ['openclaw:demo:echo_text', 'ok'],
+    ]);
     expect(stored.filter((e) => e.type === 'turn.completed')).toHaveLength(2);
   }, 60_000);
 
@@ -88,7 +99,13 @@ describe('NATS server restarts during a session', () => {
     const sessionId = 'restart-2';
     const short = await openBus(server.url, world.prefix, { publishTimeoutMs: 1200 });
     const r2 = recording(short);
-    const eng = createEngine({ config: world.config, bus: r2.bus, staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 2000 });
+    const eng = createEngine({
+      config: world.config,
+      bus: r2.bus,
+      staticSources: world.sources,
+      includeConfigMcp: true,
+      decisionTimeoutMs: 2000,
+    });
     try {
       const t = await eng.startTurn({ sessionId });
       if (!t.ok) throw new Error(t.error.message);
@@ -99,7 +116,10 @@ describe('NATS server restarts during a session', () => {
       expect(Date.now() - started).toBeLessThan(10_000);
       expect(r.ok).toBe(false);
       expect(`${r.error.code} ${r.error.message}`).toMatch(/NATS|bus\./);
-      const ended = await t.value.end().then(() => 'ended', (e: unknown) => String(e));
+      const ended = await t.value.end().then(
+        () => 'ended',
+        (e: unknown) => String(e),
+      );
       expect(typeof ended).toBe('string');
       await server.restart();
       await sleep(300);

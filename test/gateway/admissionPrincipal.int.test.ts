@@ -19,11 +19,23 @@ describe('the principal a new turn is admitted and bounded as', () => {
     engine = createFakeEngine({ mode: 'tools' });
     const auth = createFrontAuth({
       principals: {
-        app: { name: 'app', keySha256: hashApiKey(KEY), agents: ['default'], profiles: ['default'], sandboxes: ['default'], owner: false, approver: false },
+        app: {
+          name: 'app',
+          keySha256: hashApiKey(KEY),
+          agents: ['default'],
+          profiles: ['default'],
+          sandboxes: ['default'],
+          owner: false,
+          approver: false,
+        },
       },
     });
     gateway = await startGatewayServer({
-      engine, provider: createProviderClient({ baseUrl: mock.url }), maxRounds: 8, defaults: { agentId: 'default', profile: 'default' }, auth,
+      engine,
+      provider: createProviderClient({ baseUrl: mock.url }),
+      maxRounds: 8,
+      defaults: { agentId: 'default', profile: 'default' },
+      auth,
       admit: (sessionId, principal) => {
         admitted.push({ sessionId, principal });
         return undefined;
@@ -36,7 +48,11 @@ describe('the principal a new turn is admitted and bounded as', () => {
   });
 
   const ask = (session: string, headers: Record<string, string> = {}) =>
-    postJson(`${gateway.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { 'x-toolsearch-session': session, ...headers });
+    postJson(
+      `${gateway.url}/v1/chat/completions`,
+      { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+      { 'x-toolsearch-session': session, ...headers },
+    );
 
   it('is the key principal for a request with a key, and reaches the engine as such', async () => {
     const r = await ask('with-key', { authorization: `Bearer ${KEY}` });
@@ -47,14 +63,21 @@ describe('the principal a new turn is admitted and bounded as', () => {
 
   it('is the agent for a request to a front without keys', async () => {
     const open = await startGatewayServer({
-      engine, provider: createProviderClient({ baseUrl: mock.url }), maxRounds: 8, defaults: { agentId: 'default', profile: 'default' },
+      engine,
+      provider: createProviderClient({ baseUrl: mock.url }),
+      maxRounds: 8,
+      defaults: { agentId: 'default', profile: 'default' },
       admit: (sessionId, principal) => {
         admitted.push({ sessionId, principal });
         return undefined;
       },
     });
     try {
-      const r = await postJson(`${open.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { 'x-toolsearch-session': 'anonymous' });
+      const r = await postJson(
+        `${open.url}/v1/chat/completions`,
+        { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-toolsearch-session': 'anonymous' },
+      );
       expect(r.status).toBe(200);
     } finally {
       await open.close();

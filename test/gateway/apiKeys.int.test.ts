@@ -46,7 +46,13 @@ const responses = (input: string, headers: Record<string, string> = {}) =>
   postJson(`${gw.url}/v1/responses`, { model: 'any', input }, headers);
 const bearer = (name: string) => ({ authorization: `Bearer ${keys[name]}` });
 const lines = (file: string): Array<{ agent: string; owner: boolean; session: string }> =>
-  existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [];
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 
 /** Polls `check` until it is true, at most `ms`. */
 async function until(check: () => Promise<boolean>, ms = 8000): Promise<void> {
@@ -63,14 +69,20 @@ beforeAll(async () => {
   process.env['WITNESS_DIR'] = dir;
   writeFileSync(join(dir, 'witness.mjs'), WITNESS_PLUGIN);
   configFile = join(dir, 'toolsearch.config.json5');
-  writeFileSync(configFile, `{
+  writeFileSync(
+    configFile,
+    `{
     tools: { toolSearch: { mode: 'tools' } },
     plugins: ['./witness.mjs'],
     agents: { support: { tools: { deny: ['*witness_support_denied'] } } },
     profiles: { readonly: {} },
     log: { path: 'events.jsonl' },
-  }`);
-  for (const [name, extra] of [['app', ['--agent', 'support']], ['ops', ['--agent', 'default', '--agent', 'support', '--owner']]] as const) {
+  }`,
+  );
+  for (const [name, extra] of [
+    ['app', ['--agent', 'support']],
+    ['ops', ['--agent', 'default', '--agent', 'support', '--owner']],
+  ] as const) {
     const r = await keysCli('add', name, ...extra);
     expect(r.code).toBe(0);
     keys[name] = r.out.at(-1) as string;
@@ -78,7 +90,13 @@ beforeAll(async () => {
   }
   const loaded = loadConfig({ path: configFile });
   if (!loaded.ok) throw new Error(loaded.error.message);
-  const started = await startGateway({ config: loaded.value.config, cwd: dir, port: 0, configPath: configFile, configWatchMs: 100 });
+  const started = await startGateway({
+    config: loaded.value.config,
+    cwd: dir,
+    port: 0,
+    configPath: configFile,
+    configWatchMs: 100,
+  });
   if (!started.ok) throw new Error(started.error.message);
   gw = started.value;
 });
@@ -128,7 +146,10 @@ describe('HTTP front with API keys', () => {
     expect(agent.status).toBe(403);
     expect(agent.json.error).toMatchObject({ code: 'principal.notAllowed', param: 'x-toolsearch-agent' });
     expect(agent.json.error.message).toContain('asked for agent "default" but may use only "support"');
-    const profile = await chat('target=witness_support_denied', { ...bearer('app'), 'x-toolsearch-profile': 'readonly' });
+    const profile = await chat('target=witness_support_denied', {
+      ...bearer('app'),
+      'x-toolsearch-profile': 'readonly',
+    });
     expect(profile.status).toBe(403);
     expect(profile.json.error.message).toContain('profile "readonly"');
     const owner = await chat('target=witness_owner_only', { ...bearer('app'), 'x-toolsearch-owner': 'true' });
@@ -144,7 +165,11 @@ describe('HTTP front with API keys', () => {
     const narrowed = await chat('target=witness_owner_only', { ...bearer('ops'), 'x-toolsearch-owner': 'false' });
     expect(narrowed.status).toBe(200);
     expect(lines(join(dir, 'owner.jsonl'))).toEqual([]);
-    const asSupport = await chat('target=witness_support_denied', { ...bearer('ops'), 'x-toolsearch-agent': 'support', 'x-toolsearch-owner': 'false' });
+    const asSupport = await chat('target=witness_support_denied', {
+      ...bearer('ops'),
+      'x-toolsearch-agent': 'support',
+      'x-toolsearch-owner': 'false',
+    });
     expect(asSupport.status).toBe(200);
     const owner = await chat('target=witness_owner_only', bearer('ops'));
     expect(owner.status).toBe(200);
@@ -169,18 +194,24 @@ describe('HTTP front with API keys', () => {
     expect((await chat('hello', { ...bearer('ops'), 'x-toolsearch-session': id })).status).toBe(403);
   });
 
-  it('POST /v1/responses goes through the same admission: no key, a widened identity or another key\'s session is refused', async () => {
+  it("POST /v1/responses goes through the same admission: no key, a widened identity or another key's session is refused", async () => {
     const before = lines(join(dir, 'denied.jsonl')).length;
     const none = await responses('target=witness_support_denied');
     expect(none.status).toBe(401);
     expect(none.json.error.code).toBe('auth.missingKey');
-    const agent = await responses('target=witness_support_denied', { ...bearer('app'), 'x-toolsearch-agent': 'default' });
+    const agent = await responses('target=witness_support_denied', {
+      ...bearer('app'),
+      'x-toolsearch-agent': 'default',
+    });
     expect(agent.status).toBe(403);
     expect(agent.json.error).toMatchObject({ code: 'principal.notAllowed', param: 'x-toolsearch-agent' });
     const opened = await responses('hello', { ...bearer('app'), 'x-toolsearch-session': 'responses-1' });
     expect(opened.status).toBe(200);
     expect(opened.json.object).toBe('response');
-    const stolen = await responses('target=witness_owner_only', { ...bearer('ops'), 'x-toolsearch-session': 'responses-1' });
+    const stolen = await responses('target=witness_owner_only', {
+      ...bearer('ops'),
+      'x-toolsearch-session': 'responses-1',
+    });
     expect(stolen.status).toBe(403);
     expect(stolen.json.error).toMatchObject({ code: 'session.notYours', param: 'x-toolsearch-session' });
     // A key without an agent header runs as its own agent here too: its deny list holds.
@@ -196,8 +227,16 @@ describe('HTTP front with API keys', () => {
     await until(async () => readFileSync(join(dir, 'events.jsonl'), 'utf8').includes('"digest-1"'));
     const log = readFileSync(join(dir, 'events.jsonl'), 'utf8');
     expect(log).not.toContain(marker);
-    const requested = log.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'gateway.turn.requested' && e.sessionId === 'digest-1');
-    expect(requested.data).toMatchObject({ agentId: 'support', messageCount: 1, messagesDigest: expect.stringMatching(/^sha256:/) });
+    const requested = log
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l))
+      .find((e) => e.type === 'gateway.turn.requested' && e.sessionId === 'digest-1');
+    expect(requested.data).toMatchObject({
+      agentId: 'support',
+      messageCount: 1,
+      messagesDigest: expect.stringMatching(/^sha256:/),
+    });
     expect(requested.data.messages).toBeUndefined();
   });
 
@@ -246,7 +285,13 @@ describe('exposure of the front', () => {
     expect(refused.ok || refused.error.code).toBe('front.tlsRequired');
     if (!refused.ok) expect(refused.error.message).toContain('gateway.tls.cert');
 
-    const insecure = await startGateway({ config: plain.config, cwd: plain.d, port: 0, host: '0.0.0.0', insecureHttp: true });
+    const insecure = await startGateway({
+      config: plain.config,
+      cwd: plain.d,
+      port: 0,
+      host: '0.0.0.0',
+      insecureHttp: true,
+    });
     if (!insecure.ok) throw new Error(insecure.error.message);
     try {
       expect(insecure.value.url).toMatch(/^http:/);
@@ -255,16 +300,27 @@ describe('exposure of the front', () => {
       await insecure.value.close();
     }
 
-    const withTls = baseConfig({ principals: { a: { keySha256: keyHash } }, gateway: { tls: { cert: join(fixtures, 'test-only-tls.crt'), key: join(fixtures, 'test-only-tls.key') } } });
+    const withTls = baseConfig({
+      principals: { a: { keySha256: keyHash } },
+      gateway: { tls: { cert: join(fixtures, 'test-only-tls.crt'), key: join(fixtures, 'test-only-tls.key') } },
+    });
     const secure = await startGateway({ config: withTls.config, cwd: withTls.d, port: 0, host: '0.0.0.0' });
     if (!secure.ok) throw new Error(secure.error.message);
     try {
       expect(secure.value.url).toMatch(/^https:/);
       const status = await new Promise<number>((resolve, reject) => {
-        const req = httpsRequest({ host: '127.0.0.1', port: secure.value.port, path: '/v1/models', ca: readFileSync(join(fixtures, 'test-only-tls.crt')) }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = httpsRequest(
+          {
+            host: '127.0.0.1',
+            port: secure.value.port,
+            path: '/v1/models',
+            ca: readFileSync(join(fixtures, 'test-only-tls.crt')),
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -279,7 +335,11 @@ describe('exposure of the front', () => {
     const r = await startGateway({ config, cwd: d, port: 0 });
     if (!r.ok) throw new Error(r.error.message);
     try {
-      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'keep FULL-MARKER-1' }] }, { 'x-toolsearch-session': 'full-1' });
+      const res = await postJson(
+        `${r.value.url}/v1/chat/completions`,
+        { model: 'any', messages: [{ role: 'user', content: 'keep FULL-MARKER-1' }] },
+        { 'x-toolsearch-session': 'full-1' },
+      );
       expect(res.status).toBe(200);
     } finally {
       await r.value.close();
@@ -289,22 +349,35 @@ describe('exposure of the front', () => {
 
   it('with log.content "full", a direct tool\'s secret argument is still recorded as [redacted]', async () => {
     const { d } = baseConfig({});
-    writeFileSync(join(d, 'unlock.mjs'), `export default { id: 'lock', tools: [{ name: 'unlock', description: 'Unlock with a password.',
+    writeFileSync(
+      join(d, 'unlock.mjs'),
+      `export default { id: 'lock', tools: [{ name: 'unlock', description: 'Unlock with a password.',
       parameters: { type: 'object', properties: { password: { type: 'string', format: 'password' } }, required: ['password'] },
-      execute: (args) => ({ unlocked: args.password.length > 0 }) }] };`);
-    writeFileSync(join(d, 'cfg.json'), JSON.stringify({ log: { path: 'events.jsonl', content: 'full' }, plugins: ['./unlock.mjs'] }));
+      execute: (args) => ({ unlocked: args.password.length > 0 }) }] };`,
+    );
+    writeFileSync(
+      join(d, 'cfg.json'),
+      JSON.stringify({ log: { path: 'events.jsonl', content: 'full' }, plugins: ['./unlock.mjs'] }),
+    );
     const loaded = loadConfig({ path: join(d, 'cfg.json') });
     if (!loaded.ok) throw new Error(loaded.error.message);
     const r = await startGateway({ config: loaded.value.config, cwd: d, port: 0 });
     if (!r.ok) throw new Error(r.error.message);
     try {
-      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'target=unlock' }] }, { 'x-toolsearch-session': 'full-secret-1' });
+      const res = await postJson(
+        `${r.value.url}/v1/chat/completions`,
+        { model: 'any', messages: [{ role: 'user', content: 'target=unlock' }] },
+        { 'x-toolsearch-session': 'full-secret-1' },
+      );
       expect(res.status).toBe(200);
       expect(res.json.choices[0].message.content).toContain('"unlocked":true');
     } finally {
       await r.value.close();
     }
-    const events = readFileSync(join(d, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const events = readFileSync(join(d, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     const invoked = events.find((e) => e.type === 'gateway.tool.invoked' && e.sessionId === 'full-secret-1');
     expect(invoked.data.args).toEqual({ password: '[redacted]' });
     expect(JSON.stringify(events.filter((e) => e.sessionId === 'full-secret-1'))).not.toContain('toolsearch-marker');
@@ -314,13 +387,23 @@ describe('exposure of the front', () => {
     const token = 'sk-live-SECRET-5b2e9c41';
     const { d, config } = baseConfig({
       log: { path: 'events.jsonl' },
-      mcpServers: { broken: { command: process.execPath, args: ['-e', `console.error('refused token ' + process.env.SERVICE_TOKEN); process.exit(2)`], env: { SERVICE_TOKEN: token } } },
+      mcpServers: {
+        broken: {
+          command: process.execPath,
+          args: ['-e', `console.error('refused token ' + process.env.SERVICE_TOKEN); process.exit(2)`],
+          env: { SERVICE_TOKEN: token },
+        },
+      },
     });
     const progress: string[] = [];
     const r = await startGateway({ config, cwd: d, port: 0, warmUp: true, onProgress: (l) => progress.push(l) });
     if (!r.ok) throw new Error(r.error.message);
     try {
-      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'target=current_time' }] }, { 'x-toolsearch-session': 'mcp-leak-1' });
+      const res = await postJson(
+        `${r.value.url}/v1/chat/completions`,
+        { model: 'any', messages: [{ role: 'user', content: 'target=current_time' }] },
+        { 'x-toolsearch-session': 'mcp-leak-1' },
+      );
       expect(res.status).toBe(200);
       expect(res.text).not.toContain(token);
     } finally {
@@ -337,9 +420,17 @@ describe('exposure of the front', () => {
     const r = await startGateway({ config, cwd: d, port: 0 });
     if (!r.ok) throw new Error(r.error.message);
     try {
-      const res = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'target=current_time' }] }, { 'x-toolsearch-agent': 'ops' });
+      const res = await postJson(
+        `${r.value.url}/v1/chat/completions`,
+        { model: 'any', messages: [{ role: 'user', content: 'target=current_time' }] },
+        { 'x-toolsearch-agent': 'ops' },
+      );
       expect(res.status).toBe(200);
-      const owner = await postJson(`${r.value.url}/v1/chat/completions`, { model: 'any', messages: [{ role: 'user', content: 'hi' }] }, { 'x-toolsearch-owner': 'true' });
+      const owner = await postJson(
+        `${r.value.url}/v1/chat/completions`,
+        { model: 'any', messages: [{ role: 'user', content: 'hi' }] },
+        { 'x-toolsearch-owner': 'true' },
+      );
       expect(owner.status).toBe(403);
       expect(owner.json.error.code).toBe('principal.notAllowed');
     } finally {

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { bearerToken, checkFrontExposure, createFrontAuth, hashApiKey, isLoopbackHost, newApiKey } from '../../src/gateway/index.js';
+import {
+  bearerToken,
+  checkFrontExposure,
+  createFrontAuth,
+  hashApiKey,
+  isLoopbackHost,
+  newApiKey,
+} from '../../src/gateway/index.js';
 
 const principalsOf = (doc: unknown) => {
   const r = parseConfig(doc);
@@ -21,7 +28,8 @@ const DEFAULTS = { agentId: 'default', profile: 'default', sandboxId: 'default',
 
 describe('front auth (pure parts)', () => {
   it('knows loopback hosts', () => {
-    for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopbackHost(h)).toBe(true);
+    for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1'])
+      expect(isLoopbackHost(h)).toBe(true);
     for (const h of ['0.0.0.0', '::', '10.0.0.5', 'example.com', '128.0.0.1']) expect(isLoopbackHost(h)).toBe(false);
   });
 
@@ -42,8 +50,14 @@ describe('front auth (pure parts)', () => {
 
   it('checks exposure: loopback is free, beyond it needs keys and TLS or --insecure-http', () => {
     expect(checkFrontExposure({ host: '127.0.0.1', keys: 0, tls: false, insecureHttp: false }).ok).toBe(true);
-    expect(checkFrontExposure({ host: '0.0.0.0', keys: 0, tls: true, insecureHttp: true })).toMatchObject({ ok: false, error: { code: 'front.noKeys' } });
-    expect(checkFrontExposure({ host: '0.0.0.0', keys: 1, tls: false, insecureHttp: false })).toMatchObject({ ok: false, error: { code: 'front.tlsRequired' } });
+    expect(checkFrontExposure({ host: '0.0.0.0', keys: 0, tls: true, insecureHttp: true })).toMatchObject({
+      ok: false,
+      error: { code: 'front.noKeys' },
+    });
+    expect(checkFrontExposure({ host: '0.0.0.0', keys: 1, tls: false, insecureHttp: false })).toMatchObject({
+      ok: false,
+      error: { code: 'front.tlsRequired' },
+    });
     expect(checkFrontExposure({ host: '0.0.0.0', keys: 1, tls: true, insecureHttp: false }).ok).toBe(true);
     expect(checkFrontExposure({ host: '0.0.0.0', keys: 1, tls: false, insecureHttp: true }).ok).toBe(true);
   });
@@ -54,9 +68,15 @@ describe('createFrontAuth', () => {
     expect(createFrontAuth({ principals: {} }).authenticate(req())).toEqual({ ok: true, value: { kind: 'anonymous' } });
     const auth = createFrontAuth({ principals });
     expect(auth.required).toBe(true);
-    expect(auth.authenticate(req())).toMatchObject({ ok: false, error: { code: 'auth.missingKey', details: { status: 401 } } });
+    expect(auth.authenticate(req())).toMatchObject({
+      ok: false,
+      error: { code: 'auth.missingKey', details: { status: 401 } },
+    });
     expect(auth.authenticate(req('Bearer nope'))).toMatchObject({ ok: false, error: { code: 'auth.invalidKey' } });
-    expect(auth.authenticate(req(`Bearer ${KEY_A}`))).toMatchObject({ ok: true, value: { kind: 'key', principal: { name: 'a' } } });
+    expect(auth.authenticate(req(`Bearer ${KEY_A}`))).toMatchObject({
+      ok: true,
+      value: { kind: 'key', principal: { name: 'a' } },
+    });
   });
 
   it('keeps requiring a key once it had keys, even when all are revoked', () => {
@@ -75,11 +95,20 @@ describe('createFrontAuth', () => {
     const auth = createFrontAuth({ principals });
     const a = { kind: 'key' as const, principal: principals['a']! };
     const b = { kind: 'key' as const, principal: principals['b']! };
-    expect(auth.identity(a, {}, DEFAULTS)).toEqual({ ok: true, value: { agentId: 'support', profile: 'default', sandboxId: 'default', owner: false } });
-    expect(auth.identity(a, { agentId: 'default' }, DEFAULTS)).toMatchObject({ ok: false, error: { code: 'principal.notAllowed', details: { status: 403, param: 'x-toolsearch-agent' } } });
+    expect(auth.identity(a, {}, DEFAULTS)).toEqual({
+      ok: true,
+      value: { agentId: 'support', profile: 'default', sandboxId: 'default', owner: false },
+    });
+    expect(auth.identity(a, { agentId: 'default' }, DEFAULTS)).toMatchObject({
+      ok: false,
+      error: { code: 'principal.notAllowed', details: { status: 403, param: 'x-toolsearch-agent' } },
+    });
     expect(auth.identity(b, {}, DEFAULTS)).toMatchObject({ ok: true, value: { owner: true } });
     expect(auth.identity(b, { owner: false }, DEFAULTS)).toMatchObject({ ok: true, value: { owner: false } });
-    expect(auth.identity({ kind: 'anonymous' }, { owner: true }, DEFAULTS)).toMatchObject({ ok: false, error: { code: 'principal.notAllowed' } });
+    expect(auth.identity({ kind: 'anonymous' }, { owner: true }, DEFAULTS)).toMatchObject({
+      ok: false,
+      error: { code: 'principal.notAllowed' },
+    });
   });
 
   it('sessions belong to their first key; forgetting is per key and after idling', () => {

@@ -17,7 +17,10 @@ describe('an event the front cannot record', () => {
     mock = await startMockProvider();
     engine = createFakeEngine({ mode: 'tools' });
     gateway = await startGatewayServer({
-      engine, provider: createProviderClient({ baseUrl: mock.url }), maxRounds: 8, defaults: { agentId: 'main', profile: 'default' },
+      engine,
+      provider: createProviderClient({ baseUrl: mock.url }),
+      maxRounds: 8,
+      defaults: { agentId: 'main', profile: 'default' },
       onEvent: (e) => {
         if (e.type === failOn) throw new Error('the event log is gone');
         recorded.push(e);
@@ -34,7 +37,8 @@ describe('an event the front cannot record', () => {
     mock.clear();
   });
 
-  const ask = (content: string) => postJson(`${gateway.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content }] });
+  const ask = (content: string) =>
+    postJson(`${gateway.url}/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content }] });
 
   it('does not start a turn whose request cannot be recorded: 503 gateway.eventLogFailed', async () => {
     failOn = 'gateway.turn.requested';

@@ -74,12 +74,19 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
     async startTurn(req) {
       engine.requests.push(req);
       // As the real engine (the TurnEngine contract, test/turn/engineContract.ts): closed, bad requests refused.
-      if (closed) return { ok: false, error: { code: 'engine.closed', message: 'The turn engine is closed: start a new one.' } };
+      if (closed)
+        return { ok: false, error: { code: 'engine.closed', message: 'The turn engine is closed: start a new one.' } };
       if (typeof req?.sessionId !== 'string' || req.sessionId.trim() === '') {
         return { ok: false, error: { code: 'turn.invalidRequest', message: 'A turn needs a non-empty "sessionId".' } };
       }
       if (req.mode !== undefined && !['direct', 'tools', 'code'].includes(req.mode)) {
-        return { ok: false, error: { code: 'turn.badMode', message: `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".` } };
+        return {
+          ok: false,
+          error: {
+            code: 'turn.badMode',
+            message: `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`,
+          },
+        };
       }
       if (opts.startError) return { ok: false, error: opts.startError };
       let ended = false;
@@ -88,23 +95,37 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
       const exposure = expose({ mode: req.mode ?? opts.mode, entries });
       const byId = new Map(entries.map((e) => [e.id, e]));
       const resolve = (idOrName: unknown): ToolEntry | undefined =>
-        typeof idOrName === 'string' ? byId.get(idOrName) ?? entries.find((e) => e.name === idOrName) : undefined;
+        typeof idOrName === 'string' ? (byId.get(idOrName) ?? entries.find((e) => e.name === idOrName)) : undefined;
 
       const call = async (entry: ToolEntry | undefined, args: unknown, via: string): Promise<StepResult> => {
         if (!entry) return { ok: false, error: { code: 'tool.notFound', message: 'no such tool' } };
         const a = (args && typeof args === 'object' ? args : {}) as Record<string, unknown>;
-        if (entry.source === 'client') return { ok: true, pending: true, callId: `client-call-${++callSeq}`, toolName: entry.name, args: a };
+        if (entry.source === 'client')
+          return { ok: true, pending: true, callId: `client-call-${++callSeq}`, toolName: entry.name, args: a };
         engine.calls.push({ id: entry.id, args: a, via });
         return { ok: true, value: { tool: entry.name, echoed: a } };
       };
       const search = (query: string, limit = 8) => {
         const words = query.toLowerCase().split(/\s+/).filter(Boolean);
         const scored = entries
-          .map((e) => ({ e, score: words.filter((w) => e.name.toLowerCase().split('_').includes(w)).length + (e.name === words.join('_') ? 10 : 0) }))
+          .map((e) => ({
+            e,
+            score:
+              words.filter((w) => e.name.toLowerCase().split('_').includes(w)).length +
+              (e.name === words.join('_') ? 10 : 0),
+          }))
           .filter((x) => x.score > 0)
           .sort((a, b) => b.score - a.score);
         return {
-          results: scored.slice(0, limit).map(({ e }) => ({ id: e.id, source: e.source, sourceName: e.sourceName, name: e.name, description: e.description })),
+          results: scored
+            .slice(0, limit)
+            .map(({ e }) => ({
+              id: e.id,
+              source: e.source,
+              sourceName: e.sourceName,
+              name: e.name,
+              description: e.description,
+            })),
           matched: scored.length,
           catalogSize: entries.length,
         };
@@ -121,18 +142,29 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
         async invoke(toolName, args) {
           engine.invocations.push({ tool: toolName, args });
           if (opts.throwOnInvoke) throw new Error('fake engine bug');
-          if (ended) return { ok: false, error: { code: 'turn.ended', message: `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.` } };
+          if (ended)
+            return {
+              ok: false,
+              error: {
+                code: 'turn.ended',
+                message: `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`,
+              },
+            };
           const a = (args ?? {}) as Record<string, unknown>;
           if (exposure.mode === 'direct') {
             const id = exposure.nameToId.get(toolName);
-            if (id === undefined) return { ok: false, error: { code: 'tool.notExposed', message: `${toolName} is not exposed` } };
+            if (id === undefined)
+              return { ok: false, error: { code: 'tool.notExposed', message: `${toolName} is not exposed` } };
             return call(byId.get(id), args, 'direct');
           }
           if (exposure.mode === 'tools') {
-            if (toolName === 'tool_search') return { ok: true, value: search(String(a['query'] ?? ''), Number(a['limit'] ?? 8)) };
+            if (toolName === 'tool_search')
+              return { ok: true, value: search(String(a['query'] ?? ''), Number(a['limit'] ?? 8)) };
             if (toolName === 'tool_describe') {
               const d = describe(a['id']);
-              return d ? { ok: true, value: d } : { ok: false, error: { code: 'tool.notFound', message: `no tool ${String(a['id'])}` } };
+              return d
+                ? { ok: true, value: d }
+                : { ok: false, error: { code: 'tool.notFound', message: `no tool ${String(a['id'])}` } };
             }
             if (toolName === 'tool_call') return call(resolve(a['id']), a['args'] ?? {}, 'tool_call');
           }
@@ -154,12 +186,18 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
               },
             };
             const handedBack = () => (pendingClientCalls.length > 0 ? { pendingClientCalls } : {});
-            const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (...a: string[]) => (t: unknown) => Promise<unknown>;
+            const AsyncFunction = Object.getPrototypeOf(async () => undefined).constructor as new (
+              ...a: string[]
+            ) => (t: unknown) => Promise<unknown>;
             try {
               const value = await new AsyncFunction('tools', String(a['code'] ?? ''))(tools);
               return { ok: true, value: { result: value, logs: [] }, ...handedBack() } as StepResult;
             } catch (err) {
-              return { ok: false, error: { code: 'code.failed', message: err instanceof Error ? err.message : JSON.stringify(err) }, ...handedBack() } as StepResult;
+              return {
+                ok: false,
+                error: { code: 'code.failed', message: err instanceof Error ? err.message : JSON.stringify(err) },
+                ...handedBack(),
+              } as StepResult;
             }
           }
           return { ok: false, error: { code: 'tool.notExposed', message: `${toolName} is not exposed` } };

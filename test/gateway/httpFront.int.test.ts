@@ -48,24 +48,45 @@ beforeEach(() => {
 
 const chat = (base: string, body: unknown, headers: Record<string, string> = {}) =>
   postJson(`${base}/v1/chat/completions`, body, headers);
-const ask = (content: string, extra: Record<string, unknown> = {}) => ({ model: 'toolsearch', messages: [{ role: 'user', content }], ...extra });
+const ask = (content: string, extra: Record<string, unknown> = {}) => ({
+  model: 'toolsearch',
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
 
 /** A raw request, for header values fetch would refuse to send. */
 function rawPost(port: number, headers: Record<string, string>, body: string): Promise<{ status: number; json: any }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
-    });
+    const req = httpRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/chat/completions',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 
-async function otherGateway(provider: ReturnType<typeof createProviderClient>, e: FakeEngine = createFakeEngine({ mode: 'direct' })) {
-  const g = await startGatewayServer({ engine: e, provider, maxRounds: 4, defaults: { agentId: 'main', profile: 'default' } });
+async function otherGateway(
+  provider: ReturnType<typeof createProviderClient>,
+  e: FakeEngine = createFakeEngine({ mode: 'direct' }),
+) {
+  const g = await startGatewayServer({
+    engine: e,
+    provider,
+    maxRounds: 4,
+    defaults: { agentId: 'main', profile: 'default' },
+  });
   closers.push(() => g.close());
   return g;
 }
@@ -86,27 +107,47 @@ describe('gateway HTTP front', () => {
     // Each tool.invoked is published before the tool runs, its answer after.
     expect(events.map((e) => e.type)).toEqual([
       'gateway.turn.requested',
-      'gateway.tool.invoked', 'gateway.tool.answered',
-      'gateway.tool.invoked', 'gateway.tool.answered',
-      'gateway.tool.invoked', 'gateway.tool.answered',
+      'gateway.tool.invoked',
+      'gateway.tool.answered',
+      'gateway.tool.invoked',
+      'gateway.tool.answered',
+      'gateway.tool.invoked',
+      'gateway.tool.answered',
       'gateway.turn.ended',
     ]);
     expect(events.every((e) => e.sessionId === sessionId && e.turnId === r.json.toolsearch.turnId)).toBe(true);
     // Records of a turn the front runs itself: no marker needed, they never go on the command subjects.
     expect(events.every((e) => (e.data as { origin?: string }).origin === undefined)).toBe(true);
     expect(events[0]?.data).toMatchObject({ agentId: 'main', profile: 'default', model: 'toolsearch' });
-    expect(events.filter((e) => e.type === 'gateway.tool.invoked').map((e) => (e.data as { tool?: string }).tool)).toEqual(['tool_search', 'tool_describe', 'tool_call']);
+    expect(
+      events.filter((e) => e.type === 'gateway.tool.invoked').map((e) => (e.data as { tool?: string }).tool),
+    ).toEqual(['tool_search', 'tool_describe', 'tool_call']);
     expect(invokedBefore).toEqual([0, 0, 1, 1, 2, 2, 3, 3]);
     // Recorded by digest and size, not content (log.content: "full" is the opt-in).
     const answer = (events.at(-2)?.data as { result: Record<string, unknown> }).result;
-    expect(answer).toMatchObject({ ok: true, valueDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), valueBytes: expect.any(Number) });
+    expect(answer).toMatchObject({
+      ok: true,
+      valueDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+      valueBytes: expect.any(Number),
+    });
     expect(answer).not.toHaveProperty('value');
     expect(JSON.stringify(events)).not.toContain('fake_plugin_tool_4"}');
-    expect(events[0]?.data).toMatchObject({ messageCount: 1, messagesDigest: contentDigest([{ role: 'user', content: 'target=fake_plugin_tool_4' }]).digest });
+    expect(events[0]?.data).toMatchObject({
+      messageCount: 1,
+      messagesDigest: contentDigest([{ role: 'user', content: 'target=fake_plugin_tool_4' }]).digest,
+    });
     expect(events.at(-1)?.data).toMatchObject({ outcome: 'completed' });
     // Each event is valid against the event catalogue once wrapped in an envelope.
     events.forEach((e, seq) => {
-      const env = makeEnvelope({ type: e.type, sessionId: e.sessionId, turnId: e.turnId, seq, at: new Date(0), causationId: null, data: e.data as never });
+      const env = makeEnvelope({
+        type: e.type,
+        sessionId: e.sessionId,
+        turnId: e.turnId,
+        seq,
+        at: new Date(0),
+        causationId: null,
+        data: e.data as never,
+      });
       const checked = validateEvent(env);
       expect(checked.ok ? 'valid' : checked.error.message).toBe('valid');
     });
@@ -116,7 +157,11 @@ describe('gateway HTTP front', () => {
   });
 
   it('takes session, agent and profile from the headers', async () => {
-    const r = await chat(gateway.url, ask('hi'), { 'x-toolsearch-session': 'my session.1', 'x-toolsearch-agent': 'ops', 'x-toolsearch-profile': 'strict' });
+    const r = await chat(gateway.url, ask('hi'), {
+      'x-toolsearch-session': 'my session.1',
+      'x-toolsearch-agent': 'ops',
+      'x-toolsearch-profile': 'strict',
+    });
     expect(r.status).toBe(200);
     expect(r.headers.get('x-toolsearch-session')).toBe('my session.1');
     expect(engine.requests[0]).toMatchObject({ sessionId: 'my session.1', agentId: 'ops', profile: 'strict' });
@@ -144,7 +189,14 @@ describe('gateway HTTP front', () => {
   });
 
   it('hands client tool calls back under the client names and accepts their results on the next request', async () => {
-    const weather = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+    const weather = {
+      type: 'function',
+      function: {
+        name: 'get_weather',
+        description: 'Weather for a city',
+        parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
+    };
     const headers = { 'x-toolsearch-session': 'client-tools-1' };
     const first = await chat(gateway.url, ask('target=get_weather', { tools: [weather] }), headers);
     expect(first.status).toBe(200);
@@ -153,29 +205,62 @@ describe('gateway HTTP front', () => {
     expect(msg.tool_calls.map((c: any) => c.function.name)).toEqual(['get_weather']);
     expect(JSON.parse(msg.tool_calls[0].function.arguments)).toEqual({ city: MARKER });
     // The provider never saw the client's tool list, only the compact surface.
-    expect(mock.requests().map((b: any) => b.tools.map((t: any) => t.function.name).join(','))).toEqual(Array(3).fill('tool_search,tool_describe,tool_call'));
+    expect(mock.requests().map((b: any) => b.tools.map((t: any) => t.function.name).join(','))).toEqual(
+      Array(3).fill('tool_search,tool_describe,tool_call'),
+    );
 
     const callId = msg.tool_calls[0].id as string;
-    const second = await chat(gateway.url, {
-      model: 'toolsearch',
-      tools: [weather],
-      messages: [{ role: 'user', content: 'target=get_weather' }, msg, { role: 'tool', tool_call_id: callId, content: 'rain, 12C' }],
-    }, headers);
+    const second = await chat(
+      gateway.url,
+      {
+        model: 'toolsearch',
+        tools: [weather],
+        messages: [
+          { role: 'user', content: 'target=get_weather' },
+          msg,
+          { role: 'tool', tool_call_id: callId, content: 'rain, 12C' },
+        ],
+      },
+      headers,
+    );
     expect(second.status).toBe(200);
     expect(engine.clientResults).toEqual([{ callId, result: { ok: true, content: 'rain, 12C' } }]);
     expect(second.json.choices[0].message.content).toBe('result: rain, 12C');
     const resultEvent = events.find((e) => e.type === 'gateway.tool.invoked' && (e.data as any).clientResult);
-    expect(resultEvent?.data).toMatchObject({ callId, tool: 'get_weather', clientResult: { ok: true, valueDigest: contentDigest('rain, 12C').digest, valueBytes: 11 } });
+    expect(resultEvent?.data).toMatchObject({
+      callId,
+      tool: 'get_weather',
+      clientResult: { ok: true, valueDigest: contentDigest('rain, 12C').digest, valueBytes: 11 },
+    });
     expect(JSON.stringify(events)).not.toContain('rain, 12C');
     for (const e of events) {
-      const checked = validateEvent(makeEnvelope({ type: e.type, sessionId: e.sessionId, turnId: e.turnId, seq: 0, at: new Date(0), causationId: null, data: e.data as never }));
+      const checked = validateEvent(
+        makeEnvelope({
+          type: e.type,
+          sessionId: e.sessionId,
+          turnId: e.turnId,
+          seq: 0,
+          at: new Date(0),
+          causationId: null,
+          data: e.data as never,
+        }),
+      );
       expect(checked.ok ? 'valid' : checked.error.message).toBe('valid');
     }
   });
 
   it('streams handed-back client tool calls as tool_call deltas', async () => {
-    const tool = { type: 'function', function: { name: 'pick_file', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } } };
-    const res = await fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(ask('target=pick_file', { tools: [tool], stream: true })) });
+    const tool = {
+      type: 'function',
+      function: {
+        name: 'pick_file',
+        parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+      },
+    };
+    const res = await fetch(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(ask('target=pick_file', { tools: [tool], stream: true })),
+    });
     const chunks = parseSse(await res.text()).slice(0, -1) as any[];
     const deltas = chunks.flatMap((c) => c.choices[0].delta.tool_calls ?? []);
     expect(deltas[0].function.name).toBe('pick_file');
@@ -222,13 +307,21 @@ describe('gateway HTTP front', () => {
     const e = createFakeEngine({ mode: 'direct' });
     const got: GatewayFrontEvent[] = [];
     const g = await startGatewayServer({
-      engine: e, provider: createProviderClient({ baseUrl: mock.url }), maxRounds: 4, defaults: { agentId: 'default', profile: 'default' },
-      known: { agents: ['ops'], profiles: ['strict', 'readonly'] }, onEvent: (ev) => void got.push(ev),
+      engine: e,
+      provider: createProviderClient({ baseUrl: mock.url }),
+      maxRounds: 4,
+      defaults: { agentId: 'default', profile: 'default' },
+      known: { agents: ['ops'], profiles: ['strict', 'readonly'] },
+      onEvent: (ev) => void got.push(ev),
     });
     closers.push(() => g.close());
     const agent = await chat(g.url, ask('x'), { 'x-toolsearch-agent': 'nosuch', 'x-toolsearch-session': 's-unknown' });
     expect(agent.status).toBe(400);
-    expect(agent.json.error).toMatchObject({ type: 'invalid_request_error', code: 'unknown_agent', param: 'x-toolsearch-agent' });
+    expect(agent.json.error).toMatchObject({
+      type: 'invalid_request_error',
+      code: 'unknown_agent',
+      param: 'x-toolsearch-agent',
+    });
     expect(agent.json.error.message).toContain('x-toolsearch-agent');
     expect(agent.json.error.message).toContain('"nosuch"');
     expect(agent.json.error.message).toContain('default, ops');
@@ -241,10 +334,18 @@ describe('gateway HTTP front', () => {
     expect(got).toEqual([]);
     expect(e.requests).toEqual([]);
     // Known names and the defaults pass.
-    for (const h of [{}, { 'x-toolsearch-agent': 'ops', 'x-toolsearch-profile': 'strict' }, { 'x-toolsearch-agent': 'default', 'x-toolsearch-profile': 'default' }] as Array<Record<string, string>>) {
+    for (const h of [
+      {},
+      { 'x-toolsearch-agent': 'ops', 'x-toolsearch-profile': 'strict' },
+      { 'x-toolsearch-agent': 'default', 'x-toolsearch-profile': 'default' },
+    ] as Array<Record<string, string>>) {
       expect((await chat(g.url, ask('x'), h)).status).toBe(200);
     }
-    expect(e.requests.map((r) => [r.agentId, r.profile])).toEqual([['default', 'default'], ['ops', 'strict'], ['default', 'default']]);
+    expect(e.requests.map((r) => [r.agentId, r.profile])).toEqual([
+      ['default', 'default'],
+      ['ops', 'strict'],
+      ['default', 'default'],
+    ]);
   });
 
   it('refuses a body over the cap with 413', async () => {
@@ -280,7 +381,10 @@ describe('gateway HTTP front', () => {
     const collected: GatewayFrontEvent[] = [];
     const g = await startGatewayServer({
       engine: e,
-      provider: createProviderClient({ baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`, apiKey: 'sk-do-not-leak' }),
+      provider: createProviderClient({
+        baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`,
+        apiKey: 'sk-do-not-leak',
+      }),
       maxRounds: 4,
       defaults: { agentId: 'main', profile: 'default' },
       onEvent: (ev) => {
@@ -310,7 +414,10 @@ describe('gateway HTTP front', () => {
   });
 
   it('answers a start failure of the engine with an error and its code', async () => {
-    const e = createFakeEngine({ mode: 'direct', startError: { code: 'policy.unknownAgent', message: 'Agent "ghost" is not configured.' } });
+    const e = createFakeEngine({
+      mode: 'direct',
+      startError: { code: 'policy.unknownAgent', message: 'Agent "ghost" is not configured.' },
+    });
     const g = await otherGateway(createProviderClient({ baseUrl: mock.url }), e);
     const r = await chat(g.url, ask('x'), { 'x-toolsearch-agent': 'ghost' });
     expect(r.status).toBe(400);

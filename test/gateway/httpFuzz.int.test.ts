@@ -34,9 +34,35 @@ const nested = (depth: number): unknown => {
 
 /** Values of every JSON kind, edge cases included. */
 const WEIRD: unknown[] = [
-  null, true, false, 0, -1, 1, 2, 1.5, 1e308, -1e308, '', 'x', 'x'.repeat(5000), '\u0000\u202e', [], [null], [1, 'a'],
-  {}, { type: 'function' }, { a: { b: { c: 1 } } }, nested(40), nested(200), 'none', 'auto', ['a', 'b', 'c', 'd', 'e'],
-  [{ type: 'text', text: 'hi' }], [{ type: 'text' }], { __proto__: { polluted: true } }, { constructor: { prototype: {} } },
+  null,
+  true,
+  false,
+  0,
+  -1,
+  1,
+  2,
+  1.5,
+  1e308,
+  -1e308,
+  '',
+  'x',
+  'x'.repeat(5000),
+  '\u0000\u202e',
+  [],
+  [null],
+  [1, 'a'],
+  {},
+  { type: 'function' },
+  { a: { b: { c: 1 } } },
+  nested(40),
+  nested(200),
+  'none',
+  'auto',
+  ['a', 'b', 'c', 'd', 'e'],
+  [{ type: 'text', text: 'hi' }],
+  [{ type: 'text' }],
+  { __proto__: { polluted: true } },
+  { constructor: { prototype: {} } },
 ];
 
 const user = { role: 'user', content: 'hello' };
@@ -50,7 +76,8 @@ describe('the HTTP front under fuzzed requests', () => {
 
   const post = async (body: string | unknown, headers: Record<string, string> = {}): Promise<Answer> => {
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', ...headers },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
@@ -68,7 +95,11 @@ describe('the HTTP front under fuzzed requests', () => {
   const expectSound = (a: Answer, what: string) => {
     expect(a.status, `${what}: ${a.text.slice(0, 300)}`).toBeLessThan(500);
     if (a.status >= 400) {
-      expect(a.body?.error, what).toMatchObject({ message: expect.any(String), type: expect.any(String), code: expect.any(String) });
+      expect(a.body?.error, what).toMatchObject({
+        message: expect.any(String),
+        type: expect.any(String),
+        code: expect.any(String),
+      });
       expect(a.body.error.message.length, what).toBeGreaterThan(10);
       expect(a.body.error.param === null || typeof a.body.error.param === 'string', what).toBe(true);
     }
@@ -92,18 +123,25 @@ describe('the HTTP front under fuzzed requests', () => {
       for (const value of WEIRD) {
         const a = await post({ messages: [user], [field]: value });
         expectSound(a, `${field}=${JSON.stringify(value)?.slice(0, 80)}`);
-        if (a.status === 400 && a.body.error.code !== 'nesting_too_deep') expect(a.body.error.param ?? '').toMatch(new RegExp(`^${field}`));
+        if (a.status === 400 && a.body.error.code !== 'nesting_too_deep')
+          expect(a.body.error.param ?? '').toMatch(new RegExp(`^${field}`));
       }
     }
     // n is 1 or nothing: any other value is refused before a turn runs.
-    for (const n of [0, 2, '1', 1.0001]) expect((await post({ messages: [user], n })).body.error).toMatchObject({ code: 'unsupported_value', param: 'n' });
+    for (const n of [0, 2, '1', 1.0001])
+      expect((await post({ messages: [user], n })).body.error).toMatchObject({ code: 'unsupported_value', param: 'n' });
   });
 
   it('refuses wrong message fields by role, unknown roles and malformed tool calls with 400', async () => {
     for (const role of [...Object.keys(MessageSchemas), 'wizard', 'function', '', 'USER']) {
       for (const key of ['content', 'tool_calls', 'tool_call_id', 'name', 'refusal', 'role']) {
         for (const value of WEIRD) {
-          const message: Record<string, unknown> = { role, content: 'x', ...(role === 'tool' ? { tool_call_id: 'c1' } : {}), [key]: value };
+          const message: Record<string, unknown> = {
+            role,
+            content: 'x',
+            ...(role === 'tool' ? { tool_call_id: 'c1' } : {}),
+            [key]: value,
+          };
           const a = await post({ messages: [user, message] });
           expectSound(a, `${role}.${key}=${JSON.stringify(value)?.slice(0, 80)}`);
         }
@@ -131,9 +169,16 @@ describe('the HTTP front under fuzzed requests', () => {
     const random = rng(20261201);
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
     const base = () => ({
-      model: 'm', temperature: 0.5, messages: [
-        { role: 'system', content: 's' }, user,
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      model: 'm',
+      temperature: 0.5,
+      messages: [
+        { role: 'system', content: 's' },
+        user,
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'done' },
         { role: 'user', content: 'target=current_time' },
       ],
@@ -146,7 +191,8 @@ describe('the HTTP front under fuzzed requests', () => {
       const out = Array.isArray(v) ? [...v] : { ...v };
       const r = random();
       if (r < 0.15) delete out[k];
-      else if (r < 0.3) out[pick(['role', 'content', 'tool_calls', 'type', 'function', 'arguments', 'zz'])] = pick(WEIRD);
+      else if (r < 0.3)
+        out[pick(['role', 'content', 'tool_calls', 'type', 'function', 'arguments', 'zz'])] = pick(WEIRD);
       else if (r < 0.6) out[k] = pick(WEIRD);
       else out[k] = mutate(v[k], depth + 1);
       return out;
@@ -162,17 +208,24 @@ describe('the HTTP front under fuzzed requests', () => {
 
   it('leaves a complete log: one turn.ended per turn.requested, nothing for refused requests', async () => {
     await gw.close();
-    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as Envelope);
+    const logged = (await readFile(join(dir, 'events.jsonl'), 'utf8'))
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Envelope);
     const requested = logged.filter((e) => e.type === 'gateway.turn.requested');
     const ended = logged.filter((e) => e.type === 'gateway.turn.ended');
     expect(requested.length).toBeGreaterThan(0);
     expect(new Set(ended.map((e) => e.turnId))).toEqual(new Set(requested.map((e) => e.turnId)));
     expect(ended).toHaveLength(requested.length);
     // Refused requests (400) ran no turn: the turns are exactly the answers that were not refused before a turn.
-    const refusedUpFront = answers.filter((a) => a.status === 400 && !String(a.body?.error?.code ?? '').includes('.')).length;
+    const refusedUpFront = answers.filter(
+      (a) => a.status === 400 && !String(a.body?.error?.code ?? '').includes('.'),
+    ).length;
     expect(requested.length).toBe(answers.length - refusedUpFront);
     for (const e of logged.filter((x) => x.type === 'turn.started')) {
-      expect(logged.some((x) => x.turnId === e.turnId && (x.type === 'turn.completed' || x.type === 'turn.failed'))).toBe(true);
+      expect(
+        logged.some((x) => x.turnId === e.turnId && (x.type === 'turn.completed' || x.type === 'turn.failed')),
+      ).toBe(true);
     }
   });
 });

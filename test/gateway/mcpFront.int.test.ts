@@ -4,14 +4,21 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import {
-  CreateMessageRequestSchema, ElicitRequestSchema, McpError, ToolListChangedNotificationSchema, type CallToolResult,
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMcpGateway, type McpGateway } from '../../src/app/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { sharedServerSource } from '../catalog/sharedServer.js';
 
-const everything = { command: process.execPath, args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'] };
+const everything = {
+  command: process.execPath,
+  args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'],
+};
 
 let dir: string;
 let gateway: McpGateway;
@@ -37,17 +44,30 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'mcp-front-'));
   const script = join(dir, 'shared-server.mjs');
   await writeFile(script, sharedServerSource);
-  const loaded = parseConfig({
-    log: { enabled: false },
-    mcpServers: { everything, shared: { command: process.execPath, args: [script] }, own: { command: process.execPath, args: [script], scope: 'session' } },
-  }, undefined, { cwd: dir });
+  const loaded = parseConfig(
+    {
+      log: { enabled: false },
+      mcpServers: {
+        everything,
+        shared: { command: process.execPath, args: [script] },
+        own: { command: process.execPath, args: [script], scope: 'session' },
+      },
+    },
+    undefined,
+    { cwd: dir },
+  );
   if (!loaded.ok) throw new Error(loaded.error.message);
   const [hostSide, gatewaySide] = InMemoryTransport.createLinkedPair();
-  const started = await startMcpGateway({ config: loaded.value.config, cwd: dir, logPath: false, sessionId: 'front-test' }, gatewaySide);
+  const started = await startMcpGateway(
+    { config: loaded.value.config, cwd: dir, logPath: false, sessionId: 'front-test' },
+    gatewaySide,
+  );
   if (!started.ok) throw new Error(started.error.message);
   gateway = started.value;
   host = new Client({ name: 'host', version: '1.0.0' }, { capabilities: { sampling: {}, elicitation: { form: {} } } });
-  host.setNotificationHandler(ToolListChangedNotificationSchema, async () => { listChanged.push(Date.now()); });
+  host.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    listChanged.push(Date.now());
+  });
   host.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
     const first = req.params.messages[0]?.content;
     if (first && 'text' in first && first.text === 'never mind') {
@@ -57,7 +77,12 @@ beforeAll(async () => {
       throw new Error('withdrawn');
     }
     sampled.push(req.params);
-    return { role: 'assistant', content: { type: 'text', text: 'sampled by the host' }, model: 'host-llm', stopReason: 'endTurn' };
+    return {
+      role: 'assistant',
+      content: { type: 'text', text: 'sampled by the host' },
+      model: 'host-llm',
+      stopReason: 'endTurn',
+    };
   });
   host.setRequestHandler(ElicitRequestSchema, async (req) => {
     elicited.push(req.params);
@@ -83,23 +108,34 @@ describe('toolsearch mcp, seen by an MCP host', () => {
     expect(byName.get('tool_call')?.annotations?.readOnlyHint).toBe(false);
     expect(byName.get('tool_search')?.outputSchema?.required).toEqual(['results', 'matched', 'catalogSize']);
     // The SDK client checks structuredContent against the declared outputSchema.
-    const found = await host.callTool({ name: 'tool_search', arguments: { query: 'tiny image' } }) as CallToolResult;
+    const found = (await host.callTool({ name: 'tool_search', arguments: { query: 'tiny image' } })) as CallToolResult;
     const sc = found.structuredContent as { results: Array<{ id: string }>; matched: number; catalogSize: number };
     expect(sc.results.map((r) => r.id)).toContain('mcp:everything:get-tiny-image');
     expect(sc.catalogSize).toBeGreaterThanOrEqual(16);
   });
 
   it('keeps outputSchema and annotations in tool_describe', async () => {
-    const r = await host.callTool({ name: 'tool_describe', arguments: { id: 'mcp:everything:get-structured-content' } }) as CallToolResult;
-    const described = JSON.parse((r.content[0] as { text: string }).text) as { outputSchema?: unknown; annotations?: unknown };
+    const r = (await host.callTool({
+      name: 'tool_describe',
+      arguments: { id: 'mcp:everything:get-structured-content' },
+    })) as CallToolResult;
+    const described = JSON.parse((r.content[0] as { text: string }).text) as {
+      outputSchema?: unknown;
+      annotations?: unknown;
+    };
     expect(described.outputSchema).toMatchObject({ type: 'object' });
   });
 
   it('passes an image, an embedded resource, resource links and structuredContent through as the server sent them', async () => {
     const image = await call('mcp:everything:get-tiny-image');
-    const img = image.content.find((b) => b.type === 'image') as { type: 'image'; data: string; mimeType: string } | undefined;
+    const img = image.content.find((b) => b.type === 'image') as
+      { type: 'image'; data: string; mimeType: string } | undefined;
     expect(img?.mimeType).toBe('image/png');
-    expect(Buffer.from(img?.data ?? '', 'base64').subarray(1, 4).toString()).toBe('PNG');
+    expect(
+      Buffer.from(img?.data ?? '', 'base64')
+        .subarray(1, 4)
+        .toString(),
+    ).toBe('PNG');
 
     const resource = await call('mcp:everything:get-resource-reference', { resourceType: 'Text', resourceId: 1 });
     expect(resource.content.some((b) => b.type === 'resource')).toBe(true);
@@ -120,7 +156,11 @@ describe('toolsearch mcp, seen by an MCP host', () => {
 
   it('relays the progress of a long downstream call to the host', async () => {
     const seen: number[] = [];
-    const r = await call('mcp:everything:trigger-long-running-operation', { duration: 1.5, steps: 3 }, { onprogress: (p) => seen.push(p.progress) });
+    const r = await call(
+      'mcp:everything:trigger-long-running-operation',
+      { duration: 1.5, steps: 3 },
+      { onprogress: (p) => seen.push(p.progress) },
+    );
     expect(r.isError).toBeFalsy();
     expect(seen).toEqual([1, 2, 3]);
   });
@@ -151,7 +191,7 @@ describe('toolsearch mcp, seen by an MCP host', () => {
     const before = listChanged.length;
     await call('mcp:shared:grow');
     await until(() => listChanged.length > before);
-    const found = await host.callTool({ name: 'tool_search', arguments: { query: 'added later' } }) as CallToolResult;
+    const found = (await host.callTool({ name: 'tool_search', arguments: { query: 'added later' } })) as CallToolResult;
     const ids = (found.structuredContent as { results: Array<{ id: string }> }).results.map((r) => r.id);
     expect(ids).toContain('mcp:shared:extra1');
   });
@@ -161,13 +201,21 @@ describe('toolsearch mcp, seen by an MCP host', () => {
     await call('mcp:own:grow');
     await until(() => listChanged.length > before);
     await until(async () => {
-      const found = await host.callTool({ name: 'tool_search', arguments: { query: 'added later', limit: 20 } }) as CallToolResult;
-      return (found.structuredContent as { results: Array<{ id: string }> }).results.some((r) => r.id === 'mcp:own:extra1');
+      const found = (await host.callTool({
+        name: 'tool_search',
+        arguments: { query: 'added later', limit: 20 },
+      })) as CallToolResult;
+      return (found.structuredContent as { results: Array<{ id: string }> }).results.some(
+        (r) => r.id === 'mcp:own:extra1',
+      );
     });
   });
 
   it('answers an unknown tool name with JSON-RPC error -32602', async () => {
-    const err = await host.callTool({ name: 'no_such_tool', arguments: {} }).then(() => undefined, (e: unknown) => e);
+    const err = await host.callTool({ name: 'no_such_tool', arguments: {} }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(McpError);
     expect((err as McpError).code).toBe(-32602);
     expect((err as McpError).message).toContain('tool_search, tool_describe, tool_call');

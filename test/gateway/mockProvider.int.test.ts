@@ -25,7 +25,8 @@ beforeEach(() => mock.clear());
 const post = (body: unknown) => postJson(`${mock.url}/chat/completions`, body);
 
 const user = (content: string) => ({ role: 'user', content });
-const toolCallsOf = (json: any) => json.choices[0].message.tool_calls as Array<{ id: string; function: { name: string; arguments: string } }>;
+const toolCallsOf = (json: any) =>
+  json.choices[0].message.tool_calls as Array<{ id: string; function: { name: string; arguments: string } }>;
 
 describe('mock provider', () => {
   it('has a /v1 base URL on 127.0.0.1 and lists its model', async () => {
@@ -54,7 +55,16 @@ describe('mock provider', () => {
   });
 
   it('direct mode: accepts a full id as target and a qualified exposed name', async () => {
-    const qualified = [{ type: 'function', function: { name: 'fake__fake_plugin_tool_3', description: '', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } } }];
+    const qualified = [
+      {
+        type: 'function',
+        function: {
+          name: 'fake__fake_plugin_tool_3',
+          description: '',
+          parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+        },
+      },
+    ];
     const r = await post({ messages: [user('target=openclaw:fake:fake_plugin_tool_3')], tools: qualified });
     const [call] = toolCallsOf(r.json);
     expect(call?.function.name).toBe('fake__fake_plugin_tool_3');
@@ -77,7 +87,14 @@ describe('mock provider', () => {
     messages.push(r1.json.choices[0].message, {
       role: 'tool',
       tool_call_id: search!.id,
-      content: JSON.stringify({ results: [{ id: 'openclaw:fake:fake_plugin_tool_1', name: 'fake_plugin_tool_1' }, { id: 'openclaw:fake:fake_plugin_tool_17', name: 'fake_plugin_tool_17' }], matched: 2, catalogSize: 40 }),
+      content: JSON.stringify({
+        results: [
+          { id: 'openclaw:fake:fake_plugin_tool_1', name: 'fake_plugin_tool_1' },
+          { id: 'openclaw:fake:fake_plugin_tool_17', name: 'fake_plugin_tool_17' },
+        ],
+        matched: 2,
+        catalogSize: 40,
+      }),
     });
     const r2 = await post({ messages, tools: tools.tools });
     const [describeCall] = toolCallsOf(r2.json);
@@ -86,7 +103,11 @@ describe('mock provider', () => {
     expect(JSON.parse(describeCall!.function.arguments)).toEqual({ id: 'openclaw:fake:fake_plugin_tool_17' });
 
     const entry = entries[17]!;
-    messages.push(r2.json.choices[0].message, { role: 'tool', tool_call_id: describeCall!.id, content: JSON.stringify({ id: entry.id, name: entry.name, inputSchema: entry.inputSchema }) });
+    messages.push(r2.json.choices[0].message, {
+      role: 'tool',
+      tool_call_id: describeCall!.id,
+      content: JSON.stringify({ id: entry.id, name: entry.name, inputSchema: entry.inputSchema }),
+    });
     const r3 = await post({ messages, tools: tools.tools });
     const [callCall] = toolCallsOf(r3.json);
     expect(callCall?.function.name).toBe('tool_call');
@@ -101,8 +122,16 @@ describe('mock provider', () => {
   it('tools mode: describes the first hit when none is named like the target', async () => {
     const messages: any[] = [
       user('target=fake_plugin_tool_99'),
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'tool_search', arguments: '{}' } }] },
-      { role: 'tool', tool_call_id: 'call_1', content: JSON.stringify({ results: [{ id: 'mcp:x:other', name: 'other' }] }) },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'tool_search', arguments: '{}' } }],
+      },
+      {
+        role: 'tool',
+        tool_call_id: 'call_1',
+        content: JSON.stringify({ results: [{ id: 'mcp:x:other', name: 'other' }] }),
+      },
     ];
     const r = await post({ messages, tools: tools.tools });
     expect(JSON.parse(toolCallsOf(r.json)[0]!.function.arguments)).toEqual({ id: 'mcp:x:other' });
@@ -111,11 +140,33 @@ describe('mock provider', () => {
   it('tools mode: finds the described schema one level down, and answers when describe failed', async () => {
     const base = [
       user('target=fake_plugin_tool_2'),
-      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'tool_describe', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'tool_describe', arguments: '{}' } }],
+      },
     ];
-    const nested = await post({ messages: [...base, { role: 'tool', tool_call_id: 'call_1', content: JSON.stringify({ tool: { id: 'x:y:z', inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } } }) }], tools: tools.tools });
+    const nested = await post({
+      messages: [
+        ...base,
+        {
+          role: 'tool',
+          tool_call_id: 'call_1',
+          content: JSON.stringify({
+            tool: {
+              id: 'x:y:z',
+              inputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+            },
+          }),
+        },
+      ],
+      tools: tools.tools,
+    });
     expect(JSON.parse(toolCallsOf(nested.json)[0]!.function.arguments)).toEqual({ id: 'x:y:z', args: { n: 1 } });
-    const failed = await post({ messages: [...base, { role: 'tool', tool_call_id: 'call_1', content: '{"error":{"code":"tool.notFound"}}' }], tools: tools.tools });
+    const failed = await post({
+      messages: [...base, { role: 'tool', tool_call_id: 'call_1', content: '{"error":{"code":"tool.notFound"}}' }],
+      tools: tools.tools,
+    });
     expect(failed.json.choices[0].message.content).toBe('result: {"error":{"code":"tool.notFound"}}');
   });
 
@@ -131,7 +182,11 @@ describe('mock provider', () => {
     expect(body).toContain(MARKER);
 
     const after = await post({
-      messages: [user('target=fake_plugin_tool_17'), r.json.choices[0].message, { role: 'tool', tool_call_id: calls[0]!.id, content: 'done-xyz' }],
+      messages: [
+        user('target=fake_plugin_tool_17'),
+        r.json.choices[0].message,
+        { role: 'tool', tool_call_id: calls[0]!.id, content: 'done-xyz' },
+      ],
       tools: code.tools,
     });
     expect(after.json.choices[0].message.content).toBe('result: done-xyz');
@@ -152,10 +207,11 @@ describe('mock provider', () => {
     expect(chunks.every((c) => c.object === 'chat.completion.chunk')).toBe(true);
     let name = '';
     let args = '';
-    for (const c of chunks) for (const t of c.choices[0].delta.tool_calls ?? []) {
-      name += t.function?.name ?? '';
-      args += t.function?.arguments ?? '';
-    }
+    for (const c of chunks)
+      for (const t of c.choices[0].delta.tool_calls ?? []) {
+        name += t.function?.name ?? '';
+        args += t.function?.arguments ?? '';
+      }
     expect(name).toBe('fake_plugin_tool_5');
     expect(JSON.parse(args)).toEqual(markerArgs);
     expect(chunks.at(-1).choices[0].finish_reason).toBe('tool_calls');
@@ -193,7 +249,11 @@ describe('toolsearch mock-provider', () => {
   const io = () => {
     const out: string[] = [];
     const err: string[] = [];
-    return { out, err, io: { stdout: (s: string) => out.push(s), stderr: (s: string) => err.push(s), cwd: process.cwd(), env: {} } };
+    return {
+      out,
+      err,
+      io: { stdout: (s: string) => out.push(s), stderr: (s: string) => err.push(s), cwd: process.cwd(), env: {} },
+    };
   };
 
   it('prints usage with --help and refuses a bad port', async () => {

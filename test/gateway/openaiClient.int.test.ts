@@ -32,15 +32,25 @@ async function recordingProxy(target: string): Promise<typeof upstream> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const r = await fetch(`${target}${req.url!.replace(/^\/v1/, '')}`, { method: req.method!, headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
-      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' }).end(await r.text());
+      const r = await fetch(`${target}${req.url!.replace(/^\/v1/, '')}`, {
+        method: req.method!,
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.concat(chunks),
+      });
+      res
+        .writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' })
+        .end(await r.text());
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     headers,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -79,25 +89,43 @@ describe('the openai client: Responses API', () => {
     expect(r.status).toBe('completed');
     expect(r.id).toMatch(/^resp_/);
     expect(r.output_text).toBe('mock: hello there');
-    expect(r.output).toEqual([{ type: 'message', id: expect.stringMatching(/^msg_/), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'mock: hello there', annotations: [] }] }]);
+    expect(r.output).toEqual([
+      {
+        type: 'message',
+        id: expect.stringMatching(/^msg_/),
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'mock: hello there', annotations: [] }],
+      },
+    ]);
     expect(r.usage).toMatchObject({ input_tokens: expect.any(Number), output_tokens: expect.any(Number) });
     expect(r.usage!.total_tokens).toBe(r.usage!.input_tokens + r.usage!.output_tokens);
     expect(r.usage!.input_tokens).toBeGreaterThan(0);
     // The provider got a chat request: the instructions as the system message, then the user text.
     const sent = mock.requests()[0] as { messages: Array<{ role: string; content: string }> };
-    expect(sent.messages.slice(0, 2)).toEqual([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'hello there' }]);
+    expect(sent.messages.slice(0, 2)).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'hello there' },
+    ]);
   });
 
   it('runs the same turn as chat completions: a gateway tool found, described and called in tools mode', async () => {
     const r = await client.responses.create({ model: 'toolsearch', input: 'target=add_numbers' });
     expect(r.status).toBe('completed');
     expect(r.output_text).toContain('"sum":2');
-    const chat = await client.chat.completions.create({ model: 'toolsearch', messages: [{ role: 'user', content: 'target=add_numbers' }] });
+    const chat = await client.chat.completions.create({
+      model: 'toolsearch',
+      messages: [{ role: 'user', content: 'target=add_numbers' }],
+    });
     expect(chat.choices[0]!.message.content).toBe(r.output_text);
   });
 
   it('streamed: the event sequence of a response, deltas adding up to the text, and responses.stream() accumulates it', async () => {
-    const stream = await client.responses.create({ model: 'toolsearch', input: `say ${'x'.repeat(150)}`, stream: true });
+    const stream = await client.responses.create({
+      model: 'toolsearch',
+      input: `say ${'x'.repeat(150)}`,
+      stream: true,
+    });
     const types: string[] = [];
     const seqs: number[] = [];
     let text = '';
@@ -108,42 +136,78 @@ describe('the openai client: Responses API', () => {
       if (e.type === 'response.output_text.delta') text += e.delta;
       if (e.type === 'response.completed') final = e.response;
     }
-    expect(types.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    expect(types.slice(0, 4)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+    ]);
     expect(types.filter((t) => t === 'response.output_text.delta').length).toBeGreaterThan(1);
-    expect(types.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed']);
+    expect(types.slice(-4)).toEqual([
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
     expect(seqs).toEqual(seqs.map((_, i) => i));
     expect(text).toBe(`mock: say ${'x'.repeat(150)}`);
-    expect(final?.output_text ?? final?.output.flatMap((o) => (o.type === 'message' ? o.content : [])).map((c) => ('text' in c ? c.text : '')).join('')).toBe(text);
+    expect(
+      final?.output_text ??
+        final?.output
+          .flatMap((o) => (o.type === 'message' ? o.content : []))
+          .map((c) => ('text' in c ? c.text : ''))
+          .join(''),
+    ).toBe(text);
 
     const helper = client.responses.stream({ model: 'toolsearch', input: 'hi' });
     const done = await helper.finalResponse();
     expect(done.output_text).toBe('mock: hi');
   });
 
-  it('function tools: a client tool call comes back as a function_call item with the model\'s call id; its output completes the turn', async () => {
-    const tools: OpenAI.Responses.Tool[] = [{
-      type: 'function', name: 'ask_user', description: 'Ask the user a question and wait for the answer.', strict: false,
-      parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
-    }];
-    const first = await client.responses.create({ model: 'toolsearch', input: 'target=ask_user', tools }, { headers: { 'x-toolsearch-session': 'resp-tools-1' } });
-    const calls = first.output.filter((o): o is OpenAI.Responses.ResponseFunctionToolCall => o.type === 'function_call');
+  it("function tools: a client tool call comes back as a function_call item with the model's call id; its output completes the turn", async () => {
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'function',
+        name: 'ask_user',
+        description: 'Ask the user a question and wait for the answer.',
+        strict: false,
+        parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+      },
+    ];
+    const first = await client.responses.create(
+      { model: 'toolsearch', input: 'target=ask_user', tools },
+      { headers: { 'x-toolsearch-session': 'resp-tools-1' } },
+    );
+    const calls = first.output.filter(
+      (o): o is OpenAI.Responses.ResponseFunctionToolCall => o.type === 'function_call',
+    );
     expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatchObject({ name: 'ask_user', call_id: expect.stringMatching(/^call_\d+$/), status: 'completed' });
+    expect(calls[0]).toMatchObject({
+      name: 'ask_user',
+      call_id: expect.stringMatching(/^call_\d+$/),
+      status: 'completed',
+    });
     expect(JSON.parse(calls[0]!.arguments)).toEqual({ q: expect.any(String) });
     // The id is the one the model gave its tool call (recorded as toolCallId), not the gateway's call id.
-    const requested = (await world.events('resp-tools-1')).find((e) => e.type === 'call.requested')!.data as { callId: string; toolCallId?: string };
+    const requested = (await world.events('resp-tools-1')).find((e) => e.type === 'call.requested')!.data as {
+      callId: string;
+      toolCallId?: string;
+    };
     expect(requested.toolCallId).toBe(calls[0]!.call_id);
     expect(requested.callId).not.toBe(calls[0]!.call_id);
 
-    const second = await client.responses.create({
-      model: 'toolsearch',
-      input: [
-        { role: 'user', content: 'target=ask_user' },
-        { type: 'function_call', call_id: calls[0]!.call_id, name: 'ask_user', arguments: calls[0]!.arguments },
-        { type: 'function_call_output', call_id: calls[0]!.call_id, output: 'the user says yes' },
-      ],
-      tools,
-    }, { headers: { 'x-toolsearch-session': 'resp-tools-1' } });
+    const second = await client.responses.create(
+      {
+        model: 'toolsearch',
+        input: [
+          { role: 'user', content: 'target=ask_user' },
+          { type: 'function_call', call_id: calls[0]!.call_id, name: 'ask_user', arguments: calls[0]!.arguments },
+          { type: 'function_call_output', call_id: calls[0]!.call_id, output: 'the user says yes' },
+        ],
+        tools,
+      },
+      { headers: { 'x-toolsearch-session': 'resp-tools-1' } },
+    );
     expect(second.status).toBe('completed');
     expect(second.output_text).toContain('the user says yes');
     // The client's result was recorded against the call handed back (matched through the model's id).
@@ -155,8 +219,20 @@ describe('the openai client: Responses API', () => {
   });
 
   it('streamed function call: output_item.added, argument deltas and done carry the call', async () => {
-    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'ask_user', strict: false, parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } }];
-    const stream = await client.responses.create({ model: 'toolsearch', input: 'target=ask_user', tools, stream: true });
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: 'function',
+        name: 'ask_user',
+        strict: false,
+        parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+      },
+    ];
+    const stream = await client.responses.create({
+      model: 'toolsearch',
+      input: 'target=ask_user',
+      tools,
+      stream: true,
+    });
     let args = '';
     let added: unknown;
     let done: string | undefined;
@@ -171,10 +247,16 @@ describe('the openai client: Responses API', () => {
   });
 
   it('refuses what it does not support with a 400 naming the field', async () => {
-    const err = await client.responses.create({ model: 'toolsearch', input: 'hi', previous_response_id: 'resp_x' }).catch((e: unknown) => e);
+    const err = await client.responses
+      .create({ model: 'toolsearch', input: 'hi', previous_response_id: 'resp_x' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/previous_response_id is not supported/);
-    const tool = await client.responses.create({ model: 'toolsearch', input: 'hi', tools: [{ type: 'web_search' } as never] }).catch((e: unknown) => e);
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(
+      /previous_response_id is not supported/,
+    );
+    const tool = await client.responses
+      .create({ model: 'toolsearch', input: 'hi', tools: [{ type: 'web_search' } as never] })
+      .catch((e: unknown) => e);
     expect(tool).toBeInstanceOf(OpenAI.BadRequestError);
     expect((tool as { param?: string }).param).toBe('tools[0]');
   });
@@ -182,18 +264,31 @@ describe('the openai client: Responses API', () => {
 
 describe('the openai client: chat completions', () => {
   it('streams usage only when asked, in a final chunk with choices []', async () => {
-    const plain = await client.chat.completions.create({ model: 'toolsearch', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const plain = await client.chat.completions.create({
+      model: 'toolsearch',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     const chunks: OpenAI.Chat.ChatCompletionChunk[] = [];
     for await (const c of plain) chunks.push(c);
     expect(chunks.every((c) => c.usage === undefined || c.usage === null)).toBe(true);
     expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop');
 
-    const withUsage = await client.chat.completions.create({ model: 'toolsearch', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+    const withUsage = await client.chat.completions.create({
+      model: 'toolsearch',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const got: OpenAI.Chat.ChatCompletionChunk[] = [];
     for await (const c of withUsage) got.push(c);
     const last = got.at(-1)!;
     expect(last.choices).toEqual([]);
-    expect(last.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number) });
+    expect(last.usage).toMatchObject({
+      prompt_tokens: expect.any(Number),
+      completion_tokens: expect.any(Number),
+      total_tokens: expect.any(Number),
+    });
     expect(got.slice(0, -1).every((c) => c.usage === undefined || c.usage === null)).toBe(true);
     expect(got.at(-2)!.choices[0]!.finish_reason).toBe('stop');
     const text = got.flatMap((c) => c.choices.map((ch) => ch.delta.content ?? '')).join('');
@@ -207,7 +302,16 @@ async function exported(): Promise<OtlpSpan[]> {
   return receiver.received.flatMap((r) => r.body.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((s) => s.spans)));
 }
 const attrs = (s: OtlpSpan): Record<string, unknown> =>
-  Object.fromEntries(s.attributes.map((a) => [a.key, a.value.stringValue ?? (a.value.intValue !== undefined ? Number(a.value.intValue) : undefined) ?? a.value.boolValue ?? a.value.doubleValue ?? a.value.arrayValue?.values.map((v) => v.stringValue)]));
+  Object.fromEntries(
+    s.attributes.map((a) => [
+      a.key,
+      a.value.stringValue ??
+        (a.value.intValue !== undefined ? Number(a.value.intValue) : undefined) ??
+        a.value.boolValue ??
+        a.value.doubleValue ??
+        a.value.arrayValue?.values.map((v) => v.stringValue),
+    ]),
+  );
 // OTLP span kinds.
 const INTERNAL = 1;
 const SERVER = 2;
@@ -231,8 +335,13 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
     expect(server[0]!.kind).toBe(SERVER);
     expect(server[0]!.parentSpanId).toBe(callerSpan);
     expect(attrs(server[0]!)).toMatchObject({
-      'http.request.method': 'POST', 'http.route': '/v1/chat/completions', 'url.path': '/v1/chat/completions', 'url.scheme': 'http',
-      'http.response.status_code': 200, 'server.address': '127.0.0.1', 'server.port': gateway.port,
+      'http.request.method': 'POST',
+      'http.route': '/v1/chat/completions',
+      'url.path': '/v1/chat/completions',
+      'url.scheme': 'http',
+      'http.response.status_code': 200,
+      'server.address': '127.0.0.1',
+      'server.port': gateway.port,
     });
 
     const turn = named('toolsearch.turn');
@@ -248,9 +357,14 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
       expect(c.parentSpanId).toBe(turn[0]!.spanId);
       const a = attrs(c);
       expect(a).toMatchObject({
-        'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'toolsearch',
-        'gen_ai.response.model': expect.any(String), 'gen_ai.response.id': expect.any(String), 'gen_ai.conversation.id': 'trace-s1',
-        'server.address': '127.0.0.1', 'server.port': Number(new URL(upstream.url).port),
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'toolsearch',
+        'gen_ai.response.model': expect.any(String),
+        'gen_ai.response.id': expect.any(String),
+        'gen_ai.conversation.id': 'trace-s1',
+        'server.address': '127.0.0.1',
+        'server.port': Number(new URL(upstream.url).port),
       });
       expect(a['gen_ai.usage.input_tokens']).toBeGreaterThan(0);
       expect(a['gen_ai.usage.output_tokens']).toBeGreaterThan(0);
@@ -258,20 +372,29 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
     }
     // The provider was sent each chat span's own context.
     const sent = upstream.headers.map((h) => h['traceparent']);
-    expect(sent).toEqual(chats.map((c) => `00-${traceId}-${c.spanId}-01`).sort((a, b) => sent.indexOf(a) - sent.indexOf(b)));
+    expect(sent).toEqual(
+      chats.map((c) => `00-${traceId}-${c.spanId}-01`).sort((a, b) => sent.indexOf(a) - sent.indexOf(b)),
+    );
 
     // tool_search and tool_describe: execute_tool executions of the datastore kind, with the model's call ids.
-    const modelIds = (mock.requests() as Array<{ messages: Array<{ tool_calls?: Array<{ id: string; function: { name: string } }> }> }>)
-      .flatMap((b) => b.messages.flatMap((m) => m.tool_calls ?? []));
+    const modelIds = (
+      mock.requests() as Array<{ messages: Array<{ tool_calls?: Array<{ id: string; function: { name: string } }> }> }>
+    ).flatMap((b) => b.messages.flatMap((m) => m.tool_calls ?? []));
     const idOf = (tool: string) => modelIds.find((c) => c.function.name === tool)?.id;
     const search = named('toolsearch.search');
     expect(search).toHaveLength(1);
     expect(search[0]!.kind).toBe(INTERNAL);
     expect(attrs(search[0]!)).toMatchObject({
-      'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': 'tool_search', 'gen_ai.tool.type': 'datastore', 'gen_ai.tool.call.id': idOf('tool_search'),
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': 'tool_search',
+      'gen_ai.tool.type': 'datastore',
+      'gen_ai.tool.call.id': idOf('tool_search'),
       'gen_ai.tool.description': expect.stringMatching(/^Search the tool catalog/),
     });
-    expect(attrs(named('toolsearch.describe')[0]!)).toMatchObject({ 'gen_ai.tool.name': 'tool_describe', 'gen_ai.tool.call.id': idOf('tool_describe') });
+    expect(attrs(named('toolsearch.describe')[0]!)).toMatchObject({
+      'gen_ai.tool.name': 'tool_describe',
+      'gen_ai.tool.call.id': idOf('tool_describe'),
+    });
 
     // The final call: execute_tool {tool}, INTERNAL, required and recommended attributes, error.type on failure.
     const call = named('execute_tool');
@@ -295,13 +418,19 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
     // No span starts before its parent (one clock).
     for (const s of spans) {
       const p = s.parentSpanId === undefined ? undefined : byId.get(s.parentSpanId);
-      if (p !== undefined) expect(BigInt(s.startTimeUnixNano) >= BigInt(p.startTimeUnixNano), `${s.name} starts before ${p.name}`).toBe(true);
+      if (p !== undefined)
+        expect(BigInt(s.startTimeUnixNano) >= BigInt(p.startTimeUnixNano), `${s.name} starts before ${p.name}`).toBe(
+          true,
+        );
     }
   });
 
   it('without a traceparent the request starts a new trace, still with its SERVER span as the root', async () => {
     const before = (await exported()).length;
-    await client.responses.create({ model: 'toolsearch', input: 'plain' }, { headers: { 'x-toolsearch-session': 'trace-s2' } });
+    await client.responses.create(
+      { model: 'toolsearch', input: 'plain' },
+      { headers: { 'x-toolsearch-session': 'trace-s2' } },
+    );
     const spans = (await exported()).slice(before);
     const server = spans.find((s) => s.name === 'POST /v1/responses')!;
     expect(server.kind).toBe(SERVER);

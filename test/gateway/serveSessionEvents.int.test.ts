@@ -31,7 +31,13 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'ts-serve-sessions-'));
   const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } }, undefined, { cwd: dir });
   if (!parsed.ok) throw new Error(parsed.error.message);
-  const started = await startGateway({ config: parsed.value.config, cwd: dir, port: 0, logPath: false, nats: server.url });
+  const started = await startGateway({
+    config: parsed.value.config,
+    cwd: dir,
+    port: 0,
+    logPath: false,
+    nats: server.url,
+  });
   if (!started.ok) throw new Error(started.error.message);
   gw = started.value;
   client = await openNatsBus({ url: server.url, name: 'other-gateway' });
@@ -49,18 +55,46 @@ describe('serve on NATS: the session event consumer', () => {
     const sid = 'ext.session 1';
     const answers: Envelope[] = [];
     client.subscribe(gatewaySessionPattern(sid), (e) => {
-      if (e.type === 'gateway.turn.opened' || e.type === 'gateway.tool.answered' || e.type === 'gateway.event.rejected') answers.push(e);
+      if (e.type === 'gateway.turn.opened' || e.type === 'gateway.tool.answered' || e.type === 'gateway.event.rejected')
+        answers.push(e);
     });
     await client.ready();
     const pub = async (r: Awaited<ReturnType<typeof publishSessionEvent>>) => expect(r.ok).toBe(true);
-    await pub(await publishSessionEvent(client, sid, 'gateway.turn.requested', { requestId: 'r1', agentId: 'default' }, { turnId: 't1' }));
-    await pub(await publishSessionEvent(client, sid, 'gateway.tool.invoked', { requestId: 'r1', callId: 'c1', tool: 'tool_search', args: { query: 'current time' } }, { turnId: 't1' }));
+    await pub(
+      await publishSessionEvent(
+        client,
+        sid,
+        'gateway.turn.requested',
+        { requestId: 'r1', agentId: 'default' },
+        { turnId: 't1' },
+      ),
+    );
+    await pub(
+      await publishSessionEvent(
+        client,
+        sid,
+        'gateway.tool.invoked',
+        { requestId: 'r1', callId: 'c1', tool: 'tool_search', args: { query: 'current time' } },
+        { turnId: 't1' },
+      ),
+    );
     await waitFor(() => answers.length >= 2, 'turn_opened and tool_answered');
-    await pub(await publishSessionEvent(client, sid, 'gateway.turn.ended', { requestId: 'r1', outcome: 'completed' }, { turnId: 't1' }));
+    await pub(
+      await publishSessionEvent(
+        client,
+        sid,
+        'gateway.turn.ended',
+        { requestId: 'r1', outcome: 'completed' },
+        { turnId: 't1' },
+      ),
+    );
 
     expect(answers.map((a) => a.type)).toEqual(['gateway.turn.opened', 'gateway.tool.answered']);
     expect(answers[0]!.data).toMatchObject({ requestId: 'r1', ok: true, turnId: 't1', mode: 'tools' });
-    const answered = answers[1]!.data as { callId: string; result: { ok: boolean; value?: { results?: Array<{ name: string }> } } };
+    const answered = answers[1]!.data as {
+      callId: string;
+      result: { ok: boolean; value?: { results?: Array<{ name: string }> } };
+    };
     expect(answered.callId).toBe('c1');
     expect(answered.result.ok).toBe(true);
     expect(answered.result.value?.results?.map((h) => h.name)).toContain('current_time');
@@ -81,14 +115,18 @@ describe('serve on NATS: the session event consumer', () => {
     const records: Envelope[] = [];
     const answers: Envelope[] = [];
     client.subscribe(gatewaySessionPattern(sid), (e) => {
-      if (e.type === 'gateway.turn.opened' || e.type === 'gateway.tool.answered' || e.type === 'gateway.event.rejected') answers.push(e);
+      if (e.type === 'gateway.turn.opened' || e.type === 'gateway.tool.answered' || e.type === 'gateway.event.rejected')
+        answers.push(e);
       else records.push(e);
     });
     await client.ready();
     const res = await fetch(`${gw.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-toolsearch-session': sid },
-      body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'What time is it? target=current_time' }] }),
+      body: JSON.stringify({
+        model: 'any',
+        messages: [{ role: 'user', content: 'What time is it? target=current_time' }],
+      }),
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { choices: Array<{ message: { content: string } }> };
@@ -104,7 +142,11 @@ describe('serve on NATS: the session event consumer', () => {
     expect(turnEvents.filter((e) => e.type === 'call.completed')).toHaveLength(1);
     // The front's own gateway.tool.answered events are there; none came from the consumer (no turn_opened).
     expect(answers.filter((a) => a.type === 'gateway.turn.opened' || a.type === 'gateway.event.rejected')).toEqual([]);
-    expect(answers.filter((a) => a.type === 'gateway.tool.answered').every((a) => (a.data as { origin?: string }).origin === undefined)).toBe(true);
+    expect(
+      answers
+        .filter((a) => a.type === 'gateway.tool.answered')
+        .every((a) => (a.data as { origin?: string }).origin === undefined),
+    ).toBe(true);
     expect(gw.sessionEvents!.stats().errors).toBe(0);
   }, 60_000);
 });

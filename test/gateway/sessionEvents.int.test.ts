@@ -51,7 +51,7 @@ const waitFor = async (cond: () => boolean, ms = 10_000) => {
 };
 
 describe('gateway session events over NATS JetStream', () => {
-  it('drives the engine from another process\'s events and answers on the session subjects', async () => {
+  it("drives the engine from another process's events and answers on the session subjects", async () => {
     const prefix = `SE${process.pid}_`;
     const gatewayBus: NatsBus = await openNatsBus({ url: server.url, streamPrefix: prefix });
     const clientBus: NatsBus = await openNatsBus({ url: server.url, streamPrefix: prefix });
@@ -62,20 +62,54 @@ describe('gateway session events over NATS JetStream', () => {
       const sid = 'remote.session *1';
       const answers: Envelope[] = [];
       clientBus.subscribe(gatewaySessionPattern(sid), (e) => {
-        if (e.type === 'gateway.turn.opened' || e.type === 'gateway.tool.answered' || e.type === 'gateway.event.rejected') answers.push(e);
+        if (
+          e.type === 'gateway.turn.opened' ||
+          e.type === 'gateway.tool.answered' ||
+          e.type === 'gateway.event.rejected'
+        )
+          answers.push(e);
       });
       await clientBus.ready();
-      await publishSessionEvent(clientBus, sid, 'gateway.turn.requested', { requestId: 'r1', mode: 'tools' }, { turnId: 't.1' });
-      const invoked = await publishSessionEvent(clientBus, sid, 'gateway.tool.invoked', { requestId: 'r1', callId: 'c1', tool: 'tool_search', args: { query: 'q' } }, { turnId: 't.1' });
+      await publishSessionEvent(
+        clientBus,
+        sid,
+        'gateway.turn.requested',
+        { requestId: 'r1', mode: 'tools' },
+        { turnId: 't.1' },
+      );
+      const invoked = await publishSessionEvent(
+        clientBus,
+        sid,
+        'gateway.tool.invoked',
+        { requestId: 'r1', callId: 'c1', tool: 'tool_search', args: { query: 'q' } },
+        { turnId: 't.1' },
+      );
       // a retry of the same event id is not run twice
       if (invoked.ok) await clientBus.publish(invoked.value);
-      await clientBus.publish({ id: 'bad-1', type: 'gateway.turn.requested', sessionId: sid, turnId: 't.2', seq: 0, at: new Date().toISOString(), causationId: null, data: {}, principal: 'default' });
+      await clientBus.publish({
+        id: 'bad-1',
+        type: 'gateway.turn.requested',
+        sessionId: sid,
+        turnId: 't.2',
+        seq: 0,
+        at: new Date().toISOString(),
+        causationId: null,
+        data: {},
+        principal: 'default',
+      });
       await publishSessionEvent(clientBus, sid, 'gateway.session.closed', { reason: 'client' });
       await waitFor(() => answers.length >= 3 && eng.log.includes(`close ${sid}`));
       await consumer.idle();
       expect(eng.log).toEqual([`start ${sid}/t.1`, 'invoke tool_search', 'end', `close ${sid}`]);
-      expect(answers.map((a) => a.type)).toEqual(['gateway.turn.opened', 'gateway.tool.answered', 'gateway.event.rejected']);
-      expect(answers[1]!.data).toMatchObject({ callId: 'c1', result: { ok: true, value: { tool: 'tool_search', args: { query: 'q' } } } });
+      expect(answers.map((a) => a.type)).toEqual([
+        'gateway.turn.opened',
+        'gateway.tool.answered',
+        'gateway.event.rejected',
+      ]);
+      expect(answers[1]!.data).toMatchObject({
+        callId: 'c1',
+        result: { ok: true, value: { tool: 'tool_search', args: { query: 'q' } } },
+      });
       expect(answers[2]!.data).toMatchObject({ code: 'event.invalid', rejectedId: 'bad-1' });
     } finally {
       await consumer.stop();

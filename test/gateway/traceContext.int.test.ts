@@ -21,34 +21,51 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', async () => {
-      const r = await fetch(`${mock.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) });
+      const r = await fetch(`${mock.url}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.concat(chunks),
+      });
       res.writeHead(r.status, { 'content-type': 'application/json' }).end(await r.text());
     });
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   const upstream = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/v1`;
   gateway = await startGatewayServer({
-    engine: createFakeEngine({ mode: 'direct' }), provider: createProviderClient({ baseUrl: upstream }), maxRounds: 4,
+    engine: createFakeEngine({ mode: 'direct' }),
+    provider: createProviderClient({ baseUrl: upstream }),
+    maxRounds: 4,
     defaults: { agentId: 'main', profile: 'default' },
   });
 });
 afterAll(async () => {
   await gateway.close();
-  await new Promise<void>((resolve) => { proxy.closeAllConnections(); proxy.close(() => resolve()); });
+  await new Promise<void>((resolve) => {
+    proxy.closeAllConnections();
+    proxy.close(() => resolve());
+  });
   await mock.close();
 });
 
 describe('trace context without telemetry', () => {
   it('passes an incoming traceparent and tracestate on to the provider as they came', async () => {
     const tp = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
-    const r = await postJson(`${gateway.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }] }, { traceparent: tp, tracestate: 'vendor=1' });
+    const r = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      { messages: [{ role: 'user', content: 'hi' }] },
+      { traceparent: tp, tracestate: 'vendor=1' },
+    );
     expect(r.status).toBe(200);
     expect(seen.at(-1)?.['traceparent']).toBe(tp);
     expect(seen.at(-1)?.['tracestate']).toBe('vendor=1');
   });
 
   it('drops a malformed traceparent instead of passing it on', async () => {
-    const r = await postJson(`${gateway.url}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }] }, { traceparent: '00-zzzz-1-01' });
+    const r = await postJson(
+      `${gateway.url}/v1/chat/completions`,
+      { messages: [{ role: 'user', content: 'hi' }] },
+      { traceparent: '00-zzzz-1-01' },
+    );
     expect(r.status).toBe(200);
     expect(seen.at(-1)?.['traceparent']).toBeUndefined();
   });

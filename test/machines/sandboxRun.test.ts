@@ -100,7 +100,11 @@ describe('sandboxRunMachine, end to end with provided actors', () => {
   it('without its actors a run ends crashed, never settled', async () => {
     const actor = createActor(sandboxRunMachine, { input }).start();
     const s = await waitFor(actor, (x) => x.status === 'done');
-    expect(s.output).toMatchObject({ outcome: 'crashed', stage: 'acquire', error: { code: 'machine.actorNotProvided' } });
+    expect(s.output).toMatchObject({
+      outcome: 'crashed',
+      stage: 'acquire',
+      error: { code: 'machine.actorNotProvided' },
+    });
   });
 
   it('a body that returns settles with its outcome and the child is killed once', async () => {

@@ -3,7 +3,12 @@ import { createActor, fromPromise, initialTransition, SimulatedClock, waitFor } 
 import type { SnapshotFrom } from 'xstate';
 import { toolCallMachine } from '../../machines/index.js';
 import type {
-  ApprovalAnswer, ArgsValidation, CallActorInput, HooksOutcome, PolicyDecision, ToolCallInput,
+  ApprovalAnswer,
+  ArgsValidation,
+  CallActorInput,
+  HooksOutcome,
+  PolicyDecision,
+  ToolCallInput,
 } from '../../machines/index.js';
 import type { Result } from '../../src/shared/index.js';
 import { deferred, done, elapsed, scheduled, spawned, step, stopped, untilAborted } from './pure.js';
@@ -24,7 +29,10 @@ const at = (...events: Array<{ type: string; [k: string]: unknown }>): CallSnaps
   events.reduce((s, e) => step(m, s, e)[0], start());
 
 const allowed = done('decidePolicy', { decision: 'allowed' } satisfies PolicyDecision);
-const needsApproval = done('decidePolicy', { decision: 'approvalRequired', reason: 'writes files' } satisfies PolicyDecision);
+const needsApproval = done('decidePolicy', {
+  decision: 'approvalRequired',
+  reason: 'writes files',
+} satisfies PolicyDecision);
 const goOn = done('runHooks', { outcome: 'continue' } satisfies HooksOutcome);
 const valid = done('validateArgs', { ok: true, problems: [] } satisfies ArgsValidation);
 
@@ -50,7 +58,10 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
     const [s, actions] = step(m, start(), needsApproval);
     expect(s.value).toBe('approval');
     expect(spawned(actions)).toEqual([
-      { src: 'awaitApproval', input: expect.objectContaining({ decision: { decision: 'approvalRequired', reason: 'writes files' } }) },
+      {
+        src: 'awaitApproval',
+        input: expect.objectContaining({ decision: { decision: 'approvalRequired', reason: 'writes files' } }),
+      },
     ]);
     expect(scheduled(actions)).toEqual([{ event: 'xstate.after.approvalTimeout.toolCall.approval', delay: 30_000 }]);
   });
@@ -129,7 +140,10 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('an awaitApproval rejection fails the call', () => {
-    const [s] = step(m, at(needsApproval), { type: 'xstate.error.actor.awaitApproval', error: new Error('no approver') });
+    const [s] = step(m, at(needsApproval), {
+      type: 'xstate.error.actor.awaitApproval',
+      error: new Error('no approver'),
+    });
     expect(s.output).toMatchObject({ outcome: 'failed', stage: 'approval', error: { code: 'call.approvalFailed' } });
   });
 
@@ -182,18 +196,29 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
     const problems = ['/path: must be string', '/mode: must be one of "r", "w"'];
     const [s] = step(m, at(allowed, goOn), done('validateArgs', { ok: false, problems }));
     expect(s.value).toBe('failed');
-    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'validation', error: { code: 'call.invalidArgs', details: { problems } } });
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      stage: 'validation',
+      error: { code: 'call.invalidArgs', details: { problems } },
+    });
     expect(s.output?.error?.message).toContain('/path: must be string; /mode: must be one of "r", "w"');
   });
 
   it('invalid args without listed problems still fail', () => {
     const [s] = step(m, at(allowed, goOn), done('validateArgs', { ok: false }));
-    expect(s.output).toMatchObject({ outcome: 'failed', error: { code: 'call.invalidArgs', details: { problems: ['arguments rejected'] } } });
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      error: { code: 'call.invalidArgs', details: { problems: ['arguments rejected'] } },
+    });
   });
 
   it('a validator rejection fails the call', () => {
     const [s] = step(m, at(allowed, goOn), { type: 'xstate.error.actor.validateArgs', error: new Error('bad schema') });
-    expect(s.output).toMatchObject({ outcome: 'failed', stage: 'validation', error: { code: 'call.validationFailed' } });
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      stage: 'validation',
+      error: { code: 'call.validationFailed' },
+    });
   });
 
   it('a successful execution completes with the value and the final args', () => {
@@ -220,7 +245,10 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('an execute rejection fails the call', () => {
-    const [s] = step(m, at(allowed, goOn, valid), { type: 'xstate.error.actor.execute', error: new Error('socket hang up') });
+    const [s] = step(m, at(allowed, goOn, valid), {
+      type: 'xstate.error.actor.execute',
+      error: new Error('socket hang up'),
+    });
     expect(s.output).toMatchObject({
       outcome: 'failed',
       stage: 'execution',
@@ -362,7 +390,10 @@ describe('toolCallMachine, end to end with provided actors', () => {
 
   it('hook block: blocked with the hook reason, not executed', async () => {
     const { actors, seen } = fakes({
-      runHooks: fromPromise<HooksOutcome, CallActorInput>(async () => ({ outcome: 'blocked', reason: 'secrets in args' })),
+      runHooks: fromPromise<HooksOutcome, CallActorInput>(async () => ({
+        outcome: 'blocked',
+        reason: 'secrets in args',
+      })),
     });
     const output = await run(actors);
     expect(output).toMatchObject({ outcome: 'blocked', stage: 'hooks', reason: 'secrets in args' });

@@ -3,8 +3,15 @@ import { createActor, fromPromise, initialTransition, waitFor } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import { turnMachine } from '../../machines/index.js';
 import type {
-  CatalogInfo, ExecuteStepInput, ExposeInput, ExposureSummary, IndexCatalogInput, ListSourcesInput, TurnActorBase,
-  TurnInput, TurnStage,
+  CatalogInfo,
+  ExecuteStepInput,
+  ExposeInput,
+  ExposureSummary,
+  IndexCatalogInput,
+  ListSourcesInput,
+  TurnActorBase,
+  TurnInput,
+  TurnStage,
 } from '../../machines/index.js';
 import type { Catalog } from '../../src/catalog/index.js';
 import type { Result } from '../../src/shared/index.js';
@@ -71,11 +78,16 @@ describe('turnMachine, step by step (nothing runs)', () => {
 
   const stages: Array<{ stage: TurnStage; actor: string; before: (s: TurnSnapshot) => TurnSnapshot }> = [
     { stage: 'resolvePolicy', actor: 'resolvePolicy', before: (s) => s },
-    { stage: 'listSources', actor: 'listSources', before: (s) => step(turnMachine, s, done('resolvePolicy', policy))[0] },
+    {
+      stage: 'listSources',
+      actor: 'listSources',
+      before: (s) => step(turnMachine, s, done('resolvePolicy', policy))[0],
+    },
     {
       stage: 'index',
       actor: 'indexCatalog',
-      before: (s) => step(turnMachine, step(turnMachine, s, done('resolvePolicy', policy))[0], done('listSources', catalog))[0],
+      before: (s) =>
+        step(turnMachine, step(turnMachine, s, done('resolvePolicy', policy))[0], done('listSources', catalog))[0],
     },
     {
       stage: 'expose',
@@ -122,7 +134,12 @@ describe('turnMachine, step by step (nothing runs)', () => {
   });
 
   it('runs a STEP at once in execute, with the step, the exposure and the catalog', () => {
-    const [s, actions] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'st-1', tool: 'tool_search', args: { query: 'x' } });
+    const [s, actions] = step(turnMachine, atExecute(), {
+      type: 'STEP',
+      stepId: 'st-1',
+      tool: 'tool_search',
+      args: { query: 'x' },
+    });
     expect(s.value).toEqual({ execute: 'running' });
     expect(spawned(actions)).toEqual([
       {
@@ -234,7 +251,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
     expect(s.output?.error).toMatchObject({ stage: 'execute', code: 'turn.aborted' });
   });
 
-  it('goes on after a step whose actor returned no Result (the answer is the sender\'s business)', () => {
+  it("goes on after a step whose actor returned no Result (the answer is the sender's business)", () => {
     let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
     [s] = step(turnMachine, s, done('executeStep', undefined));
     expect(s.value).toEqual({ execute: 'waiting' });
@@ -286,7 +303,11 @@ describe('turnMachine, end to end with provided actors', () => {
     actor.send({ type: 'STEP', stepId: 'a', tool: 'tool_call', args: {} });
     actor.send({ type: 'END' });
     const s = await waitFor(actor, (x) => x.status === 'done');
-    expect(s.output).toMatchObject({ outcome: 'failed', served: 0, error: { stage: 'execute', code: 'machine.actorNotProvided' } });
+    expect(s.output).toMatchObject({
+      outcome: 'failed',
+      served: 0,
+      error: { stage: 'execute', code: 'machine.actorNotProvided' },
+    });
   });
 
   it('runs a whole turn: the actors see the earlier outputs, the steps run in order', async () => {

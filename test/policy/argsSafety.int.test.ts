@@ -45,7 +45,10 @@ async function world(raw: Record<string, unknown> = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'ts-args-'));
   process.env['ARGS_WITNESS_DIR'] = dir;
   writeFileSync(join(dir, 'vault.mjs'), PLUGIN);
-  const parsed = parseConfig({ plugins: ['./vault.mjs'], workspaceDir: '.', ...raw }, join(dir, 'toolsearch.config.json5'));
+  const parsed = parseConfig(
+    { plugins: ['./vault.mjs'], workspaceDir: '.', ...raw },
+    join(dir, 'toolsearch.config.json5'),
+  );
   if (!parsed.ok) throw new Error(parsed.error.message);
   const config = parsed.value.config;
   const logPath = join(dir, 'events.jsonl');
@@ -54,7 +57,14 @@ async function world(raw: Record<string, unknown> = {}) {
   if (!statics.ok) throw new Error(statics.error.message);
   const memory = new InMemorySpanExporter();
   const telemetry = createTelemetry({ otlp: false, extraExporters: [memory], onWarning: () => undefined });
-  const engine = createEngine({ config, bus, staticSources: statics.value, includeConfigMcp: false, decisionTimeoutMs: 2000, telemetry });
+  const engine = createEngine({
+    config,
+    bus,
+    staticSources: statics.value,
+    includeConfigMcp: false,
+    decisionTimeoutMs: 2000,
+    telemetry,
+  });
   closers.push(async () => {
     await engine.close();
     await bus.close();
@@ -71,12 +81,15 @@ async function world(raw: Record<string, unknown> = {}) {
     for await (const e of bus.replay({ sessionId })) out.push(e);
     return out;
   };
-  const witness = (name: string): string[] => (existsSync(join(dir, name)) ? readFileSync(join(dir, name), 'utf8').trim().split('\n').filter(Boolean) : []);
+  const witness = (name: string): string[] =>
+    existsSync(join(dir, name)) ? readFileSync(join(dir, name), 'utf8').trim().split('\n').filter(Boolean) : [];
   return { dir, config, statics: statics.value, engine, bus, logPath, memory, telemetry, start, events, witness };
 }
 
 const exposedName = (turn: Turn, name: string): string => {
-  const t = turn.exposure.tools.find((d) => JSON.stringify(d).includes(`"${name}`) || JSON.stringify(d).includes(`_${name}"`));
+  const t = turn.exposure.tools.find(
+    (d) => JSON.stringify(d).includes(`"${name}`) || JSON.stringify(d).includes(`_${name}"`),
+  );
   if (t === undefined) throw new Error(`${name} is not exposed`);
   return (t as { function: { name: string } }).function.name;
 };
@@ -95,7 +108,11 @@ describe('secret arguments', () => {
     const records = [
       readFileSync(w.logPath, 'utf8'),
       JSON.stringify(await w.events('secrets-1')),
-      JSON.stringify(w.memory.getFinishedSpans().map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status }))),
+      JSON.stringify(
+        w.memory
+          .getFinishedSpans()
+          .map((s) => ({ name: s.name, attributes: s.attributes, events: s.events, status: s.status })),
+      ),
     ];
     expect(records[2]).toContain('toolsearch.call');
     for (const text of records) {
@@ -105,9 +122,26 @@ describe('secret arguments', () => {
     expect(records[0]).toContain('login failed for bob with password [redacted]');
     // The digest is of the redacted arguments: an unsalted digest of a short password would give it away.
     const requested = (await w.events('secrets-1')).find((e) => e.type === 'call.requested');
-    const redacted = redactSecretArgs({ type: 'object', properties: { password: { format: 'password' }, token: { writeOnly: true }, nested: { properties: { pin: { writeOnly: true } } } } }, args);
-    expect(redacted).toEqual({ user: 'bob', password: '[redacted]', token: '[redacted]', nested: { pin: '[redacted]' } });
-    expect((requested?.data as { argsDigest: string }).argsDigest).toBe(createHash('sha256').update(canonicalJson(redacted)).digest('hex'));
+    const redacted = redactSecretArgs(
+      {
+        type: 'object',
+        properties: {
+          password: { format: 'password' },
+          token: { writeOnly: true },
+          nested: { properties: { pin: { writeOnly: true } } },
+        },
+      },
+      args,
+    );
+    expect(redacted).toEqual({
+      user: 'bob',
+      password: '[redacted]',
+      token: '[redacted]',
+      nested: { pin: '[redacted]' },
+    });
+    expect((requested?.data as { argsDigest: string }).argsDigest).toBe(
+      createHash('sha256').update(canonicalJson(redacted)).digest('hex'),
+    );
     expect(args.password).toBe('hunter2-PW-x9'); // the caller's object is left alone
   });
 });
@@ -117,7 +151,11 @@ describe('prototype keys in arguments', () => {
     const w = await world();
     const turn = await w.start('proto-1');
     const store = exposedName(turn, 'store');
-    for (const raw of ['{"name":"x","__proto__":{"admin":true}}', '{"name":{"constructor":{"prototype":1}}}', '{"list":[{"prototype":1}]}']) {
+    for (const raw of [
+      '{"name":"x","__proto__":{"admin":true}}',
+      '{"name":{"constructor":{"prototype":1}}}',
+      '{"list":[{"prototype":1}]}',
+    ]) {
       const r = await turn.invoke(store, JSON.parse(raw));
       expect(r.ok).toBe(false);
       if (!r.ok) {
@@ -133,13 +171,20 @@ describe('prototype keys in arguments', () => {
     expect(w.witness('hook.jsonl')).toEqual(['"store"']);
     await turn.end();
     const rejected = (await w.events('proto-1')).filter((e) => e.type === 'call.rejected');
-    expect(rejected.map((e) => (e.data as { code: string }).code)).toEqual(['call.forbiddenKey', 'call.forbiddenKey', 'call.forbiddenKey']);
+    expect(rejected.map((e) => (e.data as { code: string }).code)).toEqual([
+      'call.forbiddenKey',
+      'call.forbiddenKey',
+      'call.forbiddenKey',
+    ]);
   });
 
   it('is refused the same through tool_call in tools mode', async () => {
     const w = await world({ tools: { toolSearch: { mode: 'tools' } } });
     const turn = await w.start('proto-2');
-    const r = await turn.invoke('tool_call', JSON.parse('{"id":"openclaw:vault:store","args":{"name":"x","__proto__":{"polluted":true}}}'));
+    const r = await turn.invoke(
+      'tool_call',
+      JSON.parse('{"id":"openclaw:vault:store","args":{"name":"x","__proto__":{"polluted":true}}}'),
+    );
     expect(r).toMatchObject({ ok: false, error: { code: 'call.forbiddenKey' } });
     await turn.end();
     expect(w.witness('store.jsonl')).toEqual([]);
@@ -155,15 +200,25 @@ describe('prototype keys in arguments', () => {
 describe('deny patterns and case', () => {
   it('warns when a deny pattern matches a tool only ignoring case, and tools.matchCase: false makes it deny', async () => {
     const sensitive = await world({ tools: { deny: ['*delete_repo'] } });
-    const warnings = caseOnlyDenyWarnings(sensitive.statics.parts.flatMap((p) => p.entries), sensitive.config);
-    expect(warnings).toEqual(['deny pattern "*delete_repo" (tools.deny) matches openclaw:vault:Delete_Repo only when case is ignored, so it does not deny it: fix the pattern\'s case or set tools.matchCase: false.']);
+    const warnings = caseOnlyDenyWarnings(
+      sensitive.statics.parts.flatMap((p) => p.entries),
+      sensitive.config,
+    );
+    expect(warnings).toEqual([
+      'deny pattern "*delete_repo" (tools.deny) matches openclaw:vault:Delete_Repo only when case is ignored, so it does not deny it: fix the pattern\'s case or set tools.matchCase: false.',
+    ]);
     const t1 = await sensitive.start('case-1');
     expect(await t1.invoke(exposedName(t1, 'Delete_Repo'), {})).toMatchObject({ ok: true });
     await t1.end();
     expect(sensitive.witness('delete.jsonl')).toEqual(['ran']);
 
     const insensitive = await world({ tools: { deny: ['*delete_repo'], matchCase: false } });
-    expect(caseOnlyDenyWarnings(insensitive.statics.parts.flatMap((p) => p.entries), insensitive.config)).toEqual([]);
+    expect(
+      caseOnlyDenyWarnings(
+        insensitive.statics.parts.flatMap((p) => p.entries),
+        insensitive.config,
+      ),
+    ).toEqual([]);
     const t2 = await insensitive.start('case-2');
     expect(JSON.stringify(t2.exposure.tools)).not.toMatch(/delete_repo/i);
     const r = await t2.invoke('Delete_Repo', {});

@@ -15,9 +15,19 @@ describe('redactSecretArgs', () => {
   };
 
   it('redacts marked values at any depth, in items, prefixItems, branches and additional properties', () => {
-    const args = { password: 'p4ssw0rd', list: [{ key: 'k-1234', other: 1 }], pair: ['a', 'b-secret'], either: 'x-secret', extra: 'e-secret' };
+    const args = {
+      password: 'p4ssw0rd',
+      list: [{ key: 'k-1234', other: 1 }],
+      pair: ['a', 'b-secret'],
+      either: 'x-secret',
+      extra: 'e-secret',
+    };
     expect(redactSecretArgs(schema, args)).toEqual({
-      password: '[redacted]', list: [{ key: '[redacted]', other: 1 }], pair: ['a', '[redacted]'], either: '[redacted]', extra: '[redacted]',
+      password: '[redacted]',
+      list: [{ key: '[redacted]', other: 1 }],
+      pair: ['a', '[redacted]'],
+      either: '[redacted]',
+      extra: '[redacted]',
     });
     expect(secretArgValues(schema, args).sort()).toEqual(['b-secret', 'e-secret', 'k-1234', 'p4ssw0rd', 'x-secret']);
     expect(args.password).toBe('p4ssw0rd');
@@ -31,15 +41,28 @@ describe('redactSecretArgs', () => {
   });
 
   it('scrubs secret values from a message, longest first', () => {
-    expect(scrubSecrets('pw hunter2 and hunter2-long', ['hunter2', 'hunter2-long'])).toBe('pw [redacted] and [redacted]');
+    expect(scrubSecrets('pw hunter2 and hunter2-long', ['hunter2', 'hunter2-long'])).toBe(
+      'pw [redacted] and [redacted]',
+    );
   });
 });
 
 describe('MCP spec secrets', () => {
   it('takes env and header values (and the token of "Bearer <token>"), not short values', () => {
-    const secrets = specSecrets({ env: { TOKEN: 'abcdef123', DEBUG: '1' }, headers: { authorization: 'Bearer tok-987654' }, url: 'https://u:pa55word@h/mcp' });
-    expect(secrets.map((s) => s.where)).toEqual(['env TOKEN', 'header authorization', 'header authorization', 'url password']);
+    const secrets = specSecrets({
+      env: { TOKEN: 'abcdef123', DEBUG: '1' },
+      headers: { authorization: 'Bearer tok-987654' },
+      url: 'https://u:pa55word@h/mcp',
+    });
+    expect(secrets.map((s) => s.where)).toEqual([
+      'env TOKEN',
+      'header authorization',
+      'header authorization',
+      'url password',
+    ]);
     const redact = makeRedactor(secrets);
-    expect(redact('got tok-987654 and abcdef123, pa55word; debug 1')).toBe('got [redacted header authorization] and [redacted env TOKEN], [redacted url password]; debug 1');
+    expect(redact('got tok-987654 and abcdef123, pa55word; debug 1')).toBe(
+      'got [redacted header authorization] and [redacted env TOKEN], [redacted url password]; debug 1',
+    );
   });
 });

@@ -9,10 +9,15 @@ const principals = (doc: unknown) => {
 };
 
 describe('authorizeIdentity', () => {
-  const all = principals({ principals: { app: { agents: ['support', 'default'], profiles: ['readonly'], owner: false }, ops: { owner: true } } });
+  const all = principals({
+    principals: { app: { agents: ['support', 'default'], profiles: ['readonly'], owner: false }, ops: { owner: true } },
+  });
 
   it('takes the first listed agent and profile when the request names none (a left-out header cannot widen)', () => {
-    expect(authorizeIdentity(all['app']!, {})).toEqual({ ok: true, value: { agentId: 'support', profile: 'readonly', sandboxId: 'default', owner: false } });
+    expect(authorizeIdentity(all['app']!, {})).toEqual({
+      ok: true,
+      value: { agentId: 'support', profile: 'readonly', sandboxId: 'default', owner: false },
+    });
   });
 
   it('refuses an agent, profile or owner right the principal does not have, naming what was asked and allowed', () => {
@@ -25,7 +30,10 @@ describe('authorizeIdentity', () => {
     }
     const owner = authorizeIdentity(all['app']!, { owner: true });
     expect(owner.ok || owner.error.message).toContain('owner rights');
-    expect(authorizeIdentity(all['ops']!, { owner: true })).toMatchObject({ ok: true, value: { owner: true, agentId: 'default' } });
+    expect(authorizeIdentity(all['ops']!, { owner: true })).toMatchObject({
+      ok: true,
+      value: { owner: true, agentId: 'default' },
+    });
   });
 
   it('config refuses a malformed nkey or key hash', () => {

@@ -39,10 +39,29 @@ describe('embedded enforcer scope', () => {
     let gateway: Engine | undefined;
     let cli: Engine | undefined;
     try {
-      policy = await startRoleServices({ role: 'policy', bus: await bus(), config: strict.config, cwd: strict.dir, id: 'strict-policy' });
-      gateway = createEngine({ config: gatewayWorld.config, bus: await bus(), staticSources: gatewayWorld.sources, includeConfigMcp: true, startEnforcer: false, decisionTimeoutMs: 8000 });
+      policy = await startRoleServices({
+        role: 'policy',
+        bus: await bus(),
+        config: strict.config,
+        cwd: strict.dir,
+        id: 'strict-policy',
+      });
+      gateway = createEngine({
+        config: gatewayWorld.config,
+        bus: await bus(),
+        staticSources: gatewayWorld.sources,
+        includeConfigMcp: true,
+        startEnforcer: false,
+        decisionTimeoutMs: 8000,
+      });
       // The one-shot CLI: default enforcer, its own permissive config.
-      cli = createEngine({ config: permissive.config, bus: await bus(), staticSources: permissive.sources, includeConfigMcp: true, decisionTimeoutMs: 8000 });
+      cli = createEngine({
+        config: permissive.config,
+        bus: await bus(),
+        staticSources: permissive.sources,
+        includeConfigMcp: true,
+        decisionTimeoutMs: 8000,
+      });
 
       const calls = 6;
       const g = await gateway.startTurn({ sessionId: 'scope-gateway' });
@@ -63,10 +82,12 @@ describe('embedded enforcer scope', () => {
       await c.value.end();
 
       // The gateway's calls: every one decided by the strict policy role (blocked), none by the CLI's permissive enforcer.
-      for (const r of gResults) expect(loose(r)).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^call\.blocked/) } });
+      for (const r of gResults)
+        expect(loose(r)).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^call\.blocked/) } });
       const gDecisions = decisionsOf(await replayAll(buses[0]!, 'scope-gateway'));
       expect(gDecisions).toHaveLength(calls);
-      for (const d of gDecisions) expect(d).toMatchObject({ decision: 'blocked', reason: expect.stringContaining('add_numbers') });
+      for (const d of gDecisions)
+        expect(d).toMatchObject({ decision: 'blocked', reason: expect.stringContaining('add_numbers') });
 
       // The CLI's calls: decided by its own enforcer (allowed by its config), never by the deployment's.
       for (const [i, r] of cResults.entries()) expect(loose(r)).toMatchObject({ ok: true, value: { sum: i + 2 } });
@@ -74,7 +95,8 @@ describe('embedded enforcer scope', () => {
       expect(decisionsOf(cEvents)).toHaveLength(calls);
       for (const d of decisionsOf(cEvents)) expect(d.decision).toBe('allowed');
       // Its requests name their decider; the gateway's name none.
-      for (const e of cEvents.filter((x) => x.type === 'call.requested')) expect(loose(e).data.decider).toMatch(/^engine-/);
+      for (const e of cEvents.filter((x) => x.type === 'call.requested'))
+        expect(loose(e).data.decider).toMatch(/^engine-/);
       expect(policy.enforcer!.decided).toBe(calls);
     } finally {
       await cli?.close();

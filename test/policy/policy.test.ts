@@ -15,7 +15,14 @@ const tools: ToolEntry[] = [
   entry('mcp:github:delete_repo'),
   entry('client:app:pick_color'),
 ];
-const status: SourceStatus = { key: 'all', source: 'mcp', owner: 'all', ok: true, toolCount: tools.length, durationMs: 0 };
+const status: SourceStatus = {
+  key: 'all',
+  source: 'mcp',
+  owner: 'all',
+  ok: true,
+  toolCount: tools.length,
+  durationMs: 0,
+};
 const catalog = buildCatalog([{ key: 'all', status, entries: tools }]);
 const ids = (c: { entries: ToolEntry[] }) => c.entries.map((e) => e.id);
 const byId = (id: string) => tools.find((t) => t.id === id) as ToolEntry;
@@ -39,8 +46,20 @@ describe('globMatch', () => {
 describe('resolvePolicy', () => {
   it('orders layers global → session, drops empty ones and copies the lists', () => {
     const allow = ['mcp:*'];
-    const p = resolvePolicy({ session: { deny: ['x'] }, global: { allow }, agent: {}, profile: { allow: [], deny: [] }, owner: true });
-    expect(p).toEqual({ layers: [{ name: 'global', allow: ['mcp:*'], deny: [] }, { name: 'session', allow: [], deny: ['x'] }], owner: true });
+    const p = resolvePolicy({
+      session: { deny: ['x'] },
+      global: { allow },
+      agent: {},
+      profile: { allow: [], deny: [] },
+      owner: true,
+    });
+    expect(p).toEqual({
+      layers: [
+        { name: 'global', allow: ['mcp:*'], deny: [] },
+        { name: 'session', allow: [], deny: ['x'] },
+      ],
+      owner: true,
+    });
     allow.push('later');
     expect(p.layers[0]?.allow).toEqual(['mcp:*']);
     expect(resolvePolicy().owner).toBe(false);
@@ -50,20 +69,36 @@ describe('resolvePolicy', () => {
 describe('checkTool', () => {
   it('allows everything except owner-only tools under an empty policy', () => {
     const p = resolvePolicy({});
-    expect(tools.filter((t) => checkTool(t, p).allowed).map((t) => t.id)).toEqual(tools.filter((t) => !t.ownerOnly).map((t) => t.id));
+    expect(tools.filter((t) => checkTool(t, p).allowed).map((t) => t.id)).toEqual(
+      tools.filter((t) => !t.ownerOnly).map((t) => t.id),
+    );
   });
 
   it('deny wins over allow, at any layer', () => {
-    const p = resolvePolicy({ global: { allow: ['mcp:*'] }, agent: { allow: ['mcp:fs:*'] }, session: { deny: ['delete_*'] } });
-    expect(checkTool(byId('mcp:fs:delete_file'), p)).toEqual({ allowed: false, reason: 'mcp:fs:delete_file is denied by the session policy (deny "delete_*").' });
+    const p = resolvePolicy({
+      global: { allow: ['mcp:*'] },
+      agent: { allow: ['mcp:fs:*'] },
+      session: { deny: ['delete_*'] },
+    });
+    expect(checkTool(byId('mcp:fs:delete_file'), p)).toEqual({
+      allowed: false,
+      reason: 'mcp:fs:delete_file is denied by the session policy (deny "delete_*").',
+    });
     const q = resolvePolicy({ global: { deny: ['mcp:fs:write_file'] }, session: { allow: ['mcp:fs:write_file'] } });
     expect(checkTool(byId('mcp:fs:write_file'), q).allowed).toBe(false);
   });
 
   it('intersects allow lists: every layer that has one must allow the tool', () => {
-    const p = resolvePolicy({ global: { allow: ['mcp:*', 'openclaw:core:*'] }, profile: { allow: ['*:fs:*', 'list_dir'] }, sandbox: { allow: ['read_file', 'list_dir', 'write_file'] } });
+    const p = resolvePolicy({
+      global: { allow: ['mcp:*', 'openclaw:core:*'] },
+      profile: { allow: ['*:fs:*', 'list_dir'] },
+      sandbox: { allow: ['read_file', 'list_dir', 'write_file'] },
+    });
     expect(ids(filterCatalog(catalog, p))).toEqual(['openclaw:core:list_dir', 'mcp:fs:read_file', 'mcp:fs:write_file']);
-    expect(checkTool(byId('openclaw:core:read_file'), p)).toEqual({ allowed: false, reason: 'openclaw:core:read_file is not in the profile allow list.' });
+    expect(checkTool(byId('openclaw:core:read_file'), p)).toEqual({
+      allowed: false,
+      reason: 'openclaw:core:read_file is not in the profile allow list.',
+    });
   });
 
   it('matches patterns against the id and the bare name', () => {
@@ -75,9 +110,19 @@ describe('checkTool', () => {
   });
 
   it('owner-only tools only in owner sessions, and never past a deny', () => {
-    expect(checkTool(byId('openclaw:admin:restart_gateway'), resolvePolicy({ owner: false }))).toMatchObject({ allowed: false, reason: expect.stringContaining('owner-only') });
-    expect(checkTool(byId('openclaw:admin:restart_gateway'), resolvePolicy({ owner: true }))).toEqual({ allowed: true });
-    expect(checkTool(byId('openclaw:admin:restart_gateway'), resolvePolicy({ owner: true, global: { deny: ['openclaw:admin:*'] } })).allowed).toBe(false);
+    expect(checkTool(byId('openclaw:admin:restart_gateway'), resolvePolicy({ owner: false }))).toMatchObject({
+      allowed: false,
+      reason: expect.stringContaining('owner-only'),
+    });
+    expect(checkTool(byId('openclaw:admin:restart_gateway'), resolvePolicy({ owner: true }))).toEqual({
+      allowed: true,
+    });
+    expect(
+      checkTool(
+        byId('openclaw:admin:restart_gateway'),
+        resolvePolicy({ owner: true, global: { deny: ['openclaw:admin:*'] } }),
+      ).allowed,
+    ).toBe(false);
   });
 });
 
@@ -86,7 +131,12 @@ describe('filterCatalog fails closed', () => {
   const filtered = filterCatalog(catalog, policy);
 
   it('holds only eligible tools, with a recomputed fingerprint', () => {
-    expect(ids(filtered)).toEqual(['openclaw:core:read_file', 'openclaw:core:list_dir', 'mcp:github:create_issue', 'client:app:pick_color']);
+    expect(ids(filtered)).toEqual([
+      'openclaw:core:read_file',
+      'openclaw:core:list_dir',
+      'mcp:github:create_issue',
+      'client:app:pick_color',
+    ]);
     expect(filtered.fingerprint).not.toBe(catalog.fingerprint);
     expect(filtered.sourceFingerprints['mcp:fs']).toBeUndefined();
     expect(filtered.sourceFingerprints['openclaw:core']).toBe(catalog.sourceFingerprints['openclaw:core']);
@@ -94,9 +144,18 @@ describe('filterCatalog fails closed', () => {
   });
 
   it('a denied tool cannot be resolved by a guessed id', () => {
-    expect(resolveTool(filtered.entries, 'mcp:github:delete_repo')).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    expect(resolveTool(filtered.entries, 'mcp:fs:write_file')).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    expect(resolveTool(filtered.entries, 'openclaw:admin:restart_gateway')).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
+    expect(resolveTool(filtered.entries, 'mcp:github:delete_repo')).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
+    expect(resolveTool(filtered.entries, 'mcp:fs:write_file')).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
+    expect(resolveTool(filtered.entries, 'openclaw:admin:restart_gateway')).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
   });
 
   it('nor by its bare name, and suggestions never name it', () => {
@@ -112,6 +171,9 @@ describe('filterCatalog fails closed', () => {
 
   it('a name shared by an allowed and a denied tool resolves to the allowed one, not as ambiguous', () => {
     expect(resolveTool(catalog.entries, 'read_file')).toMatchObject({ ok: false, error: { code: 'tool.ambiguous' } });
-    expect(resolveTool(filtered.entries, 'read_file')).toMatchObject({ ok: true, value: { id: 'openclaw:core:read_file' } });
+    expect(resolveTool(filtered.entries, 'read_file')).toMatchObject({
+      ok: true,
+      value: { id: 'openclaw:core:read_file' },
+    });
   });
 });

@@ -14,7 +14,10 @@ describe('openNatsBus at first connect', () => {
   it('rejects with bus.unavailable within connectTimeoutMs when nothing listens', async () => {
     const port = await freePort();
     const started = Date.now();
-    const err = await openNatsBus({ url: `nats://127.0.0.1:${port}`, connectTimeoutMs: 800 }).then(() => undefined, (e: unknown) => e);
+    const err = await openNatsBus({ url: `nats://127.0.0.1:${port}`, connectTimeoutMs: 800 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const took = Date.now() - started;
     expect(isBusError(err, 'bus.unavailable')).toBe(true);
     expect((err as Error).message).toContain(`cannot connect to NATS at nats://127.0.0.1:${port} within 800 ms`);
@@ -38,7 +41,11 @@ describe('openNatsBus at first connect', () => {
     // the managing default does create them
     const rw = await openNatsBus({ url: server.url, streamPrefix: prefix });
     try {
-      const info = await (await import('@nats-io/jetstream')).jetstreamManager(rw.connection).then((j) => j.streams.info(`${prefix}TOOLSEARCH_EVENTS`));
+      const info = await (
+        await import('@nats-io/jetstream')
+      )
+        .jetstreamManager(rw.connection)
+        .then((j) => j.streams.info(`${prefix}TOOLSEARCH_EVENTS`));
       expect(info.config.name).toBe(`${prefix}TOOLSEARCH_EVENTS`);
     } finally {
       await rw.close();

@@ -30,17 +30,24 @@ afterAll(async () => {
 describe('toolsearch turn --nats, then toolsearch audit --nats', () => {
   it('the audit replayed from JetStream equals the live session log on the shared keys', async () => {
     const sessionId = 'cli nats.1';
-    writeFileSync(join(dir, 'script.json'), JSON.stringify({
-      session: { sessionId }, mode: 'tools',
-      steps: [
-        { tool: 'tool_search', args: { query: 'add two numbers', limit: 3 } },
-        { tool: 'tool_describe', args: { id: 'openclaw:demo:add_numbers' } },
-        { tool: 'tool_call', args: { id: 'openclaw:demo:add_numbers', args: { a: 2, b: 3 } } },
-        { tool: 'tool_call', args: { id: 'openclaw:demo:secret_vault', args: {} } },
-        { tool: 'tool_search', args: { query: 'weather forecast' } },
-      ],
-    }));
-    const turn = await cli(['turn', '--nats', server.url, '--stream-prefix', prefix, '--script', 'script.json', '--json'], dir);
+    writeFileSync(
+      join(dir, 'script.json'),
+      JSON.stringify({
+        session: { sessionId },
+        mode: 'tools',
+        steps: [
+          { tool: 'tool_search', args: { query: 'add two numbers', limit: 3 } },
+          { tool: 'tool_describe', args: { id: 'openclaw:demo:add_numbers' } },
+          { tool: 'tool_call', args: { id: 'openclaw:demo:add_numbers', args: { a: 2, b: 3 } } },
+          { tool: 'tool_call', args: { id: 'openclaw:demo:secret_vault', args: {} } },
+          { tool: 'tool_search', args: { query: 'weather forecast' } },
+        ],
+      }),
+    );
+    const turn = await cli(
+      ['turn', '--nats', server.url, '--stream-prefix', prefix, '--script', 'script.json', '--json'],
+      dir,
+    );
     expect(turn.err.join('\n')).not.toContain('bus.');
     expect(turn.code).toBe(0);
     const live = turn.lastJson();
@@ -48,7 +55,10 @@ describe('toolsearch turn --nats, then toolsearch audit --nats', () => {
     expect(live.sessionLog.searches).toBe(2);
 
     // audit from another folder: it reads only the stream
-    const audit = await cli(['audit', '--nats', server.url, '--stream-prefix', prefix, '--session', sessionId, '--json'], '/');
+    const audit = await cli(
+      ['audit', '--nats', server.url, '--stream-prefix', prefix, '--session', sessionId, '--json'],
+      '/',
+    );
     expect(audit.code).toBe(0);
     const report = audit.lastJson();
     for (const key of ['schemasUpFront', 'searches', 'describes', 'finalCalls'] as const) {
@@ -58,10 +68,21 @@ describe('toolsearch turn --nats, then toolsearch audit --nats', () => {
   }, 60_000);
 
   it('NATS_URL works in place of --nats, and an unreachable server fails fast with bus.unavailable', async () => {
-    writeFileSync(join(dir, 'one.json'), JSON.stringify({ session: { sessionId: 'env-1' }, mode: 'tools', steps: [{ tool: 'tool_search', args: { query: 'echo' } }] }));
-    const viaEnv = await cli(['turn', '--stream-prefix', prefix, '--script', 'one.json', '--json'], dir, { NATS_URL: server.url });
+    writeFileSync(
+      join(dir, 'one.json'),
+      JSON.stringify({
+        session: { sessionId: 'env-1' },
+        mode: 'tools',
+        steps: [{ tool: 'tool_search', args: { query: 'echo' } }],
+      }),
+    );
+    const viaEnv = await cli(['turn', '--stream-prefix', prefix, '--script', 'one.json', '--json'], dir, {
+      NATS_URL: server.url,
+    });
     expect(viaEnv.code).toBe(0);
-    const audit = await cli(['audit', '--stream-prefix', prefix, '--session', 'env-1', '--json'], dir, { NATS_URL: server.url });
+    const audit = await cli(['audit', '--stream-prefix', prefix, '--session', 'env-1', '--json'], dir, {
+      NATS_URL: server.url,
+    });
     expect(audit.lastJson().searches).toBe(1);
 
     const dead = `nats://127.0.0.1:${await freePort()}`;
@@ -86,7 +107,9 @@ describe('toolsearch status --nats', () => {
       for (const role of ['policy', 'policy', 'sandbox'] as const) {
         const bus = await openBus(server.url, prefix);
         buses.push(bus);
-        roles.push(await startRoleServices({ role, bus, config: world.config, cwd: world.dir, id: `${role}-${roles.length}` }));
+        roles.push(
+          await startRoleServices({ role, bus, config: world.config, cwd: world.dir, id: `${role}-${roles.length}` }),
+        );
       }
       const r = await cli(['status', '--nats', server.url, '--wait-ms', '300', '--json'], dir);
       expect(r.code).toBe(0);

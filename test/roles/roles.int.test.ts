@@ -25,8 +25,14 @@ async function role(r: 'gateway' | 'policy' | 'sandbox', id: string): Promise<Ro
   const bus = await openBus(server.url, world.prefix);
   buses.push(bus);
   const s = await startRoleServices({
-    role: r, bus, config: world.config, cwd: world.dir, id,
-    ...(r === 'gateway' ? { engineOptions: { staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 3000 } } : {}),
+    role: r,
+    bus,
+    config: world.config,
+    cwd: world.dir,
+    id,
+    ...(r === 'gateway'
+      ? { engineOptions: { staticSources: world.sources, includeConfigMcp: true, decisionTimeoutMs: 3000 } }
+      : {}),
   });
   roles.push(s);
   await bus.ready();
@@ -52,7 +58,11 @@ describe('roles in separate buses (processes) over one nats-server', () => {
       return { first: hits[0].id, sum: r.sum, blocked };
     `;
     const r = loose(await turn.invoke('tool_search_code', { code: body }));
-    expect(r).toMatchObject({ ok: true, value: { first: 'openclaw:demo:add_numbers', sum: 42 }, logs: [{ level: 'log', text: 'sum 42' }] });
+    expect(r).toMatchObject({
+      ok: true,
+      value: { first: 'openclaw:demo:add_numbers', sum: 42 },
+      logs: [{ level: 'log', text: 'sum 42' }],
+    });
     expect(r.value.blocked).toBeDefined();
     await turn.end();
     expect(policy.enforcer!.decided).toBeGreaterThanOrEqual(1); // the decision came from the policy role
@@ -68,7 +78,10 @@ describe('roles in separate buses (processes) over one nats-server', () => {
     expect(log.finalCalls.map((c) => [c.id, c.outcome])).toContainEqual(['openclaw:demo:add_numbers', 'ok']);
 
     const actors = await listActors(server.url, { waitMs: 300 });
-    const mine = actors.filter((a) => ['p1', 's1', 'g1'].includes(a.id)).map((a) => `${a.role}:${a.id}`).sort();
+    const mine = actors
+      .filter((a) => ['p1', 's1', 'g1'].includes(a.id))
+      .map((a) => `${a.role}:${a.id}`)
+      .sort();
     expect(mine).toEqual(['gateway:g1', 'policy:p1', 'sandbox:s1']);
   }, 60_000);
 });

@@ -20,25 +20,46 @@ export interface RoleWorld {
 let n = 0;
 
 /** Config with the demo plugin (deny `secret_*`), the given tools settings, and a random stream prefix. */
-export async function roleWorld(tools: Record<string, unknown> = { toolSearch: { mode: 'tools' } }): Promise<RoleWorld> {
+export async function roleWorld(
+  tools: Record<string, unknown> = { toolSearch: { mode: 'tools' } },
+): Promise<RoleWorld> {
   const dir = mkdtempSync(join(tmpdir(), 'ts-roles-'));
   const plugin = join(dir, 'demo.mjs');
   writeFileSync(plugin, PLUGIN_SOURCE);
-  const parsed = parseConfig({ tools: { deny: ['secret_*'], ...tools }, plugins: [plugin], workspaceDir: dir }, undefined, { cwd: dir });
+  const parsed = parseConfig(
+    { tools: { deny: ['secret_*'], ...tools }, plugins: [plugin], workspaceDir: dir },
+    undefined,
+    { cwd: dir },
+  );
   if (!parsed.ok) throw new Error(parsed.error.message);
   const sources = await loadStaticSources({ config: parsed.value.config, includeConfig: true, cwd: dir });
   if (!sources.ok) throw new Error(sources.error.message);
   return {
-    dir, config: parsed.value.config, sources: sources.value, prefix: `R${process.pid}_${++n}_${Date.now() % 100000}_`,
+    dir,
+    config: parsed.value.config,
+    sources: sources.value,
+    prefix: `R${process.pid}_${++n}_${Date.now() % 100000}_`,
     close: () => rmSync(dir, { recursive: true, force: true }),
   };
 }
 
-export function openBus(servers: string | string[], prefix: string, extra: Partial<NatsBusOptions> = {}): Promise<NatsBus> {
-  return openNatsBus({ ...(Array.isArray(servers) ? { servers } : { url: servers }), streamPrefix: prefix, connectTimeoutMs: 10_000, ...extra });
+export function openBus(
+  servers: string | string[],
+  prefix: string,
+  extra: Partial<NatsBusOptions> = {},
+): Promise<NatsBus> {
+  return openNatsBus({
+    ...(Array.isArray(servers) ? { servers } : { url: servers }),
+    streamPrefix: prefix,
+    connectTimeoutMs: 10_000,
+    ...extra,
+  });
 }
 
-export async function replayAll(bus: { replay(f: { sessionId: string }): AsyncIterable<Envelope> }, sessionId: string): Promise<Envelope[]> {
+export async function replayAll(
+  bus: { replay(f: { sessionId: string }): AsyncIterable<Envelope> },
+  sessionId: string,
+): Promise<Envelope[]> {
   const out: Envelope[] = [];
   for await (const e of bus.replay({ sessionId })) out.push(e);
   return out;
@@ -71,4 +92,5 @@ export function recording<B extends EventBus>(bus: B): { bus: EventBus; acked: E
 }
 
 /** Acknowledged events of one session, in ack order. Pure: no I/O. */
-export const ackedOf = (acked: Envelope[], sessionId: string): Envelope[] => acked.filter((e) => e.sessionId === sessionId);
+export const ackedOf = (acked: Envelope[], sessionId: string): Envelope[] =>
+  acked.filter((e) => e.sessionId === sessionId);

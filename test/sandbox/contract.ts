@@ -8,7 +8,10 @@ export type SandboxFactory = () => Promise<{ sandbox: Sandbox; cleanup: () => Pr
 /** A bridge that answers from a tiny catalog and counts what the guest asked for. */
 function countingBridge(): Bridge & { seen: string[] } {
   const seen: string[] = [];
-  const results = [{ id: 'openclaw:core:a', name: 'a' }, { id: 'openclaw:core:b', name: 'b' }];
+  const results = [
+    { id: 'openclaw:core:a', name: 'a' },
+    { id: 'openclaw:core:b', name: 'b' },
+  ];
   return {
     seen,
     async search(query) {
@@ -47,7 +50,11 @@ export function testSandbox(name: string, factory: SandboxFactory): void {
     });
 
     it('runs a body and answers its value, with its console lines', async () => {
-      const o = await sandbox.run({ body: 'console.log("hello", 1); return 6 * 7;', timeoutMs: 5000, bridge: countingBridge() });
+      const o = await sandbox.run({
+        body: 'console.log("hello", 1); return 6 * 7;',
+        timeoutMs: 5000,
+        bridge: countingBridge(),
+      });
       expect(o).toMatchObject({ ok: true, value: 42, logs: [{ level: 'log', text: 'hello 1' }] });
     });
 
@@ -63,17 +70,29 @@ export function testSandbox(name: string, factory: SandboxFactory): void {
         bridge,
       });
       expect(o).toMatchObject({ ok: true, value: { n: 2, d: 'openclaw:core:a', c: 1, code: 'tool.notFound' } });
-      expect(bridge.seen).toEqual(['search:find a', 'describe:openclaw:core:a', 'call:openclaw:core:b', 'describe:nope']);
+      expect(bridge.seen).toEqual([
+        'search:find a',
+        'describe:openclaw:core:a',
+        'call:openclaw:core:b',
+        'describe:nope',
+      ]);
       expect(o.telemetry).toMatchObject({ searchCount: 1, describeCount: 2, callCount: 1 });
     });
 
     it('reports a body that throws as sandbox.guestError', async () => {
       const o = await sandbox.run({ body: 'throw new Error("kaput")', timeoutMs: 5000, bridge: countingBridge() });
-      expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringContaining('kaput') } });
+      expect(o).toMatchObject({
+        ok: false,
+        error: { code: 'sandbox.guestError', message: expect.stringContaining('kaput') },
+      });
     });
 
     it('stops a body at its wall clock: sandbox.timedOut, with the logs it sent before', async () => {
-      const o = await sandbox.run({ body: 'console.log("before"); await tools.search("x"); for (;;) {}', timeoutMs: 1000, bridge: countingBridge() });
+      const o = await sandbox.run({
+        body: 'console.log("before"); await tools.search("x"); for (;;) {}',
+        timeoutMs: 1000,
+        bridge: countingBridge(),
+      });
       expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.timedOut' } });
       expect(o.logs.map((l) => l.text)).toContain('before');
     });
@@ -81,7 +100,12 @@ export function testSandbox(name: string, factory: SandboxFactory): void {
     it('stops a run when its signal aborts: sandbox.aborted, and the bridge is not called after', async () => {
       const abort = new AbortController();
       const bridge = countingBridge();
-      const running = sandbox.run({ body: 'await tools.search("first"); for (;;) {}', timeoutMs: 20_000, bridge, signal: abort.signal });
+      const running = sandbox.run({
+        body: 'await tools.search("first"); for (;;) {}',
+        timeoutMs: 20_000,
+        bridge,
+        signal: abort.signal,
+      });
       const until = Date.now() + 10_000;
       while (bridge.seen.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
       abort.abort();
@@ -91,7 +115,9 @@ export function testSandbox(name: string, factory: SandboxFactory): void {
     });
 
     it('runs several bodies at once, each with its own answer', async () => {
-      const outs = await Promise.all([1, 2, 3].map((n) => sandbox.run({ body: `return ${n} * 10;`, timeoutMs: 5000, bridge: countingBridge() })));
+      const outs = await Promise.all(
+        [1, 2, 3].map((n) => sandbox.run({ body: `return ${n} * 10;`, timeoutMs: 5000, bridge: countingBridge() })),
+      );
       expect(outs.map((o) => (o.ok ? o.value : o.error.code))).toEqual([10, 20, 30]);
     });
   });

@@ -35,7 +35,14 @@ export function recordingBridge() {
       inFlight -= 1;
     }
   };
-  const entry = { id: 'mcp:fs:read', source: 'mcp', sourceName: 'fs', name: 'read', label: 'Read', description: 'Read a file' };
+  const entry = {
+    id: 'mcp:fs:read',
+    source: 'mcp',
+    sourceName: 'fs',
+    name: 'read',
+    label: 'Read',
+    description: 'Read a file',
+  };
   const bridge: Bridge = {
     search: (query, opts) =>
       track(async () => {
@@ -45,7 +52,8 @@ export function recordingBridge() {
     describe: (id) =>
       track(async () => {
         calls.push({ op: 'describe', args: [id] });
-        return id === 'mcp:fs:read' ? ok({ ...entry, parameters: { type: 'object', properties: { path: { type: 'string' } } } })
+        return id === 'mcp:fs:read'
+          ? ok({ ...entry, parameters: { type: 'object', properties: { path: { type: 'string' } } } })
           : fail('tool.notFound', `No tool "${String(id)}".`);
       }),
     call: (id, args, signal) => {
@@ -80,7 +88,8 @@ export async function runFixture(
   opts: { useOsNetwork?: boolean; timeoutMs?: number } = {},
 ): Promise<CodeOutcome> {
   const host = await detectHost();
-  if (host.report.permissionFlag === undefined) throw new Error(`no permission model here: ${host.report.reason ?? ''}`);
+  if (host.report.permissionFlag === undefined)
+    throw new Error(`no permission model here: ${host.report.reason ?? ''}`);
   const child = new SandboxChild({
     host: { ...host, entry: fixture(name) },
     permissionFlag: host.report.permissionFlag,
@@ -89,11 +98,22 @@ export async function runFixture(
     maxAddressSpaceMb: 1024,
     maxLineBytes: 1 << 20,
   });
-  const limits = { maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1 << 20, maxCalls: 1000, maxConcurrentCalls: 16 };
-  const outcome = await runOnChild(child, { body, timeoutMs: opts.timeoutMs ?? 10_000, bridge: recordingBridge().bridge }, limits, {
-    startedAt: Date.now(),
-    pooled: false,
-  });
+  const limits = {
+    maxLogBytes: 65536,
+    maxResultBytes: 262144,
+    maxArgBytes: 1 << 20,
+    maxCalls: 1000,
+    maxConcurrentCalls: 16,
+  };
+  const outcome = await runOnChild(
+    child,
+    { body, timeoutMs: opts.timeoutMs ?? 10_000, bridge: recordingBridge().bridge },
+    limits,
+    {
+      startedAt: Date.now(),
+      pooled: false,
+    },
+  );
   await child.exited;
   return outcome;
 }

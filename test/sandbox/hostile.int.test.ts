@@ -33,12 +33,16 @@ const expectContained = (o: CodeOutcome) => {
 };
 
 /** Wraps an attack so a thrown error becomes a value: `blocked: <name>: <message>`. */
-const attempt = (code: string) => `try { const r = await (async () => { ${code} })(); return "got: " + typeof r; } catch (e) { return "blocked: " + e.name + ": " + e.message; }`;
+const attempt = (code: string) =>
+  `try { const r = await (async () => { ${code} })(); return "got: " + typeof r; } catch (e) { return "blocked: " + e.name + ": " + e.message; }`;
 
 describe('hostile bodies are contained', () => {
   it.each([
     ['read a file', `return require("fs").readFileSync(${JSON.stringify(join(dir, 'secret.txt'))}, "utf8")`],
-    ['read a file via process.mainModule', `return process.mainModule.require("fs").readFileSync(${JSON.stringify(join(dir, 'secret.txt'))}, "utf8")`],
+    [
+      'read a file via process.mainModule',
+      `return process.mainModule.require("fs").readFileSync(${JSON.stringify(join(dir, 'secret.txt'))}, "utf8")`,
+    ],
     ['write a file', `require("fs").writeFileSync(${JSON.stringify(join(dir, 'pwned.txt'))}, "x")`],
     ['read the environment', 'return process.env'],
     ['spawn a process', 'return require("child_process").execSync("touch /tmp/toolsearch-pwned")'],
@@ -48,7 +52,10 @@ describe('hostile bodies are contained', () => {
     ['use Buffer or timers', 'return [Buffer.from("x"), setTimeout(() => {}, 1)]'],
   ])('%s', async (_name, body) => {
     const o = await run(body);
-    expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringMatching(/ReferenceError|TypeError/) } });
+    expect(o).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.guestError', message: expect.stringMatching(/ReferenceError|TypeError/) },
+    });
     expectContained(o);
     expect(existsSync(join(dir, 'pwned.txt'))).toBe(false);
     expect(existsSync('/tmp/toolsearch-pwned')).toBe(false);
@@ -84,15 +91,24 @@ describe('hostile bodies are contained', () => {
     ['a bridge rejection', '(await tools.call("mcp:fs:write", {}).catch((x) => x)).constructor.constructor'],
     ['the import() rejection', '(await import("fs").catch((x) => x)).constructor.constructor'],
     ['the eval error', '(() => { try { eval("1"); } catch (x) { return x.constructor.constructor; } })()'],
-    ['Error.prepareStackTrace frames', `(() => {
+    [
+      'Error.prepareStackTrace frames',
+      `(() => {
       try { Error.prepareStackTrace = (e, frames) => frames.map((f) => f.getFunction()); } catch {}
-      const fns = new Error().stack; return Array.isArray(fns) ? fns : []; })()`],
-    ['an error thrown by the stack formatter', `(() => {
+      const fns = new Error().stack; return Array.isArray(fns) ? fns : []; })()`,
+    ],
+    [
+      'an error thrown by the stack formatter',
+      `(() => {
       const e = new Error("m"); e.name = Symbol("s");
-      try { e.stack; } catch (x) { return x.constructor.constructor; } })()`],
-    ['a stack overflow next to the runtime', `(() => {
+      try { e.stack; } catch (x) { return x.constructor.constructor; } })()`,
+    ],
+    [
+      'a stack overflow next to the runtime',
+      `(() => {
       let leak; const f = () => { try { f(); } catch (x) { try { tools.search("x"); console.log("y"); new Error().stack; } catch (y) { leak = y; } } };
-      f(); return leak?.constructor?.constructor; })()`],
+      f(); return leak?.constructor?.constructor; })()`,
+    ],
   ])('%s is the guest realm', async (_name, expr) => {
     const o = await run(`
       const reached = [${expr}].flat();
@@ -113,12 +129,20 @@ describe('hostile bodies are contained', () => {
   ])('%s compiles or loads nothing', async (_name, code) => {
     const o = await run(attempt(code));
     expectContained(o);
-    expect(o).toMatchObject({ ok: true, value: expect.stringMatching(/^blocked: (EvalError|ReferenceError|TypeError|Error): /) });
+    expect(o).toMatchObject({
+      ok: true,
+      value: expect.stringMatching(/^blocked: (EvalError|ReferenceError|TypeError|Error): /),
+    });
   });
 
   it('removes WebAssembly, SharedArrayBuffer, Atomics, WeakRef and the engine console', async () => {
-    const o = await run('return [typeof WebAssembly, typeof SharedArrayBuffer, typeof Atomics, typeof WeakRef, typeof FinalizationRegistry, typeof console.table]');
-    expect(o).toMatchObject({ ok: true, value: ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'] });
+    const o = await run(
+      'return [typeof WebAssembly, typeof SharedArrayBuffer, typeof Atomics, typeof WeakRef, typeof FinalizationRegistry, typeof console.table]',
+    );
+    expect(o).toMatchObject({
+      ok: true,
+      value: ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined'],
+    });
   });
 
   it('stops a sync infinite loop by wall clock, and the parent stays healthy', async () => {
@@ -157,14 +181,19 @@ describe('hostile bodies are contained', () => {
   it('contains a memory bomb (heap and array buffers)', async () => {
     const heap = await run('const a = []; for (;;) a.push(new Array(1e5).fill(a.length));');
     expect(heap).toMatchObject({ ok: false, error: { code: 'sandbox.outOfMemory' } });
-    const buffers = await run('const bufs = []; for (let i = 0; i < 64; i++) bufs.push(new Uint8Array(256 * 1024 * 1024).fill(1)); return bufs.length');
+    const buffers = await run(
+      'const bufs = []; for (let i = 0; i < 64; i++) bufs.push(new Uint8Array(256 * 1024 * 1024).fill(1)); return bufs.length',
+    );
     expect(buffers.ok).toBe(false);
-    if (!buffers.ok) expect(['sandbox.guestError', 'sandbox.outOfMemory', 'sandbox.crashed']).toContain(buffers.error.code);
+    if (!buffers.ok)
+      expect(['sandbox.guestError', 'sandbox.outOfMemory', 'sandbox.crashed']).toContain(buffers.error.code);
     expect(await run('return 2')).toMatchObject({ ok: true, value: 2 });
   });
 
   it('caps a log flood and a huge return value with markers', async () => {
-    const flood = await run('for (let i = 0; i < 100000; i++) console.log("line " + i + " " + "x".repeat(100)); return "done"');
+    const flood = await run(
+      'for (let i = 0; i < 100000; i++) console.log("line " + i + " " + "x".repeat(100)); return "done"',
+    );
     expect(flood).toMatchObject({ ok: true, value: 'done' });
     const bytes = flood.logs.reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0);
     expect(bytes).toBeLessThanOrEqual(4096 + 64);
@@ -237,7 +266,9 @@ describe('hostile bodies are contained', () => {
       expect.stringMatching(/^sandbox\.badArguments \| .*args\.b is a BigInt/),
       expect.stringMatching(/^sandbox\.badArguments \| .*args\.self refers back to itself/),
       expect.stringMatching(/^sandbox\.badArguments \| .*args cannot be read: Error: trap/),
-      expect.stringMatching(/^sandbox\.badArguments \| .*args\.nested\[1\] cannot be turned into JSON: its toJSON\(\) threw Error: tj/),
+      expect.stringMatching(
+        /^sandbox\.badArguments \| .*args\.nested\[1\] cannot be turned into JSON: its toJSON\(\) threw Error: tj/,
+      ),
     ]);
     expect(out[7]).toBe('sandbox.argsTooLarge');
     expect(out[8]).toMatch(/^sandbox\.badArguments \| The arguments of tools\.search .*query is a symbol/);
@@ -245,7 +276,10 @@ describe('hostile bodies are contained', () => {
     expect(reads).toBe(1);
     // Only the plain call reached the bridge: none of the malformed ones ran the tool.
     expect(rec.calls).toHaveLength(1);
-    expect(rec.calls[0]?.args).toEqual(['mcp:fs:read', { path: '/ok', n: 1, list: [true, null], d: '1970-01-01T00:00:00.000Z' }]);
+    expect(rec.calls[0]?.args).toEqual([
+      'mcp:fs:read',
+      { path: '/ok', n: 1, list: [true, null], d: '1970-01-01T00:00:00.000Z' },
+    ]);
     expect(out[10]).toEqual({ echo: { path: '/ok', n: 1, list: [true, null], d: '1970-01-01T00:00:00.000Z' } });
   });
 

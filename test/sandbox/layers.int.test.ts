@@ -27,7 +27,10 @@ const attack = async (name: string, params: Record<string, unknown> = {}, opts: 
 
 describe('with the vm bypassed, the process layers still hold', () => {
   it('the permission model refuses reading and writing files', async () => {
-    expect(await attack('readFile', { path: join(dir, 'secret.txt') })).toMatchObject({ succeeded: false, code: 'ERR_ACCESS_DENIED' });
+    expect(await attack('readFile', { path: join(dir, 'secret.txt') })).toMatchObject({
+      succeeded: false,
+      code: 'ERR_ACCESS_DENIED',
+    });
     expect(await attack('writeFile', { path: join(dir, 'pwned.txt') })).toMatchObject({ succeeded: false });
     expect(existsSync(join(dir, 'pwned.txt'))).toBe(false);
   });
@@ -57,7 +60,10 @@ describe('with the vm bypassed, the process layers still hold', () => {
   });
 
   it('control: without the OS layer the same escaped code does reach the listener (the permission model alone does not cut the network)', async () => {
-    expect(await attack('connect', { port: w.port }, { useOsNetwork: false })).toEqual({ succeeded: true, value: 'connected' });
+    expect(await attack('connect', { port: w.port }, { useOsNetwork: false })).toEqual({
+      succeeded: true,
+      value: 'connected',
+    });
     expect(w.connections).toBe(1);
   });
 
@@ -78,12 +84,18 @@ describe('the parent survives a child that breaks the protocol', () => {
   ])('%s: the child is killed and the run answers sandbox.protocolError', async (mode, why) => {
     const before = process.memoryUsage().rss;
     const o = await runFixture('rogueChild.mjs', mode);
-    expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.protocolError', message: expect.stringContaining(why) } });
+    expect(o).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.protocolError', message: expect.stringContaining(why) },
+    });
     expect(process.memoryUsage().rss - before).toBeLessThan(64 * 1024 * 1024);
   });
 
   it('a child that exits without answering is reported as crashed', async () => {
     const o = await runFixture('rogueChild.mjs', 'exit');
-    expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.crashed', message: expect.stringContaining('exit code 3') } });
+    expect(o).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.crashed', message: expect.stringContaining('exit code 3') },
+    });
   });
 });

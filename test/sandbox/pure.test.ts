@@ -7,7 +7,11 @@ describe('LineSplitter', () => {
   const collect = (max: number) => {
     const lines: string[] = [];
     let overflows = 0;
-    const s = new LineSplitter(max, (l) => lines.push(l), () => (overflows += 1));
+    const s = new LineSplitter(
+      max,
+      (l) => lines.push(l),
+      () => (overflows += 1),
+    );
     return { s, lines, overflows: () => overflows };
   };
 
@@ -50,10 +54,16 @@ describe('childCommand', () => {
   });
 
   it('wraps node in prlimit and bwrap with every namespace unshared and only read-only binds', () => {
-    const cmd = childCommand({ ...base, wrapper: { kind: 'bwrap', path: '/usr/bin/bwrap', asNobody: true }, addressSpace: { prlimit: '/usr/bin/prlimit', mb: 1024 } });
+    const cmd = childCommand({
+      ...base,
+      wrapper: { kind: 'bwrap', path: '/usr/bin/bwrap', asNobody: true },
+      addressSpace: { prlimit: '/usr/bin/prlimit', mb: 1024 },
+    });
     expect(cmd.file).toBe('/usr/bin/prlimit');
     expect(cmd.args.slice(0, 3)).toEqual([`--as=${1024 * 1024 * 1024}`, '--', '/usr/bin/bwrap']);
-    expect(cmd.args).toEqual(expect.arrayContaining(['--unshare-all', '--die-with-parent', '--clearenv', '--cap-drop', 'ALL']));
+    expect(cmd.args).toEqual(
+      expect.arrayContaining(['--unshare-all', '--die-with-parent', '--clearenv', '--cap-drop', 'ALL']),
+    );
     expect(cmd.args).not.toContain('--bind');
     expect(cmd.args).not.toContain('--share-net');
     const node = cmd.args.indexOf('/usr/bin/node');
@@ -72,12 +82,29 @@ describe('childCommand', () => {
 
 describe('exitError', () => {
   it('names out-of-memory, protocol breaks and other crashes', () => {
-    expect(exitError({ code: null, signal: 'SIGABRT', stderrTail: 'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory' }).code).toBe('sandbox.outOfMemory');
-    expect(exitError({ code: 134, signal: null, stderrTail: "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc" }).code).toBe('sandbox.outOfMemory');
-    expect(exitError({ code: null, signal: 'SIGKILL', stderrTail: '', protocolError: 'sent a line that is not JSON' })).toEqual({
+    expect(
+      exitError({
+        code: null,
+        signal: 'SIGABRT',
+        stderrTail: 'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory',
+      }).code,
+    ).toBe('sandbox.outOfMemory');
+    expect(
+      exitError({
+        code: 134,
+        signal: null,
+        stderrTail: "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+      }).code,
+    ).toBe('sandbox.outOfMemory');
+    expect(
+      exitError({ code: null, signal: 'SIGKILL', stderrTail: '', protocolError: 'sent a line that is not JSON' }),
+    ).toEqual({
       code: 'sandbox.protocolError',
       message: 'The sandbox child sent a line that is not JSON and was killed.',
     });
-    expect(exitError({ code: 3, signal: null, stderrTail: '' })).toEqual({ code: 'sandbox.crashed', message: 'The sandbox child ended unexpectedly (exit code 3).' });
+    expect(exitError({ code: 3, signal: null, stderrTail: '' })).toEqual({
+      code: 'sandbox.crashed',
+      message: 'The sandbox child ended unexpectedly (exit code 3).',
+    });
   });
 });

@@ -30,7 +30,10 @@ describe('isolation', () => {
   });
 
   it('is unavailable without a permission flag, and with requireIsolation but no OS layer', async () => {
-    const noFlag = createSandbox({ poolSize: 0, isolation: { permissionFlag: undefined, osNetwork: 'bwrap', addressSpaceCap: undefined, reason: 'no flag here' } });
+    const noFlag = createSandbox({
+      poolSize: 0,
+      isolation: { permissionFlag: undefined, osNetwork: 'bwrap', addressSpaceCap: undefined, reason: 'no flag here' },
+    });
     const noNet = createSandbox({
       poolSize: 0,
       requireIsolation: true,
@@ -49,7 +52,9 @@ describe('isolation', () => {
 
 describe('ordinary bodies', () => {
   it('returns values and keeps console output with its level', async () => {
-    const o = await run('console.log("hello", 1, {a: [1, 2]}); console.warn("careful"); console.error(new Error("bad")); return {n: 41 + 1, s: "x", list: [true, null]}');
+    const o = await run(
+      'console.log("hello", 1, {a: [1, 2]}); console.warn("careful"); console.error(new Error("bad")); return {n: 41 + 1, s: "x", list: [true, null]}',
+    );
     expect(valueOf(o)).toEqual({ n: 42, s: 'x', list: [true, null] });
     expect(o.logs).toEqual([
       { level: 'log', text: 'hello 1 {"a":[1,2]}' },
@@ -59,7 +64,9 @@ describe('ordinary bodies', () => {
   });
 
   it('supports queueMicrotask but no timers', async () => {
-    const o = await run('const seen = []; queueMicrotask(() => seen.push("micro")); await null; return [seen, typeof setTimeout, typeof setInterval]');
+    const o = await run(
+      'const seen = []; queueMicrotask(() => seen.push("micro")); await null; return [seen, typeof setTimeout, typeof setInterval]',
+    );
     expect(valueOf(o)).toEqual([['micro'], 'undefined', 'undefined']);
   });
 
@@ -86,7 +93,12 @@ describe('ordinary bodies', () => {
        return {isArray: Array.isArray(hits), id: hits[0].id, params: Object.keys(entry.parameters.properties), result};`,
       rec.bridge,
     );
-    expect(valueOf(o)).toEqual({ isArray: true, id: 'mcp:fs:read', params: ['path'], result: { echo: { path: '/etc/hostname' } } });
+    expect(valueOf(o)).toEqual({
+      isArray: true,
+      id: 'mcp:fs:read',
+      params: ['path'],
+      result: { echo: { path: '/etc/hostname' } },
+    });
     expect(rec.calls).toEqual([
       { op: 'search', args: ['read a file', { limit: 3 }] },
       { op: 'describe', args: ['mcp:fs:read'] },
@@ -115,15 +127,28 @@ describe('ordinary bodies', () => {
     expect(thrown).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: 'TypeError: boom' } });
     expect(thrown.logs).toEqual([{ level: 'log', text: 'before' }]);
     const uncaughtBridge = await run('await tools.call("mcp:fs:write", {})');
-    expect(uncaughtBridge).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringContaining('policy.blocked') } });
-    expect(await run('return (')).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringContaining('SyntaxError') } });
+    expect(uncaughtBridge).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.guestError', message: expect.stringContaining('policy.blocked') },
+    });
+    expect(await run('return (')).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.guestError', message: expect.stringContaining('SyntaxError') },
+    });
   });
 
   it('reports a body that closes the function it is wrapped in as a syntax error, and runs nothing after', async () => {
     const rec = recordingBridge();
-    for (const body of ['}); (function(){', '}); (async function(){ await tools.call("mcp:fs:read", {}); return 1', 'return 1 }, (async function(){']) {
+    for (const body of [
+      '}); (function(){',
+      '}); (async function(){ await tools.call("mcp:fs:read", {}); return 1',
+      'return 1 }, (async function(){',
+    ]) {
       const o = await run(body, rec.bridge);
-      expect(o).toMatchObject({ ok: false, error: { code: 'sandbox.guestError', message: expect.stringMatching(/^SyntaxError: /) } });
+      expect(o).toMatchObject({
+        ok: false,
+        error: { code: 'sandbox.guestError', message: expect.stringMatching(/^SyntaxError: /) },
+      });
       expect(o.ok ? '' : o.error.message).not.toContain('corrupted');
     }
     expect(rec.calls).toEqual([]);
@@ -178,7 +203,9 @@ describe('ordinary bodies', () => {
 describe('temp directories', () => {
   it('sweeps directories left by a parent that died, and keeps those of live processes', () => {
     // A pid that surely ended: a process that already exited.
-    const deadPid = Number(execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { env: {} }).toString());
+    const deadPid = Number(
+      execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { env: {} }).toString(),
+    );
     const stale = join(tmpdir(), `toolsearch-sbx-${deadPid}-test`);
     const mine = join(tmpdir(), `toolsearch-sbx-${process.pid}-test`);
     mkdirSync(stale, { recursive: true });

@@ -45,7 +45,10 @@ describe('SearchIndex with learned calls', () => {
   it('never surfaces a learned tool that is not in the (policy-filtered) index', () => {
     const memory = new CallMemory();
     for (let i = 0; i < 5; i++) memory.record({ query: 'wipe all secrets now', toolId: 'mcp:vault:vault_purge' });
-    const filtered = new SearchIndex(tools.filter((t) => t.owner !== 'vault'), { callMemory: memory });
+    const filtered = new SearchIndex(
+      tools.filter((t) => t.owner !== 'vault'),
+      { callMemory: memory },
+    );
     expect(filtered.rankIds('wipe all secrets now', 20)).not.toContain('mcp:vault:vault_purge');
     const answer = filtered.search('wipe all secrets now', { limit: 20 });
     expect(answer.ok && answer.value.results.some((r) => r.id === 'mcp:vault:vault_purge')).toBe(false);

@@ -8,7 +8,13 @@ import { fixtureEntries } from './fixture.js';
 
 /** A ranker with fixed answers, so the metrics can be worked out by hand. */
 const fixed: Ranker = {
-  rankIds: (q) => ({ q1: ['a', 'b', 'c'], q2: ['x', 'y', 'a', 'z'], q3: ['1', '2', '3', '4', 'g', '6'], q4: [] } as Record<string, string[]>)[q] ?? [],
+  rankIds: (q) =>
+    (
+      ({ q1: ['a', 'b', 'c'], q2: ['x', 'y', 'a', 'z'], q3: ['1', '2', '3', '4', 'g', '6'], q4: [] }) as Record<
+        string,
+        string[]
+      >
+    )[q] ?? [],
 };
 
 describe('evaluate', () => {
@@ -50,7 +56,10 @@ describe('readQueriesJsonl', () => {
     const file = path.join(dir, 'ok.jsonl');
     writeFileSync(file, '{"query": "a", "gold": ["x"]}\n\n{"query": "b", "gold": ["y", "z"]}\n');
     const r = await readQueriesJsonl(file);
-    expect(r.ok && r.value).toEqual([{ query: 'a', gold: ['x'] }, { query: 'b', gold: ['y', 'z'] }]);
+    expect(r.ok && r.value).toEqual([
+      { query: 'a', gold: ['x'] },
+      { query: 'b', gold: ['y', 'z'] },
+    ]);
   });
 
   it('names the file and line of a bad line', () => {

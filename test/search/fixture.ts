@@ -6,9 +6,15 @@ type Spec = [name: string, description: string, params?: string[]];
 /** An MCP tool entry as the catalog builds it (untrusted text). */
 export function mcpTool(server: string, [name, description, params = []]: Spec): ToolEntry {
   return {
-    id: `mcp:${server}:${name}`, source: 'mcp', owner: server, sourceName: server, name, description,
+    id: `mcp:${server}:${name}`,
+    source: 'mcp',
+    owner: server,
+    sourceName: server,
+    name,
+    description,
     inputSchema: { type: 'object', properties: Object.fromEntries(params.map((p) => [p, { type: 'string' }])) },
-    origin: 'mcp', trusted: false,
+    origin: 'mcp',
+    trusted: false,
   };
 }
 
@@ -21,7 +27,11 @@ const SERVERS: Record<string, Spec[]> = {
     ['search_code', 'Search for code across GitHub repositories', ['q']],
     ['list_commits', 'Get list of commits of a branch in a GitHub repository', ['owner', 'repo', 'sha']],
     ['create_branch', 'Create a new branch in a GitHub repository', ['owner', 'repo', 'branch']],
-    ['get_file_contents', 'Get the contents of a file or directory from a GitHub repository', ['owner', 'repo', 'path']],
+    [
+      'get_file_contents',
+      'Get the contents of a file or directory from a GitHub repository',
+      ['owner', 'repo', 'path'],
+    ],
   ],
   gitlab: [
     ['list_issues', 'List issues in a GitLab project', ['project_id']],
@@ -78,7 +88,12 @@ export function catalogOf(entries: ToolEntry[]): Catalog {
     const k = sourceKeyOf(e);
     sourceFingerprints[k] = digest(`${sourceFingerprints[k] ?? ''}|${e.id}=${e.description}`);
   }
-  const fingerprint = digest(Object.entries(sourceFingerprints).sort().map(([k, v]) => `${k}:${v}`).join(';'));
+  const fingerprint = digest(
+    Object.entries(sourceFingerprints)
+      .sort()
+      .map(([k, v]) => `${k}:${v}`)
+      .join(';'),
+  );
   return { entries, fingerprint, sourceFingerprints, sources: [] };
 }
 

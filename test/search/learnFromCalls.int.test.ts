@@ -28,7 +28,10 @@ async function until(check: () => boolean, what: string, ms = 5000): Promise<voi
 
 const readLines = (file: string): Record<string, unknown>[] => {
   try {
-    return readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   } catch {
     return [];
   }
@@ -39,12 +42,18 @@ async function setUp(history?: string): Promise<{ file: string }> {
   const file = join(world.dir, 'learned-calls.jsonl');
   if (history !== undefined) writeFileSync(file, history);
   learning = await startCallLearning(world.bus, { learnFromCalls: true, learnedCallsPath: file, maxLearnedCalls: 100 });
-  engine = createEngine({ config: world.config, bus: world.bus, staticSources: world.sources, includeConfigMcp: true,
-    decisionTimeoutMs: 1000, callMemory: learning.memory });
+  engine = createEngine({
+    config: world.config,
+    bus: world.bus,
+    staticSources: world.sources,
+    includeConfigMcp: true,
+    decisionTimeoutMs: 1000,
+    callMemory: learning.memory,
+  });
   return { file };
 }
 
-const ids = (r: unknown): string[] => ((r as { value: { results: { id: string }[] } }).value.results).map((x) => x.id);
+const ids = (r: unknown): string[] => (r as { value: { results: { id: string }[] } }).value.results.map((x) => x.id);
 
 describe('search.learnFromCalls through the engine and the bus', () => {
   it('learns (query, tool called) from a search followed by a successful call, with no argument values, and ranks with it', async () => {
@@ -64,7 +73,9 @@ describe('search.learnFromCalls through the engine and the bus', () => {
     for (let i = 1; i <= 3; i++) {
       const turn = await startTurn(engineWorld, { sessionId: `learn-${i}` });
       expect(ids(await turn.invoke('tool_search', { query, limit: 5 }))).toContain('openclaw:demo:echo_text');
-      expect(await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'argument-value-7' } })).toMatchObject({ ok: true, value: { echoed: 'argument-value-7' } });
+      expect(
+        await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'argument-value-7' } }),
+      ).toMatchObject({ ok: true, value: { echoed: 'argument-value-7' } });
       await turn.end();
       await until(() => readLines(file).length === i, `learned pair ${i} in the history file`);
     }
@@ -77,7 +88,9 @@ describe('search.learnFromCalls through the engine and the bus', () => {
 
     // a call that followed no search in its session teaches nothing
     const direct = await startTurn(engineWorld, { sessionId: 'direct-1' });
-    expect(await direct.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } })).toMatchObject({ ok: true });
+    expect(await direct.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } })).toMatchObject({
+      ok: true,
+    });
     await direct.end();
     expect(learning?.memory.size).toBe(3);
 
@@ -88,7 +101,9 @@ describe('search.learnFromCalls through the engine and the bus', () => {
   });
 
   it('never surfaces a tool the policy filters out, however often the history says it was called', async () => {
-    const history = Array.from({ length: 20 }, () => JSON.stringify({ query: 'read the vault secret', toolId: 'openclaw:demo:secret_vault' })).join('\n');
+    const history = Array.from({ length: 20 }, () =>
+      JSON.stringify({ query: 'read the vault secret', toolId: 'openclaw:demo:secret_vault' }),
+    ).join('\n');
     await setUp(`${history}\nnot json\n`);
     expect(learning?.loaded).toBe(20);
     const turn = await startTurn({ ...(world as World), engine: engine as Engine }, { sessionId: 'deny-1' });

@@ -3,7 +3,16 @@ import { clientToolSource } from '../../src/catalog/index.js';
 import { OverlayIndex, SearchIndex } from '../../src/search/index.js';
 import { fixtureEntries } from './fixture.js';
 
-const QUERIES = ['look up order', 'list issues', 'create a branch', 'post message to channel', 'order status', 'lookup', 'issue comment', 'ordr'];
+const QUERIES = [
+  'look up order',
+  'list issues',
+  'create a branch',
+  'post message to channel',
+  'order status',
+  'lookup',
+  'issue comment',
+  'ordr',
+];
 
 describe('OverlayIndex (per-turn client tools over a shared index)', () => {
   const base = new SearchIndex(fixtureEntries());
@@ -11,10 +20,17 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
 
   it('answers exactly as a fresh index over the base and the client tools, and leaves the shared index as it was', () => {
     for (let turn = 0; turn < 3; turn++) {
-      const { entries: extra } = clientToolSource([
-        { name: `lookup_order_${turn}`, description: `Look up order ${turn} and its status in the shop backend`, parameters: { type: 'object', properties: { id: { type: 'string' } } } },
-        { name: 'create_issue', description: 'Create an issue in the client bug tracker' },
-      ], 'app');
+      const { entries: extra } = clientToolSource(
+        [
+          {
+            name: `lookup_order_${turn}`,
+            description: `Look up order ${turn} and its status in the shop backend`,
+            parameters: { type: 'object', properties: { id: { type: 'string' } } },
+          },
+          { name: 'create_issue', description: 'Create an issue in the client bug tracker' },
+        ],
+        'app',
+      );
       const overlay = new OverlayIndex(base, extra);
       const fresh = new SearchIndex([...fixtureEntries(), ...extra]);
       for (const q of QUERIES) {

@@ -8,7 +8,14 @@ import { fixtureEntries, mcpTool } from './fixture.js';
 describe('rewritePhrases', () => {
   it('rewrites idioms and abbreviations and leaves other words alone', () => {
     expect(rewritePhrases(['set', 'up', 'a', 'new', 'board'])).toEqual(['create', 'a', 'new', 'board']);
-    expect(rewritePhrases(['files', 'changed', 'in', 'pr', '42'])).toEqual(['files', 'changed', 'in', 'pull', 'request', '42']);
+    expect(rewritePhrases(['files', 'changed', 'in', 'pr', '42'])).toEqual([
+      'files',
+      'changed',
+      'in',
+      'pull',
+      'request',
+      '42',
+    ]);
     expect(rewritePhrases(['look', 'up', 'users'])).toEqual(['find', 'users']);
     expect(rewritePhrases(['turn', 'off', 'the', 'flag'])).toEqual(['disable', 'the', 'flag']);
     expect(rewritePhrases(['set', 'the', 'status'])).toEqual(['set', 'the', 'status']);
@@ -67,7 +74,7 @@ describe('OperationModel', () => {
     for (const w of ['pod', 'tabl', 'db', 'note', 'record']) expect(model.isOperation(w)).toBe(false);
   });
 
-  it('reads a tool\'s operation where its name says it, first or last', () => {
+  it("reads a tool's operation where its name says it, first or last", () => {
     expect(opsOf('pods_list')).toEqual(['list']);
     expect(opsOf('db_drop_table')).toEqual(['drop']);
     expect(opsOf('create_note')).toEqual(['creat']);

@@ -32,7 +32,10 @@ describe('SearchIndex ranking', () => {
 
   it('puts every tool with an exactly matching bare name first', () => {
     expect(ids('list_issues').slice(0, 2).sort()).toEqual(['mcp:github:list_issues', 'mcp:gitlab:list_issues']);
-    expect(ids('get_file_contents').slice(0, 2).sort()).toEqual(['mcp:github:get_file_contents', 'mcp:gitlab:get_file_contents']);
+    expect(ids('get_file_contents').slice(0, 2).sort()).toEqual([
+      'mcp:github:get_file_contents',
+      'mcp:gitlab:get_file_contents',
+    ]);
     expect(ids('browser_click')[0]).toBe('mcp:browser:browser_click');
   });
 
@@ -67,8 +70,13 @@ describe('SearchIndex ranking', () => {
   it('returns sanitized, marked results with the six contract keys', () => {
     const r = answer('take a screenshot').results[0];
     expect(r).toEqual({
-      id: 'mcp:browser:browser_take_screenshot', source: 'mcp', sourceName: 'browser', name: 'browser_take_screenshot',
-      label: '', description: 'Take a screenshot of the current page', untrusted: true,
+      id: 'mcp:browser:browser_take_screenshot',
+      source: 'mcp',
+      sourceName: 'browser',
+      name: 'browser_take_screenshot',
+      label: '',
+      description: 'Take a screenshot of the current page',
+      untrusted: true,
     });
   });
 
@@ -201,7 +209,13 @@ describe('SearchIndex query understanding', () => {
     const updated = new SearchIndex(entries.filter((e) => e.owner !== 'slack'));
     updated.addEntries(entries.filter((e) => e.owner === 'slack'));
     const rebuilt = new SearchIndex(entries);
-    for (const q of ['post a message', 'list issues', 'get channel history', 'create a new file', 'users of the workspace']) {
+    for (const q of [
+      'post a message',
+      'list issues',
+      'get channel history',
+      'create a new file',
+      'users of the workspace',
+    ]) {
       expect(updated.rankIds(q)).toEqual(rebuilt.rankIds(q));
     }
   });

@@ -26,9 +26,19 @@ describe('splitWords', () => {
 
 describe('stem', () => {
   it('merges plurals, -ing and -ed forms with their base word', () => {
-    for (const [a, b] of [['issues', 'issue'], ['listing', 'list'], ['created', 'create'], ['creating', 'create'],
-      ['deleted', 'delete'], ['queries', 'query'], ['repositories', 'repository'], ['installed', 'install'],
-      ['searches', 'search'], ['added', 'add'], ['running', 'run']] as const) {
+    for (const [a, b] of [
+      ['issues', 'issue'],
+      ['listing', 'list'],
+      ['created', 'create'],
+      ['creating', 'create'],
+      ['deleted', 'delete'],
+      ['queries', 'query'],
+      ['repositories', 'repository'],
+      ['installed', 'install'],
+      ['searches', 'search'],
+      ['added', 'add'],
+      ['running', 'run'],
+    ] as const) {
       expect(stem(a), `${a} ~ ${b}`).toBe(stem(b));
     }
   });
@@ -43,7 +53,11 @@ describe('stem', () => {
 
 describe('tokenize', () => {
   it('drops stop words and stems the rest, the same way for index and query', () => {
-    expect(tokenize('Can you please list all the issues in my repository?')).toEqual(['list', stem('issues'), stem('repository')]);
+    expect(tokenize('Can you please list all the issues in my repository?')).toEqual([
+      'list',
+      stem('issues'),
+      stem('repository'),
+    ]);
     expect(tokenize('list_issues')).toEqual(tokenize('listing issue'));
   });
 

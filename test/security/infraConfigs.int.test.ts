@@ -31,7 +31,9 @@ describe('secured nats-server configs', () => {
     expect(valid(join(dir, 'auth', 'nats-server.conf'))).toMatch(/is valid/);
     // A second run keeps the keys and adds the new client.
     const before = readFileSync(join(dir, 'auth', 'gateway.nk'), 'utf8');
-    expect(await natsAuthCommand.run(['--out', join(dir, 'auth'), '--client', 'billing', '--client', 'crm'], io)).toBe(0);
+    expect(await natsAuthCommand.run(['--out', join(dir, 'auth'), '--client', 'billing', '--client', 'crm'], io)).toBe(
+      0,
+    );
     expect(readFileSync(join(dir, 'auth', 'gateway.nk'), 'utf8')).toBe(before);
     expect(readFileSync(join(dir, 'auth', 'authorization.conf'), 'utf8')).toContain('# client-crm (role client)');
     for (const f of ['single.conf', 'cluster-1.conf', 'cluster-2.conf', 'cluster-3.conf']) {
@@ -42,7 +44,12 @@ describe('secured nats-server configs', () => {
 
   it('refuses a client name that is no principal name', async () => {
     const err: string[] = [];
-    const rc = await natsAuthCommand.run(['--out', join(dir, 'x'), '--client', 'a.b'], { stdout: () => undefined, stderr: (s) => err.push(s), cwd: dir, env: {} });
+    const rc = await natsAuthCommand.run(['--out', join(dir, 'x'), '--client', 'a.b'], {
+      stdout: () => undefined,
+      stderr: (s) => err.push(s),
+      cwd: dir,
+      env: {},
+    });
     expect(rc).toBe(2);
     expect(err.join('')).toContain('--client "a.b" is not a principal name');
   });

@@ -12,7 +12,12 @@ import { startNatsServerWithConfig, type NatsServer } from '../support/natsServe
 import { natsAuthCommand } from '../../src/cli/commands/natsAuth.js';
 import { turnCommand } from '../../src/cli/commands/turn.js';
 import {
-  busConnectOptions, isBusError, natsConnectSettings, openNatsBus, readNkeySeed, type NatsBus,
+  busConnectOptions,
+  isBusError,
+  natsConnectSettings,
+  openNatsBus,
+  readNkeySeed,
+  type NatsBus,
 } from '../../src/bus/nats/index.js';
 import type { Envelope } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
@@ -42,13 +47,25 @@ const keys: Record<string, string> = {};
 const open: Array<{ close(): Promise<void> }> = [];
 
 const seed = (name: string) => join(auth, `${name}.nk`);
-const ran = (): string[] => (existsSync(witness) ? readFileSync(witness, 'utf8').split('\n').filter((l) => l !== '') : []);
+const ran = (): string[] =>
+  existsSync(witness)
+    ? readFileSync(witness, 'utf8')
+        .split('\n')
+        .filter((l) => l !== '')
+    : [];
 
 /** A bus connected as one principal of the deployment, the way every command connects (`--nats-nkey FILE`). */
 async function busAs(name: string, extra: Record<string, unknown> = {}): Promise<NatsBus> {
   const c = natsConnectSettings({ url: server.url, flags: { nkeyFile: seed(name) } });
   if (!c.ok || c.value === undefined) throw new Error('no settings');
-  const bus = await openNatsBus({ ...busConnectOptions(c.value), name: `attack-${name}`, manageStreams: false, connectTimeoutMs: 5000, publishTimeoutMs: 3000, ...extra });
+  const bus = await openNatsBus({
+    ...busConnectOptions(c.value),
+    name: `attack-${name}`,
+    manageStreams: false,
+    connectTimeoutMs: 5000,
+    publishTimeoutMs: 3000,
+    ...extra,
+  });
   open.push(bus);
   return bus;
 }
@@ -58,7 +75,9 @@ async function rawAs(name: string): Promise<{ nc: NatsConnection; errors: string
   const k = readNkeySeed(seed(name));
   if (!k.ok) throw new Error(k.error.message);
   const nc = await connect({
-    servers: server.url, authenticator: nkeyAuthenticator(new TextEncoder().encode(k.value.seed)), inboxPrefix: `_INBOX.${k.value.publicKey}`,
+    servers: server.url,
+    authenticator: nkeyAuthenticator(new TextEncoder().encode(k.value.seed)),
+    inboxPrefix: `_INBOX.${k.value.publicKey}`,
   });
   const errors: string[] = [];
   void (async () => {
@@ -71,21 +90,47 @@ async function rawAs(name: string): Promise<{ nc: NatsConnection; errors: string
 /** Commands as a client principal, and the gateway's answers to them (the answer subjects a client may read). */
 async function clientSession(bus: NatsBus, sid: string) {
   const got: Envelope[] = [];
-  for (const t of ['turn_opened', 'tool_answered', 'event_rejected']) bus.subscribe(`gateway.session.${encodeToken(sid)}.${t}`, (e) => got.push(e));
+  for (const t of ['turn_opened', 'tool_answered', 'event_rejected'])
+    bus.subscribe(`gateway.session.${encodeToken(sid)}.${t}`, (e) => got.push(e));
   await bus.ready();
   return {
     got,
     async open(data: Record<string, unknown>, turnId = 't1') {
-      const r = await publishSessionEvent(bus, sid, 'gateway.turn.requested', { requestId: `r-${turnId}`, ...data } as never, { turnId });
+      const r = await publishSessionEvent(
+        bus,
+        sid,
+        'gateway.turn.requested',
+        { requestId: `r-${turnId}`, ...data } as never,
+        { turnId },
+      );
       expect(r.ok).toBe(true);
-      await waitFor(() => got.some((e) => e.type === 'gateway.turn.opened' && e.turnId === turnId), `turn_opened of ${sid}/${turnId}`);
-      return got.find((e) => e.type === 'gateway.turn.opened' && e.turnId === turnId)!.data as { ok: boolean; error?: { code: string; message: string } };
+      await waitFor(
+        () => got.some((e) => e.type === 'gateway.turn.opened' && e.turnId === turnId),
+        `turn_opened of ${sid}/${turnId}`,
+      );
+      return got.find((e) => e.type === 'gateway.turn.opened' && e.turnId === turnId)!.data as {
+        ok: boolean;
+        error?: { code: string; message: string };
+      };
     },
     async code(body: string, callId: string, turnId = 't1') {
-      const r = await publishSessionEvent(bus, sid, 'gateway.tool.invoked', { requestId: `r-${turnId}`, callId, tool: 'tool_search_code', args: { code: body } }, { turnId });
+      const r = await publishSessionEvent(
+        bus,
+        sid,
+        'gateway.tool.invoked',
+        { requestId: `r-${turnId}`, callId, tool: 'tool_search_code', args: { code: body } },
+        { turnId },
+      );
       expect(r.ok).toBe(true);
-      await waitFor(() => got.some((e) => e.type === 'gateway.tool.answered' && (e.data as { callId: string }).callId === callId), `answer to ${callId}`, 30_000);
-      return (got.find((e) => e.type === 'gateway.tool.answered' && (e.data as { callId: string }).callId === callId)!.data as { result: { ok: boolean; value?: unknown; error?: { code: string; message: string } } }).result;
+      await waitFor(
+        () => got.some((e) => e.type === 'gateway.tool.answered' && (e.data as { callId: string }).callId === callId),
+        `answer to ${callId}`,
+        30_000,
+      );
+      return (
+        got.find((e) => e.type === 'gateway.tool.answered' && (e.data as { callId: string }).callId === callId)!
+          .data as { result: { ok: boolean; value?: unknown; error?: { code: string; message: string } } }
+      ).result;
     },
   };
 }
@@ -122,15 +167,22 @@ beforeAll(async () => {
   witness = join(dir, 'witness.txt');
   shWitness = join(dir, 'sh-ran.txt');
   const out: string[] = [];
-  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--json'], { stdout: (s) => out.push(s), stderr: (s) => out.push(s), cwd: dir, env: {} });
+  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--json'], {
+    stdout: (s) => out.push(s),
+    stderr: (s) => out.push(s),
+    cwd: dir,
+    env: {},
+  });
   expect(rc).toBe(0);
-  for (const p of (JSON.parse(out.at(-1)!) as { principals: Array<{ name: string; publicKey: string }> }).principals) keys[p.name] = p.publicKey;
+  for (const p of (JSON.parse(out.at(-1)!) as { principals: Array<{ name: string; publicKey: string }> }).principals)
+    keys[p.name] = p.publicKey;
   server = await startNatsServerWithConfig(join(auth, 'nats-server.conf'));
 
   writeFileSync(join(dir, 'counter.mjs'), PLUGIN(witness));
   const raw = {
     tools: { toolSearch: { mode: 'code' }, approval: { require: ['deploy_service'], timeoutMs: 1500 } },
-    plugins: [join(dir, 'counter.mjs')], workspaceDir: dir,
+    plugins: [join(dir, 'counter.mjs')],
+    workspaceDir: dir,
     nats: { decisionTimeoutMs: 2500, nkeyFile: seed('gateway') },
     principals: {
       client: { nkey: keys['client'] },
@@ -165,7 +217,8 @@ afterAll(async () => {
 describe('a secured deployment (toolsearch nats-auth) serves real turns', () => {
   it('runs an HTTP turn end to end in code mode: gateway, policy role and sandbox role each as its own principal', async () => {
     const res = await fetch(`${gateway.url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'content-type': 'application/json', 'x-toolsearch-session': 'http-1' },
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-toolsearch-session': 'http-1' },
       body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'count it target=count_call' }] }),
     });
     expect(res.status).toBe(200);
@@ -174,7 +227,7 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
     expect(ran()).toEqual(['count_call']);
   }, 60_000);
 
-  it('runs a client principal\'s commands (turn requested, code run through the sandbox role, turn ended)', async () => {
+  it("runs a client principal's commands (turn requested, code run through the sandbox role, turn ended)", async () => {
     const client = await busAs('client');
     const s = await clientSession(client, 'cmd-1');
     expect((await s.open({})).ok).toBe(true);
@@ -182,7 +235,13 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
     expect(r).toMatchObject({ ok: true });
     expect(JSON.stringify(r.value)).toContain('counted');
     expect(ran()).toEqual(['count_call', 'count_call']);
-    await publishSessionEvent(client, 'cmd-1', 'gateway.turn.ended', { requestId: 'r-t1', outcome: 'completed' }, { turnId: 't1' });
+    await publishSessionEvent(
+      client,
+      'cmd-1',
+      'gateway.turn.ended',
+      { requestId: 'r-t1', outcome: 'completed' },
+      { turnId: 't1' },
+    );
     // Bounded retention: a command (chat messages, arguments) is gone from GATEWAY_COMMANDS once a gateway took it.
     const { nc } = await rawAs('gateway');
     const jsm = await jetstreamManager(nc, { checkAPI: false });
@@ -200,13 +259,30 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
   }, 60_000);
 
   it('runs `toolsearch turn --nats --nats-nkey gateway.nk`: its calls are decided by the policy role', async () => {
-    writeFileSync(join(dir, 'script.json'), JSON.stringify({
-      session: { sessionId: 'cli-1' }, mode: 'tools', steps: [{ tool: 'tool_call', args: { id: 'openclaw:counter:count_call', args: {} } }],
-    }));
+    writeFileSync(
+      join(dir, 'script.json'),
+      JSON.stringify({
+        session: { sessionId: 'cli-1' },
+        mode: 'tools',
+        steps: [{ tool: 'tool_call', args: { id: 'openclaw:counter:count_call', args: {} } }],
+      }),
+    );
     const out: string[] = [];
     const before = ran().length;
-    const rc = await turnCommand.run(['--nats', server.url, '--nats-nkey', seed('gateway'), '--config', join(dir, 'config.json5'), '--script', join(dir, 'script.json'), '--json'],
-      { stdout: (l) => out.push(l), stderr: (l) => out.push(l), cwd: dir, env: {} });
+    const rc = await turnCommand.run(
+      [
+        '--nats',
+        server.url,
+        '--nats-nkey',
+        seed('gateway'),
+        '--config',
+        join(dir, 'config.json5'),
+        '--script',
+        join(dir, 'script.json'),
+        '--json',
+      ],
+      { stdout: (l) => out.push(l), stderr: (l) => out.push(l), cwd: dir, env: {} },
+    );
     expect(rc, out.join('\n')).toBe(0);
     const last = JSON.parse(out.filter((l) => l.startsWith('{')).at(-1)!) as { results: Array<{ ok: boolean }> };
     expect(last.results).toEqual([expect.objectContaining({ ok: true })]);
@@ -217,8 +293,22 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
     const auditor = await busAs('auditor');
     const events: Envelope[] = [];
     for await (const e of auditor.replay({ sessionId: 'cmd-1' })) events.push(e);
-    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['turn.started', 'call.requested', 'call.decided', 'call.completed', 'code.settled']));
-    const err = await auditor.publish(makeEnvelope({ type: 'call.completed', sessionId: 'cmd-1', turnId: 't1', seq: 999, at: new Date(), causationId: null, data: {} as never })).catch((e: unknown) => e);
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(['turn.started', 'call.requested', 'call.decided', 'call.completed', 'code.settled']),
+    );
+    const err = await auditor
+      .publish(
+        makeEnvelope({
+          type: 'call.completed',
+          sessionId: 'cmd-1',
+          turnId: 't1',
+          seq: 999,
+          at: new Date(),
+          causationId: null,
+          data: {} as never,
+        }),
+      )
+      .catch((e: unknown) => e);
     expect(isBusError(err, 'bus.permissionDenied')).toBe(true);
     expect(String((err as Error).message)).toContain('Permissions Violation for Publish to "toolsearch.turnseq.');
   }, 30_000);
@@ -230,7 +320,10 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(isBusError(err, 'bus.unauthorized')).toBe(true);
     expect((err as Error).message).toMatch(/Authorization Violation.*--nats-nkey FILE/s);
     // A password in the URL is used, and never printed, not even in the nested cause.
-    const withPass = await openNatsBus({ url: server.url.replace('nats://', 'nats://mallory:hunter2secret@'), connectTimeoutMs: 3000 }).catch((e: unknown) => e);
+    const withPass = await openNatsBus({
+      url: server.url.replace('nats://', 'nats://mallory:hunter2secret@'),
+      connectTimeoutMs: 3000,
+    }).catch((e: unknown) => e);
     expect(isBusError(withPass, 'bus.unauthorized')).toBe(true);
     const text = `${(withPass as Error).message} ${String((withPass as Error).cause)} ${JSON.stringify(withPass)}`;
     expect(text).not.toContain('hunter2secret');
@@ -260,9 +353,17 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const r = await s.code(callBody('openclaw:counter:owner_reset'), 'o1', 't3');
     expect(JSON.stringify(r)).toMatch(/blocked|not found|owner/i);
     // Publishing under another principal's token is refused by the server itself.
-    const spoof = await publishSessionEvent(client, 'own-2', 'gateway.turn.requested', { requestId: 'x', owner: true }, { turnId: 't1', principal: keys['client-billing'] }).catch((e: unknown) => e);
+    const spoof = await publishSessionEvent(
+      client,
+      'own-2',
+      'gateway.turn.requested',
+      { requestId: 'x', owner: true },
+      { turnId: 't1', principal: keys['client-billing'] },
+    ).catch((e: unknown) => e);
     expect(isBusError(spoof, 'bus.permissionDenied')).toBe(true);
-    expect((spoof as Error).message).toContain(`Permissions Violation for Publish to "gateway.cmd.${keys['client-billing']}.own-2.turn_requested"`);
+    expect((spoof as Error).message).toContain(
+      `Permissions Violation for Publish to "gateway.cmd.${keys['client-billing']}.own-2.turn_requested"`,
+    );
     expect(ran()).not.toContain('owner_reset');
     // The billing principal has the owner right: the same request runs for it.
     const billing = await busAs('client-billing');
@@ -271,9 +372,21 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(await b.code(callBody('openclaw:counter:owner_reset'), 'b1')).toMatchObject({ ok: true });
     expect(ran()).toContain('owner_reset');
     // ... and it cannot continue the client's session.
-    const r2 = await publishSessionEvent(billing, 'own-1', 'gateway.tool.invoked', { requestId: 'r-t3', callId: 'steal', tool: 'tool_search_code', args: { code: 'return 1' } }, { turnId: 't3' });
+    const r2 = await publishSessionEvent(
+      billing,
+      'own-1',
+      'gateway.tool.invoked',
+      { requestId: 'r-t3', callId: 'steal', tool: 'tool_search_code', args: { code: 'return 1' } },
+      { turnId: 't3' },
+    );
     expect(r2.ok).toBe(true);
-    await waitFor(() => s.got.some((e) => e.type === 'gateway.event.rejected' && (e.data as { code: string }).code === 'gateway.sessionNotYours'), 'sessionNotYours');
+    await waitFor(
+      () =>
+        s.got.some(
+          (e) => e.type === 'gateway.event.rejected' && (e.data as { code: string }).code === 'gateway.sessionNotYours',
+        ),
+      'sessionNotYours',
+    );
   }, 60_000);
 
   it('a client or a sandbox cannot approve a call; an approver can', async () => {
@@ -285,23 +398,35 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const forge = () => {
       for (const a of [attacker, sandboxAttacker]) {
         a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true }));
-        void jetstream(a.nc).publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true })).catch(() => undefined);
+        void jetstream(a.nc)
+          .publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true }))
+          .catch(() => undefined);
       }
     };
     const timer = setInterval(forge, 100);
     const r = await s.code(callBody('openclaw:counter:deploy_service'), 'a1').finally(() => clearInterval(timer));
     expect(JSON.stringify(r)).toMatch(/approv/i);
     expect(ran()).not.toContain('deploy_service');
-    for (const a of [attacker, sandboxAttacker]) expect(a.errors).toContain('Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved"');
+    for (const a of [attacker, sandboxAttacker])
+      expect(a.errors).toContain('Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved"');
 
     // The approver principal reads approval requests and answers them.
     const approver = await busAs('approver');
     approver.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
       const d = e.data as { callId: string; approvalId: string };
-      void approver.publish(makeEnvelope({
-        type: 'approval.resolved', sessionId: e.sessionId, turnId: e.turnId, seq: e.seq + 1, at: new Date(), causationId: e.id,
-        data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'bus' },
-      })).catch(() => undefined);
+      void approver
+        .publish(
+          makeEnvelope({
+            type: 'approval.resolved',
+            sessionId: e.sessionId,
+            turnId: e.turnId,
+            seq: e.seq + 1,
+            at: new Date(),
+            causationId: e.id,
+            data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'bus' },
+          }),
+        )
+        .catch(() => undefined);
     });
     await approver.ready();
     expect(await s.code(callBody('openclaw:counter:deploy_service'), 'a2')).toMatchObject({ ok: true });
@@ -311,18 +436,33 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
   it('nobody but a sandbox receives code runs, and a client cannot read, consume, purge or write the streams', async () => {
     const { nc, errors } = await rawAs('client');
     const received: string[] = [];
-    for (const subject of ['toolsearch.rpc.code.run', 'toolsearch.evt.>', 'gateway.cmd.>', 'gateway.session.>', 'toolsearch.rpc.bridge.*']) {
-      nc.subscribe(subject, { callback: (err, m) => { if (err === null) received.push(m.subject); } });
+    for (const subject of [
+      'toolsearch.rpc.code.run',
+      'toolsearch.evt.>',
+      'gateway.cmd.>',
+      'gateway.session.>',
+      'toolsearch.rpc.bridge.*',
+    ]) {
+      nc.subscribe(subject, {
+        callback: (err, m) => {
+          if (err === null) received.push(m.subject);
+        },
+      });
     }
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const refused = async (what: string, op: () => Promise<unknown>) => {
-      const e = await op().then(() => undefined, (x: unknown) => x);
+      const e = await op().then(
+        () => undefined,
+        (x: unknown) => x,
+      );
       expect(e, what).toBeInstanceOf(Error);
       expect((e as Error).message, what).toContain('Permissions Violation for Publish to "$JS.API.');
     };
     await refused('purge', () => jsm.streams.purge('TOOLSEARCH_EVENTS'));
     await refused('delete', () => jsm.streams.delete('GATEWAY_SESSIONS'));
-    await refused('consumer on facts', () => jsm.consumers.add('TOOLSEARCH_EVENTS', { name: 'spy', filter_subject: 'toolsearch.evt.>' }));
+    await refused('consumer on facts', () =>
+      jsm.consumers.add('TOOLSEARCH_EVENTS', { name: 'spy', filter_subject: 'toolsearch.evt.>' }),
+    );
     await refused('kv bucket', () => jsm.streams.add({ name: 'KV_toolsearch', subjects: ['$KV.toolsearch.>'] }));
     nc.publish('$KV.toolsearch.lease', 'mine');
     nc.publish('toolsearch.evt.x.y.call_completed', '{}');
@@ -334,7 +474,13 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect((await s.open({})).ok).toBe(true);
     expect(await s.code('return 6 * 7;', 'r1')).toMatchObject({ ok: true });
     await waitFor(() => errors.length >= 8, 'every refusal reported');
-    for (const subject of ['toolsearch.rpc.code.run', 'toolsearch.evt.>', 'gateway.cmd.>', 'gateway.session.>', 'toolsearch.rpc.bridge.*']) {
+    for (const subject of [
+      'toolsearch.rpc.code.run',
+      'toolsearch.evt.>',
+      'gateway.cmd.>',
+      'gateway.session.>',
+      'toolsearch.rpc.bridge.*',
+    ]) {
       expect(errors).toContain(`Permissions Violation for Subscription to "${subject}"`);
     }
     expect(errors).toContain('Permissions Violation for Publish to "$KV.toolsearch.lease"');
@@ -344,15 +490,23 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
 
   it('a sandbox cannot publish facts, answers or commands', async () => {
     const { nc, errors } = await rawAs('sandbox');
-    for (const subject of ['toolsearch.evt.s.t.call_decided', 'toolsearch.evt.s.t.call_completed', 'gateway.session.s.turn_opened', `gateway.cmd.${keys['sandbox']}.s.turn_requested`]) nc.publish(subject, '{}');
+    for (const subject of [
+      'toolsearch.evt.s.t.call_decided',
+      'toolsearch.evt.s.t.call_completed',
+      'gateway.session.s.turn_opened',
+      `gateway.cmd.${keys['sandbox']}.s.turn_requested`,
+    ])
+      nc.publish(subject, '{}');
     nc.subscribe('toolsearch.evt.>');
     await nc.flush();
     await waitFor(() => errors.length >= 5, 'the refusals');
-    expect(errors).toEqual(expect.arrayContaining([
-      'Permissions Violation for Publish to "toolsearch.evt.s.t.call_decided"',
-      'Permissions Violation for Publish to "toolsearch.evt.s.t.call_completed"',
-      'Permissions Violation for Subscription to "toolsearch.evt.>"',
-    ]));
+    expect(errors).toEqual(
+      expect.arrayContaining([
+        'Permissions Violation for Publish to "toolsearch.evt.s.t.call_decided"',
+        'Permissions Violation for Publish to "toolsearch.evt.s.t.call_completed"',
+        'Permissions Violation for Subscription to "toolsearch.evt.>"',
+      ]),
+    );
   });
 
   it('with the policy role down, a forged decision does not make a call run: no enforcer = blocked', async () => {
@@ -363,7 +517,10 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const attacker = await rawAs('sandbox');
     const s = await clientSession(client, 'dec-1');
     expect((await s.open({})).ok).toBe(true);
-    const timer = setInterval(() => attacker.nc.publish('toolsearch.evt.dec-1.t1.call_decided', JSON.stringify({ decision: 'allowed' })), 100);
+    const timer = setInterval(
+      () => attacker.nc.publish('toolsearch.evt.dec-1.t1.call_decided', JSON.stringify({ decision: 'allowed' })),
+      100,
+    );
     const before = ran().length;
     const r = await s.code(callBody('openclaw:counter:count_call'), 'd1').finally(() => clearInterval(timer));
     expect(JSON.stringify(r)).toContain('no policy enforcer answered');

@@ -2,14 +2,20 @@ import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
 import { checkSchema } from '../../src/shared/index.js';
 
-const Doc = Type.Object({
-  name: Type.String({ description: 'a tool name' }),
-  steps: Type.Array(Type.Object({ tool: Type.String() }, { additionalProperties: false })),
-}, { additionalProperties: false });
+const Doc = Type.Object(
+  {
+    name: Type.String({ description: 'a tool name' }),
+    steps: Type.Array(Type.Object({ tool: Type.String() }, { additionalProperties: false })),
+  },
+  { additionalProperties: false },
+);
 
 describe('checkSchema', () => {
   it('passes a valid document through', () => {
-    expect(checkSchema(Doc, { name: 'x', steps: [{ tool: 't' }] }, 'doc.invalid', 'doc')).toEqual({ ok: true, value: { name: 'x', steps: [{ tool: 't' }] } });
+    expect(checkSchema(Doc, { name: 'x', steps: [{ tool: 't' }] }, 'doc.invalid', 'doc')).toEqual({
+      ok: true,
+      value: { name: 'x', steps: [{ tool: 't' }] },
+    });
   });
 
   it('names every field at fault, what it was and what is allowed', () => {

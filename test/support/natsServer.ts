@@ -8,7 +8,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const NATS_SERVER_BIN = process.env.NATS_SERVER_BIN ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
+export const NATS_SERVER_BIN =
+  process.env.NATS_SERVER_BIN ?? (existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
 
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
@@ -65,7 +66,12 @@ interface ProcessSpec {
   /** Readiness: `/healthz` answers 200. With `jsReady`, JetStream must be ready too. */
 }
 
-async function waitHealthy(monitorPort: number, child: ChildProcess, timeoutMs: number, out: () => string): Promise<void> {
+async function waitHealthy(
+  monitorPort: number,
+  child: ChildProcess,
+  timeoutMs: number,
+  out: () => string,
+): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null || child.signalCode !== null) {
@@ -83,7 +89,11 @@ async function waitHealthy(monitorPort: number, child: ChildProcess, timeoutMs: 
   throw new Error(`nats-server not healthy on monitor port ${monitorPort} within ${timeoutMs} ms:\n${out()}`);
 }
 
-function makeHandle(spec: ProcessSpec, cleanupDirs: string[], waitHealth = true): NatsServerHandle & { start(): Promise<void>; cleanupDirs: string[] } {
+function makeHandle(
+  spec: ProcessSpec,
+  cleanupDirs: string[],
+  waitHealth = true,
+): NatsServerHandle & { start(): Promise<void>; cleanupDirs: string[] } {
   let child: ChildProcess | null = null;
   let lines: string[] = [];
   const out = () => lines.slice(-30).join('');
@@ -170,7 +180,13 @@ export interface NatsCluster {
 
 /** The config file of one cluster node. Pure: no I/O. */
 export function clusterNodeConfig(n: {
-  name: string; clusterName: string; port: number; monitorPort: number; clusterPort: number; storeDir: string; routes: number[];
+  name: string;
+  clusterName: string;
+  port: number;
+  monitorPort: number;
+  clusterPort: number;
+  storeDir: string;
+  routes: number[];
 }): string {
   return [
     `server_name: ${n.name}`,
@@ -191,12 +207,28 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'toolsearch-nats-cluster-'));
   const specs: { name: string; port: number; monitorPort: number; clusterPort: number; storeDir: string }[] = [];
   for (let i = 1; i <= size; i++) {
-    specs.push({ name: `n${i}`, port: await freePort(), monitorPort: await freePort(), clusterPort: await freePort(), storeDir: join(root, `n${i}`) });
+    specs.push({
+      name: `n${i}`,
+      port: await freePort(),
+      monitorPort: await freePort(),
+      clusterPort: await freePort(),
+      storeDir: join(root, `n${i}`),
+    });
   }
   const handles = specs.map((s) => {
     const conf = join(root, `${s.name}.conf`);
-    writeFileSync(conf, clusterNodeConfig({ ...s, clusterName: 'toolsearch', routes: specs.filter((o) => o !== s).map((o) => o.clusterPort) }));
-    return makeHandle({ args: ['-c', conf], port: s.port, monitorPort: s.monitorPort, storeDir: s.storeDir, name: s.name }, []);
+    writeFileSync(
+      conf,
+      clusterNodeConfig({
+        ...s,
+        clusterName: 'toolsearch',
+        routes: specs.filter((o) => o !== s).map((o) => o.clusterPort),
+      }),
+    );
+    return makeHandle(
+      { args: ['-c', conf], port: s.port, monitorPort: s.monitorPort, storeDir: s.storeDir, name: s.name },
+      [],
+    );
   });
   try {
     // Start all at once: a node's /healthz waits for the JetStream meta group, which needs a quorum.
@@ -224,7 +256,20 @@ export async function startNatsServerWithConfig(configFile: string): Promise<Nat
   const port = await freePort();
   const monitorPort = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'toolsearch-nats-secured-'));
-  const args = ['-c', configFile, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir, '-n', `ts-${port}`];
+  const args = [
+    '-c',
+    configFile,
+    '-a',
+    '127.0.0.1',
+    '-p',
+    String(port),
+    '-m',
+    String(monitorPort),
+    '-sd',
+    storeDir,
+    '-n',
+    `ts-${port}`,
+  ];
   const h = makeHandle({ args, port, monitorPort, storeDir, name: `ts-${port}` }, [storeDir]);
   await h.start();
   return {

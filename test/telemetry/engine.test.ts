@@ -2,7 +2,14 @@ import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sessionLogFrom } from '../../src/audit/index.js';
 import type { Envelope } from '../../src/bus/index.js';
-import { Attr, SpanName, isCallSpanName, rebuildTraceFromEvents, spanModelName, spanShapes } from '../../src/telemetry/index.js';
+import {
+  Attr,
+  SpanName,
+  isCallSpanName,
+  rebuildTraceFromEvents,
+  spanModelName,
+  spanShapes,
+} from '../../src/telemetry/index.js';
 import { parentName, startTurn, tracedWorld, tree, type TracedWorld } from './engineWorld.js';
 
 let world: TracedWorld | undefined;
@@ -14,7 +21,13 @@ afterEach(async () => {
 const ids = (s: ReadableSpan): string[] => (s.attributes[Attr.eventIds] as string[] | undefined) ?? [];
 
 /** Every event of `type` has exactly one span named `name` built from it, under a span named `parent`. */
-function expectSpanPerEvent(spans: ReadableSpan[], events: Envelope[], type: string, name: string, parent: string): void {
+function expectSpanPerEvent(
+  spans: ReadableSpan[],
+  events: Envelope[],
+  type: string,
+  name: string,
+  parent: string,
+): void {
   const of = events.filter((e) => e.type === type);
   expect(of.length).toBeGreaterThan(0);
   for (const e of of) {
@@ -43,8 +56,17 @@ describe('live engine spans follow the span model', () => {
     const events = await world.events('d1');
     const edges = tree(spans);
     expect(edges[0]).toBe(`${SpanName.turn}<`);
-    for (const phase of [SpanName.resolvePolicy, SpanName.listSources, SpanName.index, SpanName.expose, SpanName.execute]) {
-      expect(edges.filter((x) => x === `${phase}<${SpanName.turn}`), phase).toHaveLength(1);
+    for (const phase of [
+      SpanName.resolvePolicy,
+      SpanName.listSources,
+      SpanName.index,
+      SpanName.expose,
+      SpanName.execute,
+    ]) {
+      expect(
+        edges.filter((x) => x === `${phase}<${SpanName.turn}`),
+        phase,
+      ).toHaveLength(1);
     }
     const listed = events.find((e) => e.type === 'sources.listed')!.data as { sources: unknown[] };
     expect(edges.filter((x) => x === `${SpanName.source}<${SpanName.listSources}`)).toHaveLength(listed.sources.length);
@@ -53,7 +75,11 @@ describe('live engine spans follow the span model', () => {
     expectSpanPerEvent(spans, events, 'hook.ran', SpanName.hook, SpanName.call);
     const root = spans.find((s) => s.name === SpanName.turn)!;
     expect(root.attributes).toMatchObject({
-      [Attr.mode]: 'direct', [Attr.agentId]: 'a1', [Attr.promptBytes]: 4321, [Attr.calls]: 3, [Attr.callsExecuted]: 2,
+      [Attr.mode]: 'direct',
+      [Attr.agentId]: 'a1',
+      [Attr.promptBytes]: 4321,
+      [Attr.calls]: 3,
+      [Attr.callsExecuted]: 2,
       [Attr.toolsSelected]: ['openclaw:demo:echo_text', 'openclaw:demo:add_numbers'],
     });
     expect(root.attributes[Attr.exposedBytes]).toBeGreaterThan(0);
@@ -69,9 +95,15 @@ describe('live engine spans follow the span model', () => {
     expect(await turn.invoke('tool_search', { query: 'add numbers' })).toMatchObject({ ok: true });
     expect(await turn.invoke('tool_describe', { id: 'openclaw:demo:echo_text' })).toMatchObject({ ok: true });
     expect(await turn.invoke('tool_describe', { id: 'no_such_tool' })).toMatchObject({ ok: false });
-    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'hello' } })).toMatchObject({ ok: true });
-    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'forbidden' } })).toMatchObject({ ok: false });
-    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:deploy_service', args: { service: 'web' } })).toMatchObject({ ok: false });
+    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'hello' } })).toMatchObject({
+      ok: true,
+    });
+    expect(
+      await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'forbidden' } }),
+    ).toMatchObject({ ok: false });
+    expect(
+      await turn.invoke('tool_call', { id: 'openclaw:demo:deploy_service', args: { service: 'web' } }),
+    ).toMatchObject({ ok: false });
     await turn.end();
     const spans = world.spans();
     const events = await world.events('t1');
@@ -91,7 +123,13 @@ describe('live engine spans follow the span model', () => {
     const text = JSON.stringify(spans.map((s) => s.attributes));
     for (const secret of ['hello', '"web"']) expect(text).not.toContain(secret);
     const root = spans.find((s) => s.name === SpanName.turn)!;
-    expect(root.attributes).toMatchObject({ [Attr.mode]: 'tools', [Attr.searches]: 2, [Attr.describes]: 2, [Attr.calls]: 3, [Attr.callsExecuted]: 1 });
+    expect(root.attributes).toMatchObject({
+      [Attr.mode]: 'tools',
+      [Attr.searches]: 2,
+      [Attr.describes]: 2,
+      [Attr.calls]: 3,
+      [Attr.callsExecuted]: 1,
+    });
     expectMatchesRebuild(spans, events);
   });
 
@@ -106,7 +144,10 @@ describe('live engine spans follow the span model', () => {
     const traceId = spans[0]!.spanContext().traceId;
     const spanIdOf = (e: Envelope) => e.trace?.traceparent?.split('-')[2];
     for (const e of events) expect(e.trace?.traceparent, e.type).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    const byId = (id: string | undefined) => { const n = spans.find((s) => s.spanContext().spanId === id)?.name; return n === undefined ? n : spanModelName(n); };
+    const byId = (id: string | undefined) => {
+      const n = spans.find((s) => s.spanContext().spanId === id)?.name;
+      return n === undefined ? n : spanModelName(n);
+    };
     const at = (type: string) => byId(spanIdOf(events.find((e) => e.type === type)!));
     expect(at('turn.started')).toBe(SpanName.turn);
     expect(at('policy.resolved')).toBe(SpanName.resolvePolicy);
@@ -132,12 +173,18 @@ describe('live engine spans follow the span model', () => {
     const roots = world.spans().filter((s) => s.name === SpanName.turn);
     const rootOf = (turnId: string) => roots.find((s) => s.attributes[Attr.turnId] === turnId)!.attributes;
     expect(log.usage).toMatchObject({
-      promptBytes: 6000, callsExecuted: 3,
+      promptBytes: 6000,
+      callsExecuted: 3,
       toolsSelected: [
-        { id: 'openclaw:demo:add_numbers', source: 'openclaw' }, { id: 'client:client:show_map', source: 'client' }, { id: 'openclaw:demo:echo_text', source: 'openclaw' },
+        { id: 'openclaw:demo:add_numbers', source: 'openclaw' },
+        { id: 'client:client:show_map', source: 'client' },
+        { id: 'openclaw:demo:echo_text', source: 'openclaw' },
       ],
     });
-    for (const [turn, row] of [[a, log.usage.perTurn[0]!], [b, log.usage.perTurn[1]!]] as const) {
+    for (const [turn, row] of [
+      [a, log.usage.perTurn[0]!],
+      [b, log.usage.perTurn[1]!],
+    ] as const) {
       const attrs = rootOf(turn.turnId);
       expect(row.turnId).toBe(turn.turnId);
       expect(attrs[Attr.promptBytes]).toBe(row.promptBytes);
@@ -159,7 +206,9 @@ describe('live engine spans follow the span model', () => {
     await b.end();
     const spans = world.spans();
     expect(new Set(spans.map((s) => s.spanContext().traceId)).size).toBe(2);
-    const failed = spans.filter((s) => s.attributes[Attr.turnId] === a.turnId && s.attributes[Attr.errorCode] === 'provider.failed').map((s) => s.name);
+    const failed = spans
+      .filter((s) => s.attributes[Attr.turnId] === a.turnId && s.attributes[Attr.errorCode] === 'provider.failed')
+      .map((s) => s.name);
     expect(failed.sort()).toEqual([SpanName.execute, SpanName.turn]);
     expectMatchesRebuild(spans, await world.events('f1'));
   });

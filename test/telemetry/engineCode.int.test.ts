@@ -46,11 +46,16 @@ describe('code mode, real sandbox: live spans', () => {
     const codeId = ok!.spanContext().spanId;
     for (const name of [SpanName.search, SpanName.describe, SpanName.call]) {
       const of = spans.filter((s) => spanModelName(s.name) === name);
-      const opens = name === SpanName.call ? ['call.requested', 'call.rejected'] : [`${name.slice('toolsearch.'.length)}.performed`];
+      const opens =
+        name === SpanName.call
+          ? ['call.requested', 'call.rejected']
+          : [`${name.slice('toolsearch.'.length)}.performed`];
       expect(of.length, name).toBe(events.filter((e) => opens.includes(e.type)).length);
       for (const s of of) expect(s.parentSpanContext?.spanId, name).toBe(codeId);
     }
-    expect(spans.filter((s) => s.name === SpanName.hook).every((s) => parentName(spans, s) === SpanName.call)).toBe(true);
+    expect(spans.filter((s) => s.name === SpanName.hook).every((s) => parentName(spans, s) === SpanName.call)).toBe(
+      true,
+    );
     // Every event of the turn, the bridge's included, names a span of this trace.
     const traceId = ok!.spanContext().traceId;
     for (const e of events) expect(e.trace?.traceparent?.split('-')[1], e.type).toBe(traceId);

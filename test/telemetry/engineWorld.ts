@@ -17,7 +17,12 @@ export async function tracedWorld(
   telemetryOpts: TelemetryOptions = {},
 ): Promise<TracedWorld> {
   const memory = new InMemorySpanExporter();
-  const telemetry = createTelemetry({ otlp: false, extraExporters: [memory], onWarning: () => undefined, ...telemetryOpts });
+  const telemetry = createTelemetry({
+    otlp: false,
+    extraExporters: [memory],
+    onWarning: () => undefined,
+    ...telemetryOpts,
+  });
   const world = await makeWorld(rawConfig, { telemetry, ...engineOpts });
   return {
     ...world,

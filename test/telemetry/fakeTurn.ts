@@ -39,10 +39,17 @@ const CATALOG: Record<string, string[]> = {
  * Its result depends only on its input, never on telemetry.
  */
 export async function fakeTurn(tel: Telemetry, input: FakeTurnInput): Promise<FakeTurnOutput> {
-  const ids = { [Attr.sessionId]: input.sessionId, [Attr.turnId]: input.turnId, [Attr.agentId]: 'main', [Attr.mode]: 'tools' };
+  const ids = {
+    [Attr.sessionId]: input.sessionId,
+    [Attr.turnId]: input.turnId,
+    [Attr.agentId]: 'main',
+    [Attr.mode]: 'tools',
+  };
   const turn: Span = tel.startSpan(SpanName.turn, ids, { parent: input.parent ?? null });
   try {
-    await withSpan(tel, SpanName.resolvePolicy, { [Attr.policyDecision]: 'resolved' }, () => 'policy', { parent: turn });
+    await withSpan(tel, SpanName.resolvePolicy, { [Attr.policyDecision]: 'resolved' }, () => 'policy', {
+      parent: turn,
+    });
     const catalog = await withSpan(
       tel,
       SpanName.listSources,
@@ -54,7 +61,9 @@ export async function fakeTurn(tel: Telemetry, input: FakeTurnInput): Promise<Fa
             tel,
             SpanName.source,
             { [Attr.sourceName]: source, [Attr.toolSource]: source, [Attr.sourceToolCount]: tools.length },
-            async () => { all.push(...tools); },
+            async () => {
+              all.push(...tools);
+            },
             { parent: ctx },
           );
         }
@@ -127,7 +136,7 @@ export async function fakeTurn(tel: Telemetry, input: FakeTurnInput): Promise<Fa
         describes: 1,
         calls: 1,
         callsExecuted: 1,
-        toolsSelected: [out.result.ok ? out.hits[1] ?? 'none' : 'none'],
+        toolsSelected: [out.result.ok ? (out.hits[1] ?? 'none') : 'none'],
       }),
     );
     return { ...out, catalogSize: catalog.length };
@@ -140,7 +149,10 @@ export async function fakeTurn(tel: Telemetry, input: FakeTurnInput): Promise<Fa
 export function parentNames(spans: readonly ReadableSpan[]): Array<[string, string | null]> {
   const byId = new Map(spans.map((s) => [s.spanContext().spanId, s.name]));
   return spans
-    .map((s): [string, string | null] => [s.name, s.parentSpanContext ? (byId.get(s.parentSpanContext.spanId) ?? 'REMOTE') : null])
+    .map((s): [string, string | null] => [
+      s.name,
+      s.parentSpanContext ? (byId.get(s.parentSpanContext.spanId) ?? 'REMOTE') : null,
+    ])
     .sort((a, b) => a[0].localeCompare(b[0]) || String(a[1]).localeCompare(String(b[1])));
 }
 

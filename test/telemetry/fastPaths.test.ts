@@ -35,7 +35,12 @@ describe('PooledIdGenerator', () => {
 });
 
 describe('ParentOrAlwaysOnSampler', () => {
-  const sc = (traceId: string, spanId: string, flags: number, isRemote = false): SpanContext => ({ traceId, spanId, traceFlags: flags, isRemote });
+  const sc = (traceId: string, spanId: string, flags: number, isRemote = false): SpanContext => ({
+    traceId,
+    spanId,
+    traceFlags: flags,
+    isRemote,
+  });
   const valid = ['0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331'] as const;
   const invalid = ['0'.repeat(32), '0'.repeat(16)] as const;
   const cases: Array<[string, ReturnType<typeof trace.setSpanContext> | typeof ROOT_CONTEXT]> = [
@@ -59,25 +64,41 @@ describe('injectTraceHeaders on a span', () => {
   it('writes what the W3C propagator writes, with and without tracestate', () => {
     const tel = createTelemetry({ otlp: false });
     const parent = trace.setSpanContext(ROOT_CONTEXT, {
-      traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED, isRemote: true,
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: TraceFlags.SAMPLED,
+      isRemote: true,
       traceState: createTraceState('vendor=abc,other=1'),
     });
     for (const span of [tel.startSpan('a', {}, { parent: null }), tel.startSpan('b', {}, { parent })]) {
       const carrier: Record<string, string> = {};
-      new W3CTraceContextPropagator().inject(trace.setSpan(ROOT_CONTEXT, span), carrier, { set: (c, k, v) => { (c as Record<string, string>)[k] = v; } });
+      new W3CTraceContextPropagator().inject(trace.setSpan(ROOT_CONTEXT, span), carrier, {
+        set: (c, k, v) => {
+          (c as Record<string, string>)[k] = v;
+        },
+      });
       expect(injectTraceHeaders(span)).toEqual(carrier);
       expect(injectTraceHeaders(span.spanContext())).toEqual(carrier);
       span.end();
     }
-    expect(injectTraceHeaders(trace.wrapSpanContext({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 }))).toBeUndefined();
+    expect(
+      injectTraceHeaders(trace.wrapSpanContext({ traceId: '0'.repeat(32), spanId: '0'.repeat(16), traceFlags: 0 })),
+    ).toBeUndefined();
   });
 });
 
 describe('putCounterAttrs', () => {
   it('writes counterAttrs minus its undefined values, in the same order', () => {
     const full: TurnCounters = {
-      exposedBytes: 1, promptBytes: 2, catalogSize: 3, catalogBySource: { openclaw: 4, mcp: 5, client: 6 },
-      searches: 7, describes: 8, calls: 9, callsExecuted: 10, toolsSelected: ['a:b:c'],
+      exposedBytes: 1,
+      promptBytes: 2,
+      catalogSize: 3,
+      catalogBySource: { openclaw: 4, mcp: 5, client: 6 },
+      searches: 7,
+      describes: 8,
+      calls: 9,
+      callsExecuted: 10,
+      toolsSelected: ['a:b:c'],
     };
     for (const c of [full, { searches: 1, catalogBySource: { mcp: 2 } }, {}]) {
       const expected = Object.entries(counterAttrs(c)).filter(([, v]) => v !== undefined);

@@ -34,18 +34,35 @@ function tree(spans: { id: string; parent: string | undefined; name: string }[])
     .sort((a, b) => a[0].localeCompare(b[0]) || String(a[1]).localeCompare(String(b[1])));
 }
 const otlpTree = (lines: OtlpTraceRequest[]) =>
-  tree(lines.flatMap((l) => l.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans))).map((s) => ({ id: s.spanId, parent: s.parentSpanId, name: s.name })));
+  tree(
+    lines
+      .flatMap((l) => l.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)))
+      .map((s) => ({ id: s.spanId, parent: s.parentSpanId, name: s.name })),
+  );
 const jaegerTree = (f: JaegerFile) =>
-  tree(f.data.flatMap((t) => t.spans).map((s) => ({ id: s.spanID, parent: s.references[0]?.spanID, name: s.operationName })));
+  tree(
+    f.data
+      .flatMap((t) => t.spans)
+      .map((s) => ({ id: s.spanID, parent: s.references[0]?.spanID, name: s.operationName })),
+  );
 
 async function readOtlpLines(path: string): Promise<OtlpTraceRequest[]> {
-  return (await readFile(path, 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as OtlpTraceRequest);
+  return (await readFile(path, 'utf8'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as OtlpTraceRequest);
 }
 
 describe('trace files', () => {
   it('a run writes <kind>-<id>.otlp.jsonl and .jaeger.json holding the same spans as the live trace', async () => {
     const mem = new InMemorySpanExporter();
-    const tel = createTelemetry({ otlp: false, tracesDir: dir, fileName: { kind: 'run', id: 'r1' }, extraExporters: [mem], serviceName: 'svc' });
+    const tel = createTelemetry({
+      otlp: false,
+      tracesDir: dir,
+      fileName: { kind: 'run', id: 'r1' },
+      extraExporters: [mem],
+      serviceName: 'svc',
+    });
     await fakeTurn(tel, { sessionId: 's1', turnId: 't1', args: ARGS });
     await tel.flush();
     await fakeTurn(tel, { sessionId: 's1', turnId: 't2', args: ARGS });
@@ -58,9 +75,14 @@ describe('trace files', () => {
 
     const lines = await readOtlpLines(paths.otlp);
     expect(lines).toHaveLength(2); // one ExportTraceServiceRequest per flush
-    const liveTree = tree(live.map((s) => ({ id: s.spanContext().spanId, parent: s.parentSpanContext?.spanId, name: s.name })));
+    const liveTree = tree(
+      live.map((s) => ({ id: s.spanContext().spanId, parent: s.parentSpanContext?.spanId, name: s.name })),
+    );
     expect(otlpTree(lines)).toEqual(liveTree);
-    expect(lines[0]!.resourceSpans[0]!.resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'svc' } });
+    expect(lines[0]!.resourceSpans[0]!.resource.attributes).toContainEqual({
+      key: 'service.name',
+      value: { stringValue: 'svc' },
+    });
 
     const jaeger = JSON.parse(await readFile(paths.jaeger, 'utf8')) as JaegerFile;
     expect(jaeger.data).toHaveLength(2); // two turns, two traces
@@ -102,7 +124,12 @@ describe('trace files', () => {
     const blocker = join(dir, 'a-file');
     await writeFile(blocker, 'not a directory'); // so <blocker>/sub cannot be created
     const warnings: string[] = [];
-    const tel = createTelemetry({ otlp: false, tracesDir: join(blocker, 'sub'), fileName: { kind: 'run', id: 'y' }, onWarning: (m) => warnings.push(m) });
+    const tel = createTelemetry({
+      otlp: false,
+      tracesDir: join(blocker, 'sub'),
+      fileName: { kind: 'run', id: 'y' },
+      onWarning: (m) => warnings.push(m),
+    });
     const out = await fakeTurn(tel, { sessionId: 's', turnId: 't', args: ARGS });
     await expect(tel.flush()).resolves.toBeUndefined();
     await expect(tel.shutdown()).resolves.toBeUndefined();
@@ -146,14 +173,21 @@ describe('converters', () => {
     const trace = '0af7651916cd43dd8448eb211c80319c';
     const records: SpanRecord[] = [
       {
-        traceId: trace, spanId: 'aaaaaaaaaaaaaaaa', name: 'toolsearch.turn',
-        startTimeUnixNano: '1700000000000000000', endTimeUnixNano: 1700000000250000000n,
+        traceId: trace,
+        spanId: 'aaaaaaaaaaaaaaaa',
+        name: 'toolsearch.turn',
+        startTimeUnixNano: '1700000000000000000',
+        endTimeUnixNano: 1700000000250000000n,
         attributes: { 'toolsearch.session.id': 's9', 'toolsearch.calls': 1, ratio: 0.5, ok: true, ids: ['e1', 'e2'] },
         status: { code: 'unset' },
       },
       {
-        traceId: trace, spanId: 'bbbbbbbbbbbbbbbb', parentSpanId: 'aaaaaaaaaaaaaaaa', name: 'toolsearch.call',
-        startTimeUnixNano: 1700000000100000000n, endTimeUnixNano: '1700000000200000500',
+        traceId: trace,
+        spanId: 'bbbbbbbbbbbbbbbb',
+        parentSpanId: 'aaaaaaaaaaaaaaaa',
+        name: 'toolsearch.call',
+        startTimeUnixNano: 1700000000100000000n,
+        endTimeUnixNano: '1700000000200000500',
         attributes: { 'toolsearch.error.code': 'policy.blocked' },
         status: { code: 'error', message: 'policy.blocked' },
         events: [{ name: 'call.decided', timeUnixNano: '1700000000150000000', attributes: { decision: 'blocked' } }],
@@ -163,7 +197,12 @@ describe('converters', () => {
     expect(jaeger.data).toHaveLength(1);
     const [turn, call] = jaeger.data[0]!.spans;
     expect(jaeger.data[0]!.processes).toEqual({ p1: { serviceName: 'rebuilt', tags: [] } });
-    expect(turn).toMatchObject({ operationName: 'toolsearch.turn', references: [], startTime: 1700000000000000, duration: 250000 });
+    expect(turn).toMatchObject({
+      operationName: 'toolsearch.turn',
+      references: [],
+      startTime: 1700000000000000,
+      duration: 250000,
+    });
     expect(turn!.tags).toEqual([
       { key: 'toolsearch.session.id', type: 'string', value: 's9' },
       { key: 'toolsearch.calls', type: 'int64', value: 1 },
@@ -175,19 +214,44 @@ describe('converters', () => {
       references: [{ refType: 'CHILD_OF', traceID: trace, spanID: 'aaaaaaaaaaaaaaaa' }],
       startTime: 1700000000100000,
       duration: 100000,
-      logs: [{ timestamp: 1700000000150000, fields: [{ key: 'event', type: 'string', value: 'call.decided' }, { key: 'decision', type: 'string', value: 'blocked' }] }],
+      logs: [
+        {
+          timestamp: 1700000000150000,
+          fields: [
+            { key: 'event', type: 'string', value: 'call.decided' },
+            { key: 'decision', type: 'string', value: 'blocked' },
+          ],
+        },
+      ],
     });
     expect(call!.tags).toContainEqual({ key: 'error', type: 'bool', value: true });
     expect(call!.tags).toContainEqual({ key: 'otel.status_code', type: 'string', value: 'ERROR' });
 
     const otlp = spansToOtlpJson(records, { serviceName: 'rebuilt' });
     const spans = otlp.resourceSpans[0]!.scopeSpans[0]!.spans;
-    expect(otlp.resourceSpans[0]!.resource.attributes).toEqual([{ key: 'service.name', value: { stringValue: 'rebuilt' } }]);
-    expect(spans[0]).toMatchObject({ kind: 1, startTimeUnixNano: '1700000000000000000', endTimeUnixNano: '1700000000250000000', status: { code: 0 } });
+    expect(otlp.resourceSpans[0]!.resource.attributes).toEqual([
+      { key: 'service.name', value: { stringValue: 'rebuilt' } },
+    ]);
+    expect(spans[0]).toMatchObject({
+      kind: 1,
+      startTimeUnixNano: '1700000000000000000',
+      endTimeUnixNano: '1700000000250000000',
+      status: { code: 0 },
+    });
     expect(spans[0]!.parentSpanId).toBeUndefined();
-    expect(spans[0]!.attributes).toContainEqual({ key: 'ids', value: { arrayValue: { values: [{ stringValue: 'e1' }, { stringValue: 'e2' }] } } });
-    expect(spans[1]).toMatchObject({ parentSpanId: 'aaaaaaaaaaaaaaaa', status: { code: 2, message: 'policy.blocked' } });
-    expect(spans[1]!.events[0]).toEqual({ timeUnixNano: '1700000000150000000', name: 'call.decided', attributes: [{ key: 'decision', value: { stringValue: 'blocked' } }] });
+    expect(spans[0]!.attributes).toContainEqual({
+      key: 'ids',
+      value: { arrayValue: { values: [{ stringValue: 'e1' }, { stringValue: 'e2' }] } },
+    });
+    expect(spans[1]).toMatchObject({
+      parentSpanId: 'aaaaaaaaaaaaaaaa',
+      status: { code: 2, message: 'policy.blocked' },
+    });
+    expect(spans[1]!.events[0]).toEqual({
+      timeUnixNano: '1700000000150000000',
+      name: 'call.decided',
+      attributes: [{ key: 'decision', value: { stringValue: 'blocked' } }],
+    });
 
     const paths = await writeTraceFiles(dir, { kind: 'session', id: 's9' }, records, { serviceName: 'rebuilt' });
     expect(JSON.parse(await readFile(paths.jaeger, 'utf8'))).toEqual(jaeger);

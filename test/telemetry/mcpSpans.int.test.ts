@@ -17,7 +17,11 @@ import { makeWorld, startTurn, type World } from '../turn/fixture.js';
  * the trace context it receives, a rejected call's span, and the trace rebuilt from the events keeping the live ids.
  */
 
-interface Seen { headers: IncomingHttpHeaders; meta: Record<string, unknown> | undefined; tool: string }
+interface Seen {
+  headers: IncomingHttpHeaders;
+  meta: Record<string, unknown> | undefined;
+  tool: string;
+}
 const seen: Seen[] = [];
 let http: Server;
 let url: string;
@@ -29,14 +33,29 @@ beforeAll(async () => {
   http = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const body = chunks.length > 0 ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { method?: string; params?: { name?: string; _meta?: Record<string, unknown> } }) : undefined;
-    if (body?.method === 'tools/call') seen.push({ headers: req.headers, meta: body.params?._meta, tool: String(body.params?.name) });
+    const body =
+      chunks.length > 0
+        ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+            method?: string;
+            params?: { name?: string; _meta?: Record<string, unknown> };
+          })
+        : undefined;
+    if (body?.method === 'tools/call')
+      seen.push({ headers: req.headers, meta: body.params?._meta, tool: String(body.params?.name) });
     // Stateless: a server and transport per request.
     const server = new McpServer({ name: 'remote', version: '1.0.0' });
-    server.registerTool('whoami', { description: 'Says who called', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'you' }] }));
-    server.registerTool('oops', { description: 'Always reports an error', inputSchema: {} }, async () => ({ content: [{ type: 'text', text: 'no' }], isError: true }));
+    server.registerTool('whoami', { description: 'Says who called', inputSchema: {} }, async () => ({
+      content: [{ type: 'text', text: 'you' }],
+    }));
+    server.registerTool('oops', { description: 'Always reports an error', inputSchema: {} }, async () => ({
+      content: [{ type: 'text', text: 'no' }],
+      isError: true,
+    }));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => { void transport.close(); void server.close(); });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
   });
@@ -45,16 +64,30 @@ beforeAll(async () => {
   telemetry = createTelemetry({ otlp: false, extraExporters: [mem], onWarning: () => undefined });
   const dir = mkdtempSync(join(tmpdir(), 'ts-mcp-spans-'));
   const stdio = join(dir, 'server.mjs');
-  writeFileSync(stdio, testServerSource.replace(
-    "if (req.params.name === 'stall')",
-    "if (req.params.name === 't3') { const { McpError } = await import(" + JSON.stringify(join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm/types.js')) + "); throw new McpError(-32603, 'broken on purpose'); }\n  if (req.params.name === 'stall')",
-  ));
-  world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, mcpServers: { remote: { url }, paged: { command: process.execPath, args: [stdio] } } }, { telemetry });
+  writeFileSync(
+    stdio,
+    testServerSource.replace(
+      "if (req.params.name === 'stall')",
+      "if (req.params.name === 't3') { const { McpError } = await import(" +
+        JSON.stringify(join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm/types.js')) +
+        "); throw new McpError(-32603, 'broken on purpose'); }\n  if (req.params.name === 'stall')",
+    ),
+  );
+  world = await makeWorld(
+    {
+      tools: { toolSearch: { mode: 'tools' } },
+      mcpServers: { remote: { url }, paged: { command: process.execPath, args: [stdio] } },
+    },
+    { telemetry },
+  );
 });
 afterAll(async () => {
   await world?.close();
   await telemetry?.shutdown();
-  await new Promise<void>((resolve) => { http.closeAllConnections(); http.close(() => resolve()); });
+  await new Promise<void>((resolve) => {
+    http.closeAllConnections();
+    http.close(() => resolve());
+  });
 });
 
 const attrsOf = (s: ReadableSpan) => s.attributes;
@@ -104,11 +137,19 @@ describe('MCP client spans (MCP semantic conventions)', () => {
     // The final-call span carries the model's call id; the rejected call left its span with error.type.
     const whoCall = spans.find((s) => s.name === 'execute_tool whoami')!;
     expect(attrsOf(whoCall)).toMatchObject({
-      'gen_ai.tool.call.id': 'call_who', 'gen_ai.tool.type': 'extension', 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.description': 'Says who called',
+      'gen_ai.tool.call.id': 'call_who',
+      'gen_ai.tool.type': 'extension',
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.description': 'Says who called',
     });
     const nope = spans.find((s) => s.name === 'execute_tool mcp:remote:nope')!;
     expect(nope).toBeDefined();
-    expect(attrsOf(nope)).toMatchObject({ 'gen_ai.tool.call.id': 'call_nope', 'gen_ai.tool.name': 'mcp:remote:nope', 'error.type': 'tool.notFound', [Attr.policyDecision]: 'rejected' });
+    expect(attrsOf(nope)).toMatchObject({
+      'gen_ai.tool.call.id': 'call_nope',
+      'gen_ai.tool.name': 'mcp:remote:nope',
+      'error.type': 'tool.notFound',
+      [Attr.policyDecision]: 'rejected',
+    });
     expect(nope.status.code).toBe(2);
 
     // Rebuilt from the events: the live trace id and span ids, every span named as live, durations kept.
@@ -120,24 +161,36 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       expect(live?.name, `${r.name} keeps its live id`).toBe(r.name);
       expect(r.parentSpanId ?? undefined).toBe(live?.parentSpanContext?.spanId);
     }
-    expect(rebuilt.length).toBe(spans.filter((s) => s.spanContext().traceId === whoCall.spanContext().traceId && !s.name.startsWith('tools/call')).length);
+    expect(rebuilt.length).toBe(
+      spans.filter((s) => s.spanContext().traceId === whoCall.spanContext().traceId && !s.name.startsWith('tools/call'))
+        .length,
+    );
     const search = rebuilt.find((s) => s.name === 'toolsearch.search')!;
     expect(BigInt(search.endTimeUnixNano) - BigInt(search.startTimeUnixNano)).toBeGreaterThan(0n);
     for (const r of rebuilt) {
       const p = rebuilt.find((x) => x.spanId === r.parentSpanId);
-      if (p !== undefined) expect(BigInt(r.startTimeUnixNano) >= BigInt(p.startTimeUnixNano), `${r.name} starts before ${p.name}`).toBe(true);
+      if (p !== undefined)
+        expect(BigInt(r.startTimeUnixNano) >= BigInt(p.startTimeUnixNano), `${r.name} starts before ${p.name}`).toBe(
+          true,
+        );
     }
   });
 
   it('a stdio server: network.transport pipe, no server address', async () => {
     mem.reset();
     const turn = await startTurn(world, { sessionId: 'mcp-s2' });
-    expect(await turn.invoke('tool_call', { id: 'mcp:paged:t1', args: {} }, { toolCallId: 'call_t1' })).toMatchObject({ ok: true });
+    expect(await turn.invoke('tool_call', { id: 'mcp:paged:t1', args: {} }, { toolCallId: 'call_t1' })).toMatchObject({
+      ok: true,
+    });
     await turn.end();
     await telemetry.flush();
     const span = mem.getFinishedSpans().find((s) => s.name === 'tools/call t1')!;
     expect(span.kind).toBe(SpanKind.CLIENT);
-    expect(attrsOf(span)).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 't1', 'network.transport': 'pipe' });
+    expect(attrsOf(span)).toMatchObject({
+      'mcp.method.name': 'tools/call',
+      'gen_ai.tool.name': 't1',
+      'network.transport': 'pipe',
+    });
     expect(attrsOf(span)['server.address']).toBeUndefined();
   });
 

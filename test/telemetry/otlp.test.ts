@@ -26,10 +26,15 @@ describe('OTLP/HTTP export', () => {
     expect(spans.map((s) => s.name).sort()).toEqual(EXPECTED_TREE.map(([n]) => n).sort());
     expect(spans[0]!.resource.attributes).toContainEqual({ key: 'service.name', value: { stringValue: 'ts-test' } });
     // Same ids and parents as the in-process spans.
-    const local = new Map(mem.getFinishedSpans().map((s) => [s.spanContext().spanId, s.parentSpanContext?.spanId ?? '']));
+    const local = new Map(
+      mem.getFinishedSpans().map((s) => [s.spanContext().spanId, s.parentSpanContext?.spanId ?? '']),
+    );
     for (const s of spans) expect(local.get(s.spanId)).toBe(s.parentSpanId ?? '');
     expect(JSON.stringify(rx.received.map((r) => r.body))).not.toContain('k-123-secret');
-    expect(tel.stats()).toMatchObject({ exportFailures: 0, exporters: [`otlp ${rx.url}/v1/traces`, 'extra exporter 1 (InMemorySpanExporter)'] });
+    expect(tel.stats()).toMatchObject({
+      exportFailures: 0,
+      exporters: [`otlp ${rx.url}/v1/traces`, 'extra exporter 1 (InMemorySpanExporter)'],
+    });
   });
 
   it('an unreachable collector never throws into the turn: same result, flush resolves, one warning', async () => {
@@ -66,7 +71,9 @@ describe('OTLP/HTTP export', () => {
   it('an exporter that throws is contained the same way', async () => {
     const warnings: string[] = [];
     const broken = new InMemorySpanExporter();
-    broken.export = () => { throw new Error('boom'); };
+    broken.export = () => {
+      throw new Error('boom');
+    };
     const tel = createTelemetry({ otlp: false, extraExporters: [broken], onWarning: (m) => warnings.push(m) });
     const out = await fakeTurn(tel, { sessionId: 's', turnId: 't', args: ARGS });
     expect(out.result.ok).toBe(true);

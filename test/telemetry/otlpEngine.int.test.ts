@@ -51,7 +51,11 @@ const otlpShape = (spans: readonly OtlpSpan[]) => {
 };
 const liveShape = (spans: readonly ReadableSpan[]) => {
   const byId = new Map(spans.map((s) => [s.spanContext().spanId, s]));
-  return spans.map((s) => `${s.name}<${s.parentSpanContext?.spanId === undefined ? '' : byId.get(s.parentSpanContext.spanId)?.name}`).sort();
+  return spans
+    .map(
+      (s) => `${s.name}<${s.parentSpanContext?.spanId === undefined ? '' : byId.get(s.parentSpanContext.spanId)?.name}`,
+    )
+    .sort();
 };
 
 describe('a real engine turn, exported', () => {
@@ -79,12 +83,16 @@ describe('a real engine turn, exported', () => {
     const files = readdirSync(dir).sort();
     expect(files).toEqual(['session-otlp-1.jaeger.json', 'session-otlp-1.otlp.jsonl']);
     const lines = readFileSync(join(dir, 'session-otlp-1.otlp.jsonl'), 'utf8').trim().split('\n');
-    const fromLines = lines.flatMap((l) => (JSON.parse(l) as OtlpTraceRequest).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    const fromLines = lines.flatMap((l) =>
+      (JSON.parse(l) as OtlpTraceRequest).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)),
+    );
     expect(otlpShape(fromLines)).toEqual(liveShape(live));
     const jaeger = JSON.parse(readFileSync(join(dir, 'session-otlp-1.jaeger.json'), 'utf8')) as JaegerFile;
     expect(jaeger.data).toHaveLength(1);
     expect(jaeger.data[0]!.traceID).toBe(live[0]!.spanContext().traceId);
-    expect(new Set(jaeger.data[0]!.spans.map((s) => s.spanID))).toEqual(new Set(live.map((s) => s.spanContext().spanId)));
+    expect(new Set(jaeger.data[0]!.spans.map((s) => s.spanID))).toEqual(
+      new Set(live.map((s) => s.spanContext().spanId)),
+    );
 
     // The same turn rebuilt from the append-only JSONL log (what `toolsearch traces --log` reads).
     const logged = (await readEventLog(w.logPath)).events.filter((e: Envelope) => e.sessionId === 'otlp-1');
@@ -112,7 +120,12 @@ describe('a real engine turn, exported', () => {
   it('an unreachable collector never fails a turn: the export failure is counted and warned about', async () => {
     const port = await closedPort();
     const warnings: string[] = [];
-    const w = await world({ otlp: { url: `http://127.0.0.1:${port}` }, otlpTimeoutMs: 500, flushTimeoutMs: 2000, onWarning: (m) => warnings.push(m) });
+    const w = await world({
+      otlp: { url: `http://127.0.0.1:${port}` },
+      otlpTimeoutMs: 500,
+      flushTimeoutMs: 2000,
+      onWarning: (m) => warnings.push(m),
+    });
     const turn = await startTurn(w, { sessionId: 'down' });
     const results = await scripted(turn);
     await turn.end();
@@ -136,29 +149,43 @@ describe('a real engine turn, exported', () => {
       else process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved.endpoint;
     });
     writeFileSync(join(dir, 'demo.mjs'), PLUGIN_SOURCE);
-    writeFileSync(join(dir, 'script.json'), JSON.stringify({
-      session: { sessionId: 'cli-1' }, mode: 'tools',
-      steps: [
-        { tool: 'tool_search', args: { query: 'add numbers' } },
-        { tool: 'tool_call', args: { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } } },
-      ],
-    }));
+    writeFileSync(
+      join(dir, 'script.json'),
+      JSON.stringify({
+        session: { sessionId: 'cli-1' },
+        mode: 'tools',
+        steps: [
+          { tool: 'tool_search', args: { query: 'add numbers' } },
+          { tool: 'tool_call', args: { id: 'openclaw:demo:add_numbers', args: { a: 1, b: 2 } } },
+        ],
+      }),
+    );
     writeFileSync(join(dir, 'toolsearch.json'), JSON.stringify({ plugins: ['./demo.mjs'], log: { enabled: false } }));
     const out: string[] = [];
     const err: string[] = [];
     const env = { ...process.env };
     delete env.NATS_URL;
-    const code = await turnCommand.run(['--config', join(dir, 'toolsearch.json'), '--traces-dir', 'traces', '--script', 'script.json', '--json'], {
-      stdout: (s) => out.push(s), stderr: (s) => err.push(s), cwd: dir, env,
-    });
+    const code = await turnCommand.run(
+      ['--config', join(dir, 'toolsearch.json'), '--traces-dir', 'traces', '--script', 'script.json', '--json'],
+      {
+        stdout: (s) => out.push(s),
+        stderr: (s) => err.push(s),
+        cwd: dir,
+        env,
+      },
+    );
     expect(code, err.join('\n')).toBe(0);
     const files = readdirSync(join(dir, 'traces'));
     const otlpFile = files.find((f) => /^run-.+\.otlp\.jsonl$/.test(f));
     const jaegerFile = files.find((f) => /^run-.+\.jaeger\.json$/.test(f));
     expect(otlpFile).toBeDefined();
     expect(jaegerFile).toBeDefined();
-    const fromFile = readFileSync(join(dir, 'traces', otlpFile!), 'utf8').trim().split('\n')
-      .flatMap((l) => (JSON.parse(l) as OtlpTraceRequest).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
+    const fromFile = readFileSync(join(dir, 'traces', otlpFile!), 'utf8')
+      .trim()
+      .split('\n')
+      .flatMap((l) =>
+        (JSON.parse(l) as OtlpTraceRequest).resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)),
+      );
     const names = fromFile.map((s) => spanModelName(s.name));
     for (const n of [SpanName.turn, SpanName.execute, SpanName.search, SpanName.call]) expect(names).toContain(n);
     const overHttp = receivedSpans(receiver.received);

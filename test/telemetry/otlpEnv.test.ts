@@ -4,7 +4,12 @@ import { EXPECTED_TREE, fakeTurn } from './fakeTurn.js';
 import { receivedSpans, startReceiver } from './receiver.js';
 
 // This file alone mutates process.env (vitest runs each file in its own worker), and restores it.
-const KEYS = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_SERVICE_NAME', 'OTEL_EXPORTER_OTLP_HEADERS'] as const;
+const KEYS = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_SERVICE_NAME',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+] as const;
 const saved = Object.fromEntries(KEYS.map((k) => [k, process.env[k]]));
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 

@@ -94,7 +94,11 @@ describe('rebuildTrace: tools mode', () => {
     const down = one(spans, SpanName.source, (s) => s.attributes[Attr.sourceName] === 'mcp:down');
     expect(down.status).toEqual({ code: 'error', message: 'source.failed' });
     const fs = one(spans, SpanName.source, (s) => s.attributes[Attr.sourceName] === 'mcp:fs');
-    expect(fs.attributes).toMatchObject({ [Attr.toolSource]: 'mcp', [Attr.toolOwner]: 'fs', [Attr.sourceToolCount]: 3 });
+    expect(fs.attributes).toMatchObject({
+      [Attr.toolSource]: 'mcp',
+      [Attr.toolOwner]: 'fs',
+      [Attr.sourceToolCount]: 3,
+    });
     expect(BigInt(fs.endTimeUnixNano) - BigInt(fs.startTimeUnixNano)).toBe(6_000_000n);
   });
 
@@ -107,12 +111,20 @@ describe('rebuildTrace: tools mode', () => {
 
   it('gives search its query, limit and counts, describe its tool, source and owner', () => {
     expect(one(spans, SpanName.search).attributes).toMatchObject({
-      [Attr.searchQuery]: 'write a file', [Attr.searchLimit]: 8, [Attr.searchResultCount]: 2, [Attr.searchMatched]: 2, [Attr.catalogSize]: 5,
-      [Attr.genAiOperationName]: 'execute_tool', [Attr.genAiToolName]: 'tool_search', [Attr.genAiToolType]: 'datastore',
+      [Attr.searchQuery]: 'write a file',
+      [Attr.searchLimit]: 8,
+      [Attr.searchResultCount]: 2,
+      [Attr.searchMatched]: 2,
+      [Attr.catalogSize]: 5,
+      [Attr.genAiOperationName]: 'execute_tool',
+      [Attr.genAiToolName]: 'tool_search',
+      [Attr.genAiToolType]: 'datastore',
       [Attr.genAiToolCallId]: 'call_model_0',
     });
     expect(one(spans, SpanName.describe).attributes).toMatchObject({
-      [Attr.toolId]: 'mcp:fs:write_file', [Attr.toolSource]: 'mcp', [Attr.toolOwner]: 'fs',
+      [Attr.toolId]: 'mcp:fs:write_file',
+      [Attr.toolSource]: 'mcp',
+      [Attr.toolOwner]: 'fs',
     });
   });
 
@@ -161,11 +173,17 @@ describe('rebuildTrace: code mode', () => {
   it('hangs the bridged search, describe and call under toolsearch.code', () => {
     const C = `${X}/toolsearch.code`;
     const t = tree(spans);
-    expect(t).toMatchObject({ [C]: 1, [`${C}/toolsearch.search`]: 1, [`${C}/toolsearch.describe`]: 1, [`${C}/execute_tool`]: 1 });
+    expect(t).toMatchObject({
+      [C]: 1,
+      [`${C}/toolsearch.search`]: 1,
+      [`${C}/toolsearch.describe`]: 1,
+      [`${C}/execute_tool`]: 1,
+    });
     expect(t[`${X}/toolsearch.search`]).toBeUndefined();
     expect(t[`${X}/execute_tool`]).toBeUndefined();
     const code = one(spans, SpanName.code);
-    for (const name of [SpanName.search, SpanName.describe, SpanName.call]) expect(one(spans, name).parentSpanId).toBe(code.spanId);
+    for (const name of [SpanName.search, SpanName.describe, SpanName.call])
+      expect(one(spans, name).parentSpanId).toBe(code.spanId);
   });
 
   it('starts a bridged operation at its bridge request and ends the code span at code.settled', () => {
@@ -179,7 +197,11 @@ describe('rebuildTrace: code mode', () => {
 
   it('gives the code span its body size and digest and the run counts, and the turn mode code', () => {
     expect(one(spans, SpanName.code).attributes).toMatchObject({
-      [Attr.codeBytes]: expect.any(Number), [Attr.searches]: 1, [Attr.describes]: 1, [Attr.calls]: 1, [Attr.catalogSize]: 5,
+      [Attr.codeBytes]: expect.any(Number),
+      [Attr.searches]: 1,
+      [Attr.describes]: 1,
+      [Attr.calls]: 1,
+      [Attr.catalogSize]: 5,
     });
     expect(String(one(spans, SpanName.code).attributes[Attr.argsDigest])).toMatch(/^sha256:/);
     expect(one(spans, SpanName.turn).attributes[Attr.mode]).toBe('code');
@@ -189,8 +211,15 @@ describe('rebuildTrace: code mode', () => {
   it('marks a timed-out code run sandbox.timedOut and ends it at the timeout', () => {
     const cut = events.filter((e) => !['code.settled', 'turn.completed'].includes(e.type));
     const last = cut.at(-1)!;
-    const timedOut: Envelope = { ...last, id: 'late-timeout', seq: last.seq + 1, type: 'code.timedOut', at: '2025-03-01T10:00:30.000Z',
-      causationId: null, data: { codeRunId: 'r-1', timeoutMs: 10000 } };
+    const timedOut: Envelope = {
+      ...last,
+      id: 'late-timeout',
+      seq: last.seq + 1,
+      type: 'code.timedOut',
+      at: '2025-03-01T10:00:30.000Z',
+      causationId: null,
+      data: { codeRunId: 'r-1', timeoutMs: 10000 },
+    };
     const code = one(rebuildTraceFromEvents([...cut, timedOut]), SpanName.code);
     expect(code.status).toEqual({ code: 'error', message: 'sandbox.timedOut' });
     expect(BigInt(code.endTimeUnixNano)).toBe(BigInt(Date.parse(timedOut.at)) * 1_000_000n);
@@ -212,7 +241,10 @@ describe('rebuildTrace: direct mode', () => {
       [`${X}/execute_tool/toolsearch.hook`]: 1,
     });
     expect(one(spans, SpanName.expose).attributes).toMatchObject({ [Attr.mode]: 'direct', [Attr.exposedBytes]: 4210 });
-    expect(one(spans, SpanName.call).attributes).toMatchObject({ [Attr.policyDecision]: 'allowed', [Attr.genAiOperationName]: 'execute_tool' });
+    expect(one(spans, SpanName.call).attributes).toMatchObject({
+      [Attr.policyDecision]: 'allowed',
+      [Attr.genAiOperationName]: 'execute_tool',
+    });
     // expose starts where listSources ended, since no index phase ran.
     expect(one(spans, SpanName.expose).startTimeUnixNano).toBe(one(spans, SpanName.listSources).endTimeUnixNano);
   });
@@ -230,7 +262,15 @@ describe('rebuildTrace: failed and partial turns', () => {
   it('still rebuilds a turn whose end was never recorded, from its first to its last event', () => {
     const events = toolsTurn().events.slice(0, 8);
     const r = rebuildTrace(events);
-    expect(r.turns).toEqual([{ sessionId: 's-1', turnId: 't-tools', traceId: traceIdFor('s-1', 't-tools'), spans: expect.any(Number), ended: false }]);
+    expect(r.turns).toEqual([
+      {
+        sessionId: 's-1',
+        turnId: 't-tools',
+        traceId: traceIdFor('s-1', 't-tools'),
+        spans: expect.any(Number),
+        ended: false,
+      },
+    ]);
     const turn = one(r.spans, SpanName.turn);
     expect(BigInt(turn.endTimeUnixNano)).toBe(BigInt(Date.parse(events.at(-1)!.at)) * 1_000_000n);
     expect(turn.attributes[Attr.searches]).toBe(1);
@@ -238,7 +278,11 @@ describe('rebuildTrace: failed and partial turns', () => {
 });
 
 describe('rebuildTrace: several turns, duplicates, order and bad input', () => {
-  const session = [...directTurn('s-1', 't1', 0).events, ...toolsTurn('s-1', 't2', 5000).events, ...codeTurn('s-1', 't3', 9000).events];
+  const session = [
+    ...directTurn('s-1', 't1', 0).events,
+    ...toolsTurn('s-1', 't2', 5000).events,
+    ...codeTurn('s-1', 't3', 9000).events,
+  ];
   const other = codeTurn('s-2', 't1', 0).events;
 
   it('makes one trace per turn, turns in time order, and keeps other sessions out when asked', () => {
@@ -253,7 +297,7 @@ describe('rebuildTrace: several turns, duplicates, order and bad input', () => {
   it('gives the same spans for duplicated and shuffled events as for the ordered stream', () => {
     const ordered = rebuildTraceFromEvents(session);
     let seed = 42;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const noisy = [...session, ...session.slice(3, 20).map((e) => ({ ...e })), ...session.slice(-5)]
       .map((e) => ({ e, k: rand() }))
       .sort((a, b) => a.k - b.k)
@@ -325,7 +369,10 @@ describe('no argument values in spans or files', () => {
     }
     const otlpPath = await writeRebuiltTrace(dir, 's-1', spans, 'otlp');
     expect(otlpPath).toBe(join(dir, 'session-s-1.rebuilt.otlp.jsonl'));
-    const lines = readFileSync(otlpPath, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as OtlpTraceRequest);
+    const lines = readFileSync(otlpPath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as OtlpTraceRequest);
     expect(lines).toHaveLength(3);
     const otlpSpans = lines.flatMap((l) => l.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)));
     expect(otlpSpans.map((s) => s.spanId).sort()).toEqual(spans.map((s) => s.spanId).sort());

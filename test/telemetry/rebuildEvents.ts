@@ -16,11 +16,19 @@ export class TurnScript {
   private seq = 0;
   private clock: number;
 
-  constructor(readonly sessionId: string, readonly turnId: string, startOffsetMs = 0) {
+  constructor(
+    readonly sessionId: string,
+    readonly turnId: string,
+    startOffsetMs = 0,
+  ) {
     this.clock = BASE + startOffsetMs;
   }
 
-  emit<K extends EventType>(type: K, data: EventData<K>, opts: { gapMs?: number; causationId?: string } = {}): Envelope {
+  emit<K extends EventType>(
+    type: K,
+    data: EventData<K>,
+    opts: { gapMs?: number; causationId?: string } = {},
+  ): Envelope {
     this.clock += opts.gapMs ?? 10;
     const e = makeEnvelope({
       type,
@@ -45,35 +53,84 @@ const sources = [
 ];
 const bySource = { openclaw: 2, mcp: 3, client: 0 };
 
-function opening(t: TurnScript, mode: 'direct' | 'tools' | 'code', opts: { failedSource?: boolean; index?: boolean } = {}): void {
+function opening(
+  t: TurnScript,
+  mode: 'direct' | 'tools' | 'code',
+  opts: { failedSource?: boolean; index?: boolean } = {},
+): void {
   t.emit('turn.started', { mode, harness: 'pi', agentId: 'main', profile: 'default', sandboxId: 'sbx-1', owner: true });
   t.emit('policy.resolved', { layers: [{ name: 'agent', allow: ['*'] }] });
   const listed = opts.failedSource
-    ? [...sources, { key: 'mcp:down', source: 'mcp' as const, owner: 'down', ok: false, toolCount: 0, reason: 'connect ECONNREFUSED', durationMs: 4 }]
+    ? [
+        ...sources,
+        {
+          key: 'mcp:down',
+          source: 'mcp' as const,
+          owner: 'down',
+          ok: false,
+          toolCount: 0,
+          reason: 'connect ECONNREFUSED',
+          durationMs: 4,
+        },
+      ]
     : sources;
   t.emit('sources.listed', { sources: listed, total: 5 });
-  if (opts.index !== false) t.emit('catalog.indexed', { catalogSize: 5, fingerprint: 'fp-1', bySource, reused: false, durationMs: 3 });
+  if (opts.index !== false)
+    t.emit('catalog.indexed', { catalogSize: 5, fingerprint: 'fp-1', bySource, reused: false, durationMs: 3 });
 }
 
 const counters = (over: Partial<EventData<'turn.completed'>['counters']>): EventData<'turn.completed'>['counters'] => ({
-  toolBytes: 0, catalogSize: 5, bySource, searches: 0, describes: 0, calls: 0, ...over,
+  toolBytes: 0,
+  catalogSize: 5,
+  bySource,
+  searches: 0,
+  describes: 0,
+  calls: 0,
+  ...over,
 });
 
 /** Direct exposure: every schema up front, one final call with a hook. No search index. */
 export function directTurn(sessionId = 's-1', turnId = 't-direct', startOffsetMs = 0): TurnScript {
   const t = new TurnScript(sessionId, turnId, startOffsetMs);
   opening(t, 'direct', { index: false });
-  t.emit('tools.exposed', { mode: 'direct', tools: ['read_file', 'web_search', 'read_text_file', 'write_file', 'list_directory'], bytes: 4210, schemasUpFront: 5 });
-  const req = t.emit('call.requested', {
-    callId: 'c-1', toolId: 'openclaw:core:read_file', toolName: 'read_file', source: 'openclaw', owner: 'core', origin: 'gateway',
-    argsDigest, argsBytes, via: 'direct',
+  t.emit('tools.exposed', {
+    mode: 'direct',
+    tools: ['read_file', 'web_search', 'read_text_file', 'write_file', 'list_directory'],
+    bytes: 4210,
+    schemasUpFront: 5,
   });
-  t.emit('call.decided', { callId: 'c-1', toolId: 'openclaw:core:read_file', decision: 'allowed' }, { causationId: req.id });
+  const req = t.emit('call.requested', {
+    callId: 'c-1',
+    toolId: 'openclaw:core:read_file',
+    toolName: 'read_file',
+    source: 'openclaw',
+    owner: 'core',
+    origin: 'gateway',
+    argsDigest,
+    argsBytes,
+    via: 'direct',
+  });
+  t.emit(
+    'call.decided',
+    { callId: 'c-1', toolId: 'openclaw:core:read_file', decision: 'allowed' },
+    { causationId: req.id },
+  );
   t.emit('hook.ran', { callId: 'c-1', pluginId: 'audit-plugin', outcome: 'continue' });
-  t.emit('call.completed', { callId: 'c-1', toolId: 'openclaw:core:read_file', source: 'openclaw', origin: 'gateway', durationMs: 9, resultBytes: 812 });
+  t.emit('call.completed', {
+    callId: 'c-1',
+    toolId: 'openclaw:core:read_file',
+    source: 'openclaw',
+    origin: 'gateway',
+    durationMs: 9,
+    resultBytes: 812,
+  });
   t.emit('turn.completed', {
     durationMs: 70,
-    counters: counters({ toolBytes: 4210, calls: 1, selected: [{ id: 'openclaw:core:read_file', source: 'openclaw' }] }),
+    counters: counters({
+      toolBytes: 4210,
+      calls: 1,
+      selected: [{ id: 'openclaw:core:read_file', source: 'openclaw' }],
+    }),
   });
   return t;
 }
@@ -82,29 +139,84 @@ export function directTurn(sessionId = 's-1', turnId = 't-direct', startOffsetMs
 export function toolsTurn(sessionId = 's-1', turnId = 't-tools', startOffsetMs = 0): TurnScript {
   const t = new TurnScript(sessionId, turnId, startOffsetMs);
   opening(t, 'tools', { failedSource: true });
-  t.emit('tools.exposed', { mode: 'tools', tools: ['tool_search', 'tool_describe', 'tool_call'], bytes: 1290, schemasUpFront: 3 });
+  t.emit('tools.exposed', {
+    mode: 'tools',
+    tools: ['tool_search', 'tool_describe', 'tool_call'],
+    bytes: 1290,
+    schemasUpFront: 3,
+  });
   t.emit('search.performed', {
-    searchId: 'q-1', query: 'write a file', limit: 8, resultIds: ['mcp:fs:write_file', 'mcp:fs:read_text_file'], matched: 2, catalogSize: 5, via: 'tool', toolCallId: 'call_model_0',
+    searchId: 'q-1',
+    query: 'write a file',
+    limit: 8,
+    resultIds: ['mcp:fs:write_file', 'mcp:fs:read_text_file'],
+    matched: 2,
+    catalogSize: 5,
+    via: 'tool',
+    toolCallId: 'call_model_0',
   });
   t.emit('describe.performed', { describeId: 'd-1', ref: 'write_file', toolId: 'mcp:fs:write_file', via: 'tool' });
   const req = t.emit('call.requested', {
-    callId: 'c-1', toolId: 'mcp:fs:write_file', toolName: 'write_file', source: 'mcp', owner: 'fs', origin: 'mcp',
-    argsDigest, argsBytes, via: 'tool', toolCallId: 'call_model_1',
+    callId: 'c-1',
+    toolId: 'mcp:fs:write_file',
+    toolName: 'write_file',
+    source: 'mcp',
+    owner: 'fs',
+    origin: 'mcp',
+    argsDigest,
+    argsBytes,
+    via: 'tool',
+    toolCallId: 'call_model_1',
   });
-  t.emit('call.decided', { callId: 'c-1', toolId: 'mcp:fs:write_file', decision: 'approvalRequired', reason: 'approval: mcp:fs:write*' }, { causationId: req.id });
+  t.emit(
+    'call.decided',
+    { callId: 'c-1', toolId: 'mcp:fs:write_file', decision: 'approvalRequired', reason: 'approval: mcp:fs:write*' },
+    { causationId: req.id },
+  );
   t.emit('approval.requested', { callId: 'c-1', toolId: 'mcp:fs:write_file', approvalId: 'a-1', timeoutMs: 30000 });
   t.emit('approval.resolved', { callId: 'c-1', approvalId: 'a-1', approved: true, by: 'owner' }, { gapMs: 500 });
   t.emit('hook.ran', { callId: 'c-1', pluginId: 'audit-plugin', outcome: 'continue' }, { gapMs: 2 });
-  t.emit('call.completed', { callId: 'c-1', toolId: 'mcp:fs:write_file', source: 'mcp', origin: 'mcp', durationMs: 20, resultBytes: 64 });
-  const req2 = t.emit('call.requested', {
-    callId: 'c-2', toolId: 'mcp:fs:list_directory', toolName: 'list_directory', source: 'mcp', owner: 'fs', origin: 'mcp',
-    argsDigest, argsBytes, via: 'tool',
+  t.emit('call.completed', {
+    callId: 'c-1',
+    toolId: 'mcp:fs:write_file',
+    source: 'mcp',
+    origin: 'mcp',
+    durationMs: 20,
+    resultBytes: 64,
   });
-  t.emit('call.decided', { callId: 'c-2', toolId: 'mcp:fs:list_directory', decision: 'blocked', reason: 'denied by agent policy' }, { causationId: req2.id });
-  t.emit('call.blocked', { callId: 'c-2', toolId: 'mcp:fs:list_directory', source: 'mcp', origin: 'mcp', stage: 'policy', reason: 'denied by agent policy' });
+  const req2 = t.emit('call.requested', {
+    callId: 'c-2',
+    toolId: 'mcp:fs:list_directory',
+    toolName: 'list_directory',
+    source: 'mcp',
+    owner: 'fs',
+    origin: 'mcp',
+    argsDigest,
+    argsBytes,
+    via: 'tool',
+  });
+  t.emit(
+    'call.decided',
+    { callId: 'c-2', toolId: 'mcp:fs:list_directory', decision: 'blocked', reason: 'denied by agent policy' },
+    { causationId: req2.id },
+  );
+  t.emit('call.blocked', {
+    callId: 'c-2',
+    toolId: 'mcp:fs:list_directory',
+    source: 'mcp',
+    origin: 'mcp',
+    stage: 'policy',
+    reason: 'denied by agent policy',
+  });
   t.emit('turn.completed', {
     durationMs: 700,
-    counters: counters({ toolBytes: 1290, searches: 1, describes: 1, calls: 2, selected: [{ id: 'mcp:fs:write_file', source: 'mcp' }] }),
+    counters: counters({
+      toolBytes: 1290,
+      searches: 1,
+      describes: 1,
+      calls: 2,
+      selected: [{ id: 'mcp:fs:write_file', source: 'mcp' }],
+    }),
   });
   return t;
 }
@@ -115,27 +227,78 @@ export function codeTurn(sessionId = 's-1', turnId = 't-code', startOffsetMs = 0
   opening(t, 'code');
   t.emit('tools.exposed', { mode: 'code', tools: ['tool_search_code'], bytes: 980, schemasUpFront: 1 });
   const bodyDigest = `sha256:${createHash('sha256').update(SECRET_BODY).digest('hex')}`;
-  t.emit('code.requested', { codeRunId: 'r-1', bodyDigest, bodyBytes: Buffer.byteLength(SECRET_BODY), timeoutMs: 10000 });
+  t.emit('code.requested', {
+    codeRunId: 'r-1',
+    bodyDigest,
+    bodyBytes: Buffer.byteLength(SECRET_BODY),
+    timeoutMs: 10000,
+  });
   const b1 = t.emit('code.bridge.requested', { codeRunId: 'r-1', op: 'search', requestId: 'q-1' });
-  t.emit('search.performed', {
-    searchId: 'q-1', query: 'read file', limit: 5, resultIds: ['mcp:fs:read_text_file'], matched: 1, catalogSize: 5, via: 'code', codeRunId: 'r-1',
-  }, { causationId: b1.id, gapMs: 4 });
+  t.emit(
+    'search.performed',
+    {
+      searchId: 'q-1',
+      query: 'read file',
+      limit: 5,
+      resultIds: ['mcp:fs:read_text_file'],
+      matched: 1,
+      catalogSize: 5,
+      via: 'code',
+      codeRunId: 'r-1',
+    },
+    { causationId: b1.id, gapMs: 4 },
+  );
   t.emit('code.bridge.requested', { codeRunId: 'r-1', op: 'describe', requestId: 'd-1' });
-  t.emit('describe.performed', { describeId: 'd-1', ref: 'mcp:fs:read_text_file', toolId: 'mcp:fs:read_text_file', via: 'code', codeRunId: 'r-1' }, { gapMs: 3 });
+  t.emit(
+    'describe.performed',
+    { describeId: 'd-1', ref: 'mcp:fs:read_text_file', toolId: 'mcp:fs:read_text_file', via: 'code', codeRunId: 'r-1' },
+    { gapMs: 3 },
+  );
   t.emit('code.bridge.requested', { codeRunId: 'r-1', op: 'call', requestId: 'c-1' });
-  const req = t.emit('call.requested', {
-    callId: 'c-1', toolId: 'mcp:fs:read_text_file', toolName: 'read_text_file', source: 'mcp', owner: 'fs', origin: 'mcp',
-    argsDigest, argsBytes, via: 'code', codeRunId: 'r-1',
-  }, { gapMs: 1 });
-  t.emit('call.decided', { callId: 'c-1', toolId: 'mcp:fs:read_text_file', decision: 'allowed' }, { causationId: req.id });
-  t.emit('call.completed', { callId: 'c-1', toolId: 'mcp:fs:read_text_file', source: 'mcp', origin: 'mcp', durationMs: 12, resultBytes: 2048 });
+  const req = t.emit(
+    'call.requested',
+    {
+      callId: 'c-1',
+      toolId: 'mcp:fs:read_text_file',
+      toolName: 'read_text_file',
+      source: 'mcp',
+      owner: 'fs',
+      origin: 'mcp',
+      argsDigest,
+      argsBytes,
+      via: 'code',
+      codeRunId: 'r-1',
+    },
+    { gapMs: 1 },
+  );
+  t.emit(
+    'call.decided',
+    { callId: 'c-1', toolId: 'mcp:fs:read_text_file', decision: 'allowed' },
+    { causationId: req.id },
+  );
+  t.emit('call.completed', {
+    callId: 'c-1',
+    toolId: 'mcp:fs:read_text_file',
+    source: 'mcp',
+    origin: 'mcp',
+    durationMs: 12,
+    resultBytes: 2048,
+  });
   t.emit('code.settled', {
-    codeRunId: 'r-1', ok: true, durationMs: 90,
+    codeRunId: 'r-1',
+    ok: true,
+    durationMs: 90,
     telemetry: { catalogSize: 5, sources: bySource, searchCount: 1, describeCount: 1, callCount: 1 },
   });
   t.emit('turn.completed', {
     durationMs: 200,
-    counters: counters({ toolBytes: 980, searches: 1, describes: 1, calls: 1, selected: [{ id: 'mcp:fs:read_text_file', source: 'mcp' }] }),
+    counters: counters({
+      toolBytes: 980,
+      searches: 1,
+      describes: 1,
+      calls: 1,
+      selected: [{ id: 'mcp:fs:read_text_file', source: 'mcp' }],
+    }),
   });
   return t;
 }
@@ -143,7 +306,14 @@ export function codeTurn(sessionId = 's-1', turnId = 't-code', startOffsetMs = 0
 /** A turn that fails while listing sources (no sources.listed). */
 export function failedTurn(sessionId = 's-1', turnId = 't-failed', startOffsetMs = 0): TurnScript {
   const t = new TurnScript(sessionId, turnId, startOffsetMs);
-  t.emit('turn.started', { mode: 'tools', harness: 'pi', agentId: 'main', profile: 'default', sandboxId: 'sbx-1', owner: false });
+  t.emit('turn.started', {
+    mode: 'tools',
+    harness: 'pi',
+    agentId: 'main',
+    profile: 'default',
+    sandboxId: 'sbx-1',
+    owner: false,
+  });
   t.emit('policy.resolved', { layers: [] });
   t.emit('turn.failed', { reason: 'every source failed to list', code: 'catalog.unavailable', durationMs: 50 });
   return t;

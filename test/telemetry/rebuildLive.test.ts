@@ -41,9 +41,13 @@ function traceLive(events: readonly Envelope[]) {
   let execute: Span | undefined;
   let exposed: EventOf<'tools.exposed'> | undefined;
   const code = new Map<string, { span: Span; requested: EventOf<'code.requested'> }>();
-  const calls = new Map<string, { span: Span; requested: EventOf<'call.requested'>; decided?: EventOf<'call.decided'> }>();
+  const calls = new Map<
+    string,
+    { span: Span; requested: EventOf<'call.requested'>; decided?: EventOf<'call.decided'> }
+  >();
   const approvals = new Map<string, { span: Span; requested: EventOf<'approval.requested'> }>();
-  const parentOf = (runId: string | undefined) => (runId !== undefined ? code.get(runId)?.span : undefined) ?? execute ?? turn;
+  const parentOf = (runId: string | undefined) =>
+    (runId !== undefined ? code.get(runId)?.span : undefined) ?? execute ?? turn;
   const phase = (name: string, apply: (s: Span) => void) => {
     const s = tel.startSpan(name, {}, { parent: turn });
     apply(s);
@@ -73,7 +77,10 @@ function traceLive(events: readonly Envelope[]) {
         execute = tel.startSpan(SpanName.execute, {}, { parent: turn });
         break;
       case 'code.requested':
-        code.set(e.data.codeRunId, { span: tel.startSpan(SpanName.code, {}, { parent: parentOf(undefined) }), requested: e });
+        code.set(e.data.codeRunId, {
+          span: tel.startSpan(SpanName.code, {}, { parent: parentOf(undefined) }),
+          requested: e,
+        });
         break;
       case 'code.settled':
       case 'code.timedOut': {
@@ -95,13 +102,19 @@ function traceLive(events: readonly Envelope[]) {
         break;
       }
       case 'call.requested':
-        calls.set(e.data.callId, { span: tel.startSpan(callSpanName(e.data.toolName), {}, { parent: parentOf(e.data.codeRunId) }), requested: e });
+        calls.set(e.data.callId, {
+          span: tel.startSpan(callSpanName(e.data.toolName), {}, { parent: parentOf(e.data.codeRunId) }),
+          requested: e,
+        });
         break;
       case 'call.decided':
         calls.get(e.data.callId)!.decided = e;
         break;
       case 'approval.requested':
-        approvals.set(e.data.approvalId, { span: tel.startSpan(SpanName.approval, {}, { parent: calls.get(e.data.callId)!.span }), requested: e });
+        approvals.set(e.data.approvalId, {
+          span: tel.startSpan(SpanName.approval, {}, { parent: calls.get(e.data.callId)!.span }),
+          requested: e,
+        });
         break;
       case 'approval.resolved': {
         const a = approvals.get(e.data.approvalId)!;
@@ -130,7 +143,17 @@ function traceLive(events: readonly Envelope[]) {
           applySpanFacts(execute, executeSpanFacts(exposed, e));
           execute.end();
         }
-        applySpanFacts(turn, turnSpanFacts({ sessionId: e.sessionId, turnId: e.turnId, started, exposed, end: e, derived: countersFromEvents(events) }));
+        applySpanFacts(
+          turn,
+          turnSpanFacts({
+            sessionId: e.sessionId,
+            turnId: e.turnId,
+            started,
+            exposed,
+            end: e,
+            derived: countersFromEvents(events),
+          }),
+        );
         turn.end();
         break;
       default:
@@ -141,7 +164,11 @@ function traceLive(events: readonly Envelope[]) {
 }
 
 describe('live spans built with the span model match the rebuild from events', () => {
-  for (const [mode, make] of [['direct', directTurn], ['tools', toolsTurn], ['code', codeTurn]] as const) {
+  for (const [mode, make] of [
+    ['direct', directTurn],
+    ['tools', toolsTurn],
+    ['code', codeTurn],
+  ] as const) {
     it(`${mode} mode: same names, parents (by path), attributes and status`, () => {
       const events = make().events;
       const live = traceLive(events);
@@ -158,8 +185,12 @@ describe('live spans built with the span model match the rebuild from events', (
     const execute = rebuilt.find((s) => s.name === SpanName.execute)!;
     const moved = rebuilt.map((s) => (s.name === SpanName.search ? { ...s, parentSpanId: execute.spanId } : s));
     expect(spanShapes(moved)).not.toEqual(spanShapes(rebuilt));
-    const changed = rebuilt.map((s) => (s === code ? { ...s, attributes: { ...s.attributes, [Attr.codeBytes]: 1 } } : s));
+    const changed = rebuilt.map((s) =>
+      s === code ? { ...s, attributes: { ...s.attributes, [Attr.codeBytes]: 1 } } : s,
+    );
     expect(spanShapes(changed)).not.toEqual(spanShapes(rebuilt));
-    expect(spanShapes(changed, { omitAttributes: [Attr.codeBytes] })).toEqual(spanShapes(rebuilt, { omitAttributes: [Attr.codeBytes] }));
+    expect(spanShapes(changed, { omitAttributes: [Attr.codeBytes] })).toEqual(
+      spanShapes(rebuilt, { omitAttributes: [Attr.codeBytes] }),
+    );
   });
 });

@@ -2,7 +2,11 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { OtlpTraceRequest } from '../../src/telemetry/index.js';
 
-export interface Received { path: string; headers: IncomingHttpHeaders; body: OtlpTraceRequest }
+export interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: OtlpTraceRequest;
+}
 
 /** A minimal OTLP/HTTP JSON receiver on 127.0.0.1 and a free port: accepts POST /v1/traces. */
 export async function startReceiver(): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
@@ -48,5 +52,9 @@ export async function closedPort(): Promise<number> {
 
 /** Spans of all received requests, flattened. */
 export function receivedSpans(received: Received[]) {
-  return received.flatMap((r) => r.body.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ ...s, resource: rs.resource })))));
+  return received.flatMap((r) =>
+    r.body.resourceSpans.flatMap((rs) =>
+      rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ ...s, resource: rs.resource }))),
+    ),
+  );
 }

@@ -51,8 +51,16 @@ describe('span tree of a scripted turn (explicit parents)', () => {
       [Attr.toolsSelected]: ['mcp:fs:read_text_file'],
     });
     expect(turn.attributes[Attr.exposedBytes]).toBeGreaterThan(0);
-    expect(byName(SpanName.source).map((s) => s.attributes[Attr.sourceName]).sort()).toEqual(['mcp', 'openclaw']);
-    expect(byName(SpanName.search)[0]!.attributes).toMatchObject({ [Attr.searchQuery]: 'read file', [Attr.searchLimit]: 8, [Attr.searchResultCount]: 2 });
+    expect(
+      byName(SpanName.source)
+        .map((s) => s.attributes[Attr.sourceName])
+        .sort(),
+    ).toEqual(['mcp', 'openclaw']);
+    expect(byName(SpanName.search)[0]!.attributes).toMatchObject({
+      [Attr.searchQuery]: 'read file',
+      [Attr.searchLimit]: 8,
+      [Attr.searchResultCount]: 2,
+    });
     const call = byName(SpanName.call)[0]!;
     expect(call.attributes).toMatchObject({
       [Attr.toolId]: 'mcp:fs:read_text_file',
@@ -74,9 +82,13 @@ describe('span tree of a scripted turn (explicit parents)', () => {
     expect(dump).not.toContain('XYZZY');
     const call = mem.getFinishedSpans().find((s) => isCallSpanName(s.name))!;
     expect(call.attributes[Attr.argsDigest]).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(call.attributes[Attr.argsBytes]).toBe(Buffer.byteLength(JSON.stringify({ path: SECRET_ARGS.path, token: SECRET_ARGS.token })));
+    expect(call.attributes[Attr.argsBytes]).toBe(
+      Buffer.byteLength(JSON.stringify({ path: SECRET_ARGS.path, token: SECRET_ARGS.token })),
+    );
     // Same arguments in another key order → same digest; different arguments → different digest.
-    expect(argsAttrs({ token: SECRET_ARGS.token, path: SECRET_ARGS.path })[Attr.argsDigest]).toBe(call.attributes[Attr.argsDigest]);
+    expect(argsAttrs({ token: SECRET_ARGS.token, path: SECRET_ARGS.path })[Attr.argsDigest]).toBe(
+      call.attributes[Attr.argsDigest],
+    );
     expect(argsAttrs({ ...SECRET_ARGS, path: '/other' })[Attr.argsDigest]).not.toBe(call.attributes[Attr.argsDigest]);
     await tel.shutdown();
   });
@@ -104,10 +116,18 @@ describe('span tree of a scripted turn (explicit parents)', () => {
   it('marks thrown errors and returned failures with status ERROR and the error code, and passes them through', async () => {
     const { mem, tel } = memTelemetry();
     const thrown = Object.assign(new Error('disk on fire: /home/alice/secret'), { code: 'tool.failed' });
-    await expect(withSpan(tel, SpanName.call, {}, () => { throw thrown; })).rejects.toBe(thrown);
+    await expect(
+      withSpan(tel, SpanName.call, {}, () => {
+        throw thrown;
+      }),
+    ).rejects.toBe(thrown);
     const failure = fail('policy.blocked', 'blocked by deny list');
     await expect(withSpan(tel, SpanName.call, {}, () => failure)).resolves.toBe(failure);
-    expect(() => withSpanSync(tel, SpanName.hook, {}, () => { throw new TypeError('x'); })).toThrow(TypeError);
+    expect(() =>
+      withSpanSync(tel, SpanName.hook, {}, () => {
+        throw new TypeError('x');
+      }),
+    ).toThrow(TypeError);
     const spans = mem.getFinishedSpans();
     expect(spans.map((s) => [s.status.code, s.attributes[Attr.errorCode]])).toEqual([
       [SpanStatusCode.ERROR, 'tool.failed'],
@@ -164,7 +184,11 @@ describe('W3C trace context', () => {
 
     const ctx = extractParent(headers);
     const remote = trace.getSpanContext(ctx)!;
-    expect(remote).toMatchObject({ traceId: turn.spanContext().traceId, spanId: turn.spanContext().spanId, isRemote: true });
+    expect(remote).toMatchObject({
+      traceId: turn.spanContext().traceId,
+      spanId: turn.spanContext().spanId,
+      isRemote: true,
+    });
 
     // The other process parents its span on the headers (as carried in Envelope.trace).
     await withSpan(runner.tel, SpanName.code, {}, () => undefined, { parent: headers });

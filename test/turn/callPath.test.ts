@@ -18,22 +18,66 @@ describe('fail closed', () => {
     world = await makeWorld({ tools: TOOLS });
     const turn = await start(world, { sessionId: 'deny' });
     const found = await turn.invoke('tool_search', { query: 'secret vault' });
-    expect((loose(found).value.results as Array<{ id: string }>).map((r) => r.id)).not.toContain('openclaw:demo:secret_vault');
-    expect(await turn.invoke('tool_describe', { id: 'openclaw:demo:secret_vault' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    expect(await turn.invoke('tool_describe', { id: 'secret_vault' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:secret_vault', args: {} })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    expect(await turn.invoke('tool_call', { id: 'secret_vault' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
-    expect(await turn.invoke('tool_call', { id: 'admin_reset' })).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
+    expect((loose(found).value.results as Array<{ id: string }>).map((r) => r.id)).not.toContain(
+      'openclaw:demo:secret_vault',
+    );
+    expect(await turn.invoke('tool_describe', { id: 'openclaw:demo:secret_vault' })).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
+    expect(await turn.invoke('tool_describe', { id: 'secret_vault' })).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
+    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:secret_vault', args: {} })).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
+    expect(await turn.invoke('tool_call', { id: 'secret_vault' })).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
+    expect(await turn.invoke('tool_call', { id: 'admin_reset' })).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notFound' },
+    });
     await turn.end();
     const events = await world.events('deny');
     // Only what the model itself named is recorded (describes, rejected calls): no search answer, no request.
-    expect(events.some((e) => JSON.stringify(e.data).includes('"openclaw:demo:secret_vault"') && !['describe.performed', 'call.rejected'].includes(e.type))).toBe(false);
+    expect(
+      events.some(
+        (e) =>
+          JSON.stringify(e.data).includes('"openclaw:demo:secret_vault"') &&
+          !['describe.performed', 'call.rejected'].includes(e.type),
+      ),
+    ).toBe(false);
     expect(types(events)).not.toContain('call.requested');
     // Every attempted call is in the record, blocked, under the name the model gave.
     expect(sessionLogFrom(events).finalCalls).toEqual([
-      { callId: expect.any(String), id: 'openclaw:demo:secret_vault', source: 'openclaw', origin: 'plugin', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
-      { callId: expect.any(String), id: 'secret_vault', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
-      { callId: expect.any(String), id: 'admin_reset', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notFound: /) },
+      {
+        callId: expect.any(String),
+        id: 'openclaw:demo:secret_vault',
+        source: 'openclaw',
+        origin: 'plugin',
+        outcome: 'blocked',
+        reason: expect.stringMatching(/^tool\.notFound: /),
+      },
+      {
+        callId: expect.any(String),
+        id: 'secret_vault',
+        source: 'unknown',
+        origin: 'unknown',
+        outcome: 'blocked',
+        reason: expect.stringMatching(/^tool\.notFound: /),
+      },
+      {
+        callId: expect.any(String),
+        id: 'admin_reset',
+        source: 'unknown',
+        origin: 'unknown',
+        outcome: 'blocked',
+        reason: expect.stringMatching(/^tool\.notFound: /),
+      },
     ]);
     expect(checkEvents(events)).toEqual([]);
   });
@@ -52,11 +96,22 @@ describe('fail closed', () => {
     await turn.end();
     const report = auditReport(await world.events('same-shape'), 'same-shape');
     expect(report.detail.blocked).toEqual([
-      { callId: expect.any(String), id: 'openclaw:demo:secret_vault', stage: 'resolve', reason: expect.stringContaining('tool.notFound: No tool "openclaw:demo:secret_vault"') },
-      { callId: expect.any(String), id: 'openclaw:demo:secret_vaulx', stage: 'resolve', reason: expect.stringContaining('tool.notFound: No tool "openclaw:demo:secret_vaulx"') },
+      {
+        callId: expect.any(String),
+        id: 'openclaw:demo:secret_vault',
+        stage: 'resolve',
+        reason: expect.stringContaining('tool.notFound: No tool "openclaw:demo:secret_vault"'),
+      },
+      {
+        callId: expect.any(String),
+        id: 'openclaw:demo:secret_vaulx',
+        stage: 'resolve',
+        reason: expect.stringContaining('tool.notFound: No tool "openclaw:demo:secret_vaulx"'),
+      },
     ]);
     expect(report.detail.calls.map((c) => [c.id, c.via, c.outcome])).toEqual([
-      ['openclaw:demo:secret_vault', 'tool', 'blocked'], ['openclaw:demo:secret_vaulx', 'tool', 'blocked'],
+      ['openclaw:demo:secret_vault', 'tool', 'blocked'],
+      ['openclaw:demo:secret_vaulx', 'tool', 'blocked'],
     ]);
   });
 
@@ -68,15 +123,27 @@ describe('fail closed', () => {
     expect(await turn.invoke('add_numbers', { a: 1, b: 2 })).toMatchObject({ ok: true });
     await turn.end();
     const log = sessionLogFrom(await world.events('direct-rejected'));
-    expect(log.finalCalls.map((c) => [c.id, c.source, c.outcome])).toEqual([['secret_vault', 'unknown', 'blocked'], ['openclaw:demo:add_numbers', 'openclaw', 'ok']]);
+    expect(log.finalCalls.map((c) => [c.id, c.source, c.outcome])).toEqual([
+      ['secret_vault', 'unknown', 'blocked'],
+      ['openclaw:demo:add_numbers', 'openclaw', 'ok'],
+    ]);
     expect(log.finalCalls[0]!.reason).toMatch(/^tool\.notExposed: /);
   });
 
   it('unknown names get up to 3 suggestions; ambiguous names list the candidates', async () => {
     world = await makeWorld({ tools: TOOLS });
-    const turn = await start(world, { sessionId: 'sugg', clientTools: [{ name: 'echo_text', description: 'client echo' }] });
+    const turn = await start(world, {
+      sessionId: 'sugg',
+      clientTools: [{ name: 'echo_text', description: 'client echo' }],
+    });
     const amb = await turn.invoke('tool_describe', { id: 'echo_text' });
-    expect(amb).toMatchObject({ ok: false, error: { code: 'tool.ambiguous', details: { candidates: ['openclaw:demo:echo_text', 'client:client:echo_text'] } } });
+    expect(amb).toMatchObject({
+      ok: false,
+      error: {
+        code: 'tool.ambiguous',
+        details: { candidates: ['openclaw:demo:echo_text', 'client:client:echo_text'] },
+      },
+    });
     const unk = await turn.invoke('tool_describe', { id: 'echo_txt' });
     expect(unk).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
     const suggestions = loose(unk).error.details.suggestions as string[];
@@ -118,37 +185,80 @@ describe('fail closed', () => {
   it('a tool whose MCP server died mid-turn makes the call fail, naming the server', async () => {
     let alive = true;
     const conn: McpConnection = {
-      name: 'weather', kind: 'stdio', pid: undefined,
-      get alive() { return alive; },
-      listTools: async () => ok([{ id: 'mcp:weather:forecast', source: 'mcp', owner: 'weather', sourceName: 'weather', name: 'forecast', description: 'Weather forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } } }, origin: 'mcp', trusted: false }]),
+      name: 'weather',
+      kind: 'stdio',
+      pid: undefined,
+      get alive() {
+        return alive;
+      },
+      listTools: async () =>
+        ok([
+          {
+            id: 'mcp:weather:forecast',
+            source: 'mcp',
+            owner: 'weather',
+            sourceName: 'weather',
+            name: 'forecast',
+            description: 'Weather forecast for a city.',
+            inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+            origin: 'mcp',
+            trusted: false,
+          },
+        ]),
       callTool: async (_t, args) => ok({ content: [{ type: 'text', text: `sunny in ${String(args['city'])}` }] }),
-      close: async () => { alive = false; },
+      close: async () => {
+        alive = false;
+      },
     };
-    world = await makeWorld({ tools: TOOLS, mcpServers: { weather: { command: 'unused' } } }, { mcpConnect: async () => ok(conn) });
+    world = await makeWorld(
+      { tools: TOOLS, mcpServers: { weather: { command: 'unused' } } },
+      { mcpConnect: async () => ok(conn) },
+    );
     const turn = await start(world, { sessionId: 'mcp' });
-    expect(await turn.invoke('tool_call', { id: 'mcp:weather:forecast', args: { city: 'Oslo' } })).toMatchObject({ ok: true, value: { content: [{ text: 'sunny in Oslo' }] } });
+    expect(await turn.invoke('tool_call', { id: 'mcp:weather:forecast', args: { city: 'Oslo' } })).toMatchObject({
+      ok: true,
+      value: { content: [{ text: 'sunny in Oslo' }] },
+    });
     alive = false;
     const r = await turn.invoke('tool_call', { id: 'mcp:weather:forecast', args: { city: 'Oslo' } });
     expect(r).toMatchObject({ ok: false, error: { code: 'tool.unavailable' } });
     expect((r as { error: { message: string } }).error.message).toContain('weather');
     await turn.end();
     const log = sessionLogFrom(await world.events('mcp'));
-    expect(log.finalCalls.map((c) => [c.origin, c.outcome])).toEqual([['mcp', 'ok'], ['mcp', 'failed']]);
+    expect(log.finalCalls.map((c) => [c.origin, c.outcome])).toEqual([
+      ['mcp', 'ok'],
+      ['mcp', 'failed'],
+    ]);
   });
 });
 
 describe('approvals', () => {
   it('granted by the approver callback', async () => {
     const asked: string[] = [];
-    world = await makeWorld({ tools: TOOLS }, { approver: async (req) => { asked.push(req.toolId); return { approved: true }; } });
+    world = await makeWorld(
+      { tools: TOOLS },
+      {
+        approver: async (req) => {
+          asked.push(req.toolId);
+          return { approved: true };
+        },
+      },
+    );
     const turn = await start(world, { sessionId: 'ap1' });
-    expect(await turn.invoke('tool_call', { id: 'deploy_service', args: { service: 'web' } })).toMatchObject({ ok: true, value: { deployed: 'web' } });
+    expect(await turn.invoke('tool_call', { id: 'deploy_service', args: { service: 'web' } })).toMatchObject({
+      ok: true,
+      value: { deployed: 'web' },
+    });
     await turn.end();
     expect(asked).toEqual(['openclaw:demo:deploy_service']);
     const events = await world.events('ap1');
     expect(checkEvents(events)).toEqual([]);
     expect(types(events).filter((t) => t.startsWith('call.') || t.startsWith('approval.'))).toEqual([
-      'call.requested', 'call.decided', 'approval.requested', 'approval.resolved', 'call.completed',
+      'call.requested',
+      'call.decided',
+      'approval.requested',
+      'approval.resolved',
+      'call.completed',
     ]);
   });
 
@@ -166,10 +276,22 @@ describe('approvals', () => {
     const w = world;
     const stop = w.bus.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
       const d = e.data as { callId: string; approvalId: string };
-      void w.bus.publish(makeEnvelope({ type: 'approval.resolved', sessionId: e.sessionId, turnId: e.turnId, seq: e.seq + 1, at: new Date(), causationId: e.id, data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'ops' } }));
+      void w.bus.publish(
+        makeEnvelope({
+          type: 'approval.resolved',
+          sessionId: e.sessionId,
+          turnId: e.turnId,
+          seq: e.seq + 1,
+          at: new Date(),
+          causationId: e.id,
+          data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'ops' },
+        }),
+      );
     });
     const turn = await start(world, { sessionId: 'ap3' });
-    expect(await turn.invoke('tool_call', { id: 'deploy_service', args: { service: 'api' } })).toMatchObject({ ok: true });
+    expect(await turn.invoke('tool_call', { id: 'deploy_service', args: { service: 'api' } })).toMatchObject({
+      ok: true,
+    });
     await turn.end();
     stop();
     const events = await world.events('ap3');
@@ -193,15 +315,27 @@ describe('hooks and validation', () => {
   it('a hook blocks, rewrites, or throws (blocked, error recorded)', async () => {
     world = await makeWorld({ tools: TOOLS });
     const turn = await start(world, { sessionId: 'hk' });
-    expect(await turn.invoke('tool_call', { id: 'echo_text', args: { text: 'forbidden' } })).toMatchObject({ ok: false, error: { code: 'call.blocked.hook' } });
-    expect(await turn.invoke('tool_call', { id: 'echo_text', args: { text: 'rewrite-me' } })).toMatchObject({ ok: true, value: { echoed: 'rewritten' } });
+    expect(await turn.invoke('tool_call', { id: 'echo_text', args: { text: 'forbidden' } })).toMatchObject({
+      ok: false,
+      error: { code: 'call.blocked.hook' },
+    });
+    expect(await turn.invoke('tool_call', { id: 'echo_text', args: { text: 'rewrite-me' } })).toMatchObject({
+      ok: true,
+      value: { echoed: 'rewritten' },
+    });
     const thrown = await turn.invoke('tool_call', { id: 'echo_text', args: { text: 'boom' } });
     expect(thrown).toMatchObject({ ok: false, error: { code: 'call.blocked.hookFailed' } });
     expect((thrown as { error: { message: string } }).error.message).toContain('hook exploded');
     await turn.end();
     const events = await world.events('hk');
-    expect(events.filter((e) => e.type === 'hook.ran').map((e) => (e.data as { outcome: string }).outcome)).toEqual(['blocked', 'rewritten', 'threw']);
-    expect((events.filter((e) => e.type === 'hook.ran')[2]!.data as { error: string }).error).toContain('hook exploded');
+    expect(events.filter((e) => e.type === 'hook.ran').map((e) => (e.data as { outcome: string }).outcome)).toEqual([
+      'blocked',
+      'rewritten',
+      'threw',
+    ]);
+    expect((events.filter((e) => e.type === 'hook.ran')[2]!.data as { error: string }).error).toContain(
+      'hook exploded',
+    );
     expect(sessionLogFrom(events).finalCalls.map((c) => c.outcome)).toEqual(['blocked', 'ok', 'blocked']);
   });
 
@@ -211,11 +345,19 @@ describe('hooks and validation', () => {
     const r = await turn.invoke('tool_call', { id: 'echo_text', args: { text: 5, extra: true } });
     expect(r).toMatchObject({ ok: false, error: { code: 'call.invalidArgs' } });
     const problems = loose(r).error.details.problems as string[];
-    expect(problems).toEqual(expect.arrayContaining([expect.stringContaining('args.text'), expect.stringContaining('extra')]));
+    expect(problems).toEqual(
+      expect.arrayContaining([expect.stringContaining('args.text'), expect.stringContaining('extra')]),
+    );
     const missing = await turn.invoke('tool_call', { id: 'add_numbers', args: { a: 1 } });
     expect((missing as { error: { message: string } }).error.message).toContain('args.b is required');
-    expect(await turn.invoke('tool_call', { id: 'add_numbers', args: '[1,2]' })).toMatchObject({ ok: false, error: { code: 'call.invalidArgs' } });
-    expect(await turn.invoke('tool_call', { args: {} })).toMatchObject({ ok: false, error: { code: 'call.invalidArgs' } });
+    expect(await turn.invoke('tool_call', { id: 'add_numbers', args: '[1,2]' })).toMatchObject({
+      ok: false,
+      error: { code: 'call.invalidArgs' },
+    });
+    expect(await turn.invoke('tool_call', { args: {} })).toMatchObject({
+      ok: false,
+      error: { code: 'call.invalidArgs' },
+    });
     await turn.end();
   });
 });
@@ -232,8 +374,14 @@ describe('mode choice', () => {
 
   it('code mode falls back to tools when the sandbox is unavailable, with the reason', async () => {
     const sandbox = {
-      available: async () => ({ ok: false as const, reason: 'no permission model here', isolation: { permissionFlag: undefined, osNetwork: undefined, addressSpaceCap: undefined } }),
-      run: async () => { throw new Error('must not run'); },
+      available: async () => ({
+        ok: false as const,
+        reason: 'no permission model here',
+        isolation: { permissionFlag: undefined, osNetwork: undefined, addressSpaceCap: undefined },
+      }),
+      run: async () => {
+        throw new Error('must not run');
+      },
       close: async () => {},
       warmUp: async () => {},
     };
@@ -241,9 +389,15 @@ describe('mode choice', () => {
     const turn = await start(world, { sessionId: 'fb' });
     expect(turn.exposure.mode).toBe('tools');
     expect(turn.exposure.tools.map((t) => t.function.name)).toEqual(['tool_search', 'tool_describe', 'tool_call']);
-    expect(await turn.invoke('tool_search_code', { code: 'return 1' })).toMatchObject({ ok: false, error: { code: 'tool.notExposed' } });
+    expect(await turn.invoke('tool_search_code', { code: 'return 1' })).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notExposed' },
+    });
     await turn.end();
     const exposed = (await world.events('fb')).find((e) => e.type === 'tools.exposed')!;
-    expect(exposed.data).toMatchObject({ mode: 'tools', fallbackReason: expect.stringContaining('no permission model here') });
+    expect(exposed.data).toMatchObject({
+      mode: 'tools',
+      fallbackReason: expect.stringContaining('no permission model here'),
+    });
   });
 });

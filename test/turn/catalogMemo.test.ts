@@ -6,12 +6,25 @@ import { IndexStore } from '../../src/turn/indexStore.js';
 import { mcpTool } from '../search/fixture.js';
 
 const staticPart = (server: string, n: number): CatalogPart => {
-  const entries: ToolEntry[] = Array.from({ length: n }, (_, i) => mcpTool(server, [`tool_${i}`, `Does thing ${i} on ${server}`, ['a']]));
-  return { key: `mcp:${server}`, status: { key: `mcp:${server}`, source: 'mcp', owner: server, ok: true, toolCount: n, durationMs: 0 }, entries };
+  const entries: ToolEntry[] = Array.from({ length: n }, (_, i) =>
+    mcpTool(server, [`tool_${i}`, `Does thing ${i} on ${server}`, ['a']]),
+  );
+  return {
+    key: `mcp:${server}`,
+    status: { key: `mcp:${server}`, source: 'mcp', owner: server, ok: true, toolCount: n, durationMs: 0 },
+    entries,
+  };
 };
 const clientPart = (names: string[]): CatalogPart => {
-  const { entries } = clientToolSource(names.map((name) => ({ name, description: `client tool ${name}` })), 'app');
-  return { key: 'client:app', status: { key: 'client:app', source: 'client', owner: 'app', ok: true, toolCount: entries.length, durationMs: 0 }, entries };
+  const { entries } = clientToolSource(
+    names.map((name) => ({ name, description: `client tool ${name}` })),
+    'app',
+  );
+  return {
+    key: 'client:app',
+    status: { key: 'client:app', source: 'client', owner: 'app', ok: true, toolCount: entries.length, durationMs: 0 },
+    entries,
+  };
 };
 
 describe('CatalogMemo with per-turn client tools', () => {
@@ -29,7 +42,11 @@ describe('CatalogMemo with per-turn client tools', () => {
       expect(overlayOf(got.filtered)).toBeDefined();
       expect([...entriesById(got.filtered).keys()]).toEqual(got.filtered.entries.map((e) => e.id));
       expect(entriesById(got.filtered).get(`client:app:${names[0]}`)?.name).toBe(names[0]);
-      expect(sourceCounts(got.filtered)).toEqual({ openclaw: 0, mcp: got.filtered.entries.length - names.length, client: names.length });
+      expect(sourceCounts(got.filtered)).toEqual({
+        openclaw: 0,
+        mcp: got.filtered.entries.length - names.length,
+        client: names.length,
+      });
     }
   });
 

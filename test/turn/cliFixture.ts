@@ -14,7 +14,10 @@ export function captureIo(cwd: string): CapturedIo {
   const out: string[] = [];
   const err: string[] = [];
   return {
-    out, err, cwd, env: {},
+    out,
+    err,
+    cwd,
+    env: {},
     stdout: (s) => out.push(s),
     stderr: (s) => err.push(s),
     lastJson: () => JSON.parse(out[out.length - 1] ?? 'null'),
@@ -25,13 +28,27 @@ export function captureIo(cwd: string): CapturedIo {
 export function cliDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'ts-cli-'));
   writeFileSync(join(dir, 'demo.mjs'), PLUGIN_SOURCE);
-  writeFileSync(join(dir, 'weather.json'), JSON.stringify({
-    name: 'weather',
-    tools: [
-      { name: 'get_forecast', description: 'Get the weather forecast for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-      { name: 'get_alerts', description: 'Get weather alerts for a US state.', inputSchema: { type: 'object', properties: { state: { type: 'string' } } } },
-    ],
-  }));
-  writeFileSync(join(dir, 'toolsearch.config.json5'), `{ tools: { deny: ['secret_*'], toolSearch: { mode: 'tools' } }, plugins: ['./demo.mjs'], log: { path: 'events.jsonl' } }`);
+  writeFileSync(
+    join(dir, 'weather.json'),
+    JSON.stringify({
+      name: 'weather',
+      tools: [
+        {
+          name: 'get_forecast',
+          description: 'Get the weather forecast for a city.',
+          inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+        {
+          name: 'get_alerts',
+          description: 'Get weather alerts for a US state.',
+          inputSchema: { type: 'object', properties: { state: { type: 'string' } } },
+        },
+      ],
+    }),
+  );
+  writeFileSync(
+    join(dir, 'toolsearch.config.json5'),
+    `{ tools: { deny: ['secret_*'], toolSearch: { mode: 'tools' } }, plugins: ['./demo.mjs'], log: { path: 'events.jsonl' } }`,
+  );
   return dir;
 }

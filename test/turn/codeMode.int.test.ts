@@ -21,7 +21,10 @@ describe('code mode through the real sandbox', () => {
     const available = await sandbox.available();
     expect(available.ok).toBe(true);
     world = await makeWorld({ tools: { toolSearch: { mode: 'code', codeTimeoutMs: 5000 } } }, { sandbox });
-    const started = await world.engine.startTurn({ sessionId: 'code1', clientTools: [{ name: 'notify_user', description: 'Notify the user with a message.' }] });
+    const started = await world.engine.startTurn({
+      sessionId: 'code1',
+      clientTools: [{ name: 'notify_user', description: 'Notify the user with a message.' }],
+    });
     if (!started.ok) throw new Error(started.error.message);
     const turn = started.value;
     expect(turn.exposure.tools.map((t) => t.function.name)).toEqual(['tool_search_code']);
@@ -36,25 +39,49 @@ describe('code mode through the real sandbox', () => {
     `;
     const r = loose(await turn.invoke('tool_search_code', { code: body }));
     expect(r.ok).toBe(true);
-    expect(r.value).toEqual({ first: 'openclaw:demo:add_numbers', sum: 42, blocked: 'tool.notFound', required: ['a', 'b'] });
+    expect(r.value).toEqual({
+      first: 'openclaw:demo:add_numbers',
+      sum: 42,
+      blocked: 'tool.notFound',
+      required: ['a', 'b'],
+    });
     expect(r.logs).toEqual([{ level: 'log', text: 'sum 42' }]);
-    expect(r.telemetry).toMatchObject({ searchCount: 1, describeCount: 1, callCount: 2, sources: { openclaw: expect.any(Number), mcp: 0, client: 1 } });
+    expect(r.telemetry).toMatchObject({
+      searchCount: 1,
+      describeCount: 1,
+      callCount: 2,
+      sources: { openclaw: expect.any(Number), mcp: 0, client: 1 },
+    });
     expect(r.telemetry.catalogSize).toBe(r.telemetry.sources.openclaw + 1);
     const thrown = loose(await turn.invoke('tool_search_code', { code: 'throw new Error("nope")' }));
-    expect(thrown).toMatchObject({ ok: false, error: { code: 'sandbox.guestError' }, logs: [], telemetry: { callCount: 0 } });
+    expect(thrown).toMatchObject({
+      ok: false,
+      error: { code: 'sandbox.guestError' },
+      logs: [],
+      telemetry: { callCount: 0 },
+    });
     await turn.end();
 
     const events = await world.events('code1');
     expect(checkEvents(events)).toEqual([]);
-    const run = types(events).filter((t) => t.startsWith('code.') || t.startsWith('search') || t.startsWith('describe') || t.startsWith('call.'));
+    const run = types(events).filter(
+      (t) => t.startsWith('code.') || t.startsWith('search') || t.startsWith('describe') || t.startsWith('call.'),
+    );
     expect(run).toEqual([
       'code.requested',
-      'code.bridge.requested', 'search.performed',
-      'code.bridge.requested', 'describe.performed',
-      'code.bridge.requested', 'call.requested', 'call.decided', 'call.completed',
-      'code.bridge.requested', 'call.rejected', // tools.call('secret_vault'): denied, so it does not resolve; recorded
+      'code.bridge.requested',
+      'search.performed',
+      'code.bridge.requested',
+      'describe.performed',
+      'code.bridge.requested',
+      'call.requested',
+      'call.decided',
+      'call.completed',
+      'code.bridge.requested',
+      'call.rejected', // tools.call('secret_vault'): denied, so it does not resolve; recorded
       'code.settled',
-      'code.requested', 'code.settled',
+      'code.requested',
+      'code.settled',
     ]);
     const search = events.find((e) => e.type === 'search.performed')!;
     expect(search.data).toMatchObject({ via: 'code', query: 'add two numbers', limit: 3 });
@@ -68,7 +95,16 @@ describe('code mode through the real sandbox', () => {
 
   it('a client tool called from the body is listed in the outcome as a pending client call, and its result is recorded later', async () => {
     world = await makeWorld({ tools: { toolSearch: { mode: 'code', codeTimeoutMs: 5000 } } }, { sandbox });
-    const started = await world.engine.startTurn({ sessionId: 'code-client', clientTools: [{ name: 'notify_user', description: 'Notify the user with a message.', parameters: { type: 'object', properties: { message: { type: 'string' } } } }] });
+    const started = await world.engine.startTurn({
+      sessionId: 'code-client',
+      clientTools: [
+        {
+          name: 'notify_user',
+          description: 'Notify the user with a message.',
+          parameters: { type: 'object', properties: { message: { type: 'string' } } },
+        },
+      ],
+    });
     if (!started.ok) throw new Error(started.error.message);
     const turn = started.value;
     const body = `
@@ -81,7 +117,9 @@ describe('code mode through the real sandbox', () => {
     expect(r.ok).toBe(true);
     expect(r.value.got).toMatchObject({ pending: true, toolName: 'notify_user', callId: expect.any(String) });
     expect(r.value.sum).toBe(3);
-    expect(r.pendingClientCalls).toEqual([{ callId: r.value.got.callId, toolName: 'notify_user', args: { message: 'done' } }]);
+    expect(r.pendingClientCalls).toEqual([
+      { callId: r.value.got.callId, toolName: 'notify_user', args: { message: 'done' } },
+    ]);
     // A run without client calls lists none.
     const plain = loose(await turn.invoke('tool_search_code', { code: 'return 1;' }));
     expect(plain).toMatchObject({ ok: true, value: 1 });
@@ -90,7 +128,9 @@ describe('code mode through the real sandbox', () => {
     await turn.end();
     const events = await world.events('code-client');
     expect(checkEvents(events)).toEqual([]);
-    expect(events.filter((e) => e.type === 'call.pending').map((e) => (e.data as { callId: string }).callId)).toEqual([r.value.got.callId]);
+    expect(events.filter((e) => e.type === 'call.pending').map((e) => (e.data as { callId: string }).callId)).toEqual([
+      r.value.got.callId,
+    ]);
     const received = events.find((e) => e.type === 'client.result.received');
     expect(received?.data).toMatchObject({ callId: r.value.got.callId, ok: true });
     expect(received?.causationId).not.toBeNull(); // recorded against a call the session knew was pending

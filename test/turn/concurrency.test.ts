@@ -16,19 +16,26 @@ describe('many turns in one process', () => {
     for (let i = 0; i < 100; i++) if (i % 2 === 1) sessions[`c${i}`] = { tools: { deny: ['add_numbers'] } };
     world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, sessions });
     const w = world;
-    const outcomes = await Promise.all(Array.from({ length: 100 }, async (_, i) => {
-      const sessionId = `c${i}`;
-      const started = await w.engine.startTurn({ sessionId, clientTools: [{ name: `client_tool_${i}`, description: `Tool number ${i} of this client only.` }] });
-      if (!started.ok) throw new Error(started.error.message);
-      const turn = started.value;
-      const search = loose(await turn.invoke('tool_search', { query: 'client tool', limit: 20 }));
-      const add = loose(await turn.invoke('tool_call', { id: 'add_numbers', args: { a: i, b: 1000 } }));
-      const echo = loose(await turn.invoke('tool_call', { id: 'echo_text', args: { text: `from ${i}` } }));
-      await turn.end();
-      return { i, search, add, echo };
-    }));
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, async (_, i) => {
+        const sessionId = `c${i}`;
+        const started = await w.engine.startTurn({
+          sessionId,
+          clientTools: [{ name: `client_tool_${i}`, description: `Tool number ${i} of this client only.` }],
+        });
+        if (!started.ok) throw new Error(started.error.message);
+        const turn = started.value;
+        const search = loose(await turn.invoke('tool_search', { query: 'client tool', limit: 20 }));
+        const add = loose(await turn.invoke('tool_call', { id: 'add_numbers', args: { a: i, b: 1000 } }));
+        const echo = loose(await turn.invoke('tool_call', { id: 'echo_text', args: { text: `from ${i}` } }));
+        await turn.end();
+        return { i, search, add, echo };
+      }),
+    );
     for (const { i, search, add, echo } of outcomes) {
-      const clientIds = (search.value.results as Array<{ id: string }>).map((r) => r.id).filter((id) => id.startsWith('client:'));
+      const clientIds = (search.value.results as Array<{ id: string }>)
+        .map((r) => r.id)
+        .filter((id) => id.startsWith('client:'));
       expect(clientIds).toEqual([`client:client:client_tool_${i}`]);
       if (i % 2 === 1) expect(add).toMatchObject({ ok: false, error: { code: 'tool.notFound' } });
       else expect(add).toMatchObject({ ok: true, value: { sum: i + 1000 } });
@@ -38,9 +45,17 @@ describe('many turns in one process', () => {
       const log = sessionLogFrom(await w.events(`c${i}`));
       expect(log.searches).toBe(1);
       // Odd sessions' policy has no add_numbers: the attempt is recorded as blocked, under the name given.
-      expect(log.finalCalls.map((c) => [c.id, c.outcome])).toEqual(i % 2 === 1
-        ? [['add_numbers', 'blocked'], ['openclaw:demo:echo_text', 'ok']]
-        : [['openclaw:demo:add_numbers', 'ok'], ['openclaw:demo:echo_text', 'ok']]);
+      expect(log.finalCalls.map((c) => [c.id, c.outcome])).toEqual(
+        i % 2 === 1
+          ? [
+              ['add_numbers', 'blocked'],
+              ['openclaw:demo:echo_text', 'ok'],
+            ]
+          : [
+              ['openclaw:demo:add_numbers', 'ok'],
+              ['openclaw:demo:echo_text', 'ok'],
+            ],
+      );
     }
     // Every catalog differs (own client tool), but only the two policies' base catalogs are indexed: each turn's
     // client tool is an overlay on its base's shared index, and the results above are still each turn's own.
@@ -55,7 +70,9 @@ describe('many turns in one process', () => {
       await t.value.end();
     }
     expect(world.engine.indexStats()).toEqual({ builds: 1, reuses: 2 });
-    const indexed = (await world.events('r1')).filter((e) => e.type === 'catalog.indexed').map((e) => (e.data as { reused: boolean }).reused);
+    const indexed = (await world.events('r1'))
+      .filter((e) => e.type === 'catalog.indexed')
+      .map((e) => (e.data as { reused: boolean }).reused);
     expect(indexed).toEqual([false, true]);
   });
 });

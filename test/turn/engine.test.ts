@@ -25,10 +25,23 @@ describe('engine, direct mode', () => {
     const events = await world.events('s1');
     expect(checkEvents(events)).toEqual([]);
     expect(types(events)).toEqual([
-      'turn.started', 'policy.resolved', 'sources.listed', 'catalog.indexed', 'tools.exposed',
-      'call.requested', 'call.decided', 'hook.ran', 'call.completed', 'call.rejected', 'turn.completed',
+      'turn.started',
+      'policy.resolved',
+      'sources.listed',
+      'catalog.indexed',
+      'tools.exposed',
+      'call.requested',
+      'call.decided',
+      'hook.ran',
+      'call.completed',
+      'call.rejected',
+      'turn.completed',
     ]);
-    expect(events.find((e) => e.type === 'call.rejected')!.data).toMatchObject({ ref: 'secret_vault', via: 'direct', code: 'tool.notExposed' });
+    expect(events.find((e) => e.type === 'call.rejected')!.data).toMatchObject({
+      ref: 'secret_vault',
+      via: 'direct',
+      code: 'tool.notExposed',
+    });
     const requested = events.find((e) => e.type === 'call.requested')!;
     const decided = events.find((e) => e.type === 'call.decided')!;
     expect(decided.causationId).toBe(requested.id);
@@ -37,7 +50,13 @@ describe('engine, direct mode', () => {
     expect(log.schemasUpFront).toBe(names.length);
     expect(log.finalCalls).toMatchObject([
       { id: 'openclaw:demo:echo_text', source: 'openclaw', origin: 'plugin', outcome: 'ok' },
-      { id: 'secret_vault', source: 'unknown', origin: 'unknown', outcome: 'blocked', reason: expect.stringMatching(/^tool\.notExposed: /) },
+      {
+        id: 'secret_vault',
+        source: 'unknown',
+        origin: 'unknown',
+        outcome: 'blocked',
+        reason: expect.stringMatching(/^tool\.notExposed: /),
+      },
     ]);
   });
 
@@ -53,7 +72,16 @@ describe('engine, direct mode', () => {
 describe('engine, tools mode', () => {
   it('search, describe and call each have their events; the session log answers', async () => {
     world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } } });
-    const turn = await start(world, { sessionId: 's2', clientTools: [{ name: 'show_map', description: 'Show a map of a place to the user.', parameters: { type: 'object', properties: { place: { type: 'string' } }, required: ['place'] } }] });
+    const turn = await start(world, {
+      sessionId: 's2',
+      clientTools: [
+        {
+          name: 'show_map',
+          description: 'Show a map of a place to the user.',
+          parameters: { type: 'object', properties: { place: { type: 'string' } }, required: ['place'] },
+        },
+      ],
+    });
     expect(turn.exposure.tools.map((t) => t.function.name)).toEqual(['tool_search', 'tool_describe', 'tool_call']);
     const found = await turn.invoke('tool_search', { query: 'echo text', limit: 3 });
     expect(found.ok).toBe(true);
@@ -61,17 +89,38 @@ describe('engine, tools mode', () => {
     expect(answer.results[0]?.id).toBe('openclaw:demo:echo_text');
     expect(answer.catalogSize).toBeGreaterThan(3);
     const described = await turn.invoke('tool_describe', { id: 'openclaw:demo:add_numbers' });
-    expect(described).toMatchObject({ ok: true, value: { id: 'openclaw:demo:add_numbers', inputSchema: { required: ['a', 'b'] } } });
-    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 2, b: 3 } })).toMatchObject({ ok: true, value: { sum: 5 } });
-    expect(await turn.invoke('tool_call', { id: 'add_numbers', input: { a: 1, b: 1 } })).toMatchObject({ ok: true, value: { sum: 2 } });
-    expect(await turn.invoke('tool_call', { id: 'add_numbers', a: 4, b: 1 })).toMatchObject({ ok: true, value: { sum: 5 } });
-    expect(await turn.invoke('tool_call', { id: 'add_numbers', args: '{"a": 10, "b": 5}' })).toMatchObject({ ok: true, value: { sum: 15 } });
-    expect(await turn.invoke('tool_call', JSON.stringify({ id: 'add_numbers', args: { a: 1, b: 2 } }))).toMatchObject({ ok: true, value: { sum: 3 } });
+    expect(described).toMatchObject({
+      ok: true,
+      value: { id: 'openclaw:demo:add_numbers', inputSchema: { required: ['a', 'b'] } },
+    });
+    expect(await turn.invoke('tool_call', { id: 'openclaw:demo:add_numbers', args: { a: 2, b: 3 } })).toMatchObject({
+      ok: true,
+      value: { sum: 5 },
+    });
+    expect(await turn.invoke('tool_call', { id: 'add_numbers', input: { a: 1, b: 1 } })).toMatchObject({
+      ok: true,
+      value: { sum: 2 },
+    });
+    expect(await turn.invoke('tool_call', { id: 'add_numbers', a: 4, b: 1 })).toMatchObject({
+      ok: true,
+      value: { sum: 5 },
+    });
+    expect(await turn.invoke('tool_call', { id: 'add_numbers', args: '{"a": 10, "b": 5}' })).toMatchObject({
+      ok: true,
+      value: { sum: 15 },
+    });
+    expect(await turn.invoke('tool_call', JSON.stringify({ id: 'add_numbers', args: { a: 1, b: 2 } }))).toMatchObject({
+      ok: true,
+      value: { sum: 3 },
+    });
     const pending = await turn.invoke('tool_call', { id: 'show_map', args: { place: 'Oslo' } });
     expect(pending).toMatchObject({ ok: true, pending: true, toolName: 'show_map', args: { place: 'Oslo' } });
     const failed = await turn.invoke('tool_call', { id: 'fail_always', args: {} });
     expect(failed).toMatchObject({ ok: false, error: { code: 'tool.failed' } });
-    expect(await turn.invoke('tool_direct_nonsense', {})).toMatchObject({ ok: false, error: { code: 'tool.notExposed' } });
+    expect(await turn.invoke('tool_direct_nonsense', {})).toMatchObject({
+      ok: false,
+      error: { code: 'tool.notExposed' },
+    });
     await turn.end();
     const events = await world.events('s2');
     expect(checkEvents(events)).toEqual([]);
@@ -80,9 +129,13 @@ describe('engine, tools mode', () => {
     expect(log.searches).toBe(1);
     expect(log.describes).toBe(1);
     expect(log.finalCalls.map((c) => [c.id, c.outcome])).toEqual([
-      ['openclaw:demo:add_numbers', 'ok'], ['openclaw:demo:add_numbers', 'ok'], ['openclaw:demo:add_numbers', 'ok'],
-      ['openclaw:demo:add_numbers', 'ok'], ['openclaw:demo:add_numbers', 'ok'],
-      ['client:client:show_map', 'pending'], ['openclaw:demo:fail_always', 'failed'],
+      ['openclaw:demo:add_numbers', 'ok'],
+      ['openclaw:demo:add_numbers', 'ok'],
+      ['openclaw:demo:add_numbers', 'ok'],
+      ['openclaw:demo:add_numbers', 'ok'],
+      ['openclaw:demo:add_numbers', 'ok'],
+      ['client:client:show_map', 'pending'],
+      ['openclaw:demo:fail_always', 'failed'],
     ]);
     expect(log.finalCalls[5]!.origin).toBe('client');
     // seq is strictly increasing in publish order within a turn here (single writer per seq)
@@ -93,7 +146,10 @@ describe('engine, tools mode', () => {
 describe('client tools', () => {
   it('a client call is handed back pending and its result arrives later as an event (even in a later turn)', async () => {
     world = await makeWorld({ tools: { toolSearch: false } });
-    const t1 = await start(world, { sessionId: 'cl', clientTools: [{ name: 'pick_file', description: 'Let the user pick a file.' }] });
+    const t1 = await start(world, {
+      sessionId: 'cl',
+      clientTools: [{ name: 'pick_file', description: 'Let the user pick a file.' }],
+    });
     const r = await t1.invoke('pick_file', {});
     expect(r).toMatchObject({ ok: true, pending: true, toolName: 'pick_file' });
     await t1.end();
@@ -112,7 +168,10 @@ describe('client tools', () => {
 
   it('a failing turn start is an error value (invalid request)', async () => {
     world = await makeWorld();
-    expect(await world.engine.startTurn({ sessionId: '' })).toMatchObject({ ok: false, error: { code: 'turn.invalidRequest' } });
+    expect(await world.engine.startTurn({ sessionId: '' })).toMatchObject({
+      ok: false,
+      error: { code: 'turn.invalidRequest' },
+    });
   });
 
   it('refuses an unknown harness or mode instead of reading it as the default', async () => {
@@ -120,7 +179,10 @@ describe('client tools', () => {
     const harness = await world.engine.startTurn({ sessionId: 'h', harness: 'gpt' as never });
     expect(harness).toMatchObject({ ok: false, error: { code: 'turn.badHarness' } });
     if (!harness.ok) expect(harness.error.message).toMatch(/"pi".*"codex"/);
-    expect(await world.engine.startTurn({ sessionId: 'h', mode: 'fast' as never })).toMatchObject({ ok: false, error: { code: 'turn.badMode' } });
+    expect(await world.engine.startTurn({ sessionId: 'h', mode: 'fast' as never })).toMatchObject({
+      ok: false,
+      error: { code: 'turn.badMode' },
+    });
     expect(world.engine.sessionIds()).not.toContain('h');
   });
 });

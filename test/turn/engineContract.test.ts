@@ -15,7 +15,12 @@ testTurnEngine('the fake engine of the front tests', async () => {
   const engine = createFakeEngine({ mode: 'tools', tools: 5 });
   return {
     engine,
-    tool: { id: 'openclaw:fake:fake_plugin_tool_1', name: 'fake_plugin_tool_1', query: 'fake plugin tool 1', args: { text: 'hi', count: 1, flag: true, unit: 'celsius' } },
+    tool: {
+      id: 'openclaw:fake:fake_plugin_tool_1',
+      name: 'fake_plugin_tool_1',
+      query: 'fake plugin tool 1',
+      args: { text: 'hi', count: 1, flag: true, unit: 'celsius' },
+    },
     cleanup: () => engine.close(),
   };
 });

@@ -12,7 +12,11 @@ export type TurnEngineFactory = () => Promise<{
   cleanup: () => Promise<void>;
 }>;
 
-const showMap: ClientToolSpec = { name: 'show_map', description: 'Show a map of a place to the user.', parameters: { type: 'object', properties: { place: { type: 'string' } } } };
+const showMap: ClientToolSpec = {
+  name: 'show_map',
+  description: 'Show a map of a place to the user.',
+  parameters: { type: 'object', properties: { place: { type: 'string' } } },
+};
 
 const value = (r: StepResult): unknown => (r.ok && !('pending' in r) ? r.value : undefined);
 
@@ -53,7 +57,10 @@ export function testTurnEngine(name: string, factory: TurnEngineFactory): void {
       const noSession = await engine.startTurn({ sessionId: '' });
       expect(noSession).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^turn\.\w+$/) } });
       const badMode = await engine.startTurn({ sessionId: 'c-2', mode: 'everything' as never });
-      expect(badMode).toMatchObject({ ok: false, error: { code: expect.stringMatching(/^turn\.\w+$/), message: expect.stringContaining('"tools"') } });
+      expect(badMode).toMatchObject({
+        ok: false,
+        error: { code: expect.stringMatching(/^turn\.\w+$/), message: expect.stringContaining('"tools"') },
+      });
     });
 
     it('in direct mode exposes the tool by its name and runs it', async () => {
@@ -65,7 +72,11 @@ export function testTurnEngine(name: string, factory: TurnEngineFactory): void {
 
     it('in tools mode finds, describes and calls the tool', async () => {
       const t = await start({ sessionId: 'c-4', mode: 'tools' });
-      const found = value(await t.invoke('tool_search', { query: tool.query, limit: 5 })) as { results: Array<{ id: string }>; matched: number; catalogSize: number };
+      const found = value(await t.invoke('tool_search', { query: tool.query, limit: 5 })) as {
+        results: Array<{ id: string }>;
+        matched: number;
+        catalogSize: number;
+      };
       expect(found.results.map((r) => r.id)).toContain(tool.id);
       expect(found.catalogSize).toBeGreaterThanOrEqual(found.matched);
       const described = value(await t.invoke('tool_describe', { id: tool.id })) as { id: string; inputSchema: unknown };
@@ -81,22 +92,36 @@ export function testTurnEngine(name: string, factory: TurnEngineFactory): void {
     it('hands a client tool back as pending, with a call id its result is recorded under', async () => {
       const t = await start({ sessionId: 'c-6', mode: 'tools', clientTools: [showMap] });
       const r = await t.invoke('tool_call', { id: 'client:client:show_map', args: { place: 'Oslo' } });
-      expect(r).toMatchObject({ ok: true, pending: true, callId: expect.any(String), toolName: 'show_map', args: { place: 'Oslo' } });
-      await expect(t.clientResult((r as { callId: string }).callId, { ok: true, content: 'shown' })).resolves.toBeUndefined();
+      expect(r).toMatchObject({
+        ok: true,
+        pending: true,
+        callId: expect.any(String),
+        toolName: 'show_map',
+        args: { place: 'Oslo' },
+      });
+      await expect(
+        t.clientResult((r as { callId: string }).callId, { ok: true, content: 'shown' }),
+      ).resolves.toBeUndefined();
     });
 
     it('ends a turn once: invoking after the end is turn.ended, a second end is harmless', async () => {
       const t = await start({ sessionId: 'c-7', mode: 'tools' });
       await t.end({ promptBytes: 10 });
       await t.end();
-      expect(await t.invoke('tool_search', { query: tool.query })).toMatchObject({ ok: false, error: { code: 'turn.ended' } });
+      expect(await t.invoke('tool_search', { query: tool.query })).toMatchObject({
+        ok: false,
+        error: { code: 'turn.ended' },
+      });
     });
 
     it('closes a session and then the engine: no turn starts after close', async () => {
       await start({ sessionId: 'c-8' });
       await engine.closeSession('c-8');
       await engine.close();
-      expect(await engine.startTurn({ sessionId: 'c-9' })).toMatchObject({ ok: false, error: { code: 'engine.closed' } });
+      expect(await engine.startTurn({ sessionId: 'c-9' })).toMatchObject({
+        ok: false,
+        error: { code: 'engine.closed' },
+      });
     });
   });
 }

@@ -62,7 +62,11 @@ export async function makeWorld(
   const plugin = join(dir, 'demo.mjs');
   writeFileSync(plugin, PLUGIN_SOURCE);
   const raw = {
-    tools: { deny: ['secret_*'], approval: { require: ['deploy_service'], timeoutMs: 300 }, ...(rawConfig['tools'] as object ?? {}) },
+    tools: {
+      deny: ['secret_*'],
+      approval: { require: ['deploy_service'], timeoutMs: 300 },
+      ...((rawConfig['tools'] as object) ?? {}),
+    },
     ...Object.fromEntries(Object.entries(rawConfig).filter(([k]) => k !== 'tools')),
     plugins: [plugin],
     workspaceDir: dir,
@@ -76,8 +80,16 @@ export async function makeWorld(
   if (!loaded.ok) throw new Error(loaded.error.message);
   const observed: ObservedTurn[] = [];
   const engine = createEngine({
-    config, bus, staticSources: loaded.value, includeConfigMcp: true, decisionTimeoutMs: 1000, ...engineOpts,
-    onTurnEnded: (t) => { observed.push(t); engineOpts.onTurnEnded?.(t); },
+    config,
+    bus,
+    staticSources: loaded.value,
+    includeConfigMcp: true,
+    decisionTimeoutMs: 1000,
+    ...engineOpts,
+    onTurnEnded: (t) => {
+      observed.push(t);
+      engineOpts.onTurnEnded?.(t);
+    },
   });
   const events = async (sessionId?: string) => {
     const out: Envelope[] = [];
@@ -86,7 +98,14 @@ export async function makeWorld(
     return out;
   };
   return {
-    dir, config, bus, sources: loaded.value, engine, logPath, observed, events,
+    dir,
+    config,
+    bus,
+    sources: loaded.value,
+    engine,
+    logPath,
+    observed,
+    events,
     async close() {
       await engine.close();
       try {
@@ -103,7 +122,10 @@ export async function makeWorld(
  * The fold check: every turn's live state (and its session's) is exactly what a replay of the bus folds to.
  * Run by every world's `close()`, so every turn of the engine tests is checked.
  */
-export async function expectReplayedStates(observed: readonly ObservedTurn[], events: (sessionId: string) => Promise<Envelope[]>): Promise<void> {
+export async function expectReplayedStates(
+  observed: readonly ObservedTurn[],
+  events: (sessionId: string) => Promise<Envelope[]>,
+): Promise<void> {
   const bySession = new Map<string, Envelope[]>();
   const lastOf = new Map<string, ObservedTurn>();
   for (const t of observed) {
@@ -112,11 +134,16 @@ export async function expectReplayedStates(observed: readonly ObservedTurn[], ev
       log = await events(t.sessionId);
       bySession.set(t.sessionId, log);
     }
-    expect(turnStateFrom(log, t.sessionId, t.turnId), `turn ${t.sessionId}/${t.turnId}: replayed state`).toEqual(t.state);
+    expect(turnStateFrom(log, t.sessionId, t.turnId), `turn ${t.sessionId}/${t.turnId}: replayed state`).toEqual(
+      t.state,
+    );
     lastOf.set(t.sessionId, t);
   }
   for (const [sessionId, t] of lastOf) {
-    const replayed = orderSessionEvents(bySession.get(sessionId) ?? [], sessionId).reduce(evolveSession, initialSessionState(sessionId));
+    const replayed = orderSessionEvents(bySession.get(sessionId) ?? [], sessionId).reduce(
+      evolveSession,
+      initialSessionState(sessionId),
+    );
     expect(replayed, `session ${sessionId}: replayed state`).toEqual(t.session);
   }
 }

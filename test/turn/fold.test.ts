@@ -1,23 +1,75 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { evolveTurn, initialTurnState, makeEnvelope, turnStateFrom, type Envelope, type EventData, type EventType } from '../../src/events/index.js';
+import {
+  evolveTurn,
+  initialTurnState,
+  makeEnvelope,
+  turnStateFrom,
+  type Envelope,
+  type EventData,
+  type EventType,
+} from '../../src/events/index.js';
 import { makeWorld, startTurn, type World } from './fixture.js';
 
 let seq = 0;
 const ev = <K extends EventType>(type: K, data: EventData<K>, turnId = 't'): Envelope =>
-  makeEnvelope({ type, sessionId: 's', turnId, seq: ++seq, at: '2026-01-01T00:00:00.000Z', causationId: null, data, id: `e${seq}` });
+  makeEnvelope({
+    type,
+    sessionId: 's',
+    turnId,
+    seq: ++seq,
+    at: '2026-01-01T00:00:00.000Z',
+    causationId: null,
+    data,
+    id: `e${seq}`,
+  });
 
-const requested = (callId: string, toolId = 'openclaw:demo:echo_text') => ev('call.requested', {
-  callId, toolId, toolName: 'echo_text', source: 'openclaw', owner: 'demo', origin: 'plugin', argsDigest: 'd', argsBytes: 2, via: 'tool',
-});
+const requested = (callId: string, toolId = 'openclaw:demo:echo_text') =>
+  ev('call.requested', {
+    callId,
+    toolId,
+    toolName: 'echo_text',
+    source: 'openclaw',
+    owner: 'demo',
+    origin: 'plugin',
+    argsDigest: 'd',
+    argsBytes: 2,
+    via: 'tool',
+  });
 
 describe('evolveTurn', () => {
   it('knows the pending calls, approvals and client calls from the events alone', () => {
     seq = 0;
     const events = [
-      ev('turn.started', { mode: 'tools', harness: 'pi', agentId: 'a', profile: 'default', sandboxId: 'default', owner: false }),
-      ev('catalog.indexed', { catalogSize: 4, fingerprint: 'fp', bySource: { openclaw: 3, mcp: 0, client: 1 }, reused: false, durationMs: 1 }),
-      ev('tools.exposed', { mode: 'tools', tools: ['tool_search', 'tool_describe', 'tool_call'], bytes: 900, schemasUpFront: 3 }),
-      ev('search.performed', { searchId: 'q', query: 'echo', limit: 8, resultIds: [], matched: 0, catalogSize: 4, via: 'tool' }),
+      ev('turn.started', {
+        mode: 'tools',
+        harness: 'pi',
+        agentId: 'a',
+        profile: 'default',
+        sandboxId: 'default',
+        owner: false,
+      }),
+      ev('catalog.indexed', {
+        catalogSize: 4,
+        fingerprint: 'fp',
+        bySource: { openclaw: 3, mcp: 0, client: 1 },
+        reused: false,
+        durationMs: 1,
+      }),
+      ev('tools.exposed', {
+        mode: 'tools',
+        tools: ['tool_search', 'tool_describe', 'tool_call'],
+        bytes: 900,
+        schemasUpFront: 3,
+      }),
+      ev('search.performed', {
+        searchId: 'q',
+        query: 'echo',
+        limit: 8,
+        resultIds: [],
+        matched: 0,
+        catalogSize: 4,
+        via: 'tool',
+      }),
       requested('c1'),
       ev('call.decided', { callId: 'c1', toolId: 'openclaw:demo:echo_text', decision: 'approvalRequired' }),
       ev('approval.requested', { callId: 'c1', toolId: 'openclaw:demo:echo_text', approvalId: 'ap1', timeoutMs: 100 }),
@@ -26,7 +78,11 @@ describe('evolveTurn', () => {
     ];
     const mid = events.reduce(evolveTurn, initialTurnState('s', 't'));
     expect(mid).toMatchObject({
-      status: 'running', searches: 1, calls: 2, catalog: { size: 4 }, exposure: { mode: 'tools', bytes: 900 },
+      status: 'running',
+      searches: 1,
+      calls: 2,
+      catalog: { size: 4 },
+      exposure: { mode: 'tools', bytes: 900 },
       pendingCalls: { c1: { toolId: 'openclaw:demo:echo_text' } },
       pendingApprovals: { ap1: { callId: 'c1' } },
       pendingClientCalls: { c2: { toolId: 'client:client:show_map' } },
@@ -34,19 +90,60 @@ describe('evolveTurn', () => {
     });
     const end = [
       ev('approval.resolved', { callId: 'c1', approvalId: 'ap1', approved: true, by: 'approver' }),
-      ev('call.completed', { callId: 'c1', toolId: 'openclaw:demo:echo_text', source: 'openclaw', origin: 'plugin', durationMs: 1, resultBytes: 3 }),
+      ev('call.completed', {
+        callId: 'c1',
+        toolId: 'openclaw:demo:echo_text',
+        source: 'openclaw',
+        origin: 'plugin',
+        durationMs: 1,
+        resultBytes: 3,
+      }),
       ev('client.result.received', { callId: 'c2', ok: true, resultBytes: 2 }),
-      ev('turn.completed', { durationMs: 5, counters: { toolBytes: 900, catalogSize: 4, bySource: { openclaw: 3, mcp: 0, client: 1 }, searches: 1, describes: 0, calls: 2 } }),
+      ev('turn.completed', {
+        durationMs: 5,
+        counters: {
+          toolBytes: 900,
+          catalogSize: 4,
+          bySource: { openclaw: 3, mcp: 0, client: 1 },
+          searches: 1,
+          describes: 0,
+          calls: 2,
+        },
+      }),
     ].reduce(evolveTurn, mid);
-    expect(end).toMatchObject({ status: 'completed', pendingCalls: {}, pendingApprovals: {}, pendingClientCalls: {}, completed: ['openclaw:demo:echo_text'] });
+    expect(end).toMatchObject({
+      status: 'completed',
+      pendingCalls: {},
+      pendingApprovals: {},
+      pendingClientCalls: {},
+      completed: ['openclaw:demo:echo_text'],
+    });
   });
 
   it('gives the same state for an answer that came late, twice, or out of order', () => {
     seq = 0;
     const req = requested('c1');
-    const asked = ev('approval.requested', { callId: 'c1', toolId: 'openclaw:demo:echo_text', approvalId: 'ap1', timeoutMs: 100 });
-    const resolved = ev('approval.resolved', { callId: 'c1', approvalId: 'ap1', approved: false, by: 'timeout', timedOut: true });
-    const blocked = ev('call.blocked', { callId: 'c1', toolId: 'openclaw:demo:echo_text', source: 'openclaw', origin: 'plugin', stage: 'approval', reason: 'timed out' });
+    const asked = ev('approval.requested', {
+      callId: 'c1',
+      toolId: 'openclaw:demo:echo_text',
+      approvalId: 'ap1',
+      timeoutMs: 100,
+    });
+    const resolved = ev('approval.resolved', {
+      callId: 'c1',
+      approvalId: 'ap1',
+      approved: false,
+      by: 'timeout',
+      timedOut: true,
+    });
+    const blocked = ev('call.blocked', {
+      callId: 'c1',
+      toolId: 'openclaw:demo:echo_text',
+      source: 'openclaw',
+      origin: 'plugin',
+      stage: 'approval',
+      reason: 'timed out',
+    });
     const live = [req, asked, blocked, resolved, resolved].reduce(evolveTurn, initialTurnState('s', 't'));
     expect(turnStateFrom([blocked, resolved, asked, req, resolved], 's', 't')).toEqual(live);
     expect(live).toMatchObject({ pendingCalls: {}, pendingApprovals: {} });
@@ -54,7 +151,11 @@ describe('evolveTurn', () => {
 
   it('ignores other turns and unknown types', () => {
     seq = 0;
-    const other = ev('search.performed', { searchId: 'q', query: 'x', limit: 8, resultIds: [], matched: 0, catalogSize: 0, via: 'tool' }, 'other');
+    const other = ev(
+      'search.performed',
+      { searchId: 'q', query: 'x', limit: 8, resultIds: [], matched: 0, catalogSize: 0, via: 'tool' },
+      'other',
+    );
     const unknown = { ...other, turnId: 't', type: 'tool.someday', id: 'u1' };
     expect([other, unknown].reduce(evolveTurn, initialTurnState('s', 't'))).toEqual(initialTurnState('s', 't'));
   });
@@ -68,8 +169,16 @@ afterEach(async () => {
 
 describe('the live state is the fold of the published events', () => {
   it('counts, exposure, approvals and the turn.completed counters of a real turn equal the replay', async () => {
-    world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } } }, { approver: async () => ({ approved: true }) });
-    const turn = await startTurn(world, { sessionId: 'f1', clientTools: [{ name: 'show_map', description: 'Show a map of a place.', parameters: { type: 'object', properties: {} } }] });
+    world = await makeWorld(
+      { tools: { toolSearch: { mode: 'tools' } } },
+      { approver: async () => ({ approved: true }) },
+    );
+    const turn = await startTurn(world, {
+      sessionId: 'f1',
+      clientTools: [
+        { name: 'show_map', description: 'Show a map of a place.', parameters: { type: 'object', properties: {} } },
+      ],
+    });
     await turn.invoke('tool_search', { query: 'echo text' });
     await turn.invoke('tool_describe', { id: 'openclaw:demo:echo_text' });
     await turn.invoke('tool_call', { id: 'openclaw:demo:echo_text', args: { text: 'hi' } });
@@ -79,16 +188,34 @@ describe('the live state is the fold of the published events', () => {
     await turn.end({ promptBytes: 1234 });
     const [observed] = world.observed;
     expect(observed?.state).toMatchObject({
-      status: 'completed', searches: 1, describes: 1, calls: 3, rejected: 1, pendingCalls: {}, pendingApprovals: {},
-      pendingClientCalls: { [Object.keys(observed?.state.pendingClientCalls ?? {})[0] ?? '?']: { toolId: 'client:client:show_map' } },
+      status: 'completed',
+      searches: 1,
+      describes: 1,
+      calls: 3,
+      rejected: 1,
+      pendingCalls: {},
+      pendingApprovals: {},
+      pendingClientCalls: {
+        [Object.keys(observed?.state.pendingClientCalls ?? {})[0] ?? '?']: { toolId: 'client:client:show_map' },
+      },
       outcome: { status: 'completed', promptBytes: 1234 },
     });
-    expect(Object.keys(observed?.session.pendingClientCalls ?? {})).toEqual(Object.keys(observed?.state.pendingClientCalls ?? {}));
+    expect(Object.keys(observed?.session.pendingClientCalls ?? {})).toEqual(
+      Object.keys(observed?.state.pendingClientCalls ?? {}),
+    );
     const events = await world.events('f1');
     const completed = events.find((e) => e.type === 'turn.completed')!.data as { counters: Record<string, unknown> };
     expect(completed.counters).toMatchObject({
-      searches: 1, describes: 1, calls: 3, promptBytes: 1234, toolBytes: observed?.state.exposure?.bytes,
-      selected: [{ id: 'openclaw:demo:echo_text' }, { id: 'openclaw:demo:deploy_service' }, { id: 'client:client:show_map', source: 'client' }],
+      searches: 1,
+      describes: 1,
+      calls: 3,
+      promptBytes: 1234,
+      toolBytes: observed?.state.exposure?.bytes,
+      selected: [
+        { id: 'openclaw:demo:echo_text' },
+        { id: 'openclaw:demo:deploy_service' },
+        { id: 'client:client:show_map', source: 'client' },
+      ],
     });
     expect(turnStateFrom(events, 'f1', turn.turnId)).toEqual(observed?.state);
   });

@@ -10,14 +10,25 @@ import { openLocalEngine } from '../../src/app/index.js';
 import { createSandbox, type Sandbox } from '../../src/sandbox/index.js';
 import { PLUGIN_SOURCE } from './fixture.js';
 
-const BODY = "const h = await tools.search('add two numbers', { limit: 3 }); return await tools.call(h[0].id, { a: 1, b: 2 });";
+const BODY =
+  "const h = await tools.search('add two numbers', { limit: 3 }); return await tools.call(h[0].id, { a: 1, b: 2 });";
 
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'ts-local-close-'));
   writeFileSync(join(dir, 'demo.mjs'), PLUGIN_SOURCE);
-  writeFileSync(join(dir, 'toolsearch.config.json5'), `{ plugins: ['./demo.mjs'], tools: { toolSearch: { mode: 'code' } }, log: { enabled: false } }`);
-  writeFileSync(join(dir, 'script.json'), JSON.stringify({ session: { sessionId: 'close-s1' }, mode: 'code', steps: [{ tool: 'tool_search_code', args: { code: BODY } }] }));
+  writeFileSync(
+    join(dir, 'toolsearch.config.json5'),
+    `{ plugins: ['./demo.mjs'], tools: { toolSearch: { mode: 'code' } }, log: { enabled: false } }`,
+  );
+  writeFileSync(
+    join(dir, 'script.json'),
+    JSON.stringify({
+      session: { sessionId: 'close-s1' },
+      mode: 'code',
+      steps: [{ tool: 'tool_search_code', args: { code: BODY } }],
+    }),
+  );
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -36,7 +47,15 @@ describe('openLocalEngine close()', () => {
       },
     };
     const traces = join(dir, 'traces-unit');
-    const opened = await openLocalEngine({ catalog: [], plugin: [], withSandbox: true, sandbox: broken, cwd: dir, tracesDir: traces, log: 'events.jsonl' });
+    const opened = await openLocalEngine({
+      catalog: [],
+      plugin: [],
+      withSandbox: true,
+      sandbox: broken,
+      cwd: dir,
+      tracesDir: traces,
+      log: 'events.jsonl',
+    });
     if (!opened.ok) throw new Error(opened.error.message);
     const local = opened.value;
     const turn = await local.engine.startTurn({ sessionId: 'unit-s1', mode: 'code' });
@@ -56,13 +75,22 @@ describe('openLocalEngine close()', () => {
   it('toolsearch turn --traces-dir in code mode writes trace files on every run', async () => {
     const loader = pathToFileURL(join(process.cwd(), 'node_modules/tsx/dist/loader.mjs')).href;
     const cli = join(process.cwd(), 'src/cli/run.ts');
-    const runOnce = (i: number) => new Promise<{ code: number | null; files: string[]; err: string }>((resolve) => {
-      const out = join(dir, `traces-run-${i}`);
-      const child = spawn(process.execPath, ['--import', loader, cli, 'turn', '--script', 'script.json', '--traces-dir', out, '--json'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' } });
-      let err = '';
-      child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
-      child.on('close', (code) => resolve({ code, files: existsSync(out) ? readdirSync(out) : [], err }));
-    });
+    const runOnce = (i: number) =>
+      new Promise<{ code: number | null; files: string[]; err: string }>((resolve) => {
+        const out = join(dir, `traces-run-${i}`);
+        const child = spawn(
+          process.execPath,
+          ['--import', loader, cli, 'turn', '--script', 'script.json', '--traces-dir', out, '--json'],
+          {
+            cwd: dir,
+            stdio: ['ignore', 'ignore', 'pipe'],
+            env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: '' },
+          },
+        );
+        let err = '';
+        child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+        child.on('close', (code) => resolve({ code, files: existsSync(out) ? readdirSync(out) : [], err }));
+      });
     // Two at a time: the lost files came from a race at exit, so repetition is the test.
     const runs = [];
     for (let i = 0; i < 4; i += 2) runs.push(...(await Promise.all([runOnce(i), runOnce(i + 1)])));

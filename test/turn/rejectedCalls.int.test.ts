@@ -27,7 +27,10 @@ describe('rejected calls from code', () => {
       const r = await tools.call('add_numbers', { a: 1, b: 2 });
       return { codes, sum: r.sum };`;
     const r = loose(await started.value.invoke('tool_search_code', { code: body }));
-    expect(r).toMatchObject({ ok: true, value: { codes: ['tool.notFound', 'tool.notFound', 'tool.notFound'], sum: 3 } });
+    expect(r).toMatchObject({
+      ok: true,
+      value: { codes: ['tool.notFound', 'tool.notFound', 'tool.notFound'], sum: 3 },
+    });
     await started.value.end();
     const events = await world.events('code-rejected');
     expect(checkEvents(events)).toEqual([]);
@@ -48,7 +51,9 @@ describe('rejected calls from code', () => {
     ]);
     const report = auditReport(events, 'code-rejected');
     expect(report.detail.blocked.map((b) => [b.id, b.stage])).toEqual([
-      ['openclaw:demo:secret_vault', 'resolve'], ['secret_vault', 'resolve'], ['openclaw:demo:no_such_tool', 'resolve'],
+      ['openclaw:demo:secret_vault', 'resolve'],
+      ['secret_vault', 'resolve'],
+      ['openclaw:demo:no_such_tool', 'resolve'],
     ]);
     expect(report.detail.calls.slice(0, 3).every((c) => c.codeRunId === codeRunId && c.via === 'code')).toBe(true);
   }, 30_000);

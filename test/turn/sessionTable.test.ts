@@ -8,11 +8,16 @@ function table(o: { maxLive: number; maxPerPrincipal?: number; idleTimeoutMs?: n
   let clock = 0;
   const reaped: string[] = [];
   const t = new SessionTable({
-    maxLive: o.maxLive, maxPerPrincipal: o.maxPerPrincipal ?? o.maxLive, idleTimeoutMs: o.idleTimeoutMs ?? 0, now: () => clock,
+    maxLive: o.maxLive,
+    maxPerPrincipal: o.maxPerPrincipal ?? o.maxLive,
+    idleTimeoutMs: o.idleTimeoutMs ?? 0,
+    now: () => clock,
     onReap: async (s) => {
       reaped.push(s.sessionId);
     },
-    ...(o.saturated ? { saturated: () => ({ code: 'gateway.overloaded' as const, message: 'lagging', retryAfterMs: 2000 }) } : {}),
+    ...(o.saturated
+      ? { saturated: () => ({ code: 'gateway.overloaded' as const, message: 'lagging', retryAfterMs: 2000 }) }
+      : {}),
   });
   const begin = (id: string, principal = 'p') => t.begin(id, principal, make(id));
   return { t, reaped, begin, tick: (ms: number) => (clock += ms) };

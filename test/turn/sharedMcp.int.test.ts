@@ -2,7 +2,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SharedMcpServers, connectMcpServer, type ConnectOptions, type McpServerSpec } from '../../src/catalog/index.js';
+import {
+  SharedMcpServers,
+  connectMcpServer,
+  type ConnectOptions,
+  type McpServerSpec,
+} from '../../src/catalog/index.js';
 import { sharedServerSource } from '../catalog/sharedServer.js';
 import { loose, makeWorld, type World } from './fixture.js';
 
@@ -22,22 +27,34 @@ describe('the engine with shared MCP servers', () => {
     const script = join(scriptDir, 'shared-server.mjs');
     writeFileSync(script, sharedServerSource);
     let starts = 0;
-    pool = new SharedMcpServers({ connect: (n: string, s: McpServerSpec, o: ConnectOptions) => { starts++; return connectMcpServer(n, s, o); } });
-    world = await makeWorld({
-      tools: { toolSearch: { mode: 'tools' } },
-      mcpServers: { shared: { command: process.execPath, args: [script] } },
-      sessions: { 'burst-0': { mcpServers: { own: { command: process.execPath, args: [script], scope: 'session' } } } },
-    }, { sharedMcp: pool });
+    pool = new SharedMcpServers({
+      connect: (n: string, s: McpServerSpec, o: ConnectOptions) => {
+        starts++;
+        return connectMcpServer(n, s, o);
+      },
+    });
+    world = await makeWorld(
+      {
+        tools: { toolSearch: { mode: 'tools' } },
+        mcpServers: { shared: { command: process.execPath, args: [script] } },
+        sessions: {
+          'burst-0': { mcpServers: { own: { command: process.execPath, args: [script], scope: 'session' } } },
+        },
+      },
+      { sharedMcp: pool },
+    );
     const w = world;
-    const outcomes = await Promise.all(Array.from({ length: 50 }, async (_, i) => {
-      const started = await w.engine.startTurn({ sessionId: `burst-${i}` });
-      if (!started.ok) throw new Error(started.error.message);
-      const turn = started.value;
-      const search = loose(await turn.invoke('tool_search', { query: 'tool pid', limit: 20 }));
-      const pid = loose(await turn.invoke('tool_call', { id: 'mcp:shared:pid', args: {} }));
-      await turn.end();
-      return { search, pid };
-    }));
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, async (_, i) => {
+        const started = await w.engine.startTurn({ sessionId: `burst-${i}` });
+        if (!started.ok) throw new Error(started.error.message);
+        const turn = started.value;
+        const search = loose(await turn.invoke('tool_search', { query: 'tool pid', limit: 20 }));
+        const pid = loose(await turn.invoke('tool_call', { id: 'mcp:shared:pid', args: {} }));
+        await turn.end();
+        return { search, pid };
+      }),
+    );
     expect(starts).toBe(1);
     const pids = new Set<string>();
     for (const { search, pid } of outcomes) {

@@ -5,8 +5,36 @@ import { join } from 'node:path';
 export const FAKE_PLUGIN_ID = 'fake_plugin';
 export const fakeToolName = (i: number): string => `fake_plugin_tool_${i}`;
 
-const VERBS = ['Create', 'List', 'Delete', 'Update', 'Fetch', 'Archive', 'Export', 'Import', 'Summarize', 'Validate', 'Merge', 'Schedule'];
-const NOUNS = ['invoice', 'calendar event', 'support ticket', 'pull request', 'spreadsheet row', 'shipment', 'user profile', 'dashboard', 'build artifact', 'knowledge-base page', 'payment refund', 'DNS record', 'chat thread', 'inventory item'];
+const VERBS = [
+  'Create',
+  'List',
+  'Delete',
+  'Update',
+  'Fetch',
+  'Archive',
+  'Export',
+  'Import',
+  'Summarize',
+  'Validate',
+  'Merge',
+  'Schedule',
+];
+const NOUNS = [
+  'invoice',
+  'calendar event',
+  'support ticket',
+  'pull request',
+  'spreadsheet row',
+  'shipment',
+  'user profile',
+  'dashboard',
+  'build artifact',
+  'knowledge-base page',
+  'payment refund',
+  'DNS record',
+  'chat thread',
+  'inventory item',
+];
 const FIELDS = ['query', 'target', 'name', 'path', 'account', 'region', 'label', 'reference'];
 
 /** The JSON Schema and description of fake tool `i`: varied wording, one required string argument. Pure: no I/O. */
@@ -40,21 +68,24 @@ export async function writeFakePlugin(dir: string, count: number, callsFile: str
   const tools = Array.from({ length: count }, (_, i) => fakeTool(i));
   await writeFile(join(dir, 'tools.json'), JSON.stringify(tools));
   const modulePath = join(dir, 'fake-plugin.mjs');
-  await writeFile(modulePath, [
-    "import { appendFileSync, readFileSync } from 'node:fs';",
-    `const specs = JSON.parse(readFileSync(new URL('./tools.json', import.meta.url), 'utf8'));`,
-    `const callsFile = ${JSON.stringify(callsFile)};`,
-    'export default {',
-    `  id: ${JSON.stringify(FAKE_PLUGIN_ID)},`,
-    '  tools: specs.map((s) => ({',
-    '    ...s,',
-    '    async execute(args, ctx) {',
-    '      appendFileSync(callsFile, JSON.stringify({ tool: s.name, args, sessionId: ctx?.sessionId }) + "\\n");',
-    '      return { ok: true, tool: s.name, echoed: args };',
-    '    },',
-    '  })),',
-    '};',
-    '',
-  ].join('\n'));
+  await writeFile(
+    modulePath,
+    [
+      "import { appendFileSync, readFileSync } from 'node:fs';",
+      `const specs = JSON.parse(readFileSync(new URL('./tools.json', import.meta.url), 'utf8'));`,
+      `const callsFile = ${JSON.stringify(callsFile)};`,
+      'export default {',
+      `  id: ${JSON.stringify(FAKE_PLUGIN_ID)},`,
+      '  tools: specs.map((s) => ({',
+      '    ...s,',
+      '    async execute(args, ctx) {',
+      '      appendFileSync(callsFile, JSON.stringify({ tool: s.name, args, sessionId: ctx?.sessionId }) + "\\n");',
+      '      return { ok: true, tool: s.name, echoed: args };',
+      '    },',
+      '  })),',
+      '};',
+      '',
+    ].join('\n'),
+  );
   return modulePath;
 }

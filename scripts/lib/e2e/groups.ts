@@ -28,10 +28,13 @@ export async function fakePluginGroup(workDir: string, count: number, targetInde
   const targetName = fakeToolName(Math.min(targetIndex, count - 1));
   const evidence = async ({ sessionId }: { sessionId: string }): Promise<boolean> => {
     const text = existsSync(callsFile) ? await readFile(callsFile, 'utf8') : '';
-    return text.split('\n').filter(Boolean).some((line) => {
-      const c = JSON.parse(line) as { tool: string; args: Record<string, unknown>; sessionId?: string };
-      return c.tool === targetName && c.sessionId === sessionId && Object.values(c.args).includes(MARKER);
-    });
+    return text
+      .split('\n')
+      .filter(Boolean)
+      .some((line) => {
+        const c = JSON.parse(line) as { tool: string; args: Record<string, unknown>; sessionId?: string };
+        return c.tool === targetName && c.sessionId === sessionId && Object.values(c.args).includes(MARKER);
+      });
   };
   return {
     label: `fake-plugin (${count})`,
@@ -40,13 +43,21 @@ export async function fakePluginGroup(workDir: string, count: number, targetInde
     targetDescription: fakeTool(Math.min(targetIndex, count - 1)).description,
     ownSchemas: new Map(Array.from({ length: count }, (_, i) => [fakeToolName(i), fakeTool(i).parameters] as const)),
     large: count >= 200,
-    lane: (mode) => ({ catalog: `fake-plugin (${count})`, mode, config: { plugins: [modulePath], sandbox: sandboxConfig, log: { enabled: false } }, target: targetName, evidence }),
+    lane: (mode) => ({
+      catalog: `fake-plugin (${count})`,
+      mode,
+      config: { plugins: [modulePath], sandbox: sandboxConfig, log: { enabled: false } },
+      target: targetName,
+      evidence,
+    }),
   };
 }
 
 /** The snapshot files of a catalogs folder, without the larger variants, sorted. */
 export async function snapshotFiles(dir: string): Promise<string[]> {
-  const names = (await readdir(dir)).filter((f) => f.endsWith('.json') && !VARIANT_CATALOGS.includes(f.replace(/\.json$/, ''))).sort();
+  const names = (await readdir(dir))
+    .filter((f) => f.endsWith('.json') && !VARIANT_CATALOGS.includes(f.replace(/\.json$/, '')))
+    .sort();
   return names.map((f) => resolve(dir, f));
 }
 
@@ -59,15 +70,19 @@ const PREFERRED_TARGETS = ['list_issues', 'list_pull_requests', 'search_reposito
  * agree in every mode), else the first unique name with a required string argument.
  */
 export async function snapshotGroup(files: string[]): Promise<GroupDef> {
-  const servers: Array<{ name: string; tools: Array<{ name: string; description?: string; inputSchema?: { required?: unknown } }> }> = [];
+  const servers: Array<{
+    name: string;
+    tools: Array<{ name: string; description?: string; inputSchema?: { required?: unknown } }>;
+  }> = [];
   for (const f of files) servers.push(JSON.parse(await readFile(f, 'utf8')) as (typeof servers)[number]);
   const counts = new Map<string, number>();
   for (const s of servers) for (const t of s.tools) counts.set(t.name, (counts.get(t.name) ?? 0) + 1);
   const all = servers.flatMap((s) => s.tools.map((t) => ({ server: s.name, tool: t })));
   const unique = all.filter((x) => counts.get(x.tool.name) === 1);
-  const pick = PREFERRED_TARGETS.map((n) => unique.find((x) => x.tool.name === n)).find((x) => x !== undefined)
-    ?? unique.find((x) => Array.isArray(x.tool.inputSchema?.required) && x.tool.inputSchema.required.length > 0)
-    ?? unique[0];
+  const pick =
+    PREFERRED_TARGETS.map((n) => unique.find((x) => x.tool.name === n)).find((x) => x !== undefined) ??
+    unique.find((x) => Array.isArray(x.tool.inputSchema?.required) && x.tool.inputSchema.required.length > 0) ??
+    unique[0];
   if (pick === undefined) throw new Error('the snapshot catalogs have no tool with a unique name to target');
   const total = all.length;
   const recorded: Array<{ server: string; tool: string; args: Record<string, unknown> }> = [];
@@ -76,12 +91,18 @@ export async function snapshotGroup(files: string[]): Promise<GroupDef> {
     label,
     targetName: pick.tool.name,
     expectedId: `mcp:${pick.server}:${pick.tool.name}`,
-    ...(typeof pick.tool.description === 'string' && pick.tool.description !== '' ? { targetDescription: pick.tool.description } : {}),
+    ...(typeof pick.tool.description === 'string' && pick.tool.description !== ''
+      ? { targetDescription: pick.tool.description }
+      : {}),
     large: total >= 200,
     lane: (mode) => {
       const before = recorded.length;
       return {
-        catalog: label, mode, config: { sandbox: sandboxConfig, log: { enabled: false } }, includeConfig: false, catalogPaths: files,
+        catalog: label,
+        mode,
+        config: { sandbox: sandboxConfig, log: { enabled: false } },
+        includeConfig: false,
+        catalogPaths: files,
         onSnapshotCall: async (server, tool, args) => {
           recorded.push({ server, tool, args });
           return ok({ content: [{ type: 'text', text: `snapshot call recorded: ${server}/${tool}` }] });
@@ -106,8 +127,13 @@ export function liveEverythingGroup(repoDir: string): GroupDef {
     expectedId: 'mcp:everything:echo',
     large: false,
     lane: (mode) => ({
-      catalog: label, mode,
-      config: { sandbox: sandboxConfig, log: { enabled: false }, mcpServers: { everything: { command: process.execPath, args: [entry, 'stdio'], cwd: repoDir } } },
+      catalog: label,
+      mode,
+      config: {
+        sandbox: sandboxConfig,
+        log: { enabled: false },
+        mcpServers: { everything: { command: process.execPath, args: [entry, 'stdio'], cwd: repoDir } },
+      },
       target: 'echo',
       evidence: async ({ answer }) => answer.includes(`Echo: ${MARKER}`),
     }),
@@ -121,16 +147,24 @@ export async function runGroup(
   modes: readonly ExposureMode[] = MODES,
 ): Promise<LaneGroup> {
   const results: Partial<Record<ExposureMode, LaneResult>> = {};
-  const slug = def.label.replace(/[^a-z0-9]+/gi, '-').replace(/-+$/, '').toLowerCase();
+  const slug = def.label
+    .replace(/[^a-z0-9]+/gi, '-')
+    .replace(/-+$/, '')
+    .toLowerCase();
   for (const mode of modes) {
     results[mode] = await runLane(def.lane(mode), { ...env, laneId: `${slug}-${mode}` });
     env.onLane?.(results[mode] as LaneResult);
   }
   const none = (mode: ExposureMode) => results[mode] ?? (undefined as never);
   return {
-    label: def.label, targetName: def.targetName, expectedId: def.expectedId, large: def.large,
+    label: def.label,
+    targetName: def.targetName,
+    expectedId: def.expectedId,
+    large: def.large,
     ...(def.targetDescription !== undefined ? { targetDescription: def.targetDescription } : {}),
     ...(def.ownSchemas !== undefined ? { ownSchemas: def.ownSchemas } : {}),
-    direct: none('direct'), code: none('code'), tools: none('tools'),
+    direct: none('direct'),
+    code: none('code'),
+    tools: none('tools'),
   };
 }

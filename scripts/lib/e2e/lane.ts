@@ -60,24 +60,45 @@ const bytes = (v: unknown): number => Buffer.byteLength(JSON.stringify(v), 'utf8
  * against the given (mock) provider, sends the request, reads the provider's `/debug/requests`, folds the session's
  * events into the session log and closes everything again.
  */
-export async function runLane(spec: LaneSpec, env: { providerUrl: string; workDir: string; laneId: string }): Promise<LaneResult> {
+export async function runLane(
+  spec: LaneSpec,
+  env: { providerUrl: string; workDir: string; laneId: string },
+): Promise<LaneResult> {
   const started = performance.now();
   const dir = join(env.workDir, env.laneId);
   await mkdir(dir, { recursive: true });
   const configPath = join(dir, 'toolsearch.config.json5');
-  const doc = { ...spec.config, tools: { ...(spec.config['tools'] as object | undefined), toolSearch: toolSearchValue(spec.mode) } };
+  const doc = {
+    ...spec.config,
+    tools: { ...(spec.config['tools'] as object | undefined), toolSearch: toolSearchValue(spec.mode) },
+  };
   await writeFile(configPath, JSON.stringify(doc, null, 2));
   const sessionId = `e2e-${env.laneId}`;
   const empty: LaneResult = {
-    catalog: spec.catalog, mode: spec.mode, exposedMode: undefined, tools: 0, requestBytes: 0, roundTrips: 0, targetCalled: false, sessionId,
-    requests: [], answer: '', log: sessionLogFrom([], sessionId), codeTelemetry: [], durationMs: 0,
+    catalog: spec.catalog,
+    mode: spec.mode,
+    exposedMode: undefined,
+    tools: 0,
+    requestBytes: 0,
+    roundTrips: 0,
+    targetCalled: false,
+    sessionId,
+    requests: [],
+    answer: '',
+    log: sessionLogFrom([], sessionId),
+    codeTelemetry: [],
+    durationMs: 0,
   };
   const loaded = loadConfig({ path: configPath, cwd: dir });
   if (!loaded.ok) return { ...empty, error: `${loaded.error.code}: ${loaded.error.message}` };
 
   const debugUrl = `${env.providerUrl.replace(/\/v1\/?$/, '')}/debug/requests`;
   const gw = await startGateway({
-    config: loaded.value.config, cwd: dir, port: 0, providerUrl: env.providerUrl, logPath: join(dir, 'events.jsonl'),
+    config: loaded.value.config,
+    cwd: dir,
+    port: 0,
+    providerUrl: env.providerUrl,
+    logPath: join(dir, 'events.jsonl'),
     includeConfig: spec.includeConfig ?? true,
     ...(spec.catalogPaths !== undefined ? { catalogPaths: spec.catalogPaths } : {}),
     ...(spec.onSnapshotCall !== undefined ? { onSnapshotCall: spec.onSnapshotCall } : {}),
@@ -88,20 +109,31 @@ export async function runLane(spec: LaneSpec, env: { providerUrl: string; workDi
     const res = await fetch(`${gw.value.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', [SESSION_HEADER]: sessionId },
-      body: JSON.stringify({ model: 'e2e', messages: [{ role: 'user', content: `Please use the right tool. target=${spec.target}` }] }),
+      body: JSON.stringify({
+        model: 'e2e',
+        messages: [{ role: 'user', content: `Please use the right tool. target=${spec.target}` }],
+      }),
     });
-    const body = (await res.json()) as { choices?: Array<{ message?: { content?: unknown } }>; error?: { message?: string } };
-    const answer = res.ok ? String(body.choices?.[0]?.message?.content ?? '') : `HTTP ${res.status}: ${body.error?.message ?? ''}`;
+    const body = (await res.json()) as {
+      choices?: Array<{ message?: { content?: unknown } }>;
+      error?: { message?: string };
+    };
+    const answer = res.ok
+      ? String(body.choices?.[0]?.message?.content ?? '')
+      : `HTTP ${res.status}: ${body.error?.message ?? ''}`;
     const requests = (await (await fetch(debugUrl)).json()) as Array<Record<string, unknown>>;
 
     const events: Envelope[] = [];
     for await (const e of gw.value.bus.replay({ sessionId })) events.push(e);
     const log = sessionLogFrom(events, sessionId);
-    const completed = events.find((e) => e.type === 'turn.completed')?.data as { counters?: { catalogSize?: number } } | undefined;
+    const completed = events.find((e) => e.type === 'turn.completed')?.data as
+      { counters?: { catalogSize?: number } } | undefined;
     const exposed = events.find((e) => e.type === 'tools.exposed')?.data as { mode?: string } | undefined;
     const codeTelemetry = events
       .filter((e) => e.type === 'code.settled')
-      .map((e) => (e.data as { telemetry: { searchCount: number; describeCount: number; callCount: number } }).telemetry);
+      .map(
+        (e) => (e.data as { telemetry: { searchCount: number; describeCount: number; callCount: number } }).telemetry,
+      );
     const called = log.finalCalls.some((c) => c.outcome === 'ok') && (await spec.evidence({ sessionId, answer }));
     return {
       ...empty,
@@ -110,7 +142,10 @@ export async function runLane(spec: LaneSpec, env: { providerUrl: string; workDi
       requestBytes: requests.reduce((n, r) => n + bytes(r), 0),
       roundTrips: requests.length,
       targetCalled: res.ok && called,
-      requests, answer, log, codeTelemetry,
+      requests,
+      answer,
+      log,
+      codeTelemetry,
       durationMs: performance.now() - started,
       ...(res.ok ? {} : { error: answer }),
     };

@@ -45,13 +45,30 @@ export async function startRecordingProxy(upstream: string, maxBodyBytes = 256 *
       if (path !== '/v1/chat/completions') return send(404, { error: { message: `no route ${path}` } });
       const raw = await readAll(req, maxBodyBytes);
       if (raw === undefined) return send(413, { error: { message: `body over ${maxBodyBytes} bytes` } });
-      const body = JSON.parse(raw.toString('utf8')) as { messages?: Array<{ role?: string; content?: unknown }>; tools?: Array<{ function?: { name?: string } }> };
+      const body = JSON.parse(raw.toString('utf8')) as {
+        messages?: Array<{ role?: string; content?: unknown }>;
+        tools?: Array<{ function?: { name?: string } }>;
+      };
       recorded.push(body);
       const lastUser = [...(body.messages ?? [])].reverse().find((m) => m.role === 'user');
-      const target = /\btarget=([A-Za-z0-9_.-]+)/.exec(typeof lastUser?.content === 'string' ? lastUser.content : '')?.[1]?.split(':').at(-1) ?? '';
-      const keep = (name: string) => name.startsWith('tool_search') || name === 'tool_describe' || name === 'tool_call' || (target !== '' && name.endsWith(target));
-      const trimmed = Array.isArray(body.tools) ? { ...body, tools: body.tools.filter((t) => keep(t.function?.name ?? '')) } : body;
-      const answer = await fetch(`${upstream.replace(/\/+$/, '')}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(trimmed) });
+      const target =
+        /\btarget=([A-Za-z0-9_.-]+)/
+          .exec(typeof lastUser?.content === 'string' ? lastUser.content : '')?.[1]
+          ?.split(':')
+          .at(-1) ?? '';
+      const keep = (name: string) =>
+        name.startsWith('tool_search') ||
+        name === 'tool_describe' ||
+        name === 'tool_call' ||
+        (target !== '' && name.endsWith(target));
+      const trimmed = Array.isArray(body.tools)
+        ? { ...body, tools: body.tools.filter((t) => keep(t.function?.name ?? '')) }
+        : body;
+      const answer = await fetch(`${upstream.replace(/\/+$/, '')}/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(trimmed),
+      });
       res.writeHead(answer.status, { 'content-type': 'application/json' });
       res.end(await answer.text());
     })().catch((err: unknown) => {
@@ -63,9 +80,10 @@ export async function startRecordingProxy(upstream: string, maxBodyBytes = 256 *
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/v1`,
-    close: () => new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

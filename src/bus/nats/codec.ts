@@ -44,9 +44,14 @@ export function isEnvelope(v: unknown): v is Envelope {
   if (typeof v !== 'object' || v === null) return false;
   const o = v as Record<string, unknown>;
   return (
-    typeof o.id === 'string' && typeof o.type === 'string' && typeof o.sessionId === 'string' &&
-    typeof o.turnId === 'string' && typeof o.seq === 'number' && typeof o.at === 'string' &&
-    (o.causationId === null || typeof o.causationId === 'string') && 'data' in o
+    typeof o.id === 'string' &&
+    typeof o.type === 'string' &&
+    typeof o.sessionId === 'string' &&
+    typeof o.turnId === 'string' &&
+    typeof o.seq === 'number' &&
+    typeof o.at === 'string' &&
+    (o.causationId === null || typeof o.causationId === 'string') &&
+    'data' in o
   );
 }
 

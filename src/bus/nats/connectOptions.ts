@@ -54,8 +54,14 @@ export interface NatsConnectAuth {
 
 /** The environment variables read, as documented in the README (the conventional names of the `nats` CLI). */
 export const NATS_ENV = {
-  url: 'NATS_URL', user: 'NATS_USER', password: 'NATS_PASSWORD', token: 'NATS_TOKEN', nkeyFile: 'NATS_NKEY',
-  ca: 'NATS_CA', cert: 'NATS_CERT', key: 'NATS_KEY',
+  url: 'NATS_URL',
+  user: 'NATS_USER',
+  password: 'NATS_PASSWORD',
+  token: 'NATS_TOKEN',
+  nkeyFile: 'NATS_NKEY',
+  ca: 'NATS_CA',
+  cert: 'NATS_CERT',
+  key: 'NATS_KEY',
 } as const;
 
 /** The principal token of a connection without an nkey. */
@@ -99,11 +105,17 @@ export function readNkeySeed(path: string): Result<{ publicKey: string; authenti
     text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? 'unreadable';
-    return fail('nats.badNkey', `cannot read the nkey seed file ${path} (${code}): give the file written by toolsearch nats-auth (--nats-nkey FILE or config nats.nkeyFile).`);
+    return fail(
+      'nats.badNkey',
+      `cannot read the nkey seed file ${path} (${code}): give the file written by toolsearch nats-auth (--nats-nkey FILE or config nats.nkeyFile).`,
+    );
   }
   const seed = SEED.exec(text)?.[0];
   if (seed === undefined || !seed.startsWith('SU')) {
-    return fail('nats.badNkey', `${path} holds no user nkey seed (a line starting with "SU"): give a seed file written by toolsearch nats-auth.`);
+    return fail(
+      'nats.badNkey',
+      `${path} holds no user nkey seed (a line starting with "SU"): give a seed file written by toolsearch nats-auth.`,
+    );
   }
   try {
     const kp = fromSeed(new TextEncoder().encode(seed));
@@ -111,11 +123,15 @@ export function readNkeySeed(path: string): Result<{ publicKey: string; authenti
     kp.clear();
     return ok({ publicKey, seed, authenticator: nkeyAuthenticator(new TextEncoder().encode(seed)) });
   } catch {
-    return fail('nats.badNkey', `${path} holds a malformed nkey seed (checksum or encoding): write a new one with toolsearch nats-auth.`);
+    return fail(
+      'nats.badNkey',
+      `${path} holds a malformed nkey seed (checksum or encoding): write a new one with toolsearch nats-auth.`,
+    );
   }
 }
 
-const pick = (...vs: (string | undefined)[]): string | undefined => vs.find((v) => v !== undefined && v.trim() !== '')?.trim();
+const pick = (...vs: (string | undefined)[]): string | undefined =>
+  vs.find((v) => v !== undefined && v.trim() !== '')?.trim();
 
 /**
  * The connection settings of a command from its sources: servers (credentials in a URL are taken out of it and used
@@ -135,12 +151,16 @@ export function natsConnectSettings(src: NatsConnectSources): Result<NatsConnect
 
   let urlUser: string | undefined;
   let urlPassword: string | undefined;
-  const servers = url.split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => {
-    const s = splitUserInfo(u);
-    urlUser ??= s.user;
-    urlPassword ??= s.password;
-    return s.url;
-  });
+  const servers = url
+    .split(',')
+    .map((u) => u.trim())
+    .filter((u) => u !== '')
+    .map((u) => {
+      const s = splitUserInfo(u);
+      urlUser ??= s.user;
+      urlPassword ??= s.password;
+      return s.url;
+    });
   let user = pick(f.user, env[NATS_ENV.user], c.user);
   let password = pick(f.password, env[NATS_ENV.password], c.password);
   let token = pick(f.token, env[NATS_ENV.token], c.token);
@@ -159,7 +179,10 @@ export function natsConnectSettings(src: NatsConnectSources): Result<NatsConnect
   let principal = DEFAULT_PRINCIPAL_TOKEN;
   if (nkeyFile !== undefined) {
     if (user !== undefined || token !== undefined) {
-      return fail('nats.conflictingAuth', `give one way to authenticate to NATS: an nkey seed file (${nkeyFile}) and a ${user !== undefined ? 'user' : 'token'} were both set; drop one (flags, NATS_* variables, config nats.*).`);
+      return fail(
+        'nats.conflictingAuth',
+        `give one way to authenticate to NATS: an nkey seed file (${nkeyFile}) and a ${user !== undefined ? 'user' : 'token'} were both set; drop one (flags, NATS_* variables, config nats.*).`,
+      );
     }
     const seed = readNkeySeed(at(nkeyFile));
     if (!seed.ok) return seed;
@@ -178,20 +201,44 @@ export function natsConnectSettings(src: NatsConnectSources): Result<NatsConnect
   const cert = pick(f.tls?.cert, env[NATS_ENV.cert], c.tls?.cert);
   const key = pick(f.tls?.key, env[NATS_ENV.key], c.tls?.key);
   if ((cert === undefined) !== (key === undefined)) {
-    return fail('nats.badTls', `a TLS client certificate needs both a certificate and its key: ${cert === undefined ? 'the certificate (--nats-tls-cert, NATS_CERT, nats.tls.cert)' : 'the key (--nats-tls-key, NATS_KEY, nats.tls.key)'} is missing.`);
+    return fail(
+      'nats.badTls',
+      `a TLS client certificate needs both a certificate and its key: ${cert === undefined ? 'the certificate (--nats-tls-cert, NATS_CERT, nats.tls.cert)' : 'the key (--nats-tls-key, NATS_KEY, nats.tls.key)'} is missing.`,
+    );
   }
   if (ca !== undefined || cert !== undefined) {
     const tls: TlsOptions = {};
     for (const [what, p, set] of [
-      ['CA', ca, (v: string) => { tls.caFile = v; }],
-      ['certificate', cert, (v: string) => { tls.certFile = v; }],
-      ['key', key, (v: string) => { tls.keyFile = v; }],
+      [
+        'CA',
+        ca,
+        (v: string) => {
+          tls.caFile = v;
+        },
+      ],
+      [
+        'certificate',
+        cert,
+        (v: string) => {
+          tls.certFile = v;
+        },
+      ],
+      [
+        'key',
+        key,
+        (v: string) => {
+          tls.keyFile = v;
+        },
+      ],
     ] as const) {
       if (p === undefined) continue;
       try {
         readFileSync(at(p));
       } catch (e) {
-        return fail('nats.badTls', `cannot read the TLS ${what} file ${p} (${(e as NodeJS.ErrnoException).code ?? 'unreadable'}).`);
+        return fail(
+          'nats.badTls',
+          `cannot read the TLS ${what} file ${p} (${(e as NodeJS.ErrnoException).code ?? 'unreadable'}).`,
+        );
       }
       set(at(p));
     }
@@ -202,6 +249,11 @@ export function natsConnectSettings(src: NatsConnectSources): Result<NatsConnect
 }
 
 /** The `openNatsBus` options of connection settings. Pure: no I/O. */
-export function busConnectOptions(c: NatsConnectSettings): { servers: string[]; auth: NatsConnectAuth; secrets: string[]; principal: string } {
+export function busConnectOptions(c: NatsConnectSettings): {
+  servers: string[];
+  auth: NatsConnectAuth;
+  secrets: string[];
+  principal: string;
+} {
   return { servers: c.servers, auth: c.auth, secrets: c.secrets, principal: c.principal };
 }

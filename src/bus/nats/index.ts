@@ -6,10 +6,23 @@ export { BusError, isBusError } from './errors.js';
 export { streamNames, streamConfigs } from './streams.js';
 export type { StreamNames, StreamSettings, Retention } from './streams.js';
 export {
-  replaySubject, eventTypePattern, turnMarkerSubject, turnLeaseSubject, actorSubject, TURN_MARKER_ROOT, ACTORS_SUBJECT_ROOT, STATUS_SUBJECT,
+  replaySubject,
+  eventTypePattern,
+  turnMarkerSubject,
+  turnLeaseSubject,
+  actorSubject,
+  TURN_MARKER_ROOT,
+  ACTORS_SUBJECT_ROOT,
+  STATUS_SUBJECT,
 } from './subjects.js';
 export {
-  busConnectOptions, DEFAULT_PRINCIPAL_TOKEN, NATS_ENV, natsConnectSettings, readNkeySeed, scrubSecrets, splitUserInfo,
+  busConnectOptions,
+  DEFAULT_PRINCIPAL_TOKEN,
+  NATS_ENV,
+  natsConnectSettings,
+  readNkeySeed,
+  scrubSecrets,
+  splitUserInfo,
 } from './connectOptions.js';
 export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCredentials } from './connectOptions.js';
 export { authorizationBlock, factTypes, natsServerConfig, NATS_ROLES, rolePermissions } from './serverConfig.js';

@@ -1,12 +1,26 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
-  connect, RequestError, TimeoutError, NoRespondersError, ClosedConnectionError, DrainingConnectionError,
-  type NatsConnection, type Status, type Subscription, type Msg,
+  connect,
+  RequestError,
+  TimeoutError,
+  NoRespondersError,
+  ClosedConnectionError,
+  DrainingConnectionError,
+  type NatsConnection,
+  type Status,
+  type Subscription,
+  type Msg,
 } from '@nats-io/transport-node';
 import {
-  jetstream, jetstreamManager, AckPolicy, DeliverPolicy, JetStreamApiError,
-  type JetStreamClient, type JetStreamManager, type ConsumerMessages,
+  jetstream,
+  jetstreamManager,
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  type ConsumerMessages,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { ok, fail, type Result } from '../../shared/index.js';
@@ -14,9 +28,22 @@ import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from '../type
 import { decodeEnvelope, decodeJson, encodeEnvelope, encodeJson } from './codec.js';
 import { BusError } from './errors.js';
 import { DEFAULT_PRINCIPAL_TOKEN, scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
-import { DEFAULT_COMMAND_MAX_AGE_MS, ensureStreams, streamNames, describe, type Retention, type StreamNames } from './streams.js';
 import {
-  COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, actorSubject, replaySubject, turnLeaseSubject,
+  DEFAULT_COMMAND_MAX_AGE_MS,
+  ensureStreams,
+  streamNames,
+  describe,
+  type Retention,
+  type StreamNames,
+} from './streams.js';
+import {
+  COMMAND_SUBJECT_PREFIX,
+  EVENT_SUBJECT_PREFIX,
+  GATEWAY_SUBJECT_PREFIX,
+  STATUS_SUBJECT,
+  actorSubject,
+  replaySubject,
+  turnLeaseSubject,
   turnMarkerSubject,
 } from './subjects.js';
 import { TurnLease, type LeaseHolder } from './turnLease.js';
@@ -131,14 +158,20 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  */
 export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
   const given = opts.servers ?? (opts.url !== undefined ? [opts.url] : []);
-  if (given.length === 0) throw new BusError('bus.config', 'openNatsBus needs `url` or `servers` (e.g. nats://127.0.0.1:4222)');
+  if (given.length === 0)
+    throw new BusError('bus.config', 'openNatsBus needs `url` or `servers` (e.g. nats://127.0.0.1:4222)');
   // Credentials in a URL are taken out of it (the client would ignore them and print them in errors).
   const auth: NatsConnectAuth = { ...opts.auth };
   const secrets = [...(opts.secrets ?? []), ...[auth.pass, auth.token].filter((v): v is string => v !== undefined)];
   const servers = given.map((u) => {
     const s = splitUserInfo(u);
     if (s.password !== undefined) secrets.push(s.password);
-    if (auth.user === undefined && auth.token === undefined && auth.authenticator === undefined && s.user !== undefined) {
+    if (
+      auth.user === undefined &&
+      auth.token === undefined &&
+      auth.authenticator === undefined &&
+      s.user !== undefined
+    ) {
       if (s.password === undefined) auth.token = s.user;
       else Object.assign(auth, { user: s.user, pass: s.password });
     }
@@ -147,7 +180,14 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
   });
   const connectTimeoutMs = opts.connectTimeoutMs ?? 15_000;
   const deadline = Date.now() + connectTimeoutMs;
-  const nc = await connectWithin(servers, opts.name ?? `toolsearch-${process.pid}`, deadline, connectTimeoutMs, auth, secrets);
+  const nc = await connectWithin(
+    servers,
+    opts.name ?? `toolsearch-${process.pid}`,
+    deadline,
+    connectTimeoutMs,
+    auth,
+    secrets,
+  );
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     const settings = {
@@ -173,38 +213,60 @@ export async function openNatsBus(opts: NatsBusOptions): Promise<NatsBus> {
  * `deadline`. Once connected, the client reconnects without limit. Unreachable: `bus.unavailable`.
  */
 async function connectWithin(
-  servers: string[], name: string, deadline: number, boundMs: number, auth: NatsConnectAuth, secrets: string[],
+  servers: string[],
+  name: string,
+  deadline: number,
+  boundMs: number,
+  auth: NatsConnectAuth,
+  secrets: string[],
 ): Promise<NatsConnection> {
   let lastErr: unknown;
   for (let attempt = 0; ; attempt++) {
     const remaining = deadline - Date.now();
     if (remaining <= 0) break;
     try {
-      return await withTimer(connect({
-        // noAsyncTraces: no stack-capturing Error per request and timer (a large share of the client's CPU).
-        ...auth, servers, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true,
-        timeout: Math.max(100, Math.min(remaining, 5000)), waitOnFirstConnect: false, ignoreClusterUpdates: false,
-      }), remaining);
+      return await withTimer(
+        connect({
+          // noAsyncTraces: no stack-capturing Error per request and timer (a large share of the client's CPU).
+          ...auth,
+          servers,
+          name,
+          maxReconnectAttempts: -1,
+          reconnectTimeWait: 250,
+          noAsyncTraces: true,
+          timeout: Math.max(100, Math.min(remaining, 5000)),
+          waitOnFirstConnect: false,
+          ignoreClusterUpdates: false,
+        }),
+        remaining,
+      );
     } catch (e) {
       lastErr = e;
       // A refused credential, a TLS failure or a malformed URL does not get better with time.
-      if (e instanceof Error && /authoriz|authentication|invalid url|permission|tls|certificate/i.test(`${e.name} ${e.message}`)) {
+      if (
+        e instanceof Error &&
+        /authoriz|authentication|invalid url|permission|tls|certificate/i.test(`${e.name} ${e.message}`)
+      ) {
         const refused = /authoriz|authentication/i.test(`${e.name} ${e.message}`);
-        throw new BusError(refused ? 'bus.unauthorized' : 'bus.unavailable',
+        throw new BusError(
+          refused ? 'bus.unauthorized' : 'bus.unavailable',
           refused
             ? `NATS at ${servers.join(', ')} refused the credentials of this connection (${scrubSecrets(describe(e), secrets)}). ` +
-              'Pass the seed file of your role (--nats-nkey FILE, NATS_NKEY or config nats.nkeyFile), or the user/password or token the server expects'
+                'Pass the seed file of your role (--nats-nkey FILE, NATS_NKEY or config nats.nkeyFile), or the user/password or token the server expects'
             : `cannot connect to NATS at ${servers.join(', ')}: ${scrubSecrets(describe(e), secrets)}. Check the URL and the TLS files (--nats-tls-ca/--nats-tls-cert/--nats-tls-key)`,
-          { cause: new Error(scrubSecrets(describe(e), secrets)), details: { servers } });
+          { cause: new Error(scrubSecrets(describe(e), secrets)), details: { servers } },
+        );
       }
     }
     await sleep(Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now())));
   }
   const why = lastErr === undefined ? '' : scrubSecrets(describe(lastErr), secrets);
-  throw new BusError('bus.unavailable',
+  throw new BusError(
+    'bus.unavailable',
     `cannot connect to NATS at ${servers.join(', ')} within ${boundMs} ms${why === '' ? '' : ` (${why})`}. ` +
-    'Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats / NATS_URL',
-    { ...(lastErr === undefined ? {} : { cause: new Error(why) }), details: { servers, timeoutMs: boundMs } });
+      'Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats / NATS_URL',
+    { ...(lastErr === undefined ? {} : { cause: new Error(why) }), details: { servers, timeoutMs: boundMs } },
+  );
 }
 
 /** An error with the secrets scrubbed from its message and from its causes' (a BusError keeps its code). */
@@ -215,7 +277,10 @@ function scrubbedError(e: unknown, secrets: string[]): unknown {
   const causeText = e instanceof Error && e.cause !== undefined ? scrubSecrets(describe(e.cause), secrets) : undefined;
   if (e instanceof BusError) {
     const message = clean.startsWith(`${e.code}: `) ? clean.slice(e.code.length + 2) : clean;
-    return new BusError(e.code, message, { ...(causeText === undefined ? {} : { cause: new Error(causeText) }), ...(e.details === undefined ? {} : { details: e.details }) });
+    return new BusError(e.code, message, {
+      ...(causeText === undefined ? {} : { cause: new Error(causeText) }),
+      ...(e.details === undefined ? {} : { details: e.details }),
+    });
   }
   return new BusError('bus.unavailable', clean, causeText === undefined ? undefined : { cause: new Error(causeText) });
 }
@@ -228,14 +293,17 @@ function withTimer(p: Promise<NatsConnection>, ms: number): Promise<NatsConnecti
       late = true;
       reject(new Error(`no connection within ${ms} ms`));
     }, ms);
-    p.then((nc) => {
-      clearTimeout(t);
-      if (late) void nc.close().catch(() => undefined);
-      else resolve(nc);
-    }, (e: unknown) => {
-      clearTimeout(t);
-      reject(e);
-    });
+    p.then(
+      (nc) => {
+        clearTimeout(t);
+        if (late) void nc.close().catch(() => undefined);
+        else resolve(nc);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
   });
 }
 
@@ -261,7 +329,13 @@ class NatsBusImpl implements NatsBus {
   #connected = true;
   readonly #reconnectWaiters: (() => void)[] = [];
 
-  constructor(nc: NatsConnection, jsm: JetStreamManager, js: JetStreamClient, streams: StreamNames, opts: NatsBusOptions) {
+  constructor(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    js: JetStreamClient,
+    streams: StreamNames,
+    opts: NatsBusOptions,
+  ) {
     this.connection = nc;
     this.principal = opts.principal ?? DEFAULT_PRINCIPAL_TOKEN;
     this.#jsm = jsm;
@@ -302,16 +376,21 @@ class NatsBusImpl implements NatsBus {
   }
 
   publish(event: Envelope): Promise<void> {
-    if (this.#closed) return Promise.reject(new BusError('bus.closed', `the bus is closed; event ${event.id} was not published`));
+    if (this.#closed)
+      return Promise.reject(new BusError('bus.closed', `the bus is closed; event ${event.id} was not published`));
     if (!isEnvelope(event)) {
-      const problems = envelopeProblems(event).map((p) => `${p.path}: ${p.message}`).join('; ');
+      const problems = envelopeProblems(event)
+        .map((p) => `${p.path}: ${p.message}`)
+        .join('; ');
       return Promise.reject(new BusError('bus.badEvent', `not an event envelope: ${problems}`));
     }
     let subject: string;
     try {
       subject = this.#subjectOf(event);
     } catch (e) {
-      return Promise.reject(new BusError('bus.badEvent', `event ${event.id} has no subject: ${describe(e)}`, { cause: e }));
+      return Promise.reject(
+        new BusError('bus.badEvent', `event ${event.id} has no subject: ${describe(e)}`, { cause: e }),
+      );
     }
     if (subject.startsWith(`${EVENT_SUBJECT_PREFIX}.`)) return this.#publishTurnEvent(event, subject);
     // Not a turn event (gateway session subjects): one chain per subject, each publish awaited.
@@ -320,7 +399,9 @@ class NatsBusImpl implements NatsBus {
       const deadline = Date.now() + this.#publishTimeoutMs;
       const { data, headers } = encodeEnvelope(event);
       this.#stats.ackWaits++;
-      await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+      await this.#withRetry(event, deadline, (timeout) =>
+        this.#js.publish(subject, data, { msgID: event.id, headers, timeout }),
+      );
       this.#stats.published++;
     });
     const tail = run.catch(() => undefined);
@@ -352,7 +433,9 @@ class NatsBusImpl implements NatsBus {
     l.inFlight++;
     const point = isSyncPoint(event.type);
     let resolveSent!: () => void;
-    const sent = new Promise<void>((r) => { resolveSent = r; });
+    const sent = new Promise<void>((r) => {
+      resolveSent = r;
+    });
     const acked = l.tail.then(async () => {
       const deadline = Date.now() + this.#publishTimeoutMs;
       try {
@@ -366,7 +449,9 @@ class NatsBusImpl implements NatsBus {
             const { data, headers } = encodeEnvelope(event);
             resolveSent();
             this.#stats.ackWaits++;
-            await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+            await this.#withRetry(event, deadline, (timeout) =>
+              this.#js.publish(subject, data, { msgID: event.id, headers, timeout }),
+            );
             if (!retry) this.#stats.published++;
             return;
           }
@@ -376,7 +461,9 @@ class NatsBusImpl implements NatsBus {
             const { data, headers } = encodeEnvelope(event);
             resolveSent();
             this.#stats.ackWaits++;
-            await this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+            await this.#withRetry(event, deadline, (timeout) =>
+              this.#js.publish(subject, data, { msgID: event.id, headers, timeout }),
+            );
             return;
           }
           await this.#claimLease(event, l, deadline);
@@ -392,16 +479,20 @@ class NatsBusImpl implements NatsBus {
           if (l.failure !== undefined) {
             const failure = l.failure;
             l.failure = undefined; // reported once: the turn may go on after its caller heard of the gap
-            throw new BusError('bus.unavailable',
+            throw new BusError(
+              'bus.unavailable',
               `event ${event.id} (${event.type}) not published: an earlier event of turn ${event.turnId} was not recorded (${describe(failure)})`,
-              { cause: failure });
+              { cause: failure },
+            );
           }
           if (l.suspect) await this.#verifyLease(event, l, deadline);
           if ((l.state as TurnLease['state']) === 'lost') throw this.#staleLease(event, l.lostTo);
         }
         l.seqs.set(event.seq, event.id);
         const { data, headers } = encodeEnvelope(event);
-        const ack = this.#withRetry(event, deadline, (timeout) => this.#js.publish(subject, data, { msgID: event.id, headers, timeout }));
+        const ack = this.#withRetry(event, deadline, (timeout) =>
+          this.#js.publish(subject, data, { msgID: event.id, headers, timeout }),
+        );
         l.track(ack, event.seq, event.id, !point);
         resolveSent();
         this.#stats.ackWaits++;
@@ -413,14 +504,19 @@ class NatsBusImpl implements NatsBus {
     });
     // The next send of the turn goes once this one is on the wire (or refused), not once it is acknowledged.
     l.tail = Promise.race([sent, acked.catch(() => undefined)]);
-    void acked.then(() => this.#settled(key, l, event), () => this.#settled(key, l, event));
+    void acked.then(
+      () => this.#settled(key, l, event),
+      () => this.#settled(key, l, event),
+    );
     return acked;
   }
 
   /** A ping to the server, given up after `ms` (a stalled connection must not hold a publish past its bound). */
   #flushWithin(ms: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, ms)); });
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, ms));
+    });
     return Promise.race([this.connection.flush().catch(() => undefined), bound]).finally(() => clearTimeout(timer));
   }
 
@@ -463,7 +559,9 @@ class NatsBusImpl implements NatsBus {
     } catch (e) {
       if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
     }
-    const held = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
+    const held = await this.#withRetry(event, deadline, () =>
+      this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }),
+    );
     const holder = held === null ? '' : parseMarker(held.data).id;
     // Same id past the duplicate window: still the same event, so a no-op rather than a conflict.
     if (holder === event.id) return true;
@@ -492,14 +590,20 @@ class NatsBusImpl implements NatsBus {
       try {
         this.#stats.ackWaits++;
         await this.#withRetry(event, deadline, (timeout) =>
-          this.#js.publish(subject, encodeJson(me), { msgID: `${event.id}:lease`, expect: { lastSubjectSequence: expected }, timeout }),
+          this.#js.publish(subject, encodeJson(me), {
+            msgID: `${event.id}:lease`,
+            expect: { lastSubjectSequence: expected },
+            timeout,
+          }),
         );
         if (l.state !== 'lost') l.state = 'held';
         return;
       } catch (e) {
         if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
       }
-      const current = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }));
+      const current = await this.#withRetry(event, deadline, () =>
+        this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: subject }),
+      );
       if (current === null) {
         expected = 0;
         continue;
@@ -516,14 +620,19 @@ class NatsBusImpl implements NatsBus {
       }
       expected = current.seq;
     }
-    throw new BusError('bus.unavailable', `could not take the lease of turn ${event.turnId} for event ${event.id}: it kept changing hands`);
+    throw new BusError(
+      'bus.unavailable',
+      `could not take the lease of turn ${event.turnId} for event ${event.id}: it kept changing hands`,
+    );
   }
 
   /** Reads the lease record after another writer's claim was seen: still ours, or lost to the record's writer. */
   async #verifyLease(event: Envelope, l: TurnLease, deadline: number): Promise<void> {
     l.suspect = false;
     this.#stats.ackWaits++;
-    const current = await this.#withRetry(event, deadline, () => this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: turnLeaseSubject(event) }));
+    const current = await this.#withRetry(event, deadline, () =>
+      this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: turnLeaseSubject(event) }),
+    );
     const h = current === null ? undefined : parseMarker(current.data);
     if (h?.writer !== undefined && h.writer !== this.#writerId) {
       l.state = 'lost';
@@ -532,20 +641,27 @@ class NatsBusImpl implements NatsBus {
   }
 
   #stale(event: Envelope, holder: string): BusError {
-    return new BusError('bus.staleWriter',
+    return new BusError(
+      'bus.staleWriter',
       `event ${event.id} (${event.type}) refused: seq ${event.seq} of turn ${event.turnId} in session ${event.sessionId} ` +
-      `is already held by event ${holder || '(unknown)'}; another writer owns this turn, so this writer must stop`,
-      { details: { eventId: event.id, seq: event.seq, heldBy: holder } });
+        `is already held by event ${holder || '(unknown)'}; another writer owns this turn, so this writer must stop`,
+      { details: { eventId: event.id, seq: event.seq, heldBy: holder } },
+    );
   }
 
   #staleLease(event: Envelope, holder: LeaseHolder | undefined): BusError {
-    const at = holder === undefined ? '' : holder.seq === event.seq
-      ? `seq ${event.seq} of turn ${event.turnId} in session ${event.sessionId} is already held by event ${holder.id}`
-      : `turn ${event.turnId} in session ${event.sessionId} was taken over at seq ${holder.seq} by event ${holder.id}`;
-    return new BusError('bus.staleWriter',
+    const at =
+      holder === undefined
+        ? ''
+        : holder.seq === event.seq
+          ? `seq ${event.seq} of turn ${event.turnId} in session ${event.sessionId} is already held by event ${holder.id}`
+          : `turn ${event.turnId} in session ${event.sessionId} was taken over at seq ${holder.seq} by event ${holder.id}`;
+    return new BusError(
+      'bus.staleWriter',
       `event ${event.id} (${event.type}) refused: ${at || `turn ${event.turnId} is written by another writer`}; ` +
-      'another writer owns this turn, so this writer must stop',
-      { details: { eventId: event.id, seq: event.seq, heldBy: holder?.id ?? '', takenAtSeq: holder?.seq } });
+        'another writer owns this turn, so this writer must stop',
+      { details: { eventId: event.id, seq: event.seq, heldBy: holder?.id ?? '', takenAtSeq: holder?.seq } },
+    );
   }
 
   /**
@@ -558,7 +674,9 @@ class NatsBusImpl implements NatsBus {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
       if (this.#closed && this.connection.isClosed()) {
-        throw new BusError('bus.closed', `the bus closed before NATS acknowledged event ${event.id}`, { cause: lastErr });
+        throw new BusError('bus.closed', `the bus closed before NATS acknowledged event ${event.id}`, {
+          cause: lastErr,
+        });
       }
       // Never hand a publish to the client's reconnect buffer: it would be sent after we gave up on it.
       if (!this.#connected) {
@@ -570,24 +688,38 @@ class NatsBusImpl implements NatsBus {
       } catch (e) {
         if (!isTransient(e)) {
           if (e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE) throw e;
-          if (e instanceof ClosedConnectionError) throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, { cause: e });
+          if (e instanceof ClosedConnectionError)
+            throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, {
+              cause: e,
+            });
           if (e instanceof Error && /Permissions Violation/i.test(e.message)) {
-            throw new BusError('bus.permissionDenied',
+            throw new BusError(
+              'bus.permissionDenied',
               `NATS refused event ${event.id} (${event.type}): ${e.message}; this connection's principal may not publish there ` +
-              '(subject permissions of its role, see "Securing a deployment" in the README)', { cause: e });
+                '(subject permissions of its role, see "Securing a deployment" in the README)',
+              { cause: e },
+            );
           }
-          throw new BusError('bus.rejected', `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`, { cause: e });
+          throw new BusError('bus.rejected', `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`, {
+            cause: e,
+          });
         }
         lastErr = e;
       }
       const pause = Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now()));
       if (pause > 0) await sleep(pause);
     }
-    throw new BusError('bus.unavailable',
+    throw new BusError(
+      'bus.unavailable',
       `NATS did not acknowledge event ${event.id} within ${this.#publishTimeoutMs} ms` +
-      (!this.#connected ? ' (the connection to NATS is down)' : lastErr === undefined ? '' : ` (last error: ${describe(lastErr)})`) +
-      '; the event is not recorded',
-      { cause: lastErr, details: { eventId: event.id, timeoutMs: this.#publishTimeoutMs } });
+        (!this.#connected
+          ? ' (the connection to NATS is down)'
+          : lastErr === undefined
+            ? ''
+            : ` (last error: ${describe(lastErr)})`) +
+        '; the event is not recorded',
+      { cause: lastErr, details: { eventId: event.id, timeoutMs: this.#publishTimeoutMs } },
+    );
   }
 
   // ---------- subscribe ----------
@@ -595,7 +727,8 @@ class NatsBusImpl implements NatsBus {
   subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void {
     this.#assertOpen();
     const stream = this.#streamOf(pattern);
-    if (opts?.queue !== undefined && stream !== undefined) return this.#subscribeWork(stream, pattern, opts.queue, onEvent);
+    if (opts?.queue !== undefined && stream !== undefined)
+      return this.#subscribeWork(stream, pattern, opts.queue, onEvent);
     const seen = new RecentIds(SEEN_LIMIT);
     const sub = this.connection.subscribe(pattern, {
       ...(opts?.queue !== undefined ? { queue: opts.queue } : {}),
@@ -610,7 +743,12 @@ class NatsBusImpl implements NatsBus {
     return this.#track(() => sub.unsubscribe());
   }
 
-  #subscribeWork(stream: string, pattern: string, queue: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void): () => void {
+  #subscribeWork(
+    stream: string,
+    pattern: string,
+    queue: string,
+    onEvent: (e: Envelope, info?: DeliveryInfo) => void,
+  ): () => void {
     const name = durableName(this.#opts.streamPrefix ?? '', queue, pattern);
     const startedAt = new Date().toISOString();
     const seen = new RecentIds(SEEN_LIMIT);
@@ -640,8 +778,12 @@ class NatsBusImpl implements NatsBus {
           this.#deliver(m.subject, m.data, m.headers, seen, onEvent);
           m.ack();
         }
-      })().catch((e: unknown) => this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }));
-    })().catch((e: unknown) => this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }));
+      })().catch((e: unknown) =>
+        this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }),
+      );
+    })().catch((e: unknown) =>
+      this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }),
+    );
     this.#pendingSetups.add(setup);
     void setup.finally(() => this.#pendingSetups.delete(setup));
     return this.#track(() => {
@@ -667,11 +809,16 @@ class NatsBusImpl implements NatsBus {
         // First member of the group: start at the time subscribe() was called, so events published between
         // that call and the consumer's creation are not missed.
         await this.#jsm.consumers.add(stream, {
-          durable_name: name, filter_subject: pattern, ack_policy: AckPolicy.Explicit,
+          durable_name: name,
+          filter_subject: pattern,
+          ack_policy: AckPolicy.Explicit,
           // The command stream is a work queue (a command stays until a gateway took it, within its max age): every
           // stored command is work, so its consumer starts at the beginning.
-          ...(stream === this.streams.commands ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
-          ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000), max_ack_pending: 1000,
+          ...(stream === this.streams.commands
+            ? { deliver_policy: DeliverPolicy.All }
+            : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
+          ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000),
+          max_ack_pending: 1000,
           inactive_threshold: nanos(24 * 3600_000),
         });
         return;
@@ -685,7 +832,13 @@ class NatsBusImpl implements NatsBus {
     }
   }
 
-  #deliver(subject: string, data: Uint8Array, hdrs: Msg['headers'], seen: RecentIds, onEvent: (e: Envelope, info?: DeliveryInfo) => void): void {
+  #deliver(
+    subject: string,
+    data: Uint8Array,
+    hdrs: Msg['headers'],
+    seen: RecentIds,
+    onEvent: (e: Envelope, info?: DeliveryInfo) => void,
+  ): void {
     const env = decodeEnvelope(data, hdrs);
     if (env === undefined) {
       this.#opts.onStatus?.({ type: 'undecodable', subject });
@@ -750,9 +903,13 @@ class NatsBusImpl implements NatsBus {
       if (remaining <= 0) break;
       try {
         const msg = await this.connection.request(subject, encodeJson(payload), { timeout: remaining });
-        const answer = decodeJson(msg.data) as { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
+        const answer = decodeJson(msg.data) as
+          { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
         if (answer?.ok === false && answer.error !== undefined) {
-          return fail(String(answer.error.code ?? 'bus.handlerFailed'), String(answer.error.message ?? 'the service failed'));
+          return fail(
+            String(answer.error.code ?? 'bus.handlerFailed'),
+            String(answer.error.message ?? 'the service failed'),
+          );
         }
         return ok(answer?.value);
       } catch (e) {
@@ -767,8 +924,15 @@ class NatsBusImpl implements NatsBus {
       await sleep(Math.min(250, 25 * 2 ** attempt, Math.max(0, deadline - Date.now())));
     }
     return sawNoResponders
-      ? fail('bus.noResponders', `nothing answers "${subject}" (waited ${opts.timeoutMs} ms); start a process that serves it (toolsearch serve) and retry`, { subject, timeoutMs: opts.timeoutMs })
-      : fail('bus.timeout', `no answer on "${subject}" within ${opts.timeoutMs} ms`, { subject, timeoutMs: opts.timeoutMs });
+      ? fail(
+          'bus.noResponders',
+          `nothing answers "${subject}" (waited ${opts.timeoutMs} ms); start a process that serves it (toolsearch serve) and retry`,
+          { subject, timeoutMs: opts.timeoutMs },
+        )
+      : fail('bus.timeout', `no answer on "${subject}" within ${opts.timeoutMs} ms`, {
+          subject,
+          timeoutMs: opts.timeoutMs,
+        });
   }
 
   // ---------- replay ----------
@@ -778,7 +942,9 @@ class NatsBusImpl implements NatsBus {
     const what = `replay of session ${filter.sessionId}${filter.turnId === undefined ? '' : ` turn ${filter.turnId}`}`;
     let consumer;
     try {
-      consumer = await this.#retryRead(what, () => this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) }));
+      consumer = await this.#retryRead(what, () =>
+        this.#js.consumers.get(this.streams.events, { filter_subjects: replaySubject(filter) }),
+      );
     } catch (e) {
       // No stream yet (a read-only bus that did not create it): nothing was ever recorded.
       if (e instanceof BusError && e.cause instanceof JetStreamApiError && e.cause.code === STREAM_NOT_FOUND) return;
@@ -812,7 +978,11 @@ class NatsBusImpl implements NatsBus {
       } catch (e) {
         if (!isTransient(e)) throw new BusError('bus.rejected', `${what} failed: ${describe(e)}`, { cause: e });
         if (Date.now() >= deadline) {
-          throw new BusError('bus.unavailable', `${what}: NATS did not answer within ${this.#publishTimeoutMs} ms (${describe(e)})`, { cause: e });
+          throw new BusError(
+            'bus.unavailable',
+            `${what}: NATS did not answer within ${this.#publishTimeoutMs} ms (${describe(e)})`,
+            { cause: e },
+          );
         }
       }
       await this.#untilConnected(deadline - Date.now());
@@ -825,7 +995,8 @@ class NatsBusImpl implements NatsBus {
   announce(role: string, id: string): () => void {
     this.#assertOpen();
     const startedAt = new Date().toISOString();
-    const beat = () => encodeJson({ role, id, startedAt, lastSeen: new Date().toISOString(), host: hostname(), pid: process.pid });
+    const beat = () =>
+      encodeJson({ role, id, startedAt, lastSeen: new Date().toISOString(), host: hostname(), pid: process.pid });
     const subject = actorSubject(role, id);
     const send = () => {
       try {
@@ -855,7 +1026,10 @@ class NatsBusImpl implements NatsBus {
     this.#closed = true;
     for (const stop of [...this.#stops]) stop();
     this.#stops.clear();
-    await Promise.allSettled([...this.#chains.values(), ...[...this.#leases.values()].flatMap((l) => [l.tail, ...l.unacked])]);
+    await Promise.allSettled([
+      ...this.#chains.values(),
+      ...[...this.#leases.values()].flatMap((l) => [l.tail, ...l.unacked]),
+    ]);
     for (const l of this.#leases.values()) l.release();
     this.#leases.clear();
     try {
@@ -917,8 +1091,12 @@ function causes(e: unknown): unknown[] {
 
 function isNoResponders(e: unknown): boolean {
   // JetStream publishes report "no responders" (no stream leader reachable yet) as JetStreamNotEnabled.
-  return causes(e).some((c) => c instanceof NoRespondersError || (c instanceof RequestError && c.isNoResponders()) ||
-    (c instanceof Error && c.name === 'JetStreamNotEnabled'));
+  return causes(e).some(
+    (c) =>
+      c instanceof NoRespondersError ||
+      (c instanceof RequestError && c.isNoResponders()) ||
+      (c instanceof Error && c.name === 'JetStreamNotEnabled'),
+  );
 }
 
 function isTimeout(e: unknown): boolean {
@@ -932,7 +1110,13 @@ function isTransient(e: unknown): boolean {
   if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) return false;
   if (e instanceof Error) {
     const m = e.message.toLowerCase();
-    return m.includes('disconnect') || m.includes('reconnect') || m.includes('timeout') || m.includes('no responders') || m.includes('503');
+    return (
+      m.includes('disconnect') ||
+      m.includes('reconnect') ||
+      m.includes('timeout') ||
+      m.includes('no responders') ||
+      m.includes('503')
+    );
   }
   return false;
 }

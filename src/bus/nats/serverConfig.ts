@@ -1,7 +1,14 @@
 import { EventSchemas, isGatewayType, typeToken } from '../../events/index.js';
 import { durableName } from './natsBus.js';
 import { streamNames } from './streams.js';
-import { ACTORS_SUBJECT_ROOT, COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, STATUS_SUBJECT, TURN_MARKER_ROOT } from './subjects.js';
+import {
+  ACTORS_SUBJECT_ROOT,
+  COMMAND_SUBJECT_PREFIX,
+  EVENT_SUBJECT_PREFIX,
+  GATEWAY_SUBJECT_PREFIX,
+  STATUS_SUBJECT,
+  TURN_MARKER_ROOT,
+} from './subjects.js';
 
 /** The roles of a secured deployment; each process connects as one. */
 export const NATS_ROLES = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
@@ -51,30 +58,51 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
   const gatewayDurable = durableName(streamPrefix, 'gateway', `${COMMAND_SUBJECT_PREFIX}.>`);
   const noApi = ['$JS.API.>', '$KV.>', '$JS.ACK.>', '$SYS.>'];
   const readFacts = (stream: string) => [
-    api(`STREAM.INFO.${stream}`), api(`CONSUMER.CREATE.${stream}`), api(`CONSUMER.CREATE.${stream}.*.>`),
-    api(`CONSUMER.INFO.${stream}.*`), api(`CONSUMER.MSG.NEXT.${stream}.*`),
+    api(`STREAM.INFO.${stream}`),
+    api(`CONSUMER.CREATE.${stream}`),
+    api(`CONSUMER.CREATE.${stream}.*.>`),
+    api(`CONSUMER.INFO.${stream}.*`),
+    api(`CONSUMER.MSG.NEXT.${stream}.*`),
   ];
-  const markers = [`${TURN_MARKER_ROOT}.>`, api(`STREAM.MSG.GET.${s.turns}`), api(`DIRECT.GET.${s.turns}`), api(`DIRECT.GET.${s.turns}.>`)];
+  const markers = [
+    `${TURN_MARKER_ROOT}.>`,
+    api(`STREAM.MSG.GET.${s.turns}`),
+    api(`DIRECT.GET.${s.turns}`),
+    api(`DIRECT.GET.${s.turns}.>`),
+  ];
   switch (p.role) {
     case 'gateway': {
       const streams = [s.events, s.sessions, s.turns, s.commands];
       return {
         publish: {
           allow: [
-            ...factTypes().filter((t) => t !== 'call.decided').map(fact),
+            ...factTypes()
+              .filter((t) => t !== 'call.decided')
+              .map(fact),
             `${GATEWAY_SUBJECT_PREFIX}.>`,
             ...markers,
-            CODE_RUN_SUBJECT, CODE_AVAILABLE_SUBJECT, CODE_CANCEL_PATTERN,
+            CODE_RUN_SUBJECT,
+            CODE_AVAILABLE_SUBJECT,
+            CODE_CANCEL_PATTERN,
             `${ACTORS_SUBJECT_ROOT}.gateway.*`,
             api('INFO'),
             ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
             // Replays (ephemeral, ordered) of the facts; the command work queue's durable consumer.
-            ...readFacts(s.events), api(`CONSUMER.DELETE.${s.events}.*`),
-            api(`CONSUMER.CREATE.${s.commands}.${gatewayDurable}.>`), api(`CONSUMER.DURABLE.CREATE.${s.commands}.${gatewayDurable}`),
-            api(`CONSUMER.INFO.${s.commands}.${gatewayDurable}`), api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
+            ...readFacts(s.events),
+            api(`CONSUMER.DELETE.${s.events}.*`),
+            api(`CONSUMER.CREATE.${s.commands}.${gatewayDurable}.>`),
+            api(`CONSUMER.DURABLE.CREATE.${s.commands}.${gatewayDurable}`),
+            api(`CONSUMER.INFO.${s.commands}.${gatewayDurable}`),
+            api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
             `$JS.ACK.${s.commands}.${gatewayDurable}.>`,
           ],
-          deny: [api(`STREAM.PURGE.>`), api(`STREAM.DELETE.>`), '$KV.>', `${COMMAND_SUBJECT_PREFIX}.>`, fact('call.decided')],
+          deny: [
+            api(`STREAM.PURGE.>`),
+            api(`STREAM.DELETE.>`),
+            '$KV.>',
+            `${COMMAND_SUBJECT_PREFIX}.>`,
+            fact('call.decided'),
+          ],
         },
         subscribe: {
           allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, BRIDGE_PATTERN, STATUS_SUBJECT, inbox],
@@ -87,11 +115,15 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       return {
         publish: {
           allow: [
-            fact('call.decided'), ...markers, `${ACTORS_SUBJECT_ROOT}.policy.*`,
+            fact('call.decided'),
+            ...markers,
+            `${ACTORS_SUBJECT_ROOT}.policy.*`,
             api(`STREAM.INFO.${s.events}`),
             // Its one durable consumer: call requests only.
-            api(`CONSUMER.CREATE.${s.events}.${policyDurable}.${fact('call.requested')}`), api(`CONSUMER.DURABLE.CREATE.${s.events}.${policyDurable}`),
-            api(`CONSUMER.INFO.${s.events}.${policyDurable}`), api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`),
+            api(`CONSUMER.CREATE.${s.events}.${policyDurable}.${fact('call.requested')}`),
+            api(`CONSUMER.DURABLE.CREATE.${s.events}.${policyDurable}`),
+            api(`CONSUMER.INFO.${s.events}.${policyDurable}`),
+            api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`),
             `$JS.ACK.${s.events}.${policyDurable}.>`,
           ],
           deny: [api(`STREAM.PURGE.>`), api(`STREAM.DELETE.>`), '$KV.>'],
@@ -102,18 +134,32 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
     case 'sandbox':
       return {
         publish: { allow: [BRIDGE_PATTERN, `${ACTORS_SUBJECT_ROOT}.sandbox.*`], deny: noApi },
-        subscribe: { allow: [CODE_RUN_SUBJECT, CODE_AVAILABLE_SUBJECT, CODE_CANCEL_PATTERN, STATUS_SUBJECT, inbox], deny: [] },
+        subscribe: {
+          allow: [CODE_RUN_SUBJECT, CODE_AVAILABLE_SUBJECT, CODE_CANCEL_PATTERN, STATUS_SUBJECT, inbox],
+          deny: [],
+        },
         allowResponses: true,
       };
     case 'client':
       return {
         publish: { allow: [`${COMMAND_SUBJECT_PREFIX}.${p.publicKey}.*.*`], deny: noApi },
-        subscribe: { allow: [`${GATEWAY_SUBJECT_PREFIX}.*.turn_opened`, `${GATEWAY_SUBJECT_PREFIX}.*.tool_answered`, `${GATEWAY_SUBJECT_PREFIX}.*.event_rejected`, inbox], deny: [] },
+        subscribe: {
+          allow: [
+            `${GATEWAY_SUBJECT_PREFIX}.*.turn_opened`,
+            `${GATEWAY_SUBJECT_PREFIX}.*.tool_answered`,
+            `${GATEWAY_SUBJECT_PREFIX}.*.event_rejected`,
+            inbox,
+          ],
+          deny: [],
+        },
         allowResponses: false,
       };
     case 'approver':
       return {
-        publish: { allow: [fact('approval.resolved'), ...markers], deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')] },
+        publish: {
+          allow: [fact('approval.resolved'), ...markers],
+          deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')],
+        },
         subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },
         allowResponses: false,
       };
@@ -124,12 +170,19 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
           allow: [api('INFO'), ...readFacts(s.events), ...readFacts(s.sessions), STATUS_SUBJECT],
           deny: [
             // The work queues' durable consumers are not the auditor's to take from or to change.
-            api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`), api(`CONSUMER.CREATE.${s.events}.${policyDurable}.>`),
+            api(`CONSUMER.MSG.NEXT.${s.events}.${policyDurable}`),
+            api(`CONSUMER.CREATE.${s.events}.${policyDurable}.>`),
             api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
-            api('STREAM.PURGE.>'), api('STREAM.DELETE.>'), api('CONSUMER.DELETE.>'), '$KV.>',
+            api('STREAM.PURGE.>'),
+            api('STREAM.DELETE.>'),
+            api('CONSUMER.DELETE.>'),
+            '$KV.>',
           ],
         },
-        subscribe: { allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, `${ACTORS_SUBJECT_ROOT}.>`, inbox], deny: [] },
+        subscribe: {
+          allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, `${ACTORS_SUBJECT_ROOT}.>`, inbox],
+          deny: [],
+        },
         allowResponses: false,
       };
     default: {
@@ -140,7 +193,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
 }
 
 const q = (s: string): string => JSON.stringify(s);
-const list = (xs: string[], indent: string): string => (xs.length === 0 ? '[]' : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join(',\n')}\n${indent}]`);
+const list = (xs: string[], indent: string): string =>
+  xs.length === 0 ? '[]' : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join(',\n')}\n${indent}]`;
 
 /** The `authorization { users = [...] }` block for these principals. Pure: no I/O. */
 export function authorizationBlock(principals: readonly NatsPrincipalKey[], streamPrefix = ''): string {
@@ -166,7 +220,10 @@ export function authorizationBlock(principals: readonly NatsPrincipalKey[], stre
  * A complete nats-server configuration: JetStream on, the port (4222 unless changed; `-p` on the command line still
  * wins, as `-sd` chooses the store) and the authorization block. Pure: no I/O.
  */
-export function natsServerConfig(principals: readonly NatsPrincipalKey[], opts: { port?: number; streamPrefix?: string } = {}): string {
+export function natsServerConfig(
+  principals: readonly NatsPrincipalKey[],
+  opts: { port?: number; streamPrefix?: string } = {},
+): string {
   return [
     '# nats-server configuration written by `toolsearch nats-auth`: every connection must be one of the principals',
     '# below (nkey challenge), and each may publish and subscribe only to the subjects of its role.',

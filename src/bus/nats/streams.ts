@@ -1,6 +1,10 @@
 import {
-  DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType,
-  type JetStreamManager, type StreamConfig,
+  DiscardPolicy,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { BusError } from './errors.js';
@@ -36,7 +40,10 @@ export interface StreamNames {
 /** Pure: no I/O. */
 export function streamNames(prefix: string): StreamNames {
   return {
-    events: `${prefix}TOOLSEARCH_EVENTS`, sessions: `${prefix}GATEWAY_SESSIONS`, turns: `${prefix}TOOLSEARCH_TURNS`, commands: `${prefix}GATEWAY_COMMANDS`,
+    events: `${prefix}TOOLSEARCH_EVENTS`,
+    sessions: `${prefix}GATEWAY_SESSIONS`,
+    turns: `${prefix}TOOLSEARCH_TURNS`,
+    commands: `${prefix}GATEWAY_COMMANDS`,
   };
 }
 
@@ -46,7 +53,8 @@ const retentionPolicy = (r: Retention): RetentionPolicy =>
 /** The four stream configurations. Pure: no I/O. */
 export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
   const n = streamNames(s.streamPrefix);
-  const commandAge = s.commandMaxAgeMs === undefined || s.commandMaxAgeMs <= 0 ? DEFAULT_COMMAND_MAX_AGE_MS : s.commandMaxAgeMs;
+  const commandAge =
+    s.commandMaxAgeMs === undefined || s.commandMaxAgeMs <= 0 ? DEFAULT_COMMAND_MAX_AGE_MS : s.commandMaxAgeMs;
   const common = {
     storage: StorageType.File,
     num_replicas: s.replicas,
@@ -56,14 +64,35 @@ export function streamConfigs(s: StreamSettings): Partial<StreamConfig>[] {
   };
   const sized = s.maxBytes !== undefined && s.maxBytes > 0 ? { max_bytes: s.maxBytes } : { max_bytes: -1 };
   return [
-    { ...common, ...sized, name: n.events, subjects: [`${EVENT_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
-    { ...common, ...sized, name: n.sessions, subjects: [`${GATEWAY_SUBJECT_PREFIX}.>`], retention: retentionPolicy(s.retention) },
+    {
+      ...common,
+      ...sized,
+      name: n.events,
+      subjects: [`${EVENT_SUBJECT_PREFIX}.>`],
+      retention: retentionPolicy(s.retention),
+    },
+    {
+      ...common,
+      ...sized,
+      name: n.sessions,
+      subjects: [`${GATEWAY_SUBJECT_PREFIX}.>`],
+      retention: retentionPolicy(s.retention),
+    },
     // One marker per (turn, seq), kept once: the compare-and-set target of the per-turn writer guard.
-    { ...common, name: n.turns, subjects: [`${TURN_MARKER_ROOT}.>`], retention: RetentionPolicy.Limits, max_msgs_per_subject: 1 },
+    {
+      ...common,
+      name: n.turns,
+      subjects: [`${TURN_MARKER_ROOT}.>`],
+      retention: RetentionPolicy.Limits,
+      max_msgs_per_subject: 1,
+    },
     // Commands carry chat messages and tool arguments: a work queue (a command is gone once a gateway acked it) with a
     // bounded age for those nobody took. The facts of what happened keep digests and sizes in TOOLSEARCH_EVENTS.
     {
-      ...common, name: n.commands, subjects: [`${COMMAND_SUBJECT_PREFIX}.>`], retention: RetentionPolicy.Workqueue,
+      ...common,
+      name: n.commands,
+      subjects: [`${COMMAND_SUBJECT_PREFIX}.>`],
+      retention: RetentionPolicy.Workqueue,
       max_age: nanos(commandAge),
       duplicate_window: nanos(Math.min(s.duplicateWindowMs, commandAge)),
     },
@@ -80,7 +109,12 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * Creates or updates the streams, idempotently (with `ifMissing`, existing streams are left as they are). Retries transient failures (no JetStream yet, no meta
  * leader in a starting cluster) until `deadline`; a configuration the server refuses is reported at once.
  */
-export async function ensureStreams(jsm: JetStreamManager, s: StreamSettings, deadline: number, ifMissing = false): Promise<void> {
+export async function ensureStreams(
+  jsm: JetStreamManager,
+  s: StreamSettings,
+  deadline: number,
+  ifMissing = false,
+): Promise<void> {
   for (const cfg of streamConfigs(s)) {
     let lastErr: unknown;
     for (let attempt = 0; ; attempt++) {
@@ -90,14 +124,19 @@ export async function ensureStreams(jsm: JetStreamManager, s: StreamSettings, de
       } catch (e) {
         if (e instanceof BusError) throw e;
         if (e instanceof JetStreamApiError && e.status === 400) {
-          const hint = e.code === SUBJECTS_OVERLAP
-            ? `: another stream already takes ${cfg.subjects?.join(', ')}; delete it or open the bus with that stream's prefix`
-            : '';
-          throw new BusError('bus.streamConfig', `stream ${cfg.name} cannot be created: ${e.message}${hint}`, { cause: e });
+          const hint =
+            e.code === SUBJECTS_OVERLAP
+              ? `: another stream already takes ${cfg.subjects?.join(', ')}; delete it or open the bus with that stream's prefix`
+              : '';
+          throw new BusError('bus.streamConfig', `stream ${cfg.name} cannot be created: ${e.message}${hint}`, {
+            cause: e,
+          });
         }
         lastErr = e;
         if (Date.now() + 250 > deadline) {
-          throw new BusError('bus.unavailable', `could not create stream ${cfg.name}: ${describe(lastErr)}`, { cause: lastErr });
+          throw new BusError('bus.unavailable', `could not create stream ${cfg.name}: ${describe(lastErr)}`, {
+            cause: lastErr,
+          });
         }
         await sleep(Math.min(1000, 100 * 2 ** attempt));
       }
@@ -128,9 +167,11 @@ async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>, if
   const wanted = { ...existing, ...cfg } as StreamConfig;
   if (sameConfig(existing, wanted)) return;
   if (existing.retention !== wanted.retention || existing.storage !== wanted.storage) {
-    throw new BusError('bus.streamConfig',
+    throw new BusError(
+      'bus.streamConfig',
       `stream ${name} exists with retention ${existing.retention}/storage ${existing.storage}, wanted ${wanted.retention}/${wanted.storage}; ` +
-      `the server cannot change these: delete the stream or keep its settings`);
+        `the server cannot change these: delete the stream or keep its settings`,
+    );
   }
   try {
     await jsm.streams.update(name, wanted);
@@ -144,8 +185,11 @@ async function addOrUpdate(jsm: JetStreamManager, cfg: Partial<StreamConfig>, if
 
 function sameConfig(a: StreamConfig, b: StreamConfig): boolean {
   return (
-    JSON.stringify(a.subjects) === JSON.stringify(b.subjects) && a.num_replicas === b.num_replicas &&
-    a.max_age === b.max_age && a.duplicate_window === b.duplicate_window && (a.max_bytes ?? -1) === (b.max_bytes ?? -1) &&
+    JSON.stringify(a.subjects) === JSON.stringify(b.subjects) &&
+    a.num_replicas === b.num_replicas &&
+    a.max_age === b.max_age &&
+    a.duplicate_window === b.duplicate_window &&
+    (a.max_bytes ?? -1) === (b.max_bytes ?? -1) &&
     (a.max_msgs_per_subject ?? -1) === (b.max_msgs_per_subject ?? -1)
   );
 }

@@ -4,7 +4,12 @@
  * this file adds the subjects only the NATS bus uses: turn-seq markers, actor heartbeats, status.
  */
 import {
-  COMMAND_SUBJECT_PREFIX, encodeToken, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, sessionEventsPattern, typeToken,
+  COMMAND_SUBJECT_PREFIX,
+  encodeToken,
+  EVENT_SUBJECT_PREFIX,
+  GATEWAY_SUBJECT_PREFIX,
+  sessionEventsPattern,
+  typeToken,
 } from '../../events/index.js';
 
 export { COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX };

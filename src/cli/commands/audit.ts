@@ -25,10 +25,12 @@ const USAGE = [
   '  --json              print the report as one JSON object on the last line',
 ].join('\n');
 
-const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number => reportFailure(io, json, failure.error, code);
+const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number =>
+  reportFailure(io, json, failure.error, code);
 
 /** Where the events come from, as the user named it (for messages). */
-type Origin = { kind: 'log'; file: string } | { kind: 'nats'; url: string; streamPrefix: string; connect: NatsConnectSettings };
+type Origin =
+  { kind: 'log'; file: string } | { kind: 'nats'; url: string; streamPrefix: string; connect: NatsConnectSettings };
 
 const describeOrigin = (o: Origin): string =>
   o.kind === 'log' ? `the event log ${o.file}` : `NATS ${o.url} (stream ${o.streamPrefix}TOOLSEARCH_EVENTS)`;
@@ -36,7 +38,8 @@ const describeOrigin = (o: Origin): string =>
 /** The session's events from a JSONL log: skipped lines are reported on stderr, a missing file is a failure. */
 async function fromLog(file: string, sessionId: string, io: CliIo): Promise<Result<Envelope[]>> {
   const contents = await readEventLog(file);
-  if (contents.missing) return fail('audit.logMissing', `The event log ${file} does not exist. Pass the log the run wrote (--log FILE).`);
+  if (contents.missing)
+    return fail('audit.logMissing', `The event log ${file} does not exist. Pass the log the run wrote (--log FILE).`);
   for (const w of contents.warnings) io.stderr(`warning: ${w}`);
   return ok(contents.events.filter((e) => e.sessionId === sessionId));
 }
@@ -63,14 +66,28 @@ function probe(url: string, timeoutMs: number): Promise<Result<void>> {
       socket.destroy();
       done(r);
     };
-    const timer = setTimeout(() => finish(fail('audit.natsUnavailable', `Cannot reach NATS at ${url}: no answer within ${timeoutMs} ms.`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(fail('audit.natsUnavailable', `Cannot reach NATS at ${url}: no answer within ${timeoutMs} ms.`)),
+      timeoutMs,
+    );
     socket.once('connect', () => finish(ok(undefined)));
-    socket.once('error', (err) => finish(fail('audit.natsUnavailable', `Cannot reach NATS at ${url}: ${err.message}. Check --nats (or NATS_URL) and that nats-server runs with -js.`)));
+    socket.once('error', (err) =>
+      finish(
+        fail(
+          'audit.natsUnavailable',
+          `Cannot reach NATS at ${url}: ${err.message}. Check --nats (or NATS_URL) and that nats-server runs with -js.`,
+        ),
+      ),
+    );
   });
 }
 
 /** The session's events replayed from NATS JetStream; an unreachable server is a failure value. */
-async function fromNats(connect: NatsConnectSettings, streamPrefix: string, sessionId: string): Promise<Result<Envelope[]>> {
+async function fromNats(
+  connect: NatsConnectSettings,
+  streamPrefix: string,
+  sessionId: string,
+): Promise<Result<Envelope[]>> {
   // A cluster may be given as a comma-separated list: one reachable node is enough.
   const servers = connect.servers;
   const url = connect.display;
@@ -80,16 +97,28 @@ async function fromNats(connect: NatsConnectSettings, streamPrefix: string, sess
   let bus;
   try {
     // Read-only: the streams are not created or changed (a missing stream replays as empty).
-    bus = await openNatsBus({ ...busConnectOptions(connect), streamPrefix, name: `toolsearch-audit-${process.pid}`, connectTimeoutMs: 10_000, manageStreams: false });
+    bus = await openNatsBus({
+      ...busConnectOptions(connect),
+      streamPrefix,
+      name: `toolsearch-audit-${process.pid}`,
+      connectTimeoutMs: 10_000,
+      manageStreams: false,
+    });
   } catch (err) {
-    return fail('audit.natsUnavailable', `Cannot open the NATS bus at ${url}: ${scrubSecrets(err instanceof Error ? err.message : String(err), connect.secrets)}`);
+    return fail(
+      'audit.natsUnavailable',
+      `Cannot open the NATS bus at ${url}: ${scrubSecrets(err instanceof Error ? err.message : String(err), connect.secrets)}`,
+    );
   }
   try {
     const events: Envelope[] = [];
     for await (const e of bus.replay({ sessionId })) events.push(e);
     return ok(events);
   } catch (err) {
-    return fail('audit.replayFailed', `Replaying session ${sessionId} from ${url} failed: ${err instanceof Error ? err.message : String(err)}`);
+    return fail(
+      'audit.replayFailed',
+      `Replaying session ${sessionId} from ${url} failed: ${err instanceof Error ? err.message : String(err)}`,
+    );
   } finally {
     await bus.close();
   }
@@ -104,7 +133,8 @@ export const auditCommand: Command = {
     const parsed = parseCommandArgs(
       argv,
       {
-        nats: { type: 'string' }, ...NATS_FLAG_OPTIONS,
+        nats: { type: 'string' },
+        ...NATS_FLAG_OPTIONS,
         log: { type: 'string' },
         session: { type: 'string' },
         'stream-prefix': { type: 'string' },
@@ -119,10 +149,20 @@ export const auditCommand: Command = {
     const logArg = str(values['log']);
     const natsArg = str(values['nats']);
     if (sessionId === undefined) {
-      return failWith(io, json, fail('cli.usage', 'audit: --session ID is required. Run toolsearch audit --help.'), EXIT_USAGE);
+      return failWith(
+        io,
+        json,
+        fail('cli.usage', 'audit: --session ID is required. Run toolsearch audit --help.'),
+        EXIT_USAGE,
+      );
     }
     if (logArg !== undefined && natsArg !== undefined) {
-      return failWith(io, json, fail('cli.usage', 'audit: give either --nats URL or --log FILE, not both.'), EXIT_USAGE);
+      return failWith(
+        io,
+        json,
+        fail('cli.usage', 'audit: give either --nats URL or --log FILE, not both.'),
+        EXIT_USAGE,
+      );
     }
     const natsUrl = natsArg ?? (logArg === undefined ? io.env['NATS_URL'] : undefined);
     let origin: Origin;
@@ -130,15 +170,36 @@ export const auditCommand: Command = {
     else if (natsUrl !== undefined && natsUrl !== '') {
       const connect = natsSettingsFromCli(values, io, undefined, natsUrl);
       if (!connect.ok) return failWith(io, json, connect, EXIT_USAGE);
-      origin = { kind: 'nats', url: connect.value!.display, streamPrefix: str(values['stream-prefix']) ?? '', connect: connect.value! };
+      origin = {
+        kind: 'nats',
+        url: connect.value!.display,
+        streamPrefix: str(values['stream-prefix']) ?? '',
+        connect: connect.value!,
+      };
     } else {
-      return failWith(io, json, fail('cli.usage', 'audit: give --nats URL (or set NATS_URL) or --log FILE.'), EXIT_USAGE);
+      return failWith(
+        io,
+        json,
+        fail('cli.usage', 'audit: give --nats URL (or set NATS_URL) or --log FILE.'),
+        EXIT_USAGE,
+      );
     }
 
-    const events = origin.kind === 'log' ? await fromLog(origin.file, sessionId, io) : await fromNats(origin.connect, origin.streamPrefix, sessionId);
+    const events =
+      origin.kind === 'log'
+        ? await fromLog(origin.file, sessionId, io)
+        : await fromNats(origin.connect, origin.streamPrefix, sessionId);
     if (!events.ok) return failWith(io, json, events);
     if (events.value.length === 0) {
-      return failWith(io, json, fail('audit.noEvents', `no events for session ${sessionId} in ${describeOrigin(origin)}. Check the session id and where the run recorded its events.`, { sessionId }));
+      return failWith(
+        io,
+        json,
+        fail(
+          'audit.noEvents',
+          `no events for session ${sessionId} in ${describeOrigin(origin)}. Check the session id and where the run recorded its events.`,
+          { sessionId },
+        ),
+      );
     }
     const report = auditReport(events.value, sessionId);
     io.stdout(json ? JSON.stringify(report) : formatAuditReport(report));

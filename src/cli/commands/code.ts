@@ -19,29 +19,48 @@ const USAGE = [
   '  --eval BODY     the body, inline',
   '  --nats URL      use NATS JetStream as the bus (default NATS_URL, else the embedded bus)',
   NATS_FLAG_HELP,
-  '  --traces-dir DIR  write the run\'s trace files there (OTLP JSON lines, Jaeger JSON); default config telemetry',
+  "  --traces-dir DIR  write the run's trace files there (OTLP JSON lines, Jaeger JSON); default config telemetry",
   '  --json          last line: {"ok": true, "value", "logs", "telemetry", "sessionId"} or {"ok": false, "error": {code, message}, ...}',
 ].join('\n');
 
 function failWith(io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number {
-  if (json) io.stdout(JSON.stringify({ ok: false, error: { code: failure.error.code, message: failure.error.message }, logs: [] }));
+  if (json)
+    io.stdout(
+      JSON.stringify({ ok: false, error: { code: failure.error.code, message: failure.error.message }, logs: [] }),
+    );
   io.stderr(`${failure.error.code}: ${failure.error.message}`);
   return code;
 }
 
 async function run(argv: string[], io: CliIo): Promise<number> {
-  const parsed = parseCommandArgs(argv, {
-    config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-    file: { type: 'string' }, eval: { type: 'string' }, json: { type: 'boolean' }, nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, 'stream-prefix': { type: 'string' },
-    'traces-dir': { type: 'string' },
-  }, { positionals: false });
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      config: { type: 'string' },
+      catalog: { type: 'string', multiple: true },
+      plugin: { type: 'string', multiple: true },
+      file: { type: 'string' },
+      eval: { type: 'string' },
+      json: { type: 'boolean' },
+      nats: { type: 'string' },
+      ...NATS_FLAG_OPTIONS,
+      'stream-prefix': { type: 'string' },
+      'traces-dir': { type: 'string' },
+    },
+    { positionals: false },
+  );
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
   const json = v['json'] === true;
   const file = str(v['file']);
   const inline = str(v['eval']);
   if ((file === undefined) === (inline === undefined)) {
-    return failWith(io, json, fail('cli.usage', 'code needs exactly one of --file BODY.js or --eval BODY. Run toolsearch code --help.'), EXIT_USAGE);
+    return failWith(
+      io,
+      json,
+      fail('cli.usage', 'code needs exactly one of --file BODY.js or --eval BODY. Run toolsearch code --help.'),
+      EXIT_USAGE,
+    );
   }
   let body: string;
   if (file !== undefined) {
@@ -50,12 +69,21 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     body = read.value;
   } else body = inline!;
 
-  const nats = await openCommandBus({ url: str(v['nats']), env: envWithNatsFlags(v, io.env), cwd: io.cwd, name: 'toolsearch-code', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
+  const nats = await openCommandBus({
+    url: str(v['nats']),
+    env: envWithNatsFlags(v, io.env),
+    cwd: io.cwd,
+    name: 'toolsearch-code',
+    ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }),
+  });
   if (!nats.ok) return failWith(io, json, nats);
   const opened = await openLocalEngine({
     ...(nats.value === undefined ? {} : { bus: nats.value }),
     ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
-    catalog: strs(v['catalog']), plugin: strs(v['plugin']), withSandbox: true, cwd: io.cwd,
+    catalog: strs(v['catalog']),
+    plugin: strs(v['plugin']),
+    withSandbox: true,
+    cwd: io.cwd,
     ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
     onWarning: (w) => io.stderr(`warning: ${w}`),
   });
@@ -70,10 +98,18 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     if (!started.ok) return failWith(io, json, started);
     const turn = started.value;
     if (turn.exposure.mode !== 'code') {
-      await turn.end({ failed: { code: 'sandbox.unavailable', reason: turn.exposure.reason ?? 'code mode is unavailable' } });
-      return failWith(io, json, fail('sandbox.unavailable', turn.exposure.reason ?? 'Code mode is unavailable on this host.'));
+      await turn.end({
+        failed: { code: 'sandbox.unavailable', reason: turn.exposure.reason ?? 'code mode is unavailable' },
+      });
+      return failWith(
+        io,
+        json,
+        fail('sandbox.unavailable', turn.exposure.reason ?? 'Code mode is unavailable on this host.'),
+      );
     }
-    const outcome = (await turn.invoke('tool_search_code', { code: body })) as Record<string, unknown> & { ok: boolean };
+    const outcome = (await turn.invoke('tool_search_code', { code: body })) as Record<string, unknown> & {
+      ok: boolean;
+    };
     await turn.end();
     if (!json) {
       const logs = Array.isArray(outcome['logs']) ? (outcome['logs'] as Array<{ level: string; text: string }>) : [];
@@ -99,4 +135,9 @@ async function run(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** `toolsearch code`: one tool_search_code run in a fresh session. */
-export const codeCommand: Command = { name: 'code', summary: 'run one JavaScript body as a tool_search_code run', usage: USAGE, run };
+export const codeCommand: Command = {
+  name: 'code',
+  summary: 'run one JavaScript body as a tool_search_code run',
+  usage: USAGE,
+  run,
+};

@@ -33,10 +33,22 @@ export const mcpCommand: Command = {
   summary: 'serve the gateway as one MCP server over stdio (tool_search, tool_describe, tool_call)',
   usage: MCP_USAGE,
   async run(argv: string[], io: CliIo): Promise<number> {
-    const parsed = parseCommandArgs(argv, {
-      config: { type: 'string' }, 'mcp-config': { type: 'string', multiple: true }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-      log: { type: 'string' }, nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, session: { type: 'string' }, agent: { type: 'string' }, profile: { type: 'string' },
-    }, { positionals: false });
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        config: { type: 'string' },
+        'mcp-config': { type: 'string', multiple: true },
+        catalog: { type: 'string', multiple: true },
+        plugin: { type: 'string', multiple: true },
+        log: { type: 'string' },
+        nats: { type: 'string' },
+        ...NATS_FLAG_OPTIONS,
+        session: { type: 'string' },
+        agent: { type: 'string' },
+        profile: { type: 'string' },
+      },
+      { positionals: false },
+    );
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${MCP_USAGE}`);
       return EXIT_USAGE;
@@ -67,15 +79,22 @@ export const mcpCommand: Command = {
     console.info = (...a: unknown[]) => console.error(...a);
     try {
       const nats = str(v['nats']) ?? (io.env['NATS_URL']?.trim() || undefined);
-      const started = await startMcpGateway({
-        config, cwd: io.cwd, includeConfig, catalogPaths: catalogs, pluginFiles: strs(v['plugin']),
-        ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
-        ...(nats !== undefined ? { nats, env: envWithNatsFlags(v, io.env) } : {}),
-        ...(str(v['session']) !== undefined ? { sessionId: str(v['session']) as string } : {}),
-        ...(str(v['agent']) !== undefined ? { agentId: str(v['agent']) as string } : {}),
-        ...(str(v['profile']) !== undefined ? { profile: str(v['profile']) as string } : {}),
-        onProgress: (line) => io.stderr(line),
-      }, new StdioServerTransport());
+      const started = await startMcpGateway(
+        {
+          config,
+          cwd: io.cwd,
+          includeConfig,
+          catalogPaths: catalogs,
+          pluginFiles: strs(v['plugin']),
+          ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
+          ...(nats !== undefined ? { nats, env: envWithNatsFlags(v, io.env) } : {}),
+          ...(str(v['session']) !== undefined ? { sessionId: str(v['session']) as string } : {}),
+          ...(str(v['agent']) !== undefined ? { agentId: str(v['agent']) as string } : {}),
+          ...(str(v['profile']) !== undefined ? { profile: str(v['profile']) as string } : {}),
+          onProgress: (line) => io.stderr(line),
+        },
+        new StdioServerTransport(),
+      );
       if (!started.ok) {
         io.stderr(`${started.error.code}: ${started.error.message}`);
         return EXIT_FAILED;

@@ -21,7 +21,11 @@ export const mockProviderCommand: Command = {
   summary: 'run the scripted OpenAI-compatible mock provider',
   usage: MOCK_PROVIDER_USAGE,
   run: async (argv: string[], io: CliIo): Promise<number> => {
-    const parsed = parseCommandArgs(argv, { port: { type: 'string' }, host: { type: 'string' } }, { positionals: false });
+    const parsed = parseCommandArgs(
+      argv,
+      { port: { type: 'string' }, host: { type: 'string' } },
+      { positionals: false },
+    );
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${MOCK_PROVIDER_USAGE}`);
       return EXIT_USAGE;

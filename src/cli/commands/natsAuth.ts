@@ -6,15 +6,14 @@ import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 import { NATS_AUTH_USAGE } from '../usage.js';
 
-
-
 const CLIENT_NAME = /^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$/;
 
 /** The key of one principal: the seed in `file` when it holds one, else a new one written there (0600). */
 function keyOf(file: string): { publicKey: string; created: boolean } {
   if (existsSync(file)) {
     const seed = /\bSU[A-Z2-7]{56}\b/.exec(readFileSync(file, 'utf8'))?.[0];
-    if (seed === undefined) throw new Error(`${file} exists but holds no user nkey seed: remove it to have a new key written`);
+    if (seed === undefined)
+      throw new Error(`${file} exists but holds no user nkey seed: remove it to have a new key written`);
     const kp = fromSeed(new TextEncoder().encode(seed));
     const publicKey = kp.getPublicKey();
     kp.clear();
@@ -32,12 +31,21 @@ function keyOf(file: string): { publicKey: string; created: boolean } {
 /** `toolsearch nats-auth`: principals, permissions and seed files of a secured deployment. */
 export const natsAuthCommand: Command = {
   name: 'nats-auth',
-  summary: 'write a secured nats-server config and one nkey seed per role (gateway, policy, sandbox, client, approver, auditor)',
+  summary:
+    'write a secured nats-server config and one nkey seed per role (gateway, policy, sandbox, client, approver, auditor)',
   usage: NATS_AUTH_USAGE,
   async run(argv: string[], io: CliIo): Promise<number> {
-    const parsed = parseCommandArgs(argv, {
-      out: { type: 'string' }, client: { type: 'string', multiple: true }, port: { type: 'string' }, 'stream-prefix': { type: 'string' }, json: { type: 'boolean' },
-    }, { positionals: false, command: 'nats-auth' });
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        out: { type: 'string' },
+        client: { type: 'string', multiple: true },
+        port: { type: 'string' },
+        'stream-prefix': { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      { positionals: false, command: 'nats-auth' },
+    );
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${NATS_AUTH_USAGE}`);
       return EXIT_USAGE;
@@ -51,7 +59,9 @@ export const natsAuthCommand: Command = {
     const clients = strs(v['client']);
     const bad = clients.find((c) => !CLIENT_NAME.test(c));
     if (bad !== undefined) {
-      io.stderr(`nats-auth: --client "${bad}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --client billing).`);
+      io.stderr(
+        `nats-auth: --client "${bad}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --client billing).`,
+      );
       return EXIT_USAGE;
     }
     const portText = str(v['port']);
@@ -72,18 +82,47 @@ export const natsAuthCommand: Command = {
       };
       for (const role of NATS_ROLES) add(role, role);
       for (const c of [...new Set(clients)]) add(`client-${c}`, 'client');
-      writeFileSync(join(dir, 'nats-server.conf'), natsServerConfig(principals, { ...(port === undefined ? {} : { port }), streamPrefix: prefix }), { mode: 0o644 });
+      writeFileSync(
+        join(dir, 'nats-server.conf'),
+        natsServerConfig(principals, { ...(port === undefined ? {} : { port }), streamPrefix: prefix }),
+        { mode: 0o644 },
+      );
       writeFileSync(join(dir, 'authorization.conf'), authorizationBlock(principals, prefix), { mode: 0o644 });
       const snippet = {
-        principals: Object.fromEntries(principals.filter((p) => p.role === 'client' || p.role === 'approver').map((p) => [
-          p.name, { nkey: p.publicKey, agents: ['default'], profiles: ['default'], sandboxes: ['default'], owner: false, ...(p.role === 'approver' ? { approver: true } : {}) },
-        ])),
+        principals: Object.fromEntries(
+          principals
+            .filter((p) => p.role === 'client' || p.role === 'approver')
+            .map((p) => [
+              p.name,
+              {
+                nkey: p.publicKey,
+                agents: ['default'],
+                profiles: ['default'],
+                sandboxes: ['default'],
+                owner: false,
+                ...(p.role === 'approver' ? { approver: true } : {}),
+              },
+            ]),
+        ),
       };
-      writeFileSync(join(dir, 'principals.json5'), `// Principals of ${dir}: merge into the gateway's config and widen each as needed.\n${JSON.stringify(snippet, null, 2)}\n`);
-      for (const p of principals) io.stdout(`${p.role.padEnd(9)} ${p.name.padEnd(20)} ${p.publicKey}  ${p.seedFile}${p.created ? '' : ' (kept)'}`);
-      io.stdout(`nats-server config: ${join(dir, 'nats-server.conf')} (start: nats-server -c ${join(dir, 'nats-server.conf')} -sd STORE_DIR)`);
+      writeFileSync(
+        join(dir, 'principals.json5'),
+        `// Principals of ${dir}: merge into the gateway's config and widen each as needed.\n${JSON.stringify(snippet, null, 2)}\n`,
+      );
+      for (const p of principals)
+        io.stdout(
+          `${p.role.padEnd(9)} ${p.name.padEnd(20)} ${p.publicKey}  ${p.seedFile}${p.created ? '' : ' (kept)'}`,
+        );
+      io.stdout(
+        `nats-server config: ${join(dir, 'nats-server.conf')} (start: nats-server -c ${join(dir, 'nats-server.conf')} -sd STORE_DIR)`,
+      );
       if (v['json'] === true) {
-        io.stdout(JSON.stringify({ dir, principals: principals.map(({ name, role, publicKey, seedFile }) => ({ name, role, publicKey, seedFile })) }));
+        io.stdout(
+          JSON.stringify({
+            dir,
+            principals: principals.map(({ name, role, publicKey, seedFile }) => ({ name, role, publicKey, seedFile })),
+          }),
+        );
       }
       return EXIT_OK;
     } catch (e) {

@@ -12,7 +12,8 @@ const catalogOptions = {
   json: { type: 'boolean' },
 } as const;
 
-const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number => reportFailure(io, json, failure.error, code);
+const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number =>
+  reportFailure(io, json, failure.error, code);
 
 export const searchCommand: Command = {
   name: 'search',
@@ -30,19 +31,31 @@ export const searchCommand: Command = {
     const limitText = str(values['limit']);
     // A number-like text becomes the number the index checks (1..maxSearchLimit); anything else goes as the text
     // itself, so the error echoes what was typed ("abc", not NaN).
-    const limit: unknown = limitText === undefined ? undefined : /^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i.test(limitText) ? Number(limitText) : limitText;
+    const limit: unknown =
+      limitText === undefined
+        ? undefined
+        : /^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i.test(limitText)
+          ? Number(limitText)
+          : limitText;
     const opened = await openCatalog({ config: str(values['config']), catalog: strs(values['catalog']) }, io);
     if (!opened.ok) return failWith(io, json, opened);
     try {
-      const answer = opened.value.index.search(positionals.join(' '), limit === undefined ? {} : { limit: limit as number });
+      const answer = opened.value.index.search(
+        positionals.join(' '),
+        limit === undefined ? {} : { limit: limit as number },
+      );
       if (!answer.ok) return failWith(io, json, answer);
       const a = answer.value;
       if (json) {
         io.stdout(JSON.stringify(a));
         return EXIT_OK;
       }
-      io.stdout(`${a.results.length} of ${a.matched} matching tools (catalog: ${a.catalogSize})${a.note ? `: ${a.note}` : ''}`);
-      a.results.forEach((r, i) => io.stdout(`${String(i + 1).padStart(2)}. ${r.id}${r.untrusted ? ' [untrusted]' : ''}\n    ${r.description}`));
+      io.stdout(
+        `${a.results.length} of ${a.matched} matching tools (catalog: ${a.catalogSize})${a.note ? `: ${a.note}` : ''}`,
+      );
+      a.results.forEach((r, i) =>
+        io.stdout(`${String(i + 1).padStart(2)}. ${r.id}${r.untrusted ? ' [untrusted]' : ''}\n    ${r.description}`),
+      );
       return EXIT_OK;
     } finally {
       await opened.value.close();
@@ -52,7 +65,7 @@ export const searchCommand: Command = {
 
 export const describeCommand: Command = {
   name: 'describe',
-  summary: 'show one tool\'s full entry and exact input schema',
+  summary: "show one tool's full entry and exact input schema",
   usage: DESCRIBE_USAGE,
   async run(argv, io) {
     const parsed = parseCommandArgs(argv, catalogOptions, { command: 'describe' });
@@ -82,7 +95,11 @@ export const evalCommand: Command = {
   summary: 'measure retrieval (recall@1/3/5, MRR, latency) on labelled queries',
   usage: EVAL_USAGE,
   async run(argv, io) {
-    const parsed = parseCommandArgs(argv, { ...catalogOptions, queries: { type: 'string' } }, { positionals: false, command: 'eval' });
+    const parsed = parseCommandArgs(
+      argv,
+      { ...catalogOptions, queries: { type: 'string' } },
+      { positionals: false, command: 'eval' },
+    );
     if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
     const { values } = parsed.value;
     const json = values['json'] === true;
@@ -99,8 +116,10 @@ export const evalCommand: Command = {
     try {
       const report = evaluate(opened.value.index, queries.value);
       const f = (x: number) => x.toFixed(3);
-      io.stdout(`n=${report.n} recall@1=${f(report.recallAt1)} recall@3=${f(report.recallAt3)} recall@5=${f(report.recallAt5)} ` +
-        `mrr=${f(report.mrr)} p50=${report.p50Ms.toFixed(3)}ms p99=${report.p99Ms.toFixed(3)}ms (catalog: ${opened.value.index.size} tools)`);
+      io.stdout(
+        `n=${report.n} recall@1=${f(report.recallAt1)} recall@3=${f(report.recallAt3)} recall@5=${f(report.recallAt5)} ` +
+          `mrr=${f(report.mrr)} p50=${report.p50Ms.toFixed(3)}ms p99=${report.p99Ms.toFixed(3)}ms (catalog: ${opened.value.index.size} tools)`,
+      );
       if (json) io.stdout(JSON.stringify(report));
       return EXIT_OK;
     } finally {

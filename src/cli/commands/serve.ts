@@ -59,16 +59,34 @@ function untilSignal(): Promise<string> {
 }
 
 /** `serve --role policy|sandbox`: only that role's actors on NATS, no HTTP front, until a signal. */
-async function serveActorRole(role: 'policy' | 'sandbox', c: NatsConnectSettings, config: ResolvedConfig, io: CliIo): Promise<number> {
+async function serveActorRole(
+  role: 'policy' | 'sandbox',
+  c: NatsConnectSettings,
+  config: ResolvedConfig,
+  io: CliIo,
+): Promise<number> {
   const url = c.display;
   // A principal of a secured deployment may not manage streams (only the gateway does); an open server: as before.
-  const opened = await openBus({ config, cwd: io.cwd, nats: c, name: `toolsearch-${role}`, ...(c.principal === 'default' ? {} : { manageStreams: false }) });
+  const opened = await openBus({
+    config,
+    cwd: io.cwd,
+    nats: c,
+    name: `toolsearch-${role}`,
+    ...(c.principal === 'default' ? {} : { manageStreams: false }),
+  });
   if (!opened.ok) {
     io.stderr(`${opened.error.code}: ${opened.error.message}`);
     return EXIT_FAILED;
   }
   const bus = opened.value.bus;
-  const services = await startRoleServices({ role, bus, config, cwd: io.cwd, onProgress: (l) => io.stderr(l), onError: (m) => io.stderr(`warning: ${m}`) });
+  const services = await startRoleServices({
+    role,
+    bus,
+    config,
+    cwd: io.cwd,
+    onProgress: (l) => io.stderr(l),
+    onError: (m) => io.stderr(`warning: ${m}`),
+  });
   await opened.value.ready();
   io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${url}`);
   const signal = await untilSignal();
@@ -84,11 +102,24 @@ export const serveCommand: Command = {
   summary: 'run the OpenAI-compatible gateway (built-in mock provider when none is configured)',
   usage: SERVE_USAGE,
   async run(argv: string[], io: CliIo): Promise<number> {
-    const parsed = parseCommandArgs(argv, {
-      port: { type: 'string' }, config: { type: 'string' }, nats: { type: 'string' }, log: { type: 'string' },
-      provider: { type: 'string' }, 'provider-timeout': { type: 'string' }, role: { type: 'string' }, host: { type: 'string' }, 'insecure-http': { type: 'boolean' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-      ...NATS_FLAG_OPTIONS,
-    }, { positionals: false });
+    const parsed = parseCommandArgs(
+      argv,
+      {
+        port: { type: 'string' },
+        config: { type: 'string' },
+        nats: { type: 'string' },
+        log: { type: 'string' },
+        provider: { type: 'string' },
+        'provider-timeout': { type: 'string' },
+        role: { type: 'string' },
+        host: { type: 'string' },
+        'insecure-http': { type: 'boolean' },
+        catalog: { type: 'string', multiple: true },
+        plugin: { type: 'string', multiple: true },
+        ...NATS_FLAG_OPTIONS,
+      },
+      { positionals: false },
+    );
     if (!parsed.ok) {
       io.stderr(`${parsed.error.message}\n\n${SERVE_USAGE}`);
       return EXIT_USAGE;
@@ -100,7 +131,9 @@ export const serveCommand: Command = {
       return EXIT_USAGE;
     }
     if (role !== 'all' && str(v['nats']) === undefined && !io.env['NATS_URL']?.trim()) {
-      io.stderr(`serve: --role ${role} needs NATS (--nats URL or NATS_URL): the other roles run in other processes. Without NATS use --role all.`);
+      io.stderr(
+        `serve: --role ${role} needs NATS (--nats URL or NATS_URL): the other roles run in other processes. Without NATS use --role all.`,
+      );
       return EXIT_USAGE;
     }
     const portText = str(v['port']) ?? io.env['PORT'];
@@ -114,8 +147,13 @@ export const serveCommand: Command = {
     }
     const timeoutText = str(v['provider-timeout']);
     const providerTimeoutMs = timeoutText === undefined ? undefined : Number(timeoutText);
-    if (timeoutText !== undefined && (!/^\d+$/.test(timeoutText) || providerTimeoutMs! < 1 || providerTimeoutMs! > 3_600_000)) {
-      io.stderr(`serve: --provider-timeout "${timeoutText}" is not a timeout: give whole milliseconds from 1 to 3600000 (config provider.timeoutMs, default 120000).`);
+    if (
+      timeoutText !== undefined &&
+      (!/^\d+$/.test(timeoutText) || providerTimeoutMs! < 1 || providerTimeoutMs! > 3_600_000)
+    ) {
+      io.stderr(
+        `serve: --provider-timeout "${timeoutText}" is not a timeout: give whole milliseconds from 1 to 3600000 (config provider.timeoutMs, default 120000).`,
+      );
       return EXIT_USAGE;
     }
     const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd });
@@ -131,10 +169,14 @@ export const serveCommand: Command = {
       return EXIT_USAGE;
     }
     const nats = connect.value;
-    if ((role === 'policy' || role === 'sandbox') && nats !== undefined) return serveActorRole(role, nats, loaded.value.config, io);
+    if ((role === 'policy' || role === 'sandbox') && nats !== undefined)
+      return serveActorRole(role, nats, loaded.value.config, io);
 
     const started = await startGateway({
-      config: loaded.value.config, cwd: io.cwd, env: io.env, warmUp: true,
+      config: loaded.value.config,
+      cwd: io.cwd,
+      env: io.env,
+      warmUp: true,
       configPath: loaded.value.path ?? resolve(io.cwd, DEFAULT_CONFIG_FILE),
       ...(str(v['host']) !== undefined ? { host: str(v['host']) as string } : {}),
       ...(v['insecure-http'] === true ? { insecureHttp: true } : {}),
@@ -144,7 +186,8 @@ export const serveCommand: Command = {
       ...(str(v['log']) !== undefined ? { logPath: str(v['log']) as string } : {}),
       ...(str(v['provider']) !== undefined ? { providerUrl: str(v['provider']) as string } : {}),
       ...(providerTimeoutMs !== undefined ? { providerTimeoutMs } : {}),
-      catalogPaths: strs(v['catalog']), pluginFiles: strs(v['plugin']),
+      catalogPaths: strs(v['catalog']),
+      pluginFiles: strs(v['plugin']),
       onProgress: (line) => io.stderr(line),
     });
     if (!started.ok) {
@@ -153,10 +196,14 @@ export const serveCommand: Command = {
     }
     const gw = started.value;
     const target = gw.mockProvider !== undefined ? ' target=current_time' : '';
-    io.stdout(`toolsearch gateway listening on ${gw.url} (mode ${gw.mode}${gw.mockProvider !== undefined ? ', built-in mock provider' : `, provider ${gw.providerUrl}`})`);
+    io.stdout(
+      `toolsearch gateway listening on ${gw.url} (mode ${gw.mode}${gw.mockProvider !== undefined ? ', built-in mock provider' : `, provider ${gw.providerUrl}`})`,
+    );
     io.stdout('Try:');
     const keyed = Object.values(loaded.value.config.principals).some((p) => p.keySha256 !== undefined);
-    io.stdout(`  curl -s ${gw.url}/v1/chat/completions${keyed ? " -H 'authorization: Bearer <key>'" : ''} -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`);
+    io.stdout(
+      `  curl -s ${gw.url}/v1/chat/completions${keyed ? " -H 'authorization: Bearer <key>'" : ''} -H 'content-type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"What time is it?${target}"}]}'`,
+    );
     io.stdout('Stop with Ctrl-C.');
 
     const signal = await untilSignal();

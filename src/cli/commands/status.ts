@@ -31,33 +31,61 @@ export const statusCommand: Command = {
   summary: 'list the live actors (gateway, policy, sandbox) of a NATS deployment',
   usage: USAGE,
   async run(argv, io) {
-    const parsed = parseCommandArgs(argv, { nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, 'wait-ms': { type: 'string' }, json: { type: 'boolean' } }, { positionals: false });
+    const parsed = parseCommandArgs(
+      argv,
+      { nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, 'wait-ms': { type: 'string' }, json: { type: 'boolean' } },
+      { positionals: false },
+    );
     if (!parsed.ok) return failWith(io, false, parsed.error.code, parsed.error.message, EXIT_USAGE);
     const v = parsed.value.values;
     const json = v['json'] === true;
     const url = str(v['nats']) ?? (io.env['NATS_URL']?.trim() || undefined);
-    if (url === undefined) return failWith(io, json, 'cli.usage', 'status: give --nats URL (or set NATS_URL).', EXIT_USAGE);
+    if (url === undefined)
+      return failWith(io, json, 'cli.usage', 'status: give --nats URL (or set NATS_URL).', EXIT_USAGE);
     const c = natsSettingsFromCli(v, io, undefined, url);
     if (!c.ok) return failWith(io, json, c.error.code, c.error.message, EXIT_USAGE);
     const shown = c.value!.display;
     const waitText = str(v['wait-ms']);
     const waitMs = waitText === undefined ? 1500 : Number(waitText);
-    if (!/^\d+$/.test(waitText ?? '0') || waitMs > 60_000) return failWith(io, json, 'cli.usage', `status: --wait-ms "${waitText}" must be an integer from 0 to 60000.`, EXIT_USAGE);
+    if (!/^\d+$/.test(waitText ?? '0') || waitMs > 60_000)
+      return failWith(
+        io,
+        json,
+        'cli.usage',
+        `status: --wait-ms "${waitText}" must be an integer from 0 to 60000.`,
+        EXIT_USAGE,
+      );
     let actors: ActorInfo[];
     try {
       actors = await listActors(c.value!.servers, { waitMs, auth: c.value!.auth, secrets: c.value!.secrets });
     } catch (err) {
-      if (isBusError(err)) return failWith(io, json, err.code, err.message.startsWith(`${err.code}: `) ? err.message.slice(err.code.length + 2) : err.message);
+      if (isBusError(err))
+        return failWith(
+          io,
+          json,
+          err.code,
+          err.message.startsWith(`${err.code}: `) ? err.message.slice(err.code.length + 2) : err.message,
+        );
       throw err;
     }
     const roles: Record<string, number> = {};
     for (const a of actors) roles[a.role] = (roles[a.role] ?? 0) + 1;
     if (json) io.stdout(JSON.stringify({ ok: actors.length > 0, actors, roles }));
-    else if (actors.length === 0) io.stdout(`no live actors at ${shown} (waited ${waitMs} ms): start one with toolsearch serve --nats ${shown} --role all|gateway|policy|sandbox`);
+    else if (actors.length === 0)
+      io.stdout(
+        `no live actors at ${shown} (waited ${waitMs} ms): start one with toolsearch serve --nats ${shown} --role all|gateway|policy|sandbox`,
+      );
     else {
       const now = Date.now();
-      io.stdout(`${actors.length} live actor(s) at ${shown}: ${Object.entries(roles).map(([r, n]) => `${r} ${n}`).join(', ')}`);
-      for (const a of actors) io.stdout(`  ${a.role.padEnd(8)} ${a.id}  ${a.host ?? '?'} pid ${a.pid ?? '?'}  last seen ${ago(a.lastSeen, now)}`);
+      io.stdout(
+        `${actors.length} live actor(s) at ${shown}: ${Object.entries(roles)
+          .map(([r, n]) => `${r} ${n}`)
+          .join(', ')}`,
+      );
+      for (const a of actors)
+        io.stdout(
+          `  ${a.role.padEnd(8)} ${a.id}  ${a.host ?? '?'} pid ${a.pid ?? '?'}  last seen ${ago(a.lastSeen, now)}`,
+        );
     }
     return actors.length > 0 ? EXIT_OK : EXIT_FAILED;
   },

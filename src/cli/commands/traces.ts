@@ -2,7 +2,13 @@ import { connect as tcpConnect } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { DEFAULT_EVENT_LOG, readEventLog, type Envelope } from '../../bus/index.js';
 import { busConnectOptions, isBusError, openNatsBus, type NatsConnectSettings } from '../../bus/nats/index.js';
-import { DEFAULT_TRACES_DIR, rebuildTrace, rebuiltTraceText, writeRebuiltTrace, type RebuiltTraceFormat } from '../../telemetry/index.js';
+import {
+  DEFAULT_TRACES_DIR,
+  rebuildTrace,
+  rebuiltTraceText,
+  writeRebuiltTrace,
+  type RebuiltTraceFormat,
+} from '../../telemetry/index.js';
 import { parseCommandArgs, str } from '../args.js';
 import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
@@ -40,12 +46,23 @@ const options = {
   json: { type: 'boolean' },
 } as const;
 
-type Loaded = { ok: true; events: Envelope[]; from: string; warnings: string[] } | { ok: false; code: string; message: string };
+type Loaded =
+  { ok: true; events: Envelope[]; from: string; warnings: string[] } | { ok: false; code: string; message: string };
 
 async function loadFromLog(file: string, sessionId: string): Promise<Loaded> {
   const read = await readEventLog(file);
-  if (read.missing) return { ok: false, code: 'traces.noEvents', message: `${file} does not exist. Give the event log with --log FILE or read NATS with --nats URL.` };
-  return { ok: true, events: read.events.filter((e) => e.sessionId === sessionId), from: file, warnings: read.warnings };
+  if (read.missing)
+    return {
+      ok: false,
+      code: 'traces.noEvents',
+      message: `${file} does not exist. Give the event log with --log FILE or read NATS with --nats URL.`,
+    };
+  return {
+    ok: true,
+    events: read.events.filter((e) => e.sessionId === sessionId),
+    from: file,
+    warnings: read.warnings,
+  };
 }
 
 /** A BusError's message without the code it starts with (printed once, in front). */
@@ -79,15 +96,29 @@ function reachable(url: string, ms: number): Promise<string | undefined> {
   });
 }
 
-async function loadFromNats(connect: NatsConnectSettings, sessionId: string, streamPrefix: string | undefined): Promise<Loaded> {
+async function loadFromNats(
+  connect: NatsConnectSettings,
+  sessionId: string,
+  streamPrefix: string | undefined,
+): Promise<Loaded> {
   const url = connect.display;
   const problem = await reachable(connect.servers[0] ?? url, 3000);
   if (problem !== undefined) {
-    return { ok: false, code: 'bus.unavailable', message: `cannot connect to NATS at ${url}: ${problem}. Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats.` };
+    return {
+      ok: false,
+      code: 'bus.unavailable',
+      message: `cannot connect to NATS at ${url}: ${problem}. Start nats-server with -js (infra/scripts/start-nats.sh) or check --nats.`,
+    };
   }
   let bus;
   try {
-    bus = await openNatsBus({ ...busConnectOptions(connect), name: 'toolsearch-traces', connectTimeoutMs: 5000, manageStreams: false, ...(streamPrefix !== undefined ? { streamPrefix } : {}) });
+    bus = await openNatsBus({
+      ...busConnectOptions(connect),
+      name: 'toolsearch-traces',
+      connectTimeoutMs: 5000,
+      manageStreams: false,
+      ...(streamPrefix !== undefined ? { streamPrefix } : {}),
+    });
   } catch (err) {
     if (isBusError(err)) return { ok: false, code: err.code, message: busMessage(err) };
     throw err;
@@ -114,7 +145,14 @@ export const tracesCommand: Command = {
   usage: USAGE,
   async run(argv, io) {
     const parsed = parseCommandArgs(argv, options, { positionals: false });
-    if (!parsed.ok) return failWith(io, false, parsed.error.code, `${parsed.error.message}. Run toolsearch traces --help.`, EXIT_USAGE);
+    if (!parsed.ok)
+      return failWith(
+        io,
+        false,
+        parsed.error.code,
+        `${parsed.error.message}. Run toolsearch traces --help.`,
+        EXIT_USAGE,
+      );
     const v = parsed.value.values;
     const natsThen = async (url: string, load: (c: NatsConnectSettings) => Promise<Loaded>): Promise<Loaded> => {
       const c = natsSettingsFromCli(v, io, undefined, url);
@@ -122,18 +160,22 @@ export const tracesCommand: Command = {
       return load(c.value!);
     };
     const json = v['json'] === true;
-    const usage = (message: string) => failWith(io, json, 'cli.usage', `${message} Run toolsearch traces --help.`, EXIT_USAGE);
+    const usage = (message: string) =>
+      failWith(io, json, 'cli.usage', `${message} Run toolsearch traces --help.`, EXIT_USAGE);
 
     const sessionId = str(v['session']);
     if (sessionId === undefined || sessionId === '') return usage('traces: --session ID is required.');
     const format = str(v['format']) ?? 'jaeger';
-    if (format !== 'jaeger' && format !== 'otlp') return usage(`traces: --format must be jaeger or otlp, not "${format}".`);
+    if (format !== 'jaeger' && format !== 'otlp')
+      return usage(`traces: --format must be jaeger or otlp, not "${format}".`);
     const logArg = str(v['log']);
     const natsUrl = str(v['nats']);
-    if (logArg !== undefined && natsUrl !== undefined) return usage('traces: give either --log FILE or --nats URL, not both.');
+    if (logArg !== undefined && natsUrl !== undefined)
+      return usage('traces: give either --log FILE or --nats URL, not both.');
     const outArg = str(v['out']);
     const dirArg = str(v['traces-dir']);
-    if (outArg !== undefined && dirArg !== undefined && outArg !== dirArg) return usage('traces: give either --out or --traces-dir, not both.');
+    if (outArg !== undefined && dirArg !== undefined && outArg !== dirArg)
+      return usage('traces: give either --out or --traces-dir, not both.');
     const dest = outArg ?? dirArg ?? DEFAULT_TRACES_DIR;
     const abs = (p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p));
 
@@ -154,8 +196,12 @@ export const tracesCommand: Command = {
     for (const w of rebuilt.warnings) io.stderr(`warning: ${w}`);
     if (rebuilt.spans.length === 0) {
       const what = turnId === undefined ? `session "${sessionId}"` : `turn "${turnId}" of session "${sessionId}"`;
-      return failWith(io, json, 'traces.noEvents',
-        `${what} has no turn events in ${loaded.from}. Check the session id and the event source (--log FILE or --nats URL).`);
+      return failWith(
+        io,
+        json,
+        'traces.noEvents',
+        `${what} has no turn events in ${loaded.from}. Check the session id and the event source (--log FILE or --nats URL).`,
+      );
     }
 
     const fmt: RebuiltTraceFormat = format;
@@ -175,12 +221,19 @@ export const tracesCommand: Command = {
     try {
       path = await writeRebuiltTrace(abs(dest), sessionId, rebuilt.spans, fmt);
     } catch (err) {
-      return failWith(io, json, 'traces.writeFailed', `cannot write the trace under ${abs(dest)}: ${err instanceof Error ? err.message : String(err)}. Choose another --traces-dir.`);
+      return failWith(
+        io,
+        json,
+        'traces.writeFailed',
+        `cannot write the trace under ${abs(dest)}: ${err instanceof Error ? err.message : String(err)}. Choose another --traces-dir.`,
+      );
     }
     if (json) io.stdout(JSON.stringify({ ok: true, path, ...summary }));
     else {
       io.stdout(path);
-      io.stderr(`rebuilt ${rebuilt.turns.length} turn(s), ${rebuilt.spans.length} spans from ${rebuilt.events} events of ${loaded.from}`);
+      io.stderr(
+        `rebuilt ${rebuilt.turns.length} turn(s), ${rebuilt.spans.length} spans from ${rebuilt.events} events of ${loaded.from}`,
+      );
     }
     return EXIT_OK;
   },

@@ -22,25 +22,47 @@ interface Script {
 }
 
 /** A turn script (README, "A turn script"): the session facts, the mode, client tools and the steps to run. */
-const TurnScript = Type.Object({
-  session: Type.Optional(Type.Object({
-    sessionId: Type.Optional(Type.String({ minLength: 1, description: 'a non-empty string' })),
-    agentId: Type.Optional(Type.String({ description: 'a string' })),
-    profile: Type.Optional(Type.String({ description: 'a string' })),
-    sandboxId: Type.Optional(Type.String({ description: 'a string' })),
-    owner: Type.Optional(Type.Boolean({ description: 'true or false' })),
-  }, { additionalProperties: false, description: 'an object {sessionId?, agentId?, profile?, sandboxId?, owner?}' })),
-  mode: Type.Optional(Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')], { 'x-expected': '"direct", "tools" or "code"' })),
-  harness: Type.Optional(Type.Unknown()),
-  clientId: Type.Optional(Type.String({ description: 'a string (no spaces or ":")' })),
-  // Each client tool is checked by the catalog, which refuses a bad one alone and reports it.
-  clientTools: Type.Optional(Type.Array(Type.Unknown(), { description: 'an array of {name, description?, parameters?}' })),
-  mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object of MCP servers, as config mcpServers' })),
-  steps: Type.Array(
-    Type.Object({ tool: Type.String({ minLength: 1, description: 'the exposed tool name' }), args: Type.Optional(Type.Unknown()) }, { description: '{"tool": "<exposed tool name>", "args": {...}}' }),
-    { description: 'an array of {tool, args}' },
-  ),
-}, { additionalProperties: false, description: 'an object {session?, mode?, harness?, clientId?, clientTools?, steps}' });
+const TurnScript = Type.Object(
+  {
+    session: Type.Optional(
+      Type.Object(
+        {
+          sessionId: Type.Optional(Type.String({ minLength: 1, description: 'a non-empty string' })),
+          agentId: Type.Optional(Type.String({ description: 'a string' })),
+          profile: Type.Optional(Type.String({ description: 'a string' })),
+          sandboxId: Type.Optional(Type.String({ description: 'a string' })),
+          owner: Type.Optional(Type.Boolean({ description: 'true or false' })),
+        },
+        { additionalProperties: false, description: 'an object {sessionId?, agentId?, profile?, sandboxId?, owner?}' },
+      ),
+    ),
+    mode: Type.Optional(
+      Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')], {
+        'x-expected': '"direct", "tools" or "code"',
+      }),
+    ),
+    harness: Type.Optional(Type.Unknown()),
+    clientId: Type.Optional(Type.String({ description: 'a string (no spaces or ":")' })),
+    // Each client tool is checked by the catalog, which refuses a bad one alone and reports it.
+    clientTools: Type.Optional(
+      Type.Array(Type.Unknown(), { description: 'an array of {name, description?, parameters?}' }),
+    ),
+    mcpServers: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'an object of MCP servers, as config mcpServers' }),
+    ),
+    steps: Type.Array(
+      Type.Object(
+        {
+          tool: Type.String({ minLength: 1, description: 'the exposed tool name' }),
+          args: Type.Optional(Type.Unknown()),
+        },
+        { description: '{"tool": "<exposed tool name>", "args": {...}}' },
+      ),
+      { description: 'an array of {tool, args}' },
+    ),
+  },
+  { additionalProperties: false, description: 'an object {session?, mode?, harness?, clientId?, clientTools?, steps}' },
+);
 
 /** Reads and checks a turn script against its schema; every problem names the field. */
 export function parseScript(text: string, file: string): Result<Script> {
@@ -54,10 +76,16 @@ export function parseScript(text: string, file: string): Result<Script> {
   if (!checked.ok) return checked;
   const script = checked.value;
   if (script.harness !== undefined && script.harness !== 'pi' && script.harness !== 'codex') {
-    return fail('script.badHarness', `${file}: "harness" ${JSON.stringify(script.harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`);
+    return fail(
+      'script.badHarness',
+      `${file}: "harness" ${JSON.stringify(script.harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`,
+    );
   }
   const session = script.session ?? {};
-  return ok({ ...(script as unknown as Script), session: { ...session, sessionId: session.sessionId ?? `cli-${randomUUID()}` } as Script['session'] });
+  return ok({
+    ...(script as unknown as Script),
+    session: { ...session, sessionId: session.sessionId ?? `cli-${randomUUID()}` } as Script['session'],
+  });
 }
 
 const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED): number =>
@@ -65,8 +93,17 @@ const failWith = (io: CliIo, json: boolean, failure: Failure, code = EXIT_FAILED
 
 /** A step result as the script output shows it: pending client calls become values. Pure: no I/O. */
 export function printableResult(r: StepResult): unknown {
-  if (r.ok && 'pending' in r) return { ok: true, value: { pending: true, callId: r.callId, toolName: r.toolName, args: r.args } };
-  if (!r.ok) return { ...r, error: { code: r.error.code, message: r.error.message, ...(r.error.details === undefined ? {} : { details: r.error.details }) } };
+  if (r.ok && 'pending' in r)
+    return { ok: true, value: { pending: true, callId: r.callId, toolName: r.toolName, args: r.args } };
+  if (!r.ok)
+    return {
+      ...r,
+      error: {
+        code: r.error.code,
+        message: r.error.message,
+        ...(r.error.details === undefined ? {} : { details: r.error.details }),
+      },
+    };
   return r;
 }
 
@@ -87,7 +124,11 @@ export function sourcesOfTurn(events: readonly Envelope[], turnId: string): Turn
   return data.sources.flatMap((raw: unknown): TurnSource[] => {
     const r = raw as Record<string, unknown> | null;
     if (!r || typeof r['key'] !== 'string') return [];
-    const out: TurnSource = { key: r['key'], ok: r['ok'] === true, toolCount: typeof r['toolCount'] === 'number' ? r['toolCount'] : 0 };
+    const out: TurnSource = {
+      key: r['key'],
+      ok: r['ok'] === true,
+      toolCount: typeof r['toolCount'] === 'number' ? r['toolCount'] : 0,
+    };
     if (typeof r['reason'] === 'string') out.reason = r['reason'];
     if (Array.isArray(r['warnings'])) out.warnings = r['warnings'].filter((w): w is string => typeof w === 'string');
     return [out];
@@ -95,30 +136,57 @@ export function sourcesOfTurn(events: readonly Envelope[], turnId: string): Turn
 }
 
 async function run(argv: string[], io: CliIo): Promise<number> {
-  const parsed = parseCommandArgs(argv, {
-    config: { type: 'string' }, catalog: { type: 'string', multiple: true }, plugin: { type: 'string', multiple: true },
-    log: { type: 'string' }, nats: { type: 'string' }, ...NATS_FLAG_OPTIONS, 'stream-prefix': { type: 'string' }, 'traces-dir': { type: 'string' }, script: { type: 'string' }, json: { type: 'boolean' },
-  }, { positionals: false, command: 'turn' });
+  const parsed = parseCommandArgs(
+    argv,
+    {
+      config: { type: 'string' },
+      catalog: { type: 'string', multiple: true },
+      plugin: { type: 'string', multiple: true },
+      log: { type: 'string' },
+      nats: { type: 'string' },
+      ...NATS_FLAG_OPTIONS,
+      'stream-prefix': { type: 'string' },
+      'traces-dir': { type: 'string' },
+      script: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+    { positionals: false, command: 'turn' },
+  );
   if (!parsed.ok) return failWith(io, false, parsed, EXIT_USAGE);
   const v = parsed.value.values;
   const json = v['json'] === true;
   const scriptFile = str(v['script']);
-  if (scriptFile === undefined) return failWith(io, json, fail('cli.usage', 'turn needs --script FILE.json. Run toolsearch turn --help.'), EXIT_USAGE);
+  if (scriptFile === undefined)
+    return failWith(
+      io,
+      json,
+      fail('cli.usage', 'turn needs --script FILE.json. Run toolsearch turn --help.'),
+      EXIT_USAGE,
+    );
   const read = await readInput(io, scriptFile, 'script', 'script.read');
   if (!read.ok) return failWith(io, json, read);
   const script = parseScript(read.value, scriptFile === '-' ? 'the script on stdin' : scriptFile);
   if (!script.ok) return failWith(io, json, script);
   const s = script.value;
 
-  const nats = await openCommandBus({ url: str(v['nats']), env: envWithNatsFlags(v, io.env), cwd: io.cwd, name: 'toolsearch-turn', ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }) });
+  const nats = await openCommandBus({
+    url: str(v['nats']),
+    env: envWithNatsFlags(v, io.env),
+    cwd: io.cwd,
+    name: 'toolsearch-turn',
+    ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }),
+  });
   if (!nats.ok) return failWith(io, json, nats);
   const opened = await openLocalEngine({
     ...(nats.value === undefined ? {} : { bus: nats.value }),
     ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
-    catalog: strs(v['catalog']), plugin: strs(v['plugin']),
+    catalog: strs(v['catalog']),
+    plugin: strs(v['plugin']),
     ...(str(v['log']) === undefined ? {} : { log: str(v['log'])! }),
     ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
-    withSandbox: s.mode === undefined || s.mode === 'code', cwd: io.cwd, onWarning: (w) => io.stderr(`warning: ${w}`),
+    withSandbox: s.mode === undefined || s.mode === 'code',
+    cwd: io.cwd,
+    onWarning: (w) => io.stderr(`warning: ${w}`),
   });
   if (!opened.ok) {
     await nats.value?.close();
@@ -152,17 +220,32 @@ async function run(argv: string[], io: CliIo): Promise<number> {
       if (!src.ok) io.stderr(`warning: source ${src.key} failed: ${src.reason ?? 'unknown reason'}`);
       for (const w of src.warnings ?? []) io.stderr(`warning: source ${src.key}: ${w}`);
     }
-    const exposure = { mode: turn.exposure.mode, tools: turn.exposure.tools.map((t) => t.function.name), bytes: turn.exposure.bytes, ...(turn.exposure.reason === undefined ? {} : { reason: turn.exposure.reason }) };
+    const exposure = {
+      mode: turn.exposure.mode,
+      tools: turn.exposure.tools.map((t) => t.function.name),
+      bytes: turn.exposure.bytes,
+      ...(turn.exposure.reason === undefined ? {} : { reason: turn.exposure.reason }),
+    };
     const sessionLog = {
-      schemasUpFront: log.schemasUpFront, searches: log.searches, describes: log.describes,
+      schemasUpFront: log.schemasUpFront,
+      searches: log.searches,
+      describes: log.describes,
       finalCalls: log.finalCalls,
-      turns: log.turns, codeRuns: log.codeRuns, resultOrigins: log.resultOrigins, sessionId: log.sessionId,
+      turns: log.turns,
+      codeRuns: log.codeRuns,
+      resultOrigins: log.resultOrigins,
+      sessionId: log.sessionId,
     };
     if (!json) {
-      io.stdout(`Turn ${turn.turnId} of session ${s.session.sessionId}: mode ${exposure.mode}, ${exposure.tools.length} tool(s) exposed, ${exposure.bytes} bytes${exposure.reason === undefined ? '' : ` (${exposure.reason})`}`);
+      io.stdout(
+        `Turn ${turn.turnId} of session ${s.session.sessionId}: mode ${exposure.mode}, ${exposure.tools.length} tool(s) exposed, ${exposure.bytes} bytes${exposure.reason === undefined ? '' : ` (${exposure.reason})`}`,
+      );
       s.steps.forEach((step, i) => io.stdout(`  ${i + 1}. ${step.tool}: ${JSON.stringify(results[i])}`));
-      io.stdout(`Session log: ${sessionLog.schemasUpFront} schema(s) up front, ${sessionLog.searches} search(es), ${sessionLog.describes} describe(s), ${sessionLog.finalCalls.length} final call(s)`);
-      for (const c of sessionLog.finalCalls) io.stdout(`  ${c.id} [${c.source}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`);
+      io.stdout(
+        `Session log: ${sessionLog.schemasUpFront} schema(s) up front, ${sessionLog.searches} search(es), ${sessionLog.describes} describe(s), ${sessionLog.finalCalls.length} final call(s)`,
+      );
+      for (const c of sessionLog.finalCalls)
+        io.stdout(`  ${c.id} [${c.source}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`);
       if (local.logPath !== undefined) io.stdout(`Events: ${local.logPath}`);
     }
     if (json) io.stdout(JSON.stringify({ exposure, results, sessionLog, turnId: turn.turnId, sources }));
@@ -174,4 +257,9 @@ async function run(argv: string[], io: CliIo): Promise<number> {
 }
 
 /** `toolsearch turn`: one scripted turn without a model. */
-export const turnCommand: Command = { name: 'turn', summary: 'run one scripted turn without a model (events, session log)', usage: TURN_USAGE, run };
+export const turnCommand: Command = {
+  name: 'turn',
+  summary: 'run one scripted turn without a model (events, session log)',
+  usage: TURN_USAGE,
+  run,
+};

@@ -27,7 +27,10 @@ export function hashApiKey(key: string): string {
 
 /** Whether a host to listen on only accepts connections from this machine (127.0.0.0/8, ::1, localhost). Pure: no I/O. */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
   if (isIP(h) === 4) return h.startsWith('127.');
   if (isIP(h) === 6) return h === '::1' || h === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(h);
@@ -42,7 +45,12 @@ export const keyPrincipals = (principals: Record<string, Principal>): Principal[
  * Whether the front may listen on `host`: beyond loopback it needs API keys (`front.noKeys`) and HTTPS
  * (`front.tlsRequired`, unless `insecureHttp`). Pure: no I/O.
  */
-export function checkFrontExposure(opts: { host: string; keys: number; tls: boolean; insecureHttp: boolean }): Result<void> {
+export function checkFrontExposure(opts: {
+  host: string;
+  keys: number;
+  tls: boolean;
+  insecureHttp: boolean;
+}): Result<void> {
   if (isLoopbackHost(opts.host)) return ok(undefined);
   if (opts.keys === 0) {
     return fail(
@@ -111,7 +119,8 @@ export interface FrontAuth {
 }
 
 /** A refusal as a failure value: the HTTP status and the header at fault travel in `details`. Pure: no I/O. */
-const refuse = (r: FrontRefusal) => fail(r.code, r.message, { status: r.status, ...(r.param !== undefined ? { param: r.param } : {}) });
+const refuse = (r: FrontRefusal) =>
+  fail(r.code, r.message, { status: r.status, ...(r.param !== undefined ? { param: r.param } : {}) });
 
 /** The HTTP status and header of a refusal made by `FrontAuth` (401/403). Pure: no I/O. */
 export function refusalOf(error: { details?: Record<string, unknown> }): { status: number; param: string | null } {
@@ -123,7 +132,7 @@ export function refusalOf(error: { details?: Record<string, unknown> }): { statu
 /** The bearer token of an Authorization header, or why there is none. Pure: no I/O. */
 export function bearerToken(header: string | string[] | undefined): Result<string> {
   if (header === undefined) return fail('auth.missingKey', 'missing');
-  const value = Array.isArray(header) ? header[0] ?? '' : header;
+  const value = Array.isArray(header) ? (header[0] ?? '') : header;
   const m = /^Bearer[ \t]+([^\s]+)\s*$/i.exec(value);
   if (m === null) return fail('auth.invalidKey', 'malformed');
   return ok(m[1] as string);
@@ -158,8 +167,18 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
     const token = bearerToken(req.headers['authorization']);
     if (!token.ok) {
       return token.error.code === 'auth.missingKey'
-        ? refuse({ status: 401, code: 'auth.missingKey', param: 'authorization', message: `This gateway needs an API key: no Authorization header was sent. ${howToAdd}` })
-        : refuse({ status: 401, code: 'auth.invalidKey', param: 'authorization', message: `The Authorization header must be "Bearer <key>". ${howToAdd}` });
+        ? refuse({
+            status: 401,
+            code: 'auth.missingKey',
+            param: 'authorization',
+            message: `This gateway needs an API key: no Authorization header was sent. ${howToAdd}`,
+          })
+        : refuse({
+            status: 401,
+            code: 'auth.invalidKey',
+            param: 'authorization',
+            message: `The Authorization header must be "Bearer <key>". ${howToAdd}`,
+          });
     }
     const hash = Buffer.from(hashApiKey(token.value), 'hex');
     let found: Principal | undefined;
@@ -168,10 +187,13 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
     }
     if (found === undefined) {
       return refuse({
-        status: 401, code: 'auth.invalidKey', param: 'authorization',
-        message: byHash.size === 0
-          ? `The API key is not valid: this gateway has no keys configured (all were revoked). ${howToAdd}`
-          : 'The API key is not valid (unknown or revoked). Ask the operator for a key (`toolsearch keys list` shows the key names).',
+        status: 401,
+        code: 'auth.invalidKey',
+        param: 'authorization',
+        message:
+          byHash.size === 0
+            ? `The API key is not valid: this gateway has no keys configured (all were revoked). ${howToAdd}`
+            : 'The API key is not valid (unknown or revoked). Ask the operator for a key (`toolsearch keys list` shows the key names).',
       });
     }
     return ok({ kind: 'key', principal: found });
@@ -181,11 +203,19 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
     if (caller.kind === 'anonymous') {
       if (asked.owner === true && !defaults.owner) {
         return refuse({
-          status: 403, code: 'principal.notAllowed', param: 'x-toolsearch-owner',
-          message: 'principal.notAllowed: this gateway runs without API keys and gives no owner rights: leave out x-toolsearch-owner, or add a key with owner rights (`toolsearch keys add NAME --owner`).',
+          status: 403,
+          code: 'principal.notAllowed',
+          param: 'x-toolsearch-owner',
+          message:
+            'principal.notAllowed: this gateway runs without API keys and gives no owner rights: leave out x-toolsearch-owner, or add a key with owner rights (`toolsearch keys add NAME --owner`).',
         });
       }
-      return ok({ ...defaults, ...(asked.agentId !== undefined ? { agentId: asked.agentId } : {}), ...(asked.profile !== undefined ? { profile: asked.profile } : {}), owner: asked.owner ?? defaults.owner });
+      return ok({
+        ...defaults,
+        ...(asked.agentId !== undefined ? { agentId: asked.agentId } : {}),
+        ...(asked.profile !== undefined ? { profile: asked.profile } : {}),
+        owner: asked.owner ?? defaults.owner,
+      });
     }
     const p = caller.principal;
     const r = authorizeIdentity(p, {
@@ -196,8 +226,20 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
     });
     if (r.ok) return r;
     const field = (r.error.details?.['field'] as string | undefined) ?? '';
-    const param = field === 'agent' ? 'x-toolsearch-agent' : field === 'profile' ? 'x-toolsearch-profile' : field === 'owner' ? 'x-toolsearch-owner' : undefined;
-    return refuse({ status: 403, code: 'principal.notAllowed', message: `principal.notAllowed: ${r.error.message}`, ...(param !== undefined ? { param } : {}) });
+    const param =
+      field === 'agent'
+        ? 'x-toolsearch-agent'
+        : field === 'profile'
+          ? 'x-toolsearch-profile'
+          : field === 'owner'
+            ? 'x-toolsearch-owner'
+            : undefined;
+    return refuse({
+      status: 403,
+      code: 'principal.notAllowed',
+      message: `principal.notAllowed: ${r.error.message}`,
+      ...(param !== undefined ? { param } : {}),
+    });
   };
 
   const forget = (sessionId: string): void => {
@@ -212,11 +254,14 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
     const name = caller.principal.name;
     const t = now();
     const entry = owners.get(sessionId);
-    if (entry !== undefined && opts.sessionIdleMs !== undefined && t - entry.usedAt > opts.sessionIdleMs) forget(sessionId);
+    if (entry !== undefined && opts.sessionIdleMs !== undefined && t - entry.usedAt > opts.sessionIdleMs)
+      forget(sessionId);
     const current = owners.get(sessionId);
     if (current !== undefined && current.owner !== name) {
       return refuse({
-        status: 403, code: 'session.notYours', param: 'x-toolsearch-session',
+        status: 403,
+        code: 'session.notYours',
+        param: 'x-toolsearch-session',
         message: `session.notYours: session "${sessionId}" was opened with another API key; a key can only continue its own sessions. Leave out x-toolsearch-session for a new session, or use another id.`,
       });
     }
@@ -235,8 +280,13 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
   };
 
   return {
-    get required() { return required; },
-    setPrincipals, authenticate, identity, claimSession,
+    get required() {
+      return required;
+    },
+    setPrincipals,
+    authenticate,
+    identity,
+    claimSession,
   };
 }
 
@@ -244,7 +294,13 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
  * The identity of one chat request of `caller` and its claim on `sessionId`: `principal.notAllowed` when the headers
  * ask for more than the key's principal may use, `session.notYours` when another key opened the session.
  */
-export function admitRequest(auth: FrontAuth, caller: Caller, sessionId: string, asked: AskedIdentity, defaults: TurnIdentity): Result<TurnIdentity> {
+export function admitRequest(
+  auth: FrontAuth,
+  caller: Caller,
+  sessionId: string,
+  asked: AskedIdentity,
+  defaults: TurnIdentity,
+): Result<TurnIdentity> {
   const who = auth.identity(caller, asked, defaults);
   if (!who.ok) return who;
   const claimed = auth.claimSession(caller, sessionId);
@@ -258,5 +314,9 @@ export function ownerHeader(value: string | string[] | undefined): Result<boolea
   const v = (Array.isArray(value) ? value.join(',') : value).trim().toLowerCase();
   if (v === 'true') return ok(true);
   if (v === 'false') return ok(false);
-  return fail('front.badOwnerHeader', 'Header x-toolsearch-owner must be "true" or "false" (an owner session needs a key with owner rights), or leave it out.', { status: 400, param: 'x-toolsearch-owner' });
+  return fail(
+    'front.badOwnerHeader',
+    'Header x-toolsearch-owner must be "true" or "false" (an owner session needs a key with owner rights), or leave it out.',
+    { status: 400, param: 'x-toolsearch-owner' },
+  );
 }

@@ -27,7 +27,10 @@ const AudioPart = Type.Object({
 const FilePart = Type.Object({ type: Type.Literal('file'), file: Type.Record(Type.String(), Type.Unknown()) });
 const RefusalPart = Type.Object({ type: Type.Literal('refusal'), refusal: Type.String() });
 
-const textContent = expect(Type.Union([Type.String(), Type.Array(TextPart)]), 'a string or an array of {type: "text", text}');
+const textContent = expect(
+  Type.Union([Type.String(), Type.Array(TextPart)]),
+  'a string or an array of {type: "text", text}',
+);
 const userContent = expect(
   Type.Union([Type.String(), Type.Array(Type.Union([TextPart, ImagePart, AudioPart, FilePart]))]),
   'a string or an array of content parts (text, image_url, input_audio, file)',
@@ -51,24 +54,45 @@ export const ChatToolCallSchema = expect(
 
 /** One message per role the front knows; other fields of a message pass through. */
 export const MessageSchemas = {
-  system: Type.Object({ role: Type.Literal('system'), content: textContent, name: optionalName, tool_calls: noToolCalls }),
-  developer: Type.Object({ role: Type.Literal('developer'), content: textContent, name: optionalName, tool_calls: noToolCalls }),
+  system: Type.Object({
+    role: Type.Literal('system'),
+    content: textContent,
+    name: optionalName,
+    tool_calls: noToolCalls,
+  }),
+  developer: Type.Object({
+    role: Type.Literal('developer'),
+    content: textContent,
+    name: optionalName,
+    tool_calls: noToolCalls,
+  }),
   user: Type.Object({ role: Type.Literal('user'), content: userContent, name: optionalName, tool_calls: noToolCalls }),
   assistant: Type.Object({
     role: Type.Literal('assistant'),
     content: Type.Optional(assistantContent),
     name: optionalName,
     refusal: Type.Optional(expect(Type.Union([Type.String(), Type.Null()]), 'a string or null')),
-    tool_calls: Type.Optional(expect(Type.Array(ChatToolCallSchema), 'an array of {id, type: "function", function: {name, arguments}}')),
+    tool_calls: Type.Optional(
+      expect(Type.Array(ChatToolCallSchema), 'an array of {id, type: "function", function: {name, arguments}}'),
+    ),
   }),
-  tool: Type.Object({ role: Type.Literal('tool'), content: textContent, tool_call_id: expect(Type.String({ minLength: 1 }), 'a non-empty string'), tool_calls: noToolCalls }),
+  tool: Type.Object({
+    role: Type.Literal('tool'),
+    content: textContent,
+    tool_call_id: expect(Type.String({ minLength: 1 }), 'a non-empty string'),
+    tool_calls: noToolCalls,
+  }),
 } as const;
 export type ChatRole = keyof typeof MessageSchemas;
 export const CHAT_ROLES = Object.keys(MessageSchemas) as ChatRole[];
 
-const num = (min: number, max: number) => expect(Type.Number({ minimum: min, maximum: max }), `a number from ${min} to ${max}`);
+const num = (min: number, max: number) =>
+  expect(Type.Number({ minimum: min, maximum: max }), `a number from ${min} to ${max}`);
 const int = (min: number, max?: number) =>
-  expect(Type.Integer({ minimum: min, ...(max === undefined ? {} : { maximum: max }) }), max === undefined ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`);
+  expect(
+    Type.Integer({ minimum: min, ...(max === undefined ? {} : { maximum: max }) }),
+    max === undefined ? `a whole number >= ${min}` : `a whole number from ${min} to ${max}`,
+  );
 
 export const ChatToolSchema = expect(
   Type.Object({
@@ -90,12 +114,20 @@ export const ChatToolSchema = expect(
 export const ChatRequestFields = {
   model: expect(Type.String(), 'a string'),
   stream: expect(Type.Boolean(), 'true or false'),
-  stream_options: expect(Type.Union([Type.Null(), Type.Object({ include_usage: Type.Optional(Type.Boolean()) })]), 'null or {include_usage: boolean}'),
+  stream_options: expect(
+    Type.Union([Type.Null(), Type.Object({ include_usage: Type.Optional(Type.Boolean()) })]),
+    'null or {include_usage: boolean}',
+  ),
   n: expect(Type.Union([Type.Literal(1), Type.Null()]), '1 (the gateway returns one choice per request)'),
-  tools: expect(Type.Array(ChatToolSchema), 'an array of {type: "function", function: {name, description?, parameters?}}'),
+  tools: expect(
+    Type.Array(ChatToolSchema),
+    'an array of {type: "function", function: {name, description?, parameters?}}',
+  ),
   tool_choice: expect(
     Type.Union([
-      Type.Literal('none'), Type.Literal('auto'), Type.Literal('required'),
+      Type.Literal('none'),
+      Type.Literal('auto'),
+      Type.Literal('required'),
       Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: Type.String({ minLength: 1 }) }) }),
     ]),
     '"none", "auto", "required" or {type: "function", function: {name}}',
@@ -108,10 +140,16 @@ export const ChatRequestFields = {
   max_tokens: expect(Type.Union([int(1), Type.Null()]), 'a whole number >= 1'),
   max_completion_tokens: expect(Type.Union([int(1), Type.Null()]), 'a whole number >= 1'),
   seed: expect(Type.Union([Type.Integer(), Type.Null()]), 'a whole number'),
-  stop: expect(Type.Union([Type.Null(), Type.String(), Type.Array(Type.String(), { maxItems: 4 })]), 'a string, up to 4 strings, or null'),
+  stop: expect(
+    Type.Union([Type.Null(), Type.String(), Type.Array(Type.String(), { maxItems: 4 })]),
+    'a string, up to 4 strings, or null',
+  ),
   logprobs: expect(Type.Union([Type.Boolean(), Type.Null()]), 'true or false'),
   top_logprobs: expect(Type.Union([int(0, 20), Type.Null()]), 'a whole number from 0 to 20'),
-  logit_bias: expect(Type.Union([Type.Null(), Type.Record(Type.String(), num(-100, 100))]), 'an object of token id -> number from -100 to 100'),
+  logit_bias: expect(
+    Type.Union([Type.Null(), Type.Record(Type.String(), num(-100, 100))]),
+    'an object of token id -> number from -100 to 100',
+  ),
   user: expect(Type.String(), 'a string'),
   store: expect(Type.Union([Type.Boolean(), Type.Null()]), 'true or false'),
   metadata: expect(Type.Union([Type.Null(), Type.Record(Type.String(), Type.String())]), 'an object of string values'),
@@ -142,18 +180,32 @@ const checkerOf = (schema: TSchema): TypeCheck<TSchema> => {
 /** A request problem: the OpenAI error `param` (`messages[2].tool_calls`) and the code of the refusal. */
 export interface RequestProblem {
   param: string;
-  code: 'invalid_type' | 'invalid_value' | 'unknown_role' | 'unsupported_value' | 'missing_messages' | 'invalid_messages';
+  code:
+    'invalid_type' | 'invalid_value' | 'unknown_role' | 'unsupported_value' | 'missing_messages' | 'invalid_messages';
 }
 
 const shown = (v: unknown): string => {
   if (v === undefined) return 'missing';
-  const text = typeof v === 'string' ? JSON.stringify(v) : Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v === 'object' ? 'an object' : String(v);
+  const text =
+    typeof v === 'string'
+      ? JSON.stringify(v)
+      : Array.isArray(v)
+        ? 'an array'
+        : v === null
+          ? 'null'
+          : typeof v === 'object'
+            ? 'an object'
+            : String(v);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 };
 
 /** `/tool_calls/0/function` -> `.tool_calls[0].function`. Pure: no I/O. */
 const paramOf = (pointer: string): string =>
-  pointer.split('/').filter((p) => p !== '').map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`)).join('');
+  pointer
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
+    .join('');
 
 const kindOf = (v: unknown): string => (Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v);
 
@@ -169,13 +221,16 @@ function hintAt(root: TSchema, segments: string[], value: unknown): string | und
     if (schema === undefined) break;
     if (Array.isArray(schema['anyOf'])) {
       const kind = kindOf(v);
-      schema = (schema['anyOf'] as TSchema[]).find((m) => m['type'] === kind || (kind === 'number' && m['type'] === 'integer'));
+      schema = (schema['anyOf'] as TSchema[]).find(
+        (m) => m['type'] === kind || (kind === 'number' && m['type'] === 'integer'),
+      );
       if (schema === undefined) break;
     }
     const props = schema['properties'] as Record<string, TSchema> | undefined;
     if (schema['type'] === 'object' && props?.[seg] !== undefined) schema = props[seg];
     else if (schema['type'] === 'array' && schema['items'] !== undefined) schema = schema['items'] as TSchema;
-    else if (schema['type'] === 'object' && schema['patternProperties'] !== undefined) schema = Object.values(schema['patternProperties'] as Record<string, TSchema>)[0];
+    else if (schema['type'] === 'object' && schema['patternProperties'] !== undefined)
+      schema = Object.values(schema['patternProperties'] as Record<string, TSchema>)[0];
     else break;
     v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[seg] : undefined;
     const h = schema?.['x-expected'] as string | undefined;
@@ -194,8 +249,13 @@ function firstProblem(schema: TSchema, value: unknown): { at: string; found: unk
   const own = first?.schema['x-expected'] as string | undefined;
   const hint = hintAt(schema, segments, value);
   const missing = first !== undefined && first.value === undefined;
-  const leaf = own ?? (first === undefined || missing ? undefined : first.message.replace(/^Expected /, '').replace(/^./, (c) => c.toLowerCase()));
-  const expected = leaf === undefined ? hint ?? 'a valid value' : hint !== undefined && hint !== own ? `${leaf} (in ${hint})` : leaf;
+  const leaf =
+    own ??
+    (first === undefined || missing
+      ? undefined
+      : first.message.replace(/^Expected /, '').replace(/^./, (c) => c.toLowerCase()));
+  const expected =
+    leaf === undefined ? (hint ?? 'a valid value') : hint !== undefined && hint !== own ? `${leaf} (in ${hint})` : leaf;
   return { at, found: first === undefined ? value : first.value, expected };
 }
 
@@ -217,17 +277,34 @@ export function validateChatRequest(value: unknown): Result<ChatRequest> {
     return refuse('messages', 'missing_messages', '"messages" is required: a non-empty array of chat messages.');
   }
   for (const [i, m] of messages.entries()) {
-    if (typeof m !== 'object' || m === null || Array.isArray(m) || typeof (m as Record<string, unknown>)['role'] !== 'string') {
-      return refuse(`messages[${i}]`, 'invalid_messages', `messages[${i}] must be an object with a string "role" (one of ${CHAT_ROLES.join(', ')}); found ${shown(m)}.`);
+    if (
+      typeof m !== 'object' ||
+      m === null ||
+      Array.isArray(m) ||
+      typeof (m as Record<string, unknown>)['role'] !== 'string'
+    ) {
+      return refuse(
+        `messages[${i}]`,
+        'invalid_messages',
+        `messages[${i}] must be an object with a string "role" (one of ${CHAT_ROLES.join(', ')}); found ${shown(m)}.`,
+      );
     }
     const role = (m as Record<string, unknown>)['role'] as string;
     if (!Object.hasOwn(MessageSchemas, role)) {
-      return refuse(`messages[${i}].role`, 'unknown_role', `messages[${i}].role is ${shown(role)}: use one of ${CHAT_ROLES.join(', ')}.`);
+      return refuse(
+        `messages[${i}].role`,
+        'unknown_role',
+        `messages[${i}].role is ${shown(role)}: use one of ${CHAT_ROLES.join(', ')}.`,
+      );
     }
     const problem = firstProblem(MessageSchemas[role as ChatRole], m);
     if (problem !== undefined) {
       const param = `messages[${i}]${problem.at}`;
-      return refuse(param, 'invalid_type', `${param} is ${shown(problem.found)}: a message with role "${role}" needs ${problem.expected} there.`);
+      return refuse(
+        param,
+        'invalid_type',
+        `${param} is ${shown(problem.found)}: a message with role "${role}" needs ${problem.expected} there.`,
+      );
     }
   }
   for (const [field, schema] of Object.entries(ChatRequestFields)) {
@@ -235,8 +312,17 @@ export function validateChatRequest(value: unknown): Result<ChatRequest> {
     const problem = firstProblem(schema, body[field]);
     if (problem === undefined) continue;
     const param = `${field}${problem.at}`;
-    if (field === 'n') return refuse('n', 'unsupported_value', `"n" is ${shown(body[field])}: the gateway runs one turn per request and returns one choice; leave "n" out or set it to 1.`);
-    return refuse(param, problem.at === '' ? 'invalid_type' : 'invalid_value', `"${param}" is ${shown(problem.found)}: use ${problem.expected}.`);
+    if (field === 'n')
+      return refuse(
+        'n',
+        'unsupported_value',
+        `"n" is ${shown(body[field])}: the gateway runs one turn per request and returns one choice; leave "n" out or set it to 1.`,
+      );
+    return refuse(
+      param,
+      problem.at === '' ? 'invalid_type' : 'invalid_value',
+      `"${param}" is ${shown(problem.found)}: use ${problem.expected}.`,
+    );
   }
   return ok(body as ChatRequest);
 }

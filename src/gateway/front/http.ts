@@ -21,7 +21,11 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Result
       if (size > maxBytes) {
         over = true;
         chunks.length = 0;
-        resolve(fail('http.tooLarge', `The request body is larger than ${maxBytes} bytes. Send a smaller body.`, { maxBytes }));
+        resolve(
+          fail('http.tooLarge', `The request body is larger than ${maxBytes} bytes. Send a smaller body.`, {
+            maxBytes,
+          }),
+        );
         return;
       }
       chunks.push(chunk);
@@ -40,18 +44,30 @@ export function parseJsonBody(text: string): Result<unknown> {
   try {
     return ok(JSON.parse(text) as unknown);
   } catch (err) {
-    return fail('http.badJson', `The request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}.`);
+    return fail(
+      'http.badJson',
+      `The request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}.`,
+    );
   }
 }
 
 /** Sends a JSON answer (unless the response was already sent). */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent) {
     res.end();
     return;
   }
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -103,7 +119,10 @@ export async function listen(
     });
   };
   // With a key and certificate the same handler is served over HTTPS.
-  const server: Server = opts.tls !== undefined ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : createServer(onRequest);
+  const server: Server =
+    opts.tls !== undefined
+      ? createHttpsServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest)
+      : createServer(onRequest);
   // Longer than any client's idle keep-alive (undici: 4 s), with room for event-loop lag under load: a client
   // must never send on a connection the server is closing.
   server.keepAliveTimeout = 30_000;

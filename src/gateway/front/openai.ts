@@ -59,7 +59,12 @@ export interface OpenAiErrorBody {
 }
 
 /** Pure: no I/O. */
-export function openAiError(message: string, code: string, type = 'invalid_request_error', param: string | null = null): OpenAiErrorBody {
+export function openAiError(
+  message: string,
+  code: string,
+  type = 'invalid_request_error',
+  param: string | null = null,
+): OpenAiErrorBody {
   return { error: { message, type, param, code } };
 }
 
@@ -73,4 +78,5 @@ export function contentText(content: ChatMessage['content']): string {
 }
 
 /** Pure: no I/O. */
-export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);

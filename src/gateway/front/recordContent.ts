@@ -11,7 +11,10 @@ export type ContentMode = 'digest' | 'full';
 /** `sha256:<hex>` of a value's canonical JSON and its UTF-8 size. Pure: no I/O. */
 export function contentDigest(value: unknown): { digest: string; bytes: number } {
   const json = canonicalJson(value ?? null);
-  return { digest: `sha256:${createHash('sha256').update(json).digest('hex')}`, bytes: Buffer.byteLength(json, 'utf8') };
+  return {
+    digest: `sha256:${createHash('sha256').update(json).digest('hex')}`,
+    bytes: Buffer.byteLength(json, 'utf8'),
+  };
 }
 
 /** The chat messages of `gateway.turn.requested`, as recorded. Pure: no I/O. */

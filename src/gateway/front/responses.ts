@@ -1,6 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import { fail, ok, type Result } from '../../shared/index.js';
-import { contentText, isRecord, type ChatCompletion, type ChatMessage, type ChatRequest, type ChatTool } from './openai.js';
+import {
+  contentText,
+  isRecord,
+  type ChatCompletion,
+  type ChatMessage,
+  type ChatRequest,
+  type ChatTool,
+} from './openai.js';
 
 /*
  * The OpenAI Responses API (`POST /v1/responses`), as a dialect of the chat-completions turn: a request is turned
@@ -21,12 +28,25 @@ const bad = (param: string, code: string, message: string): Result<never> => fai
 /** The text of an input or output content (a string, or parts with `text`). Pure: no I/O. */
 function partsText(content: unknown, param: string): Result<string> {
   if (typeof content === 'string') return ok(content);
-  if (!Array.isArray(content)) return bad(param, 'invalid_input', `${param} must be a string or an array of {type: "input_text" | "output_text", text} parts.`);
+  if (!Array.isArray(content))
+    return bad(
+      param,
+      'invalid_input',
+      `${param} must be a string or an array of {type: "input_text" | "output_text", text} parts.`,
+    );
   let text = '';
   for (const [i, p] of content.entries()) {
-    if (!isRecord(p) || typeof p['text'] !== 'string' || (p['type'] !== 'input_text' && p['type'] !== 'output_text' && p['type'] !== 'text')) {
+    if (
+      !isRecord(p) ||
+      typeof p['text'] !== 'string' ||
+      (p['type'] !== 'input_text' && p['type'] !== 'output_text' && p['type'] !== 'text')
+    ) {
       const type = isRecord(p) && typeof p['type'] === 'string' ? ` (got "${p['type']}")` : '';
-      return bad(`${param}[${i}]`, 'unsupported_content', `${param}[${i}] must be {type: "input_text", text}: only text parts are supported${type}.`);
+      return bad(
+        `${param}[${i}]`,
+        'unsupported_content',
+        `${param}[${i}] must be {type: "input_text", text}: only text parts are supported${type}.`,
+      );
     }
     text += p['text'];
   }
@@ -39,31 +59,51 @@ function partsText(content: unknown, param: string): Result<string> {
  */
 export function responsesToChat(body: Record<string, unknown>): Result<ChatRequest> {
   if (body['previous_response_id'] !== undefined && body['previous_response_id'] !== null) {
-    return bad('previous_response_id', 'unsupported_parameter', 'previous_response_id is not supported: the gateway keeps no responses. Send the whole conversation in "input" (earlier output items included).');
+    return bad(
+      'previous_response_id',
+      'unsupported_parameter',
+      'previous_response_id is not supported: the gateway keeps no responses. Send the whole conversation in "input" (earlier output items included).',
+    );
   }
   if (body['conversation'] !== undefined && body['conversation'] !== null) {
-    return bad('conversation', 'unsupported_parameter', '"conversation" is not supported: send the whole conversation in "input".');
+    return bad(
+      'conversation',
+      'unsupported_parameter',
+      '"conversation" is not supported: send the whole conversation in "input".',
+    );
   }
-  if (body['stream'] !== undefined && typeof body['stream'] !== 'boolean') return bad('stream', 'invalid_request', '"stream" must be true or false.');
+  if (body['stream'] !== undefined && typeof body['stream'] !== 'boolean')
+    return bad('stream', 'invalid_request', '"stream" must be true or false.');
   const messages: ChatMessage[] = [];
   const instructions = body['instructions'];
   if (instructions !== undefined && instructions !== null) {
-    if (typeof instructions !== 'string') return bad('instructions', 'invalid_request', '"instructions" must be a string.');
+    if (typeof instructions !== 'string')
+      return bad('instructions', 'invalid_request', '"instructions" must be a string.');
     messages.push({ role: 'system', content: instructions });
   }
   const input = body['input'];
   if (typeof input === 'string') {
-    if (input === '') return bad('input', 'missing_input', '"input" is empty: give the user\'s text, or an array of input items.');
+    if (input === '')
+      return bad('input', 'missing_input', '"input" is empty: give the user\'s text, or an array of input items.');
     messages.push({ role: 'user', content: input });
   } else if (Array.isArray(input)) {
     for (const [i, item] of input.entries()) {
       const param = `input[${i}]`;
-      if (!isRecord(item)) return bad(param, 'invalid_input', `${param} must be an object: a message {role, content}, a function_call or a function_call_output.`);
+      if (!isRecord(item))
+        return bad(
+          param,
+          'invalid_input',
+          `${param} must be an object: a message {role, content}, a function_call or a function_call_output.`,
+        );
       const type = item['type'] ?? 'message';
       if (type === 'message') {
         const role = item['role'];
         if (role !== 'user' && role !== 'assistant' && role !== 'system' && role !== 'developer') {
-          return bad(`${param}.role`, 'invalid_input', `${param}.role must be "user", "assistant", "system" or "developer".`);
+          return bad(
+            `${param}.role`,
+            'invalid_input',
+            `${param}.role must be "user", "assistant", "system" or "developer".`,
+          );
         }
         const text = partsText(item['content'], `${param}.content`);
         if (!text.ok) return text;
@@ -72,17 +112,37 @@ export function responsesToChat(body: Record<string, unknown>): Result<ChatReque
         const callId = item['call_id'];
         const name = item['name'];
         const args = item['arguments'];
-        if (typeof callId !== 'string' || callId === '' || typeof name !== 'string' || name === '' || typeof args !== 'string') {
-          return bad(param, 'invalid_input', `${param} (function_call) needs "call_id", "name" and "arguments" (a JSON string).`);
+        if (
+          typeof callId !== 'string' ||
+          callId === '' ||
+          typeof name !== 'string' ||
+          name === '' ||
+          typeof args !== 'string'
+        ) {
+          return bad(
+            param,
+            'invalid_input',
+            `${param} (function_call) needs "call_id", "name" and "arguments" (a JSON string).`,
+          );
         }
         const call = { id: callId, type: 'function' as const, function: { name, arguments: args } };
         // Consecutive calls of one model answer form one assistant message, as in chat completions.
         const last = messages[messages.length - 1];
-        if (last?.role === 'assistant' && Array.isArray(last.tool_calls) && (last.content === null || last.content === '')) last.tool_calls.push(call);
+        if (
+          last?.role === 'assistant' &&
+          Array.isArray(last.tool_calls) &&
+          (last.content === null || last.content === '')
+        )
+          last.tool_calls.push(call);
         else messages.push({ role: 'assistant', content: null, tool_calls: [call] });
       } else if (type === 'function_call_output') {
         const callId = item['call_id'];
-        if (typeof callId !== 'string' || callId === '') return bad(`${param}.call_id`, 'invalid_input', `${param} (function_call_output) needs "call_id": the call_id of the function_call it answers.`);
+        if (typeof callId !== 'string' || callId === '')
+          return bad(
+            `${param}.call_id`,
+            'invalid_input',
+            `${param} (function_call_output) needs "call_id": the call_id of the function_call it answers.`,
+          );
         const output = item['output'];
         const text = typeof output === 'string' ? ok(output) : partsText(output, `${param}.output`);
         if (!text.ok) return text;
@@ -91,13 +151,22 @@ export function responsesToChat(body: Record<string, unknown>): Result<ChatReque
         // A reasoning item from an earlier answer carries nothing the provider needs here.
         continue;
       } else {
-        return bad(`${param}.type`, 'unsupported_input', `${param}.type "${String(type)}" is not supported: use "message", "function_call" or "function_call_output".`);
+        return bad(
+          `${param}.type`,
+          'unsupported_input',
+          `${param}.type "${String(type)}" is not supported: use "message", "function_call" or "function_call_output".`,
+        );
       }
     }
   } else {
-    return bad('input', 'missing_input', '"input" is required: a string, or an array of input items (messages, function_call, function_call_output).');
+    return bad(
+      'input',
+      'missing_input',
+      '"input" is required: a string, or an array of input items (messages, function_call, function_call_output).',
+    );
   }
-  if (!messages.some((m) => m.role !== 'system')) return bad('input', 'missing_input', '"input" has no message: give at least one user message.');
+  if (!messages.some((m) => m.role !== 'system'))
+    return bad('input', 'missing_input', '"input" has no message: give at least one user message.');
 
   const out: ChatRequest = { messages };
   if (typeof body['model'] === 'string') out.model = body['model'];
@@ -107,14 +176,24 @@ export function responsesToChat(body: Record<string, unknown>): Result<ChatReque
 
   const tools = body['tools'];
   if (tools !== undefined && tools !== null) {
-    if (!Array.isArray(tools)) return bad('tools', 'invalid_tools', '"tools" must be an array of {type: "function", name, description?, parameters?}.');
+    if (!Array.isArray(tools))
+      return bad(
+        'tools',
+        'invalid_tools',
+        '"tools" must be an array of {type: "function", name, description?, parameters?}.',
+      );
     const chatTools: ChatTool[] = [];
     for (const [i, t] of tools.entries()) {
       if (!isRecord(t) || t['type'] !== 'function') {
         const type = isRecord(t) && typeof t['type'] === 'string' ? `"${t['type']}"` : 'this';
-        return bad(`tools[${i}]`, 'unsupported_tool', `tools[${i}]: ${type} tool is not supported: only {type: "function", name, description?, parameters?} (the gateway's own tools are found through Tool Search).`);
+        return bad(
+          `tools[${i}]`,
+          'unsupported_tool',
+          `tools[${i}]: ${type} tool is not supported: only {type: "function", name, description?, parameters?} (the gateway's own tools are found through Tool Search).`,
+        );
       }
-      if (typeof t['name'] !== 'string' || t['name'] === '') return bad(`tools[${i}].name`, 'invalid_tools', `tools[${i}] needs a non-empty "name".`);
+      if (typeof t['name'] !== 'string' || t['name'] === '')
+        return bad(`tools[${i}].name`, 'invalid_tools', `tools[${i}] needs a non-empty "name".`);
       const fn: ChatTool['function'] = { name: t['name'] };
       if (typeof t['description'] === 'string') fn.description = t['description'];
       if (isRecord(t['parameters'])) fn.parameters = t['parameters'];
@@ -125,14 +204,24 @@ export function responsesToChat(body: Record<string, unknown>): Result<ChatReque
   const choice = body['tool_choice'];
   if (choice === 'auto' || choice === 'none' || choice === 'required') out.tool_choice = choice;
   else if (choice !== undefined && choice !== null) {
-    return bad('tool_choice', 'unsupported_parameter', '"tool_choice" must be "auto", "none" or "required" (naming one tool is not supported: the exposed tools differ from the ones you send).');
+    return bad(
+      'tool_choice',
+      'unsupported_parameter',
+      '"tool_choice" must be "auto", "none" or "required" (naming one tool is not supported: the exposed tools differ from the ones you send).',
+    );
   }
   return ok(out);
 }
 
 /** A Responses API output item. */
 export type ResponseOutputItem =
-  | { type: 'message'; id: string; status: 'completed'; role: 'assistant'; content: Array<{ type: 'output_text'; text: string; annotations: unknown[] }> }
+  | {
+      type: 'message';
+      id: string;
+      status: 'completed';
+      role: 'assistant';
+      content: Array<{ type: 'output_text'; text: string; annotations: unknown[] }>;
+    }
   | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'completed' };
 
 /**
@@ -147,10 +236,23 @@ export function chatToResponse(completion: ChatCompletion, request: Record<strin
   const output: ResponseOutputItem[] = [];
   const text = contentText(message?.content ?? null);
   if (text !== '' || (message?.tool_calls ?? []).length === 0) {
-    output.push({ type: 'message', id: `msg_${base}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] });
+    output.push({
+      type: 'message',
+      id: `msg_${base}`,
+      status: 'completed',
+      role: 'assistant',
+      content: [{ type: 'output_text', text, annotations: [] }],
+    });
   }
   for (const [i, c] of (message?.tool_calls ?? []).entries()) {
-    output.push({ type: 'function_call', id: `fc_${base}_${i}`, call_id: c.id, name: c.function.name, arguments: c.function.arguments, status: 'completed' });
+    output.push({
+      type: 'function_call',
+      id: `fc_${base}_${i}`,
+      call_id: c.id,
+      name: c.function.name,
+      arguments: c.function.arguments,
+      status: 'completed',
+    });
   }
   const usage = completion.usage;
   const incomplete = choice?.finish_reason === 'length';
@@ -198,7 +300,8 @@ const PIECE = 64;
  */
 export function responseEvents(response: Record<string, unknown>): Record<string, unknown>[] {
   const events: Record<string, unknown>[] = [];
-  const push = (type: string, data: Record<string, unknown>) => events.push({ type, sequence_number: events.length, ...data });
+  const push = (type: string, data: Record<string, unknown>) =>
+    events.push({ type, sequence_number: events.length, ...data });
   const output = response['output'] as ResponseOutputItem[];
   const pending = { ...response, status: 'in_progress', output: [], usage: null, incomplete_details: null };
   push('response.created', { response: pending });
@@ -210,16 +313,31 @@ export function responseEvents(response: Record<string, unknown>): Record<string
       const part = { type: 'output_text', text: '', annotations: [] };
       push('response.content_part.added', { item_id: item.id, output_index, content_index: 0, part });
       for (let i = 0; i < text.length; i += PIECE) {
-        push('response.output_text.delta', { item_id: item.id, output_index, content_index: 0, delta: text.slice(i, i + PIECE), logprobs: [] });
+        push('response.output_text.delta', {
+          item_id: item.id,
+          output_index,
+          content_index: 0,
+          delta: text.slice(i, i + PIECE),
+          logprobs: [],
+        });
       }
       push('response.output_text.done', { item_id: item.id, output_index, content_index: 0, text, logprobs: [] });
       push('response.content_part.done', { item_id: item.id, output_index, content_index: 0, part: { ...part, text } });
     } else {
       push('response.output_item.added', { output_index, item: { ...item, arguments: '', status: 'in_progress' } });
       for (let i = 0; i < item.arguments.length; i += PIECE) {
-        push('response.function_call_arguments.delta', { item_id: item.id, output_index, delta: item.arguments.slice(i, i + PIECE) });
+        push('response.function_call_arguments.delta', {
+          item_id: item.id,
+          output_index,
+          delta: item.arguments.slice(i, i + PIECE),
+        });
       }
-      push('response.function_call_arguments.done', { item_id: item.id, output_index, name: item.name, arguments: item.arguments });
+      push('response.function_call_arguments.done', {
+        item_id: item.id,
+        output_index,
+        name: item.name,
+        arguments: item.arguments,
+      });
     }
     push('response.output_item.done', { output_index, item });
   });
@@ -228,14 +346,28 @@ export function responseEvents(response: Record<string, unknown>): Record<string
 }
 
 /** Writes a Response as JSON, or (`stream`) as its SSE events (`event: <type>` + `data: {...}`), and ends the answer. */
-export function writeResponse(res: ServerResponse, response: Record<string, unknown>, stream: boolean, headers: Record<string, string> = {}): void {
+export function writeResponse(
+  res: ServerResponse,
+  response: Record<string, unknown>,
+  stream: boolean,
+  headers: Record<string, string> = {},
+): void {
   if (!stream) {
     const text = JSON.stringify(response);
-    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)), ...headers });
+    res.writeHead(200, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(Buffer.byteLength(text)),
+      ...headers,
+    });
     res.end(text);
     return;
   }
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...headers,
+  });
   for (const e of responseEvents(response)) res.write(`event: ${String(e['type'])}\ndata: ${JSON.stringify(e)}\n\n`);
   res.end();
 }

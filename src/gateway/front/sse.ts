@@ -10,8 +10,16 @@ const PIECE = 64;
  * asked with `stream_options.include_usage`, a final chunk with `choices: []` and the usage (as OpenAI streams it).
  * Pure: no I/O.
  */
-export function completionChunks(completion: ChatCompletion, opts: { includeUsage?: boolean } = {}): Record<string, unknown>[] {
-  const base = { id: completion.id, object: 'chat.completion.chunk', created: completion.created, model: completion.model };
+export function completionChunks(
+  completion: ChatCompletion,
+  opts: { includeUsage?: boolean } = {},
+): Record<string, unknown>[] {
+  const base = {
+    id: completion.id,
+    object: 'chat.completion.chunk',
+    created: completion.created,
+    model: completion.model,
+  };
   const choice = completion.choices[0];
   const message = choice?.message;
   const chunk = (delta: Record<string, unknown>, finish: string | null = null): Record<string, unknown> => ({
@@ -22,7 +30,11 @@ export function completionChunks(completion: ChatCompletion, opts: { includeUsag
   const content = typeof message?.content === 'string' ? message.content : '';
   for (let i = 0; i < content.length; i += PIECE) out.push(chunk({ content: content.slice(i, i + PIECE) }));
   (message?.tool_calls ?? []).forEach((call, index) => {
-    out.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }));
+    out.push(
+      chunk({
+        tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }],
+      }),
+    );
     const args = call.function.arguments;
     for (let i = 0; i < args.length; i += PIECE) {
       out.push(chunk({ tool_calls: [{ index, function: { arguments: args.slice(i, i + PIECE) } }] }));
@@ -30,7 +42,11 @@ export function completionChunks(completion: ChatCompletion, opts: { includeUsag
   });
   out.push(chunk({}, choice?.finish_reason ?? 'stop'));
   if (opts.includeUsage === true) {
-    out.push({ ...base, choices: [], usage: completion.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });
+    out.push({
+      ...base,
+      choices: [],
+      usage: completion.usage ?? { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    });
   }
   return out;
 }
@@ -42,7 +58,12 @@ export function wantsStreamUsage(request: Record<string, unknown>): boolean {
 }
 
 /** Writes a finished completion as an SSE stream (`data: {...}\n\n` ... `data: [DONE]\n\n`) and ends the response. */
-export function writeSse(res: ServerResponse, completion: ChatCompletion, headers: Record<string, string> = {}, opts: { includeUsage?: boolean } = {}): void {
+export function writeSse(
+  res: ServerResponse,
+  completion: ChatCompletion,
+  headers: Record<string, string> = {},
+  opts: { includeUsage?: boolean } = {},
+): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',

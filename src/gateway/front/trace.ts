@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SpanKind, type Span } from '@opentelemetry/api';
-import { Attr, extractParent, hrNow, injectTraceHeaders, markError, spanOf, type Telemetry } from '../../telemetry/index.js';
+import {
+  Attr,
+  extractParent,
+  hrNow,
+  injectTraceHeaders,
+  markError,
+  spanOf,
+  type Telemetry,
+} from '../../telemetry/index.js';
 
 /** The SERVER span of one API request; `end` records the response status. */
 export interface ServerSpan {
@@ -19,7 +27,8 @@ function header(req: Pick<IncomingMessage, 'headers'>, name: string): string | u
 /** The caller's W3C trace context (`traceparent`, `tracestate`) when it is well-formed, else undefined. Pure: no I/O. */
 export function incomingTrace(req: Pick<IncomingMessage, 'headers'>): Record<string, string> | undefined {
   const tp = header(req, 'traceparent')?.trim().toLowerCase();
-  if (tp === undefined || !TRACEPARENT.test(tp) || spanOf(extractParent({ traceparent: tp })) === undefined) return undefined;
+  if (tp === undefined || !TRACEPARENT.test(tp) || spanOf(extractParent({ traceparent: tp })) === undefined)
+    return undefined;
   const ts = header(req, 'tracestate');
   return ts === undefined || ts.trim() === '' ? { traceparent: tp } : { traceparent: tp, tracestate: ts };
 }
@@ -28,21 +37,29 @@ export function incomingTrace(req: Pick<IncomingMessage, 'headers'>): Record<str
  * Starts the SERVER span of a request (HTTP semconv: `{method} {route}`, method, route, path, scheme, server and
  * client address, user agent), child of the caller's `traceparent` when there is one. Undefined without telemetry.
  */
-export function serverSpan(telemetry: Telemetry | undefined, req: IncomingMessage, route: string): ServerSpan | undefined {
+export function serverSpan(
+  telemetry: Telemetry | undefined,
+  req: IncomingMessage,
+  route: string,
+): ServerSpan | undefined {
   if (telemetry === undefined || !telemetry.enabled) return undefined;
   const method = req.method ?? 'GET';
   const local = req.socket.localAddress;
-  const span = telemetry.startSpan(`${method} ${route}`, {
-    [Attr.httpRequestMethod]: method,
-    [Attr.httpRoute]: route,
-    [Attr.urlPath]: (req.url ?? '/').split('?')[0],
-    [Attr.urlScheme]: 'http',
-    [Attr.serverAddress]: header(req, 'host')?.replace(/:\d+$/, '') ?? local,
-    [Attr.serverPort]: req.socket.localPort,
-    [Attr.clientAddress]: req.socket.remoteAddress,
-    [Attr.networkProtocolVersion]: req.httpVersion,
-    [Attr.userAgentOriginal]: header(req, 'user-agent'),
-  }, { kind: SpanKind.SERVER, parent: extractParent(incomingTrace(req)) });
+  const span = telemetry.startSpan(
+    `${method} ${route}`,
+    {
+      [Attr.httpRequestMethod]: method,
+      [Attr.httpRoute]: route,
+      [Attr.urlPath]: (req.url ?? '/').split('?')[0],
+      [Attr.urlScheme]: 'http',
+      [Attr.serverAddress]: header(req, 'host')?.replace(/:\d+$/, '') ?? local,
+      [Attr.serverPort]: req.socket.localPort,
+      [Attr.clientAddress]: req.socket.remoteAddress,
+      [Attr.networkProtocolVersion]: req.httpVersion,
+      [Attr.userAgentOriginal]: header(req, 'user-agent'),
+    },
+    { kind: SpanKind.SERVER, parent: extractParent(incomingTrace(req)) },
+  );
   return {
     span,
     end(res) {
@@ -58,7 +75,10 @@ export function serverSpan(telemetry: Telemetry | undefined, req: IncomingMessag
  * The trace context a request's turn runs in: its SERVER span's, or, untraced, the caller's own `traceparent`
  * (passed on as it came). Undefined when there is neither.
  */
-export function requestTrace(req: Pick<IncomingMessage, 'headers'>, server: ServerSpan | undefined): Record<string, string> | undefined {
+export function requestTrace(
+  req: Pick<IncomingMessage, 'headers'>,
+  server: ServerSpan | undefined,
+): Record<string, string> | undefined {
   if (server !== undefined) return injectTraceHeaders(server.span);
   return incomingTrace(req);
 }

@@ -12,7 +12,9 @@ export function markerArgs(schema: unknown, depth = 0): Record<string, unknown> 
   const out: Record<string, unknown> = {};
   if (!isRecord(schema) || depth > 8) return out;
   const props = isRecord(schema['properties']) ? schema['properties'] : {};
-  const required = Array.isArray(schema['required']) ? schema['required'].filter((k): k is string => typeof k === 'string') : [];
+  const required = Array.isArray(schema['required'])
+    ? schema['required'].filter((k): k is string => typeof k === 'string')
+    : [];
   for (const key of required) out[key] = markerValue(props[key], depth + 1);
   return out;
 }

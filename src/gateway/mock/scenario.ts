@@ -41,7 +41,11 @@ export function planReply(body: ChatRequest): MockReply {
   const target = parseTarget(userText);
   let seq = messages.reduce((n, m) => n + (Array.isArray(m.tool_calls) ? m.tool_calls.length : 0), 0);
   const call = (name: string, args: Record<string, unknown>): MockReply => ({
-    message: { role: 'assistant', content: null, tool_calls: [{ id: `call_${++seq}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] },
+    message: {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `call_${++seq}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+    },
     finishReason: 'tool_calls',
   });
   const answer = (content: string): MockReply => ({ message: { role: 'assistant', content }, finishReason: 'stop' });
@@ -53,7 +57,8 @@ export function planReply(body: ChatRequest): MockReply {
     const calledName = results[0]?.toolName;
     if (target !== undefined && calledName === 'tool_search') {
       const hit = pickHit(parseJson(content), target);
-      if (hit === undefined) return answer(`mock: tool_search found no tool for target=${target.id ?? target.name}: ${content}`);
+      if (hit === undefined)
+        return answer(`mock: tool_search found no tool for target=${target.id ?? target.name}: ${content}`);
       return call('tool_describe', { id: hit });
     }
     if (target !== undefined && calledName === 'tool_describe') {
@@ -66,7 +71,8 @@ export function planReply(body: ChatRequest): MockReply {
 
   if (target === undefined) return answer(`mock: ${userText}`);
   const offered = offeredTools(body);
-  const direct = offered.find((t) => t.name === target.name) ?? offered.find((t) => t.name.endsWith(`__${target.name}`));
+  const direct =
+    offered.find((t) => t.name === target.name) ?? offered.find((t) => t.name.endsWith(`__${target.name}`));
   if (direct !== undefined) return call(direct.name, markerArgs(direct.parameters));
   const names = new Set(offered.map((t) => t.name));
   if (names.has('tool_search_code')) return call('tool_search_code', { code: codeBody(target) });
@@ -107,7 +113,8 @@ function trailingToolResults(messages: ChatMessage[]): Array<{ toolName: string 
   let start = messages.length;
   while (start > 0 && messages[start - 1]?.role === 'tool') start--;
   const calls = new Map<string, ChatToolCall>();
-  for (const m of messages.slice(0, start)) for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) if (c?.id) calls.set(c.id, c);
+  for (const m of messages.slice(0, start))
+    for (const c of Array.isArray(m.tool_calls) ? m.tool_calls : []) if (c?.id) calls.set(c.id, c);
   return messages.slice(start).map((m) => ({
     toolName: typeof m.tool_call_id === 'string' ? calls.get(m.tool_call_id)?.function?.name : undefined,
     content: contentText(m.content),
@@ -116,7 +123,11 @@ function trailingToolResults(messages: ChatMessage[]): Array<{ toolName: string 
 
 /** The id of the search hit that is the target (by id, then by name), else the first hit. */
 function pickHit(parsed: unknown, target: MockTarget): string | undefined {
-  const list = Array.isArray(parsed) ? parsed : isRecord(parsed) && Array.isArray(parsed['results']) ? parsed['results'] : [];
+  const list = Array.isArray(parsed)
+    ? parsed
+    : isRecord(parsed) && Array.isArray(parsed['results'])
+      ? parsed['results']
+      : [];
   const hits = list.filter((h): h is Record<string, unknown> => isRecord(h) && typeof h['id'] === 'string');
   const hit = hits.find((h) => h['id'] === target.id) ?? hits.find((h) => h['name'] === target.name) ?? hits[0];
   return hit?.['id'] as string | undefined;
@@ -126,7 +137,8 @@ function pickHit(parsed: unknown, target: MockTarget): string | undefined {
 function describedTool(parsed: unknown): { id: string; inputSchema: unknown } | undefined {
   const candidates = isRecord(parsed) ? [parsed, ...Object.values(parsed)] : [];
   for (const c of candidates) {
-    if (isRecord(c) && typeof c['id'] === 'string' && 'inputSchema' in c) return { id: c['id'], inputSchema: c['inputSchema'] };
+    if (isRecord(c) && typeof c['id'] === 'string' && 'inputSchema' in c)
+      return { id: c['id'], inputSchema: c['inputSchema'] };
   }
   return undefined;
 }

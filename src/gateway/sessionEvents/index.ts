@@ -3,5 +3,9 @@ export type { PublishSessionEventOptions, SessionAnswerType, SessionEventType } 
 export { DEFAULT_PRINCIPAL, principalOfToken, startSessionEventConsumer } from './startSessionEventConsumer.js';
 export { requestMcpServers } from './requestMcpServers.js';
 export type { RequestMcpConfig } from './requestMcpServers.js';
-export type { SessionEventConsumer, SessionEventConsumerOptions, SessionEventConsumerStats } from './startSessionEventConsumer.js';
+export type {
+  SessionEventConsumer,
+  SessionEventConsumerOptions,
+  SessionEventConsumerStats,
+} from './startSessionEventConsumer.js';
 export { toTurnRequest } from './toTurnRequest.js';

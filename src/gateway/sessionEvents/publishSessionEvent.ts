@@ -3,7 +3,8 @@ import { makeEnvelope, validateEvent, type EventData, type EventOf } from '../..
 import { fail, ok, type Result } from '../../shared/index.js';
 
 /** The gateway session commands a client (another gateway, an app) publishes to drive turns (the HTTP front records the same types). */
-export type SessionEventType = 'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended' | 'gateway.session.closed';
+export type SessionEventType =
+  'gateway.turn.requested' | 'gateway.tool.invoked' | 'gateway.turn.ended' | 'gateway.session.closed';
 /** The answers the consumer publishes back (`turn_opened`, `tool_answered`, `event_rejected`). */
 export type SessionAnswerType = 'gateway.turn.opened' | 'gateway.tool.answered' | 'gateway.event.rejected';
 
@@ -13,7 +14,11 @@ export const SESSION_EVENT_TYPES: readonly SessionEventType[] = [
   'gateway.turn.ended',
   'gateway.session.closed',
 ];
-export const SESSION_ANSWER_TYPES: readonly SessionAnswerType[] = ['gateway.turn.opened', 'gateway.tool.answered', 'gateway.event.rejected'];
+export const SESSION_ANSWER_TYPES: readonly SessionAnswerType[] = [
+  'gateway.turn.opened',
+  'gateway.tool.answered',
+  'gateway.event.rejected',
+];
 
 /** The principal token of a bus connection (`NatsBus.principal`), else `default`. */
 const busPrincipal = (bus: EventBus): string => {
@@ -61,7 +66,9 @@ export async function publishSessionEvent<K extends SessionEventType | SessionAn
     causationId: opts.causationId ?? null,
     data,
     ...(opts.id === undefined ? {} : { id: opts.id }),
-    ...((SESSION_EVENT_TYPES as readonly string[]).includes(type) ? { principal: opts.principal ?? busPrincipal(bus) } : {}),
+    ...((SESSION_EVENT_TYPES as readonly string[]).includes(type)
+      ? { principal: opts.principal ?? busPrincipal(bus) }
+      : {}),
   });
   const checked = validateEvent(envelope);
   if (!checked.ok) return fail('gateway.badEvent', checked.error.message, checked.error.details);

@@ -11,7 +11,12 @@ type Requested = NonNullable<EventData<'gateway.turn.requested'>['mcpServers']>;
 function urlAllowed(url: string, allowed: readonly string[]): boolean {
   return allowed.some((a) => {
     if (!a.includes('*')) return a === url;
-    const re = new RegExp(`^${a.split('*').map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    const re = new RegExp(
+      `^${a
+        .split('*')
+        .map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    );
     return re.test(url);
   });
 }
@@ -33,31 +38,59 @@ export function requestMcpServers(
   const allowUrls = config?.requestMcpServers.urls ?? [];
   const configured = new Set<string>([
     ...Object.keys(config?.mcpServers ?? {}),
-    ...(config !== undefined && Object.hasOwn(config.agents, scope.agentId) ? Object.keys(config.agents[scope.agentId]?.mcpServers ?? {}) : []),
-    ...(config !== undefined && Object.hasOwn(config.sessions, scope.sessionId) ? Object.keys(config.sessions[scope.sessionId]?.mcpServers ?? {}) : []),
+    ...(config !== undefined && Object.hasOwn(config.agents, scope.agentId)
+      ? Object.keys(config.agents[scope.agentId]?.mcpServers ?? {})
+      : []),
+    ...(config !== undefined && Object.hasOwn(config.sessions, scope.sessionId)
+      ? Object.keys(config.sessions[scope.sessionId]?.mcpServers ?? {})
+      : []),
   ]);
-  const allowedText = `allowed: ${Object.keys(allowServers).map((n) => `"${n}"`).join(', ') || 'no server names'} (requestMcpServers.servers) and ${allowUrls.map((u) => `"${u}"`).join(', ') || 'no URLs'} (requestMcpServers.urls)`;
+  const allowedText = `allowed: ${
+    Object.keys(allowServers)
+      .map((n) => `"${n}"`)
+      .join(', ') || 'no server names'
+  } (requestMcpServers.servers) and ${allowUrls.map((u) => `"${u}"`).join(', ') || 'no URLs'} (requestMcpServers.urls)`;
   const out: Record<string, McpServerSpec> = {};
   for (const s of requested) {
     if (configured.has(s.name)) {
-      return fail('request.mcpServerReplaces', `The turn request names MCP server "${s.name}", which the config already defines: a request can never replace a configured server. Leave it out (it is there already) or use another name.`, { server: s.name });
+      return fail(
+        'request.mcpServerReplaces',
+        `The turn request names MCP server "${s.name}", which the config already defines: a request can never replace a configured server. Leave it out (it is there already) or use another name.`,
+        { server: s.name },
+      );
     }
     if (s.command !== undefined || s.args !== undefined || s.env !== undefined) {
-      return fail('request.mcpServerNotAllowed', `The turn request gives MCP server "${s.name}" a command, args or env: nothing a request says starts a process. The operator defines such a server under requestMcpServers.servers.${s.name}; the request then names it alone ({"name": "${s.name}"}). ${allowedText}.`, { server: s.name });
+      return fail(
+        'request.mcpServerNotAllowed',
+        `The turn request gives MCP server "${s.name}" a command, args or env: nothing a request says starts a process. The operator defines such a server under requestMcpServers.servers.${s.name}; the request then names it alone ({"name": "${s.name}"}). ${allowedText}.`,
+        { server: s.name },
+      );
     }
     if (s.url === undefined) {
       const spec = Object.hasOwn(allowServers, s.name) ? allowServers[s.name] : undefined;
       if (spec === undefined) {
-        return fail('request.mcpServerNotAllowed', `The turn request names MCP server "${s.name}", which the config does not offer to requests; ${allowedText}.`, { server: s.name });
+        return fail(
+          'request.mcpServerNotAllowed',
+          `The turn request names MCP server "${s.name}", which the config does not offer to requests; ${allowedText}.`,
+          { server: s.name },
+        );
       }
       out[s.name] = spec;
       continue;
     }
     if (Object.hasOwn(allowServers, s.name)) {
-      return fail('request.mcpServerReplaces', `The turn request gives MCP server "${s.name}" a URL, but the config defines that server (requestMcpServers.servers): name it alone to use the configured one.`, { server: s.name });
+      return fail(
+        'request.mcpServerReplaces',
+        `The turn request gives MCP server "${s.name}" a URL, but the config defines that server (requestMcpServers.servers): name it alone to use the configured one.`,
+        { server: s.name },
+      );
     }
     if (!urlAllowed(s.url, allowUrls)) {
-      return fail('request.mcpServerNotAllowed', `The turn request names MCP server "${s.name}" at a URL the config does not allow; ${allowedText}.`, { server: s.name });
+      return fail(
+        'request.mcpServerNotAllowed',
+        `The turn request names MCP server "${s.name}" at a URL the config does not allow; ${allowedText}.`,
+        { server: s.name },
+      );
     }
     out[s.name] = { url: s.url } as McpServerSpec;
   }

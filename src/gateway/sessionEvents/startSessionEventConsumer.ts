@@ -20,7 +20,12 @@ import { toTurnRequest } from './toTurnRequest.js';
 
 /** The principal every command runs as when the config names no principals: `default` everywhere, owner false. */
 export const DEFAULT_PRINCIPAL: Principal = Object.freeze({
-  name: 'default', agents: ['default'], profiles: ['default'], sandboxes: ['default'], owner: false, approver: false,
+  name: 'default',
+  agents: ['default'],
+  profiles: ['default'],
+  sandboxes: ['default'],
+  owner: false,
+  approver: false,
 }) as Principal;
 
 /**
@@ -33,10 +38,12 @@ export function principalOfToken(principals: Record<string, Principal>, token: s
   if (all.length === 0) return ok(DEFAULT_PRINCIPAL);
   const found = all.find((p) => p.nkey === token);
   if (found !== undefined) return ok(found);
-  return fail('principal.unknown',
+  return fail(
+    'principal.unknown',
     `The command came from NATS principal "${token}", which no principal of the config has as its nkey: add it as principals.<name>.nkey ` +
-    '(toolsearch nats-auth prints each role\'s public key) or connect with the seed file of a configured principal.',
-    { principal: token });
+      "(toolsearch nats-auth prints each role's public key) or connect with the seed file of a configured principal.",
+    { principal: token },
+  );
 }
 
 export interface SessionEventConsumerOptions {
@@ -114,7 +121,11 @@ function answerResult(r: StepResult): EventData<'gateway.tool.answered'>['result
   if ('pending' in r) return { ok: true, pending: true, callId: r.callId, toolName: r.toolName, args: r.args };
   return r.value === undefined ? { ok: true } : { ok: true, value: JSON.parse(rawText(r.value) || 'null') as unknown };
 }
-const errorInfo = (e: ToolSearchError) => ({ code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) });
+const errorInfo = (e: ToolSearchError) => ({
+  code: e.code,
+  message: e.message,
+  ...(e.details === undefined ? {} : { details: e.details }),
+});
 
 /**
  * Consumes gateway session commands (`gateway.cmd.>`, one queue group; never a fact or an answer) and drives the
@@ -200,7 +211,13 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     let subject: string | undefined;
     try {
       const principal = str(env.principal);
-      if (rejectedType !== undefined) subject = subjectFor({ sessionId, turnId, type: rejectedType, ...(principal === undefined ? {} : { principal }) });
+      if (rejectedType !== undefined)
+        subject = subjectFor({
+          sessionId,
+          turnId,
+          type: rejectedType,
+          ...(principal === undefined ? {} : { principal }),
+        });
     } catch {
       subject = undefined; // a malformed type has no subject
     }
@@ -215,17 +232,31 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       ...(rejectedType === undefined ? {} : { rejectedType }),
       ...(problems === undefined || problems.length === 0 ? {} : { problems: problems.slice(0, 50) }),
     };
-    enqueue(sessionId, () => answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected'));
+    enqueue(sessionId, () =>
+      answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected'),
+    );
   };
 
   /** Records the refusal of a well-formed command (`gateway.event.rejected` with the rule's code). */
   const refuse = (e: Envelope, code: string, message: string) => {
     counters.rejected++;
     const raw = rawText(e);
-    enqueue(e.sessionId, () => answer(e, 'gateway.event.rejected', {
-      reason: `${code}: ${message}`, code, rawDigest: sha256(raw), rawBytes: Buffer.byteLength(raw, 'utf8'),
-      subject: subjectFor(e), rejectedId: e.id, rejectedType: e.type,
-    }, 'rejected'));
+    enqueue(e.sessionId, () =>
+      answer(
+        e,
+        'gateway.event.rejected',
+        {
+          reason: `${code}: ${message}`,
+          code,
+          rawDigest: sha256(raw),
+          rawBytes: Buffer.byteLength(raw, 'utf8'),
+          subject: subjectFor(e),
+          rejectedId: e.id,
+          rejectedType: e.type,
+        },
+        'rejected',
+      ),
+    );
   };
 
   const turnsOf = (sessionId: string): Map<string, OpenTurn> => {
@@ -259,39 +290,49 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       return opened({
         ok: false,
         turnId: existing.turn.turnId,
-        error: { code: 'gateway.turnExists', message: `Turn ${existing.turn.turnId} (request ${existing.requestId}) is already open in session ${e.sessionId}; end it first or use a new turn id.` },
+        error: {
+          code: 'gateway.turnExists',
+          message: `Turn ${existing.turn.turnId} (request ${existing.requestId}) is already open in session ${e.sessionId}; end it first or use a new turn id.`,
+        },
       });
     }
     const token = tokens.get(e.id) ?? 'default';
     const principal = principalOfToken(principals, token);
     const identity: Result<TurnIdentity> = principal.ok
       ? authorizeIdentity(principal.value, {
-        ...(d.agentId === undefined ? {} : { agentId: d.agentId }),
-        ...(d.profile === undefined ? {} : { profile: d.profile }),
-        ...(d.sandboxId === undefined ? {} : { sandboxId: d.sandboxId }),
-        ...(d.owner === undefined ? {} : { owner: d.owner }),
-      })
+          ...(d.agentId === undefined ? {} : { agentId: d.agentId }),
+          ...(d.profile === undefined ? {} : { profile: d.profile }),
+          ...(d.sandboxId === undefined ? {} : { sandboxId: d.sandboxId }),
+          ...(d.owner === undefined ? {} : { owner: d.owner }),
+        })
       : principal;
     if (!identity.ok) {
       refuse(e, identity.error.code, identity.error.message);
       return opened({ ok: false, error: errorInfo(identity.error) });
     }
-    const servers = d.mcpServers === undefined || d.mcpServers.length === 0
-      ? ok(undefined)
-      : requestMcpServers(d.mcpServers, opts.config, { agentId: identity.value.agentId, sessionId: e.sessionId });
+    const servers =
+      d.mcpServers === undefined || d.mcpServers.length === 0
+        ? ok(undefined)
+        : requestMcpServers(d.mcpServers, opts.config, { agentId: identity.value.agentId, sessionId: e.sessionId });
     if (!servers.ok) {
       refuse(e, servers.error.code, servers.error.message);
       return opened({ ok: false, error: errorInfo(servers.error) });
     }
     if (!sessionOwners.has(e.sessionId)) sessionOwners.set(e.sessionId, token);
-    const req = toTurnRequest(e.sessionId, e.turnId, d, { identity: identity.value, ...(servers.value === undefined ? {} : { mcpServers: servers.value }) });
+    const req = toTurnRequest(e.sessionId, e.turnId, d, {
+      identity: identity.value,
+      ...(servers.value === undefined ? {} : { mcpServers: servers.value }),
+    });
     if (!req.ok) return opened({ ok: false, error: req.error });
     let started: Awaited<ReturnType<TurnEngine['startTurn']>>;
     try {
       started = await engine.startTurn(req.value);
     } catch (err) {
       report(`engine.startTurn threw for event ${e.id}: ${errorText(err)}`);
-      return opened({ ok: false, error: { code: 'gateway.engineFailed', message: `The gateway could not start the turn: ${errorText(err)}` } });
+      return opened({
+        ok: false,
+        error: { code: 'gateway.engineFailed', message: `The gateway could not start the turn: ${errorText(err)}` },
+      });
     }
     if (!started.ok) return opened({ ok: false, error: errorInfo(started.error) });
     const turn = started.value;
@@ -315,12 +356,20 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const toolInvoked = async (e: EventOf<'gateway.tool.invoked'>): Promise<void> => {
     const d = e.data;
     const answered = (result: EventData<'gateway.tool.answered'>['result']) =>
-      answer(e, 'gateway.tool.answered', { requestId: d.requestId, callId: d.callId, tool: d.tool, result }, 'answered');
+      answer(
+        e,
+        'gateway.tool.answered',
+        { requestId: d.requestId, callId: d.callId, tool: d.tool, result },
+        'answered',
+      );
     const t = findTurn(e, d.requestId);
     if (t === undefined) {
       return answered({
         ok: false,
-        error: { code: 'gateway.unknownTurn', message: `No open turn ${e.turnId || `for request ${d.requestId}`} in session ${e.sessionId}: publish gateway.turn.requested first (or the turn has ended).` },
+        error: {
+          code: 'gateway.unknownTurn',
+          message: `No open turn ${e.turnId || `for request ${d.requestId}`} in session ${e.sessionId}: publish gateway.turn.requested first (or the turn has ended).`,
+        },
       });
     }
     if (d.clientResult !== undefined) {
@@ -331,16 +380,32 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         return answered({ ok: true, value: { recorded: true, callId: d.callId } });
       } catch (err) {
         report(`turn.clientResult threw for event ${e.id}: ${errorText(err)}`);
-        return answered({ ok: false, error: { code: 'gateway.engineFailed', message: `The client result could not be recorded: ${errorText(err)}` } });
+        return answered({
+          ok: false,
+          error: {
+            code: 'gateway.engineFailed',
+            message: `The client result could not be recorded: ${errorText(err)}`,
+          },
+        });
       }
     }
     let result: StepResult;
     try {
       // The invocation's callId is the model's own id of the tool call (recorded as gen_ai.tool.call.id).
-      result = await t.turn.invoke(d.tool, d.args, typeof d.callId === 'string' && d.callId !== '' ? { toolCallId: d.callId } : undefined);
+      result = await t.turn.invoke(
+        d.tool,
+        d.args,
+        typeof d.callId === 'string' && d.callId !== '' ? { toolCallId: d.callId } : undefined,
+      );
     } catch (err) {
       report(`turn.invoke threw for event ${e.id}: ${errorText(err)}`);
-      result = { ok: false, error: { code: 'gateway.engineFailed', message: `The tool invocation failed inside the gateway: ${errorText(err)}` } };
+      result = {
+        ok: false,
+        error: {
+          code: 'gateway.engineFailed',
+          message: `The tool invocation failed inside the gateway: ${errorText(err)}`,
+        },
+      };
     }
     return answered(answerResult(result));
   };
@@ -350,20 +415,31 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const t = findTurn(e, d.requestId);
     if (t === undefined) {
       counters.rejected++;
-      return answer(e, 'gateway.event.rejected', {
-        reason: `gateway.unknownTurn: no open turn ${e.turnId || `for request ${d.requestId}`} in session ${e.sessionId} to end`,
-        code: 'gateway.unknownTurn',
-        rawDigest: sha256(rawText(e)),
-        rawBytes: Buffer.byteLength(rawText(e), 'utf8'),
-        subject: subjectFor(e),
-        rejectedId: e.id,
-        rejectedType: e.type,
-      }, 'rejected');
+      return answer(
+        e,
+        'gateway.event.rejected',
+        {
+          reason: `gateway.unknownTurn: no open turn ${e.turnId || `for request ${d.requestId}`} in session ${e.sessionId} to end`,
+          code: 'gateway.unknownTurn',
+          rawDigest: sha256(rawText(e)),
+          rawBytes: Buffer.byteLength(rawText(e), 'utf8'),
+          subject: subjectFor(e),
+          rejectedId: e.id,
+          rejectedType: e.type,
+        },
+        'rejected',
+      );
     }
     forget(e.sessionId, t);
-    const outcome = d.outcome === 'completed'
-      ? undefined
-      : { failed: { code: d.outcome === 'cancelled' ? 'turn.cancelled' : 'turn.failed', reason: d.reason ?? `the gateway reported the turn ${d.outcome}` } };
+    const outcome =
+      d.outcome === 'completed'
+        ? undefined
+        : {
+            failed: {
+              code: d.outcome === 'cancelled' ? 'turn.cancelled' : 'turn.failed',
+              reason: d.reason ?? `the gateway reported the turn ${d.outcome}`,
+            },
+          };
     try {
       await t.turn.end(outcome);
     } catch (err) {
@@ -378,7 +454,9 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     sessionOwners.delete(e.sessionId);
     for (const t of turns) {
       try {
-        await t.turn.end({ failed: { code: 'session.closed', reason: `the session closed (${e.data.reason}) before the turn ended` } });
+        await t.turn.end({
+          failed: { code: 'session.closed', reason: `the session closed (${e.data.reason}) before the turn ended` },
+        });
       } catch (err) {
         report(`turn.end threw while closing session ${e.sessionId}: ${errorText(err)}`);
       }
@@ -406,11 +484,26 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       refuse(e, 'gateway.sessionNotYours', message);
       if (e.type === 'gateway.turn.requested') {
         const d = e.data as EventData<'gateway.turn.requested'>;
-        return answer(e, 'gateway.turn.opened', { requestId: d.requestId, ok: false, error: { code: 'gateway.sessionNotYours', message } }, 'opened');
+        return answer(
+          e,
+          'gateway.turn.opened',
+          { requestId: d.requestId, ok: false, error: { code: 'gateway.sessionNotYours', message } },
+          'opened',
+        );
       }
       if (e.type === 'gateway.tool.invoked') {
         const d = e.data as EventData<'gateway.tool.invoked'>;
-        return answer(e, 'gateway.tool.answered', { requestId: d.requestId, callId: d.callId, tool: d.tool, result: { ok: false, error: { code: 'gateway.sessionNotYours', message } } }, 'answered');
+        return answer(
+          e,
+          'gateway.tool.answered',
+          {
+            requestId: d.requestId,
+            callId: d.callId,
+            tool: d.tool,
+            result: { ok: false, error: { code: 'gateway.sessionNotYours', message } },
+          },
+          'answered',
+        );
       }
       return Promise.resolve();
     }
@@ -447,7 +540,11 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     const e = checked.value;
     if (!(SESSION_EVENT_TYPES as readonly string[]).includes(e.type)) {
-      reject(value, 'gateway.notSessionEvent', `gateway.notSessionEvent: ${e.type} is not a gateway session command; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`);
+      reject(
+        value,
+        'gateway.notSessionEvent',
+        `gateway.notSessionEvent: ${e.type} is not a gateway session command; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`,
+      );
       return;
     }
     // The principal is the subject's token (pinned by the server's permissions), never a field of the message.
@@ -455,7 +552,11 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     if (info !== undefined) {
       const parsed = parseCommandSubject(info.subject);
       if (!parsed.ok || parsed.value.sessionId !== e.sessionId || parsed.value.type !== e.type) {
-        reject(value, 'gateway.subjectMismatch', `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${info.subject}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`);
+        reject(
+          value,
+          'gateway.subjectMismatch',
+          `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${info.subject}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`,
+        );
         return;
       }
       token = parsed.value.principal;
@@ -464,13 +565,17 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     enqueue(e.sessionId, () => handle(e));
   };
 
-  const unsubscribe = bus.subscribe(commandPattern(), (e, info) => {
-    try {
-      onEvent(e, info);
-    } catch (err) {
-      report(`session event consumer: ${errorText(err)}`); // a bug here must not break the bus delivery
-    }
-  }, { queue: opts.queue ?? 'gateway' });
+  const unsubscribe = bus.subscribe(
+    commandPattern(),
+    (e, info) => {
+      try {
+        onEvent(e, info);
+      } catch (err) {
+        report(`session event consumer: ${errorText(err)}`); // a bug here must not break the bus delivery
+      }
+    },
+    { queue: opts.queue ?? 'gateway' },
+  );
 
   const idle = async (): Promise<void> => {
     // Work may enqueue more work (a rejection after a handler): wait until nothing is left.

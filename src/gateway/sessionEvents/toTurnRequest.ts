@@ -19,12 +19,22 @@ export function toTurnRequest(
   granted: { identity: TurnIdentity; mcpServers?: Record<string, McpServerSpec> },
 ): Result<TurnRequest> {
   if (d.harness !== undefined && !(HARNESSES as readonly string[]).includes(d.harness)) {
-    return fail('gateway.badHarness', `Harness "${d.harness}" is not known: use ${HARNESSES.join(' or ')} (or leave it out for pi).`, {
-      harness: d.harness,
-    });
+    return fail(
+      'gateway.badHarness',
+      `Harness "${d.harness}" is not known: use ${HARNESSES.join(' or ')} (or leave it out for pi).`,
+      {
+        harness: d.harness,
+      },
+    );
   }
   const { identity } = granted;
-  const req: TurnRequest = { sessionId, agentId: identity.agentId, profile: identity.profile, sandboxId: identity.sandboxId, owner: identity.owner };
+  const req: TurnRequest = {
+    sessionId,
+    agentId: identity.agentId,
+    profile: identity.profile,
+    sandboxId: identity.sandboxId,
+    owner: identity.owner,
+  };
   if (turnId !== '') req.turnId = turnId;
   if (d.mode !== undefined) req.mode = d.mode;
   if (d.harness !== undefined) req.harness = d.harness as TurnRequest['harness'] & string;
@@ -36,6 +46,7 @@ export function toTurnRequest(
       ...(t.parameters === undefined ? {} : { parameters: t.parameters }),
     }));
   }
-  if (granted.mcpServers !== undefined && Object.keys(granted.mcpServers).length > 0) req.mcpServers = { ...granted.mcpServers };
+  if (granted.mcpServers !== undefined && Object.keys(granted.mcpServers).length > 0)
+    req.mcpServers = { ...granted.mcpServers };
   return ok(req);
 }

@@ -11,11 +11,27 @@ const problem = (body: unknown) => {
 describe('validateChatRequest', () => {
   it('accepts the requests OpenAI clients send, unknown fields passed through', () => {
     const body = {
-      model: 'gpt', stream: false, n: 1, temperature: 0.2, stop: ['x'], tool_choice: 'auto', custom_field: { a: 1 },
+      model: 'gpt',
+      stream: false,
+      n: 1,
+      temperature: 0.2,
+      stop: ['x'],
+      tool_choice: 'auto',
+      custom_field: { a: 1 },
       messages: [
         { role: 'system', content: 's' },
-        { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'data:,' } }] },
-        { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'image_url', image_url: { url: 'data:,' } },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
         { role: 'tool', tool_call_id: 'c1', content: 'ok' },
       ],
       tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
@@ -35,8 +51,15 @@ describe('validateChatRequest', () => {
   });
 
   it('refuses tool_calls that are not an array, and malformed calls by their path', () => {
-    expect(problem({ messages: [user, { role: 'assistant', tool_calls: 'x' }] })).toMatchObject({ param: 'messages[1].tool_calls' });
-    const p = problem({ messages: [user, { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] }] });
+    expect(problem({ messages: [user, { role: 'assistant', tool_calls: 'x' }] })).toMatchObject({
+      param: 'messages[1].tool_calls',
+    });
+    const p = problem({
+      messages: [
+        user,
+        { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] },
+      ],
+    });
     expect(p.param).toBe('messages[1].tool_calls[0].function.arguments');
     expect(p.message).toContain('JSON string');
   });
@@ -44,7 +67,9 @@ describe('validateChatRequest', () => {
   it('refuses content of the wrong type for its role', () => {
     expect(problem({ messages: [{ role: 'user', content: 5 }] }).param).toBe('messages[0].content');
     expect(problem({ messages: [{ role: 'tool', content: 'x' }] }).param).toBe('messages[0].tool_call_id');
-    expect(problem({ messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'u' } }] }] }).param).toMatch(/^messages\[0\]\.content/);
+    expect(
+      problem({ messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'u' } }] }] }).param,
+    ).toMatch(/^messages\[0\]\.content/);
   });
 
   it('refuses known fields of the wrong type or range', () => {
