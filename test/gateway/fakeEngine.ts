@@ -117,15 +117,13 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
           .filter((x) => x.score > 0)
           .sort((a, b) => b.score - a.score);
         return {
-          results: scored
-            .slice(0, limit)
-            .map(({ e }) => ({
-              id: e.id,
-              source: e.source,
-              sourceName: e.sourceName,
-              name: e.name,
-              description: e.description,
-            })),
+          results: scored.slice(0, limit).map(({ e }) => ({
+            id: e.id,
+            source: e.source,
+            sourceName: e.sourceName,
+            name: e.name,
+            description: e.description,
+          })),
           matched: scored.length,
           catalogSize: entries.length,
         };
