@@ -3,6 +3,7 @@ import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
 import type { ConnectOptions, McpCaller, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import { SharedMcpServers, specKeyOf, statusOf } from './mcpShared.js';
+import { openWithin } from './openWithin.js';
 import type { CatalogPart } from './buildCatalog.js';
 import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
 
@@ -149,14 +150,7 @@ export class SessionMcpRuntime {
     const old = this.slots.get(name);
     if (old?.connection) await old.connection.close();
     const started = this.now();
-    let phase = 'starting';
-    const connect = this.opts.connect ?? connectMcpServer;
-    // Aborted at the deadline so late work stops (and kills its process) instead of lingering.
-    const stop = new AbortController();
-    const linked = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
-    const connectOpts: ConnectOptions = {
-      timeoutMs,
-      signal: linked,
+    const connectOpts: Omit<ConnectOptions, 'timeoutMs' | 'signal'> = {
       onToolsChanged: () => {
         void this.relistOwn(name);
       },
@@ -165,38 +159,13 @@ export class SessionMcpRuntime {
     if (this.opts.fetch) connectOpts.fetch = this.opts.fetch;
     if (this.opts.callTimeoutMs !== undefined) connectOpts.callTimeoutMs = this.opts.callTimeoutMs;
     if (this.opts.onSnapshotCall) connectOpts.onSnapshotCall = this.opts.onSnapshotCall;
-
-    type Outcome = { connection: McpConnection; entries: ToolEntry[] } | { reason: string };
-    const work: Promise<Outcome> = (async () => {
-      const c = await connect(name, spec, connectOpts);
-      if (!c.ok) return { reason: c.error.message };
-      phase = 'listing tools';
-      const listed = await c.value.listTools(linked);
-      if (!listed.ok) {
-        await c.value.close();
-        return { reason: listed.error.message };
-      }
-      return { connection: c.value, entries: listed.value };
-    })();
-
-    // A hard deadline over start plus list, whatever the server or the SDK does.
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    const outcome = await openWithin(this.opts.connect ?? connectMcpServer, name, spec, connectOpts, {
+      timeoutMs,
+      stragglers: this.stragglers,
+      ...(signal !== undefined ? { signal } : {}),
     });
-    const outcome = await Promise.race([work, deadline]);
-    clearTimeout(timer);
     const durationMs = this.now() - started;
 
-    if (outcome === 'timeout') {
-      stop.abort(new Error(`timed out after ${timeoutMs} ms`));
-      // Whatever the late work yields is closed; close() waits for it so no process is left behind.
-      const late = work.then((o) => ('connection' in o ? o.connection.close() : undefined)).catch(() => undefined);
-      this.stragglers.add(late);
-      void late.finally(() => this.stragglers.delete(late));
-      this.fail(name, specKey, durationMs, `MCP server "${name}" timed out after ${timeoutMs} ms ${phase}.`);
-      return;
-    }
     if ('reason' in outcome) {
       this.fail(name, specKey, durationMs, outcome.reason);
       return;

@@ -3,6 +3,7 @@ import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
 import type { ConnectOptions, McpCaller, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import { mcpCallScope } from './mcpCallScope.js';
+import { openWithin } from './openWithin.js';
 import type { SourceStatus, ToolEntry } from './types.js';
 
 export const DEFAULT_MAX_CONCURRENT_CALLS = 8;
@@ -197,11 +198,7 @@ export class SharedMcpServers {
       await old.close();
     }
     const started = this.now();
-    let phase = 'starting';
-    const stop = new AbortController();
-    const connectOpts: ConnectOptions = {
-      timeoutMs,
-      signal: stop.signal,
+    const connectOpts: Omit<ConnectOptions, 'timeoutMs' | 'signal'> = {
       onToolsChanged: () => {
         void this.relist(slot);
       },
@@ -210,36 +207,16 @@ export class SharedMcpServers {
       ...(this.opts.roots ? { roots: this.opts.roots } : {}),
       ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
     };
-    const connect = this.opts.connect ?? connectMcpServer;
-    type Outcome = { connection: McpConnection; entries: ToolEntry[] } | { reason: string };
     // Opened outside any caller's scope: the connection serves every session, not the one that opened it.
-    const work: Promise<Outcome> = mcpCallScope.exit(async () => {
-      const c = await connect(name, slot.spec, connectOpts);
-      if (!c.ok) return { reason: c.error.message };
-      this.opened++;
-      phase = 'listing tools';
-      const listed = await c.value.listTools(stop.signal);
-      if (!listed.ok) {
-        await c.value.close();
-        return { reason: listed.error.message };
-      }
-      return { connection: c.value, entries: listed.value };
+    const outcome = await openWithin(this.opts.connect ?? connectMcpServer, name, slot.spec, connectOpts, {
+      timeoutMs,
+      stragglers: this.stragglers,
+      run: (work) => mcpCallScope.exit(work),
+      onConnected: () => {
+        this.opened++;
+      },
     });
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), timeoutMs);
-    });
-    const outcome = await Promise.race([work, deadline]);
-    clearTimeout(timer);
     const durationMs = this.now() - started;
-    if (outcome === 'timeout') {
-      stop.abort(new Error(`timed out after ${timeoutMs} ms`));
-      const late = work.then((o) => ('connection' in o ? o.connection.close() : undefined)).catch(() => undefined);
-      this.stragglers.add(late);
-      void late.finally(() => this.stragglers.delete(late));
-      this.failSlot(slot, durationMs, `MCP server "${name}" timed out after ${timeoutMs} ms ${phase}.`);
-      return;
-    }
     if ('reason' in outcome) {
       this.failSlot(slot, durationMs, outcome.reason);
       return;
