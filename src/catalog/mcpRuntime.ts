@@ -3,7 +3,7 @@ import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
 import type { ConnectOptions, McpCaller, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import { SharedMcpServers, specKeyOf, statusOf } from './mcpShared.js';
-import { openWithin } from './openWithin.js';
+import { openWithin, settleStragglers } from './openWithin.js';
 import type { CatalogPart } from './buildCatalog.js';
 import type { SourceStatus, ToolEntry, ToolExecutor } from './types.js';
 
@@ -201,17 +201,15 @@ export class SessionMcpRuntime {
     const started = this.now();
     const listed = await slot.connection.listTools();
     if (listed.ok && this.slots.get(name) === slot) {
-      slot.entries = listed.value;
-      slot.status = statusOf(
-        name,
-        true,
-        listed.value.length,
-        this.now() - started,
-        undefined,
-        slot.connection.listWarnings,
-      );
+      this.applyListing(name, slot, started, listed.value);
       this.opts.onToolsChanged?.(name);
     }
+  }
+
+  /** Takes a listing as the server's tools and its status (listed in the time since `started`). */
+  private applyListing(name: string, slot: Slot, started: number, entries: ToolEntry[]): void {
+    slot.entries = entries;
+    slot.status = statusOf(name, true, entries.length, this.now() - started, undefined, slot.connection?.listWarnings);
   }
 
   /** Tool entries of every live server (shared ones as the pool lists them), as last listed. */
@@ -262,17 +260,8 @@ export class SessionMcpRuntime {
         if (!slot.connection?.alive) return;
         const started = this.now();
         const listed = await slot.connection.listTools(signal);
-        if (listed.ok) {
-          slot.entries = listed.value;
-          slot.status = statusOf(
-            name,
-            true,
-            listed.value.length,
-            this.now() - started,
-            undefined,
-            slot.connection.listWarnings,
-          );
-        } else {
+        if (listed.ok) this.applyListing(name, slot, started, listed.value);
+        else {
           slot.status = statusOf(name, false, slot.entries.length, this.now() - started, listed.error.message);
         }
       }),
@@ -345,14 +334,7 @@ export class SessionMcpRuntime {
     this.slots.clear();
     await Promise.allSettled(open.map((c) => c.close()));
     // Late openings were aborted at their deadline; wait for them, but never forever.
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.stragglers]),
-      new Promise((r) => {
-        timer = setTimeout(r, 5000);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleStragglers(this.stragglers);
   }
 
   private touch(): void {

@@ -3,7 +3,7 @@ import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
 import type { ConnectOptions, McpCaller, McpConnection, McpPeer, McpServerSpec, SnapshotCallHandler } from './mcp.js';
 import { mcpCallScope } from './mcpCallScope.js';
-import { openWithin } from './openWithin.js';
+import { openWithin, settleStragglers } from './openWithin.js';
 import type { SourceStatus, ToolEntry } from './types.js';
 
 export const DEFAULT_MAX_CONCURRENT_CALLS = 8;
@@ -385,13 +385,6 @@ export class SharedMcpServers {
     const open = [...this.slots.values()].flatMap((s) => (s.connection ? [s.connection] : []));
     this.slots.clear();
     await Promise.allSettled(open.map((c) => c.close()));
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.stragglers]),
-      new Promise((r) => {
-        timer = setTimeout(r, 5000);
-      }),
-    ]);
-    clearTimeout(timer);
+    await settleStragglers(this.stragglers);
   }
 }

@@ -58,3 +58,15 @@ export async function openWithin(
   void late.finally(() => opts.stragglers.delete(late));
   return { reason: `MCP server "${name}" timed out after ${opts.timeoutMs} ms ${phase}.` };
 }
+
+/** Waits for the late closes `openWithin` left in `stragglers`, but never longer than `boundMs`. */
+export async function settleStragglers(stragglers: Set<Promise<unknown>>, boundMs = 5000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.allSettled([...stragglers]),
+    new Promise((r) => {
+      timer = setTimeout(r, boundMs);
+    }),
+  ]);
+  clearTimeout(timer);
+}
