@@ -27,3 +27,15 @@ export {
 export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCredentials } from './connectOptions.js';
 export { authorizationBlock, factTypes, natsServerConfig, NATS_ROLES, rolePermissions } from './serverConfig.js';
 export type { NatsPrincipalKey, NatsRole, RolePermissions } from './serverConfig.js';
+export {
+  DEFAULT_TAKEOVER_MS,
+  OWNER_SUBJECT_ROOT,
+  openOwnersBucket,
+  openSessionOwners,
+  ownerSubject,
+  ownersBucket,
+  ownershipTimings,
+  preferredClaimer,
+  readOwners,
+} from './sessionOwners.js';
+export type { MemberRecord, SessionOwners, SessionOwnersOptions, SessionRecord } from './sessionOwners.js';

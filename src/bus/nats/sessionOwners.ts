@@ -1,0 +1,590 @@
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
+import type { NatsConnection, QueuedIterator, Subscription } from '@nats-io/transport-node';
+import { encodeToken } from '../../events/index.js';
+import { fail, ok, type Result } from '../../shared/index.js';
+import { decodeJson, encodeJson } from './codec.js';
+import { BusError } from './errors.js';
+import { describe } from './streams.js';
+
+/** Default bound within which a member that stops renewing loses its sessions to another member. */
+export const DEFAULT_TAKEOVER_MS = 5000;
+/** Root of the per-member subjects that receive the commands other members forward (gateway role only). */
+export const OWNER_SUBJECT_ROOT = 'toolsearch.owner';
+
+/** `toolsearch.owner.<memberId>`. Pure: no I/O. */
+export const ownerSubject = (memberId: string): string => `${OWNER_SUBJECT_ROOT}.${encodeToken(memberId)}`;
+/** The KV bucket of session owners and member leases (stream `KV_<bucket>`). Pure: no I/O. */
+export const ownersBucket = (streamPrefix: string): string => `${streamPrefix}TOOLSEARCH_OWNERS`;
+
+/** The ownership record of one session (key `s.<sha256 of the session id>`). */
+export interface SessionRecord {
+  sessionId: string;
+  /** The owning member; '' once handed over (released) and not claimed yet. */
+  member: string;
+  /** The principal token that opened the session (a session belongs to its principal, whoever owns it). */
+  principal: string;
+  since: string;
+  /** The member it was taken over from. */
+  from?: string;
+  /** Handed over by `from` at shutdown: any live member may claim it at once. */
+  released?: boolean;
+}
+
+/** The lease of one member (key `m.<member>`), renewed every `takeoverMs / 10`. */
+export interface MemberRecord {
+  id: string;
+  startedAt: string;
+  renewedAt: string;
+  takeoverMs: number;
+  host: string;
+  pid: number;
+}
+
+/**
+ * How the bound is spent. A member is gone once its lease went unrenewed for half the bound (seen here, on this
+ * process's clock, so clocks of other machines do not matter); the preferred claimer of an orphaned session claims it
+ * at the next check, every other member after a grace of a fifth of the bound, so a session is claimed within
+ * 0.5 + 0.05 + 0.2 of the bound plus the claim's round trip. Pure: no I/O.
+ */
+export function ownershipTimings(takeoverMs: number): {
+  renewMs: number;
+  expireMs: number;
+  checkMs: number;
+  graceMs: number;
+} {
+  return {
+    renewMs: Math.max(50, Math.round(takeoverMs / 10)),
+    expireMs: Math.max(200, Math.round(takeoverMs / 2)),
+    checkMs: Math.max(25, Math.round(takeoverMs / 20)),
+    graceMs: Math.max(50, Math.round(takeoverMs / 5)),
+  };
+}
+
+/**
+ * Which live member should claim an orphaned session first: sessions spread over the live members by a hash of
+ * their id, so a dead member's sessions do not all land on one survivor. Pure: no I/O.
+ */
+export function preferredClaimer(sessionId: string, liveMembers: readonly string[]): string | undefined {
+  if (liveMembers.length === 0) return undefined;
+  const sorted = [...liveMembers].sort();
+  const h = createHash('sha256').update(sessionId, 'utf8').digest().readUInt32BE(0);
+  return sorted[h % sorted.length];
+}
+
+const sessionKey = (sessionId: string): string =>
+  `s.${createHash('sha256').update(sessionId, 'utf8').digest('hex').slice(0, 40)}`;
+const memberKey = (memberId: string): string => `m.${memberId}`;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export interface SessionOwnersOptions {
+  connection: NatsConnection;
+  /** Prefix of the stream names (the bucket is `<prefix>TOOLSEARCH_OWNERS`). Default ''. */
+  streamPrefix?: string;
+  /** This member's id (unique among live members; the role's actor id). */
+  memberId: string;
+  /** Bound within which a member that stops renewing loses its sessions. Default 5000. */
+  takeoverMs?: number;
+  /** Replicas of the bucket (3 on a three-node cluster). Default 1. */
+  replicas?: number;
+  /** Create the bucket when missing (default true); false: it must exist. */
+  create?: boolean;
+  /** Infrastructure trouble (a renewal or claim that failed). Never thrown. */
+  onError?: (message: string) => void;
+}
+
+interface Held<T> {
+  record: T;
+  revision: number;
+}
+interface SeenMember extends Held<MemberRecord> {
+  /** Local time the last renewal was seen. */
+  seenAt: number;
+}
+
+/** What `openSessionOwners` returns; it is the gateway's `SessionOwnership` port. */
+export interface SessionOwners {
+  readonly memberId: string;
+  readonly takeoverMs: number;
+  acquire(
+    sessionId: string,
+    principal: string,
+  ): Promise<{ mine: true; takeover: boolean; principal: string } | { mine: false; member: string; principal: string }>;
+  forward(member: string, command: { subject: string; event: unknown }, timeoutMs: number): Promise<Result<void>>;
+  serve(handler: (command: { subject: string; event: unknown }) => Result<void>): () => void;
+  owns(sessionId: string): boolean;
+  changed(sessionId: string, ms: number): Promise<void>;
+  onTakeover(listener: (sessionId: string, from: string) => void): void;
+  onLost(listener: (sessionId: string, to: string) => void): void;
+  forget(sessionId: string): Promise<void>;
+  owned(): string[];
+  release(sessionIds: readonly string[]): Promise<void>;
+  status(): {
+    memberId: string;
+    takeoverMs: number;
+    members: Array<{
+      id: string;
+      self: boolean;
+      live: boolean;
+      sessions: number;
+      renewedAgoMs: number;
+      startedAt: string;
+    }>;
+    orphaned: number;
+    takeovers: number;
+  };
+  close(opts?: { handover?: boolean }): Promise<void>;
+}
+
+/** Opens (creating when missing) the owners bucket; `undefined` when it does not exist and `create` is false. */
+export async function openOwnersBucket(
+  connection: NatsConnection,
+  streamPrefix: string,
+  opts: { create: boolean; replicas?: number },
+): Promise<KV | undefined> {
+  const kvm = new Kvm(connection);
+  const name = ownersBucket(streamPrefix);
+  if (!opts.create) {
+    try {
+      return await kvm.open(name, { bindOnly: true });
+    } catch {
+      return undefined;
+    }
+  }
+  return kvm.create(name, { history: 1, replicas: opts.replicas ?? 1 });
+}
+
+/** Reads every record of the bucket once (for `toolsearch status`). */
+export async function readOwners(
+  kv: KV,
+): Promise<{ members: Array<Held<MemberRecord>>; sessions: Array<Held<SessionRecord>> }> {
+  const members: Array<Held<MemberRecord>> = [];
+  const sessions: Array<Held<SessionRecord>> = [];
+  const keys: string[] = [];
+  for await (const k of await kv.keys()) keys.push(k);
+  for (const k of keys) {
+    const e = await kv.get(k);
+    if (e === null || e.operation !== 'PUT') continue;
+    const v = parse(e);
+    if (v === undefined) continue;
+    if (k.startsWith('m.')) members.push({ record: v as MemberRecord, revision: e.revision });
+    else if (k.startsWith('s.')) sessions.push({ record: v as SessionRecord, revision: e.revision });
+  }
+  return { members, sessions };
+}
+
+function parse(e: KvEntry): unknown {
+  try {
+    return decodeJson(e.value);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A revision check that failed (someone else wrote the key first): read again and decide again. */
+const isConflict = (e: unknown): boolean =>
+  e instanceof Error && /wrong last sequence|key exists|10071|10164/i.test(`${e.message} ${String(e.cause ?? '')}`);
+
+/**
+ * One owner per session among the gateway members on NATS: a JetStream KV bucket (`<prefix>TOOLSEARCH_OWNERS`,
+ * history 1) holds a lease per member (`m.<member>`, renewed every tenth of `takeoverMs`) and an ownership record per
+ * session (`s.<hash>`: member, principal). A session is claimed with a create (no record yet) or a revision-checked
+ * update (its owner's lease lapsed or it was handed over), so exactly one member wins a claim. Every member watches
+ * the bucket, judges leases by when it last saw them renewed (its own clock), and claims the sessions of a gone
+ * member: the preferred member at once, the others after a grace. Commands that land at a non-owner travel to the
+ * owner by core request on `toolsearch.owner.<member>`.
+ */
+export async function openSessionOwners(opts: SessionOwnersOptions): Promise<SessionOwners> {
+  const nc = opts.connection;
+  const me = opts.memberId;
+  if (!/^[A-Za-z0-9_-]{1,128}$/.test(me))
+    throw new BusError('bus.config', `gateway member id "${me}" may only hold letters, digits, '-' and '_' (1 to 128)`);
+  const takeoverMs = opts.takeoverMs ?? DEFAULT_TAKEOVER_MS;
+  const t = ownershipTimings(takeoverMs);
+  const report = (m: string) => {
+    try {
+      opts.onError?.(m);
+    } catch {
+      /* a failing sink must not stop the lease */
+    }
+  };
+  let kv: KV | undefined;
+  try {
+    kv = await openOwnersBucket(nc, opts.streamPrefix ?? '', {
+      create: opts.create !== false,
+      ...(opts.replicas === undefined ? {} : { replicas: opts.replicas }),
+    });
+  } catch (e) {
+    throw new BusError('bus.rejected', `could not open the session owners bucket: ${describe(e)}`, { cause: e });
+  }
+  if (kv === undefined)
+    throw new BusError(
+      'bus.rejected',
+      `the session owners bucket ${ownersBucket(opts.streamPrefix ?? '')} does not exist: start a gateway that may create it`,
+    );
+  const bucket = kv;
+
+  const members = new Map<string, SeenMember>();
+  /** Members whose lease was withdrawn (deleted): gone at once. */
+  const withdrawn = new Set<string>();
+  const sessions = new Map<string, Held<SessionRecord>>();
+  const mine = new Set<string>();
+  /** When each orphaned session was first seen orphaned here. */
+  const orphanedSince = new Map<string, number>();
+  const waiters = new Map<string, Set<() => void>>();
+  const takeoverListeners: Array<(s: string, from: string) => void> = [];
+  const lostListeners: Array<(s: string, to: string) => void> = [];
+  const claiming = new Map<string, Promise<unknown>>();
+  let takeovers = 0;
+  let closed = false;
+  const startedAt = new Date().toISOString();
+  let lastRenewOk = Date.now();
+
+  const wake = (key: string) => {
+    const w = waiters.get(key);
+    if (w === undefined) return;
+    waiters.delete(key);
+    for (const f of w) f();
+  };
+  const live = (member: string): boolean => {
+    if (member === me) return !closed;
+    if (member === '' || withdrawn.has(member)) return false;
+    const m = members.get(member);
+    return m !== undefined && Date.now() - m.seenAt < t.expireMs;
+  };
+  const liveMembers = (): string[] => [...new Set([me, ...members.keys()])].filter(live);
+
+  const setSession = (key: string, held: Held<SessionRecord> | undefined) => {
+    const before = sessions.get(key);
+    if (before !== undefined && held !== undefined && held.revision < before.revision) return; // an older read
+    if (held === undefined) sessions.delete(key);
+    else sessions.set(key, held);
+    const sid = held?.record.sessionId ?? before?.record.sessionId;
+    if (sid !== undefined) {
+      const nowMine = held?.record.member === me;
+      if (nowMine) mine.add(sid);
+      else if (mine.delete(sid) && held !== undefined && held.record.member !== '') {
+        for (const l of lostListeners) l(sid, held.record.member);
+      }
+    }
+    wake(key);
+  };
+
+  const apply = (e: KvWatchEntry | KvEntry) => {
+    if (e.key.startsWith('m.')) {
+      if (e.operation !== 'PUT') {
+        const id = e.key.slice(2);
+        members.delete(id);
+        withdrawn.add(id);
+        return;
+      }
+      const v = parse(e) as MemberRecord | undefined;
+      if (v === undefined || typeof v.id !== 'string') return;
+      withdrawn.delete(v.id);
+      members.set(v.id, { record: v, revision: e.revision, seenAt: Date.now() });
+      return;
+    }
+    if (!e.key.startsWith('s.')) return;
+    if (e.operation !== 'PUT') {
+      setSession(e.key, undefined);
+      return;
+    }
+    const v = parse(e) as SessionRecord | undefined;
+    if (v === undefined || typeof v.sessionId !== 'string') return;
+    setSession(e.key, { record: v, revision: e.revision });
+  };
+
+  const memberRecord = (): Uint8Array =>
+    encodeJson({
+      id: me,
+      startedAt,
+      renewedAt: new Date().toISOString(),
+      takeoverMs,
+      host: hostname(),
+      pid: process.pid,
+    } satisfies MemberRecord);
+
+  // Watch first, then write the first lease: seeing that write means every older record has been seen.
+  const watch: QueuedIterator<KvWatchEntry> = await bucket.watch({ key: '>' });
+  const firstRevision = await bucket.put(memberKey(me), memberRecord());
+  let initialized!: () => void;
+  const ready = new Promise<void>((r) => (initialized = r));
+  void (async () => {
+    for await (const e of watch) {
+      apply(e);
+      if (e.revision >= firstRevision) initialized();
+    }
+  })().catch((e: unknown) => report(`session owners watch stopped: ${describe(e)}`));
+  await Promise.race([ready, sleep(Math.max(2000, takeoverMs))]);
+
+  const renew = async () => {
+    try {
+      await bucket.put(memberKey(me), memberRecord());
+      lastRenewOk = Date.now();
+    } catch (e) {
+      if (!closed) report(`could not renew the lease of gateway member ${me}: ${describe(e)}`);
+      if (Date.now() - lastRenewOk > t.expireMs)
+        report(
+          `gateway member ${me} has not renewed its lease for ${Date.now() - lastRenewOk} ms: its sessions may move`,
+        );
+    }
+  };
+  const renewTimer = setInterval(() => void renew(), t.renewMs);
+  renewTimer.unref();
+
+  const record = (sessionId: string, principal: string, extra: Partial<SessionRecord> = {}): Uint8Array =>
+    encodeJson({ sessionId, member: me, principal, since: new Date().toISOString(), ...extra } satisfies SessionRecord);
+
+  const refresh = async (key: string): Promise<void> => {
+    const e = await bucket.get(key);
+    if (e === null || e.operation !== 'PUT') {
+      if (e !== null) setSession(key, undefined);
+      else if (sessions.has(key)) setSession(key, undefined);
+      return;
+    }
+    apply(e);
+  };
+
+  /** One claim of an orphaned session (revision-checked); true when this member won it. */
+  const takeOver = async (key: string, held: Held<SessionRecord>): Promise<boolean> => {
+    const from = held.record.member === '' ? (held.record.from ?? '') : held.record.member;
+    try {
+      const revision = await bucket.update(
+        key,
+        record(held.record.sessionId, held.record.principal, { from }),
+        held.revision,
+      );
+      takeovers++;
+      setSession(key, {
+        record: {
+          ...held.record,
+          member: me,
+          from,
+          since: new Date().toISOString(),
+          released: undefined,
+        } as SessionRecord,
+        revision,
+      });
+      return true;
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      await refresh(key);
+      return false;
+    }
+  };
+
+  const acquireOnce = async (
+    sessionId: string,
+    principal: string,
+  ): Promise<
+    { mine: true; takeover: boolean; principal: string } | { mine: false; member: string; principal: string }
+  > => {
+    const key = sessionKey(sessionId);
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 20) throw new BusError('bus.rejected', `could not settle the owner of session ${sessionId}`);
+      const held = sessions.get(key);
+      if (held === undefined) {
+        try {
+          const revision = await bucket.create(key, record(sessionId, principal));
+          setSession(key, {
+            record: { sessionId, member: me, principal, since: new Date().toISOString() },
+            revision,
+          });
+          return { mine: true, takeover: false, principal };
+        } catch (e) {
+          if (!isConflict(e)) throw e;
+          await refresh(key);
+          continue;
+        }
+      }
+      const r = held.record;
+      if (r.member === me) return { mine: true, takeover: false, principal: r.principal };
+      if (live(r.member) && r.released !== true) return { mine: false, member: r.member, principal: r.principal };
+      if (await takeOver(key, held)) return { mine: true, takeover: true, principal: r.principal };
+    }
+  };
+
+  /** Claims of one session are single-flight in this member (a command and the monitor may race). */
+  const acquire: SessionOwners['acquire'] = (sessionId, principal) => {
+    const key = sessionKey(sessionId);
+    const prev = claiming.get(key) ?? Promise.resolve();
+    const next = prev.catch(() => undefined).then(() => acquireOnce(sessionId, principal));
+    claiming.set(key, next);
+    void next
+      .finally(() => {
+        if (claiming.get(key) === next) claiming.delete(key);
+      })
+      .catch(() => undefined);
+    return next;
+  };
+
+  const check = () => {
+    if (closed) return;
+    const alive = liveMembers();
+    const now = Date.now();
+    for (const [key, held] of sessions) {
+      const r = held.record;
+      if (r.member === me || (live(r.member) && r.released !== true)) {
+        orphanedSince.delete(key);
+        continue;
+      }
+      const since = orphanedSince.get(key) ?? now;
+      orphanedSince.set(key, since);
+      if (claiming.has(key)) continue;
+      const preferred = preferredClaimer(r.sessionId, alive);
+      if (preferred !== me && now - since < t.graceMs) continue;
+      const from = r.member === '' ? (r.from ?? '') : r.member;
+      void acquire(r.sessionId, r.principal).then(
+        (o) => {
+          orphanedSince.delete(key);
+          if (o.mine && o.takeover) for (const l of takeoverListeners) l(r.sessionId, from);
+        },
+        (e: unknown) => report(`could not take over session ${r.sessionId}: ${describe(e)}`),
+      );
+    }
+  };
+  const checkTimer = setInterval(check, t.checkMs);
+  checkTimer.unref();
+
+  const subs: Subscription[] = [];
+
+  return {
+    memberId: me,
+    takeoverMs,
+    acquire,
+    async forward(member, command, timeoutMs) {
+      try {
+        const msg = await nc.request(ownerSubject(member), encodeJson(command), { timeout: timeoutMs });
+        const a = decodeJson(msg.data) as { ok?: boolean; code?: string; message?: string } | undefined;
+        if (a?.ok === true) return ok(undefined);
+        return fail(a?.code ?? 'owner.notOwner', a?.message ?? `member ${member} did not take the command`);
+      } catch (e) {
+        return fail('owner.unreachable', `gateway member ${member} did not take the command: ${describe(e)}`);
+      }
+    },
+    serve(handler) {
+      const sub = nc.subscribe(ownerSubject(me), {
+        callback: (err, msg) => {
+          if (err !== null || !msg.reply) return;
+          let answer: unknown;
+          try {
+            const r = handler(decodeJson(msg.data) as { subject: string; event: unknown });
+            answer = r.ok ? { ok: true } : { ok: false, code: r.error.code, message: r.error.message };
+          } catch (e) {
+            answer = { ok: false, code: 'owner.failed', message: describe(e) };
+          }
+          try {
+            msg.respond(encodeJson(answer));
+          } catch {
+            /* connection gone: the forwarder times out and retries */
+          }
+        },
+      });
+      subs.push(sub);
+      return () => sub.unsubscribe();
+    },
+    owns: (sessionId) => mine.has(sessionId),
+    changed(sessionId, ms) {
+      const key = sessionKey(sessionId);
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(done, ms);
+        function done() {
+          clearTimeout(timer);
+          waiters.get(key)?.delete(done);
+          resolve();
+        }
+        let w = waiters.get(key);
+        if (w === undefined) waiters.set(key, (w = new Set()));
+        w.add(done);
+      });
+    },
+    onTakeover: (l) => void takeoverListeners.push(l),
+    onLost: (l) => void lostListeners.push(l),
+    async forget(sessionId) {
+      const key = sessionKey(sessionId);
+      const held = sessions.get(key);
+      if (held === undefined || held.record.member !== me) return;
+      try {
+        await bucket.delete(key, { previousSeq: held.revision });
+      } catch (e) {
+        if (!isConflict(e)) report(`could not remove the owner record of session ${sessionId}: ${describe(e)}`);
+      }
+    },
+    owned: () => [...mine],
+    async release(sessionIds) {
+      await Promise.all(
+        sessionIds.map(async (sid) => {
+          const key = sessionKey(sid);
+          const held = sessions.get(key);
+          if (held === undefined || held.record.member !== me) return;
+          try {
+            const revision = await bucket.update(
+              key,
+              encodeJson({
+                ...held.record,
+                member: '',
+                from: me,
+                released: true,
+                since: new Date().toISOString(),
+              } satisfies SessionRecord),
+              held.revision,
+            );
+            setSession(key, { record: { ...held.record, member: '', from: me, released: true }, revision });
+          } catch (e) {
+            report(`could not hand over session ${sid}: ${describe(e)}`);
+          }
+        }),
+      );
+    },
+    status() {
+      const counts = new Map<string, number>();
+      let orphaned = 0;
+      for (const { record: r } of sessions.values()) {
+        if (r.member !== '') counts.set(r.member, (counts.get(r.member) ?? 0) + 1);
+        if (!live(r.member) || r.released === true) orphaned++;
+      }
+      const now = Date.now();
+      const ids = new Set([me, ...members.keys(), ...counts.keys()]);
+      return {
+        memberId: me,
+        takeoverMs,
+        members: [...ids].sort().map((id) => {
+          const m = members.get(id);
+          return {
+            id,
+            self: id === me,
+            live: live(id),
+            sessions: counts.get(id) ?? 0,
+            renewedAgoMs: id === me ? now - lastRenewOk : m === undefined ? -1 : now - m.seenAt,
+            startedAt: m?.record.startedAt ?? (id === me ? startedAt : ''),
+          };
+        }),
+        orphaned,
+        takeovers,
+      };
+    },
+    async close(o) {
+      if (closed) return;
+      closed = true;
+      clearInterval(renewTimer);
+      clearInterval(checkTimer);
+      for (const s of subs.splice(0)) {
+        try {
+          s.unsubscribe();
+        } catch {
+          /* closed */
+        }
+      }
+      if (o?.handover === true) {
+        try {
+          await bucket.delete(memberKey(me));
+        } catch (e) {
+          report(`could not withdraw the lease of gateway member ${me}: ${describe(e)}`);
+        }
+      }
+      watch.stop();
+      for (const key of [...waiters.keys()]) wake(key);
+    },
+  };
+}
