@@ -418,6 +418,11 @@ export function createEngine(opts: EngineOptions): Engine {
   return {
     startTurn,
     closeSession,
+    adoptSession: (sessionId) =>
+      Promise.resolve(
+        fail('turn.adoptUnavailable', `Adopting session ${sessionId} is not built yet: restart its turns.`),
+      ),
+    releaseSession: () => Promise.resolve(),
     async close() {
       if (closed) return;
       closed = true;
