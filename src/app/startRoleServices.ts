@@ -12,7 +12,8 @@ import {
 } from '../sandbox/index.js';
 import { startCallLearning } from '../search/index.js';
 import { createEngine, type Engine, type EngineOptions } from '../turn/index.js';
-import { startSessionEventConsumer, type SessionEventConsumer } from '../gateway/index.js';
+import { startSessionEventConsumer, type SessionEventConsumer, type SessionOwnership } from '../gateway/index.js';
+import { openSessionOwners, type NatsBus } from '../bus/nats/index.js';
 
 export type Role = 'all' | 'gateway' | 'policy' | 'sandbox';
 export const ROLES: readonly Role[] = ['all', 'gateway', 'policy', 'sandbox'];
@@ -52,6 +53,8 @@ export interface RoleServices {
   sessionEvents?: SessionEventConsumer;
   enforcer?: PolicyEnforcer;
   runner?: SandboxRunner;
+  /** Session ownership among the gateway members (NATS, with session commands on). */
+  ownership?: SessionOwnership;
   /** Stops the actors in reverse order of start, closes the engine and the sandboxes this call created. Idempotent. */
   close(): Promise<void>;
 }
@@ -62,6 +65,9 @@ interface Announcer {
 }
 const canAnnounce = (bus: EventBus): bus is EventBus & Announcer =>
   typeof (bus as Partial<Announcer>).announce === 'function';
+/** The NATS bus (its connection and stream names), where several gateway members share the sessions. */
+const isNatsBus = (bus: EventBus): bus is NatsBus =>
+  typeof (bus as Partial<NatsBus>).connection === 'object' && typeof (bus as Partial<NatsBus>).streams === 'object';
 
 /** The local sandbox of a process, sized by the config. */
 function localSandbox(config: ResolvedConfig): Sandbox {
@@ -153,14 +159,37 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       out.engine = engine;
       if (role === 'all') announce('policy');
       if (opts.sessionEvents !== false) {
+        // On NATS each session has one owning member (a lease in JetStream KV): a command that lands at another
+        // member is forwarded to the owner, and a member that stops renewing loses its sessions to the others.
+        let ownership: Awaited<ReturnType<typeof openSessionOwners>> | undefined;
+        if (isNatsBus(bus)) {
+          const o = await openSessionOwners({
+            connection: bus.connection,
+            streamPrefix: bus.streams.events.slice(0, -'TOOLSEARCH_EVENTS'.length),
+            memberId: id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 128),
+            takeoverMs: config.gateway.takeoverMs,
+            ...(opts.onError === undefined ? {} : { onError: opts.onError }),
+          });
+          ownership = o;
+          out.ownership = o;
+          closers.push(() => o.close({ handover: true }));
+        }
         const consumer = startSessionEventConsumer({
           bus,
           engine,
           config,
           queue: 'gateway',
+          ...(ownership === undefined ? {} : { ownership }),
           ...(opts.onError === undefined ? {} : { onError: opts.onError }),
         });
-        closers.push(() => consumer.stop());
+        // Closing hands the owned sessions to the other members (their turns continue there), within the bound.
+        closers.push(() =>
+          ownership === undefined
+            ? consumer.stop()
+            : consumer.handover(config.gateway.takeoverMs).then((handed) => {
+                if (handed.length > 0) say(`gateway ${id}: handed ${handed.length} sessions over to the other members`);
+              }),
+        );
         out.sessionEvents = consumer;
       }
       announce('gateway');

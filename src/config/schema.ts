@@ -255,6 +255,13 @@ export const ToolSearchConfig = Type.Object(
             Type.Object({ cert: Type.String({ minLength: 1 }), key: Type.String({ minLength: 1 }) }, closed),
           ),
           maxEventLoopLagMs: Type.Optional(positiveInt('1000: new turns get 429 while the event loop lags more')),
+          takeoverMs: Type.Optional(
+            Type.Integer({
+              minimum: 500,
+              maximum: 600_000,
+              description: "5000: a gateway member's sessions move to another member within this bound once it stops",
+            }),
+          ),
         },
         closed,
       ),

@@ -79,7 +79,17 @@ export interface ResolvedConfig {
    * `tls`: absolute paths of the PEM certificate and key; the front serves HTTPS when set. `maxEventLoopLagMs`:
    * new turns are refused (429, `gateway.overloaded`) while the event loop lags more.
    */
-  gateway: { port?: number; host: string; tls?: { cert: string; key: string }; maxEventLoopLagMs: number };
+  gateway: {
+    port?: number;
+    host: string;
+    tls?: { cert: string; key: string };
+    maxEventLoopLagMs: number;
+    /**
+     * NATS, several gateway members: the bound within which a member that stops renewing its lease loses its
+     * sessions to another member (default 5000, 500..600000).
+     */
+    takeoverMs: number;
+  };
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
   /** Live sessions are bounded per gateway and per principal; idle ones are reaped oldest first at the bound. */
   session: { idleTimeoutMs: number; maxLive: number; maxPerPrincipal: number };

@@ -48,6 +48,11 @@ export type {
   SessionEventConsumer,
   SessionEventConsumerOptions,
   SessionEventConsumerStats,
+  ForwardedCommand,
+  OwnershipMember,
+  OwnershipStatus,
+  SessionOwner,
+  SessionOwnership,
 } from './sessionEvents/index.js';
 export { startMcpFront, toCallToolResult, TOOL_SEARCH_OUTPUT_SCHEMA } from './mcpFront.js';
 export type { McpFront, McpFrontOptions } from './mcpFront.js';

@@ -114,6 +114,7 @@ export interface SessionOwners {
   forward(member: string, command: { subject: string; event: unknown }, timeoutMs: number): Promise<Result<void>>;
   serve(handler: (command: { subject: string; event: unknown }) => Result<void>): () => void;
   owns(sessionId: string): boolean;
+  takes(sessionId: string): boolean;
   changed(sessionId: string, ms: number): Promise<void>;
   onTakeover(listener: (sessionId: string, from: string) => void): void;
   onLost(listener: (sessionId: string, to: string) => void): void;
@@ -238,6 +239,8 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
   const claiming = new Map<string, Promise<unknown>>();
   let takeovers = 0;
   let closed = false;
+  /** Set by `release`: this member claims nothing any more. */
+  let leaving = false;
   const startedAt = new Date().toISOString();
   let lastRenewOk = Date.now();
 
@@ -384,6 +387,19 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
     for (let attempt = 0; ; attempt++) {
       if (attempt > 20) throw new BusError('bus.rejected', `could not settle the owner of session ${sessionId}`);
       const held = sessions.get(key);
+      if (leaving) {
+        // Handing over: a session's command goes to whoever owns it next; a new session to a live member.
+        if (
+          held !== undefined &&
+          held.record.member !== me &&
+          live(held.record.member) &&
+          held.record.released !== true
+        )
+          return { mine: false, member: held.record.member, principal: held.record.principal };
+        const others = liveMembers().filter((m) => m !== me);
+        const next = held === undefined ? preferredClaimer(sessionId, others) : undefined;
+        return { mine: false, member: next ?? '', principal: held?.record.principal ?? principal };
+      }
       if (held === undefined) {
         try {
           const revision = await bucket.create(key, record(sessionId, principal));
@@ -485,6 +501,7 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
       return () => sub.unsubscribe();
     },
     owns: (sessionId) => mine.has(sessionId),
+    takes: (sessionId) => !leaving && !closed && (mine.has(sessionId) || !sessions.has(sessionKey(sessionId))),
     changed(sessionId, ms) {
       const key = sessionKey(sessionId);
       return new Promise<void>((resolve) => {
@@ -513,6 +530,7 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
     },
     owned: () => [...mine],
     async release(sessionIds) {
+      leaving = true;
       await Promise.all(
         sessionIds.map(async (sid) => {
           const key = sessionKey(sid);

@@ -9,3 +9,10 @@ export type {
   SessionEventConsumerStats,
 } from './startSessionEventConsumer.js';
 export { toTurnRequest } from './toTurnRequest.js';
+export type {
+  ForwardedCommand,
+  OwnershipMember,
+  OwnershipStatus,
+  SessionOwner,
+  SessionOwnership,
+} from './sessionOwnership.js';

@@ -66,6 +66,11 @@ export interface SessionOwnership {
   serve(handler: (command: ForwardedCommand) => Result<void>): () => void;
   /** True when this member's records say it owns the session (no round trip). */
   owns(sessionId: string): boolean;
+  /**
+   * True when a command forwarded here for the session may be taken: this member owns it, or it has no owner record
+   * yet (this member will claim it). False while this member hands its sessions over.
+   */
+  takes(sessionId: string): boolean;
   /** Resolves when the session's record changes or after `ms`, whichever comes first. */
   changed(sessionId: string, ms: number): Promise<void>;
   /** Called when this member took a session over on its own (its owner stopped renewing or handed it over). */

@@ -15,6 +15,7 @@ import type { Result, ToolSearchError } from '../../shared/index.js';
 import { fail, ok } from '../../shared/index.js';
 import type { StepResult, Turn, TurnEngine } from '../../turn/index.js';
 import { publishSessionEvent, SESSION_EVENT_TYPES, type SessionEventType } from './publishSessionEvent.js';
+import type { ForwardedCommand, SessionOwnership } from './sessionOwnership.js';
 import { requestMcpServers, type RequestMcpConfig } from './requestMcpServers.js';
 import { toTurnRequest } from './toTurnRequest.js';
 
@@ -62,6 +63,15 @@ export interface SessionEventConsumerOptions {
   now?: () => Date;
   /** Infrastructure trouble (an answer that could not be published, an engine that threw). Never thrown. */
   onError?: (message: string) => void;
+  /**
+   * One owner per session among several gateway members (NATS): a command runs only at the member that owns its
+   * session; one that lands elsewhere is forwarded there, or waits for the takeover when the owner is gone. A
+   * session taken over is adopted from the stream (`engine.adoptSession`) before its next command runs. Absent: this
+   * process is the only member (embedded bus).
+   */
+  ownership?: SessionOwnership & { readonly takeoverMs: number };
+  /** How long a forwarded command waits for the owner's receipt (default 2000 ms). */
+  forwardTimeoutMs?: number;
 }
 
 export interface SessionEventConsumerStats {
@@ -74,6 +84,10 @@ export interface SessionEventConsumerStats {
   rejected: number;
   /** Errors reported through `onError`. */
   errors: number;
+  /** Commands handed to the member that owns their session. */
+  forwarded: number;
+  /** Sessions adopted from the stream after a takeover. */
+  adopted: number;
 }
 
 export interface SessionEventConsumer {
@@ -82,6 +96,13 @@ export interface SessionEventConsumer {
   stats(): SessionEventConsumerStats;
   /** Stops consuming and waits for the work in hand; open turns stay with the engine. */
   stop(): Promise<void>;
+  /**
+   * Shutdown with other members alive (NATS): stops taking commands, lets the work in hand finish within `drainMs`,
+   * then lets go of every owned session without ending its turns (`engine.releaseSession`) and hands it over, so
+   * another member adopts it; commands still queued here follow it to the new owner. Without ownership: `stop()`.
+   * Resolves with the sessions handed over.
+   */
+  handover(drainMs: number): Promise<string[]>;
 }
 
 interface OpenTurn {
@@ -93,6 +114,9 @@ interface OpenTurn {
 class RecentIds {
   private readonly ids = new Set<string>();
   constructor(private readonly limit: number) {}
+  delete(id: string): void {
+    this.ids.delete(id);
+  }
   /** False when the id was there already. */
   add(id: string): boolean {
     if (this.ids.has(id)) return false;
@@ -154,7 +178,22 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const chains = new Map<string, Promise<void>>();
   /** Open turns per session, by turn id and by request id. */
   const open = new Map<string, Map<string, OpenTurn>>();
-  const counters: SessionEventConsumerStats = { received: 0, processed: 0, duplicates: 0, rejected: 0, errors: 0 };
+  const counters: SessionEventConsumerStats = {
+    received: 0,
+    processed: 0,
+    duplicates: 0,
+    rejected: 0,
+    errors: 0,
+    forwarded: 0,
+    adopted: 0,
+  };
+  const ownership = opts.ownership;
+  const forwardTimeoutMs = opts.forwardTimeoutMs ?? 2000;
+  /** Sessions taken over whose turns are not adopted yet. */
+  const needsAdopt = new Set<string>();
+  /** Turns an adoption closed (interrupted or failed), by session: a late command for them says so. */
+  const closedTurns = new Map<string, Map<string, { outcome: string; reason: string }>>();
+  let handingOver = false;
   const principals = opts.config?.principals ?? {};
   /** Session id -> the principal token that opened it. */
   const sessionOwners = new Map<string, string>();
@@ -363,6 +402,16 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         'answered',
       );
     const t = findTurn(e, d.requestId);
+    const closedByAdoption = t === undefined ? closedTurns.get(e.sessionId)?.get(e.turnId) : undefined;
+    if (closedByAdoption !== undefined) {
+      return answered({
+        ok: false,
+        error: {
+          code: closedByAdoption.outcome === 'interrupted' ? 'turn.interrupted' : 'turn.failed',
+          message: `Turn ${e.turnId} of session ${e.sessionId} was closed when another gateway member took the session over (${closedByAdoption.reason}): start a new turn.`,
+        },
+      });
+    }
     if (t === undefined) {
       return answered({
         ok: false,
@@ -466,6 +515,121 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     } catch (err) {
       report(`engine.closeSession threw for session ${e.sessionId}: ${errorText(err)}`);
     }
+    closedTurns.delete(e.sessionId);
+    if (ownership !== undefined) {
+      try {
+        await ownership.forget(e.sessionId);
+      } catch (err) {
+        report(`could not remove the owner record of session ${e.sessionId}: ${errorText(err)}`);
+      }
+    }
+  };
+
+  /** Adopts a session taken over (once): its open turns continue here, or say why they were closed. */
+  const ensureAdopted = async (sessionId: string): Promise<void> => {
+    if (!needsAdopt.delete(sessionId)) return;
+    let adopted: Awaited<ReturnType<TurnEngine['adoptSession']>>;
+    try {
+      adopted = await engine.adoptSession(sessionId);
+    } catch (err) {
+      report(`engine.adoptSession threw for session ${sessionId}: ${errorText(err)}`);
+      return;
+    }
+    if (!adopted.ok) {
+      report(`session ${sessionId} was taken over but not adopted (${adopted.error.code}): ${adopted.error.message}`);
+      return;
+    }
+    counters.adopted++;
+    for (const a of adopted.value.turns) {
+      if (a.outcome === 'resumed' && a.turn !== undefined) {
+        const entry: OpenTurn = { turn: a.turn, requestId: `adopted:${a.turnId}` };
+        turnsOf(sessionId).set(`turn:${a.turnId}`, entry);
+      } else {
+        let m = closedTurns.get(sessionId);
+        if (m === undefined) closedTurns.set(sessionId, (m = new Map()));
+        m.set(a.turnId, { outcome: a.outcome, reason: a.reason ?? `the turn was ${a.outcome}` });
+      }
+    }
+  };
+
+  /** Lets go of a session another member took over, or that this member hands over: its turns are not ended. */
+  const letGo = async (sessionId: string): Promise<void> => {
+    open.delete(sessionId);
+    sessionOwners.delete(sessionId);
+    needsAdopt.delete(sessionId);
+    try {
+      await engine.releaseSession(sessionId);
+    } catch (err) {
+      report(`engine.releaseSession threw for session ${sessionId}: ${errorText(err)}`);
+    }
+  };
+
+  /** Answers a command that could not reach the owner of its session in time (never `unknownTurn`). */
+  const ownerUnavailable = (e: Envelope, why: string): Promise<void> => {
+    const error = {
+      code: 'gateway.ownerUnavailable',
+      message: `No gateway member could take session ${e.sessionId} within ${2 * (ownership?.takeoverMs ?? 0)} ms (${why}): retry the command with the same id.`,
+    };
+    if (e.type === 'gateway.turn.requested') {
+      const d = e.data as EventData<'gateway.turn.requested'>;
+      return answer(e, 'gateway.turn.opened', { requestId: d.requestId, ok: false, error }, 'opened');
+    }
+    if (e.type === 'gateway.tool.invoked') {
+      const d = e.data as EventData<'gateway.tool.invoked'>;
+      return answer(
+        e,
+        'gateway.tool.answered',
+        { requestId: d.requestId, callId: d.callId, tool: d.tool, result: { ok: false, error } },
+        'answered',
+      );
+    }
+    report(`${e.type} ${e.id} of session ${e.sessionId} was not run: ${error.message}`);
+    return Promise.resolve();
+  };
+
+  /**
+   * Runs a command at the owner of its session: here when this member owns it (claiming it when it has no owner or
+   * its owner is gone, adopting it first after a takeover), else forwarded to the owner; while the owner is
+   * unreachable, it waits for the takeover, up to twice the takeover bound.
+   */
+  const route = async (e: Envelope, subject: string, token: string): Promise<void> => {
+    if (ownership === undefined) return handle(e);
+    const until = Date.now() + 2 * ownership.takeoverMs;
+    let why: string;
+    for (;;) {
+      let owner: Awaited<ReturnType<SessionOwnership['acquire']>>;
+      try {
+        owner = await ownership.acquire(e.sessionId, token);
+      } catch (err) {
+        why = `the ownership record could not be read or written: ${errorText(err)}`;
+        report(`session ${e.sessionId}: ${why}`);
+        if (Date.now() > until) return ownerUnavailable(e, why);
+        await ownership.changed(e.sessionId, 100);
+        continue;
+      }
+      if (owner.mine) {
+        if (!sessionOwners.has(e.sessionId)) sessionOwners.set(e.sessionId, owner.principal);
+        if (owner.takeover) needsAdopt.add(e.sessionId);
+        await ensureAdopted(e.sessionId);
+        return handle(e);
+      }
+      if (owner.member !== '') {
+        const sent = await ownership.forward(owner.member, { subject, event: e }, forwardTimeoutMs);
+        if (sent.ok) {
+          counters.forwarded++;
+          tokens.delete(e.id);
+          // The owner dedupes it from now on; a client's retry after a takeover must still get through here.
+          seen.delete(e.id);
+          return;
+        }
+        why = sent.error.message;
+      } else why = 'the session is being handed over';
+      if (Date.now() > until) {
+        tokens.delete(e.id);
+        return ownerUnavailable(e, why);
+      }
+      await ownership.changed(e.sessionId, Math.max(25, Math.round(ownership.takeoverMs / 20)));
+    }
   };
 
   const handle = async (e: Envelope): Promise<void> => {
@@ -526,17 +690,25 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
 
   const onEvent = (value: Envelope, info?: DeliveryInfo) => {
     if (stopped) return;
+    accept(value, info?.subject);
+  };
+
+  /**
+   * Takes one delivered command (from the work queue, or forwarded by another member with the subject it arrived
+   * on): dedupe, schema, subject check, then the session's queue. False when its id was seen already.
+   */
+  const accept = (value: unknown, deliveredOn: string | undefined): boolean => {
     counters.received++;
     const id = str((value as Partial<Envelope> | null)?.id);
     if (id !== undefined && !seen.add(id)) {
       counters.duplicates++;
-      return;
+      return false;
     }
     const checked = validateEvent(value);
     if (!checked.ok) {
       const problems = checked.error.details?.['problems'] as EventProblem[] | undefined;
       reject(value, checked.error.code, `${checked.error.code}: ${checked.error.message}`, problems);
-      return;
+      return true;
     }
     const e = checked.value;
     if (!(SESSION_EVENT_TYPES as readonly string[]).includes(e.type)) {
@@ -545,25 +717,41 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         'gateway.notSessionEvent',
         `gateway.notSessionEvent: ${e.type} is not a gateway session command; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`,
       );
-      return;
+      return true;
     }
     // The principal is the subject's token (pinned by the server's permissions), never a field of the message.
     let token = e.principal ?? 'default';
-    if (info !== undefined) {
-      const parsed = parseCommandSubject(info.subject);
+    if (deliveredOn !== undefined) {
+      const parsed = parseCommandSubject(deliveredOn);
       if (!parsed.ok || parsed.value.sessionId !== e.sessionId || parsed.value.type !== e.type) {
         reject(
           value,
           'gateway.subjectMismatch',
-          `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${info.subject}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`,
+          `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${deliveredOn}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`,
         );
-        return;
+        return true;
       }
       token = parsed.value.principal;
     }
     tokens.set(e.id, token);
-    enqueue(e.sessionId, () => handle(e));
+    const subject = deliveredOn ?? subjectFor({ ...e, principal: token });
+    enqueue(e.sessionId, () => route(e, subject, token));
+    return true;
   };
+
+  // Commands other members forward here: taken only while this member owns the session (else the sender asks again).
+  const stopServing = ownership?.serve((cmd: ForwardedCommand) => {
+    const sessionId = str((cmd.event as Partial<Envelope> | null)?.sessionId);
+    if (stopped || handingOver || sessionId === undefined || !ownership.takes(sessionId))
+      return fail('owner.notOwner', `gateway member ${ownership.memberId} does not own session ${sessionId ?? '?'}`);
+    accept(cmd.event, cmd.subject);
+    return ok(undefined);
+  });
+  ownership?.onTakeover((sessionId) => {
+    needsAdopt.add(sessionId);
+    enqueue(sessionId, () => ensureAdopted(sessionId));
+  });
+  ownership?.onLost((sessionId) => enqueue(sessionId, () => letGo(sessionId)));
 
   const unsubscribe = bus.subscribe(
     commandPattern(),
@@ -582,14 +770,35 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     while (chains.size > 0) await Promise.all([...chains.values()]);
   };
 
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    unsubscribe();
+    stopServing?.();
+    await idle();
+  };
+
   return {
     idle,
     stats: () => ({ ...counters }),
-    async stop() {
-      if (stopped) return;
-      stopped = true;
+    stop,
+    async handover(drainMs) {
+      if (ownership === undefined || stopped) {
+        await stop();
+        return [];
+      }
+      handingOver = true;
       unsubscribe();
-      await idle();
+      const bounded = (ms: number) => Promise.race([idle(), new Promise<void>((r) => setTimeout(r, ms).unref())]);
+      await bounded(drainMs);
+      const owned = ownership.owned();
+      for (const sessionId of owned) await letGo(sessionId);
+      await ownership.release(owned);
+      // Commands still queued here follow their sessions to the new owners.
+      await bounded(2 * ownership.takeoverMs);
+      stopped = true;
+      stopServing?.();
+      return owned;
     },
   };
 }
