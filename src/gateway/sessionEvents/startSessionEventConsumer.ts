@@ -193,6 +193,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const needsAdopt = new Set<string>();
   /** Turns an adoption closed (interrupted or failed), by session: a late command for them says so. */
   const closedTurns = new Map<string, Map<string, { outcome: string; reason: string }>>();
+  /** Sessions taken over whose adoption failed: their earlier turns cannot be continued here, and commands say why. */
+  const adoptFailures = new Map<string, ToolSearchError>();
   let handingOver = false;
   const principals = opts.config?.principals ?? {};
   /** Session id -> the principal token that opened it. */
@@ -412,6 +414,16 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         },
       });
     }
+    const notAdopted = t === undefined ? adoptFailures.get(e.sessionId) : undefined;
+    if (notAdopted !== undefined) {
+      return answered({
+        ok: false,
+        error: {
+          code: 'gateway.adoptFailed',
+          message: `Session ${e.sessionId} was taken over by this gateway member, but its open turns could not be adopted (${notAdopted.code}: ${notAdopted.message}); start a new turn.`,
+        },
+      });
+    }
     if (t === undefined) {
       return answered({
         ok: false,
@@ -516,6 +528,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       report(`engine.closeSession threw for session ${e.sessionId}: ${errorText(err)}`);
     }
     closedTurns.delete(e.sessionId);
+    adoptFailures.delete(e.sessionId);
     if (ownership !== undefined) {
       try {
         await ownership.forget(e.sessionId);
@@ -536,10 +549,12 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       return;
     }
     if (!adopted.ok) {
+      adoptFailures.set(sessionId, adopted.error);
       report(`session ${sessionId} was taken over but not adopted (${adopted.error.code}): ${adopted.error.message}`);
       return;
     }
     counters.adopted++;
+    adoptFailures.delete(sessionId);
     for (const a of adopted.value.turns) {
       if (a.outcome === 'resumed' && a.turn !== undefined) {
         const entry: OpenTurn = { turn: a.turn, requestId: `adopted:${a.turnId}` };
