@@ -36,6 +36,14 @@ export {
   ownersBucket,
   ownershipTimings,
   preferredClaimer,
+  ownershipReport,
   readOwners,
+  readOwnership,
 } from './sessionOwners.js';
-export type { MemberRecord, SessionOwners, SessionOwnersOptions, SessionRecord } from './sessionOwners.js';
+export type {
+  MemberRecord,
+  OwnershipReport,
+  SessionOwners,
+  SessionOwnersOptions,
+  SessionRecord,
+} from './sessionOwners.js';

@@ -1,6 +1,7 @@
 import { EventSchemas, isGatewayType, typeToken } from '../../events/index.js';
 import { durableName } from './natsBus.js';
 import { streamNames } from './streams.js';
+import { OWNER_SUBJECT_ROOT, ownersBucket } from './sessionOwners.js';
 import {
   ACTORS_SUBJECT_ROOT,
   COMMAND_SUBJECT_PREFIX,
@@ -73,6 +74,26 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
   switch (p.role) {
     case 'gateway': {
       const streams = [s.events, s.sessions, s.turns, s.commands];
+      // Session ownership: the owners bucket (member leases, session records; a KV stream) and the per-member
+      // subjects that carry commands forwarded to a session's owner. Gateways only: a forwarded command names the
+      // principal it runs as.
+      const bucket = ownersBucket(streamPrefix);
+      const kvStream = `KV_${bucket}`;
+      const owners = [
+        `$KV.${bucket}.>`,
+        api(`STREAM.INFO.${kvStream}`),
+        api(`STREAM.CREATE.${kvStream}`),
+        api(`STREAM.UPDATE.${kvStream}`),
+        api(`STREAM.MSG.GET.${kvStream}`),
+        api(`DIRECT.GET.${kvStream}`),
+        api(`DIRECT.GET.${kvStream}.>`),
+        api(`CONSUMER.CREATE.${kvStream}`),
+        api(`CONSUMER.CREATE.${kvStream}.>`),
+        api(`CONSUMER.DELETE.${kvStream}.*`),
+        api(`CONSUMER.INFO.${kvStream}.*`),
+        `$JS.FC.${kvStream}.>`,
+        `${OWNER_SUBJECT_ROOT}.>`,
+      ];
       return {
         publish: {
           allow: [
@@ -95,17 +116,19 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             api(`CONSUMER.INFO.${s.commands}.${gatewayDurable}`),
             api(`CONSUMER.MSG.NEXT.${s.commands}.${gatewayDurable}`),
             `$JS.ACK.${s.commands}.${gatewayDurable}.>`,
+            ...owners,
           ],
-          deny: [
-            api(`STREAM.PURGE.>`),
-            api(`STREAM.DELETE.>`),
-            '$KV.>',
-            `${COMMAND_SUBJECT_PREFIX}.>`,
-            fact('call.decided'),
-          ],
+          deny: [api(`STREAM.PURGE.>`), api(`STREAM.DELETE.>`), `${COMMAND_SUBJECT_PREFIX}.>`, fact('call.decided')],
         },
         subscribe: {
-          allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, BRIDGE_PATTERN, STATUS_SUBJECT, inbox],
+          allow: [
+            `${EVENT_SUBJECT_PREFIX}.>`,
+            `${GATEWAY_SUBJECT_PREFIX}.>`,
+            BRIDGE_PATTERN,
+            STATUS_SUBJECT,
+            inbox,
+            `${OWNER_SUBJECT_ROOT}.>`,
+          ],
           deny: [CODE_RUN_SUBJECT, `${COMMAND_SUBJECT_PREFIX}.>`],
         },
         allowResponses: true,

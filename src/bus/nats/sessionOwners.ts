@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
-import type { NatsConnection, QueuedIterator, Subscription } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type QueuedIterator, type Subscription } from '@nats-io/transport-node';
+import { scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
 import { encodeToken } from '../../events/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
 import { decodeJson, encodeJson } from './codec.js';
@@ -605,4 +606,90 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
       for (const key of [...waiters.keys()]) wake(key);
     },
   };
+}
+
+/** Session ownership as `toolsearch status` shows it. */
+export interface OwnershipReport {
+  bucket: string;
+  members: Array<{
+    id: string;
+    host: string;
+    pid: number;
+    startedAt: string;
+    renewedAt: string;
+    /** Age of the last renewal by the member's clock against this one's (approximate across machines). */
+    renewedAgoMs: number;
+    takeoverMs: number;
+    /** Renewed within half its takeover bound. */
+    live: boolean;
+    sessions: number;
+  }>;
+  sessions: number;
+  /** Sessions handed over or owned by a member that is gone, not claimed yet. */
+  orphaned: number;
+}
+
+/**
+ * Reads the owners bucket once: members with their lease and how many sessions each owns. `undefined` when the
+ * bucket does not exist (no gateway member with session commands ever ran). Pure but for the reads.
+ */
+export async function ownershipReport(
+  connection: NatsConnection,
+  streamPrefix = '',
+  now = Date.now(),
+): Promise<OwnershipReport | undefined> {
+  const kv = await openOwnersBucket(connection, streamPrefix, { create: false });
+  if (kv === undefined) return undefined;
+  const { members, sessions } = await readOwners(kv);
+  const counts = new Map<string, number>();
+  for (const s of sessions)
+    if (s.record.member !== '') counts.set(s.record.member, (counts.get(s.record.member) ?? 0) + 1);
+  const rows = members.map(({ record: m }) => {
+    const age = now - Date.parse(m.renewedAt);
+    return {
+      id: m.id,
+      host: m.host,
+      pid: m.pid,
+      startedAt: m.startedAt,
+      renewedAt: m.renewedAt,
+      renewedAgoMs: Number.isFinite(age) ? Math.max(0, age) : -1,
+      takeoverMs: m.takeoverMs,
+      live: Number.isFinite(age) && age < ownershipTimings(m.takeoverMs).expireMs,
+      sessions: counts.get(m.id) ?? 0,
+    };
+  });
+  const liveIds = new Set(rows.filter((r) => r.live).map((r) => r.id));
+  return {
+    bucket: ownersBucket(streamPrefix),
+    members: rows.sort((a, b) => a.id.localeCompare(b.id)),
+    sessions: sessions.length,
+    orphaned: sessions.filter((s) => s.record.released === true || !liveIds.has(s.record.member)).length,
+  };
+}
+
+/** Connects, reads `ownershipReport` and closes (for `toolsearch status`). Unreachable: `bus.unavailable`. */
+export async function readOwnership(
+  url: string | string[],
+  opts: { auth?: NatsConnectAuth; secrets?: string[]; streamPrefix?: string } = {},
+): Promise<OwnershipReport | undefined> {
+  const servers = (Array.isArray(url) ? url : [url]).map((u) => splitUserInfo(u).url);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({ ...opts.auth, servers, name: 'toolsearch-status-owners', timeout: 5000 });
+  } catch (e) {
+    const why = scrubSecrets(describe(e), opts.secrets ?? []);
+    throw new BusError('bus.unavailable', `cannot connect to NATS at ${servers.join(', ')}: ${why}`, {
+      cause: new Error(why),
+    });
+  }
+  try {
+    return await ownershipReport(nc, opts.streamPrefix ?? '');
+  } catch (e) {
+    throw new BusError(
+      'bus.rejected',
+      `could not read the session owners: ${scrubSecrets(describe(e), opts.secrets ?? [])}`,
+    );
+  } finally {
+    await nc.close().catch(() => undefined);
+  }
 }

@@ -7,7 +7,7 @@ import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--host H] [--insecure-http] [--config F] [--nats URL] [--log FILE] [--provider URL]
-                        [--provider-timeout MS] [--role all|gateway|policy|sandbox]
+                        [--provider-timeout MS] [--role all|gateway|policy|sandbox] [--takeover-ms MS]
 
 Serves the OpenAI-compatible gateway on 127.0.0.1: POST /v1/chat/completions (plain and stream: true),
 GET /v1/models, GET /healthz. Each request is a turn: the exposed tools go to the upstream provider, the
@@ -31,6 +31,10 @@ ${NATS_FLAG_HELP}
   --role R        all (default): everything in this process. With --nats, split across processes:
                   gateway (turns and the HTTP front), policy (policy enforcement), sandbox (code runs);
                   several of each share the work. See them with toolsearch status --nats URL.
+  --takeover-ms MS  NATS, several gateway members: a member that stops (crash, lost network) loses its sessions
+                  to another member within MS (default: config gateway.takeoverMs, 5000; 500..600000). Each
+                  session has one owning member; commands that land elsewhere are forwarded to it. SIGTERM
+                  hands this member's sessions to the others.
 
 Request headers: x-toolsearch-session (session id; default a new one, returned in the response),
 x-toolsearch-agent and x-toolsearch-profile (policy; "default" or a name from the config's agents /
@@ -112,6 +116,7 @@ export const serveCommand: Command = {
         provider: { type: 'string' },
         'provider-timeout': { type: 'string' },
         role: { type: 'string' },
+        'takeover-ms': { type: 'string' },
         host: { type: 'string' },
         'insecure-http': { type: 'boolean' },
         catalog: { type: 'string', multiple: true },
@@ -156,11 +161,21 @@ export const serveCommand: Command = {
       );
       return EXIT_USAGE;
     }
+    const takeoverText = str(v['takeover-ms']);
+    const takeoverMs = takeoverText === undefined ? undefined : Number(takeoverText);
+    if (takeoverText !== undefined && (!/^\d+$/.test(takeoverText) || takeoverMs! < 500 || takeoverMs! > 600_000)) {
+      io.stderr(
+        `serve: --takeover-ms "${takeoverText}" is not a takeover bound: give whole milliseconds from 500 to 600000 (config gateway.takeoverMs, default 5000).`,
+      );
+      return EXIT_USAGE;
+    }
     const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd });
     if (!loaded.ok) {
       io.stderr(`${loaded.error.code}: ${loaded.error.message}`);
       return EXIT_FAILED;
     }
+    if (takeoverMs !== undefined)
+      loaded.value.config = { ...loaded.value.config, gateway: { ...loaded.value.config.gateway, takeoverMs } };
     for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
     io.stderr(loaded.value.path === undefined ? 'config: none found, using defaults' : `config: ${loaded.value.path}`);
     const connect = natsSettingsFromCli(v, io, loaded.value.config.nats);

@@ -1,4 +1,4 @@
-import { isBusError, listActors, type ActorInfo } from '../../bus/nats/index.js';
+import { isBusError, listActors, readOwnership, type ActorInfo, type OwnershipReport } from '../../bus/nats/index.js';
 import { parseCommandArgs, str } from '../args.js';
 import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
@@ -9,11 +9,15 @@ const USAGE = [
   'Lists the live actors on a NATS deployment by role (gateway, policy, sandbox), with host, pid and when each was',
   'last seen. Every process started with `toolsearch serve --nats URL --role R` announces itself and answers.',
   'Exit code 1 when no actor answers (nothing is serving).',
+  'Session ownership (gateway members sharing session commands): each member with its lease (when it was last',
+  'renewed, its takeover bound) and how many sessions it owns; sessions whose owner is gone and not yet taken over',
+  'are counted as orphaned.',
   '',
   '  --nats URL    the NATS server (default NATS_URL); a cluster as a comma-separated list',
   NATS_FLAG_HELP,
   '  --wait-ms N   how long to listen for answers and heartbeats (default 1500)',
-  '  --json        last line: {"ok": true, "actors": [{role, id, host, pid, startedAt, lastSeen}], "roles": {role: count}}',
+  '  --json        last line: {"ok": true, "actors": [{role, id, host, pid, startedAt, lastSeen}], "roles": {role: count},',
+  '                "ownership": {bucket, sessions, orphaned, members: [{id, host, pid, live, sessions, renewedAgoMs, takeoverMs}]}}',
 ].join('\n');
 
 const failWith = (io: CliIo, json: boolean, code: string, message: string, exit = EXIT_FAILED): number =>
@@ -70,7 +74,17 @@ export const statusCommand: Command = {
     }
     const roles: Record<string, number> = {};
     for (const a of actors) roles[a.role] = (roles[a.role] ?? 0) + 1;
-    if (json) io.stdout(JSON.stringify({ ok: actors.length > 0, actors, roles }));
+    let ownership: OwnershipReport | undefined;
+    try {
+      ownership = await readOwnership(c.value!.servers, { auth: c.value!.auth, secrets: c.value!.secrets });
+    } catch (err) {
+      if (!isBusError(err)) throw err;
+      io.stderr(`warning: ${err.message}`);
+    }
+    if (json)
+      io.stdout(
+        JSON.stringify({ ok: actors.length > 0, actors, roles, ...(ownership === undefined ? {} : { ownership }) }),
+      );
     else if (actors.length === 0)
       io.stdout(
         `no live actors at ${shown} (waited ${waitMs} ms): start one with toolsearch serve --nats ${shown} --role all|gateway|policy|sandbox`,
@@ -85,6 +99,16 @@ export const statusCommand: Command = {
       for (const a of actors)
         io.stdout(
           `  ${a.role.padEnd(8)} ${a.id}  ${a.host ?? '?'} pid ${a.pid ?? '?'}  last seen ${ago(a.lastSeen, now)}`,
+        );
+    }
+    if (!json && ownership !== undefined) {
+      const now = Date.now();
+      io.stdout(
+        `session ownership (${ownership.bucket}): ${ownership.members.length} member(s), ${ownership.sessions} session(s), ${ownership.orphaned} orphaned`,
+      );
+      for (const m of ownership.members)
+        io.stdout(
+          `  member   ${m.id}  ${m.host} pid ${m.pid}  ${m.live ? 'live' : 'lease expired'}  lease renewed ${ago(m.renewedAt, now)} (takeover bound ${m.takeoverMs} ms)  owns ${m.sessions} session(s)`,
         );
     }
     return actors.length > 0 ? EXIT_OK : EXIT_FAILED;
