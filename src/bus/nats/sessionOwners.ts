@@ -461,7 +461,22 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
       );
     }
   };
-  const checkTimer = setInterval(check, t.checkMs);
+  /** Leases of members gone for a whole bound that own nothing any more are removed (by one member). */
+  const sweep = () => {
+    if (closed || leaving) return;
+    const owning = new Set([...sessions.values()].map((h) => h.record.member));
+    const alive = liveMembers();
+    for (const [id, m] of members) {
+      if (id === me || owning.has(id) || Date.now() - m.seenAt < takeoverMs) continue;
+      if (preferredClaimer(id, alive) !== me) continue;
+      members.delete(id);
+      void bucket.delete(memberKey(id), { previousSeq: m.revision }).catch(() => undefined);
+    }
+  };
+  const checkTimer = setInterval(() => {
+    check();
+    sweep();
+  }, t.checkMs);
   checkTimer.unref();
 
   const subs: Subscription[] = [];
