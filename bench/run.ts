@@ -18,6 +18,7 @@ const all = [
   'mcpShared.ts',
   'floors.ts',
   'load.ts',
+  'failover.ts',
 ];
 const argv = process.argv.slice(2);
 const only: string[] = [];
