@@ -11,7 +11,14 @@ import {
   type PolicyDecision,
   type ToolCallOutput,
 } from '../../machines/index.js';
-import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEntry } from '../catalog/index.js';
+import {
+  canonicalJson,
+  entryDigest,
+  rerunSafe,
+  resolveTool,
+  type ToolContext,
+  type ToolEntry,
+} from '../catalog/index.js';
 import type { EventOf } from '../events/index.js';
 import {
   approvalPattern,
@@ -158,6 +165,28 @@ interface CallHandle {
 
 const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
 
+/** Arguments a `call.started` keeps: only a re-run-safe call's, and only when no secret had to be left out. */
+const MAX_KEPT_ARGS_BYTES = 64 * 1024;
+
+/** The `call.started` fact of a call about to run. Pure: no I/O. */
+export function startedFact(
+  h: { callId: string; entry: ToolEntry },
+  args: Record<string, unknown>,
+  attempt: number,
+): EventOf<'call.started'>['data'] {
+  const safe = rerunSafe(h.entry);
+  const keep = safe && redactSecretArgs(h.entry.inputSchema, args) === args && bytesOf(args) <= MAX_KEPT_ARGS_BYTES;
+  return {
+    callId: h.callId,
+    toolId: h.entry.id,
+    source: h.entry.source,
+    origin: h.entry.origin,
+    rerunSafe: safe,
+    ...(keep ? { args } : {}),
+    attempt,
+  };
+}
+
 const toolContext = (h: CallHandle, signal: AbortSignal): ToolContext => {
   const f = h.run.facts;
   return {
@@ -253,6 +282,7 @@ const enforcedCallMachine = toolCallMachine.provide({
                 by: outcome.by,
                 ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
                 ...(outcome.timedOut === true ? { timedOut: true } : {}),
+                ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),
               },
               asked.id,
               { seq: asked.seq + 1 },
@@ -293,6 +323,13 @@ const enforcedCallMachine = toolCallMachine.provide({
     }),
     execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
       const h = handleOf(input);
+      if (h.entry.source !== 'client') {
+        const available = availability(h.deps, h.run, h.entry);
+        if (!available.ok) return available;
+        // Durable before the tool runs (a sync point): a new owner tells "never started" from "outcome unknown".
+        const started = await h.run.events.emit('call.started', startedFact(h, input.args, 1), h.lastEventId);
+        h.lastEventId = started.id;
+      }
       const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal), h.span);
       if (r.ok && r.value === PENDING) h.pending = true;
       return r;
