@@ -514,3 +514,49 @@ async function runCall(
   );
   return { ok: false, error };
 }
+
+/**
+ * Runs again a call that had started (`call.started`) and whose outcome was lost, when the tool declares a re-run
+ * safe and the arguments were kept: a new `call.started` (the next attempt, durable first), the execution, and its
+ * terminal fact. Its decision and hooks stand (they were recorded before the first start). A tool no longer
+ * available ends `call.outcomeUnknown`.
+ */
+export async function rerunStartedCall(
+  deps: EngineDeps,
+  run: TurnRun,
+  entry: ToolEntry,
+  callId: string,
+  args: Record<string, unknown>,
+  attempt: number,
+  signal: AbortSignal,
+): Promise<'reran' | 'outcomeUnknown'> {
+  const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
+  const available = availability(deps, run, entry);
+  if (!available.ok) {
+    await run.events.emit('call.outcomeUnknown', {
+      ...common,
+      reason: `The outcome of ${entry.id} is unknown and it cannot run again here (${available.error.message}). Its effect may or may not have happened; check before calling it again.`,
+    });
+    return 'outcomeUnknown';
+  }
+  const h = { deps, run, entry, callId } as unknown as CallHandle;
+  const startedFactData = startedFact({ callId, entry }, args, attempt);
+  const startedEvent = await run.events.emit('call.started', startedFactData);
+  const t0 = performance.now();
+  let r: Result<unknown>;
+  try {
+    r = await execute(deps, run, entry, args, toolContext(h, signal), undefined);
+  } catch (err) {
+    r = fail('call.failed', `${entry.id} failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const durationMs = performance.now() - t0;
+  if (r.ok)
+    await run.events.emit('call.completed', { ...common, durationMs, resultBytes: bytesOf(r.value) }, startedEvent.id);
+  else
+    await run.events.emit(
+      'call.failed',
+      { ...common, error: { code: r.error.code, message: r.error.message }, durationMs },
+      startedEvent.id,
+    );
+  return 'reran';
+}
