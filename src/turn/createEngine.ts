@@ -340,7 +340,20 @@ export function createEngine(opts: EngineOptions): Engine {
       const out = actor.getSnapshot().output;
       const durationMs = performance.now() - startedAt;
       try {
-        if (failure === undefined && out?.outcome === 'completed') {
+        // A step cut by the end (an abort, a shutdown) records what it can at once (a cut approval: cancelled);
+        // every call still open then gets its terminal fact before the turn's, so the end leaves nothing open.
+        if (Object.keys(events.state.pendingCalls).length > 0) {
+          await new Promise((r) => setImmediate(r));
+          if (Object.keys(events.state.pendingCalls).length > 0)
+            await endOpenCalls(events, `the turn ended (${failure?.reason ?? 'ended'}) while the call was in flight`);
+        }
+        if (failure?.code === 'turn.interrupted') {
+          await events.emit(
+            'turn.interrupted',
+            { code: failure.code, reason: failure.reason, durationMs },
+            startedEventId,
+          );
+        } else if (failure === undefined && out?.outcome === 'completed') {
           await events.emit(
             'turn.completed',
             { durationMs, counters: completedCounters(events.state, promptBytes) },
@@ -660,7 +673,14 @@ export function createEngine(opts: EngineOptions): Engine {
       if (closed) return;
       closed = true;
       await Promise.allSettled(
-        [...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })),
+        [...liveTurns].map((t) =>
+          t.end({
+            failed: {
+              code: 'turn.interrupted',
+              reason: 'The gateway shut down before the turn ended: start a new turn to go on.',
+            },
+          }),
+        ),
       );
       enforcer?.stop();
       enforcer = undefined;

@@ -229,4 +229,31 @@ describe('durable turns on the embedded bus (real processes)', () => {
     gw2.child.kill('SIGKILL');
     await exited(gw2.child);
   });
+  it('SIGTERM during an approval wait: 503 with Retry-After, the wait recorded cancelled, the turn interrupted', async () => {
+    const gw = await startServe();
+    const answer = chat(gw.url, 'k-term', { messages: [{ role: 'user', content: 'ship target=deploy_service' }] });
+    await until(
+      'approval.requested of k-term',
+      logged((e) => e.type === 'approval.requested' && e.sessionId === 'k-term'),
+    );
+    const t0 = Date.now();
+    gw.child.kill('SIGTERM');
+    const res = await answer;
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('gateway.shuttingDown');
+    await exited(gw.child);
+    expect(gw.child.exitCode).toBe(0);
+    const events = (await readLog()).filter((e) => e.sessionId === 'k-term');
+    const resolved = events.find((e) => e.type === 'approval.resolved');
+    expect(resolved?.data).toMatchObject({ approved: false, by: 'cancelled', cancelled: true });
+    expect((resolved?.data as { timedOut?: boolean }).timedOut).toBeUndefined();
+    const turnId = events.find((e) => e.type === 'turn.started')!.turnId;
+    const state = turnStateFrom(events, 'k-term', turnId);
+    expect(state).toMatchObject({ status: 'interrupted', pendingCalls: {}, pendingApprovals: {} });
+    expect(await runs('deploy_service')).toBe(0);
+    // Well inside the 60 s approval timeout: the shutdown did not wait for it.
+    expect(Date.now() - t0).toBeLessThan(30_000);
+  });
 });
