@@ -35,7 +35,7 @@ export interface TurnCounter {
   describes: number;
   calls: number;
   codeRuns: number;
-  status: 'running' | 'completed' | 'failed';
+  status: 'running' | 'completed' | 'failed' | 'interrupted';
 }
 
 /** What a turn cost and chose, to compare direct exposure with Tool Search (usage counters). */

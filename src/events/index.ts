@@ -36,7 +36,9 @@ export {
   ToolsExposed,
   TurnCompleted,
   TurnCompletedCounters,
+  TurnAdopted,
   TurnFailed,
+  TurnInterrupted,
   TurnStarted,
 } from './turnEvents.js';
 export {
@@ -49,6 +51,8 @@ export {
   CallPending,
   CallRejected,
   CallRequested,
+  CallStarted,
+  CallOutcomeUnknown,
   ClientResultReceived,
   DescribePerformed,
   HookRan,

@@ -58,6 +58,8 @@ export interface GatewayFrontEvent {
 
 export interface GatewayServerOptions {
   engine: TurnEngine;
+  /** At shutdown, how long requests in flight may still finish before they are answered 503 (default 5000 ms). */
+  drainMs?: number;
   provider: ProviderClient;
   /** 0 (default) = a free port. */
   port?: number;
@@ -106,8 +108,18 @@ export interface GatewayServer {
   /** Base URL, e.g. `http://127.0.0.1:PORT` (the API is under `/v1`). */
   url: string;
   port: number;
+  /**
+   * Shuts the front down honestly: new requests get 503 `gateway.shuttingDown` with a `Retry-After`, requests in
+   * flight may finish within `drainMs`, and those still running then are answered 503 with a `Retry-After` (their
+   * turns are closed with a record by the engine afterwards), never a cut connection.
+   */
   close(): Promise<void>;
 }
+
+/** How long requests in flight may still finish when the front shuts down (`GatewayServerOptions.drainMs`). */
+export const DEFAULT_DRAIN_MS = 5_000;
+/** The `Retry-After` (seconds) of a request refused or cut by a shutdown: about a restart or a takeover. */
+const SHUTDOWN_RETRY_AFTER_S = 5;
 
 /** How many sessions' pending client calls are remembered (oldest forgotten first). */
 const MAX_SESSIONS_REMEMBERED = 10_000;
@@ -453,7 +465,30 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
   };
 
+  /** Requests being answered; at shutdown, new ones are refused and these drain or are answered 503. */
+  const inflight = new Set<ServerResponse>();
+  let draining = false;
+  const shuttingDown = (res: ServerResponse, message: string): void =>
+    sendError(res, 503, message, 'gateway.shuttingDown', {
+      headers: { 'retry-after': String(SHUTDOWN_RETRY_AFTER_S) },
+    });
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (draining)
+      return shuttingDown(
+        res,
+        `The gateway is shutting down and takes no new requests: retry in ${SHUTDOWN_RETRY_AFTER_S} s (another gateway member, or this one after its restart, answers).`,
+      );
+    inflight.add(res);
+    res.once('close', () => inflight.delete(res));
+    try {
+      await route(req, res);
+    } finally {
+      inflight.delete(res);
+    }
+  };
+
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz' && req.method === 'GET')
       return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
@@ -499,7 +534,26 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     host: opts.host ?? '127.0.0.1',
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
   });
-  return { url: server.url, port: server.port, close: () => server.close() };
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    draining = true;
+    const drainMs = opts.drainMs ?? DEFAULT_DRAIN_MS;
+    const end = Date.now() + drainMs;
+    while (inflight.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+    // Still running: answered now, so the client knows to retry; what the turn did is recorded by the engine.
+    for (const res of inflight) {
+      shuttingDown(
+        res,
+        `The gateway shut down before this request finished (it waited ${drainMs} ms): nothing more runs for it here. Retry in ${SHUTDOWN_RETRY_AFTER_S} s; the turn's record says what ran.`,
+      );
+    }
+    await server.close();
+  };
+  return {
+    url: server.url,
+    port: server.port,
+    close: () => (closing ??= close()),
+  };
 }
 
 /** The `Retry-After` header (whole seconds, at least 1) of a wait in ms. Pure: no I/O. */

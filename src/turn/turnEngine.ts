@@ -76,9 +76,11 @@ export interface AdoptedCall {
    * `awaitingApproval`: its approval keeps waiting for the rest of its time (an answer that arrived meanwhile is
    * taken); `awaitingClient`: a client call that still accepts its result; `ran`: decided, never started, run now;
    * `reran`: started without an outcome and re-run because the tool declares it safe; `outcomeUnknown`: started
-   * without an outcome and not safe to re-run, ended with `call.outcomeUnknown` (never retried).
+   * without an outcome and not safe to re-run, ended with `call.outcomeUnknown` (never retried); `cancelled`: its
+   * approval wait was cut (recorded `cancelled`) and the call blocked; `notStarted`: decided and never started, ended
+   * `call.failed` with `call.notStarted` (nothing ran: calling again is safe).
    */
-  action: 'awaitingApproval' | 'awaitingClient' | 'ran' | 'reran' | 'outcomeUnknown';
+  action: 'awaitingApproval' | 'awaitingClient' | 'ran' | 'reran' | 'outcomeUnknown' | 'cancelled' | 'notStarted';
 }
 
 /** One open turn of an adopted session and what became of it. */
@@ -107,6 +109,20 @@ export interface AdoptReport {
   turns: AdoptedTurn[];
 }
 
+/** How `adoptSession` takes a session over. */
+export interface AdoptOptions {
+  signal?: AbortSignal;
+  /** `takeover` (default: another member owned the session) or `restart` (the same embedded log, a new process). */
+  reason?: 'takeover' | 'restart';
+  /** The adopting member's name, recorded in `turn.adopted`. */
+  member?: string;
+  /**
+   * Nobody can continue the open turns (their clients have gone, e.g. HTTP requests cut by a restart): each one's
+   * open calls end with their facts and the turn with `turn.interrupted`; nothing re-runs.
+   */
+  interrupt?: boolean;
+}
+
 /** What the HTTP front and the CLI need of the gateway: start turns. */
 export interface TurnEngine {
   startTurn(req: TurnRequest): Promise<{ ok: true; value: Turn } | { ok: false; error: ToolSearchError }>;
@@ -119,7 +135,7 @@ export interface TurnEngine {
    */
   adoptSession(
     sessionId: string,
-    opts?: { signal?: AbortSignal },
+    opts?: AdoptOptions,
   ): Promise<{ ok: true; value: AdoptReport } | { ok: false; error: ToolSearchError }>;
   /**
    * Stops working on a session without ending its turns (a handover): nothing is recorded as ended, so the next
