@@ -543,7 +543,10 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     if (!needsAdopt.delete(sessionId)) return;
     let adopted: Awaited<ReturnType<TurnEngine['adoptSession']>>;
     try {
-      adopted = await engine.adoptSession(sessionId);
+      adopted = await engine.adoptSession(sessionId, {
+        reason: 'takeover',
+        ...(ownership === undefined ? {} : { member: ownership.memberId }),
+      });
     } catch (err) {
       report(`engine.adoptSession threw for session ${sessionId}: ${errorText(err)}`);
       return;
