@@ -209,7 +209,7 @@ afterAll(async () => {
 
 interface Outcome {
   sessionId: string;
-  answers: Array<{ type: string; ok: boolean; code?: string }>;
+  answers: Array<{ type: string; ok: boolean; code?: string; message?: string }>;
   retries: number;
 }
 
@@ -241,10 +241,18 @@ async function driveSession(sessionId: string, i: number, paceMs: number): Promi
     }
   };
   const record = (e: Envelope) => {
-    const d = e.data as { ok?: boolean; result?: { ok: boolean; error?: { code: string } }; error?: { code: string } };
+    const d = e.data as {
+      ok?: boolean;
+      result?: { ok: boolean; error?: { code: string; message: string } };
+      error?: { code: string; message: string };
+    };
     const ok = d.result?.ok ?? d.ok ?? false;
-    const code = d.result?.error?.code ?? d.error?.code;
-    outcome.answers.push({ type: e.type, ok, ...(code === undefined ? {} : { code }) });
+    const error = d.result?.error ?? d.error;
+    outcome.answers.push({
+      type: e.type,
+      ok,
+      ...(error === undefined ? {} : { code: error.code, message: error.message }),
+    });
     return e;
   };
   const call = (step: string, tool: string, args: Record<string, unknown>) =>
@@ -337,6 +345,7 @@ function witness(): Array<{ name: string; session: string; step: string }> {
     .map((l) => JSON.parse(l) as { name: string; session: string; step: string });
 }
 
+const victims = new Set<(typeof gateways)[number]>();
 async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
   const prefix = `fo-${signal.toLowerCase()}`;
   const ids = Array.from({ length: SESSIONS }, (_, i) => `${prefix}-${i}`);
@@ -358,6 +367,10 @@ async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
   );
   const outcomes = await Promise.all(running);
   const code = await exited;
+  for (const g of gateways)
+    if (g !== proc && (g.child.exitCode !== null || g.child.signalCode !== null) && !victims.has(g))
+      throw new Error(`gateway pid ${g.child.pid} exited unexpectedly:\n${g.out().slice(-4000)}`);
+  victims.add(proc);
   if (signal === 'SIGTERM') {
     expect(code).toBe(0);
     expect(proc.out()).toMatch(/handed \d+ sessions over/);
@@ -371,12 +384,28 @@ async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
       Object.fromEntries([...new Set(codes)].map((c) => [c, codes.filter((x) => x === c).length])),
     )}`,
   );
+  const messages = new Map<string, string>();
+  for (const a of outcomes.flatMap((o) => o.answers)) if (a.code !== undefined) messages.set(a.code, a.message ?? '');
+  for (const [c, m] of messages) console.log(`  e.g. ${c}: ${m.slice(0, 300)}`);
   expect(codes).not.toContain('gateway.unknownTurn');
   for (const o of outcomes) expect(o.answers.length).toBeGreaterThanOrEqual(5);
 
   // No call ran twice: one witness line per (session, step) at most.
   const lines = witness().filter((w) => w.session.startsWith(`${prefix}-`));
   const keys = lines.map((w) => `${w.session}/${w.step}`);
+  const twice = keys.filter((k, i) => keys.indexOf(k) !== i);
+  if (twice.length > 0) {
+    console.log(`${signal}: calls run twice: ${twice.join(', ')}`);
+    for (const k of twice.slice(0, 2)) {
+      const sid = k.split('/')[0]!;
+      console.log(
+        [...(live.get(sid)?.values() ?? [])]
+          .sort((a, b) => a.at.localeCompare(b.at))
+          .map((e) => `${e.at} ${e.turnId} ${e.seq} ${e.type} ${JSON.stringify(e.data).slice(0, 160)}`)
+          .join('\n'),
+      );
+    }
+  }
   expect(keys.length).toBe(new Set(keys).size);
 
   // Each session's audit (a replay of the stream) equals the live log the auditor saw.

@@ -163,8 +163,9 @@ export async function readOwners(
 ): Promise<{ members: Array<Held<MemberRecord>>; sessions: Array<Held<SessionRecord>> }> {
   const members: Array<Held<MemberRecord>> = [];
   const sessions: Array<Held<SessionRecord>> = [];
-  const keys: string[] = [];
-  for await (const k of await kv.keys()) keys.push(k);
+  // A key renewed while the listing runs may be listed twice.
+  const keys = new Set<string>();
+  for await (const k of await kv.keys()) keys.add(k);
   for (const k of keys) {
     const e = await kv.get(k);
     if (e === null || e.operation !== 'PUT') continue;

@@ -126,6 +126,14 @@ class RecentIds {
   }
 }
 
+/** The facts that end a call. */
+const TERMINAL_CALL_FACTS = new Set([
+  'call.completed',
+  'call.failed',
+  'call.blocked',
+  'call.rejected',
+  'call.outcomeUnknown',
+]);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -193,6 +201,12 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const needsAdopt = new Set<string>();
   /** Turns an adoption closed (interrupted or failed), by session: a late command for them says so. */
   const closedTurns = new Map<string, Map<string, { outcome: string; reason: string }>>();
+  /**
+   * Calls of adopted turns that already have a terminal fact, by session, then `<turnId> <model's tool call id>`: an
+   * invocation sent again after the takeover (its first answer was lost with the old owner) is answered from the
+   * record instead of running the tool a second time.
+   */
+  const settledCalls = new Map<string, Map<string, { type: string; reason: string }>>();
   /** Sessions taken over whose adoption failed: their earlier turns cannot be continued here, and commands say why. */
   const adoptFailures = new Map<string, ToolSearchError>();
   let handingOver = false;
@@ -450,6 +464,20 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         });
       }
     }
+    const settled = settledCalls.get(e.sessionId)?.get(`${t.turn.turnId} ${d.callId}`);
+    if (settled !== undefined) {
+      // Sent again after a takeover: the call ran (or was ended) under the previous owner; never a second time.
+      return answered({
+        ok: false,
+        error: {
+          code: settled.type === 'call.outcomeUnknown' ? 'call.outcomeUnknown' : 'call.alreadyEnded',
+          message:
+            settled.type === 'call.outcomeUnknown'
+              ? `Call ${d.callId} started before another gateway member took the session over and its outcome is unknown (${settled.reason}): its effect may or may not have happened, and the gateway does not run it again.`
+              : `Call ${d.callId} already ended (${settled.type}: ${settled.reason}) before another gateway member took the session over; its result was not kept, and the call is not run again.`,
+        },
+      });
+    }
     let result: StepResult;
     try {
       // The invocation's callId is the model's own id of the tool call (recorded as gen_ai.tool.call.id).
@@ -529,6 +557,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     closedTurns.delete(e.sessionId);
     adoptFailures.delete(e.sessionId);
+    settledCalls.delete(e.sessionId);
     if (ownership !== undefined) {
       try {
         await ownership.forget(e.sessionId);
@@ -558,6 +587,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     counters.adopted++;
     adoptFailures.delete(sessionId);
+    await recordSettledCalls(sessionId);
     for (const a of adopted.value.turns) {
       if (a.outcome === 'resumed' && a.turn !== undefined) {
         const entry: OpenTurn = { turn: a.turn, requestId: `adopted:${a.turnId}` };
@@ -570,9 +600,43 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
+  /** Reads which calls of the session already ended (terminal facts), keyed by turn and the model's tool call id. */
+  const recordSettledCalls = async (sessionId: string): Promise<void> => {
+    const byCall = new Map<string, { turnId: string; toolCallId: string }>();
+    const settled = new Map<string, { type: string; reason: string }>();
+    try {
+      for await (const ev of bus.replay({ sessionId })) {
+        const d = ev.data as {
+          callId?: unknown;
+          toolCallId?: unknown;
+          reason?: unknown;
+          error?: { message?: unknown };
+        };
+        if (typeof d?.callId !== 'string') continue;
+        if (ev.type === 'call.requested' && typeof d.toolCallId === 'string')
+          byCall.set(d.callId, { turnId: ev.turnId, toolCallId: d.toolCallId });
+        else if (TERMINAL_CALL_FACTS.has(ev.type)) {
+          const req = byCall.get(d.callId);
+          if (req === undefined) continue;
+          const reason =
+            typeof d.reason === 'string'
+              ? d.reason
+              : typeof d.error?.message === 'string'
+                ? d.error.message
+                : ev.type.slice('call.'.length);
+          settled.set(`${req.turnId} ${req.toolCallId}`, { type: ev.type, reason });
+        }
+      }
+    } catch (err) {
+      report(`could not read the calls of session ${sessionId} after its takeover: ${errorText(err)}`);
+    }
+    if (settled.size > 0) settledCalls.set(sessionId, settled);
+  };
+
   /** Lets go of a session another member took over, or that this member hands over: its turns are not ended. */
   const letGo = async (sessionId: string): Promise<void> => {
     open.delete(sessionId);
+    settledCalls.delete(sessionId);
     sessionOwners.delete(sessionId);
     needsAdopt.delete(sessionId);
     try {
