@@ -25,7 +25,8 @@ import { startNatsServerWithConfig, type NatsServer } from '../support/natsServe
 
 const run = promisify(execFile);
 const BIN = resolve('bin/toolsearch.mjs');
-const TAKEOVER_MS = 3000;
+// The default bound (gateway.takeoverMs).
+const TAKEOVER_MS = 5000;
 const SESSIONS = 50;
 let dir: string;
 let server: NatsServer;
@@ -332,7 +333,7 @@ async function takeoverTime(memberId: string, since: number): Promise<number> {
     if (left === 0 && (r?.orphaned ?? 0) === 0) return Date.now() - since;
     if (Date.now() - since > 10 * TAKEOVER_MS)
       throw new Error(`sessions of ${memberId} not taken over: ${JSON.stringify(r)}`);
-    await sleep(50);
+    await sleep(100);
   }
 }
 
@@ -375,7 +376,9 @@ async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
     expect(code).toBe(0);
     expect(proc.out()).toMatch(/handed \d+ sessions over/);
   }
-  expect(took).toBeLessThan(TAKEOVER_MS + 2000);
+  // SIGKILL: the lease lapses and the sessions are claimed within the bound (plus slack for a loaded machine).
+  // SIGTERM: each session moves once its work in hand is done (at most one bound of drain), then at once.
+  expect(took).toBeLessThan((signal === 'SIGKILL' ? 1 : 2) * TAKEOVER_MS + 2000);
 
   // Every command was answered, and never with unknownTurn.
   const codes = outcomes.flatMap((o) => o.answers.map((a) => a.code).filter((c) => c !== undefined));

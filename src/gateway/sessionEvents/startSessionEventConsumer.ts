@@ -126,14 +126,11 @@ class RecentIds {
   }
 }
 
-/** The facts that end a call. */
-const TERMINAL_CALL_FACTS = new Set([
-  'call.completed',
-  'call.failed',
-  'call.blocked',
-  'call.rejected',
-  'call.outcomeUnknown',
-]);
+/**
+ * The terminal facts after which a call must not run again: it ran, or it may have. A call that failed, was blocked
+ * or never started may be sent again (its facts say whether that is safe).
+ */
+const TERMINAL_CALL_FACTS = new Set(['call.completed', 'call.outcomeUnknown']);
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -470,11 +467,11 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       return answered({
         ok: false,
         error: {
-          code: settled.type === 'call.outcomeUnknown' ? 'call.outcomeUnknown' : 'call.alreadyEnded',
+          code: settled.type === 'call.outcomeUnknown' ? 'call.outcomeUnknown' : 'call.alreadyRan',
           message:
             settled.type === 'call.outcomeUnknown'
               ? `Call ${d.callId} started before another gateway member took the session over and its outcome is unknown (${settled.reason}): its effect may or may not have happened, and the gateway does not run it again.`
-              : `Call ${d.callId} already ended (${settled.type}: ${settled.reason}) before another gateway member took the session over; its result was not kept, and the call is not run again.`,
+              : `Call ${d.callId} already ran (${settled.type}) before another gateway member took the session over; its result was not kept, and the call is not run again.`,
         },
       });
     }
@@ -871,13 +868,20 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       }
       handingOver = true;
       unsubscribe();
-      const bounded = (ms: number) => Promise.race([idle(), new Promise<void>((r) => setTimeout(r, ms).unref())]);
-      await bounded(drainMs);
+      const within = (work: Promise<unknown> | undefined, ms: number) =>
+        Promise.race([work ?? Promise.resolve(), new Promise<void>((r) => setTimeout(r, ms).unref())]);
+      // Each session is handed over as soon as its work in hand is done (at most `drainMs`), so an idle one
+      // moves at once and a busy one does not hold up the others.
       const owned = ownership.owned();
-      for (const sessionId of owned) await letGo(sessionId);
-      await ownership.release(owned);
+      await Promise.all(
+        owned.map(async (sessionId) => {
+          await within(chains.get(sessionId), drainMs);
+          await letGo(sessionId);
+          await ownership.release([sessionId]);
+        }),
+      );
       // Commands still queued here follow their sessions to the new owners.
-      await bounded(2 * ownership.takeoverMs);
+      await within(idle(), 2 * ownership.takeoverMs);
       stopped = true;
       stopServing?.();
       return owned;
