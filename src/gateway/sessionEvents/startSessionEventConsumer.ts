@@ -204,6 +204,12 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
    * record instead of running the tool a second time.
    */
   const settledCalls = new Map<string, Map<string, { type: string; reason: string }>>();
+  /**
+   * The answers this member gave, by session, then `<turnId> <callId>` (the model's id of the tool call): the same
+   * invocation sent again (a client's retry after a lost answer, or a redelivery beside it) gets the same answer and
+   * never runs the tool twice. Forgotten when the turn or the session ends.
+   */
+  const answeredCalls = new Map<string, Map<string, EventData<'gateway.tool.answered'>['result']>>();
   /** Sessions taken over whose adoption failed: their earlier turns cannot be continued here, and commands say why. */
   const adoptFailures = new Map<string, ToolSearchError>();
   let handingOver = false;
@@ -461,7 +467,10 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         });
       }
     }
-    const settled = settledCalls.get(e.sessionId)?.get(`${t.turn.turnId} ${d.callId}`);
+    const callKey = `${t.turn.turnId} ${d.callId}`;
+    const given = answeredCalls.get(e.sessionId)?.get(callKey);
+    if (given !== undefined) return answered(given);
+    const settled = settledCalls.get(e.sessionId)?.get(callKey);
     if (settled !== undefined) {
       // Sent again after a takeover: the call ran (or was ended) under the previous owner; never a second time.
       return answered({
@@ -493,7 +502,11 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         },
       };
     }
-    return answered(answerResult(result));
+    const out = answerResult(result);
+    let given2 = answeredCalls.get(e.sessionId);
+    if (given2 === undefined) answeredCalls.set(e.sessionId, (given2 = new Map()));
+    given2.set(callKey, out);
+    return answered(out);
   };
 
   const turnEnded = async (e: EventOf<'gateway.turn.ended'>): Promise<void> => {
@@ -517,6 +530,11 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       );
     }
     forget(e.sessionId, t);
+    const given = answeredCalls.get(e.sessionId);
+    if (given !== undefined) {
+      for (const k of [...given.keys()]) if (k.startsWith(`${t.turn.turnId} `)) given.delete(k);
+      if (given.size === 0) answeredCalls.delete(e.sessionId);
+    }
     const outcome =
       d.outcome === 'completed'
         ? undefined
@@ -555,6 +573,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     closedTurns.delete(e.sessionId);
     adoptFailures.delete(e.sessionId);
     settledCalls.delete(e.sessionId);
+    answeredCalls.delete(e.sessionId);
     if (ownership !== undefined) {
       try {
         await ownership.forget(e.sessionId);
@@ -634,6 +653,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const letGo = async (sessionId: string): Promise<void> => {
     open.delete(sessionId);
     settledCalls.delete(sessionId);
+    answeredCalls.delete(sessionId);
     sessionOwners.delete(sessionId);
     needsAdopt.delete(sessionId);
     try {
