@@ -410,9 +410,19 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
+    const byTerm = new Map<string, (readonly [number, number])[]>();
+    expansions.forEach((list, i) => {
+      if (!topical[i]) return;
+      for (const e of list) {
+        const hits = byTerm.get(e.term);
+        if (hits === undefined) byTerm.set(e.term, [[i, e.credit]]);
+        else hits.push([i, e.credit]);
+      }
+    });
     const plan: QueryPlan = {
       typed,
       expansions,
+      byTerm,
       topical,
       topicalCount,
       weights,
