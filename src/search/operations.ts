@@ -127,7 +127,13 @@ export class OperationModel {
         addEq(o, w, share(o, c));
       }
     }
-    return new OperationModel(ops, equivalents, words);
+    const model = new OperationModel(ops, equivalents, words);
+    // Each tool's operations and object keys now, with the build, rather than on the first search that meets it.
+    for (const m of list) {
+      model.opsOf(m);
+      model.objectKeysOf(m);
+    }
+    return model;
   }
 
   /** Is this stemmed word one the catalog uses for an operation. */
