@@ -5,6 +5,7 @@ import type { ClientToolSpec } from '../../catalog/index.js';
 import { openCommandBus, openLocalEngine } from '../../app/index.js';
 import type { StepResult, TurnRequest } from '../../turn/index.js';
 import { Type } from '@sinclair/typebox';
+import { HarnessSchema, ModeSchema } from '../../events/index.js';
 import { checkSchema, fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { envWithNatsFlags, NATS_FLAG_OPTIONS } from '../natsFlags.js';
@@ -36,12 +37,8 @@ const TurnScript = Type.Object(
         { additionalProperties: false, description: 'an object {sessionId?, agentId?, profile?, sandboxId?, owner?}' },
       ),
     ),
-    mode: Type.Optional(
-      Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')], {
-        'x-expected': '"direct", "tools" or "code"',
-      }),
-    ),
-    harness: Type.Optional(Type.Unknown()),
+    mode: Type.Optional(ModeSchema),
+    harness: Type.Optional(HarnessSchema),
     clientId: Type.Optional(Type.String({ description: 'a string (no spaces or ":")' })),
     // Each client tool is checked by the catalog, which refuses a bad one alone and reports it.
     clientTools: Type.Optional(
@@ -75,12 +72,6 @@ export function parseScript(text: string, file: string): Result<Script> {
   const checked = checkSchema(TurnScript, raw, 'script.invalid', file);
   if (!checked.ok) return checked;
   const script = checked.value;
-  if (script.harness !== undefined && script.harness !== 'pi' && script.harness !== 'codex') {
-    return fail(
-      'script.badHarness',
-      `${file}: "harness" ${JSON.stringify(script.harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`,
-    );
-  }
   const session = script.session ?? {};
   return ok({
     ...(script as unknown as Script),
