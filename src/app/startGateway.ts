@@ -460,6 +460,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       server = await startGatewayServer({
         engine,
         provider,
+        replay: (sessionId) => bus.replay({ sessionId }),
         port,
         host,
         maxRounds: config.provider.maxRounds,

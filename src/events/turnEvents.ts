@@ -13,6 +13,11 @@ export const TurnStarted = Type.Object({
   /** Whether the caller is the owner (owner-only tools are gated on it). */
   owner: Type.Boolean(),
   clientId: Type.Optional(Type.String()),
+  /**
+   * The digest of the client's request key (HTTP `Idempotency-Key`, scoped to the caller; added, optional): a retry
+   * with the same key finds this turn and is answered from its record instead of running again.
+   */
+  requestKey: Type.Optional(Type.String()),
 });
 export type TurnStarted = Static<typeof TurnStarted>;
 

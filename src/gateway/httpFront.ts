@@ -27,6 +27,16 @@ import { isRecord } from './front/openai.js';
 import { chatToResponse, responsesToChat, writeResponse } from './front/responses.js';
 import { wantsStreamUsage, writeSse } from './front/sse.js';
 import { requestTrace, serverSpan } from './front/trace.js';
+import {
+  alreadyHandledText,
+  IDEMPOTENCY_HEADER,
+  IdempotentAnswers,
+  idempotencyKeyOf,
+  keyedTurnOf,
+  replayAnswer,
+  requestKeyOf,
+} from './front/idempotency.js';
+import type { Envelope } from '../events/index.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
 import type { StepResult, TurnEngine } from '../turn/index.js';
@@ -60,6 +70,11 @@ export interface GatewayServerOptions {
   engine: TurnEngine;
   /** At shutdown, how long requests in flight may still finish before they are answered 503 (default 5000 ms). */
   drainMs?: number;
+  /**
+   * A session's stored events (the bus's replay): a retry whose Idempotency-Key this process has not answered finds
+   * the turn an earlier process ran for it there. Absent: keys are checked in memory only.
+   */
+  replay?: (sessionId: string) => AsyncIterable<Envelope>;
   provider: ProviderClient;
   /** 0 (default) = a free port. */
   port?: number;
@@ -228,6 +243,52 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
     const parsed = parseJsonBody(body.value);
     if (!parsed.ok) return refused(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
+    // A retry with the same Idempotency-Key never runs a turn twice: the answer given, or the record of the turn.
+    const idem = idempotencyKeyOf(req);
+    if (!idem.ok)
+      return refused(res, 400, idem.error.message, idem.error.code, {
+        param: IDEMPOTENCY_HEADER,
+        headers: sessionHeader,
+      });
+    let requestKey: string | undefined;
+    if (idem.value !== undefined) {
+      const callerName = caller.kind === 'key' ? `key:${caller.principal.name}` : 'open';
+      requestKey = requestKeyOf(`${callerName}\u0000${sessionId}\u0000${dialect}`, idem.value);
+      const prior = keyed.get(requestKey);
+      if (prior !== undefined && prior.bodyDigest !== IdempotentAnswers.bodyDigest(body.value))
+        return refused(
+          res,
+          422,
+          'This Idempotency-Key was already used with another request body: use a new key for a new request, or send the same body to get the same answer.',
+          'request.idempotencyKeyReused',
+          { param: IDEMPOTENCY_HEADER, headers: sessionHeader },
+        );
+      const answer = prior === undefined ? undefined : await prior.answer;
+      // A cut or failed answer (5xx) is not final: the turn's record decides below.
+      if (answer !== undefined && answer.status < 500) return replayAnswer(res, answer);
+      if (opts.replay !== undefined) {
+        const events: Envelope[] = [];
+        try {
+          for await (const e of opts.replay(sessionId)) events.push(e);
+        } catch {
+          // Without the record the key cannot be checked: refused rather than risk running the turn twice.
+          return refused(
+            res,
+            503,
+            'The record of earlier requests could not be read to check the Idempotency-Key: retry later.',
+            'gateway.eventLogFailed',
+            { headers: { ...sessionHeader, 'retry-after': '1' } },
+          );
+        }
+        const before = keyedTurnOf(events, sessionId, requestKey);
+        if (before !== undefined)
+          return refused(res, 409, alreadyHandledText(before), 'request.alreadyHandled', {
+            param: IDEMPOTENCY_HEADER,
+            headers: { ...sessionHeader, [TURN_HEADER]: before.turnId },
+          });
+      }
+      keyed.remember(requestKey, body.value, res);
+    }
     let chatBody: unknown = parsed.value;
     if (dialect === 'responses') {
       if (!isRecord(parsed.value))
@@ -348,6 +409,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
             ? { owner: admitted.value.owner }
             : {}),
           ...(trace !== undefined ? { trace } : {}),
+          ...(requestKey !== undefined ? { requestKey } : {}),
         },
         maxRounds: opts.maxRounds,
         turnId,
@@ -464,6 +526,9 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
       span?.end(res);
     }
   };
+
+  /** Answers of requests with an Idempotency-Key, for their retries. */
+  const keyed = new IdempotentAnswers();
 
   /** Requests being answered; at shutdown, new ones are refused and these drain or are answered 503. */
   const inflight = new Set<ServerResponse>();

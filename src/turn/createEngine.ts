@@ -282,6 +282,9 @@ export function createEngine(opts: EngineOptions): Engine {
           sandboxId: facts.sandboxId,
           owner: facts.owner,
           clientId,
+          ...(typeof req.requestKey === 'string' && req.requestKey !== ''
+            ? { requestKey: req.requestKey.slice(0, 200) }
+            : {}),
         });
         startedEventId = started.id;
       } catch (err) {

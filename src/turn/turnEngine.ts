@@ -26,6 +26,8 @@ export interface TurnRequest {
   trace?: Record<string, string>;
   /** Who the session belongs to, for `session.maxPerPrincipal` (default `agent:<agentId>`). */
   principal?: string;
+  /** The digest of the client's request key (`Idempotency-Key`), recorded on `turn.started`. */
+  requestKey?: string;
 }
 
 /** How the model invoked a tool: its own id of the tool call (`tool_calls[].id`), recorded as `gen_ai.tool.call.id`. */

@@ -27,6 +27,8 @@ export default {
   tools: [
     { name: 'charge_card', description: 'Charge the card.', parameters: { type: 'object', properties: {} },
       execute: async () => { count('charge_card'); await new Promise((r) => setTimeout(r, 600000)); return { charged: true }; } },
+    { name: 'count_me', description: 'Count one visit.', parameters: { type: 'object', properties: {} },
+      execute: async () => { count('count_me'); return { counted: true }; } },
     { name: 'deploy_service', description: 'Deploy a service to production.', parameters: { type: 'object', properties: {} },
       execute: async () => { count('deploy_service'); return { deployed: true }; } },
   ],
@@ -89,10 +91,14 @@ async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 
 
 const logged = (pred: (e: Envelope) => boolean) => async () => (await readLog()).find(pred);
 
-function chat(url: string, session: string, body: Record<string, unknown>): Promise<Response> {
+function chat(url: string, session: string, body: Record<string, unknown>, key?: string): Promise<Response> {
   return fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-toolsearch-session': session },
+    headers: {
+      'content-type': 'application/json',
+      'x-toolsearch-session': session,
+      ...(key === undefined ? {} : { 'idempotency-key': key }),
+    },
     body: JSON.stringify({ model: 'any', ...body }),
   });
 }
@@ -130,9 +136,8 @@ describe('durable turns on the embedded bus (real processes)', () => {
   it('SIGKILL mid-turn, restart on the same log: nothing left open, no call ran twice', async () => {
     const gw1 = await startServe();
     // A call started: the tool has begun (witness written) and hangs.
-    const cut1 = chat(gw1.url, 'k-charge', { messages: [{ role: 'user', content: 'pay target=charge_card' }] }).catch(
-      () => undefined,
-    );
+    const payBody = { messages: [{ role: 'user', content: 'pay target=charge_card' }] };
+    const cut1 = chat(gw1.url, 'k-charge', payBody, 'pay-1').catch(() => undefined);
     await until(
       'call.started of charge_card',
       logged((e) => e.type === 'call.started'),
@@ -223,6 +228,14 @@ describe('durable turns on the embedded bus (real processes)', () => {
     );
     expect((received.data as { callId: string }).callId).toBe((pending?.data as { callId: string }).callId);
 
+    // The client retries the cut request with its Idempotency-Key: answered from the record, not run again.
+    const retried = await chat(gw2.url, 'k-charge', payBody, 'pay-1');
+    expect(retried.status).toBe(409);
+    const refusal = (await retried.json()) as { error: { code: string; message: string } };
+    expect(refusal.error.code).toBe('request.alreadyHandled');
+    expect(refusal.error.message).toMatch(/charge_card/);
+    expect(refusal.error.message).toMatch(/may or may not have happened/);
+
     // Nothing ran twice, and the approval that was never given ran nothing.
     expect(await runs('charge_card')).toBe(1);
     expect(await runs('deploy_service')).toBe(0);
@@ -255,5 +268,37 @@ describe('durable turns on the embedded bus (real processes)', () => {
     expect(await runs('deploy_service')).toBe(0);
     // Well inside the 60 s approval timeout: the shutdown did not wait for it.
     expect(Date.now() - t0).toBeLessThan(30_000);
+  });
+  it('a retry with the same Idempotency-Key gets the same answer and runs nothing again', async () => {
+    const gw = await startServe();
+    const body = { messages: [{ role: 'user', content: 'count target=count_me' }] };
+    const first = await chat(gw.url, 'k-idem', body, 'visit-1');
+    expect(first.status).toBe(200);
+    const firstText = await first.text();
+    const second = await chat(gw.url, 'k-idem', body, 'visit-1');
+    expect(second.status).toBe(200);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(await second.text()).toBe(firstText);
+    expect(await runs('count_me')).toBe(1);
+    // The same key with another body is refused; a new key runs a new turn.
+    const other = await chat(
+      gw.url,
+      'k-idem',
+      { messages: [{ role: 'user', content: 'other target=count_me' }] },
+      'visit-1',
+    );
+    expect(other.status).toBe(422);
+    expect(((await other.json()) as { error: { code: string } }).error.code).toBe('request.idempotencyKeyReused');
+    expect((await chat(gw.url, 'k-idem', body, 'visit-2')).status).toBe(200);
+    expect(await runs('count_me')).toBe(2);
+    // After a restart the answer is not kept, but the record is: the retry is refused, not run.
+    gw.child.kill('SIGKILL');
+    await exited(gw.child);
+    const gw2 = await startServe();
+    const after = await chat(gw2.url, 'k-idem', body, 'visit-1');
+    expect(after.status).toBe(409);
+    expect(await runs('count_me')).toBe(2);
+    gw2.child.kill('SIGKILL');
+    await exited(gw2.child);
   });
 });

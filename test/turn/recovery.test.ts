@@ -7,6 +7,7 @@ import { openMemoryBus, type Envelope, type MemoryBus } from '../../src/bus/inde
 import { loadStaticSources } from '../../src/catalog/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { turnStateFrom } from '../../src/events/index.js';
+import { auditReport, formatAuditReport, sessionLogFrom } from '../../src/audit/index.js';
 import { createEngine, type Engine } from '../../src/turn/index.js';
 
 const PLUGIN = `
@@ -134,6 +135,16 @@ describe('adoptSession', () => {
     const resolved = events.find((e) => e.type === 'approval.resolved');
     expect(resolved?.data).toMatchObject({ approved: false, by: 'cancelled', cancelled: true });
     expect(events.filter((e) => e.type === 'turn.adopted')).toHaveLength(3);
+    // The audit shows the takeovers and the unknown outcome, and agrees with the session log.
+    const report = auditReport(events, 'a1');
+    expect(report.finalCalls).toEqual(sessionLogFrom(events, 'a1').finalCalls);
+    expect(report.detail.calls.find((c) => c.id === 'openclaw:bank:charge_card')?.outcome).toBe('outcomeUnknown');
+    expect(report.detail.calls.find((c) => c.id === 'openclaw:bank:deploy_service')?.approval?.status).toBe(
+      'cancelled',
+    );
+    const text = formatAuditReport(report);
+    expect(text).toMatch(/Takeovers \(3\)/);
+    expect(text).toMatch(/openclaw:bank:charge_card: the effect may or may not have happened/);
     // Every seq of the turn is used once.
     const seqs = events.filter((e) => e.turnId === turn.turnId).map((e) => e.seq);
     expect(new Set(seqs).size).toBe(seqs.length);
@@ -158,6 +169,10 @@ describe('adoptSession', () => {
     expect(shared().counts).toEqual({ read: 1 });
     const state = turnStateFrom(await w.events('a2'), 'a2', started.value.turnId);
     expect(state).toMatchObject({ status: 'interrupted', pendingCalls: {}, outcome: { code: 'turn.interrupted' } });
+    expect(auditReport(await w.events('a2'), 'a2').detail.turns[0]).toMatchObject({
+      outcome: 'interrupted',
+      takeovers: [{ reason: 'restart', openCalls: 1 }],
+    });
     // Adopting again finds nothing open.
     const again = await second.adoptSession('a2', { reason: 'restart', interrupt: true });
     expect(again.ok && again.value.turns).toEqual([]);
