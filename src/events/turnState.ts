@@ -50,7 +50,7 @@ export interface TurnState {
   completed: readonly string[];
   pendingCalls: Readonly<Record<string, PendingCall>>;
   /** `approval.requested` without its `approval.resolved`, by approval id. */
-  pendingApprovals: Readonly<Record<string, { callId: string; toolId: string }>>;
+  pendingApprovals: Readonly<Record<string, { callId: string; toolId: string; argsDigest?: string }>>;
   /** Client calls this turn handed back (`call.pending`) whose result has not arrived in this turn. */
   pendingClientCalls: Readonly<Record<string, { toolId: string }>>;
   openCodeRuns: Readonly<Record<string, OpenCodeRun>>;
@@ -159,11 +159,20 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         ...state,
         pendingApprovals: {
           ...state.pendingApprovals,
-          [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId },
+          [e.data.approvalId]: {
+            callId: e.data.callId,
+            toolId: e.data.toolId,
+            ...(e.data.argsDigest === undefined ? {} : { argsDigest: e.data.argsDigest }),
+          },
         },
       };
-    case 'approval.resolved':
+    case 'approval.resolved': {
+      // Only an answer for the same call and arguments settles an approval; a late one changes nothing.
+      const asked = state.pendingApprovals[e.data.approvalId];
+      if (e.data.late === true || asked === undefined || asked.callId !== e.data.callId) return state;
+      if (asked.argsDigest !== undefined && e.data.argsDigest !== asked.argsDigest) return state;
       return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
+    }
     case 'call.completed': {
       const ended = endCall(state, e.data.callId);
       return {
