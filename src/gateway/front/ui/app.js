@@ -1,3 +1,4 @@
+/* global document, Node, sessionStorage, alert */
 // The operator page: pending approvals (live, from the approvals event stream), live sessions and a session's log
 // (polled). Every request carries the approver's Bearer credential, kept in this tab's sessionStorage only.
 'use strict';
