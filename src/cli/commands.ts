@@ -68,7 +68,7 @@ export const commands: CommandEntry[] = [
   },
   {
     name: 'approve',
-    summary: 'approve (or --deny) one pending call, with a reason',
+    summary: 'approve (or --deny) one pending call',
     load: async () => (await import('./commands/approvals.js')).approveCommand,
   },
   {
