@@ -178,4 +178,37 @@ describe('approvals over HTTP, through a real turn', () => {
     expect((await asked).status).toBe(200);
     expect(w.runs()).toHaveLength(2);
   });
+
+  it("shows an MCP tool's annotations (destructiveHint) to the approver", async () => {
+    world = await approvalWorld({
+      extra: { tools: { approval: { require: ['mcp:infra:*'], timeoutMs: 20_000 } } },
+      catalogs: [
+        {
+          name: 'infra',
+          tools: [
+            {
+              name: 'drop_database',
+              description: 'Drop a database and all its data',
+              inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+              annotations: { title: 'Drop database', destructiveHint: true, readOnlyHint: false },
+            },
+          ],
+        },
+      ],
+    });
+    const w = world;
+    const local = { authorization: `Bearer ${w.gw.approverToken!.token}` };
+    const asked = w.chat('s-mcp-tool', {}, 'drop_database');
+    const [a] = await w.pending(1, local);
+    expect(a.tool).toMatchObject({
+      id: 'mcp:infra:drop_database',
+      source: 'mcp',
+      owner: 'infra',
+      annotations: { destructiveHint: true, readOnlyHint: false },
+    });
+    expect(a.args).toEqual({ name: 'toolsearch-marker' });
+    const no = await post(w, a.approvalId, { approved: false, reason: 'never' }, local);
+    expect(no.status).toBe(200);
+    expect(JSON.stringify(await (await asked).json())).toMatch(/approvalDenied/);
+  });
 });

@@ -13,7 +13,7 @@ export interface ApprovalWorld {
   /** How many times the counting tool ran, and with which services. */
   runs(): string[];
   /** Starts a chat turn that calls deploy_service (not awaited: it waits for an approver). */
-  chat(sessionId: string, headers?: Record<string, string>): Promise<Response>;
+  chat(sessionId: string, headers?: Record<string, string>, target?: string): Promise<Response>;
   /** Polls GET /v1/approvals until `n` are pending (bounded). */
   pending(n: number, headers?: Record<string, string>): Promise<any[]>;
   events(sessionId: string): Promise<Envelope[]>;
@@ -48,7 +48,7 @@ export default {
 }
 
 export async function approvalWorld(
-  opts: { keys?: boolean; timeoutMs?: number; extra?: Record<string, unknown> } = {},
+  opts: { keys?: boolean; timeoutMs?: number; extra?: Record<string, unknown>; catalogs?: unknown[] } = {},
 ): Promise<ApprovalWorld> {
   const dir = await mkdtemp(join(tmpdir(), 'toolsearch-approvals-'));
   const witness = join(dir, 'runs.txt');
@@ -73,7 +73,13 @@ export async function approvalWorld(
     { cwd: dir },
   );
   if (!parsed.ok) throw new Error(parsed.error.message);
-  const started = await startGateway({ config: parsed.value.config, cwd: dir, port: 0 });
+  const catalogPaths: string[] = [];
+  for (const [i, snapshot] of (opts.catalogs ?? []).entries()) {
+    const file = join(dir, `catalog-${i}.json`);
+    await writeFile(file, JSON.stringify(snapshot));
+    catalogPaths.push(file);
+  }
+  const started = await startGateway({ config: parsed.value.config, cwd: dir, port: 0, catalogPaths });
   if (!started.ok) throw new Error(started.error.message);
   const gw = started.value;
   const token = gw.approverToken!.token;
@@ -81,13 +87,13 @@ export async function approvalWorld(
     dir,
     gw,
     runs: () => (existsSync(witness) ? readFileSync(witness, 'utf8').split('\n').filter(Boolean) : []),
-    chat: (sessionId, headers = {}) =>
+    chat: (sessionId, headers = {}, target = 'deploy_service') =>
       fetch(`${gw.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-toolsearch-session': sessionId, ...headers },
         body: JSON.stringify({
           model: 'any',
-          messages: [{ role: 'user', content: 'Deploy it. target=deploy_service' }],
+          messages: [{ role: 'user', content: `Do it. target=${target}` }],
         }),
       }),
     async pending(n, headers = { authorization: `Bearer ${token}` }) {
