@@ -469,6 +469,21 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(yes.code).toBe(0);
     expect(await call).toMatchObject({ ok: true });
     expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
+
+    // Another call, denied over NATS: blocked, not run; the record says the approver answered via nats.
+    const second = s.code(callBody('openclaw:counter:deploy_service'), 'a4');
+    let next: any[] = [];
+    const until2 = Date.now() + 3000;
+    while (next.length === 0 && Date.now() < until2)
+      next = (await cli(approvalsCommand, [...as, '--json'])).last().approvals;
+    const no = await cli(approveCommand, [...as, next[0].approvalId, '--deny', '--reason', 'no', '--json']);
+    expect(no.code).toBe(0);
+    expect(JSON.stringify(await second)).toMatch(/approvalDenied/);
+    expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
+    // The first answer again: settled already, refused.
+    const replay = await cli(approveCommand, [...as, pending[0].approvalId, '--json']);
+    expect(replay.code).toBe(1);
+    expect(replay.out.join('\n')).toContain('approval.settled');
   }, 60_000);
 
   it('nobody but a sandbox receives code runs, and a client cannot read, consume, purge or write the streams', async () => {
