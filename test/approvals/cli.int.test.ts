@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -27,7 +27,9 @@ describe('toolsearch approvals / approve against the embedded gateway', () => {
     expect(listed.out).toMatch(/why: .*deploy_\*/);
     expect(listed.out).toMatch(/args: \{"service":"toolsearch-marker","password":"[^"]+"\}/);
     expect(listed.out).not.toContain('"password":"toolsearch-marker"');
-    const json = await runCaptured(approvalsCommand.run, [...url, '--json'], w.dir);
+    // Without --url: the gateway's port comes from the config in the working directory.
+    writeFileSync(join(w.dir, 'toolsearch.config.json5'), JSON.stringify({ gateway: { port: w.gw.port } }));
+    const json = await runCaptured(approvalsCommand.run, ['--json'], w.dir);
     const [a] = json.lastJson().approvals;
 
     const unknown = await runCaptured(approveCommand.run, [...url, 'no-such-approval'], w.dir);
@@ -55,6 +57,38 @@ describe('toolsearch approvals / approve against the embedded gateway', () => {
 
     const resolved = (await w.events('s-cli-1')).find((e) => e.type === 'approval.resolved')!.data;
     expect(resolved).toMatchObject({ approved: true, by: 'local', channel: 'cli', reason: 'ship it' });
+  });
+
+  it('--watch prints each new and settled approval until the stream ends', async () => {
+    world = await approvalWorld();
+    const w = world;
+    const lines: string[] = [];
+    const watching = approvalsCommand.run(['--url', w.gw.url, '--watch'], {
+      stdout: (s) => lines.push(s),
+      stderr: (s) => lines.push(s),
+      cwd: w.dir,
+      env: {},
+    });
+    const chat = w.chat('s-watch');
+    const [a] = await w.pending(1);
+    const local = { authorization: `Bearer ${w.gw.approverToken!.token}`, 'content-type': 'application/json' };
+    const seen = async (re: RegExp) => {
+      const until = Date.now() + 10_000;
+      while (!re.test(lines.join('\n'))) {
+        if (Date.now() > until) throw new Error(`never printed ${re}: ${lines.join('\n')}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await seen(new RegExp(`new: ${a.approvalId}  openclaw:ops:deploy_service`));
+    await fetch(`${w.gw.url}/v1/approvals/${a.approvalId}`, {
+      method: 'POST',
+      headers: local,
+      body: JSON.stringify({ approved: true, reason: 'watched' }),
+    });
+    await seen(new RegExp(`settled: ${a.approvalId} approved by local via http: watched`));
+    expect((await chat).status).toBe(200);
+    await w.gw.close();
+    expect(await watching).toBe(0);
   });
 
   it('says what to do when no gateway wrote a token here', async () => {
