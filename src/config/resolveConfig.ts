@@ -77,6 +77,11 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       approval: {
         require: [...(tools.approval?.require ?? [])],
         timeoutMs: tools.approval?.timeoutMs ?? d.approvalTimeoutMs,
+        autoApprove: (tools.approval?.autoApprove ?? []).map((r) => ({
+          tools: [...r.tools],
+          ...(r.agents === undefined ? {} : { agents: [...r.agents] }),
+          ...(r.profiles === undefined ? {} : { profiles: [...r.profiles] }),
+        })),
       },
     },
     agents: resolveLayers(raw.agents, baseDir),

@@ -124,6 +124,22 @@ export const ToolsSection = Type.Object(
         {
           require: Type.Optional(StringList),
           timeoutMs: Type.Optional(positiveInt('30000')),
+          /**
+           * Calls an operator trusts without asking: each rule names tool patterns and, optionally, the agents and
+           * profiles it applies to (absent: all). Recorded as approved by `autoApprove`.
+           */
+          autoApprove: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  tools: StringList,
+                  agents: Type.Optional(StringList),
+                  profiles: Type.Optional(StringList),
+                },
+                closed,
+              ),
+            ),
+          ),
         },
         closed,
       ),

@@ -27,7 +27,12 @@ export interface ResolvedConfig {
     deny: string[];
     /** false: patterns match ignoring case. Default true. */
     matchCase: boolean;
-    approval: { require: string[]; timeoutMs: number };
+    approval: {
+      require: string[];
+      timeoutMs: number;
+      /** Calls approved without asking: tool patterns, for the listed agents and profiles (absent: any). */
+      autoApprove: Array<{ tools: string[]; agents?: string[]; profiles?: string[] }>;
+    };
   };
   agents: Record<string, PolicyLayer>;
   profiles: Record<string, PolicyLayer>;

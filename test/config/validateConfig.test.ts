@@ -112,7 +112,7 @@ describe('validateConfig', () => {
       'unknown key tools.toolSearch.limit: allowed keys are mode, codeTimeoutMs, searchDefaultLimit, maxSearchLimit',
     ]);
     expect(messages({ tools: { approval: { require: [], when: 'x' } } })).toEqual([
-      'unknown key tools.approval.when: allowed keys are require, timeoutMs',
+      'unknown key tools.approval.when: allowed keys are require, timeoutMs, autoApprove',
     ]);
     expect(messages({ agents: { main: { tools: { allow: [], block: [] } } } })).toEqual([
       'unknown key agents.main.tools.block: allowed keys are allow, deny',
@@ -249,7 +249,7 @@ describe('parseConfig', () => {
     });
     expect(c.tools.allow).toBeUndefined();
     expect(c.tools.deny).toEqual([]);
-    expect(c.tools.approval).toEqual({ require: [], timeoutMs: 30000 });
+    expect(c.tools.approval).toEqual({ require: [], timeoutMs: 30000, autoApprove: [] });
     expect(c.sandbox).toEqual({
       requireIsolation: false,
       poolSize: 2,
