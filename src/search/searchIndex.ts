@@ -48,6 +48,7 @@ export interface RankTrace {
 /** The caches a SearchIndex derives from its tools (see `takeDerived`). */
 export interface DerivedCaches {
   plans: Map<string, QueryPlan | null>;
+  seenOnce: Set<string>;
   expansions: Map<string, Expansion[]>;
   opModel: OperationModel | undefined;
 }
@@ -67,6 +68,8 @@ export class SearchIndex {
   private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
   private plans = new Map<string, QueryPlan | null>();
+  /** Queries searched once since the last clear: their plan is kept when they come again. */
+  private seenOnce = new Set<string>();
   /** The catalog's operation words, learned from the indexed tools; rebuilt on first use after a change. */
   private opModel: OperationModel | undefined;
   /** The last model learned (kept across changes): a relearn reuses the name words of the sources it saw unchanged. */
@@ -87,6 +90,8 @@ export class SearchIndex {
   /** The stamp of the last scoring pass: seenAt[slot] === queryStamp marks the tools it touched. */
   private queryStamp = 0;
   private trace: RankTrace[] | undefined;
+  /** The candidates' heap, reused by every query of the same depth. */
+  private heap = new MinHeap(RERANK_DEPTH);
 
   /** The deployment's learned (query, tool called) pairs, when search.learnFromCalls is on. */
   private readonly memory: CallMemory | undefined;
@@ -131,6 +136,7 @@ export class SearchIndex {
   addEntries(entries: readonly ToolEntry[]): void {
     if (entries.length === 0) return;
     this.plans.clear();
+    this.seenOnce.clear();
     this.expansions.clear();
     this.opModel = undefined;
     for (const entry of entries) {
@@ -197,8 +203,9 @@ export class SearchIndex {
    * tools again (an OverlayIndex adds its tools for one query and takes them out).
    */
   takeDerived(): DerivedCaches {
-    const d = { plans: this.plans, expansions: this.expansions, opModel: this.opModel };
+    const d = { plans: this.plans, seenOnce: this.seenOnce, expansions: this.expansions, opModel: this.opModel };
     this.plans = new Map();
+    this.seenOnce = new Set();
     this.expansions = new Map();
     this.opModel = undefined;
     return d;
@@ -207,6 +214,7 @@ export class SearchIndex {
   /** Puts back what `takeDerived` took: only valid when the indexed tools are the same as then. */
   restoreDerived(d: DerivedCaches): void {
     this.plans = d.plans;
+    this.seenOnce = d.seenOnce;
     this.expansions = d.expansions;
     this.opModel = d.opModel;
     if (d.opModel !== undefined) this.lastModel = d.opModel;
@@ -219,6 +227,7 @@ export class SearchIndex {
 
   private removeIds(ids: readonly string[]): void {
     this.plans.clear();
+    this.seenOnce.clear();
     this.expansions.clear();
     this.opModel = undefined;
     for (const id of ids) {
@@ -377,8 +386,15 @@ export class SearchIndex {
     const known = this.plans.get(query);
     if (known !== undefined) return known;
     const plan = this.makePlan(query);
-    if (this.plans.size >= PLAN_CACHE_MAX) this.plans.clear();
-    this.plans.set(query, plan);
+    // A plan is kept from a query's second search on: most queries are new, and keeping each of their plans would
+    // only make the garbage collector copy them (a plan outlives the young generation) until the cache is cleared.
+    if (this.seenOnce.has(query)) {
+      if (this.plans.size >= PLAN_CACHE_MAX) this.plans.clear();
+      this.plans.set(query, plan);
+    } else {
+      if (this.seenOnce.size >= PLAN_CACHE_MAX) this.seenOnce.clear();
+      this.seenOnce.add(query);
+    }
     return plan;
   }
 
@@ -446,9 +462,19 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
+    const byTerm = new Map<string, (readonly [number, number])[]>();
+    expansions.forEach((list, i) => {
+      if (!topical[i]) return;
+      for (const e of list) {
+        const hits = byTerm.get(e.term);
+        if (hits === undefined) byTerm.set(e.term, [[i, e.credit]]);
+        else hits.push([i, e.credit]);
+      }
+    });
     const plan: QueryPlan = {
       typed,
       expansions,
+      byTerm,
       topical,
       topicalCount,
       weights,
@@ -592,7 +618,10 @@ export class SearchIndex {
       }
     }
     // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
-    const heap = new MinHeap(Math.max(RERANK_DEPTH, max));
+    const depth = Math.max(RERANK_DEPTH, max);
+    if (this.heap.capacity !== depth) this.heap = new MinHeap(depth);
+    const heap = this.heap;
+    heap.size = 0;
     const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
     selectCandidates(
       heap,
