@@ -249,19 +249,26 @@ export class SessionMcpRuntime {
     return out;
   }
 
-  /** One catalog part per status (from `ensure`): the live tools of that server, none for a failed one. */
+  /**
+   * One catalog part per status (from `ensure`): the live tools of that server, none for a failed one. A part's
+   * entries are the server's listing itself (the same array until it is listed again), so the catalog memo
+   * recognises an unchanged part by identity instead of hashing a large catalog on every turn.
+   */
   parts(statuses: readonly SourceStatus[]): CatalogPart[] {
-    const byOwner = new Map<string, ToolEntry[]>();
-    for (const e of this.list()) {
-      const own = byOwner.get(e.owner);
-      if (own === undefined) byOwner.set(e.owner, [e]);
-      else own.push(e);
-    }
+    this.touch();
     return statuses.map((status) => ({
       key: status.key,
       status,
-      entries: status.ok ? (byOwner.get(status.owner) ?? []) : [],
+      entries: status.ok ? this.entriesOf(status.owner) : [],
     }));
+  }
+
+  /** The live tools of one server (shared or the session's own), as last listed. */
+  private entriesOf(name: string): ToolEntry[] {
+    const spec = this.sharedSpecs.get(name);
+    if (spec !== undefined) return this.opts.shared?.entries(name, spec) ?? [];
+    const slot = this.slots.get(name);
+    return slot?.connection?.alive ? slot.entries : [];
   }
 
   /** Per-server status: the last outcome of opening it; a server that died since is reported as not ok. */
