@@ -114,9 +114,10 @@ export class SharedMcpServers {
   }
 
   /**
-   * Makes sure the server is open and listed, waiting at most `timeoutMs` measured from this call, whoever started
-   * the opening; the returned status's duration is this caller's wait. A live connection is used as it is (no new
-   * listing); a failed one is retried after `retryFailedAfterMs`; a dead one is restarted.
+   * Makes sure the server is open and listed, waiting at most `timeoutMs` measured from `startedAt` (the caller's
+   * start, e.g. its turn's admission; default this call), whoever started the opening; the returned status's
+   * duration is this caller's wait. A live connection is used as it is (no new listing, no wait); a failed one is
+   * retried after `retryFailedAfterMs`; a dead one is restarted.
    */
   async ensure(
     name: string,
