@@ -26,7 +26,15 @@ export {
   typeFromToken,
   typeToken,
 } from './subjects.js';
-export { BySource, ErrorInfo, ModeSchema, ResultOriginSchema, SourceKindSchema, ViaSchema } from './common.js';
+export {
+  BySource,
+  ErrorInfo,
+  HarnessSchema,
+  ModeSchema,
+  ResultOriginSchema,
+  SourceKindSchema,
+  ViaSchema,
+} from './common.js';
 export {
   CatalogIndexed,
   PolicyLayer,
@@ -36,7 +44,9 @@ export {
   ToolsExposed,
   TurnCompleted,
   TurnCompletedCounters,
+  TurnAdopted,
   TurnFailed,
+  TurnInterrupted,
   TurnStarted,
 } from './turnEvents.js';
 export {
@@ -49,6 +59,8 @@ export {
   CallPending,
   CallRejected,
   CallRequested,
+  CallStarted,
+  CallOutcomeUnknown,
   ClientResultReceived,
   DescribePerformed,
   HookRan,
