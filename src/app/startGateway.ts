@@ -367,6 +367,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
           const out: Record<string, number> = {};
           if (s !== undefined)
             out['session_events'] = Math.max(0, s.received - s.processed - s.duplicates - s.rejected);
+          // New sessions waiting for a start place (over session.maxStarting).
+          out['session_starts'] = engine.sessionStats().startsQueued;
           // Calls waiting for a place on a shared MCP server (over its maxConcurrentCalls).
           for (const m of sharedMcp.stats()) out[`mcp:${m.name}`] = m.queued;
           return out;

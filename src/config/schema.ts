@@ -291,6 +291,11 @@ export const ToolSearchConfig = Type.Object(
           idleTimeoutMs: Type.Optional(positiveInt('600000')),
           maxLive: Type.Optional(positiveInt('256: live sessions per gateway')),
           maxPerPrincipal: Type.Optional(positiveInt('session.maxLive: live sessions per principal')),
+          maxStarting: Type.Optional(
+            positiveInt('16: new sessions starting at once (first turn until its tools are exposed)'),
+          ),
+          maxStartQueue: Type.Optional(positiveInt('256: new sessions waiting for a start place; beyond, 429')),
+          startQueueTimeoutMs: Type.Optional(positiveInt('10000: longest wait for a start place; then 429')),
         },
         closed,
       ),

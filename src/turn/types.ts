@@ -146,6 +146,8 @@ export interface TurnRun {
   readonly events: TurnPublisher;
   readonly answers: TurnAnswers;
   readonly session: EngineSession;
+  /** When the session table admitted the turn (ms, Date.now): MCP start bounds count from here. */
+  readonly admittedAt: number;
   /** The id of `turn.started`, the cause of every phase event. */
   readonly startedEventId: string;
   /** Live spans of this turn (absent when telemetry is off). */

@@ -276,7 +276,14 @@ describe('parseConfig', () => {
     expect(c.provider).toEqual({ maxRounds: 8, timeoutMs: 120000 });
     expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000 });
     expect(c.telemetry).toEqual({ enabled: false, tracesDir: '/base/traces', sampleRatio: 1 });
-    expect(c.session).toEqual({ idleTimeoutMs: 600000, maxLive: 256, maxPerPrincipal: 256 });
+    expect(c.session).toEqual({
+      idleTimeoutMs: 600000,
+      maxLive: 256,
+      maxPerPrincipal: 256,
+      maxStarting: 16,
+      maxStartQueue: 256,
+      startQueueTimeoutMs: 10000,
+    });
     expect(c.harness).toBe('pi');
     expect(c.workspaceDir).toBe('/base');
     expect(c.plugins).toEqual([]);
