@@ -165,7 +165,7 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       spans.filter((s) => s.spanContext().traceId === whoCall.spanContext().traceId && !s.name.startsWith('tools/call'))
         .length,
     );
-    const search = rebuilt.find((s) => s.name === 'toolsearch.search')!;
+    const search = rebuilt.find((s) => s.name === 'execute_tool tool_search')!;
     expect(BigInt(search.endTimeUnixNano) - BigInt(search.startTimeUnixNano)).toBeGreaterThan(0n);
     for (const r of rebuilt) {
       const p = rebuilt.find((x) => x.spanId === r.parentSpanId);
