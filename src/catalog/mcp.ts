@@ -86,6 +86,8 @@ export interface McpCaller {
   sessionId: string;
   /** The W3C trace context of the caller's span, sent as `params._meta.traceparent` / `tracestate` (MCP semconv). */
   trace?: Readonly<Record<string, string>> | undefined;
+  /** Told the JSON-RPC id of the `tools/call` request once it is sent (telemetry's `jsonrpc.request.id`). */
+  onRequestId?: ((id: string | number) => void) | undefined;
 }
 
 /** Per call options of `SessionMcpRuntime.call`: who calls, and the caller's trace context. */
@@ -216,6 +218,8 @@ export function stdioServerEnv(
 /** The SDK's stdio transport, plus what a failure report needs: the exit code and the tail of stderr. */
 class WatchedStdioTransport extends StdioClientTransport {
   stderrTail = '';
+  /** The protocol version negotiated at initialize (the SDK client tells a transport that takes it). */
+  protocolVersion: string | undefined;
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private child: ChildProcess | undefined;
 
@@ -225,6 +229,10 @@ class WatchedStdioTransport extends StdioClientTransport {
     this.stderr?.on('data', (chunk: Buffer | string) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-STDERR_KEEP);
     });
+  }
+
+  setProtocolVersion(version: string): void {
+    this.protocolVersion = version;
   }
 
   override async start(): Promise<void> {
@@ -432,7 +440,21 @@ export async function connectMcpServer(
   // microtask late but settles responses at once, so the last progress of a call would be dropped; progress is
   // taken off the transport here, synchronously, in the order the server sent it.
   const progressHandlers = new Map<string, (p: { progress: number; total?: number; message?: string }) => void>();
+  // Who wants to know the JSON-RPC id of a tools/call request, by its params object (the SDK sends it as given).
+  const requestIdWanted = new WeakMap<object, (id: string | number) => void>();
   const interceptProgress = (t: Transport, c: Client): void => {
+    const send = t.send.bind(t);
+    t.send = (message, options) => {
+      const m = message as { method?: unknown; id?: unknown; params?: unknown };
+      if (m.method === 'tools/call' && typeof m.params === 'object' && m.params !== null) {
+        const tell = requestIdWanted.get(m.params);
+        if (tell !== undefined && (typeof m.id === 'string' || typeof m.id === 'number')) {
+          requestIdWanted.delete(m.params);
+          tell(m.id);
+        }
+      }
+      return send(message, options);
+    };
     const inner = t.onmessage;
     t.onmessage = (message, extra) => {
       const m = message as {
@@ -657,7 +679,10 @@ export async function connectMcpServer(
       return interactive && kind !== 'http';
     },
     get peer(): McpPeer {
-      if (transport instanceof WatchedStdioTransport) return { transport: 'stdio' };
+      if (transport instanceof WatchedStdioTransport)
+        return transport.protocolVersion === undefined
+          ? { transport: 'stdio' }
+          : { transport: 'stdio', protocolVersion: transport.protocolVersion };
       const p: McpPeer = { transport: 'http', url: (s as McpHttpSpec).url };
       if (transport instanceof StreamableHTTPClientTransport) {
         if (transport.sessionId !== undefined) p.sessionId = transport.sessionId;
@@ -731,6 +756,7 @@ export async function connectMcpServer(
             : { tracestate: trace['tracestate'] }),
         };
         const params = { name: toolName, arguments: args, ...(Object.keys(meta).length === 0 ? {} : { _meta: meta }) };
+        if (caller?.onRequestId !== undefined) requestIdWanted.set(params, caller.onRequestId);
         // The result is the server's CallToolResult as it sent it: every content block, structuredContent, isError, _meta.
         return ok(await client.callTool(params, undefined, options));
       } catch (error) {

@@ -69,6 +69,7 @@ export const Attr = {
   mcpMethodName: 'mcp.method.name',
   mcpSessionId: 'mcp.session.id',
   mcpProtocolVersion: 'mcp.protocol.version',
+  jsonrpcRequestId: 'jsonrpc.request.id',
   rpcResponseStatusCode: 'rpc.response.status_code',
   // OpenTelemetry HTTP semantic conventions (server side of the front).
   httpRequestMethod: 'http.request.method',
