@@ -6,7 +6,9 @@ import { ok, type Result } from '../shared/index.js';
 import { loadStaticSources, SharedMcpServers } from '../catalog/index.js';
 import { startMcpFront } from '../gateway/index.js';
 import { createEngine } from '../turn/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import { openBus } from './openBus.js';
+import { openTelemetry } from './openTelemetry.js';
 
 export interface McpGatewayOptions {
   config: ResolvedConfig;
@@ -27,6 +29,11 @@ export interface McpGatewayOptions {
   profile?: string;
   /** Progress lines (the caller sends them to stderr: stdout belongs to the protocol). */
   onProgress?: (line: string) => void;
+  /**
+   * Telemetry to record into (the caller owns it). Absent: trace files under config `telemetry.tracesDir` when
+   * `telemetry.enabled`, and OTLP/HTTP when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set in `env`, as `serve` does.
+   */
+  telemetry?: Telemetry;
 }
 
 /** The gateway as an MCP server on one transport. */
@@ -67,6 +74,22 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   const bus = opened.value.bus;
   closers.push(() => opened.value.close());
 
+  // Spans of the session's turns (the engine) and a SERVER span per MCP request (the front); closed after both.
+  let telemetry = opts.telemetry;
+  if (telemetry === undefined) {
+    const t = openTelemetry({
+      config,
+      tracesDir: config.telemetry.enabled ? config.telemetry.tracesDir : undefined,
+      fileKind: 'session',
+      env: opts.env ?? process.env,
+      onWarning: (m) => say(`warning: ${m}`),
+    });
+    if (t !== undefined) {
+      telemetry = t;
+      closers.push(() => t.shutdown());
+    }
+  }
+
   const includeConfig = opts.includeConfig ?? true;
   const statics = await loadStaticSources({
     config,
@@ -96,6 +119,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     onSessionMcpToolsChanged: () => {
       for (const l of [...sessionChanges]) l();
     },
+    ...(telemetry !== undefined ? { telemetry } : {}),
     ...(principal !== 'default' ? { startEnforcer: false } : {}),
   });
   closers.push(() => engine.close());
@@ -121,6 +145,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
         };
       },
       say,
+      ...(telemetry !== undefined ? { telemetry } : {}),
     },
     transport,
   );

@@ -1,16 +1,22 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type CallToolRequest,
   type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
+import { startMcpServerSpan, type McpServerSpan } from './mcpServerSpan.js';
 
 /** How long a relayed sampling or elicitation request may wait for the host (a person may be answering). */
 const RELAY_TIMEOUT_MS = 10 * 60_000;
@@ -65,6 +71,10 @@ export interface McpFrontOptions {
   onCatalogChanged?: (listener: () => void) => () => void;
   /** Progress lines for the operator (stderr for `toolsearch mcp`: stdout belongs to the protocol). */
   say?: (line: string) => void;
+  /** Telemetry: a SERVER span per request (MCP semconv); absent or disabled: none. */
+  telemetry?: Telemetry;
+  /** `network.transport` of those spans: `pipe` for stdio (default), `tcp` for HTTP. */
+  networkTransport?: 'pipe' | 'tcp';
 }
 
 /** The gateway as an MCP server on one transport: one session, its tools over one live turn. */
@@ -138,7 +148,37 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     { name: 'toolsearch', version: '0.1.0' },
     { capabilities: { tools: { listChanged: true } } },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  // The negotiated protocol version, read off the initialize answer (mcp.protocol.version of the server spans).
+  let protocolVersion: string | undefined;
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    const v = (message as { result?: { protocolVersion?: unknown; serverInfo?: unknown } }).result;
+    if (protocolVersion === undefined && typeof v?.protocolVersion === 'string' && v.serverInfo !== undefined)
+      protocolVersion = v.protocolVersion;
+    return send(message, options);
+  };
+  const spanOf = (
+    method: string,
+    toolName: string | undefined,
+    extra: { requestId: string | number; sessionId?: string | undefined },
+    meta: Record<string, unknown> | undefined,
+  ): McpServerSpan | undefined =>
+    startMcpServerSpan(opts.telemetry, {
+      method,
+      toolName,
+      requestId: extra.requestId,
+      meta,
+      mcpSessionId: extra.sessionId,
+      protocolVersion,
+      networkTransport: opts.networkTransport ?? 'pipe',
+      fallbackParent: turn.trace,
+      sessionId,
+      turnId: turn.turnId,
+    });
+  server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
+    spanOf('tools/list', undefined, extra, req.params?._meta)?.end({});
+    return { tools };
+  });
 
   // Calls in flight per turn: a client that sends its last request and closes stdin still gets the answers, and a
   // turn replaced after a catalog change ends only once its own calls are done.
@@ -156,6 +196,20 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   };
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const span = spanOf('tools/call', req.params.name, extra, req.params._meta);
+    try {
+      const result = await callTool(req, extra);
+      span?.end({ result });
+      return result;
+    } catch (error) {
+      span?.end({ error });
+      throw error;
+    }
+  });
+  const callTool = async (
+    req: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+  ): Promise<CallToolResult> => {
     const name = req.params.name;
     if (!names.has(name)) {
       throw new McpError(
@@ -194,7 +248,7 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const pending = withMcpCallScope(scope, () => current.invoke(name, req.params.arguments ?? {}));
     track(current, pending);
     return toCallToolResult(name, await pending);
-  });
+  };
 
   // A new turn over the changed catalog; the old one ends once its calls are answered.
   let swapping: Promise<void> = Promise.resolve();
