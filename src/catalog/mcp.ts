@@ -135,12 +135,60 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const STDERR_KEEP = 4096;
 const STDERR_SHOW = 1000;
 const MAX_PAGES = 1000;
-/** How long a server request that several sessions' calls could have caused waits for all but one to settle. */
-const AMBIGUOUS_WAIT_MS = 10_000;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStringMap = (v: unknown): v is Record<string, string> =>
   isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
+
+/** A call in flight on a connection, as a server request during it is routed. */
+export interface InflightCall {
+  sessionId: string | undefined;
+  scope: McpCallScope | undefined;
+  /** The `params._meta.progressToken` the call went out with. */
+  progressToken: string;
+  /** The trace id of the `params._meta.traceparent` the call went out with. */
+  traceId?: string;
+}
+
+const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
+
+/** The trace id of a W3C `traceparent`, or undefined. Pure: no I/O. */
+function traceIdOf(traceparent: unknown): string | undefined {
+  if (typeof traceparent !== 'string') return undefined;
+  const id = TRACEPARENT.exec(traceparent.trim().toLowerCase())?.[1];
+  return id === undefined || /^0+$/.test(id) ? undefined : id;
+}
+
+/**
+ * Which caller a server's request (sampling, elicitation) belongs to, exactly or not at all: a server may send such a
+ * request only while serving one of its client's requests, so the candidates are the calls in flight. In order:
+ * the call whose stream it came on (`direct`: streamable HTTP sends it on that call's response stream); the call
+ * the request names in its `_meta` (the progress token that call went out with, or the trace id of its
+ * `traceparent`, which a server instrumented with OpenTelemetry carries on); the one session with calls in flight.
+ * When calls of several sessions are in flight and the request names none of them, nothing says which session it
+ * belongs to: it is refused with the reason (never routed by a guess). Pure: no I/O.
+ */
+export function routeServerRequest(
+  direct: McpCallScope | undefined,
+  meta: Readonly<Record<string, unknown>> | undefined,
+  calls: readonly InflightCall[],
+  server: string,
+): { scope: McpCallScope | undefined; why?: string } {
+  if (direct !== undefined) return { scope: direct };
+  if (calls.length === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
+  const token = meta?.['progressToken'];
+  const byToken = typeof token === 'string' ? calls.find((c) => c.progressToken === token) : undefined;
+  if (byToken !== undefined) return { scope: byToken.scope };
+  const traceId = traceIdOf(meta?.['traceparent']);
+  const byTrace = traceId === undefined ? [] : calls.filter((c) => c.traceId === traceId);
+  const named = byTrace.length > 0 ? byTrace : calls;
+  const sessions = new Set(named.map((c) => c.sessionId));
+  if (sessions.size === 1) return { scope: named[0]!.scope };
+  return {
+    scope: undefined,
+    why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request names none of them (no progress token or traceparent of one of its calls in params._meta), so it could belong to any; set mcpServers.${server}.scope to "session" for a server that asks its client`,
+  };
+}
 
 /** Checks a server spec's shape; the message names the server and the field at fault. Pure: no I/O. */
 export function validateMcpSpec(name: string, spec: unknown): Result<McpServerSpec> {
@@ -491,44 +539,18 @@ export async function connectMcpServer(
     };
   };
 
-  // Calls in flight, with who made them: a server's sampling or elicitation request is routed to its caller.
-  const inflight = new Map<number, { sessionId: string | undefined; scope: McpCallScope | undefined }>();
+  // Calls in flight, with who made them, the progress token and trace id they went out with: a server's sampling or
+  // elicitation request is routed to its caller.
+  const inflight = new Map<number, InflightCall>();
   let nextCall = 0;
   // Set once the server has asked its client something: from then on, over a transport that cannot tell which call a
   // request belongs to (stdio, SSE), calls on a shared connection run one at a time so every later request is exact.
   let interactive = false;
-  let settled: Array<() => void> = [];
-  const callSettled = (): Promise<void> => new Promise((r) => settled.push(r));
-  /**
-   * The scope a server request belongs to: the call it came with (streamable HTTP carries it on that call's stream);
-   * else the one session with calls in flight. With several sessions in flight, the call that asked cannot finish
-   * before it is answered while the others can, so it waits (bounded) for the others to settle.
-   */
-  const scopeOf = async (): Promise<{ scope: McpCallScope | undefined; why?: string }> => {
+  const scopeOf = (
+    meta: Readonly<Record<string, unknown>> | undefined,
+  ): { scope: McpCallScope | undefined; why?: string } => {
     interactive = true;
-    const direct = mcpCallScope.getStore();
-    if (direct !== undefined) return { scope: direct };
-    const deadline = Date.now() + AMBIGUOUS_WAIT_MS;
-    for (;;) {
-      const sessions = new Set([...inflight.values()].map((c) => c.sessionId));
-      if (inflight.size === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
-      if (sessions.size === 1) return { scope: [...inflight.values()][0]?.scope };
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        return {
-          scope: undefined,
-          why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client`,
-        };
-      }
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        callSettled(),
-        new Promise((r) => {
-          timer = setTimeout(r, left);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
+    return routeServerRequest(mcpCallScope.getStore(), meta, [...inflight.values()], name);
   };
   const refuse = (what: string, why: string): never => {
     throw new McpError(ErrorCode.InvalidRequest, `toolsearch cannot relay ${what} from MCP server "${name}": ${why}.`);
@@ -553,7 +575,7 @@ export async function connectMcpServer(
     );
     c.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: (opts.roots ?? []).map((r) => ({ ...r })) }));
     c.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
-      const { scope, why } = await scopeOf();
+      const { scope, why } = scopeOf(req.params._meta);
       const relay = scope?.relay?.createMessage;
       if (relay === undefined) {
         return refuse(
@@ -567,7 +589,7 @@ export async function connectMcpServer(
       return relay(forHost(req.params), { signal: extra.signal });
     });
     c.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
-      const { scope, why } = await scopeOf();
+      const { scope, why } = scopeOf(req.params._meta);
       const relay = scope?.relay?.elicitInput;
       if (relay === undefined) {
         return refuse(
@@ -736,10 +758,16 @@ export async function connectMcpServer(
       if (!connection.alive) return unavailable(goneReason());
       const scope = mcpCallScope.getStore();
       const token = nextCall++;
-      inflight.set(token, { sessionId: caller?.sessionId ?? scope?.sessionId, scope });
+      const progressToken = `toolsearch-${token}`;
+      const traceId = traceIdOf(caller?.trace?.['traceparent']);
+      inflight.set(token, {
+        sessionId: caller?.sessionId ?? scope?.sessionId,
+        scope,
+        progressToken,
+        ...(traceId === undefined ? {} : { traceId }),
+      });
       const signals = [signal, scope?.signal].filter((x): x is AbortSignal => x !== undefined);
       const cancel = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
-      const progressToken = `toolsearch-${token}`;
       try {
         const onProgress = scope?.onProgress;
         const options = { timeout: callTimeoutMs, ...(cancel === undefined ? {} : { signal: cancel }) };
@@ -748,8 +776,10 @@ export async function connectMcpServer(
         // The caller's trace context goes in params._meta (MCP semconv); over HTTP the `fetch` of ConnectOptions
         // (EngineOptions.mcpFetch) adds it as headers.
         const trace = caller?.trace;
+        // Over stdio and SSE every call carries a progress token, the handle a server can name the call by in the
+        // requests it sends while serving it (see routeServerRequest); over streamable HTTP only when progress is wanted.
         const meta = {
-          ...(onProgress === undefined ? {} : { progressToken }),
+          ...(onProgress === undefined && kind === 'http' ? {} : { progressToken }),
           ...(trace?.['traceparent'] === undefined ? {} : { traceparent: trace['traceparent'] }),
           ...(trace?.['traceparent'] === undefined || trace['tracestate'] === undefined
             ? {}
@@ -783,9 +813,6 @@ export async function connectMcpServer(
       } finally {
         inflight.delete(token);
         progressHandlers.delete(progressToken);
-        const waiting = settled;
-        settled = [];
-        for (const w of waiting) w();
       }
     },
 
