@@ -58,7 +58,7 @@ export type {
   InflightCall,
 } from './mcp.js';
 export { mcpCallScope, withMcpCallScope } from './mcpCallScope.js';
-export type { ClientRelay, McpCallScope, McpProgress } from './mcpCallScope.js';
+export type { ClientRelay, McpCallScope, McpProgress, RelayOptions } from './mcpCallScope.js';
 export { SessionMcpRuntime } from './mcpRuntime.js';
 export { SharedMcpServers, DEFAULT_MAX_CONCURRENT_CALLS } from './mcpShared.js';
 export type { SharedMcpServersOptions, SharedServerStats } from './mcpShared.js';

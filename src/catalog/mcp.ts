@@ -14,7 +14,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { mcpCallScope } from './mcpCallScope.js';
-import type { McpCallScope } from './mcpCallScope.js';
+import type { McpCallScope, RelayOptions } from './mcpCallScope.js';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { describeThrown } from './guard.js';
@@ -557,11 +557,27 @@ export async function connectMcpServer(
   };
 
   // The server's own progress token means nothing to the front's client (progress would come back to the gateway
-  // under a token it never issued), so it is not passed on.
+  // under a token it never issued), so it is not passed on: the front asks its client under a token of its own, and
+  // what its client reports comes back here (`onProgress`) to go down to the server under the server's token.
   const forHost = <P extends { _meta?: Record<string, unknown> }>(params: P): P => {
     if (params._meta?.['progressToken'] === undefined) return params;
     const { progressToken: _dropped, ...meta } = params._meta;
     return { ...params, _meta: meta };
+  };
+  const relayOptions = (
+    meta: Record<string, unknown> | undefined,
+    extra: { signal: AbortSignal; sendNotification: Client['notification'] },
+  ): RelayOptions => {
+    const token = meta?.['progressToken'];
+    if (typeof token !== 'string' && typeof token !== 'number') return { signal: extra.signal };
+    return {
+      signal: extra.signal,
+      onProgress: (p) => {
+        void extra
+          .sendNotification({ method: 'notifications/progress', params: { progressToken: token, ...p } })
+          .catch(() => undefined);
+      },
+    };
   };
 
   const makeClient = (): Client => {
@@ -586,7 +602,7 @@ export async function connectMcpServer(
               : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'),
         );
       }
-      return relay(forHost(req.params), { signal: extra.signal });
+      return relay(forHost(req.params), relayOptions(req.params._meta, extra));
     });
     c.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
       const { scope, why } = scopeOf(req.params._meta);
@@ -600,7 +616,7 @@ export async function connectMcpServer(
               : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'),
         );
       }
-      return relay(forHost(req.params), { signal: extra.signal });
+      return relay(forHost(req.params), relayOptions(req.params._meta, extra));
     });
     c.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       opts.onToolsChanged?.();

@@ -12,7 +12,7 @@ import {
   type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
+import { withMcpCallScope, type ClientRelay, type McpCallScope, type McpProgress } from '../catalog/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
@@ -148,6 +148,25 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     { name: 'toolsearch', version: '0.1.0' },
     { capabilities: { tools: { listChanged: true } } },
   );
+  // Progress the host reports for a request relayed to it, by the token the front asked under: it goes down to the
+  // downstream server that asked (RelayOptions.onProgress). Taken off the transport synchronously (see below).
+  const relayProgress = new Map<string, (p: McpProgress) => void>();
+  let nextRelay = 0;
+  const withRelayProgress = async <P extends { _meta?: Record<string, unknown> }, R>(
+    params: P,
+    onProgress: ((p: McpProgress) => void) | undefined,
+    send: (params: P) => Promise<R>,
+  ): Promise<R> => {
+    if (onProgress === undefined) return send(params);
+    const token = `toolsearch-relay-${nextRelay++}`;
+    relayProgress.set(token, onProgress);
+    try {
+      return await send({ ...params, _meta: { ...params._meta, progressToken: token } });
+    } finally {
+      relayProgress.delete(token);
+    }
+  };
+
   // The negotiated protocol version, read off the initialize answer (mcp.protocol.version of the server spans).
   let protocolVersion: string | undefined;
   const send = transport.send.bind(transport);
@@ -221,19 +240,19 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const relay: ClientRelay = {};
     if (host.sampling !== undefined) {
       relay.createMessage = (params, o) =>
-        server.createMessage(params, {
-          signal: o.signal,
-          relatedRequestId: extra.requestId,
-          timeout: RELAY_TIMEOUT_MS,
-        });
+        withRelayProgress(params, o.onProgress, (p) =>
+          server.createMessage(p, { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS }),
+        );
     }
     if (host.elicitation !== undefined) {
       relay.elicitInput = (params, o) =>
-        server.elicitInput(params as Parameters<Server['elicitInput']>[0], {
-          signal: o.signal,
-          relatedRequestId: extra.requestId,
-          timeout: RELAY_TIMEOUT_MS,
-        });
+        withRelayProgress(params, o.onProgress, (p) =>
+          server.elicitInput(p as Parameters<Server['elicitInput']>[0], {
+            signal: o.signal,
+            relatedRequestId: extra.requestId,
+            timeout: RELAY_TIMEOUT_MS,
+          }),
+        );
     }
     const progressToken = req.params._meta?.progressToken;
     const scope: McpCallScope = { sessionId, relay, signal: extra.signal };
@@ -295,6 +314,24 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   server.onclose = () => void close();
   try {
     await server.connect(transport);
+    // The SDK hands a notification to its handler a microtask late but settles a response at once, so progress sent
+    // right before the answer would be lost; the host's progress of a relayed request is taken here, in order.
+    const inner = transport.onmessage;
+    transport.onmessage = (message, info) => {
+      const m = message as { method?: unknown; params?: Record<string, unknown> };
+      const token = m.params?.['progressToken'];
+      const forward = m.method === 'notifications/progress' && typeof token === 'string' && relayProgress.get(token);
+      if (forward && typeof m.params?.['progress'] === 'number') {
+        const { progress, total, message: text } = m.params as { progress: number; total?: unknown; message?: unknown };
+        forward({
+          progress,
+          ...(typeof total === 'number' ? { total } : {}),
+          ...(typeof text === 'string' ? { message: text } : {}),
+        });
+        return;
+      }
+      inner?.(message, info);
+    };
   } catch (err) {
     await turn.end().catch(() => undefined);
     return fail(

@@ -43,9 +43,11 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     return extra.sendRequest({ method: 'sampling/createMessage', params }, CreateMessageResultSchema).then((r) => text(r.content.text), (e) => text('refused: ' + e.message));
   }
   if (name === 'askWithProgress') {
-    // Asks the client to sample with a progress token of its own; answers with the progress the client reported.
-    const seen = [];
-    const r = await extra.sendRequest({ method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'with progress' } }], maxTokens: 5 } }, CreateMessageResultSchema, { onprogress: (p) => seen.push(p.progress + '/' + p.total + ':' + p.message) });
+    // Asks the client to sample with a progress token of its own (the SDK's: the request's id); answers with the
+    // progress notifications that came in under that token, as read off the transport.
+    const r = await extra.sendRequest({ method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'with progress' } }], maxTokens: 5 } }, CreateMessageResultSchema, { onprogress: () => undefined });
+    const seen = progressIn.filter((p) => typeof p.progressToken === 'number').map((p) => p.progress + '/' + p.total + ':' + p.message);
+    progressIn.length = 0;
     return text(r.content.text + ' after ' + JSON.stringify(seen));
   }
   if (name === 'waitCancel') {
@@ -69,5 +71,13 @@ server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
   }
   return { content: [{ type: 'text', text: 'unknown' }], isError: true };
 });
-await server.connect(new StdioServerTransport());
+const transport = new StdioServerTransport();
+await server.connect(transport);
+// Progress notifications as they arrive (the SDK's own handler runs a microtask late, after an answer right behind).
+const progressIn = [];
+const inner = transport.onmessage;
+transport.onmessage = (m, extra) => {
+  if (m.method === 'notifications/progress') progressIn.push(m.params);
+  inner?.(m, extra);
+};
 `;

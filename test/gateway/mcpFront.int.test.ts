@@ -90,6 +90,17 @@ beforeAll(async () => {
       withdrawn.push(String(extra.signal.reason ?? 'aborted'));
       throw new Error('withdrawn');
     }
+    if (first && 'text' in first && first.text === 'with progress') {
+      // Reports progress of the relayed request under the token the gateway asked under, then answers at once.
+      const progressToken = req.params._meta?.progressToken;
+      expect(progressToken).toBeDefined();
+      for (const progress of [1, 2])
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: progressToken!, progress, total: 2, message: `step ${progress}` },
+        });
+      return { role: 'assistant', content: { type: 'text', text: 'sampled with progress' }, model: 'host-llm' };
+    }
     sampled.push(req.params);
     return {
       role: 'assistant',
@@ -200,6 +211,11 @@ describe('toolsearch mcp, seen by an MCP host', () => {
     const r = await call('mcp:shared:askThenCancel');
     expect(r.content).toEqual([{ type: 'text', text: 'withdrawn' }]);
     await until(() => withdrawn.length === 1);
+  });
+
+  it("passes the host's progress of a relayed sampling request down to the downstream server that asked", async () => {
+    const r = await call('mcp:shared:askWithProgress');
+    expect(r.content).toEqual([{ type: 'text', text: 'sampled with progress after ["1/2:step 1","2/2:step 2"]' }]);
   });
 
   it('announces tools/list_changed when a downstream server changes its tools, and then searches the new catalog', async () => {
