@@ -16,7 +16,7 @@ import { withMcpCallScope, type ClientRelay, type McpCallScope, type McpProgress
 import { fail, ok, type Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
-import { startMcpServerSpan, type McpServerSpan } from './mcpServerSpan.js';
+import { startMcpRelaySpan, startMcpServerSpan, type McpServerSpan } from './mcpServerSpan.js';
 
 /** How long a relayed sampling or elicitation request may wait for the host (a person may be answering). */
 const RELAY_TIMEOUT_MS = 10 * 60_000;
@@ -152,18 +152,38 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   // downstream server that asked (RelayOptions.onProgress). Taken off the transport synchronously (see below).
   const relayProgress = new Map<string, (p: McpProgress) => void>();
   let nextRelay = 0;
-  const withRelayProgress = async <P extends { _meta?: Record<string, unknown> }, R>(
+  // Relayed requests in flight by the traceparent of their CLIENT span, to learn the JSON-RPC id each went out with.
+  const relayIds = new Map<string, (id: string | number) => void>();
+  /** Sends a relayed request to the host in its CLIENT span (trace context in `_meta`), with progress passed down. */
+  const relayed = async <P extends { _meta?: Record<string, unknown> }, R>(
+    method: string,
+    parent: McpServerSpan | undefined,
     params: P,
     onProgress: ((p: McpProgress) => void) | undefined,
     send: (params: P) => Promise<R>,
   ): Promise<R> => {
-    if (onProgress === undefined) return send(params);
-    const token = `toolsearch-relay-${nextRelay++}`;
-    relayProgress.set(token, onProgress);
+    const span = startMcpRelaySpan(opts.telemetry, parent, {
+      method,
+      networkTransport: opts.networkTransport ?? 'pipe',
+      protocolVersion,
+      sessionId,
+      turnId: turn.turnId,
+    });
+    const token = onProgress === undefined ? undefined : `toolsearch-relay-${nextRelay++}`;
+    if (token !== undefined) relayProgress.set(token, onProgress!);
+    const tp = span?.headers?.['traceparent'];
+    if (tp !== undefined) relayIds.set(tp, (id) => span!.setRequestId(id));
+    const meta = { ...params._meta, ...(token === undefined ? {} : { progressToken: token }), ...span?.headers };
     try {
-      return await send({ ...params, _meta: { ...params._meta, progressToken: token } });
+      const answer = await send(Object.keys(meta).length === 0 ? params : { ...params, _meta: meta });
+      span?.end({});
+      return answer;
+    } catch (error) {
+      span?.end({ error });
+      throw error;
     } finally {
-      relayProgress.delete(token);
+      if (token !== undefined) relayProgress.delete(token);
+      if (tp !== undefined) relayIds.delete(tp);
     }
   };
 
@@ -174,6 +194,9 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const v = (message as { result?: { protocolVersion?: unknown; serverInfo?: unknown } }).result;
     if (protocolVersion === undefined && typeof v?.protocolVersion === 'string' && v.serverInfo !== undefined)
       protocolVersion = v.protocolVersion;
+    const r = message as { id?: unknown; params?: { _meta?: { traceparent?: unknown } } };
+    const tp = r.params?._meta?.traceparent;
+    if (typeof tp === 'string' && (typeof r.id === 'string' || typeof r.id === 'number')) relayIds.get(tp)?.(r.id);
     return send(message, options);
   };
   const spanOf = (
@@ -217,7 +240,7 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
     const span = spanOf('tools/call', req.params.name, extra, req.params._meta);
     try {
-      const result = await callTool(req, extra);
+      const result = await callTool(req, extra, span);
       span?.end({ result });
       return result;
     } catch (error) {
@@ -228,6 +251,7 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   const callTool = async (
     req: CallToolRequest,
     extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    span: McpServerSpan | undefined,
   ): Promise<CallToolResult> => {
     const name = req.params.name;
     if (!names.has(name)) {
@@ -240,13 +264,13 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const relay: ClientRelay = {};
     if (host.sampling !== undefined) {
       relay.createMessage = (params, o) =>
-        withRelayProgress(params, o.onProgress, (p) =>
+        relayed('sampling/createMessage', span, params, o.onProgress, (p) =>
           server.createMessage(p, { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS }),
         );
     }
     if (host.elicitation !== undefined) {
       relay.elicitInput = (params, o) =>
-        withRelayProgress(params, o.onProgress, (p) =>
+        relayed('elicitation/create', span, params, o.onProgress, (p) =>
           server.elicitInput(p as Parameters<Server['elicitInput']>[0], {
             signal: o.signal,
             relatedRequestId: extra.requestId,

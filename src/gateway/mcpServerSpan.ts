@@ -1,4 +1,4 @@
-import { SpanKind } from '@opentelemetry/api';
+import { SpanKind, type Span } from '@opentelemetry/api';
 import {
   Attr,
   GEN_AI_EXECUTE_TOOL,
@@ -6,6 +6,7 @@ import {
   errorCodeOf,
   extractParent,
   hrNow,
+  injectTraceHeaders,
   markError,
   spanOf,
   type SpanAttrs,
@@ -36,6 +37,7 @@ export interface McpServerRequest {
 
 /** The SERVER span of one MCP request; `end` records the answer (a result, or the error thrown to the host). */
 export interface McpServerSpan {
+  span: Span;
   end(outcome: { result?: unknown; error?: unknown }): void;
 }
 
@@ -84,6 +86,7 @@ export function startMcpServerSpan(telemetry: Telemetry | undefined, req: McpSer
     startTime: hrNow(),
   });
   return {
+    span,
     end({ result, error }) {
       if (error !== undefined) {
         const rpc = (error as { code?: unknown } | null)?.code;
@@ -92,6 +95,54 @@ export function startMcpServerSpan(telemetry: Telemetry | undefined, req: McpSer
           markError(span, String(rpc));
         } else markError(span, errorCodeOf(error));
       } else if ((result as { isError?: unknown } | null)?.isError === true) markError(span, 'tool_error');
+      span.end(hrNow());
+    },
+  };
+}
+
+/** A request the MCP front relays to its host (a downstream server's sampling or elicitation), as its CLIENT span. */
+export interface McpRelaySpan {
+  /** W3C headers of the span, for the relayed request's `params._meta` (MCP semconv context propagation). */
+  headers: Readonly<Record<string, string>> | undefined;
+  /** The JSON-RPC id the relayed request went out with. */
+  setRequestId(id: string | number): void;
+  end(outcome: { error?: unknown }): void;
+}
+
+/**
+ * Starts the CLIENT span of a request the front relays to its host (`sampling/createMessage`,
+ * `elicitation/create`; MCP semconv: the side that initiates a request reports a CLIENT span), a child of the
+ * SERVER span of the call that caused it. A thrown error is its `error.type` (a JSON-RPC error's code, also in
+ * `rpc.response.status_code`). Undefined without telemetry or without that SERVER span.
+ */
+export function startMcpRelaySpan(
+  telemetry: Telemetry | undefined,
+  parent: McpServerSpan | undefined,
+  req: Pick<McpServerRequest, 'method' | 'networkTransport' | 'protocolVersion' | 'sessionId' | 'turnId'>,
+): McpRelaySpan | undefined {
+  if (telemetry === undefined || !telemetry.enabled || parent === undefined) return undefined;
+  const span = telemetry.startChildSpan(req.method, parent.span, { kind: SpanKind.CLIENT, startTime: hrNow() });
+  const attrs: SpanAttrs = {
+    [Attr.mcpMethodName]: req.method,
+    [Attr.networkTransport]: req.networkTransport,
+    [Attr.mcpProtocolVersion]: req.protocolVersion,
+    [Attr.sessionId]: req.sessionId,
+    [Attr.turnId]: req.turnId,
+  };
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) span.setAttribute(k, v);
+  return {
+    headers: injectTraceHeaders(span),
+    setRequestId(id) {
+      span.setAttribute(Attr.jsonrpcRequestId, String(id));
+    },
+    end({ error }) {
+      if (error !== undefined) {
+        const rpc = (error as { code?: unknown } | null)?.code;
+        if (typeof rpc === 'number') {
+          span.setAttribute(Attr.rpcResponseStatusCode, String(rpc));
+          markError(span, String(rpc));
+        } else markError(span, errorCodeOf(error));
+      }
       span.end(hrNow());
     },
   };

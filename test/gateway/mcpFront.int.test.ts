@@ -322,8 +322,26 @@ describe('toolsearch mcp spans (MCP and GenAI semantic conventions)', () => {
     expect(viaCall!.attributes['error.type']).toBe('tool_error');
     expect(viaCall!.status.code).toBe(2);
 
+    // A downstream server's sampling request, relayed to the host: a CLIENT span under the call's SERVER span,
+    // whose context the host gets in params._meta.
+    mem.reset();
+    await call('mcp:everything:trigger-sampling-request', { prompt: 'traced', maxTokens: 5 });
+    await telemetry.flush();
+    const after = mem.getFinishedSpans();
+    const relay = after.find((s) => s.name === 'sampling/createMessage')!;
+    expect(relay.kind).toBe(SpanKind.CLIENT);
+    const server = after.find((s) => s.name === 'tools/call tool_call')!;
+    expect(relay.parentSpanContext?.spanId).toBe(server.spanContext().spanId);
+    expect(relay.attributes).toMatchObject({
+      'mcp.method.name': 'sampling/createMessage',
+      'jsonrpc.request.id': expect.stringMatching(/^\d+$/),
+      'network.transport': 'pipe',
+    });
+    const meta = (sampled.at(-1) as { _meta?: Record<string, unknown> })._meta;
+    expect(meta?.['traceparent']).toBe(`00-${relay.spanContext().traceId}-${relay.spanContext().spanId}-01`);
+
     // An unknown tool: the JSON-RPC error code is error.type and rpc.response.status_code.
-    const [unknown] = named('tools/call no_such_tool');
+    const [unknown] = spans.filter((s) => s.name === 'tools/call no_such_tool');
     expect(unknown!.attributes).toMatchObject({ 'error.type': '-32602', 'rpc.response.status_code': '-32602' });
     expect(unknown!.status.code).toBe(2);
   });
