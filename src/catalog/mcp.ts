@@ -725,6 +725,13 @@ export async function connectMcpServer(
       if (transport instanceof StreamableHTTPClientTransport) {
         if (transport.sessionId !== undefined) p.sessionId = transport.sessionId;
         if (transport.protocolVersion !== undefined) p.protocolVersion = transport.protocolVersion;
+      } else if (transport instanceof SSEClientTransport) {
+        // The SDK keeps them private: the session is the endpoint's `sessionId` (the HTTP+SSE transport's session),
+        // the version the one it was told at initialize.
+        const t = transport as unknown as { _endpoint?: URL; _protocolVersion?: string };
+        const session = t._endpoint?.searchParams.get('sessionId');
+        if (session) p.sessionId = session;
+        if (typeof t._protocolVersion === 'string') p.protocolVersion = t._protocolVersion;
       }
       return p;
     },
