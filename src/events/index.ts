@@ -44,7 +44,9 @@ export {
   ToolsExposed,
   TurnCompleted,
   TurnCompletedCounters,
+  TurnAdopted,
   TurnFailed,
+  TurnInterrupted,
   TurnStarted,
 } from './turnEvents.js';
 export {
@@ -57,6 +59,8 @@ export {
   CallPending,
   CallRejected,
   CallRequested,
+  CallStarted,
+  CallOutcomeUnknown,
   ClientResultReceived,
   DescribePerformed,
   HookRan,

@@ -258,6 +258,7 @@ describe('approvals', () => {
       'call.decided',
       'approval.requested',
       'approval.resolved',
+      'call.started',
       'call.completed',
     ]);
   });
