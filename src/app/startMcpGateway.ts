@@ -7,7 +7,10 @@ import { SharedMcpServers } from '../catalog/index.js';
 import { openStaticSources } from './openStaticSources.js';
 import { startMcpFront } from '../gateway/index.js';
 import { createEngine } from '../turn/index.js';
+import { ApprovalDesk } from '../policy/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import { openBus } from './openBus.js';
+import { openTelemetry } from './openTelemetry.js';
 
 export interface McpGatewayOptions {
   config: ResolvedConfig;
@@ -28,6 +31,11 @@ export interface McpGatewayOptions {
   profile?: string;
   /** Progress lines (the caller sends them to stderr: stdout belongs to the protocol). */
   onProgress?: (line: string) => void;
+  /**
+   * Telemetry to record into (the caller owns it). Absent: trace files under config `telemetry.tracesDir` when
+   * `telemetry.enabled`, and OTLP/HTTP when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set in `env`, as `serve` does.
+   */
+  telemetry?: Telemetry;
 }
 
 /** The gateway as an MCP server on one transport. */
@@ -68,6 +76,22 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   const bus = opened.value.bus;
   closers.push(() => opened.value.close());
 
+  // Spans of the session's turns (the engine) and a SERVER span per MCP request (the front); closed after both.
+  let telemetry = opts.telemetry;
+  if (telemetry === undefined) {
+    const t = openTelemetry({
+      config,
+      tracesDir: config.telemetry.enabled ? config.telemetry.tracesDir : undefined,
+      fileKind: 'session',
+      env: opts.env ?? process.env,
+      onWarning: (m) => say(`warning: ${m}`),
+    });
+    if (t !== undefined) {
+      telemetry = t;
+      closers.push(() => t.shutdown());
+    }
+  }
+
   const includeConfig = opts.includeConfig ?? true;
   const statics = await openStaticSources(
     {
@@ -89,9 +113,12 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   const sessionChanges = new Set<() => void>();
   // As a principal of a secured deployment the engine may not publish decisions: the policy role decides its calls.
   const principal = opened.value.principal;
+  // What the host's user is asked to approve: the approvals of this engine's session.
+  const approvals = new ApprovalDesk();
   const engine = createEngine({
     config,
     bus,
+    approvals,
     staticSources: statics.value,
     includeConfigMcp: includeConfig,
     mode: 'tools',
@@ -99,6 +126,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     onSessionMcpToolsChanged: () => {
       for (const l of [...sessionChanges]) l();
     },
+    ...(telemetry !== undefined ? { telemetry } : {}),
     ...(principal !== 'default' ? { startEnforcer: false } : {}),
   });
   closers.push(() => engine.close());
@@ -124,6 +152,8 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
         };
       },
       say,
+      approvals,
+      ...(telemetry !== undefined ? { telemetry } : {}),
     },
     transport,
   );

@@ -103,12 +103,19 @@ export const ApprovalRequested = Type.Object({
   toolId: Type.String(),
   approvalId: Type.String(),
   timeoutMs: NonNegInt(),
+  /** The digest of the call's (redacted) arguments: an answer must name it (added, optional). */
+  argsDigest: Type.Optional(Type.String()),
+  /** Why approval is needed: the matching `tools.approval.require` pattern (added, optional). */
+  reason: Type.Optional(Type.String()),
 });
 export type ApprovalRequested = Static<typeof ApprovalRequested>;
 
 /**
  * `approval.resolved`: an approver answered, the wait timed out (approved false, timedOut true), or the wait was cut
- * by a shutdown or a crash (approved false, `by: "cancelled"`, cancelled true: nobody said no).
+ * by a shutdown or a crash (approved false, `by: "cancelled"`, cancelled true: nobody said no). `by` is who
+ * answered (a principal's name, `callback`, `timeout`, `cancelled`, `autoApprove`), `channel` through what (`http`,
+ * `cli`, `ui`, `mcp`, `nats`, `callback`, `config`); the envelope's `at` says when, `reason` why. An answer counts only
+ * for the call and argument digest it names; one marked `late` came after the call settled and changed nothing.
  */
 export const ApprovalResolved = Type.Object({
   callId: Type.String(),
@@ -119,6 +126,12 @@ export const ApprovalResolved = Type.Object({
   timedOut: Type.Optional(Type.Boolean()),
   /** The wait was cut (shutdown, crash recovery), not answered nor timed out (added, optional). */
   cancelled: Type.Optional(Type.Boolean()),
+  /** The digest of the arguments the answer is for (added, optional; required to match when the request has one). */
+  argsDigest: Type.Optional(Type.String()),
+  /** Through what the answer came (added, optional). */
+  channel: Type.Optional(Type.String()),
+  /** Recorded after the call had settled: ignored (added, optional). */
+  late: Type.Optional(Type.Boolean()),
 });
 export type ApprovalResolved = Static<typeof ApprovalResolved>;
 

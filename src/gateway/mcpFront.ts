@@ -1,16 +1,23 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type CallToolRequest,
   type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
+import { withMcpCallScope, type ClientRelay, type McpCallScope, type McpProgress } from '../catalog/index.js';
+import type { ApprovalDesk, PendingApproval } from '../policy/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
+import { startMcpRelaySpan, startMcpServerSpan, type McpServerSpan } from './mcpServerSpan.js';
 
 /** How long a relayed sampling or elicitation request may wait for the host (a person may be answering). */
 const RELAY_TIMEOUT_MS = 10 * 60_000;
@@ -65,6 +72,15 @@ export interface McpFrontOptions {
   onCatalogChanged?: (listener: () => void) => () => void;
   /** Progress lines for the operator (stderr for `toolsearch mcp`: stdout belongs to the protocol). */
   say?: (line: string) => void;
+  /**
+   * The engine's approval desk: an approval of this session is asked of the host's user with an elicitation form
+   * (approve / deny, reason) when the host supports elicitation; the answer is recorded with channel `mcp`.
+   */
+  approvals?: ApprovalDesk;
+  /** Telemetry: a SERVER span per request (MCP semconv); absent or disabled: none. */
+  telemetry?: Telemetry;
+  /** `network.transport` of those spans: `pipe` for stdio (default), `tcp` for HTTP. */
+  networkTransport?: 'pipe' | 'tcp';
 }
 
 /** The gateway as an MCP server on one transport: one session, its tools over one live turn. */
@@ -138,7 +154,79 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     { name: 'toolsearch', version: '0.1.0' },
     { capabilities: { tools: { listChanged: true } } },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  // Progress the host reports for a request relayed to it, by the token the front asked under: it goes down to the
+  // downstream server that asked (RelayOptions.onProgress). Taken off the transport synchronously (see below).
+  const relayProgress = new Map<string, (p: McpProgress) => void>();
+  let nextRelay = 0;
+  // Relayed requests in flight by the traceparent of their CLIENT span, to learn the JSON-RPC id each went out with.
+  const relayIds = new Map<string, (id: string | number) => void>();
+  /** Sends a relayed request to the host in its CLIENT span (trace context in `_meta`), with progress passed down. */
+  const relayed = async <P extends { _meta?: Record<string, unknown> }, R>(
+    method: string,
+    parent: McpServerSpan | undefined,
+    params: P,
+    onProgress: ((p: McpProgress) => void) | undefined,
+    send: (params: P) => Promise<R>,
+  ): Promise<R> => {
+    const span = startMcpRelaySpan(opts.telemetry, parent, {
+      method,
+      networkTransport: opts.networkTransport ?? 'pipe',
+      protocolVersion,
+      sessionId,
+      turnId: turn.turnId,
+    });
+    const token = onProgress === undefined ? undefined : `toolsearch-relay-${nextRelay++}`;
+    if (token !== undefined) relayProgress.set(token, onProgress!);
+    const tp = span?.headers?.['traceparent'];
+    if (tp !== undefined) relayIds.set(tp, (id) => span!.setRequestId(id));
+    const meta = { ...params._meta, ...(token === undefined ? {} : { progressToken: token }), ...span?.headers };
+    try {
+      const answer = await send(Object.keys(meta).length === 0 ? params : { ...params, _meta: meta });
+      span?.end({});
+      return answer;
+    } catch (error) {
+      span?.end({ error });
+      throw error;
+    } finally {
+      if (token !== undefined) relayProgress.delete(token);
+      if (tp !== undefined) relayIds.delete(tp);
+    }
+  };
+
+  // The negotiated protocol version, read off the initialize answer (mcp.protocol.version of the server spans).
+  let protocolVersion: string | undefined;
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    const v = (message as { result?: { protocolVersion?: unknown; serverInfo?: unknown } }).result;
+    if (protocolVersion === undefined && typeof v?.protocolVersion === 'string' && v.serverInfo !== undefined)
+      protocolVersion = v.protocolVersion;
+    const r = message as { id?: unknown; params?: { _meta?: { traceparent?: unknown } } };
+    const tp = r.params?._meta?.traceparent;
+    if (typeof tp === 'string' && (typeof r.id === 'string' || typeof r.id === 'number')) relayIds.get(tp)?.(r.id);
+    return send(message, options);
+  };
+  const spanOf = (
+    method: string,
+    toolName: string | undefined,
+    extra: { requestId: string | number; sessionId?: string | undefined },
+    meta: Record<string, unknown> | undefined,
+  ): McpServerSpan | undefined =>
+    startMcpServerSpan(opts.telemetry, {
+      method,
+      toolName,
+      requestId: extra.requestId,
+      meta,
+      mcpSessionId: extra.sessionId,
+      protocolVersion,
+      networkTransport: opts.networkTransport ?? 'pipe',
+      fallbackParent: turn.trace,
+      sessionId,
+      turnId: turn.turnId,
+    });
+  server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
+    spanOf('tools/list', undefined, extra, req.params?._meta)?.end({});
+    return { tools };
+  });
 
   // Calls in flight per turn: a client that sends its last request and closes stdin still gets the answers, and a
   // turn replaced after a catalog change ends only once its own calls are done.
@@ -156,6 +244,21 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   };
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const span = spanOf('tools/call', req.params.name, extra, req.params._meta);
+    try {
+      const result = await callTool(req, extra, span);
+      span?.end({ result });
+      return result;
+    } catch (error) {
+      span?.end({ error });
+      throw error;
+    }
+  });
+  const callTool = async (
+    req: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    span: McpServerSpan | undefined,
+  ): Promise<CallToolResult> => {
     const name = req.params.name;
     if (!names.has(name)) {
       throw new McpError(
@@ -167,19 +270,19 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const relay: ClientRelay = {};
     if (host.sampling !== undefined) {
       relay.createMessage = (params, o) =>
-        server.createMessage(params, {
-          signal: o.signal,
-          relatedRequestId: extra.requestId,
-          timeout: RELAY_TIMEOUT_MS,
-        });
+        relayed('sampling/createMessage', span, params, o.onProgress, (p) =>
+          server.createMessage(p, { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS }),
+        );
     }
     if (host.elicitation !== undefined) {
       relay.elicitInput = (params, o) =>
-        server.elicitInput(params as Parameters<Server['elicitInput']>[0], {
-          signal: o.signal,
-          relatedRequestId: extra.requestId,
-          timeout: RELAY_TIMEOUT_MS,
-        });
+        relayed('elicitation/create', span, params, o.onProgress, (p) =>
+          server.elicitInput(p as Parameters<Server['elicitInput']>[0], {
+            signal: o.signal,
+            relatedRequestId: extra.requestId,
+            timeout: RELAY_TIMEOUT_MS,
+          }),
+        );
     }
     const progressToken = req.params._meta?.progressToken;
     const scope: McpCallScope = { sessionId, relay, signal: extra.signal };
@@ -194,7 +297,7 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const pending = withMcpCallScope(scope, () => current.invoke(name, req.params.arguments ?? {}));
     track(current, pending);
     return toCallToolResult(name, await pending);
-  });
+  };
 
   // A new turn over the changed catalog; the old one ends once its calls are answered.
   let swapping: Promise<void> = Promise.resolve();
@@ -238,9 +341,32 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
       await opts.engine.closeSession(sessionId).catch(() => undefined);
       resolveClosed();
     })());
-  server.onclose = () => void close();
+  const stopAsking =
+    opts.approvals === undefined ? () => {} : askApprovalsOfHost(server, opts.approvals, sessionId, say);
+  server.onclose = () => {
+    stopAsking();
+    void close();
+  };
   try {
     await server.connect(transport);
+    // The SDK hands a notification to its handler a microtask late but settles a response at once, so progress sent
+    // right before the answer would be lost; the host's progress of a relayed request is taken here, in order.
+    const inner = transport.onmessage;
+    transport.onmessage = (message, info) => {
+      const m = message as { method?: unknown; params?: Record<string, unknown> };
+      const token = m.params?.['progressToken'];
+      const forward = m.method === 'notifications/progress' && typeof token === 'string' && relayProgress.get(token);
+      if (forward && typeof m.params?.['progress'] === 'number') {
+        const { progress, total, message: text } = m.params as { progress: number; total?: unknown; message?: unknown };
+        forward({
+          progress,
+          ...(typeof total === 'number' ? { total } : {}),
+          ...(typeof text === 'string' ? { message: text } : {}),
+        });
+        return;
+      }
+      inner?.(message, info);
+    };
   } catch (err) {
     await turn.end().catch(() => undefined);
     return fail(
@@ -257,4 +383,97 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     closed,
     close,
   });
+}
+
+/** The elicitation form of one approval: approve or deny, and an optional reason. Pure: no I/O. */
+export function approvalForm(a: PendingApproval): Parameters<Server['elicitInput']>[0] {
+  const hints = Object.entries(a.tool.annotations ?? {})
+    .filter(([, v]) => v === true)
+    .map(([k]) => k);
+  const args = JSON.stringify(a.args);
+  return {
+    message: [
+      `Approve the call of ${a.tool.name} (${a.tool.id}, ${a.tool.source}${hints.length > 0 ? `; ${hints.join(', ')}` : ''})?`,
+      a.tool.description === '' ? undefined : a.tool.description.slice(0, 300),
+      a.reason === undefined ? undefined : `Why: ${a.reason}`,
+      `Arguments: ${args.length > 1500 ? `${args.slice(0, 1500)}…` : args}`,
+      `Session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}; no answer by ${a.expiresAt} denies it.`,
+    ]
+      .filter((l): l is string => l !== undefined)
+      .join('\n'),
+    requestedSchema: {
+      type: 'object',
+      properties: {
+        decision: {
+          type: 'string',
+          title: 'Decision',
+          enum: ['approve', 'deny'],
+          enumNames: ['Approve', 'Deny'],
+          description: 'Approve runs the call once, with exactly these arguments; deny blocks it.',
+        },
+        reason: { type: 'string', title: 'Reason', description: 'Why (recorded with the answer).', maxLength: 500 },
+      },
+      required: ['decision'],
+    },
+  } as Parameters<Server['elicitInput']>[0];
+}
+
+/**
+ * Asks the host's user each approval of `sessionId` (when the host declared elicitation): accept with
+ * `approve` approves, `deny` or decline denies, cancel leaves it to other approvers or the timeout. An approval
+ * settled elsewhere meanwhile withdraws the question. Answers are recorded as principal `mcp:<host name>`, channel
+ * `mcp`. Returns a function that stops asking.
+ */
+function askApprovalsOfHost(
+  server: Server,
+  desk: ApprovalDesk,
+  sessionId: string,
+  say: (line: string) => void,
+): () => void {
+  const asking = new Map<string, AbortController>();
+  const stop = desk.watch((e) => {
+    if (e.type === 'settled') {
+      asking.get(e.settled.approvalId)?.abort();
+      return;
+    }
+    const a = e.approval;
+    if (a.sessionId !== sessionId || server.getClientCapabilities()?.elicitation === undefined) return;
+    const abort = new AbortController();
+    asking.set(a.approvalId, abort);
+    const timeout = Math.max(1000, Date.parse(a.expiresAt) - Date.now());
+    void server
+      .elicitInput(approvalForm(a), { signal: abort.signal, timeout })
+      .then(async (r) => {
+        if (r.action === 'cancel') return;
+        const content = (r.content ?? {}) as Record<string, unknown>;
+        const approved = r.action === 'accept' && content['decision'] === 'approve';
+        const reason =
+          typeof content['reason'] === 'string' && content['reason'] !== '' ? content['reason'] : undefined;
+        const answered = await desk.answer(a.approvalId, {
+          approved,
+          principal: `mcp:${(server.getClientVersion()?.name ?? 'host').slice(0, 80)}`,
+          channel: 'mcp',
+          callId: a.callId,
+          argsDigest: a.argsDigest,
+          ...(reason === undefined
+            ? r.action === 'decline'
+              ? { reason: 'declined by the user' }
+              : {}
+            : { reason: reason.slice(0, 500) }),
+        });
+        if (!answered.ok) say(`approval ${a.approvalId}: ${answered.error.code}: ${answered.error.message}`);
+      })
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted)
+          say(
+            `approval ${a.approvalId} could not be asked of the host: ${err instanceof Error ? err.message : String(err)}`,
+          );
+      })
+      .finally(() => asking.delete(a.approvalId));
+  });
+  return () => {
+    stop();
+    for (const c of asking.values()) c.abort();
+    asking.clear();
+  };
 }

@@ -25,7 +25,15 @@ export {
   splitUserInfo,
 } from './connectOptions.js';
 export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCredentials } from './connectOptions.js';
-export { authorizationBlock, factTypes, natsServerConfig, NATS_ROLES, rolePermissions } from './serverConfig.js';
+export {
+  APPROVALS_ANSWER_SUBJECT,
+  APPROVALS_LIST_SUBJECT,
+  authorizationBlock,
+  factTypes,
+  natsServerConfig,
+  NATS_ROLES,
+  rolePermissions,
+} from './serverConfig.js';
 export type { NatsPrincipalKey, NatsRole, RolePermissions } from './serverConfig.js';
 export {
   DEFAULT_TAKEOVER_MS,

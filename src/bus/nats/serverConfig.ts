@@ -35,6 +35,13 @@ export const CODE_RUN_SUBJECT = 'toolsearch.rpc.code.run';
 export const CODE_AVAILABLE_SUBJECT = 'toolsearch.rpc.code.available';
 export const CODE_CANCEL_PATTERN = 'toolsearch.rpc.code.cancel.*';
 export const BRIDGE_PATTERN = 'toolsearch.rpc.bridge.*';
+/**
+ * The request/reply subjects of approvals: an approver asks the gateways for the pending approvals (with their
+ * arguments, secrets redacted: never on the stream) and answers one; only gateways serve them, only approvers
+ * (and gateways) send to them.
+ */
+export const APPROVALS_LIST_SUBJECT = 'toolsearch.rpc.approvals.list';
+export const APPROVALS_ANSWER_SUBJECT = 'toolsearch.rpc.approvals.answer';
 
 /** Every fact type of the catalogue (everything but the `gateway.*` types). Pure: no I/O. */
 export const factTypes = (): string[] => Object.keys(EventSchemas).filter((t) => !isGatewayType(t));
@@ -105,6 +112,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             CODE_RUN_SUBJECT,
             CODE_AVAILABLE_SUBJECT,
             CODE_CANCEL_PATTERN,
+            APPROVALS_LIST_SUBJECT,
+            APPROVALS_ANSWER_SUBJECT,
             `${ACTORS_SUBJECT_ROOT}.gateway.*`,
             api('INFO'),
             ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
@@ -126,6 +135,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             `${GATEWAY_SUBJECT_PREFIX}.>`,
             BRIDGE_PATTERN,
             STATUS_SUBJECT,
+            APPROVALS_LIST_SUBJECT,
+            APPROVALS_ANSWER_SUBJECT,
             inbox,
             `${OWNER_SUBJECT_ROOT}.>`,
           ],
@@ -180,7 +191,7 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
     case 'approver':
       return {
         publish: {
-          allow: [fact('approval.resolved'), ...markers],
+          allow: [fact('approval.resolved'), ...markers, APPROVALS_LIST_SUBJECT, APPROVALS_ANSWER_SUBJECT],
           deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')],
         },
         subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },
