@@ -171,7 +171,8 @@ export default { id: 'counter', tools: [
   // The approver answers every approval request after a short wait (an approval may be pending at a takeover).
   const approver = await busAs('approver');
   approver.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
-    const d = e.data as { callId: string; approvalId: string };
+    // An answer counts only for the call and argument digest it names.
+    const d = e.data as { callId: string; approvalId: string; argsDigest?: string };
     void sleep(300).then(() =>
       approver
         .publish(
@@ -182,7 +183,13 @@ export default { id: 'counter', tools: [
             seq: e.seq + 1,
             at: new Date(),
             causationId: e.id,
-            data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'failover-test' },
+            data: {
+              callId: d.callId,
+              approvalId: d.approvalId,
+              approved: true,
+              by: 'failover-test',
+              ...(d.argsDigest === undefined ? {} : { argsDigest: d.argsDigest }),
+            },
           }),
         )
         .catch(() => undefined),
