@@ -427,7 +427,8 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
           requestedAt: e.at,
         }),
       }));
-    case 'approval.resolved': {
+    case 'approval.resolved':
+    case 'approval.settled': {
       const known = s.calls.get(e.data.callId);
       return onCall(s, e, e.data.callId, known?.id ?? '', (c) =>
         c.approval !== undefined && c.approval.status !== 'waiting'

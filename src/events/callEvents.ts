@@ -106,7 +106,11 @@ export const ApprovalRequested = Type.Object({
 });
 export type ApprovalRequested = Static<typeof ApprovalRequested>;
 
-/** `approval.resolved`: an approver answered, or the wait timed out (approved false, timedOut true). */
+/**
+ * `approval.resolved`: an approver answered on the bus (only the approver role may publish it on a secured server).
+ * Logs written before `approval.settled` existed also hold the gateway's own timeouts here (approved false,
+ * timedOut true); they fold as before.
+ */
 export const ApprovalResolved = Type.Object({
   callId: Type.String(),
   approvalId: Type.String(),
@@ -116,6 +120,22 @@ export const ApprovalResolved = Type.Object({
   timedOut: Type.Optional(Type.Boolean()),
 });
 export type ApprovalResolved = Static<typeof ApprovalResolved>;
+
+/**
+ * `approval.settled`: the gateway ended an approval wait itself: no answer in time or the wait was cancelled
+ * (approved false, timedOut true), or the embedder's library approver answered (`by: "callback"`). A record only:
+ * no turn ever takes it for an answer (answers are `approval.resolved`), so a principal that may publish it (the
+ * gateway role) cannot approve a call with it.
+ */
+export const ApprovalSettled = Type.Object({
+  callId: Type.String(),
+  approvalId: Type.String(),
+  approved: Type.Boolean(),
+  by: Type.Optional(Type.String()),
+  reason: Type.Optional(Type.String()),
+  timedOut: Type.Optional(Type.Boolean()),
+});
+export type ApprovalSettled = Static<typeof ApprovalSettled>;
 
 /** `hook.ran`: one plugin's before_tool_call hook ran for a call (a throw blocks: fail closed). */
 export const HookRan = Type.Object({

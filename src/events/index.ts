@@ -5,6 +5,10 @@ export type { Envelope, EnvelopeInput } from './envelope.js';
 export { envelopeProblems, isEnvelope, validateEvent } from './validateEvent.js';
 export type { EventProblem } from './validateEvent.js';
 export {
+  ANSWER_TYPES,
+  answerPattern,
+  answerSubject,
+  isAnswerType,
   COMMAND_SUBJECT_PREFIX,
   COMMAND_TYPES,
   commandPattern,
@@ -42,6 +46,7 @@ export {
 export {
   ApprovalRequested,
   ApprovalResolved,
+  ApprovalSettled,
   CallBlocked,
   CallCompleted,
   CallDecided,

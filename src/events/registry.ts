@@ -4,6 +4,7 @@ import { CodeBridgeRequested, CodeRequested, CodeSettled, CodeTimedOut } from '.
 import {
   ApprovalRequested,
   ApprovalResolved,
+  ApprovalSettled,
   CallBlocked,
   CallCompleted,
   CallDecided,
@@ -49,6 +50,7 @@ export const EventSchemas = {
   'call.decided': CallDecided,
   'approval.requested': ApprovalRequested,
   'approval.resolved': ApprovalResolved,
+  'approval.settled': ApprovalSettled,
   'hook.ran': HookRan,
   'call.completed': CallCompleted,
   'call.failed': CallFailed,

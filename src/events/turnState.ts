@@ -163,6 +163,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         },
       };
     case 'approval.resolved':
+    case 'approval.settled':
       return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
     case 'call.completed': {
       const ended = endCall(state, e.data.callId);

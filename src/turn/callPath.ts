@@ -242,10 +242,12 @@ const enforcedCallMachine = toolCallMachine.provide({
         });
         busWait.cancel();
         if (outcome.by !== 'bus') {
-          // The answer is recorded at the seq the request reserved; if someone answered on the bus meanwhile, theirs stands.
+          // The gateway's own end of the wait is `approval.settled`, a record no turn takes for an answer: the gateway
+          // role may publish it, never `approval.resolved`, so a neighbour with that role cannot approve anything.
+          // It takes the seq the request reserved; if an approver answered on the bus meanwhile, theirs stands.
           h.approvalDone = run.events
             .emit(
-              'approval.resolved',
+              'approval.settled',
               {
                 callId,
                 approvalId,

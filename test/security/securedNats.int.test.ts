@@ -21,7 +21,7 @@ import {
 } from '../../src/bus/nats/index.js';
 import type { Envelope } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
-import { encodeToken, makeEnvelope } from '../../src/events/index.js';
+import { answerPattern, makeEnvelope } from '../../src/events/index.js';
 import { startGateway, startRoleServices, type RoleServices, type RunningGateway } from '../../src/app/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 
@@ -90,8 +90,8 @@ async function rawAs(name: string): Promise<{ nc: NatsConnection; errors: string
 /** Commands as a client principal, and the gateway's answers to them (the answer subjects a client may read). */
 async function clientSession(bus: NatsBus, sid: string) {
   const got: Envelope[] = [];
-  for (const t of ['turn_opened', 'tool_answered', 'event_rejected'])
-    bus.subscribe(`gateway.session.${encodeToken(sid)}.${t}`, (e) => got.push(e));
+  // The answers to this principal's own commands: `gateway.session.<sid>.<type>.<its key>`.
+  bus.subscribe(answerPattern(bus.principal, sid), (e) => got.push(e));
   await bus.ready();
   return {
     got,
@@ -371,7 +371,9 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect((await b.open({ owner: true })).ok).toBe(true);
     expect(await b.code(callBody('openclaw:counter:owner_reset'), 'b1')).toMatchObject({ ok: true });
     expect(ran()).toContain('owner_reset');
-    // ... and it cannot continue the client's session.
+    // ... and it cannot continue the client's session: the refusal is answered to billing, the session's owner
+    // hears nothing of it.
+    const stolen = await clientSession(billing, 'own-1');
     const r2 = await publishSessionEvent(
       billing,
       'own-1',
@@ -382,32 +384,62 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(r2.ok).toBe(true);
     await waitFor(
       () =>
-        s.got.some(
+        stolen.got.some(
           (e) => e.type === 'gateway.event.rejected' && (e.data as { code: string }).code === 'gateway.sessionNotYours',
         ),
       'sessionNotYours',
     );
+    expect(s.got.some((e) => JSON.stringify(e.data).includes('steal'))).toBe(false);
   }, 60_000);
 
-  it('a client or a sandbox cannot approve a call; an approver can', async () => {
+  it('a client, a sandbox or a neighbour with the gateway role cannot approve a call; an approver can', async () => {
     const client = await busAs('client');
     const attacker = await rawAs('client');
     const sandboxAttacker = await rawAs('sandbox');
+    const gatewayAttacker = await rawAs('gateway');
     const s = await clientSession(client, 'appr-1');
     expect((await s.open({})).ok).toBe(true);
+    // Well-formed answers, as a real approver would send them, for the approval the gateway asks for.
+    const asked: Envelope[] = [];
+    const auditor = await busAs('auditor');
+    auditor.subscribe('toolsearch.evt.appr-1.*.approval_requested', (e) => asked.push(e));
+    await auditor.ready();
+    const answerTo = (type: 'approval.resolved' | 'approval.settled', e: Envelope, id: string) => {
+      const d = e.data as { callId: string; approvalId: string };
+      return makeEnvelope({
+        type,
+        id,
+        sessionId: e.sessionId,
+        turnId: e.turnId,
+        seq: e.seq + 1,
+        at: new Date(),
+        causationId: e.id,
+        data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'callback' },
+      });
+    };
+    let n = 0;
     const forge = () => {
-      for (const a of [attacker, sandboxAttacker]) {
-        a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true }));
-        void jetstream(a.nc)
-          .publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true }))
+      for (const e of asked) {
+        for (const a of [attacker, sandboxAttacker, gatewayAttacker]) {
+          const forged = JSON.stringify(answerTo('approval.resolved', e, `forged-${n++}`));
+          a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', forged);
+          void jetstream(a.nc)
+            .publish('toolsearch.evt.appr-1.t1.approval_resolved', forged)
+            .catch(() => undefined);
+        }
+        // The gateway role may publish the gateway's own record of a wait; no turn takes it for an answer.
+        const settled = JSON.stringify(answerTo('approval.settled', e, `forged-${n++}`));
+        void jetstream(gatewayAttacker.nc)
+          .publish('toolsearch.evt.appr-1.t1.approval_settled', settled)
           .catch(() => undefined);
       }
     };
     const timer = setInterval(forge, 100);
     const r = await s.code(callBody('openclaw:counter:deploy_service'), 'a1').finally(() => clearInterval(timer));
+    expect(asked.length).toBeGreaterThan(0);
     expect(JSON.stringify(r)).toMatch(/approv/i);
     expect(ran()).not.toContain('deploy_service');
-    for (const a of [attacker, sandboxAttacker])
+    for (const a of [attacker, sandboxAttacker, gatewayAttacker])
       expect(a.errors).toContain('Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved"');
 
     // The approver principal reads approval requests and answers them.
@@ -508,6 +540,42 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
       ]),
     );
   });
+
+  it("a client reads only the answers to its own commands, never another client's", async () => {
+    const spy = await rawAs('client');
+    const seen: string[] = [];
+    const record = (err: Error | null, m: { subject: string }) => {
+      if (err === null) seen.push(m.subject);
+    };
+    for (const subject of [
+      `gateway.session.*.turn_opened.${keys['client-billing']}`,
+      'gateway.session.*.turn_opened',
+      'gateway.session.*.*.*',
+      'gateway.session.>',
+    ])
+      spy.nc.subscribe(subject, { callback: record });
+    // Its own answers it may read.
+    spy.nc.subscribe(`gateway.session.*.*.${keys['client']}`, { callback: record });
+    await spy.nc.flush();
+    const billing = await busAs('client-billing');
+    const b = await clientSession(billing, 'secret-1');
+    expect((await b.open({ messages: [{ role: 'user', content: 'the billing secret' }] })).ok).toBe(true);
+    expect(await b.code('return "billing-only-value";', 'bs1')).toMatchObject({ ok: true });
+    await waitFor(() => spy.errors.length >= 4, 'the four refusals');
+    for (const subject of [
+      `gateway.session.*.turn_opened.${keys['client-billing']}`,
+      'gateway.session.*.turn_opened',
+      'gateway.session.*.*.*',
+      'gateway.session.>',
+    ])
+      expect(spy.errors).toContain(`Permissions Violation for Subscription to "${subject}"`);
+    expect(seen.filter((x) => x.includes('secret-1'))).toEqual([]);
+    // ... while its own commands are answered to it.
+    const own = await busAs('client');
+    const s = await clientSession(own, 'mine-1');
+    expect((await s.open({})).ok).toBe(true);
+    await waitFor(() => seen.some((x) => x.startsWith('gateway.session.mine-1.turn_opened.')), 'its own answer');
+  }, 60_000);
 
   it('with the policy role down, a forged decision does not make a call run: no enforcer = blocked', async () => {
     await policy!.services.close();

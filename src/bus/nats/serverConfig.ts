@@ -43,8 +43,8 @@ const api = (rest: string): string => `$JS.API.${rest}`;
 
 /**
  * The exact subjects each role may publish and subscribe to. Facts are named per type token: only the policy role
- * publishes `…call_decided`, only approvers publish `…approval_resolved` from outside the gateway (the gateway
- * records its own timeouts and library answers there: it runs the calls anyway), only a gateway publishes the other
+ * publishes `…call_decided`, only approvers publish `…approval_resolved` (the gateway records its own timeouts and
+ * library answers as `…approval_settled`, which no turn takes for an answer), only a gateway publishes the other
  * facts and the answers; clients publish commands under their own key's token only; only the sandbox role receives
  * code runs; the auditor reads facts and answers and writes nothing. JetStream API: only the gateway manages streams
  * (never purge or delete); the policy role creates its one durable consumer on `…call_requested`; the auditor
@@ -76,8 +76,10 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       return {
         publish: {
           allow: [
+            // Never `call_decided` (the policy role's) nor `approval_resolved` (the approvers'): the gateway records
+            // its own end of an approval wait as `approval_settled`, which no turn takes for an answer.
             ...factTypes()
-              .filter((t) => t !== 'call.decided')
+              .filter((t) => t !== 'call.decided' && t !== 'approval.resolved')
               .map(fact),
             `${GATEWAY_SUBJECT_PREFIX}.>`,
             ...markers,
@@ -102,6 +104,7 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             '$KV.>',
             `${COMMAND_SUBJECT_PREFIX}.>`,
             fact('call.decided'),
+            fact('approval.resolved'),
           ],
         },
         subscribe: {
@@ -145,9 +148,9 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
         publish: { allow: [`${COMMAND_SUBJECT_PREFIX}.${p.publicKey}.*.*`], deny: noApi },
         subscribe: {
           allow: [
-            `${GATEWAY_SUBJECT_PREFIX}.*.turn_opened`,
-            `${GATEWAY_SUBJECT_PREFIX}.*.tool_answered`,
-            `${GATEWAY_SUBJECT_PREFIX}.*.event_rejected`,
+            // The answers to its own commands only: they carry its key's token (`gateway.session.<s>.<type>.<pk>`;
+            // only answers have a fifth token there).
+            `${GATEWAY_SUBJECT_PREFIX}.*.*.${p.publicKey}`,
             inbox,
           ],
           deny: [],
