@@ -4,10 +4,10 @@ import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import type { EventBus } from '../bus/index.js';
-import type { NatsConnectSettings } from '../bus/nats/index.js';
+import { CODE_RUN_SUBJECT, type NatsBus, type NatsConnectSettings } from '../bus/nats/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { makeEnvelope } from '../events/index.js';
+import { EVENT_SUBJECT_PREFIX, makeEnvelope } from '../events/index.js';
 import type { ExposureMode } from '../expose/index.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
@@ -210,6 +210,13 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         ? `event bus: ${opened.value.describe}`
         : `connected to ${opened.value.describe}${opened.value.principal === 'default' ? '' : ` as ${opened.value.principal}`}`,
     );
+    if ((opts.role ?? 'all') === 'all' && opened.value.kind === 'nats' && opened.value.principal !== 'default') {
+      const refused = await allRoleRefusal(bus as NatsBus, opened.value.principal);
+      if (refused !== undefined) {
+        await closeAll();
+        return refused;
+      }
+    }
 
     // Telemetry: one trace file per session under tracesDir (config telemetry.enabled), and OTLP/HTTP whenever
     // the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set, so pointing it at Jaeger just works.
@@ -480,6 +487,25 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     await closeAll();
     throw err;
   }
+}
+
+/**
+ * Role `all` runs the gateway, a policy enforcer and a sandbox runner in one process: as a principal of a secured
+ * deployment it needs one with all three roles' rights (`nats-auth --all` writes `all.nk`). Another role's seed is
+ * refused here, before anything starts, instead of failing call by call.
+ */
+async function allRoleRefusal(bus: NatsBus, principal: string): Promise<Result<never> | undefined> {
+  const denied = await bus.deniedSubscriptions([CODE_RUN_SUBJECT, `${EVENT_SUBJECT_PREFIX}.>`]);
+  if (denied.length === 0) return undefined;
+  return fail(
+    'serve.allNeedsAllPrincipal',
+    `Role all runs the gateway, the policy enforcer and a sandbox runner in one process, but NATS principal ${principal} may not ` +
+      `subscribe to ${denied.join(' and ')}: it is one role's principal. Either give the seed of a principal with every role's ` +
+      'rights (toolsearch nats-auth --out DIR --all writes DIR/all.nk: --nats-nkey DIR/all.nk), or run the roles apart: ' +
+      'serve --role gateway --nats-nkey DIR/gateway.nk, serve --role policy --nats-nkey DIR/policy.nk and ' +
+      'serve --role sandbox --nats-nkey DIR/sandbox.nk.',
+    { principal, denied },
+  );
 }
 
 /** One throwaway turn: starts the configured MCP servers and builds the index once, so the first request is fast. */

@@ -4,7 +4,9 @@
 // may run: a witness file records every tool that ran and every program a request tried to start.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -167,7 +169,7 @@ beforeAll(async () => {
   witness = join(dir, 'witness.txt');
   shWitness = join(dir, 'sh-ran.txt');
   const out: string[] = [];
-  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--json'], {
+  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--all', '--json'], {
     stdout: (s) => out.push(s),
     stderr: (s) => out.push(s),
     cwd: dir,
@@ -288,6 +290,81 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
     expect(last.results).toEqual([expect.objectContaining({ ok: true })]);
     expect(ran().length).toBe(before + 1);
   }, 60_000);
+
+  it('runs `toolsearch mcp --nats --nats-nkey gateway.nk` over stdio: its calls are decided by the policy role', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [
+        resolve('bin/toolsearch.mjs'),
+        'mcp',
+        '--nats',
+        server.url,
+        '--nats-nkey',
+        seed('gateway'),
+        '--config',
+        join(dir, 'config.json5'),
+      ],
+      cwd: dir,
+      env: { PATH: process.env['PATH'] ?? '' },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    const mcp = new Client({ name: 'secured-mcp-test', version: '1.0.0' });
+    await mcp.connect(transport);
+    try {
+      const before = ran().length;
+      const r = (await mcp.callTool({
+        name: 'tool_call',
+        arguments: { id: 'openclaw:counter:count_call', args: {} },
+      })) as { isError?: boolean; content: Array<{ text?: string }> };
+      expect(r.isError ?? false, `${JSON.stringify(r)}\n${stderr}`).toBe(false);
+      expect(r.content[0]?.text).toContain('counted');
+      expect(ran().length).toBe(before + 1);
+      expect(stderr).not.toMatch(/SU[A-Z2-7]{56}/); // the seed is never printed
+    } finally {
+      await mcp.close();
+    }
+    // The call ran, so the policy role decided it: the mcp process, a gateway principal, may not publish a decision.
+  }, 60_000);
+
+  it("runs `serve --role all` with the all principal (nats-auth --all), and refuses it with one role's seed", async () => {
+    const refused = await startGateway({
+      config: { ...config, nats: { ...config.nats, nkeyFile: seed('gateway') } },
+      cwd: dir,
+      nats: server.url,
+      role: 'all',
+      port: 0,
+      env: {},
+    });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'serve.allNeedsAllPrincipal' } });
+    const message = (refused as { error: { message: string } }).error.message;
+    expect(message).toContain('toolsearch.rpc.code.run');
+    expect(message).toContain('nats-auth --out DIR --all');
+    expect(message).toContain('serve --role policy --nats-nkey DIR/policy.nk');
+    const all = await startGateway({
+      config: { ...config, nats: { ...config.nats, nkeyFile: seed('all') } },
+      cwd: dir,
+      nats: server.url,
+      role: 'all',
+      port: 0,
+      env: {},
+    });
+    if (!all.ok) throw new Error(`${all.error.code}: ${all.error.message}`);
+    try {
+      const before = ran().length;
+      const res = await fetch(`${all.value.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-toolsearch-session': 'all-1' },
+        body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'count it target=count_call' }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(JSON.stringify(await res.json())).toContain('counted');
+      expect(ran().length).toBe(before + 1);
+    } finally {
+      await all.value.close();
+    }
+  }, 90_000);
 
   it('lets the auditor replay every fact and write nothing', async () => {
     const auditor = await busAs('auditor');

@@ -25,5 +25,13 @@ export {
   splitUserInfo,
 } from './connectOptions.js';
 export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCredentials } from './connectOptions.js';
-export { authorizationBlock, factTypes, natsServerConfig, NATS_ROLES, rolePermissions } from './serverConfig.js';
+export {
+  ALL_ROLE_PARTS,
+  authorizationBlock,
+  CODE_RUN_SUBJECT,
+  factTypes,
+  natsServerConfig,
+  NATS_ROLES,
+  rolePermissions,
+} from './serverConfig.js';
 export type { NatsPrincipalKey, NatsRole, RolePermissions } from './serverConfig.js';

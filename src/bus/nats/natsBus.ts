@@ -123,6 +123,11 @@ export interface NatsBus extends EventBus {
   readonly connection: NatsConnection;
   /** The principal token of this connection (`U…` nkey public key, or `default`). */
   readonly principal: string;
+  /**
+   * Which of `subjects` this connection's principal may not subscribe to: each is subscribed and unsubscribed again
+   * after a round trip, before which the server reports a permission violation. Nothing is published.
+   */
+  deniedSubscriptions(subjects: readonly string[]): Promise<string[]>;
 }
 
 const WRONG_LAST_SEQUENCE = 10071;
@@ -720,6 +725,21 @@ class NatsBusImpl implements NatsBus {
         '; the event is not recorded',
       { cause: lastErr, details: { eventId: event.id, timeoutMs: this.#publishTimeoutMs } },
     );
+  }
+
+  async deniedSubscriptions(subjects: readonly string[]): Promise<string[]> {
+    this.#assertOpen();
+    const denied = new Set<string>();
+    const subs = subjects.map((subject) =>
+      this.connection.subscribe(subject, {
+        callback: (err) => {
+          if (err !== null) denied.add(subject);
+        },
+      }),
+    );
+    await this.connection.flush();
+    for (const sub of subs) sub.unsubscribe();
+    return subjects.filter((x) => denied.has(x));
   }
 
   // ---------- subscribe ----------

@@ -1,4 +1,5 @@
 import { EventSchemas, isGatewayType, typeToken } from '../../events/index.js';
+import { subjectMatches } from '../subjectMatch.js';
 import { durableName } from './natsBus.js';
 import { streamNames } from './streams.js';
 import {
@@ -12,7 +13,13 @@ import {
 
 /** The roles of a secured deployment; each process connects as one. */
 export const NATS_ROLES = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
-export type NatsRole = (typeof NATS_ROLES)[number];
+/**
+ * A role's principal; `all` (only with `nats-auth --all`) is the one process of `serve --role all`: the union of the
+ * gateway's, the policy role's and the sandbox role's rights, so it decides its own calls (no separation of roles).
+ */
+export type NatsRole = (typeof NATS_ROLES)[number] | 'all';
+/** The roles `serve --role all` runs in one process. */
+export const ALL_ROLE_PARTS = ['gateway', 'policy', 'sandbox'] as const;
 
 /** One principal of the server config: its role, a name (`client-NAME` for extra clients), its nkey's public key. */
 export interface NatsPrincipalKey {
@@ -52,6 +59,7 @@ const api = (rest: string): string => `$JS.API.${rest}`;
  * `_INBOX.<publicKey>.…`, readable by that principal only. Pure: no I/O.
  */
 export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePermissions {
+  if (p.role === 'all') return unionOf(ALL_ROLE_PARTS.map((role) => rolePermissions({ ...p, role }, streamPrefix)));
   const s = streamNames(streamPrefix);
   const inbox = `_INBOX.${p.publicKey}.>`;
   const policyDurable = durableName(streamPrefix, 'policy', fact('call.requested'));
@@ -193,6 +201,25 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       throw new Error(`unknown role ${String(never)}`);
     }
   }
+}
+
+/**
+ * The union of several roles' rights: every allow of any of them; a deny only where it refuses nothing another of
+ * them allows (the gateway's deny of `…call_decided` goes, since the policy role allows it; `$KV.>` stays). Pure: no I/O.
+ */
+function unionOf(parts: readonly RolePermissions[]): RolePermissions {
+  const side = (k: 'publish' | 'subscribe') => {
+    const allow = [...new Set(parts.flatMap((r) => r[k].allow))];
+    const deny = [...new Set(parts.flatMap((r) => r[k].deny))].filter(
+      (d) => !allow.some((a) => subjectMatches(d, a) || subjectMatches(a, d)),
+    );
+    return { allow, deny };
+  };
+  return {
+    publish: side('publish'),
+    subscribe: side('subscribe'),
+    allowResponses: parts.some((r) => r.allowResponses),
+  };
 }
 
 const q = (s: string): string => JSON.stringify(s);

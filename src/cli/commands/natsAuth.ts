@@ -40,6 +40,7 @@ export const natsAuthCommand: Command = {
       {
         out: { type: 'string' },
         client: { type: 'string', multiple: true },
+        all: { type: 'boolean' },
         port: { type: 'string' },
         'stream-prefix': { type: 'string' },
         json: { type: 'boolean' },
@@ -82,6 +83,8 @@ export const natsAuthCommand: Command = {
       };
       for (const role of NATS_ROLES) add(role, role);
       for (const c of [...new Set(clients)]) add(`client-${c}`, 'client');
+      // Only when asked: one principal with every right of the gateway, policy and sandbox roles (serve --role all).
+      if (v['all'] === true) add('all', 'all');
       writeFileSync(
         join(dir, 'nats-server.conf'),
         natsServerConfig(principals, { ...(port === undefined ? {} : { port }), streamPrefix: prefix }),
