@@ -346,6 +346,7 @@ async function runCall(
   // Arguments the schema marks secret (writeOnly, format password) are left out of every record, digests included.
   const recordedArgs = redactSecretArgs(entry.inputSchema, rawArgs);
   const secrets = recordedArgs === rawArgs ? [] : secretArgValues(entry.inputSchema, rawArgs);
+  for (const s of secrets) run.secretsSeen?.add(s);
   const clean = (text: string): string => (secrets.length === 0 ? text : scrubSecrets(text, secrets));
   const argsDigest = digest(recordedArgs);
   const decisionWait = run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'];
