@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EventBus } from '../bus/index.js';
 import { CODE_RUN_SUBJECT, type NatsBus, type NatsConnectSettings } from '../bus/nats/index.js';
@@ -25,7 +26,13 @@ import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { loadStaticSources, SharedMcpServers } from '../catalog/index.js';
 import { caseOnlyDenyWarnings } from '../policy/index.js';
-import { checkFrontExposure, createFrontAuth, isLoopbackHost as isLoopback, keyPrincipals } from '../gateway/index.js';
+import {
+  checkFrontExposure,
+  createFrontAuth,
+  fileSessionOwners,
+  isLoopbackHost as isLoopback,
+  keyPrincipals,
+} from '../gateway/index.js';
 import { watchPrincipals } from './watchPrincipals.js';
 import { startGatewayMetrics, startLagMonitor, type GatewayMetrics } from '../metrics/index.js';
 
@@ -415,10 +422,19 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     };
 
     // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
+    // Which key opened each session outlives a restart: beside the event log, or under .toolsearch/ on NATS (whose
+    // streams keep the sessions); with no record at all (no log) there is nothing to continue after a restart.
+    const ownersFile =
+      opened.value.logPath !== undefined
+        ? join(dirname(opened.value.logPath), 'session-owners.jsonl')
+        : opened.value.kind === 'nats'
+          ? join(opts.cwd, '.toolsearch', 'session-owners.jsonl')
+          : undefined;
     const auth = createFrontAuth({
       principals: config.principals,
       required: !isLoopback(host),
       sessionIdleMs: config.session.idleTimeoutMs,
+      ...(ownersFile === undefined ? {} : { owners: fileSessionOwners(ownersFile) }),
     });
     if (opts.configPath !== undefined) {
       const watch = watchPrincipals(
