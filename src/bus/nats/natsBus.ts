@@ -757,6 +757,9 @@ class NatsBusImpl implements NatsBus {
           this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: err.message });
           return;
         }
+        // A stream's republish (`Nats-Stream` header) is the server publishing for someone: it would carry a message
+        // onto a subject its writer may not publish to (a forged answer), so a live subscription never takes one.
+        if (msg.headers?.get('Nats-Stream')) return;
         this.#deliver(msg.subject, msg.data, msg.headers, seen, onEvent);
       },
     });
