@@ -50,7 +50,7 @@ async function runTurn(mode: 'tools' | 'code'): Promise<{ log: string; answer: s
   if (!loaded.ok) throw new Error(loaded.error.message);
   const r = await startGateway({ config: loaded.value.config, cwd: d, port: 0 });
   if (!r.ok) throw new Error(r.error.message);
-  let answer = '';
+  let answer: string;
   try {
     const res = await postJson(
       `${r.value.url}/v1/chat/completions`,
