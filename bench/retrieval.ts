@@ -6,8 +6,9 @@
  * hits), and the project's ranking is compared with the previous ranker's stored per-query ranks
  * (bench/baselines/previous-ranker.json, recorded with --record-previous before the ranking changed).
  *
- * Sets: MetaTool seeded 2,000 (test); mcp-dev and bench/heldout (dev: these tune); bench/testset/mcp-test.jsonl
- * (test: committed once, never used to accept a change). With --learn: the learning-from-calls measurement.
+ * Sets: MetaTool seeded 2,000 and bench/testset/mcp-test2.jsonl (test: never used to accept a change); the MetaTool
+ * dev split, mcp-dev, bench/heldout and bench/testset/mcp-test.jsonl (dev: these tune). With --learn: the
+ * learning-from-calls measurement (with --dev on the MetaTool split and the old, paired MCP set only).
  * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]
  * Data comes from ../shared next to the repository; when it is absent the bench says so and exits 0.
  */
@@ -160,7 +161,7 @@ function main(): void {
     writeFileSync(PREVIOUS_FILE, `${JSON.stringify(record)}\n`);
     console.log(`\nrecorded per-query ranks of this ranker in ${path.relative(repoRoot, PREVIOUS_FILE)}`);
   }
-  if (flag('--learn') || (only === undefined && !flag('--dev'))) learningBench(sets);
+  if (flag('--learn') || (only === undefined && !flag('--dev'))) learningBench(sets, flag('--dev') ? 'dev' : 'test');
 }
 
 main();

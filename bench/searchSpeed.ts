@@ -144,41 +144,78 @@ const queries = [
 ];
 // Fresh queries: each string is new to the index, so nothing of it is memoized (the worst case).
 const fresh: string[] = [];
-for (let i = 0; fresh.length < 1000; i++)
+for (let i = 0; fresh.length < 3000; i++)
   fresh.push(
     `${queries[i % queries.length] as string} ${WORDS[Math.floor(i / queries.length) % WORDS.length] as string}${i >= queries.length * WORDS.length ? ` ${i}` : ''}`,
   );
-for (let i = 0; i < 50; i++) index.search(`warm up ${queries[i % queries.length] as string}`);
+// Warm-up: 1,000 searches of other new strings, so the figures are those of a running gateway (the JIT has
+// compiled the search code), not of a process's first second. The measured queries stay new to the index.
+const warmUp = (idx: SearchIndex): void => {
+  for (let i = 0; i < 1000; i++)
+    idx.search(`warm up ${queries[i % queries.length] as string} ${WORDS[i % WORDS.length] as string} w${i}`);
+};
+warmUp(index);
 
-/** Wall and process-CPU time of each search, in ms. */
+/**
+ * The floor measured beside each search, in the same loop: one pass over a score per tool of the catalog (the
+ * least any ranking of every tool does). Its p99 shows how much of a search's tail is the machine (a preempted
+ * core, a collection, a cold cache) rather than the search.
+ */
+const floorScores = new Float64Array(entries.length).map((_, i) => (i * 7919) % 1000);
+let floorSink = 0;
+function floorPass(): void {
+  let best = 0;
+  for (let i = 0; i < floorScores.length; i++) {
+    const v = floorScores[i] as number;
+    if (v > best) best = v;
+  }
+  floorSink += best;
+}
+
+/** Wall and process-CPU time of each search, and the CPU time of the floor pass after it, in ms. */
 function timeSearches(
   list: readonly string[],
   rounds: number,
   idx: SearchIndex = index,
-): { wall: number[]; cpu: number[] } {
+  offset = 0,
+): { wall: number[]; cpu: number[]; floor: number[] } {
   const wall: number[] = [];
   const cpu: number[] = [];
+  const floor: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    const q = list[i % list.length] as string;
+    const q = list[(offset + i) % list.length] as string;
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     idx.search(q);
     wall.push(performance.now() - t0);
     const d = process.cpuUsage(c0);
     cpu.push((d.user + d.system) / 1000);
+    const f0 = process.cpuUsage();
+    floorPass();
+    const f = process.cpuUsage(f0);
+    floor.push((f.user + f.system) / 1000);
   }
-  return { wall, cpu };
+  return { wall, cpu, floor };
+}
+/** Three rounds of 1,000 searches each (fresh queries stay fresh: each round has its own); the median round. */
+function medianRound(list: readonly string[], idx: SearchIndex = index): ReturnType<typeof timeSearches> {
+  const rounds = [0, 1, 2].map((r) => timeSearches(list, 1000, idx, r * 1000));
+  const by = (x: ReturnType<typeof timeSearches>): number => percentile(x.cpu, 99);
+  return [...rounds].sort((a, b) => by(a) - by(b))[1] as ReturnType<typeof timeSearches>;
 }
 for (const [label, list] of [
   ['repeated queries', queries],
   ['fresh queries', fresh],
 ] as const) {
-  const { wall, cpu } = timeSearches(list, 1000);
-  console.log(`search, ${label} (1000 searches):`);
+  const { wall, cpu, floor } = medianRound(list);
+  console.log(`search, ${label} (median of 3 rounds of 1000 searches, by p99 CPU):`);
   line('  p50 wall', ms(percentile(wall, 50)), '', true);
   line('  p99 wall', ms(percentile(wall, 99)), '<= 2 ms', percentile(wall, 99) <= 2);
   line('  p50 process CPU', ms(percentile(cpu, 50)), '', true);
   line('  p99 process CPU', ms(percentile(cpu, 99)), '<= 2 ms', percentile(cpu, 99) <= 2);
+  console.log(
+    `  floor (one pass over ${entries.length} scores, after each search): p50 ${ms(percentile(floor, 50))}, p99 ${ms(percentile(floor, 99))} CPU`,
+  );
 }
 
 // search.learnFromCalls with a full memory: 10,000 learned pairs (queries of catalog words, tools at random).
@@ -193,9 +230,9 @@ for (const [label, list] of [
     });
   }
   const learned = new SearchIndex(entries, { callMemory: memory });
-  for (let i = 0; i < 50; i++) learned.search(`warm up ${queries[i % queries.length] as string}`);
-  const { cpu } = timeSearches(fresh, 1000, learned);
-  console.log('search with learnFromCalls, 10,000 learned pairs, fresh queries (1000 searches):');
+  warmUp(learned);
+  const { cpu } = medianRound(fresh, learned);
+  console.log('search with learnFromCalls, 10,000 learned pairs, fresh queries (median of 3 rounds of 1000):');
   line('  p50 process CPU', ms(percentile(cpu, 50)), '', true);
   line('  p99 process CPU', ms(percentile(cpu, 99)), '<= 2 ms', percentile(cpu, 99) <= 2);
 }
@@ -219,9 +256,12 @@ const changed = entries.map((e) =>
 changed.push(mcpEntry(changedOwner, { name: 'brand_new_tool', description: 'A tool that was added later' }));
 const changedCatalog = toCatalog(changed);
 t = performance.now();
+const c2 = cpuMs();
 const { index: updated } = store.get(changedCatalog);
 const updateMs = performance.now() - t;
-line('index of a changed catalog (a new build)', ms(updateMs), '<= 1000 ms', updateMs <= 1000);
+const updateCpu = cpuMs() - c2;
+line('index of a changed catalog (a new build, wall)', ms(updateMs), '<= 1000 ms', updateMs <= 1000);
+line('index of a changed catalog (process CPU)', ms(updateCpu), '<= 1000 ms', updateCpu <= 1000);
 const found = updated.search('brand new tool added later');
 console.log(
   `  after the change: ${updated.size} tools; search finds the added tool first: ${found.ok && found.value.results[0]?.name === 'brand_new_tool'}`,
@@ -230,3 +270,5 @@ console.log(`  store: ${store.builds} builds, ${store.reuses} reuses`);
 console.log(
   `index heap size (heap delta${gc === undefined ? ', without --expose-gc: rough' : ''}): ${((heapAfter - heapBefore) / 1024 / 1024).toFixed(1)} MB for ${entries.length} tools`,
 );
+// Keeps the floor pass from being optimized away.
+if (floorSink < 0) console.log(floorSink);

@@ -56,28 +56,30 @@ function report(title: string, n: number, before: EvalReport, after: EvalReport,
  * same query text never in both) and tested on the seeded 2,000; on the MCP test set, learned from one paraphrase
  * of each need and tested on the other (both ways, so every query is tested once, never with its own pair).
  */
-export function learningBench(sets: readonly QuerySet[]): void {
+export function learningBench(sets: readonly QuerySet[], role: 'dev' | 'test' = 'test'): void {
   console.log('\n=== search.learnFromCalls (learning from successful calls) ===');
   const mt = loadMetaTool();
   if (mt !== undefined) {
-    const test = pythonSample(mt.all, METATOOL_SAMPLE, METATOOL_SEED);
-    const testTexts = new Set(test.map((q) => q.query.trim().toLowerCase()));
-    const train = pythonSample(mt.all, mt.all.length, METATOOL_SEED)
-      .slice(METATOOL_SAMPLE)
-      .filter((q) => !testTexts.has(q.query.trim().toLowerCase()));
+    // test: the seeded 2,000 (or, to tune, the dev split after it); train: every later row of the same shuffle.
+    const shuffled = pythonSample(mt.all, mt.all.length, METATOOL_SEED);
+    const from = role === 'test' ? 0 : METATOOL_SAMPLE;
+    const test = shuffled.slice(from, from + METATOOL_SAMPLE);
+    const heldOut = new Set(shuffled.slice(0, from + METATOOL_SAMPLE).map((q) => q.query.trim().toLowerCase()));
+    const train = shuffled.slice(from + METATOOL_SAMPLE).filter((q) => !heldOut.has(q.query.trim().toLowerCase()));
     const memory = new CallMemory();
     const learned = learnFrom(mt.entries, train, memory);
     const before = evaluate(new SearchIndex(mt.entries), test);
     const after = evaluate(new SearchIndex(mt.entries, { callMemory: memory }), test);
     report(
-      `MetaTool: learned ${learned} calls from ${train.length} training queries (kept ${memory.size}, cap ${memory.maxPairs}); test: the seeded ${test.length}`,
+      `MetaTool: learned ${learned} calls from ${train.length} training queries (kept ${memory.size}, cap ${memory.maxPairs}); test: ${role === 'test' ? 'the seeded' : 'the dev split,'} ${test.length}`,
       test.length,
       before,
       after,
       test,
     );
   }
-  const mcpTest = sets.find((s) => s.role === 'test' && s.queries.some((q) => q.variant !== undefined));
+  // The paired MCP set of the role asked for: the test set for the figures of record, the old one (dev) to tune.
+  const mcpTest = sets.find((s) => s.role === role && s.queries.some((q) => q.variant !== undefined));
   if (mcpTest !== undefined) {
     const tested: BenchQuery[] = [];
     const befores: EvalReport[] = [];

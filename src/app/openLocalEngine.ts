@@ -1,6 +1,5 @@
 import { resolve } from 'node:path';
 import type { EventBus } from '../bus/index.js';
-import { loadStaticSources } from '../catalog/index.js';
 import { loadConfig, parseConfig, type ResolvedConfig } from '../config/index.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { startCallLearning } from '../search/index.js';
@@ -8,6 +7,7 @@ import { ok, type Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import { createEngine, type Engine } from '../turn/index.js';
 import { closeInOrder } from './closeInOrder.js';
+import { openStaticSources } from './openStaticSources.js';
 import { openBus, type OpenedBus } from './openBus.js';
 import { openSandbox, SANDBOX_CLOSE_BOUND_MS } from './openSandbox.js';
 import { openTelemetry } from './openTelemetry.js';
@@ -64,16 +64,11 @@ export async function openLocalEngine(flags: LocalEngineFlags): Promise<Result<L
     if (!empty.ok) return empty;
     config = empty.value.config;
   }
-  const statics = await loadStaticSources({
-    config,
-    includeConfig,
-    catalogPaths: flags.catalog,
-    pluginFiles: flags.plugin,
-    cwd: flags.cwd,
-  });
+  const statics = await openStaticSources(
+    { config, includeConfig, catalogPaths: flags.catalog, pluginFiles: flags.plugin, cwd: flags.cwd },
+    (m) => flags.onWarning?.(m),
+  );
   if (!statics.ok) return statics;
-  for (const f of statics.value.failures) flags.onWarning?.(`source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
-  for (const w of statics.value.warnings ?? []) flags.onWarning?.(w);
 
   let opened: OpenedBus | undefined;
   let bus = flags.bus;

@@ -24,8 +24,8 @@ import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from '
 import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
-import { loadStaticSources, SharedMcpServers } from '../catalog/index.js';
-import { caseOnlyDenyWarnings } from '../policy/index.js';
+import { SharedMcpServers } from '../catalog/index.js';
+import { openStaticSources } from './openStaticSources.js';
 import {
   checkFrontExposure,
   createFrontAuth,
@@ -255,24 +255,21 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     // Static sources: core tools, plugins, snapshots.
     const includeConfig = opts.includeConfig ?? true;
-    const statics = await loadStaticSources({
-      config,
-      includeConfig,
-      cwd: opts.cwd,
-      ...(opts.catalogPaths !== undefined ? { catalogPaths: opts.catalogPaths } : {}),
-      ...(opts.pluginFiles !== undefined ? { pluginFiles: opts.pluginFiles } : {}),
-      ...(opts.onSnapshotCall !== undefined ? { onSnapshotCall: opts.onSnapshotCall } : {}),
-    });
+    const statics = await openStaticSources(
+      {
+        config,
+        includeConfig,
+        cwd: opts.cwd,
+        ...(opts.catalogPaths !== undefined ? { catalogPaths: opts.catalogPaths } : {}),
+        ...(opts.pluginFiles !== undefined ? { pluginFiles: opts.pluginFiles } : {}),
+        ...(opts.onSnapshotCall !== undefined ? { onSnapshotCall: opts.onSnapshotCall } : {}),
+      },
+      (m) => say(`warning: ${m}`),
+    );
     if (!statics.ok) {
       await closeAll();
       return statics;
     }
-    for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
-    for (const w of caseOnlyDenyWarnings(
-      statics.value.parts.flatMap((p) => p.entries),
-      config,
-    ))
-      say(`warning: ${w}`);
     const staticTools = statics.value.parts.reduce((n, p) => n + p.entries.length, 0);
     say(
       `sources: ${statics.value.parts.map((p) => `${p.key} (${p.entries.length})`).join(', ') || 'none'}; ${staticTools} static tools`,

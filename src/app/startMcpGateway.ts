@@ -3,7 +3,8 @@ import { pathToFileURL } from 'node:url';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ResolvedConfig } from '../config/index.js';
 import { ok, type Result } from '../shared/index.js';
-import { loadStaticSources, SharedMcpServers } from '../catalog/index.js';
+import { SharedMcpServers } from '../catalog/index.js';
+import { openStaticSources } from './openStaticSources.js';
 import { startMcpFront } from '../gateway/index.js';
 import { createEngine } from '../turn/index.js';
 import { openBus } from './openBus.js';
@@ -68,18 +69,20 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   closers.push(() => opened.value.close());
 
   const includeConfig = opts.includeConfig ?? true;
-  const statics = await loadStaticSources({
-    config,
-    includeConfig,
-    cwd: opts.cwd,
-    ...(opts.catalogPaths !== undefined ? { catalogPaths: opts.catalogPaths } : {}),
-    ...(opts.pluginFiles !== undefined ? { pluginFiles: opts.pluginFiles } : {}),
-  });
+  const statics = await openStaticSources(
+    {
+      config,
+      includeConfig,
+      cwd: opts.cwd,
+      ...(opts.catalogPaths !== undefined ? { catalogPaths: opts.catalogPaths } : {}),
+      ...(opts.pluginFiles !== undefined ? { pluginFiles: opts.pluginFiles } : {}),
+    },
+    (m) => say(`warning: ${m}`),
+  );
   if (!statics.ok) {
     await closeAll();
     return statics;
   }
-  for (const f of statics.value.failures) say(`warning: source ${f.key} failed: ${f.reason ?? 'unknown reason'}`);
   const shared = new SharedMcpServers({ roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }] });
   closers.push(() => shared.close());
   // The front hears of catalog changes from the shared servers and from the session's own (scope "session").

@@ -14,8 +14,17 @@ export const ResultOriginSchema = Type.Union([
 export type ResultOriginSchema = Static<typeof ResultOriginSchema>;
 
 /** The three exposures: every schema (`direct`), the structured trio (`tools`), or `tool_search_code` (`code`). */
-export const ModeSchema = Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')]);
+export const ModeSchema = Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')], {
+  'x-expected': '"direct", "tools" or "code"',
+});
 export type ModeSchema = Static<typeof ModeSchema>;
+
+/** `pi` (the embedded harness: Tool Search applies) or `codex` (native tool search: its tools are exposed directly). */
+export const HarnessSchema = Type.Union([Type.Literal('pi'), Type.Literal('codex')], {
+  'x-expected':
+    '"pi" (the embedded harness, Tool Search applies) or "codex" (native tool search, tools exposed directly)',
+});
+export type HarnessSchema = Static<typeof HarnessSchema>;
 
 /** An expected failure carried inside an event: dotted code and a message a user can act on. */
 export const ErrorInfo = Type.Object({ code: Type.String(), message: Type.String() });

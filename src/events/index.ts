@@ -30,7 +30,15 @@ export {
   typeFromToken,
   typeToken,
 } from './subjects.js';
-export { BySource, ErrorInfo, ModeSchema, ResultOriginSchema, SourceKindSchema, ViaSchema } from './common.js';
+export {
+  BySource,
+  ErrorInfo,
+  HarnessSchema,
+  ModeSchema,
+  ResultOriginSchema,
+  SourceKindSchema,
+  ViaSchema,
+} from './common.js';
 export {
   CatalogIndexed,
   PolicyLayer,

@@ -75,8 +75,15 @@ export class CallMemory {
     const out = new Map<string, number>();
     if (this.count === 0) return out;
     const q = [...new Set(queryTerms)];
+    // Each term's squared idf once per search: the compared queries share few words, looked up hundreds of times.
+    const squared = new Map<string, number>();
+    const weight = (t: string): number => {
+      let v = squared.get(t);
+      if (v === undefined) squared.set(t, (v = idf(t) ** 2));
+      return v;
+    };
     let qNorm = 0;
-    for (const t of q) qNorm += idf(t) ** 2;
+    for (const t of q) qNorm += weight(t);
     if (qNorm === 0) return out;
     // Candidates: pairs sharing the query's rarest terms first (in the memory), at most MAX_COMPARED, so the cost
     // stays bounded however large the memory and however common a query word.
@@ -95,14 +102,14 @@ export class CallMemory {
     const candidates: [number, number][] = [];
     for (const slot of slots) {
       let dot = 0;
-      for (const t of (this.pairs[slot] as Stored).terms) if (inQuery.has(t)) dot += idf(t) ** 2;
+      for (const t of (this.pairs[slot] as Stored).terms) if (inQuery.has(t)) dot += weight(t);
       candidates.push([slot, dot]);
     }
     const best = new Map<string, { sim: number; n: number }>();
     for (const [slot, dot] of candidates) {
       const p = this.pairs[slot] as Stored;
       let pNorm = 0;
-      for (const t of p.terms) pNorm += idf(t) ** 2;
+      for (const t of p.terms) pNorm += weight(t);
       const sim = dot / Math.sqrt(qNorm * pNorm);
       if (sim < MIN_SIMILARITY) continue;
       const b = best.get(p.toolId);

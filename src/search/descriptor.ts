@@ -24,7 +24,7 @@ export interface ToolMeta {
   deletes: boolean;
   /** Words of the name as written, lowercased (not stemmed): list_pull_requests -> list, pull, requests. */
   nameWords: readonly string[];
-  /** Terms of the description's opening in order: where a query's "A to B" can be checked for direction. */
+  /** Terms of the description's opening in order: where its operation is read ("Removes a collection"). */
   lead: readonly string[];
   /** The sanitized search result, made on first use. */
   result?: SearchResult;

@@ -34,6 +34,10 @@ export class OperationModel {
   /** Operation word -> equivalent operation words and their credit (0..1). */
   readonly equivalents: ReadonlyMap<string, ReadonlyMap<string, number>>;
   private readonly byMeta = new Map<ToolMeta, readonly string[]>();
+  private readonly objectKeys = new Map<ToolMeta, readonly number[]>();
+  private readonly keyIds = new Map<string, number>();
+  /** Scratch of siblingsAmong: how many candidates share each object key. */
+  private readonly keyCounts = new Map<number, number>();
 
   private constructor(
     openings: Map<string, number>,
@@ -123,7 +127,13 @@ export class OperationModel {
         addEq(o, w, share(o, c));
       }
     }
-    return new OperationModel(ops, equivalents, words);
+    const model = new OperationModel(ops, equivalents, words);
+    // Each tool's operations and object keys now, with the build, rather than on the first search that meets it.
+    for (const m of list) {
+      model.opsOf(m);
+      model.objectKeysOf(m);
+    }
+    return model;
   }
 
   /** Is this stemmed word one the catalog uses for an operation. */
@@ -159,21 +169,41 @@ export class OperationModel {
    * object word (a name word that is not an operation) with it and says another operation or the same one.
    */
   siblingsAmong(slots: ArrayLike<number>, metas: readonly (ToolMeta | undefined)[]): Set<ToolMeta> {
-    const byKey = new Map<string, ToolMeta[]>();
+    // Object keys are numbered once per tool (server and object word): a query only counts small integers.
+    const seen = this.keyCounts;
+    seen.clear();
     for (let k = 0; k < slots.length; k++) {
       const m = metas[slots[k] as number];
       if (m === undefined) continue;
-      for (const w of this.words.get(m) ?? m.nameOnly) {
-        if (this.openings.has(w)) continue;
-        const key = `${m.sourceKey}\u0000${w}`;
-        let list = byKey.get(key);
-        if (list === undefined) byKey.set(key, (list = []));
-        if (!list.includes(m)) list.push(m);
-      }
+      for (const key of this.objectKeysOf(m)) seen.set(key, (seen.get(key) ?? 0) + 1);
     }
     const out = new Set<ToolMeta>();
-    for (const list of byKey.values()) if (list.length > 1) for (const m of list) out.add(m);
+    for (let k = 0; k < slots.length; k++) {
+      const m = metas[slots[k] as number];
+      if (m === undefined) continue;
+      for (const key of this.objectKeysOf(m))
+        if ((seen.get(key) as number) > 1) {
+          out.add(m);
+          break;
+        }
+    }
     return out;
+  }
+
+  /** The distinct (server, object word) keys of a tool's name, as numbers; an object word is not an operation. */
+  private objectKeysOf(m: ToolMeta): readonly number[] {
+    const known = this.objectKeys.get(m);
+    if (known !== undefined) return known;
+    const keys: number[] = [];
+    for (const w of this.words.get(m) ?? m.nameOnly) {
+      if (this.openings.has(w)) continue;
+      const text = `${m.sourceKey}\u0000${w}`;
+      let id = this.keyIds.get(text);
+      if (id === undefined) this.keyIds.set(text, (id = this.keyIds.size));
+      if (!keys.includes(id)) keys.push(id);
+    }
+    this.objectKeys.set(m, keys);
+    return keys;
   }
 
   /**

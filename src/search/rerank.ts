@@ -30,6 +30,11 @@ export interface QueryPlan {
   asksDelete: boolean;
   /** Every expansion term, for "how much of its name does the query explain". */
   allTerms: ReadonlySet<string>;
+  /**
+   * Expansion term -> the topical typed terms it stands for, as [index, credit] pairs: a tool's few name and core
+   * words are looked up here, instead of each expansion being looked up in the tool's sets.
+   */
+  byTerm: ReadonlyMap<string, readonly (readonly [number, number])[]>;
   note?: string;
 }
 
@@ -77,6 +82,10 @@ export const WEIGHTS = Object.freeze({
   otherOp: 0.8,
 });
 
+/** Scratch of rerankFactor (per typed term: best credit in the name, in the core), reused across calls. */
+let bestName = new Float64Array(32);
+let bestCore = new Float64Array(32);
+
 /**
  * Re-ranking factor from features BM25 does not see: how much of the query the tool's name covers, how much
  * its core covers, how much of its name the query explains (a create_x tool is a poor answer to "delete x"),
@@ -91,22 +100,29 @@ export function rerankFactor(
   hasSibling: boolean,
 ): number {
   const n = Math.max(q.topicalCount, 1);
+  const count = q.typed.length;
+  if (bestName.length < count) {
+    bestName = new Float64Array(count * 2);
+    bestCore = new Float64Array(count * 2);
+  }
+  bestName.fill(0, 0, count);
+  bestCore.fill(0, 0, count);
+  // core holds identity: a name word counts for both.
+  for (const w of meta.identity) {
+    const hits = q.byTerm.get(w);
+    if (hits !== undefined) for (const [i, credit] of hits) if (credit > (bestName[i] as number)) bestName[i] = credit;
+  }
+  for (const w of meta.core) {
+    const hits = q.byTerm.get(w);
+    if (hits !== undefined) for (const [i, credit] of hits) if (credit > (bestCore[i] as number)) bestCore[i] = credit;
+  }
   let name = 0;
   let core = 0;
-  for (let i = 0; i < q.typed.length; i++) {
+  for (let i = 0; i < count; i++) {
     if (!q.topical[i]) continue;
-    let bestName = 0;
-    let bestCore = 0;
-    for (const e of q.expansions[i] as readonly Expansion[]) {
-      if (e.credit <= bestName) continue;
-      if (meta.identity.has(e.term)) {
-        bestName = e.credit;
-        if (e.credit > bestCore) bestCore = e.credit;
-      } else if (e.credit > bestCore && meta.core.has(e.term)) bestCore = e.credit;
-    }
     const w = q.weights[i] as number;
-    name += bestName * w;
-    core += bestCore * w;
+    name += (bestName[i] as number) * w;
+    core += (bestCore[i] as number) * w;
   }
   let owned = false;
   if (q.ownerMentions.length > 0) {

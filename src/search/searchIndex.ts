@@ -60,6 +60,8 @@ export class SearchIndex {
   private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
   private readonly plans = new Map<string, QueryPlan | null>();
+  /** Queries searched once since the last clear: their plan is kept when they come again. */
+  private readonly seenOnce = new Set<string>();
   /** The catalog's operation words, learned from the indexed tools; rebuilt on first use after a change. */
   private opModel: OperationModel | undefined;
   private readonly expansions = new Map<string, Expansion[]>();
@@ -78,6 +80,8 @@ export class SearchIndex {
   /** The stamp of the last scoring pass: seenAt[slot] === queryStamp marks the tools it touched. */
   private queryStamp = 0;
   private trace: RankTrace[] | undefined;
+  /** The candidates' heap, reused by every query of the same depth. */
+  private heap = new MinHeap(RERANK_DEPTH);
 
   /** The deployment's learned (query, tool called) pairs, when search.learnFromCalls is on. */
   private readonly memory: CallMemory | undefined;
@@ -122,6 +126,7 @@ export class SearchIndex {
   addEntries(entries: readonly ToolEntry[]): void {
     if (entries.length === 0) return;
     this.plans.clear();
+    this.seenOnce.clear();
     this.expansions.clear();
     this.opModel = undefined;
     for (const entry of entries) {
@@ -183,6 +188,7 @@ export class SearchIndex {
 
   private removeIds(ids: readonly string[]): void {
     this.plans.clear();
+    this.seenOnce.clear();
     this.expansions.clear();
     this.opModel = undefined;
     for (const id of ids) {
@@ -341,8 +347,15 @@ export class SearchIndex {
     const known = this.plans.get(query);
     if (known !== undefined) return known;
     const plan = this.makePlan(query);
-    if (this.plans.size >= PLAN_CACHE_MAX) this.plans.clear();
-    this.plans.set(query, plan);
+    // A plan is kept from a query's second search on: most queries are new, and keeping each of their plans would
+    // only make the garbage collector copy them (a plan outlives the young generation) until the cache is cleared.
+    if (this.seenOnce.has(query)) {
+      if (this.plans.size >= PLAN_CACHE_MAX) this.plans.clear();
+      this.plans.set(query, plan);
+    } else {
+      if (this.seenOnce.size >= PLAN_CACHE_MAX) this.seenOnce.clear();
+      this.seenOnce.add(query);
+    }
     return plan;
   }
 
@@ -410,9 +423,19 @@ export class SearchIndex {
         allTerms.add(term);
       }
     }
+    const byTerm = new Map<string, (readonly [number, number])[]>();
+    expansions.forEach((list, i) => {
+      if (!topical[i]) return;
+      for (const e of list) {
+        const hits = byTerm.get(e.term);
+        if (hits === undefined) byTerm.set(e.term, [[i, e.credit]]);
+        else hits.push([i, e.credit]);
+      }
+    });
     const plan: QueryPlan = {
       typed,
       expansions,
+      byTerm,
       topical,
       topicalCount,
       weights,
@@ -556,7 +579,10 @@ export class SearchIndex {
       }
     }
     // Candidates: the best `depth` by BM25 with a soft AND and the server named, kept in a small min-heap.
-    const heap = new MinHeap(Math.max(RERANK_DEPTH, max));
+    const depth = Math.max(RERANK_DEPTH, max);
+    if (this.heap.capacity !== depth) this.heap = new MinHeap(depth);
+    const heap = this.heap;
+    heap.size = 0;
     const named = q.ownerMentions.length > 0 && q.topicalCount > 0 ? 1 : 0;
     selectCandidates(
       heap,

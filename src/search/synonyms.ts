@@ -34,9 +34,6 @@ const GROUPS: readonly (readonly string[])[] = [
   ['user', 'account', 'member'],
   ['copy', 'duplicate', 'clone', 'fork'],
   ['issue', 'ticket'],
-  ['route', 'direction'],
-  ['coordinate', 'latitude', 'longitude'],
-  ['current', 'active', 'now'],
   ['remember', 'memory', 'memorize'],
   ['javascript', 'js', 'script'],
 ];

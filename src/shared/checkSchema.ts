@@ -40,5 +40,5 @@ export function checkSchema<T extends TSchema>(
     }
     if (problems.length === 5) break;
   }
-  return fail(code, `${what}: ${problems.join('; ')}.`, { problems });
+  return fail(code, `${what}: ${problems.join('; ')}.`, { problems, fields: [...seen] });
 }

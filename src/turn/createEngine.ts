@@ -39,6 +39,7 @@ import { SessionTable, type Overload } from './sessionTable.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
+import { checkTurnRequest } from './turnRequest.js';
 import { turnViewOf } from './turnView.js';
 import type { EngineDeps, EngineOptions, EngineSession, TurnRun } from './types.js';
 
@@ -205,19 +206,8 @@ export function createEngine(opts: EngineOptions): Engine {
 
   async function startTurn(req: TurnRequest): Promise<Result<Turn>> {
     if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
-    if (typeof req?.sessionId !== 'string' || req.sessionId.trim() === '') {
-      return fail('turn.invalidRequest', 'A turn needs a non-empty "sessionId".');
-    }
-    // Requests arrive as untrusted JSON (HTTP, NATS): an unknown harness or mode is refused, not read as the default.
-    if (req.harness !== undefined && req.harness !== 'pi' && req.harness !== 'codex') {
-      return fail(
-        'turn.badHarness',
-        `Unknown harness ${JSON.stringify(req.harness)}: use "pi" (the embedded harness, Tool Search applies) or "codex" (native tool search, tools exposed directly).`,
-      );
-    }
-    if (req.mode !== undefined && req.mode !== 'direct' && req.mode !== 'tools' && req.mode !== 'code') {
-      return fail('turn.badMode', `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`);
-    }
+    const checked = checkTurnRequest(req);
+    if (!checked.ok) return checked;
     const admitted = sessions.begin(req.sessionId, req.principal ?? `agent:${req.agentId ?? 'default'}`, () => ({
       sessionId: req.sessionId,
       runtime: undefined,

@@ -5,4 +5,5 @@ export type { EngineOptions, ObservedTurn } from './types.js';
 export { SessionTable } from './sessionTable.js';
 export type { Overload, SessionTableOptions } from './sessionTable.js';
 export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
+export { checkTurnRequest, TurnRequestSchema } from './turnRequest.js';
 export { IndexStore } from './indexStore.js';

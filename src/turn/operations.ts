@@ -6,7 +6,15 @@ import { SpanName } from '../telemetry/index.js';
 import { traced } from './spans.js';
 import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 
-const errorInfo = (r: Result<unknown>) => (r.ok ? undefined : { code: r.error.code, message: r.error.message });
+/** What a search and a describe record alike: the way the model came (tool or code run), the failure, its call id. */
+function opFacts(op: OpCtx, answer: Result<unknown>) {
+  return {
+    via: op.via === 'code' ? ('code' as const) : ('tool' as const),
+    ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+    ...(answer.ok ? {} : { error: { code: answer.error.code, message: answer.error.message } }),
+    ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+  };
+}
 
 /** The limit a search will use: the given whole number clamped to the max, else the default. Pure: no I/O. */
 function effectiveLimit(deps: EngineDeps, limit: unknown): number {
@@ -33,7 +41,6 @@ export async function searchTools(
     const t0 = performance.now();
     const answer: Result<SearchAnswer> = view.index.search(query, limit === undefined ? {} : { limit });
     const searchId = deps.newId();
-    const err = errorInfo(answer);
     await run.events.emit(
       'search.performed',
       {
@@ -43,10 +50,7 @@ export async function searchTools(
         resultIds: answer.ok ? answer.value.results.map((r) => r.id) : [],
         matched: answer.ok ? answer.value.matched : 0,
         catalogSize: view.catalog.entries.length,
-        via: op.via === 'code' ? 'code' : 'tool',
-        ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-        ...(err === undefined ? {} : { error: err }),
-        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+        ...opFacts(op, answer),
         durationMs: performance.now() - t0,
       },
       op.causationId,
@@ -75,17 +79,13 @@ export async function describeTool(
     const t0 = performance.now();
     const resolved = resolveTool(view.catalog.entries, ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
-    const err = errorInfo(answer);
     await run.events.emit(
       'describe.performed',
       {
         describeId: deps.newId(),
         ref: typeof ref === 'string' ? ref.slice(0, 300) : JSON.stringify(ref ?? null).slice(0, 300),
         ...(resolved.ok ? { toolId: resolved.value.id } : {}),
-        via: op.via === 'code' ? 'code' : 'tool',
-        ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-        ...(err === undefined ? {} : { error: err }),
-        ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+        ...opFacts(op, answer),
         durationMs: performance.now() - t0,
       },
       op.causationId,

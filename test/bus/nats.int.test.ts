@@ -5,6 +5,7 @@ import { openNatsBus, listActors, isBusError, type NatsBus } from '../../src/bus
 import { eventSubject, gatewaySubject, sessionEventsPattern } from '../../src/events/index.js';
 import type { Envelope } from '../../src/bus/types.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { collect, testEnvelope as envelope, uid } from '../support/envelopes.js';
 
 let server: NatsServer;
 beforeAll(async () => {
@@ -13,35 +14,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
 });
-
-let counter = 0;
-const uid = (p: string) => `${p}-${process.pid}-${++counter}`;
-
-function envelope(
-  sessionId: string,
-  turnId: string,
-  seq: number,
-  type = 'search.performed',
-  extra: Partial<Envelope> = {},
-): Envelope {
-  return {
-    id: uid('evt'),
-    type,
-    sessionId,
-    turnId,
-    seq,
-    at: new Date().toISOString(),
-    causationId: null,
-    data: { seq },
-    ...extra,
-  };
-}
-
-async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = [];
-  for await (const x of it) out.push(x);
-  return out;
-}
 
 const waitFor = async (cond: () => boolean, ms = 5000) => {
   const until = Date.now() + ms;
@@ -73,7 +45,7 @@ describe('NATS bus: streams', () => {
   });
 
   it('updates max age of an existing stream when the options change', async () => {
-    const prefix = `T${counter++}_`;
+    const prefix = `${uid('T').replace(/-/g, '_')}_`;
     const own = await startNatsServer(); // the default streams of the shared server take the same subjects
     try {
       const a = await openNatsBus({ url: own.url, streamPrefix: prefix, maxAgeMs: 3600_000 });

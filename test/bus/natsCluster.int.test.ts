@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { openNatsBus, type NatsBus } from '../../src/bus/nats/index.js';
-import type { Envelope } from '../../src/bus/types.js';
 import { startNatsCluster, type NatsCluster } from '../support/natsServer.js';
+import { collect, testEnvelope, uid } from '../support/envelopes.js';
 
 let cluster: NatsCluster;
 let bus: NatsBus;
@@ -20,23 +20,9 @@ afterAll(async () => {
   await cluster?.close();
 });
 
-let n = 0;
-const envelope = (sessionId: string, turnId: string, seq: number, type = 'call.completed'): Envelope => ({
-  id: `c-${process.pid}-${++n}`,
-  type,
-  sessionId,
-  turnId,
-  seq,
-  at: new Date().toISOString(),
-  causationId: null,
-  data: { seq },
-});
-
-async function replayIds(b: NatsBus, sessionId: string): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const e of b.replay({ sessionId })) ids.push(e.id);
-  return ids;
-}
+const envelope = (sessionId: string, turnId: string, seq: number, type = 'call.completed') =>
+  testEnvelope(sessionId, turnId, seq, type);
+const replayIds = async (b: NatsBus, sessionId: string) => (await collect(b.replay({ sessionId }))).map((e) => e.id);
 
 describe('NATS bus on a three-node JetStream cluster', () => {
   it('creates the streams with three replicas', async () => {
@@ -49,7 +35,7 @@ describe('NATS bus on a three-node JetStream cluster', () => {
   });
 
   it('loses no acknowledged event while the stream leader is stopped and restarted', async () => {
-    const s = `cluster-${n}`;
+    const s = uid('cluster');
     const acked: string[] = [];
     const publish = async (turn: string, seq: number) => {
       const e = envelope(s, turn, seq);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openNatsBus, isBusError, type NatsBus } from '../../src/bus/nats/index.js';
-import type { Envelope } from '../../src/bus/types.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { collect, testEnvelope, uid } from '../support/envelopes.js';
 
 // One server for the file; each test restarts it. Kept in its own file so the restarts do not disturb others.
 let server: NatsServer;
@@ -15,27 +15,13 @@ afterAll(async () => {
   await server?.close();
 });
 
-let n = 0;
-const envelope = (sessionId: string, turnId: string, seq: number): Envelope => ({
-  id: `r-${process.pid}-${++n}`,
-  type: 'call.completed',
-  sessionId,
-  turnId,
-  seq,
-  at: new Date().toISOString(),
-  causationId: null,
-  data: { seq },
-});
-
-async function replayIds(b: NatsBus, sessionId: string): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const e of b.replay({ sessionId })) ids.push(e.id);
-  return ids;
-}
+const envelope = (sessionId: string, turnId: string, seq: number, type = 'call.completed') =>
+  testEnvelope(sessionId, turnId, seq, type);
+const replayIds = async (b: NatsBus, sessionId: string) => (await collect(b.replay({ sessionId }))).map((e) => e.id);
 
 describe('NATS bus across a server restart', () => {
   it('keeps every acknowledged event, and a publish made during the outage succeeds once the server is back', async () => {
-    const s = `restart-${n}`;
+    const s = uid('restart');
     const acked: string[] = [];
     for (let i = 1; i <= 10; i++) {
       const e = envelope(s, 't1', i);
@@ -69,7 +55,7 @@ describe('NATS bus across a server restart', () => {
   });
 
   it('fails a publish with a clear reason when the server stays away past the bound, and never stores it later', async () => {
-    const s = `outage-${n}`;
+    const s = uid('outage');
     const short = await openNatsBus({ url: server.url, publishTimeoutMs: 1500 });
     try {
       const before = envelope(s, 't', 1);
@@ -93,7 +79,7 @@ describe('NATS bus across a server restart', () => {
   });
 
   it('fails the next sync point of a turn whose unawaited fact was not recorded, once, then goes on', async () => {
-    const s = `gap-${n}`;
+    const s = uid('gap');
     const short = await openNatsBus({ url: server.url, publishTimeoutMs: 1500 });
     try {
       const first = { ...envelope(s, 't', 1), type: 'turn.started' };
@@ -125,7 +111,7 @@ describe('NATS bus across a server restart', () => {
   });
 
   it('replays once the server is back when asked during the outage', async () => {
-    const s = `replay-outage-${n}`;
+    const s = uid('replay-outage');
     const acked: string[] = [];
     for (let i = 1; i <= 3; i++) {
       const e = envelope(s, 't', i);

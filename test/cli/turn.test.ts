@@ -243,7 +243,10 @@ describe('toolsearch turn --json', () => {
     expect(await turnCommand.run(['--script', 'gpt.json', '--json'], io)).toBe(1);
     expect(io.lastJson()).toMatchObject({
       ok: false,
-      error: { code: 'script.badHarness', message: expect.stringContaining('"gpt" is not a known harness; use "pi"') },
+      error: {
+        code: 'script.invalid',
+        message: expect.stringContaining('"harness" is "gpt": expected "pi" (the embedded harness'),
+      },
     });
   });
 

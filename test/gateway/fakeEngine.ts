@@ -3,7 +3,13 @@
 // (trusted test code only; the real engine runs it in the sandbox).
 import { clientTools, type ToolEntry } from '../../src/catalog/index.js';
 import { expose, type ExposureMode } from '../../src/expose/index.js';
-import type { StepResult, Turn, TurnEngine, TurnRequest } from '../../src/turn/index.js';
+import {
+  checkTurnRequest,
+  type StepResult,
+  type Turn,
+  type TurnEngine,
+  type TurnRequest,
+} from '../../src/turn/index.js';
 
 export interface FakeCall {
   id: string;
@@ -76,18 +82,8 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
       // As the real engine (the TurnEngine contract, test/turn/engineContract.ts): closed, bad requests refused.
       if (closed)
         return { ok: false, error: { code: 'engine.closed', message: 'The turn engine is closed: start a new one.' } };
-      if (typeof req?.sessionId !== 'string' || req.sessionId.trim() === '') {
-        return { ok: false, error: { code: 'turn.invalidRequest', message: 'A turn needs a non-empty "sessionId".' } };
-      }
-      if (req.mode !== undefined && !['direct', 'tools', 'code'].includes(req.mode)) {
-        return {
-          ok: false,
-          error: {
-            code: 'turn.badMode',
-            message: `Unknown mode ${JSON.stringify(req.mode)}: use "direct", "tools" or "code".`,
-          },
-        };
-      }
+      const checked = checkTurnRequest(req);
+      if (!checked.ok) return checked;
       if (opts.startError) return { ok: false, error: opts.startError };
       let ended = false;
       const turnId = req.turnId ?? `turn-${++turnSeq}`;

@@ -88,6 +88,19 @@ describe('OperationModel', () => {
     expect(model.requested(['add', 'task', 'list']).has('list')).toBe(false);
   });
 
+  it('finds siblings among candidates: same server and a shared object word, never across servers', () => {
+    const slotOf = (name: string): number => metas.findIndex((m) => m.entry.name === name);
+    const names = (slots: number[]): string[] => [...model.siblingsAmong(slots, metas)].map((m) => m.entry.name).sort();
+    // get_note and delete_note share "note" on crm; create_table is alone among these candidates.
+    expect(names(['get_note', 'delete_note', 'db_create_table'].map(slotOf))).toEqual(['delete_note', 'get_note']);
+    // update_tag (crm) and pods_get (k8s) share no object; update_tag and remove_tag share "tag", update_label
+    // has no other label tool among the candidates.
+    expect(names(['update_tag', 'pods_get'].map(slotOf))).toEqual([]);
+    expect(names(['update_tag', 'remove_tag', 'update_label'].map(slotOf))).toEqual(['remove_tag', 'update_tag']);
+    // The same candidates asked twice (keys are numbered once per tool) give the same answer.
+    expect(names(['get_note', 'delete_note'].map(slotOf))).toEqual(['delete_note', 'get_note']);
+  });
+
   it('lets the requested operation pick among sibling tools of one object', () => {
     const idx = new SearchIndex(tools);
     expect(idx.rankIds('add a note to this record')[0]).toBe('mcp:crm:create_note');

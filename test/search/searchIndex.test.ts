@@ -168,6 +168,19 @@ describe('SearchIndex maintenance', () => {
     expect(idx.rankIds('bug report')).toEqual([]);
     expect(idx.get('mcp:jira:create_ticket')).toBeUndefined();
   });
+
+  it('answers a repeated query the same, and replans it after the catalog changes', () => {
+    const idx = new SearchIndex(fixtureEntries());
+    const first = idx.rankIds('open a bug report ticket');
+    // The second and third searches use the kept plan; they must rank as the first did.
+    expect(idx.rankIds('open a bug report ticket')).toEqual(first);
+    expect(idx.rankIds('open a bug report ticket')).toEqual(first);
+    expect(first).not.toContain('mcp:jira:open_bug');
+    idx.addEntries([mcpTool('jira', ['open_bug', 'Open a bug report ticket in Jira'])]);
+    expect(idx.rankIds('open a bug report ticket')[0]).toBe('mcp:jira:open_bug');
+    idx.removeSource('mcp:jira');
+    expect(idx.rankIds('open a bug report ticket')).toEqual(first);
+  });
 });
 
 describe('SearchIndex query understanding', () => {

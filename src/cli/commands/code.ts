@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { openLocalEngine } from '../../app/index.js';
-import { openCommandBus } from '../../app/index.js';
 import { fail, type Failure } from '../../shared/index.js';
-import { parseCommandArgs, str, strs } from '../args.js';
-import { envWithNatsFlags, NATS_FLAG_HELP, NATS_FLAG_OPTIONS } from '../natsFlags.js';
+import { parseCommandArgs, str } from '../args.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS } from '../natsFlags.js';
+import { openCliEngine } from '../openCliEngine.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, readInput, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
@@ -69,29 +68,9 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     body = read.value;
   } else body = inline!;
 
-  const nats = await openCommandBus({
-    url: str(v['nats']),
-    env: envWithNatsFlags(v, io.env),
-    cwd: io.cwd,
-    name: 'toolsearch-code',
-    ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }),
-  });
-  if (!nats.ok) return failWith(io, json, nats);
-  const opened = await openLocalEngine({
-    ...(nats.value === undefined ? {} : { bus: nats.value }),
-    ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
-    catalog: strs(v['catalog']),
-    plugin: strs(v['plugin']),
-    withSandbox: true,
-    cwd: io.cwd,
-    ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
-    onWarning: (w) => io.stderr(`warning: ${w}`),
-  });
-  if (!opened.ok) {
-    await nats.value?.close();
-    return failWith(io, json, opened);
-  }
-  const local = opened.value;
+  const opened = await openCliEngine(v, io, 'toolsearch-code', { withSandbox: true });
+  if (!opened.ok) return failWith(io, json, opened);
+  const { local } = opened.value;
   try {
     const sessionId = `code-${randomUUID()}`;
     const started = await local.engine.startTurn({ sessionId, mode: 'code' });
@@ -129,8 +108,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     }
     return outcome.ok ? EXIT_OK : EXIT_FAILED;
   } finally {
-    await local.close();
-    await nats.value?.close();
+    await opened.value.close();
   }
 }
 

@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { sessionLogFrom } from '../../audit/index.js';
 import type { Envelope } from '../../bus/index.js';
 import type { ClientToolSpec } from '../../catalog/index.js';
-import { openCommandBus, openLocalEngine } from '../../app/index.js';
 import type { StepResult, TurnRequest } from '../../turn/index.js';
 import { Type } from '@sinclair/typebox';
+import { HarnessSchema, ModeSchema } from '../../events/index.js';
 import { checkSchema, fail, ok, type Failure, type Result } from '../../shared/index.js';
-import { parseCommandArgs, str, strs } from '../args.js';
-import { envWithNatsFlags, NATS_FLAG_OPTIONS } from '../natsFlags.js';
+import { parseCommandArgs, str } from '../args.js';
+import { NATS_FLAG_OPTIONS } from '../natsFlags.js';
+import { openCliEngine } from '../openCliEngine.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, readInput, reportFailure, type CliIo, type Command } from '../io.js';
 import { TURN_USAGE } from '../usage.js';
 
@@ -36,12 +37,8 @@ const TurnScript = Type.Object(
         { additionalProperties: false, description: 'an object {sessionId?, agentId?, profile?, sandboxId?, owner?}' },
       ),
     ),
-    mode: Type.Optional(
-      Type.Union([Type.Literal('direct'), Type.Literal('tools'), Type.Literal('code')], {
-        'x-expected': '"direct", "tools" or "code"',
-      }),
-    ),
-    harness: Type.Optional(Type.Unknown()),
+    mode: Type.Optional(ModeSchema),
+    harness: Type.Optional(HarnessSchema),
     clientId: Type.Optional(Type.String({ description: 'a string (no spaces or ":")' })),
     // Each client tool is checked by the catalog, which refuses a bad one alone and reports it.
     clientTools: Type.Optional(
@@ -75,12 +72,6 @@ export function parseScript(text: string, file: string): Result<Script> {
   const checked = checkSchema(TurnScript, raw, 'script.invalid', file);
   if (!checked.ok) return checked;
   const script = checked.value;
-  if (script.harness !== undefined && script.harness !== 'pi' && script.harness !== 'codex') {
-    return fail(
-      'script.badHarness',
-      `${file}: "harness" ${JSON.stringify(script.harness)} is not a known harness; use "pi" (embedded, gets Tool Search, the default) or "codex" (native tool search, gets its tools directly).`,
-    );
-  }
   const session = script.session ?? {};
   return ok({
     ...(script as unknown as Script),
@@ -169,30 +160,12 @@ async function run(argv: string[], io: CliIo): Promise<number> {
   if (!script.ok) return failWith(io, json, script);
   const s = script.value;
 
-  const nats = await openCommandBus({
-    url: str(v['nats']),
-    env: envWithNatsFlags(v, io.env),
-    cwd: io.cwd,
-    name: 'toolsearch-turn',
-    ...(str(v['stream-prefix']) === undefined ? {} : { streamPrefix: str(v['stream-prefix'])! }),
-  });
-  if (!nats.ok) return failWith(io, json, nats);
-  const opened = await openLocalEngine({
-    ...(nats.value === undefined ? {} : { bus: nats.value }),
-    ...(str(v['config']) === undefined ? {} : { config: str(v['config'])! }),
-    catalog: strs(v['catalog']),
-    plugin: strs(v['plugin']),
-    ...(str(v['log']) === undefined ? {} : { log: str(v['log'])! }),
-    ...(str(v['traces-dir']) === undefined ? {} : { tracesDir: str(v['traces-dir'])! }),
+  const opened = await openCliEngine(v, io, 'toolsearch-turn', {
     withSandbox: s.mode === undefined || s.mode === 'code',
-    cwd: io.cwd,
-    onWarning: (w) => io.stderr(`warning: ${w}`),
+    ...(str(v['log']) === undefined ? {} : { log: str(v['log'])! }),
   });
-  if (!opened.ok) {
-    await nats.value?.close();
-    return failWith(io, json, opened);
-  }
-  const local = opened.value;
+  if (!opened.ok) return failWith(io, json, opened);
+  const { local } = opened.value;
   try {
     const req: TurnRequest = {
       sessionId: s.session.sessionId,
@@ -251,8 +224,7 @@ async function run(argv: string[], io: CliIo): Promise<number> {
     if (json) io.stdout(JSON.stringify({ exposure, results, sessionLog, turnId: turn.turnId, sources }));
     return EXIT_OK;
   } finally {
-    await local.close();
-    await nats.value?.close();
+    await opened.value.close();
   }
 }
 

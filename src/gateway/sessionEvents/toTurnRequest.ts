@@ -1,10 +1,8 @@
 import type { McpServerSpec } from '../../config/index.js';
-import type { EventData } from '../../events/index.js';
+import { HarnessSchema, type EventData } from '../../events/index.js';
 import type { TurnIdentity } from '../../policy/index.js';
-import { fail, ok, type Result } from '../../shared/index.js';
+import { checkSchema, ok, type Result } from '../../shared/index.js';
 import type { TurnRequest } from '../../turn/index.js';
-
-const HARNESSES = ['pi', 'codex'] as const;
 
 /**
  * The engine's turn request from a `gateway.turn.requested` command: the session and turn come from the envelope
@@ -18,14 +16,9 @@ export function toTurnRequest(
   d: EventData<'gateway.turn.requested'>,
   granted: { identity: TurnIdentity; mcpServers?: Record<string, McpServerSpec> },
 ): Result<TurnRequest> {
-  if (d.harness !== undefined && !(HARNESSES as readonly string[]).includes(d.harness)) {
-    return fail(
-      'gateway.badHarness',
-      `Harness "${d.harness}" is not known: use ${HARNESSES.join(' or ')} (or leave it out for pi).`,
-      {
-        harness: d.harness,
-      },
-    );
+  if (d.harness !== undefined) {
+    const harness = checkSchema(HarnessSchema, d.harness, 'gateway.badHarness', 'The turn request\'s "harness"');
+    if (!harness.ok) return harness;
   }
   const { identity } = granted;
   const req: TurnRequest = {
@@ -37,7 +30,7 @@ export function toTurnRequest(
   };
   if (turnId !== '') req.turnId = turnId;
   if (d.mode !== undefined) req.mode = d.mode;
-  if (d.harness !== undefined) req.harness = d.harness as TurnRequest['harness'] & string;
+  if (d.harness !== undefined) req.harness = d.harness as HarnessSchema;
   if (d.clientId !== undefined) req.clientId = d.clientId;
   if (d.clientTools !== undefined) {
     req.clientTools = d.clientTools.map((t) => ({
