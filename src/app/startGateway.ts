@@ -145,6 +145,30 @@ export function providerApiKey(config: ResolvedConfig, env: NodeJS.ProcessEnv): 
   return pick(config.provider.apiKey) ?? pick(env['TOOLSEARCH_PROVIDER_API_KEY']) ?? pick(env['OPENAI_API_KEY']);
 }
 
+/**
+ * Recovers what a previous process left open on the same embedded log: every session's open turns are adopted
+ * (`reason: restart`) and, their HTTP clients being gone with that process, closed: open calls with their facts
+ * (outcome unknown, cancelled approval, never started) and the turn with `turn.interrupted`.
+ */
+async function recoverEmbeddedTurns(engine: Engine, bus: EventBus, say: (line: string) => void): Promise<void> {
+  const listed = (bus as Partial<{ sessionIds(): string[] }>).sessionIds?.() ?? [];
+  let turns = 0;
+  let unknown = 0;
+  for (const sessionId of listed) {
+    const r = await engine.adoptSession(sessionId, { reason: 'restart', interrupt: true });
+    if (!r.ok) {
+      say(`warning: could not recover session ${sessionId}: ${r.error.message}`);
+      continue;
+    }
+    turns += r.value.turns.length;
+    for (const t of r.value.turns) unknown += t.calls.filter((c) => c.action === 'outcomeUnknown').length;
+  }
+  if (turns > 0)
+    say(
+      `recovered ${turns} turn(s) left open by the previous run: interrupted, ${unknown} call(s) with an unknown outcome`,
+    );
+}
+
 /** The mode turns get: the override, else config `tools.toolSearch` (absent = direct). Pure: no I/O. */
 export function effectiveMode(config: ResolvedConfig, override?: ExposureMode): ExposureMode {
   return override ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
@@ -363,6 +387,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     });
     metricsRef.current = gatewayMetrics;
 
+    // A restart on the same embedded log: turns a crash left open are closed with their facts before new ones start.
+    if (opened.value.kind === 'embedded') await recoverEmbeddedTurns(engine, bus, say);
+
     // The warm-up turn is the gateway's own: no spans, so no trace file or Jaeger trace of a `warmup-…` session.
     if (opts.warmUp === true) {
       const run = () => warmUp(engine, bus, config, includeConfig, say);
@@ -456,6 +483,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       server = await startGatewayServer({
         engine,
         provider,
+        replay: (sessionId) => bus.replay({ sessionId }),
         port,
         host,
         maxRounds: config.provider.maxRounds,

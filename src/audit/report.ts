@@ -23,9 +23,17 @@ export interface AuditTurn {
   startedAt?: string;
   endedAt?: string;
   durationMs?: number;
-  outcome: 'running' | 'completed' | 'failed';
-  /** Why it failed (`code: reason`). */
+  outcome: 'running' | 'completed' | 'failed' | 'interrupted';
+  /** Why it failed or was interrupted (`code: reason`). */
   reason?: string;
+  /** Takeovers of the turn (`turn.adopted`): a restart on the same log or another gateway member, in order. */
+  takeovers?: Array<{
+    at: string;
+    reason: 'takeover' | 'restart';
+    member?: string;
+    openCalls: number;
+    catalogChanged?: { from: string; to: string };
+  }>;
 }
 
 /** One tool_search / tools.search invocation. */
@@ -60,7 +68,7 @@ export interface AuditDescribe {
 export interface AuditApproval {
   approvalId: string;
   timeoutMs?: number;
-  status: 'waiting' | 'approved' | 'denied' | 'timedOut';
+  status: 'waiting' | 'approved' | 'denied' | 'timedOut' | 'cancelled';
   by?: string;
   reason?: string;
   requestedAt?: string;
@@ -439,11 +447,13 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
                 ...c.approval,
                 approvalId: e.data.approvalId,
                 status:
-                  e.data.timedOut === true
-                    ? ('timedOut' as const)
-                    : e.data.approved
-                      ? ('approved' as const)
-                      : ('denied' as const),
+                  e.data.cancelled === true
+                    ? ('cancelled' as const)
+                    : e.data.timedOut === true
+                      ? ('timedOut' as const)
+                      : e.data.approved
+                        ? ('approved' as const)
+                        : ('denied' as const),
                 by: e.data.by,
                 reason: e.data.reason,
                 resolvedAt: e.at,
@@ -547,6 +557,39 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
       }));
     case 'turn.completed':
       return onTurn(s, e.turnId, (t) => ({ ...t, outcome: 'completed', durationMs: e.data.durationMs, endedAt: e.at }));
+    case 'turn.interrupted':
+      return onTurn(s, e.turnId, (t) =>
+        defined({
+          ...t,
+          outcome: 'interrupted' as const,
+          reason: `${e.data.code}: ${e.data.reason}`,
+          durationMs: e.data.durationMs,
+          endedAt: e.at,
+        }),
+      );
+    case 'turn.adopted':
+      return onTurn(s, e.turnId, (t) => ({
+        ...t,
+        takeovers: [
+          ...(t.takeovers ?? []).filter((x) => x.at !== e.at),
+          defined({
+            at: e.at,
+            reason: e.data.reason,
+            member: e.data.member,
+            openCalls: e.data.openCalls,
+            catalogChanged: e.data.catalogChanged,
+          }),
+        ],
+      }));
+    case 'call.started':
+      return onCall(s, e, e.data.callId, e.data.toolId, (c) => c);
+    case 'call.outcomeUnknown':
+      return onCall(s, e, e.data.callId, e.data.toolId, (c) => ({
+        ...c,
+        source: e.data.source,
+        resultOrigin: e.data.origin,
+        endedAt: c.endedAt ?? e.at,
+      }));
     case 'turn.failed':
       return onTurn(s, e.turnId, (t) =>
         defined({
@@ -703,6 +746,22 @@ export function formatAuditReport(r: AuditReport): string {
         `${t.durationMs === undefined ? '' : ` in ${ms(t.durationMs)} ms`}${t.reason === undefined ? '' : ` (${t.reason})`}` +
         `${t.exposureReason === undefined ? '' : `; ${t.exposureReason}`}`,
     );
+  }
+  const takeovers = d.turns.flatMap((t) => (t.takeovers ?? []).map((x) => ({ turnId: t.turnId, ...x })));
+  if (takeovers.length > 0) {
+    lines.push('', `Takeovers (${takeovers.length}):`);
+    for (const x of takeovers)
+      lines.push(
+        `  ${x.turnId} at ${x.at}: ${x.reason}${x.member === undefined ? '' : ` by ${x.member}`}, ${plural(x.openCalls, 'open call')}` +
+          `${x.catalogChanged === undefined ? '' : `, catalog changed ${x.catalogChanged.from} -> ${x.catalogChanged.to}`}`,
+      );
+  }
+  const unknown = d.calls.filter((c) => c.outcome === 'outcomeUnknown');
+  const interrupted = d.turns.filter((t) => t.outcome === 'interrupted');
+  if (unknown.length > 0 || interrupted.length > 0) {
+    lines.push('', `Interrupted turns (${interrupted.length}) and calls with an unknown outcome (${unknown.length}):`);
+    for (const t of interrupted) lines.push(`  turn ${t.turnId}: ${t.reason ?? 'interrupted'}`);
+    for (const c of unknown) lines.push(`  call ${c.callId} ${c.id}: the effect may or may not have happened`);
   }
   lines.push('', `Searches (${d.searches.length}):`);
   for (const s of d.searches) {

@@ -10,7 +10,7 @@ import {
 } from '../events/index.js';
 
 /** How an attempted final call ended: `pending` is a client call handed back (or a call still in flight). */
-export type CallOutcome = 'ok' | 'blocked' | 'failed' | 'pending';
+export type CallOutcome = 'ok' | 'blocked' | 'failed' | 'pending' | 'outcomeUnknown';
 
 /** One attempted final call, in the order requested. */
 export interface FinalCall {
@@ -35,7 +35,7 @@ export interface TurnCounter {
   describes: number;
   calls: number;
   codeRuns: number;
-  status: 'running' | 'completed' | 'failed';
+  status: 'running' | 'completed' | 'failed' | 'interrupted';
 }
 
 /** What a turn cost and chose, to compare direct exposure with Tool Search (usage counters). */
@@ -271,7 +271,17 @@ function evolveLog(log: SessionLog, e: AnyEvent): SessionLog {
     case 'describe.performed':
     case 'code.requested':
     case 'turn.failed':
+    case 'turn.interrupted':
+    case 'turn.adopted':
       return updateTurn(log, e.turnId, row);
+    case 'call.outcomeUnknown':
+      return updateCall(
+        log,
+        e.data.callId,
+        e.data.toolId,
+        { source: e.data.source, origin: e.data.origin },
+        { outcome: 'outcomeUnknown', reason: e.data.reason },
+      );
     case 'call.requested':
       return updateCall(updateTurn(log, e.turnId, row), e.data.callId, e.data.toolId, {
         source: e.data.source,

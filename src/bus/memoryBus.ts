@@ -42,6 +42,8 @@ export interface MemoryBusStats {
 
 export type MemoryBus = EventBus & {
   stats(): MemoryBusStats;
+  /** Every session with stored events (loaded from the log or published), oldest first: what a restart recovers. */
+  sessionIds(): string[];
   /** The absolute log path, or undefined when the log is off. */
   readonly logPath: string | undefined;
 };
@@ -364,6 +366,10 @@ class MemoryBusImpl implements MemoryBus {
           );
       }
     });
+  }
+
+  sessionIds(): string[] {
+    return [...this.bySession.keys()];
   }
 
   async *replay(filter: { sessionId: string; turnId?: string }): AsyncIterable<Envelope> {

@@ -109,7 +109,7 @@ export type ApprovalRequested = Static<typeof ApprovalRequested>;
 /**
  * `approval.resolved`: an approver answered on the bus (only the approver role may publish it on a secured server).
  * Logs written before `approval.settled` existed also hold the gateway's own timeouts here (approved false,
- * timedOut true); they fold as before.
+ * timedOut true) and cut waits (approved false, `by: "cancelled"`, cancelled true); they fold as before.
  */
 export const ApprovalResolved = Type.Object({
   callId: Type.String(),
@@ -118,12 +118,15 @@ export const ApprovalResolved = Type.Object({
   by: Type.Optional(Type.String()),
   reason: Type.Optional(Type.String()),
   timedOut: Type.Optional(Type.Boolean()),
+  /** The wait was cut (shutdown, crash recovery), not answered nor timed out (added, optional). */
+  cancelled: Type.Optional(Type.Boolean()),
 });
 export type ApprovalResolved = Static<typeof ApprovalResolved>;
 
 /**
- * `approval.settled`: the gateway ended an approval wait itself: no answer in time or the wait was cancelled
- * (approved false, timedOut true), or the embedder's library approver answered (`by: "callback"`). A record only:
+ * `approval.settled`: the gateway ended an approval wait itself: no answer in time (approved false, timedOut true),
+ * the wait was cut by a shutdown or a crash (approved false, `by: "cancelled"`, cancelled true), or the embedder's
+ * library approver answered (`by: "callback"`). A record only:
  * no turn ever takes it for an answer (answers are `approval.resolved`), so a principal that may publish it (the
  * gateway role) cannot approve a call with it.
  */
@@ -134,6 +137,8 @@ export const ApprovalSettled = Type.Object({
   by: Type.Optional(Type.String()),
   reason: Type.Optional(Type.String()),
   timedOut: Type.Optional(Type.Boolean()),
+  /** The wait was cut (shutdown, crash recovery), not answered nor timed out. */
+  cancelled: Type.Optional(Type.Boolean()),
 });
 export type ApprovalSettled = Static<typeof ApprovalSettled>;
 
@@ -151,6 +156,42 @@ export const HookRan = Type.Object({
   error: Type.Optional(Type.String()),
 });
 export type HookRan = Static<typeof HookRan>;
+
+/**
+ * `call.started`: the tool's execution begins now. A sync point: durable (fsynced in the embedded log, acked by
+ * JetStream) before the tool runs, so whoever folds the stream can tell "never started" (no `call.started`) from
+ * "started, outcome unknown" (`call.started` and no terminal fact).
+ */
+export const CallStarted = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  source: SourceKindSchema,
+  origin: ResultOriginSchema,
+  /** The tool declares a re-run safe (`rerunSafe`: trusted MCP readOnly/idempotent hints, plugin `idempotent`). */
+  rerunSafe: Type.Boolean(),
+  /**
+   * The final arguments (secrets `[redacted]`), kept only for a re-run-safe call whose arguments had no secret: what
+   * a new owner re-runs it with when the outcome was lost.
+   */
+  args: Type.Optional(Type.Unknown()),
+  /** 1 for the first execution, 2 and on for a re-run after a takeover or a restart. */
+  attempt: Type.Optional(NonNegInt()),
+});
+export type CallStarted = Static<typeof CallStarted>;
+
+/**
+ * `call.outcomeUnknown`: the call started (`call.started`) and whoever ran it is gone without recording its
+ * outcome; the tool does not declare a re-run safe, so the effect may or may not have happened and the gateway
+ * never retries it. A terminal fact of the call.
+ */
+export const CallOutcomeUnknown = Type.Object({
+  callId: Type.String(),
+  toolId: Type.String(),
+  source: SourceKindSchema,
+  origin: ResultOriginSchema,
+  reason: Type.String(),
+});
+export type CallOutcomeUnknown = Static<typeof CallOutcomeUnknown>;
 
 /** `call.completed`: the tool ran and returned a result (size only, never the value). */
 export const CallCompleted = Type.Object({

@@ -48,7 +48,9 @@ export {
   ToolsExposed,
   TurnCompleted,
   TurnCompletedCounters,
+  TurnAdopted,
   TurnFailed,
+  TurnInterrupted,
   TurnStarted,
 } from './turnEvents.js';
 export {
@@ -62,6 +64,8 @@ export {
   CallPending,
   CallRejected,
   CallRequested,
+  CallStarted,
+  CallOutcomeUnknown,
   ClientResultReceived,
   DescribePerformed,
   HookRan,

@@ -13,6 +13,11 @@ export const TurnStarted = Type.Object({
   /** Whether the caller is the owner (owner-only tools are gated on it). */
   owner: Type.Boolean(),
   clientId: Type.Optional(Type.String()),
+  /**
+   * The digest of the client's request key (HTTP `Idempotency-Key`, scoped to the caller; added, optional): a retry
+   * with the same key finds this turn and is answered from its record instead of running again.
+   */
+  requestKey: Type.Optional(Type.String()),
 });
 export type TurnStarted = Static<typeof TurnStarted>;
 
@@ -111,3 +116,32 @@ export const TurnFailed = Type.Object({
   durationMs: Type.Optional(Type.Number({ minimum: 0 })),
 });
 export type TurnFailed = Static<typeof TurnFailed>;
+
+/**
+ * `turn.interrupted`: the turn ended without its client: the gateway restarted (or shut down) and nobody can
+ * continue it. Every call left open was ended before this (outcome unknown, cancelled approval, never started).
+ */
+export const TurnInterrupted = Type.Object({
+  code: Type.String(),
+  reason: Type.String(),
+  durationMs: Type.Optional(Type.Number({ minimum: 0 })),
+});
+export type TurnInterrupted = Static<typeof TurnInterrupted>;
+
+/**
+ * `turn.adopted`: a gateway took the open turn over from the stream (a takeover on NATS, a restart on the same
+ * embedded log) and continues it, or closes it with a fact. `catalogChanged`: the fingerprint the turn had and
+ * the one its sources list now.
+ */
+export const TurnAdopted = Type.Object({
+  /** Why: `takeover` (another member owned the session) or `restart` (the same log, a new process). */
+  reason: Type.Union([Type.Literal('takeover'), Type.Literal('restart')]),
+  /** The member that adopted it (absent: not named). */
+  member: Type.Optional(Type.String()),
+  /** Events of the session folded. */
+  eventsFolded: NonNegInt(),
+  /** Calls without a terminal fact at the takeover. */
+  openCalls: NonNegInt(),
+  catalogChanged: Type.Optional(Type.Object({ from: Type.String(), to: Type.String() })),
+});
+export type TurnAdopted = Static<typeof TurnAdopted>;

@@ -1,12 +1,23 @@
-import type { BySource, ModeSchema, SourceKindSchema } from './common.js';
+import type { BySource, ModeSchema, ResultOriginSchema, SourceKindSchema } from './common.js';
 import type { Envelope } from './envelope.js';
 import type { AnyEvent } from './registry.js';
 import type { TurnCompletedCounters, TurnStarted } from './turnEvents.js';
 
-/** A call requested and not ended yet (no `call.completed|failed|blocked|pending`). */
+/**
+ * A call requested and not ended yet (no `call.completed|failed|blocked|pending|outcomeUnknown`), and how far it
+ * got: `requested`, `decided` (an answer of the enforcer, `decision` says which) or `started` (its execution began:
+ * the outcome may have happened).
+ */
 export interface PendingCall {
   toolId: string;
   source: SourceKindSchema;
+  origin?: ResultOriginSchema;
+  phase: 'requested' | 'decided' | 'started';
+  decision?: 'allowed' | 'blocked' | 'approvalRequired';
+  /** From `call.started`: the tool declares a re-run safe, and the arguments to re-run it with when kept. */
+  rerunSafe?: boolean;
+  args?: unknown;
+  attempt?: number;
 }
 
 /** A code run requested and not settled yet, with the bridge operations it made so far. */
@@ -24,7 +35,7 @@ export interface OpenCodeRun {
 export interface TurnState {
   sessionId: string;
   turnId: string;
-  status: 'running' | 'completed' | 'failed';
+  status: 'running' | 'completed' | 'failed' | 'interrupted';
   /** The facts of `turn.started` (requested mode, harness, who runs it). */
   started?: TurnStarted;
   /** Tools listed over every source (`sources.listed`), before the policy filtered them. */
@@ -50,11 +61,19 @@ export interface TurnState {
   completed: readonly string[];
   pendingCalls: Readonly<Record<string, PendingCall>>;
   /** `approval.requested` without its `approval.resolved`, by approval id. */
-  pendingApprovals: Readonly<Record<string, { callId: string; toolId: string }>>;
+  pendingApprovals: Readonly<Record<string, { callId: string; toolId: string; at: string; timeoutMs: number }>>;
+  /** Calls that ended `call.outcomeUnknown` (their effect may or may not have happened), in order. */
+  unknown: readonly string[];
+  /** Times the turn was taken over (`turn.adopted`), and the last catalog change recorded at one. */
+  adoptions: number;
+  catalogChanged?: { from: string; to: string };
   /** Client calls this turn handed back (`call.pending`) whose result has not arrived in this turn. */
   pendingClientCalls: Readonly<Record<string, { toolId: string }>>;
   openCodeRuns: Readonly<Record<string, OpenCodeRun>>;
-  outcome?: { status: 'completed'; promptBytes?: number } | { status: 'failed'; code: string; reason: string };
+  outcome?:
+    | { status: 'completed'; promptBytes?: number }
+    | { status: 'failed'; code: string; reason: string }
+    | { status: 'interrupted'; code: string; reason: string };
 }
 
 /** The state of a turn before its first event. Pure: no I/O. */
@@ -70,6 +89,8 @@ export function initialTurnState(sessionId: string, turnId: string): TurnState {
     codeRuns: 0,
     selected: [],
     completed: [],
+    unknown: [],
+    adoptions: 0,
     pendingCalls: {},
     pendingApprovals: {},
     pendingClientCalls: {},
@@ -149,8 +170,45 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return {
         ...state,
         calls: state.calls + 1,
-        pendingCalls: { ...state.pendingCalls, [e.data.callId]: { toolId: e.data.toolId, source: e.data.source } },
+        pendingCalls: {
+          ...state.pendingCalls,
+          [e.data.callId]: { toolId: e.data.toolId, source: e.data.source, origin: e.data.origin, phase: 'requested' },
+        },
       };
+    case 'call.decided': {
+      const call = state.pendingCalls[e.data.callId];
+      // An answer seen twice, or after the call started, changes nothing.
+      if (call === undefined || call.phase !== 'requested') return state;
+      return {
+        ...state,
+        pendingCalls: {
+          ...state.pendingCalls,
+          [e.data.callId]: { ...call, phase: 'decided', decision: e.data.decision },
+        },
+      };
+    }
+    case 'call.started': {
+      const call = state.pendingCalls[e.data.callId];
+      if (call === undefined) return state;
+      return {
+        ...state,
+        pendingCalls: {
+          ...state.pendingCalls,
+          [e.data.callId]: {
+            ...call,
+            phase: 'started',
+            rerunSafe: e.data.rerunSafe,
+            ...(e.data.args === undefined ? {} : { args: e.data.args }),
+            attempt: e.data.attempt ?? 1,
+          },
+        },
+      };
+    }
+    case 'call.outcomeUnknown': {
+      if (state.pendingCalls[e.data.callId] === undefined) return state;
+      const ended = endCall(state, e.data.callId);
+      return { ...ended, unknown: [...state.unknown, e.data.toolId] };
+    }
     case 'call.rejected':
       return { ...state, rejected: state.rejected + 1 };
     case 'approval.requested':
@@ -159,7 +217,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         ...state,
         pendingApprovals: {
           ...state.pendingApprovals,
-          [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId },
+          [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId, at: e.at, timeoutMs: e.data.timeoutMs },
         },
       };
     case 'approval.resolved':
@@ -208,6 +266,18 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       };
     case 'turn.failed':
       return { ...state, status: 'failed', outcome: { status: 'failed', code: e.data.code, reason: e.data.reason } };
+    case 'turn.interrupted':
+      return {
+        ...state,
+        status: 'interrupted',
+        outcome: { status: 'interrupted', code: e.data.code, reason: e.data.reason },
+      };
+    case 'turn.adopted':
+      return {
+        ...state,
+        adoptions: state.adoptions + 1,
+        ...(e.data.catalogChanged === undefined ? {} : { catalogChanged: { ...e.data.catalogChanged } }),
+      };
     default:
       return state;
   }

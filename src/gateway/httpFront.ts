@@ -27,6 +27,16 @@ import { isRecord } from './front/openai.js';
 import { chatToResponse, responsesToChat, writeResponse } from './front/responses.js';
 import { wantsStreamUsage, writeSse } from './front/sse.js';
 import { requestTrace, serverSpan } from './front/trace.js';
+import {
+  alreadyHandledText,
+  IDEMPOTENCY_HEADER,
+  IdempotentAnswers,
+  idempotencyKeyOf,
+  keyedTurnOf,
+  replayAnswer,
+  requestKeyOf,
+} from './front/idempotency.js';
+import type { Envelope } from '../events/index.js';
 import type { ProviderClient } from './providerClient.js';
 import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from './providerLoop.js';
 import type { StepResult, TurnEngine } from '../turn/index.js';
@@ -63,6 +73,13 @@ export interface GatewayFrontEvent {
 
 export interface GatewayServerOptions {
   engine: TurnEngine;
+  /** At shutdown, how long requests in flight may still finish before they are answered 503 (default 5000 ms). */
+  drainMs?: number;
+  /**
+   * A session's stored events (the bus's replay): a retry whose Idempotency-Key this process has not answered finds
+   * the turn an earlier process ran for it there. Absent: keys are checked in memory only.
+   */
+  replay?: (sessionId: string) => AsyncIterable<Envelope>;
   provider: ProviderClient;
   /** 0 (default) = a free port. */
   port?: number;
@@ -111,8 +128,18 @@ export interface GatewayServer {
   /** Base URL, e.g. `http://127.0.0.1:PORT` (the API is under `/v1`). */
   url: string;
   port: number;
+  /**
+   * Shuts the front down honestly: new requests get 503 `gateway.shuttingDown` with a `Retry-After`, requests in
+   * flight may finish within `drainMs`, and those still running then are answered 503 with a `Retry-After` (their
+   * turns are closed with a record by the engine afterwards), never a cut connection.
+   */
   close(): Promise<void>;
 }
+
+/** How long requests in flight may still finish when the front shuts down (`GatewayServerOptions.drainMs`). */
+export const DEFAULT_DRAIN_MS = 5_000;
+/** The `Retry-After` (seconds) of a request refused or cut by a shutdown: about a restart or a takeover. */
+const SHUTDOWN_RETRY_AFTER_S = 5;
 
 /** How many sessions' pending client calls are remembered (oldest forgotten first). */
 const MAX_SESSIONS_REMEMBERED = 10_000;
@@ -221,6 +248,52 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
     const parsed = parseJsonBody(body.value);
     if (!parsed.ok) return refused(res, 400, parsed.error.message, 'invalid_json', { headers: sessionHeader });
+    // A retry with the same Idempotency-Key never runs a turn twice: the answer given, or the record of the turn.
+    const idem = idempotencyKeyOf(req);
+    if (!idem.ok)
+      return refused(res, 400, idem.error.message, idem.error.code, {
+        param: IDEMPOTENCY_HEADER,
+        headers: sessionHeader,
+      });
+    let requestKey: string | undefined;
+    if (idem.value !== undefined) {
+      const callerName = caller.kind === 'key' ? `key:${caller.principal.name}` : 'open';
+      requestKey = requestKeyOf(`${callerName}\u0000${sessionId}\u0000${dialect}`, idem.value);
+      const prior = keyed.get(requestKey);
+      if (prior !== undefined && prior.bodyDigest !== IdempotentAnswers.bodyDigest(body.value))
+        return refused(
+          res,
+          422,
+          'This Idempotency-Key was already used with another request body: use a new key for a new request, or send the same body to get the same answer.',
+          'request.idempotencyKeyReused',
+          { param: IDEMPOTENCY_HEADER, headers: sessionHeader },
+        );
+      const answer = prior === undefined ? undefined : await prior.answer;
+      // A cut or failed answer (5xx) is not final: the turn's record decides below.
+      if (answer !== undefined && answer.status < 500) return replayAnswer(res, answer);
+      if (opts.replay !== undefined) {
+        const events: Envelope[] = [];
+        try {
+          for await (const e of opts.replay(sessionId)) events.push(e);
+        } catch {
+          // Without the record the key cannot be checked: refused rather than risk running the turn twice.
+          return refused(
+            res,
+            503,
+            'The record of earlier requests could not be read to check the Idempotency-Key: retry later.',
+            'gateway.eventLogFailed',
+            { headers: { ...sessionHeader, 'retry-after': '1' } },
+          );
+        }
+        const before = keyedTurnOf(events, sessionId, requestKey);
+        if (before !== undefined)
+          return refused(res, 409, alreadyHandledText(before), 'request.alreadyHandled', {
+            param: IDEMPOTENCY_HEADER,
+            headers: { ...sessionHeader, [TURN_HEADER]: before.turnId },
+          });
+      }
+      keyed.remember(requestKey, body.value, res);
+    }
     let chatBody: unknown = parsed.value;
     if (dialect === 'responses') {
       if (!isRecord(parsed.value))
@@ -341,6 +414,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
             ? { owner: admitted.value.owner }
             : {}),
           ...(trace !== undefined ? { trace } : {}),
+          ...(requestKey !== undefined ? { requestKey } : {}),
         },
         maxRounds: opts.maxRounds,
         turnId,
@@ -462,7 +536,33 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     }
   };
 
+  /** Answers of requests with an Idempotency-Key, for their retries. */
+  const keyed = new IdempotentAnswers();
+
+  /** Requests being answered; at shutdown, new ones are refused and these drain or are answered 503. */
+  const inflight = new Set<ServerResponse>();
+  let draining = false;
+  const shuttingDown = (res: ServerResponse, message: string): void =>
+    sendError(res, 503, message, 'gateway.shuttingDown', {
+      headers: { 'retry-after': String(SHUTDOWN_RETRY_AFTER_S) },
+    });
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (draining)
+      return shuttingDown(
+        res,
+        `The gateway is shutting down and takes no new requests: retry in ${SHUTDOWN_RETRY_AFTER_S} s (another gateway member, or this one after its restart, answers).`,
+      );
+    inflight.add(res);
+    res.once('close', () => inflight.delete(res));
+    try {
+      await route(req, res);
+    } finally {
+      inflight.delete(res);
+    }
+  };
+
+  const route = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz' && req.method === 'GET')
       return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
@@ -508,7 +608,26 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     host: opts.host ?? '127.0.0.1',
     ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
   });
-  return { url: server.url, port: server.port, close: () => server.close() };
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    draining = true;
+    const drainMs = opts.drainMs ?? DEFAULT_DRAIN_MS;
+    const end = Date.now() + drainMs;
+    while (inflight.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+    // Still running: answered now, so the client knows to retry; what the turn did is recorded by the engine.
+    for (const res of inflight) {
+      shuttingDown(
+        res,
+        `The gateway shut down before this request finished (it waited ${drainMs} ms): nothing more runs for it here. Retry in ${SHUTDOWN_RETRY_AFTER_S} s; the turn's record says what ran.`,
+      );
+    }
+    await server.close();
+  };
+  return {
+    url: server.url,
+    port: server.port,
+    close: () => (closing ??= close()),
+  };
 }
 
 /** The `Retry-After` header (whole seconds, at least 1) of a wait in ms. Pure: no I/O. */

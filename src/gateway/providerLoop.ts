@@ -28,6 +28,8 @@ export interface ChatSession {
   harness?: 'pi' | 'codex';
   /** W3C trace context of the request (the front's SERVER span, or the caller's `traceparent`): the turn joins it. */
   trace?: Record<string, string>;
+  /** The digest of the client's `Idempotency-Key` (recorded on `turn.started`). */
+  requestKey?: string;
 }
 
 /** A client tool call handed back to the client, waiting for its result. */
@@ -168,6 +170,7 @@ export async function runChatTurn(input: RunChatTurnInput): Promise<Result<ChatT
     ...(session.harness !== undefined ? { harness: session.harness } : {}),
     ...(specs.value.length > 0 ? { clientTools: specs.value } : {}),
     ...(session.trace !== undefined ? { trace: session.trace } : {}),
+    ...(session.requestKey !== undefined ? { requestKey: session.requestKey } : {}),
   });
   if (!started.ok) return started;
   const turn = started.value;

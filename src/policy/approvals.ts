@@ -25,8 +25,8 @@ export type Approver = (req: ApprovalRequest) => Promise<ApprovalDecision>;
 export interface ApprovalOutcome {
   approved: boolean;
   reason?: string;
-  /** `callback`, `bus` or `timeout`. */
-  by: 'callback' | 'bus' | 'timeout';
+  /** `callback`, `bus`, `timeout`, or `cancelled` (the wait was cut: the turn ended, the gateway shut down). */
+  by: 'callback' | 'bus' | 'timeout' | 'cancelled';
   timedOut?: boolean;
 }
 
@@ -58,8 +58,13 @@ export function waitForApproval(opts: WaitForApprovalOptions): Promise<ApprovalO
         settle({ approved: false, by: 'timeout', timedOut: true, reason: `no approval within ${opts.timeoutMs} ms` }),
       opts.timeoutMs,
     );
+    // A cut wait is not a timeout: nobody answered and the time was not up.
     const onAbort = () =>
-      settle({ approved: false, by: 'timeout', timedOut: true, reason: 'the approval wait was aborted' });
+      settle({
+        approved: false,
+        by: 'cancelled',
+        reason: 'the approval wait was cut before an answer came (the turn ended or the gateway shut down)',
+      });
     if (opts.signal?.aborted) onAbort();
     else opts.signal?.addEventListener('abort', onAbort, { once: true });
     opts.fromBus.then(

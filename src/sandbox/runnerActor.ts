@@ -46,6 +46,36 @@ const failed = (code: string, message: string, durationMs: number, logs: LogLine
 });
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** One bridged `tools.call` of a remote run, as the gateway served it. */
+export interface BridgedCall {
+  id: string;
+  status: 'inFlight' | 'completed' | 'failed';
+  code?: string;
+}
+
+/**
+ * What a lost runner's run is known to have done, for the model: the calls it made through the bridge (served
+ * here, so their outcomes are known) and what follows for a retry. Never "retry it" when a call took effect.
+ * Pure: no I/O.
+ */
+export function lostRunText(calls: readonly BridgedCall[]): string {
+  if (calls.length === 0)
+    return 'The run made no tool call before it was lost, so no effect happened through the gateway: running the code again is safe.';
+  const list = calls
+    .map((c) =>
+      c.status === 'completed'
+        ? `${c.id} completed`
+        : c.status === 'failed'
+          ? `${c.id} failed (${c.code ?? 'error'})`
+          : `${c.id} was running: its outcome is unknown`,
+    )
+    .join('; ');
+  return (
+    `Before it was lost the run made ${calls.length} tool call(s): ${list}. Their effects happened (or may have, where ` +
+    'unknown): do not run the same code again as is. Go on from these outcomes, calling only what has not run yet.'
+  );
+}
+
 export interface SandboxRunnerOptions {
   bus: EventBus;
   sandbox: Sandbox;
@@ -225,6 +255,8 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
     const subject = bridgeSubject(runId);
     const signal = req.signal;
     let lastBeat = Date.now();
+    const calls: BridgedCall[] = [];
+    const lostRun = (why: string): CodeOutcome => failed('sandbox.runnerLost', `${why} ${lostRunText(calls)}`, took());
     const serveBridge = async (payload: unknown): Promise<Result<unknown>> => {
       lastBeat = Date.now();
       if (!isRecord(payload)) return fail('sandbox.protocolError', 'a bridge message must be an object');
@@ -235,8 +267,17 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
           return req.bridge.search(payload['query'], payload['opts'] ?? undefined, signal);
         case 'describe':
           return req.bridge.describe(payload['id'], signal);
-        case 'call':
-          return req.bridge.call(payload['id'], payload['args'], signal);
+        case 'call': {
+          const row: BridgedCall = {
+            id: typeof payload['id'] === 'string' ? payload['id'].slice(0, 300) : '?',
+            status: 'inFlight',
+          };
+          calls.push(row);
+          const r = await req.bridge.call(payload['id'], payload['args'], signal);
+          row.status = r.ok ? 'completed' : 'failed';
+          if (!r.ok) row.code = r.error.code;
+          return r;
+        }
         default:
           return fail('sandbox.protocolError', `unknown bridge op ${JSON.stringify(payload['op'])}`);
       }
@@ -262,10 +303,8 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
             took(),
           );
         }
-        return failed(
-          'sandbox.runnerLost',
-          `The sandbox runner did not answer within ${bound} ms (${r.error.code}: ${r.error.message}); it stopped or was killed during the run. The run's outcome is unknown: retry it.`,
-          took(),
+        return lostRun(
+          `The sandbox runner did not answer within ${bound} ms (${r.error.code}: ${r.error.message}); it stopped or was killed during the run.`,
         );
       });
       const lost = new Promise<CodeOutcome>((resolve) => {
@@ -273,10 +312,8 @@ export function createRemoteSandbox(opts: RemoteSandboxOptions): Sandbox {
           () => {
             if (Date.now() - lastBeat > lostAfterMs) {
               resolve(
-                failed(
-                  'sandbox.runnerLost',
-                  `The sandbox runner stopped answering during the run (no heartbeat for ${Date.now() - lastBeat} ms): it stopped or was killed. The run's outcome is unknown: retry it.`,
-                  took(),
+                lostRun(
+                  `The sandbox runner stopped answering during the run (no heartbeat for ${Date.now() - lastBeat} ms): it stopped or was killed.`,
                 ),
               );
             }

@@ -128,7 +128,21 @@ export const SPAN_MODEL: readonly SpanModelRow[] = [
     parent: 'call',
     note: 'starts at the previous event of the call',
   },
+  {
+    event: 'call.started',
+    span: null,
+    role: 'none',
+    parent: null,
+    note: 'the execution begins (durable first); the execute_tool span is the call',
+  },
   { event: 'call.completed', span: SpanName.call, role: 'closes', parent: null, note: 'result bytes' },
+  {
+    event: 'call.outcomeUnknown',
+    span: null,
+    role: 'none',
+    parent: null,
+    note: 'recorded by the member that took the turn over: the call span stays as the lost member left it',
+  },
   { event: 'call.failed', span: SpanName.call, role: 'closes', parent: null, note: 'error code' },
   {
     event: 'call.blocked',
@@ -163,6 +177,14 @@ export const SPAN_MODEL: readonly SpanModelRow[] = [
   { event: 'code.settled', span: SpanName.code, role: 'closes', parent: null, note: 'error code when not ok' },
   { event: 'code.timedOut', span: SpanName.code, role: 'closes', parent: null, note: 'error code sandbox.timedOut' },
   { event: 'turn.completed', span: SpanName.turn, role: 'closes', parent: null, note: 'counters; also closes execute' },
+  { event: 'turn.adopted', span: null, role: 'none', parent: null, note: 'a takeover or restart: no span' },
+  {
+    event: 'turn.interrupted',
+    span: null,
+    role: 'none',
+    parent: null,
+    note: 'recorded after the process that ran the turn is gone: no span of its own',
+  },
   {
     event: 'turn.failed',
     span: SpanName.turn,

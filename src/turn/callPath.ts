@@ -11,7 +11,14 @@ import {
   type PolicyDecision,
   type ToolCallOutput,
 } from '../../machines/index.js';
-import { canonicalJson, entryDigest, resolveTool, type ToolContext, type ToolEntry } from '../catalog/index.js';
+import {
+  canonicalJson,
+  entryDigest,
+  rerunSafe,
+  resolveTool,
+  type ToolContext,
+  type ToolEntry,
+} from '../catalog/index.js';
 import type { EventOf } from '../events/index.js';
 import {
   approvalPattern,
@@ -158,6 +165,28 @@ interface CallHandle {
 
 const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
 
+/** Arguments a `call.started` keeps: only a re-run-safe call's, and only when no secret had to be left out. */
+const MAX_KEPT_ARGS_BYTES = 64 * 1024;
+
+/** The `call.started` fact of a call about to run. Pure: no I/O. */
+export function startedFact(
+  h: { callId: string; entry: ToolEntry },
+  args: Record<string, unknown>,
+  attempt: number,
+): EventOf<'call.started'>['data'] {
+  const safe = rerunSafe(h.entry);
+  const keep = safe && redactSecretArgs(h.entry.inputSchema, args) === args && bytesOf(args) <= MAX_KEPT_ARGS_BYTES;
+  return {
+    callId: h.callId,
+    toolId: h.entry.id,
+    source: h.entry.source,
+    origin: h.entry.origin,
+    rerunSafe: safe,
+    ...(keep ? { args } : {}),
+    attempt,
+  };
+}
+
 const toolContext = (h: CallHandle, signal: AbortSignal): ToolContext => {
   const f = h.run.facts;
   return {
@@ -255,6 +284,7 @@ const enforcedCallMachine = toolCallMachine.provide({
                 by: outcome.by,
                 ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
                 ...(outcome.timedOut === true ? { timedOut: true } : {}),
+                ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),
               },
               asked.id,
               { seq: asked.seq + 1 },
@@ -295,6 +325,13 @@ const enforcedCallMachine = toolCallMachine.provide({
     }),
     execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
       const h = handleOf(input);
+      if (h.entry.source !== 'client') {
+        const available = availability(h.deps, h.run, h.entry);
+        if (!available.ok) return available;
+        // Durable before the tool runs (a sync point): a new owner tells "never started" from "outcome unknown".
+        const started = await h.run.events.emit('call.started', startedFact(h, input.args, 1), h.lastEventId);
+        h.lastEventId = started.id;
+      }
       const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal), h.span);
       if (r.ok && r.value === PENDING) h.pending = true;
       return r;
@@ -479,4 +516,50 @@ async function runCall(
     h.lastEventId,
   );
   return { ok: false, error };
+}
+
+/**
+ * Runs again a call that had started (`call.started`) and whose outcome was lost, when the tool declares a re-run
+ * safe and the arguments were kept: a new `call.started` (the next attempt, durable first), the execution, and its
+ * terminal fact. Its decision and hooks stand (they were recorded before the first start). A tool no longer
+ * available ends `call.outcomeUnknown`.
+ */
+export async function rerunStartedCall(
+  deps: EngineDeps,
+  run: TurnRun,
+  entry: ToolEntry,
+  callId: string,
+  args: Record<string, unknown>,
+  attempt: number,
+  signal: AbortSignal,
+): Promise<'reran' | 'outcomeUnknown'> {
+  const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
+  const available = availability(deps, run, entry);
+  if (!available.ok) {
+    await run.events.emit('call.outcomeUnknown', {
+      ...common,
+      reason: `The outcome of ${entry.id} is unknown and it cannot run again here (${available.error.message}). Its effect may or may not have happened; check before calling it again.`,
+    });
+    return 'outcomeUnknown';
+  }
+  const h = { deps, run, entry, callId } as unknown as CallHandle;
+  const startedFactData = startedFact({ callId, entry }, args, attempt);
+  const startedEvent = await run.events.emit('call.started', startedFactData);
+  const t0 = performance.now();
+  let r: Result<unknown>;
+  try {
+    r = await execute(deps, run, entry, args, toolContext(h, signal), undefined);
+  } catch (err) {
+    r = fail('call.failed', `${entry.id} failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const durationMs = performance.now() - t0;
+  if (r.ok)
+    await run.events.emit('call.completed', { ...common, durationMs, resultBytes: bytesOf(r.value) }, startedEvent.id);
+  else
+    await run.events.emit(
+      'call.failed',
+      { ...common, error: { code: r.error.code, message: r.error.message }, durationMs },
+      startedEvent.id,
+    );
+  return 'reran';
 }

@@ -19,7 +19,13 @@ import {
   type Catalog,
 } from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
-import { completedCounters, initialSessionState, makeEnvelope, type SessionState } from '../events/index.js';
+import {
+  completedCounters,
+  initialSessionState,
+  makeEnvelope,
+  type Envelope,
+  type SessionState,
+} from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import {
   ArgsValidator,
@@ -29,7 +35,20 @@ import {
   type PolicyEnforcer,
 } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
-import type { InvokeOptions, StepResult, Turn, TurnEngine, TurnRequest } from './turnEngine.js';
+import type {
+  AdoptedCall,
+  AdoptedTurn,
+  AdoptOptions,
+  AdoptReport,
+  InvokeOptions,
+  StepResult,
+  Turn,
+  TurnEngine,
+  TurnRequest,
+} from './turnEngine.js';
+import { rerunStartedCall } from './callPath.js';
+import { endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
+import { rerunSafe, type ToolEntry } from '../catalog/index.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
 import { ExposureMemo } from './exposureMemo.js';
@@ -96,6 +115,21 @@ const engineTurnMachine = turnMachine.provide({
     }),
   },
 });
+
+/** An open turn being adopted: what it was (the fold), why, and what the adoption did (filled in). */
+interface ResumePlan {
+  open: OpenTurn;
+  session: SessionState;
+  folded: number;
+  reason: 'takeover' | 'restart';
+  member?: string;
+  signal?: AbortSignal;
+  calls: AdoptedCall[];
+  catalogChanged?: { from: string; to: string };
+}
+
+/** A turn this engine runs, as the engine sees it: it can end it, or let it go for a handover. */
+type LiveTurn = Turn & { end: Turn['end']; letGo(): void };
 
 /** The TurnEngine with introspection for tests and benches. */
 export interface Engine extends TurnEngine {
@@ -182,7 +216,7 @@ export function createEngine(opts: EngineOptions): Engine {
     onReap: (s, reason) => closeRuntime(s, reason),
     ...(opts.saturated === undefined ? {} : { saturated: opts.saturated }),
   });
-  const liveTurns = new Set<{ end: Turn['end'] }>();
+  const liveTurns = new Set<LiveTurn>();
   /** Turns this engine started and has not finished (`<sessionId>\0<turnId>`): the only ones its own enforcer decides. */
   const ownTurns = new Set<string>();
   const turnKey = (sessionId: string, turnId: string) => `${sessionId}\u0000${turnId}`;
@@ -204,14 +238,21 @@ export function createEngine(opts: EngineOptions): Engine {
   const configuredMode = (): ExposureMode =>
     opts.mode ?? (config.tools.toolSearch.enabled ? config.tools.toolSearch.mode : 'direct');
 
-  async function startTurn(req: TurnRequest): Promise<Result<Turn>> {
+  /** Folded session states of adopted sessions, so their pending client calls still accept results. */
+  const adoptedSessions = new Map<string, SessionState>();
+
+  function startTurn(req: TurnRequest): Promise<Result<Turn>> {
+    return launchTurn(req, undefined);
+  }
+
+  async function launchTurn(req: TurnRequest, resume: ResumePlan | undefined): Promise<Result<Turn>> {
     if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
     const checked = checkTurnRequest(req);
     if (!checked.ok) return checked;
     const admitted = sessions.begin(req.sessionId, req.principal ?? `agent:${req.agentId ?? 'default'}`, () => ({
       sessionId: req.sessionId,
       runtime: undefined,
-      state: initialSessionState(req.sessionId),
+      state: resume?.session ?? adoptedSessions.get(req.sessionId) ?? initialSessionState(req.sessionId),
     }));
     if (!admitted.ok) return admitted;
     const session = admitted.value;
@@ -246,26 +287,35 @@ export function createEngine(opts: EngineOptions): Engine {
     ownTurns.add(ownKey);
 
     let startedEventId: string;
-    try {
-      const started = await events.emit('turn.started', {
-        mode: requestedMode,
-        harness,
-        agentId: facts.agentId,
-        profile: facts.profile,
-        sandboxId: facts.sandboxId,
-        owner: facts.owner,
-        clientId,
-      });
-      startedEventId = started.id;
-    } catch (err) {
-      answers.close();
-      trace?.endTurn(events.state);
-      ownTurns.delete(ownKey);
-      release();
-      return fail(
-        'turn.busFailed',
-        `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`,
-      );
+    if (resume !== undefined) {
+      // A turn another process wrote: its state is the fold of the stored events; it goes on after them.
+      events.resumeFrom(resume.open.state, resume.open.lastSeq);
+      startedEventId = resume.open.startedEventId ?? '';
+    } else {
+      try {
+        const started = await events.emit('turn.started', {
+          mode: requestedMode,
+          harness,
+          agentId: facts.agentId,
+          profile: facts.profile,
+          sandboxId: facts.sandboxId,
+          owner: facts.owner,
+          clientId,
+          ...(typeof req.requestKey === 'string' && req.requestKey !== ''
+            ? { requestKey: req.requestKey.slice(0, 200) }
+            : {}),
+        });
+        startedEventId = started.id;
+      } catch (err) {
+        answers.close();
+        trace?.endTurn(events.state);
+        ownTurns.delete(ownKey);
+        release();
+        return fail(
+          'turn.busFailed',
+          `Could not record the start of the turn: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
     }
     const run: TurnRun = {
       facts,
@@ -303,7 +353,20 @@ export function createEngine(opts: EngineOptions): Engine {
       const out = actor.getSnapshot().output;
       const durationMs = performance.now() - startedAt;
       try {
-        if (failure === undefined && out?.outcome === 'completed') {
+        // A step cut by the end (an abort, a shutdown) records what it can at once (a cut approval: cancelled);
+        // every call still open then gets its terminal fact before the turn's, so the end leaves nothing open.
+        if (Object.keys(events.state.pendingCalls).length > 0) {
+          await new Promise((r) => setImmediate(r));
+          if (Object.keys(events.state.pendingCalls).length > 0)
+            await endOpenCalls(events, `the turn ended (${failure?.reason ?? 'ended'}) while the call was in flight`);
+        }
+        if (failure?.code === 'turn.interrupted') {
+          await events.emit(
+            'turn.interrupted',
+            { code: failure.code, reason: failure.reason, durationMs },
+            startedEventId,
+          );
+        } else if (failure === undefined && out?.outcome === 'completed') {
           await events.emit(
             'turn.completed',
             { durationMs, counters: completedCounters(events.state, promptBytes) },
@@ -342,6 +405,10 @@ export function createEngine(opts: EngineOptions): Engine {
         code: 'turn.failed',
         message: 'the turn failed before exposing tools',
       };
+      if (resume !== undefined) {
+        // The adopted turn cannot go on (its sources or policy failed now): its open calls end first, with a fact.
+        resume.calls = await endOpenCalls(events, `the turn could not be continued: ${error.message}`).catch(() => []);
+      }
       await finish().catch(() => undefined);
       return {
         ok: false,
@@ -353,8 +420,10 @@ export function createEngine(opts: EngineOptions): Engine {
       };
     }
 
+    if (resume !== undefined) await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput);
+
     const exposure = ready.context.exposure?.surface as Exposure;
-    const turn: Turn & { end: Turn['end'] } = {
+    const turn: LiveTurn = {
       sessionId: facts.sessionId,
       turnId,
       exposure,
@@ -419,6 +488,21 @@ export function createEngine(opts: EngineOptions): Engine {
           known ? startedEventId : null,
         );
       },
+      letGo(): void {
+        if (ended) return;
+        ended = true;
+        liveTurns.delete(turn);
+        actor.stop();
+        for (const resolve of run.steps.values())
+          resolve(
+            fail('turn.handedOver', `The turn ${turnId} was handed to another gateway member: send the step again.`),
+          );
+        run.steps.clear();
+        answers.close();
+        trace?.endTurn(events.state);
+        ownTurns.delete(ownKey);
+        release();
+      },
       async end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void> {
         if (ended) return;
         ended = true;
@@ -439,6 +523,174 @@ export function createEngine(opts: EngineOptions): Engine {
     return ok(turn);
   }
 
+  /**
+   * The adoption work of a resumed turn once its phases ran again (sources re-listed, index, exposure): records
+   * `turn.adopted` with a changed catalog fingerprint, re-runs started calls the tool declares safe (with their kept
+   * arguments, when still in the new catalog) and ends every other open call with its fact (`endOpenCalls`).
+   */
+  async function continueAdopted(plan: ResumePlan, run: TurnRun, context: ExecuteStepInput): Promise<void> {
+    const before = plan.open.state.catalog?.fingerprint;
+    const after = run.events.state.catalog?.fingerprint;
+    const catalogChanged =
+      before !== undefined && after !== undefined && before !== after ? { from: before, to: after } : undefined;
+    if (catalogChanged !== undefined) plan.catalogChanged = catalogChanged;
+    await run.events.emit(
+      'turn.adopted',
+      {
+        reason: plan.reason,
+        ...(plan.member === undefined ? {} : { member: plan.member }),
+        eventsFolded: plan.folded,
+        openCalls: Object.keys(plan.open.state.pendingCalls).length,
+        ...(catalogChanged === undefined ? {} : { catalogChanged }),
+      },
+      run.startedEventId || null,
+    );
+    const view = turnViewOf(context);
+    const reruns: Array<{ callId: string; entry: ToolEntry; args: Record<string, unknown>; attempt: number }> = [];
+    const why =
+      plan.reason === 'restart' ? 'the gateway restarted while it ran' : 'the gateway member that ran it stopped';
+    const calls = await endOpenCalls(run.events, why, (callId) => {
+      const call = run.events.state.pendingCalls[callId];
+      const entry = call === undefined ? undefined : view.byId.get(call.toolId);
+      const args = call?.args;
+      if (call?.rerunSafe !== true || entry === undefined || !rerunSafe(entry)) return false;
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
+      reruns.push({ callId, entry, args: args as Record<string, unknown>, attempt: (call.attempt ?? 1) + 1 });
+      return true;
+    });
+    const signal = plan.signal ?? new AbortController().signal;
+    for (const r of reruns) {
+      const done = await rerunStartedCall(deps, run, r.entry, r.callId, r.args, r.attempt, signal);
+      const row = calls.find((c) => c.callId === r.callId);
+      if (row !== undefined) row.action = done;
+    }
+    for (const [callId, p] of Object.entries(run.session.state.pendingClientCalls))
+      if (p.turnId === run.turnId) calls.push({ callId, toolId: p.toolId, action: 'awaitingClient' });
+    plan.calls = calls;
+  }
+
+  /** Ends an adopted turn nobody can continue: its open calls, `turn.adopted`, then `turn.interrupted`. */
+  async function interruptAdopted(plan: ResumePlan): Promise<AdoptedTurn> {
+    const { open } = plan;
+    const holder = { state: plan.session };
+    const pub = new TurnPublisher(opts.bus, open.state.sessionId, open.turnId, deps.now, deps.newId, holder);
+    pub.resumeFrom(open.state, open.lastSeq);
+    const cause = open.startedEventId ?? null;
+    const why =
+      plan.reason === 'restart'
+        ? "the gateway restarted on the same event log and the turn's client has gone"
+        : 'the gateway member that ran the turn stopped and nobody can continue it';
+    await pub.emit(
+      'turn.adopted',
+      {
+        reason: plan.reason,
+        ...(plan.member === undefined ? {} : { member: plan.member }),
+        eventsFolded: plan.folded,
+        openCalls: Object.keys(open.state.pendingCalls).length,
+      },
+      cause,
+    );
+    const calls = await endOpenCalls(pub, why);
+    for (const [callId, p] of Object.entries(holder.state.pendingClientCalls))
+      if (p.turnId === open.turnId) calls.push({ callId, toolId: p.toolId, action: 'awaitingClient' });
+    await pub.emit(
+      'turn.interrupted',
+      {
+        code: 'turn.interrupted',
+        reason: `The turn was interrupted: ${why}. Start a new turn to go on.`,
+        ...(Number.isFinite(open.startedAtMs)
+          ? { durationMs: Math.max(0, deps.now().getTime() - open.startedAtMs) }
+          : {}),
+      },
+      cause,
+    );
+    plan.session = holder.state;
+    return { turnId: open.turnId, outcome: 'interrupted', reason: why, calls };
+  }
+
+  async function adoptSession(sessionId: string, o: AdoptOptions = {}): Promise<Result<AdoptReport>> {
+    if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
+    if (typeof sessionId !== 'string' || sessionId.trim() === '')
+      return fail('turn.invalidRequest', 'adoptSession needs a non-empty session id.');
+    const stored: Envelope[] = [];
+    try {
+      for await (const e of opts.bus.replay({ sessionId })) {
+        if (o.signal?.aborted === true)
+          return fail('turn.adoptAborted', `Adopting session ${sessionId} was aborted before its events were read.`);
+        stored.push(e);
+      }
+    } catch (err) {
+      return fail(
+        'turn.busFailed',
+        `Could not read the events of session ${sessionId}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+    const fold = foldSession(sessionId, stored);
+    const reason = o.reason ?? 'takeover';
+    const turns: AdoptedTurn[] = [];
+    let session = fold.session;
+    for (const open of fold.openTurns) {
+      const plan: ResumePlan = {
+        open,
+        session,
+        folded: fold.folded,
+        reason,
+        ...(o.member === undefined ? {} : { member: o.member }),
+        ...(o.signal === undefined ? {} : { signal: o.signal }),
+        calls: [],
+      };
+      if (o.interrupt === true) {
+        turns.push(await interruptAdopted(plan));
+        session = plan.session;
+        continue;
+      }
+      const started = open.state.started!;
+      const resumed = await launchTurn(
+        {
+          sessionId,
+          turnId: open.turnId,
+          agentId: started.agentId,
+          profile: started.profile,
+          sandboxId: started.sandboxId,
+          owner: started.owner,
+          mode: started.mode,
+          ...(started.harness === 'pi' || started.harness === 'codex' ? { harness: started.harness } : {}),
+          ...(started.clientId === undefined ? {} : { clientId: started.clientId }),
+        },
+        plan,
+      );
+      session = sessions.get(sessionId)?.state ?? session;
+      if (resumed.ok) {
+        turns.push({
+          turnId: open.turnId,
+          outcome: 'resumed',
+          turn: resumed.value,
+          calls: plan.calls,
+          ...(plan.catalogChanged === undefined ? {} : { catalogChanged: plan.catalogChanged }),
+        });
+      } else {
+        turns.push({ turnId: open.turnId, outcome: 'failed', reason: resumed.error.message, calls: plan.calls });
+      }
+    }
+    if (fold.openTurns.length > 0 || Object.keys(session.pendingClientCalls).length > 0)
+      rememberAdopted(sessionId, session);
+    return ok({ sessionId, eventsFolded: fold.folded, turns });
+  }
+
+  /** Keeps an adopted session's fold for its next turn (bounded: the oldest forgotten first). */
+  function rememberAdopted(sessionId: string, state: SessionState): void {
+    adoptedSessions.delete(sessionId);
+    adoptedSessions.set(sessionId, state);
+    if (adoptedSessions.size > 10_000) adoptedSessions.delete(adoptedSessions.keys().next().value as string);
+  }
+
+  async function releaseSession(sessionId: string): Promise<void> {
+    for (const t of [...liveTurns]) if (t.sessionId === sessionId) t.letGo();
+    adoptedSessions.delete(sessionId);
+    const s = sessions.delete(sessionId);
+    await s?.runtime?.close().catch(() => undefined);
+  }
+
   async function closeSession(sessionId: string): Promise<void> {
     const s = sessions.delete(sessionId);
     if (s !== undefined) await closeRuntime(s, 'client');
@@ -447,11 +699,20 @@ export function createEngine(opts: EngineOptions): Engine {
   return {
     startTurn,
     closeSession,
+    adoptSession,
+    releaseSession,
     async close() {
       if (closed) return;
       closed = true;
       await Promise.allSettled(
-        [...liveTurns].map((t) => t.end({ failed: { code: 'engine.closed', reason: 'the engine closed' } })),
+        [...liveTurns].map((t) =>
+          t.end({
+            failed: {
+              code: 'turn.interrupted',
+              reason: 'The gateway shut down before the turn ended: start a new turn to go on.',
+            },
+          }),
+        ),
       );
       enforcer?.stop();
       enforcer = undefined;

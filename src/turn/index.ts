@@ -4,6 +4,15 @@ export type { Engine } from './createEngine.js';
 export type { EngineOptions, ObservedTurn } from './types.js';
 export { SessionTable } from './sessionTable.js';
 export type { Overload, SessionTableOptions } from './sessionTable.js';
-export type { TurnRequest, StepResult, Turn, TurnEngine } from './turnEngine.js';
+export type {
+  AdoptedCall,
+  AdoptedTurn,
+  AdoptOptions,
+  AdoptReport,
+  TurnRequest,
+  StepResult,
+  Turn,
+  TurnEngine,
+} from './turnEngine.js';
 export { checkTurnRequest, TurnRequestSchema } from './turnRequest.js';
 export { IndexStore } from './indexStore.js';

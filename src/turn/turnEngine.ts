@@ -26,6 +26,8 @@ export interface TurnRequest {
   trace?: Record<string, string>;
   /** Who the session belongs to, for `session.maxPerPrincipal` (default `agent:<agentId>`). */
   principal?: string;
+  /** The digest of the client's request key (`Idempotency-Key`), recorded on `turn.started`. */
+  requestKey?: string;
 }
 
 /** How the model invoked a tool: its own id of the tool call (`tool_calls[].id`), recorded as `gen_ai.tool.call.id`. */
@@ -75,10 +77,79 @@ export interface Turn {
   end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void>;
 }
 
+/** What recovery did with one call of an adopted turn that had no terminal fact. */
+export interface AdoptedCall {
+  callId: string;
+  toolId: string;
+  /**
+   * `awaitingApproval`: its approval keeps waiting for the rest of its time (an answer that arrived meanwhile is
+   * taken); `awaitingClient`: a client call that still accepts its result; `ran`: decided, never started, run now;
+   * `reran`: started without an outcome and re-run because the tool declares it safe; `outcomeUnknown`: started
+   * without an outcome and not safe to re-run, ended with `call.outcomeUnknown` (never retried); `cancelled`: its
+   * approval wait was cut (recorded `cancelled`) and the call blocked; `notStarted`: decided and never started, ended
+   * `call.failed` with `call.notStarted` (nothing ran: calling again is safe).
+   */
+  action: 'awaitingApproval' | 'awaitingClient' | 'ran' | 'reran' | 'outcomeUnknown' | 'cancelled' | 'notStarted';
+}
+
+/** One open turn of an adopted session and what became of it. */
+export interface AdoptedTurn {
+  turnId: string;
+  /**
+   * `resumed`: live again on this member (`turn` drives it, like a turn from `startTurn`); `interrupted`: closed
+   * with `turn.interrupted` (nobody can continue it, e.g. its client has gone); `failed`: closed with `turn.failed`
+   * (e.g. its catalog changed in a way it cannot continue on).
+   */
+  outcome: 'resumed' | 'interrupted' | 'failed';
+  /** The live turn when `resumed`. */
+  turn?: Turn;
+  reason?: string;
+  calls: AdoptedCall[];
+  /** The catalog fingerprint changed since the turn was indexed: both fingerprints (recorded as a fact). */
+  catalogChanged?: { from: string; to: string };
+}
+
+/** What `adoptSession` found in the session's events and did with each open turn. */
+export interface AdoptReport {
+  sessionId: string;
+  /** Events of the session folded from the bus. */
+  eventsFolded: number;
+  /** Every turn that had no terminal fact, in start order. */
+  turns: AdoptedTurn[];
+}
+
+/** How `adoptSession` takes a session over. */
+export interface AdoptOptions {
+  signal?: AbortSignal;
+  /** `takeover` (default: another member owned the session) or `restart` (the same embedded log, a new process). */
+  reason?: 'takeover' | 'restart';
+  /** The adopting member's name, recorded in `turn.adopted`. */
+  member?: string;
+  /**
+   * Nobody can continue the open turns (their clients have gone, e.g. HTTP requests cut by a restart): each one's
+   * open calls end with their facts and the turn with `turn.interrupted`; nothing re-runs.
+   */
+  interrupt?: boolean;
+}
+
 /** What the HTTP front and the CLI need of the gateway: start turns. */
 export interface TurnEngine {
   startTurn(req: TurnRequest): Promise<{ ok: true; value: Turn } | { ok: false; error: ToolSearchError }>;
   /** Closes a session's MCP connections and records `session closed`. */
   closeSession(sessionId: string): Promise<void>;
+  /**
+   * Takes a session over (a takeover on NATS, a restart on the same embedded log): folds the session's events from
+   * the bus, re-lists its sources and continues every open turn (see `AdoptedCall` for what happens to each call
+   * left without an outcome). Resolves when every open turn has been resumed or closed with a fact.
+   */
+  adoptSession(
+    sessionId: string,
+    opts?: AdoptOptions,
+  ): Promise<{ ok: true; value: AdoptReport } | { ok: false; error: ToolSearchError }>;
+  /**
+   * Stops working on a session without ending its turns (a handover): nothing is recorded as ended, so the next
+   * owner's `adoptSession` continues them. Steps in flight are let go, not awaited.
+   */
+  releaseSession(sessionId: string): Promise<void>;
   close(): Promise<void>;
 }

@@ -41,6 +41,15 @@ export class TurnPublisher {
     this.state = initialTurnState(sessionId, turnId);
   }
 
+  /**
+   * Continues a turn another process wrote (a takeover, a restart): its state is the fold of the stored events and
+   * the next seq comes after the last one stored (and after an answer it may have reserved).
+   */
+  resumeFrom(state: TurnState, lastSeq: number): void {
+    this.state = state;
+    this.seq = Math.max(this.seq, lastSeq + 1);
+  }
+
   /** Folds one event of this turn into the turn's and the session's state. */
   fold(e: Envelope): void {
     this.state = evolveTurn(this.state, e);

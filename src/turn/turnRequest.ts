@@ -30,6 +30,7 @@ export const TurnRequestSchema = Type.Object({
     Type.Record(Type.String(), Type.String(), { description: 'W3C trace context headers (traceparent, tracestate)' }),
   ),
   principal: Name('a string'),
+  requestKey: Name('a string (the digest of an Idempotency-Key)'),
 });
 
 /** The code of a refused request, by the first field at fault: a bad harness or mode has its own. */

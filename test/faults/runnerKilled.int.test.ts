@@ -113,5 +113,28 @@ describe('a sandbox runner process is killed during a run', () => {
     expect(settled[1].error.code).toBe('sandbox.runnerLost');
     expect(events.map((e) => e.type)).toContain('turn.completed');
     expect(sessionLogFrom(events, 'killed-runner').codeRuns).toBeDefined();
+
+    // A runner killed after a bridged call completed: the answer names that call and never says to retry the run.
+    runner = await startRunner('doomed-2');
+    const again = await engine.startTurn({ sessionId: 'killed-after-call' });
+    if (!again.ok) throw new Error(again.error.message);
+    const pending = again.value.invoke('tool_search_code', {
+      code: 'const s = await tools.call("openclaw:demo:add_numbers", { a: 2, b: 3 }); let i = 0; while (true) { i++; }',
+    });
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const seen = await replayAll(buses[1]!, 'killed-after-call');
+      if (seen.some((e) => e.type === 'call.completed')) break;
+      if (Date.now() > deadline) throw new Error('the bridged call did not complete');
+      await sleep(50);
+    }
+    const gone = new Promise((r) => runner!.once('exit', r));
+    process.kill(-runner.pid!, 'SIGKILL');
+    await gone;
+    const lost = loose(await pending);
+    expect(lost.error.code).toBe('sandbox.runnerLost');
+    expect(lost.error.message).toContain('openclaw:demo:add_numbers completed');
+    expect(lost.error.message).not.toMatch(/retry it/);
+    await again.value.end();
   }, 60_000);
 });

@@ -207,6 +207,12 @@ export function createFakeEngine(opts: FakeEngineOptions): FakeEngine {
       };
       return { ok: true, value: turn };
     },
+    adoptSession: (sessionId: string) =>
+      Promise.resolve({
+        ok: false as const,
+        error: { code: 'turn.adoptUnavailable', message: `no adoption of ${sessionId} in this fake` },
+      }),
+    releaseSession: () => Promise.resolve(),
     async closeSession() {},
     async close() {
       closed = true;

@@ -35,6 +35,12 @@ function engine(): TurnEngine & { log: string[] } {
       };
       return { ok: true, value: turn };
     },
+    adoptSession: (sessionId: string) =>
+      Promise.resolve({
+        ok: false as const,
+        error: { code: 'turn.adoptUnavailable', message: `no adoption of ${sessionId} in this fake` },
+      }),
+    releaseSession: () => Promise.resolve(),
     async closeSession(sid) {
       log.push(`close ${sid}`);
     },

@@ -104,6 +104,12 @@ function fakeEngine() {
       };
       return { ok: true, value: turn };
     },
+    adoptSession: (sessionId: string) =>
+      Promise.resolve({
+        ok: false as const,
+        error: { code: 'turn.adoptUnavailable', message: `no adoption of ${sessionId} in this fake` },
+      }),
+    releaseSession: () => Promise.resolve(),
     async closeSession(sessionId) {
       log.push(`close ${sessionId}`);
     },

@@ -258,6 +258,7 @@ describe('approvals', () => {
       'call.decided',
       'approval.requested',
       'approval.settled',
+      'call.started',
       'call.completed',
     ]);
     expect(events.find((e) => e.type === 'approval.settled')!.data).toMatchObject({ approved: true, by: 'callback' });

@@ -76,6 +76,7 @@ describe('code mode through the real sandbox', () => {
       'code.bridge.requested',
       'call.requested',
       'call.decided',
+      'call.started',
       'call.completed',
       'code.bridge.requested',
       'call.rejected', // tools.call('secret_vault'): denied, so it does not resolve; recorded

@@ -33,6 +33,7 @@ describe('engine, direct mode', () => {
       'call.requested',
       'call.decided',
       'hook.ran',
+      'call.started',
       'call.completed',
       'call.rejected',
       'turn.completed',

@@ -149,6 +149,47 @@ describe('evolveTurn', () => {
     expect(live).toMatchObject({ pendingCalls: {}, pendingApprovals: {} });
   });
 
+  it('tells never-started from started calls, and knows outcome unknown, adoption and interruption', () => {
+    seq = 0;
+    const tool = 'openclaw:demo:echo_text';
+    const common = { toolId: tool, source: 'openclaw', origin: 'plugin' } as const;
+    const events = [
+      requested('c1'),
+      ev('call.decided', { callId: 'c1', toolId: tool, decision: 'allowed' }),
+      requested('c2'),
+      ev('call.decided', { callId: 'c2', toolId: tool, decision: 'allowed' }),
+      ev('call.started', { callId: 'c2', ...common, rerunSafe: false, attempt: 1 }),
+      requested('c3'),
+      ev('call.decided', { callId: 'c3', toolId: tool, decision: 'allowed' }),
+      ev('call.started', { callId: 'c3', ...common, rerunSafe: true, args: { text: 'x' }, attempt: 1 }),
+    ];
+    const mid = events.reduce(evolveTurn, initialTurnState('s', 't'));
+    expect(mid.pendingCalls).toEqual({
+      c1: { toolId: tool, source: 'openclaw', origin: 'plugin', phase: 'decided', decision: 'allowed' },
+      c2: { ...common, phase: 'started', decision: 'allowed', rerunSafe: false, attempt: 1 },
+      c3: { ...common, phase: 'started', decision: 'allowed', rerunSafe: true, args: { text: 'x' }, attempt: 1 },
+    });
+    // A decision seen again after the call started does not move it back.
+    const again = evolveTurn(mid, { ...events[6]!, id: 'dup' });
+    expect(again.pendingCalls['c3']?.phase).toBe('started');
+    const end = [
+      ev('turn.adopted', { reason: 'restart', eventsFolded: 8, openCalls: 3, catalogChanged: { from: 'a', to: 'b' } }),
+      ev('call.outcomeUnknown', { callId: 'c2', ...common, reason: 'gone' }),
+      ev('call.failed', { callId: 'c1', ...common, error: { code: 'call.notStarted', message: 'm' }, durationMs: 0 }),
+      ev('call.completed', { callId: 'c3', ...common, durationMs: 1, resultBytes: 2 }),
+      ev('turn.interrupted', { code: 'turn.interrupted', reason: 'the client has gone' }),
+    ].reduce(evolveTurn, mid);
+    expect(end).toMatchObject({
+      status: 'interrupted',
+      outcome: { status: 'interrupted', code: 'turn.interrupted', reason: 'the client has gone' },
+      pendingCalls: {},
+      unknown: [tool],
+      completed: [tool],
+      adoptions: 1,
+      catalogChanged: { from: 'a', to: 'b' },
+    });
+  });
+
   it('ignores other turns and unknown types', () => {
     seq = 0;
     const other = ev(

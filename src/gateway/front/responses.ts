@@ -352,6 +352,11 @@ export function writeResponse(
   stream: boolean,
   headers: Record<string, string> = {},
 ): void {
+  // Answered already (a shutdown answered it 503): nothing more is written.
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
   if (!stream) {
     const text = JSON.stringify(response);
     res.writeHead(200, {

@@ -64,6 +64,11 @@ export function writeSse(
   headers: Record<string, string> = {},
   opts: { includeUsage?: boolean } = {},
 ): void {
+  // Answered already (a shutdown answered it 503): nothing more is written.
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',

@@ -1,0 +1,180 @@
+// Adopting a session from its events: a second engine on the same bus takes over a turn the first left open.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMemoryBus, type Envelope, type MemoryBus } from '../../src/bus/index.js';
+import { loadStaticSources } from '../../src/catalog/index.js';
+import { parseConfig } from '../../src/config/index.js';
+import { turnStateFrom } from '../../src/events/index.js';
+import { auditReport, formatAuditReport, sessionLogFrom } from '../../src/audit/index.js';
+import { createEngine, type Engine } from '../../src/turn/index.js';
+
+const PLUGIN = `
+const s = (globalThis.__durableTest ??= { counts: {}, hold: true });
+const held = () => (s.hold ? new Promise(() => {}) : Promise.resolve());
+export default {
+  id: 'bank',
+  tools: [
+    { name: 'charge_card', description: 'Charge the card by an amount.', parameters: { type: 'object', properties: { amount: { type: 'number' } } },
+      execute: async (a) => { s.counts.charge = (s.counts.charge ?? 0) + 1; await held(); return { charged: a.amount }; } },
+    { name: 'read_balance', idempotent: true, description: 'Read the account balance.', parameters: { type: 'object', properties: { account: { type: 'string' } } },
+      execute: async () => { s.counts.read = (s.counts.read ?? 0) + 1; await held(); return { balance: 10 }; } },
+    { name: 'deploy_service', description: 'Deploy a service to production.', parameters: { type: 'object', properties: { service: { type: 'string' } } },
+      execute: async () => { s.counts.deploy = (s.counts.deploy ?? 0) + 1; return { deployed: true }; } },
+    { name: 'echo_text', description: 'Echo the text back.', parameters: { type: 'object', properties: { text: { type: 'string' } } },
+      execute: (a) => ({ echoed: a.text }) },
+  ],
+};
+`;
+const shared = () =>
+  (globalThis as unknown as { __durableTest: { counts: Record<string, number>; hold: boolean } }).__durableTest;
+
+let cleanup: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function setup() {
+  const dir = mkdtempSync(join(tmpdir(), 'ts-adopt-'));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  const plugin = join(dir, 'bank.mjs');
+  writeFileSync(plugin, PLUGIN);
+  const parsed = parseConfig(
+    {
+      tools: { toolSearch: { mode: 'tools' }, approval: { require: ['deploy_service'], timeoutMs: 60_000 } },
+      plugins: [plugin],
+      workspaceDir: dir,
+    },
+    undefined,
+    { cwd: dir },
+  );
+  if (!parsed.ok) throw new Error(parsed.error.message);
+  const config = parsed.value.config;
+  const bus: MemoryBus = await openMemoryBus({ logPath: join(dir, 'events.jsonl') });
+  cleanup.push(() => bus.close());
+  const loaded = await loadStaticSources({ config, includeConfig: true, cwd: dir });
+  if (!loaded.ok) throw new Error(loaded.error.message);
+  const make = (): Engine => {
+    const e = createEngine({
+      config,
+      bus,
+      staticSources: loaded.value,
+      includeConfigMcp: true,
+      decisionTimeoutMs: 1000,
+    });
+    cleanup.push(() => e.close());
+    return e;
+  };
+  const events = async (sessionId: string) => {
+    const out: Envelope[] = [];
+    for await (const e of bus.replay({ sessionId })) out.push(e);
+    return out;
+  };
+  return { bus, make, events };
+}
+
+async function until(what: string, check: () => Promise<boolean>, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('adoptSession', () => {
+  it('continues an open turn on a new engine: re-runs only a re-run-safe started call, never an unsafe one', async () => {
+    const w = await setup();
+    shared().counts = {};
+    shared().hold = true;
+    const first = w.make();
+    // One step at a time per turn: three turns of the session, each with a call in flight.
+    const open = async () => {
+      const r = await first.startTurn({ sessionId: 'a1' });
+      if (!r.ok) throw new Error(r.error.message);
+      return r.value;
+    };
+    const turn = await open();
+    void turn.invoke('tool_call', { id: 'openclaw:bank:charge_card', args: { amount: 5 } });
+    void (await open()).invoke('tool_call', { id: 'openclaw:bank:read_balance', args: { account: 'x' } });
+    void (await open()).invoke('tool_call', { id: 'openclaw:bank:deploy_service', args: { service: 'api' } });
+    await until('two calls started and an approval asked', async () => {
+      const types = (await w.events('a1')).map((e) => e.type);
+      return types.filter((t) => t === 'call.started').length === 2 && types.includes('approval.requested');
+    });
+    // The first engine lets the session go (a handover) without ending anything.
+    await first.releaseSession('a1');
+    shared().hold = false;
+
+    const second = w.make();
+    const adopted = await second.adoptSession('a1', { member: 'gw-2' });
+    if (!adopted.ok) throw new Error(adopted.error.message);
+    expect(adopted.value.turns.map((x) => x.outcome)).toEqual(['resumed', 'resumed', 'resumed']);
+    const byTool = Object.fromEntries(adopted.value.turns.flatMap((x) => x.calls).map((c) => [c.toolId, c.action]));
+    expect(byTool).toEqual({
+      'openclaw:bank:charge_card': 'outcomeUnknown',
+      'openclaw:bank:read_balance': 'reran',
+      'openclaw:bank:deploy_service': 'cancelled',
+    });
+    // The unsafe call ran once (before the takeover), the safe one again, the unapproved one never.
+    expect(shared().counts).toEqual({ charge: 1, read: 2 });
+    const t = adopted.value.turns.find((x) => x.turnId === turn.turnId);
+    for (const other of adopted.value.turns) if (other !== t) await other.turn?.end();
+
+    // The resumed turn goes on and ends normally.
+    const echo = await t!.turn!.invoke('tool_call', { id: 'openclaw:bank:echo_text', args: { text: 'hi' } });
+    expect(echo).toMatchObject({ ok: true, value: { echoed: 'hi' } });
+    await t!.turn!.end();
+    const events = await w.events('a1');
+    const state = turnStateFrom(events, 'a1', turn.turnId);
+    expect(state).toMatchObject({ status: 'completed', pendingCalls: {}, pendingApprovals: {}, adoptions: 1 });
+    expect(state.unknown).toEqual(['openclaw:bank:charge_card']);
+    const unknown = events.find((e) => e.type === 'call.outcomeUnknown');
+    expect((unknown?.data as { reason: string }).reason).toMatch(/may or may not have happened/);
+    const resolved = events.find((e) => e.type === 'approval.settled');
+    expect(resolved?.data).toMatchObject({ approved: false, by: 'cancelled', cancelled: true });
+    expect(events.filter((e) => e.type === 'turn.adopted')).toHaveLength(3);
+    // The audit shows the takeovers and the unknown outcome, and agrees with the session log.
+    const report = auditReport(events, 'a1');
+    expect(report.finalCalls).toEqual(sessionLogFrom(events, 'a1').finalCalls);
+    expect(report.detail.calls.find((c) => c.id === 'openclaw:bank:charge_card')?.outcome).toBe('outcomeUnknown');
+    expect(report.detail.calls.find((c) => c.id === 'openclaw:bank:deploy_service')?.approval?.status).toBe(
+      'cancelled',
+    );
+    const text = formatAuditReport(report);
+    expect(text).toMatch(/Takeovers \(3\)/);
+    expect(text).toMatch(/openclaw:bank:charge_card: the effect may or may not have happened/);
+    // Every seq of the turn is used once.
+    const seqs = events.filter((e) => e.turnId === turn.turnId).map((e) => e.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+  });
+
+  it('interrupts an open turn whose client has gone: every call gets a terminal fact, nothing runs', async () => {
+    const w = await setup();
+    shared().counts = {};
+    shared().hold = true;
+    const first = w.make();
+    const started = await first.startTurn({ sessionId: 'a2' });
+    if (!started.ok) throw new Error(started.error.message);
+    void started.value.invoke('tool_call', { id: 'openclaw:bank:read_balance', args: {} });
+    await until('a started call', async () => (await w.events('a2')).some((e) => e.type === 'call.started'));
+    await first.releaseSession('a2');
+    shared().hold = false;
+    const second = w.make();
+    const adopted = await second.adoptSession('a2', { reason: 'restart', interrupt: true });
+    if (!adopted.ok) throw new Error(adopted.error.message);
+    expect(adopted.value.turns.map((t) => t.outcome)).toEqual(['interrupted']);
+    expect(adopted.value.turns[0]?.calls.map((c) => c.action)).toEqual(['outcomeUnknown']);
+    expect(shared().counts).toEqual({ read: 1 });
+    const state = turnStateFrom(await w.events('a2'), 'a2', started.value.turnId);
+    expect(state).toMatchObject({ status: 'interrupted', pendingCalls: {}, outcome: { code: 'turn.interrupted' } });
+    expect(auditReport(await w.events('a2'), 'a2').detail.turns[0]).toMatchObject({
+      outcome: 'interrupted',
+      takeovers: [{ reason: 'restart', openCalls: 1 }],
+    });
+    // Adopting again finds nothing open.
+    const again = await second.adoptSession('a2', { reason: 'restart', interrupt: true });
+    expect(again.ok && again.value.turns).toEqual([]);
+  });
+});
