@@ -18,7 +18,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { openMemoryBus, type Envelope, type EventBus } from '../src/bus/index.js';
+import { isSyncPoint, openMemoryBus, type Envelope, type EventBus } from '../src/bus/index.js';
 import { openNatsBus, type NatsBus } from '../src/bus/nats/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import type { StaticSources } from '../src/catalog/index.js';
@@ -27,7 +27,7 @@ import { ok } from '../src/shared/index.js';
 import { createEngine, type Engine } from '../src/turn/index.js';
 import { startNatsServer, type NatsServer } from '../test/support/natsServer.js';
 import { syntheticSources } from './lib/syntheticSources.js';
-import { engineRunner, measureTracingOverhead } from './tracing.js';
+import { engineRunner, measurePerSpan } from './tracing.js';
 
 const args = process.argv.slice(2);
 const numArg = (name: string, dflt: number): number => {
@@ -330,24 +330,44 @@ async function natsRows(server: NatsServer): Promise<void> {
 // ---------- 3. the event log: per call with the log on and off, beside a bare append + fsync loop ----------
 
 async function logRow(): Promise<void> {
-  console.log('\nEvent log: CPU per tool_call with the JSONL log on and off, beside a bare append + fsync loop');
+  console.log(
+    '\nEvent log: CPU per tool_call with the JSONL log on and off, beside a bare append + fsync loop (and the log off waiting an fsync at each sync point)',
+  );
   const dir = mkdtempSync(join(os.tmpdir(), 'ts-floors-log-'));
   const sources = syntheticSources(1000, 10);
   const target = sources.parts[3]!.entries[5]!.id;
-  const make = async (log: boolean) => {
-    const bus = await openMemoryBus({ logPath: log ? join(dir, 'events.jsonl') : false });
+  /** The wall time of one fsync, measured below: the control variant waits that long at each sync point. */
+  let waitMs = 0;
+  const make = async (log: boolean, waitAtSync = false) => {
+    const memory = await openMemoryBus({ logPath: log ? join(dir, 'events.jsonl') : false });
+    // The control: no log, but every sync point waits as long as an fsync does (a timer: no I/O, no log work). On a
+    // shared machine the wait itself costs CPU afterwards (the process wakes up on cold caches); this shows how much.
+    const bus: EventBus = waitAtSync
+      ? {
+          publish: async (e) => {
+            if (isSyncPoint(e.type)) await new Promise((r) => setTimeout(r, waitMs));
+            return memory.publish(e);
+          },
+          subscribe: (p, cb, o) => memory.subscribe(p, cb, o),
+          serve: (sub, h, o) => memory.serve(sub, h, o),
+          request: (sub, p, o) => memory.request(sub, p, o),
+          replay: (f) => memory.replay(f),
+          close: () => memory.close(),
+        }
+      : memory;
     const engine = createEngine({
       config: config({ tools: { toolSearch: { mode: 'tools' } } }),
       bus,
       staticSources: sources,
       includeConfigMcp: false,
     });
-    const t = await engine.startTurn({ sessionId: log ? 'on' : 'off' });
+    const t = await engine.startTurn({ sessionId: log ? 'on' : waitAtSync ? 'wait' : 'off' });
     if (!t.ok) throw new Error(t.error.message);
-    return { bus, engine, turn: t.value, cpu: [] as number[], wall: [] as number[] };
+    return { bus: memory, engine, turn: t.value, cpu: [] as number[], wall: [] as number[] };
   };
   const on = await make(true);
   const off = await make(false);
+  const waited = await make(false, true);
   const CALLS = 40;
   let i = 0;
   const calls = async (v: typeof on) => {
@@ -359,7 +379,9 @@ async function logRow(): Promise<void> {
     }
     v.cpu.push((cpuUs() - c0) / CALLS);
     v.wall.push((performance.now() - t0) / CALLS / 1000);
+    if (v === on) onCalls += CALLS;
   };
+  let onCalls = 0;
   const line = `${JSON.stringify({ id: 'x'.repeat(36), type: 'call.completed', data: { pad: 'y'.repeat(300) } })}\n`;
   const fd = openSync(join(dir, 'floor.jsonl'), 'a');
   const fsyncCpu: number[] = [];
@@ -374,24 +396,26 @@ async function logRow(): Promise<void> {
     fsyncCpu.push((cpuUs() - c0) / CALLS);
     fsyncWall.push((performance.now() - t0) / CALLS / 1000);
   };
+  bare();
+  waitMs = median(fsyncWall) * 1000;
   await calls(on);
   await calls(off);
-  on.cpu.length = 0;
-  off.cpu.length = 0;
-  on.wall.length = 0;
-  off.wall.length = 0;
+  await calls(waited);
+  for (const v of [on, off, waited]) {
+    v.cpu.length = 0;
+    v.wall.length = 0;
+  }
+  fsyncCpu.length = 0;
+  fsyncWall.length = 0;
   const ratios: number[] = [];
+  const waitRatios: number[] = [];
   for (let r = 0; r < CHEAP_ROUNDS; r++) {
     gc();
-    if (r % 2 === 0) {
-      await calls(on);
-      await calls(off);
-    } else {
-      await calls(off);
-      await calls(on);
-    }
+    const order = r % 2 === 0 ? [on, off, waited] : [waited, off, on];
+    for (const v of order) await calls(v);
     bare();
     ratios.push(on.cpu.at(-1)! / off.cpu.at(-1)!);
+    waitRatios.push(on.cpu.at(-1)! / waited.cpu.at(-1)!);
   }
   closeSync(fd);
   const fsyncs = on.bus.stats().fsyncs;
@@ -408,9 +432,11 @@ async function logRow(): Promise<void> {
     wallMsOn: round3(median(on.wall) * 1000),
     wallMsOff: round3(median(off.wall) * 1000),
     floorFsyncWallMs: round3(median(fsyncWall) * 1000),
-    fsyncsPerCall: round3(fsyncs / Math.max(1, i)),
+    fsyncsPerCall: round3(fsyncs / Math.max(1, onCalls)),
+    offWaitingAtSyncPointsUs: round3(median(waited.cpu)),
+    ratioToOffWaiting: round3(median(waitRatios)),
   });
-  for (const v of [on, off]) {
+  for (const v of [on, off, waited]) {
     await v.turn.end();
     await v.engine.close();
     await v.bus.close();
@@ -560,33 +586,26 @@ async function clientToolRow(): Promise<void> {
 // ---------- 6. tracing: CPU per span ----------
 
 async function tracingRow(): Promise<void> {
-  console.log('\nTracing: traced minus untraced turn CPU (log off), per span');
-  const rs = await measureTracingOverhead(engineRunner('tools'), {
-    rounds: Math.max(ROUNDS, 6),
-    turnsPerRound: QUICK ? 8 : 15,
-    warmupTurns: QUICK ? 20 : 40,
+  console.log('\nTracing: traced minus untraced turn CPU (log off), per span (the measure of bench/tracing.ts)');
+  const ps = await measurePerSpan(engineRunner('tools'), {
+    rounds: Math.max(ROUNDS, QUICK ? 7 : 11),
+    turnsPerRound: QUICK ? 20 : 40,
+    warmupTurns: QUICK ? 60 : 200,
   });
-  const on = rs.find((r) => r.variant === 'on (spans, no exporter)')!;
-  const off = rs.find((r) => r.variant === 'off')!;
-  const perSpan = on.spans > 0 ? on.cpuCostUs / on.spans : NaN;
-  // measureTracingOverhead gives the 25th..75th percentile of the per-round CPU overhead (%): the spread here is
-  // that interquartile range relative to the median overhead.
-  const iqr = on.cpuOverheadIqr;
   addRow({
     key: 'tracingCpuPerSpanUs',
-    value: perSpan,
+    value: ps.perSpanUs,
     floor: null,
     ratio: null,
     unit: 'µs CPU/span',
     perRound: [],
-    rounds: on.rounds,
-    spread: on.cpuOverheadPct === 0 ? 0 : Math.abs((iqr[1] - iqr[0]) / on.cpuOverheadPct),
-    spreadKind: 'IQR of per-round overhead / median',
+    rounds: ps.rounds,
+    spread: ps.spread,
     target: '<= 8 µs',
-    met: perSpan <= 8,
-    spansPerTurn: on.spans,
-    untracedTurnCpuMs: round3(off.cpuMs),
-    tracedTurnCpuMs: round3(on.cpuMs),
+    met: ps.perSpanUs <= 8,
+    spansPerTurn: ps.spans,
+    untracedTurnCpuMs: round3(ps.untracedTurnUs / 1000),
+    tracedTurnCpuMs: round3(ps.tracedTurnUs / 1000),
   });
 }
 
@@ -613,7 +632,9 @@ async function echoChild(): Promise<{ roundTrip: () => Promise<number>; close: (
 }
 
 async function sandboxRow(): Promise<void> {
-  console.log('\nSandbox: a warm trivial run (return 1) vs one pipe round trip to a warm echo child (wall, ms)');
+  console.log(
+    '\nSandbox: a warm trivial run (return 1) vs one pipe round trip to a warm echo child idle as long (wall, ms)',
+  );
   const sandbox = createSandbox({ poolSize: 1 });
   const avail = await sandbox.available();
   if (!avail.ok) {
@@ -629,16 +650,24 @@ async function sandboxRow(): Promise<void> {
   const echo = await echoChild();
   const runs: number[] = [];
   const pipes: number[] = [];
+  const hotPipes: number[] = [];
   const ratios: number[] = [];
   const PER = QUICK ? 6 : 10;
-  /** One sample: the pool refilled and settled (as between a model's turns), then the floor, then the run. */
-  const warmRun = async (pipe?: number[]): Promise<number> => {
+  const settle = () => new Promise((r) => setTimeout(r, 150));
+  /**
+   * One sample: the pool refilled and settled (as between a model's turns), then the floor, then the run. The floor
+   * is the echo child's first round trip after the same 150 ms idle as the pooled child the run goes to (a process
+   * woken after an idle pays for it, the run's child as well as the echo); the hot round trips right after it are
+   * given beside, as `hotPipeMs`.
+   */
+  const warmRun = async (pipe?: number[], hot?: number[]): Promise<number> => {
     await sandbox.warmUp();
     // The pooled child is spawned; let it finish starting before the request, as between a model's turns.
-    await new Promise((r) => setTimeout(r, 150));
-    if (pipe !== undefined) {
-      const trips = [await echo.roundTrip(), await echo.roundTrip(), await echo.roundTrip()];
-      pipe.push(median(trips));
+    await settle();
+    if (pipe !== undefined && hot !== undefined) {
+      pipe.push(await echo.roundTrip());
+      hot.push(median([await echo.roundTrip(), await echo.roundTrip()]));
+      await settle();
     }
     const t0 = performance.now();
     const out = await sandbox.run({ body: 'return 1', timeoutMs: 10_000, bridge });
@@ -651,9 +680,11 @@ async function sandboxRow(): Promise<void> {
   for (let r = 0; r < ROUNDS; r++) {
     const rr: number[] = [];
     const pp: number[] = [];
-    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp));
+    const hh: number[] = [];
+    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh));
     runs.push(median(rr));
     pipes.push(median(pp));
+    hotPipes.push(median(hh));
     ratios.push(median(rr) / median(pp));
   }
   echo.close();
@@ -667,6 +698,8 @@ async function sandboxRow(): Promise<void> {
     perRound: ratios,
     target: '<= 3x',
     met: median(ratios) <= 3,
+    hotPipeMs: round3(median(hotPipes)),
+    ratioToHotPipe: round3(median(runs) / median(hotPipes)),
   });
 }
 

@@ -193,61 +193,96 @@ export async function measureTracingOverhead(
 export const SPAN_TARGET_US = 8;
 
 export interface PerSpanResult {
-  /** Median over rounds of (median traced turn CPU - median untraced turn CPU) / spans, µs. */
+  /** Median over rounds of (traced block CPU - untraced block CPU) per turn / spans, µs. */
   perSpanUs: number;
   /** Lowest and highest round. */
   range: [number, number];
+  /** (max - min) / median of the per-round figures. */
+  spread: number;
   rounds: number;
   turnsPerRound: number;
   spans: number;
+  /** Median CPU of an untraced and a traced turn, µs (garbage collection included). */
+  untracedTurnUs: number;
+  tracedTurnUs: number;
 }
 
+type GcFn = (opts?: { type?: 'minor' | 'major'; execution?: 'sync' }) => void;
+/** The V8 collector (`--expose-gc`, as `npm run bench` starts every bench), or undefined. */
+const collector = (): GcFn | undefined => (globalThis as { gc?: GcFn }).gc;
+
 /**
- * Tracing CPU per span, the figure of record (log off): the same turn on an untraced and a traced engine in
- * strict alternation (A B B A ...), one turn at a time, each turn's CPU time taken alone. Per round, the median
- * traced turn minus the median untraced turn, divided by the spans of a turn; the figure is the median of the
- * rounds, with their range as the spread. Per-turn medians shrug off what a shared machine adds to some turns
- * (preemption, another process's cache traffic, a GC of the other engine's garbage).
+ * Tracing CPU per span, the figure of record (log off), the one measure both bench/tracing.ts and bench/floors.ts
+ * print. The same turn on an untraced and a traced engine, in blocks of turns, paired in ABBA order per round.
+ * Each block starts with an empty young generation and ends with a scavenge inside its timed window, so each
+ * variant pays for the garbage it made: a span's cost is mostly allocation, and a collection triggered by one
+ * variant's garbage must not land in the other's time. (Medians of single turns drop the turns a collection fell
+ * in, and turn-by-turn alternation splits every collection between the two: both leave out most of the cost of
+ * tracing.) Per round: (traced - untraced) CPU per turn / spans per turn; the figure is the median of the rounds.
  */
 export async function measurePerSpan(
   makeRunner: MakeRunner,
-  opts: { rounds?: number; turnsPerRound?: number } = {},
+  opts: { rounds?: number; turnsPerRound?: number; warmupTurns?: number } = {},
 ): Promise<PerSpanResult> {
-  const rounds = opts.rounds ?? 7;
-  const perRound = opts.turnsPerRound ?? 400;
+  const rounds = opts.rounds ?? 15;
+  const perRound = opts.turnsPerRound ?? 40;
+  const warmup = opts.warmupTurns ?? 200;
   const spans = await spansPerTurn(makeRunner, { otlp: false });
   const tel = createTelemetry({ otlp: false });
   const off = await makeRunner(undefined);
   const on = await makeRunner(tel);
+  const gc = collector();
+  const scavenge = () => gc?.({ type: 'minor' });
   const cpuUs = (): number => {
     const u = process.cpuUsage();
     return u.user + u.system;
   };
   try {
     let i = 0;
-    for (let w = 0; w < 200; w++) {
+    for (let w = 0; w < warmup; w++) {
       await off.run(i++);
       await on.run(i++);
     }
+    gc?.();
+    const block = async (r: Runner): Promise<number> => {
+      scavenge();
+      const c0 = cpuUs();
+      for (let k = 0; k < perRound; k++) await r.run(i++);
+      scavenge();
+      return (cpuUs() - c0) / perRound;
+    };
     const costs: number[] = [];
+    const offs: number[] = [];
+    const ons: number[] = [];
     for (let r = 0; r < rounds; r++) {
-      const a: number[] = [];
-      const b: number[] = [];
-      for (let k = 0; k < perRound; k++) {
-        for (const which of k % 2 === 0 ? [0, 1] : [1, 0]) {
-          const c0 = cpuUs();
-          await (which === 0 ? off : on).run(i++);
-          (which === 0 ? a : b).push(cpuUs() - c0);
-        }
+      const order = r % 2 === 0 ? [off, on, on, off] : [on, off, off, on];
+      let a = 0;
+      let b = 0;
+      for (const which of order) {
+        const us = await block(which);
+        if (which === off) a += us / 2;
+        else b += us / 2;
       }
-      costs.push((median(b) - median(a)) / spans);
+      offs.push(a);
+      ons.push(b);
+      costs.push((b - a) / spans);
     }
+    const m = median(costs);
+    console.log(
+      'per-round',
+      costs.map((c) => c.toFixed(1)).join(' '),
+      'diff of medians',
+      ((median(ons) - median(offs)) / spans).toFixed(1),
+    );
     return {
-      perSpanUs: median(costs),
+      perSpanUs: m,
       range: [Math.min(...costs), Math.max(...costs)],
+      spread: m === 0 ? 0 : (Math.max(...costs) - Math.min(...costs)) / Math.abs(m),
       rounds,
       turnsPerRound: perRound,
       spans,
+      untracedTurnUs: median(offs),
+      tracedTurnUs: median(ons),
     };
   } finally {
     await off.close();
@@ -359,8 +394,10 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const ps = await measurePerSpan(engineRunner('tools'));
     console.log(
       `\nTracing CPU per span, event log off (figure of record): ${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
-        `${ps.spans} spans a turn; median of ${ps.rounds} rounds of ${ps.turnsPerRound} alternating turn pairs, per-turn CPU medians; rounds ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)} µs)`,
+        `${ps.spans} spans a turn; median of ${ps.rounds} rounds of ABBA blocks of ${ps.turnsPerRound} turns, collections included; ` +
+        `rounds ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)} µs; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ${ps.tracedTurnUs.toFixed(0)} µs traced)`,
     );
+    if (collector() === undefined) console.log('  (run with --expose-gc, as npm run bench does, for the collections)');
   }
   if (want('log')) {
     const logDir = await mkdtemp(path.join(tmpdir(), 'toolsearch-bench-log-'));

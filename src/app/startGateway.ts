@@ -26,6 +26,10 @@ import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { SharedMcpServers } from '../catalog/index.js';
 import { openStaticSources } from './openStaticSources.js';
+import { ApprovalDesk } from '../policy/index.js';
+import { approvalRoutes } from '../gateway/index.js';
+import { approverTokenPath, writeApproverToken } from './approverToken.js';
+import { serveApprovals } from './serveApprovals.js';
 import {
   checkFrontExposure,
   createFrontAuth,
@@ -114,6 +118,10 @@ export interface RunningGateway {
   mode: ExposureMode;
   /** What `GET /metrics` serves. */
   metrics: GatewayMetrics;
+  /** The approvals this gateway waits on (what approvers see and answer). */
+  approvals: ApprovalDesk;
+  /** The local approver token and its file (absent when it could not be written). */
+  approverToken?: { path: string; token: string };
   /** Closes the front, the engine (sessions, MCP servers), the sandbox, the mock provider and the bus. Idempotent. */
   close(): Promise<void>;
 }
@@ -331,6 +339,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     const sharedMcp = new SharedMcpServers({
       roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
     });
+    // What approvers see and answer: the approvals this gateway waits on (arguments in memory only).
+    const desk = new ApprovalDesk();
     const services = await startRoleServices({
       role: opts.role ?? 'all',
       bus,
@@ -347,6 +357,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         ...(opts.mode !== undefined ? { mode: opts.mode } : {}),
         saturated,
         sharedMcp,
+        approvals: desk,
       },
     });
     parts.roles = {
@@ -370,6 +381,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
           const out: Record<string, number> = {};
           if (s !== undefined)
             out['session_events'] = Math.max(0, s.received - s.processed - s.duplicates - s.rejected);
+          // New sessions waiting for a start place (over session.maxStarting).
+          out['session_starts'] = engine.sessionStats().startsQueued;
           // Calls waiting for a place on a shared MCP server (over its maxConcurrentCalls).
           for (const m of sharedMcp.stats()) out[`mcp:${m.name}`] = m.queued;
           return out;
@@ -445,6 +458,26 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       );
     };
 
+    // On NATS, approvers list and answer this gateway's approvals over request/reply (`toolsearch approvals --nats`).
+    if (opened.value.kind === 'nats') {
+      const stop = serveApprovals(bus, desk);
+      const previous = parts.metrics;
+      parts.metrics = {
+        name: 'metrics',
+        close: async () => {
+          stop();
+          await previous?.close();
+        },
+      };
+    }
+
+    // The local approver: a fresh token next to the event log, readable by this user only (the CLI reads it).
+    const tokenPath = approverTokenPath(config, opts.cwd, opened.value.logPath);
+    const localToken = writeApproverToken(tokenPath);
+    if (!localToken.ok) say(`warning: ${localToken.error.message}`);
+    else say(`approver token written to ${tokenPath} (toolsearch approvals / approve and the page at /ui use it)`);
+    let principals = config.principals;
+
     // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
     // Which key opened each session outlives a restart: beside the event log, or under .toolsearch/ on NATS (whose
     // streams keep the sessions); with no record at all (no log) there is nothing to continue after a restart.
@@ -465,6 +498,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         opts.configPath,
         (p) => {
           auth.setPrincipals(p);
+          principals = p;
           say(
             `config reloaded: ${keyPrincipals(p).length} API key${keyPrincipals(p).length === 1 ? '' : 's'} in force`,
           );
@@ -498,6 +532,13 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         known: { agents: Object.keys(config.agents), profiles: Object.keys(config.profiles) },
         ...(opts.onTurnProgress !== undefined ? { onProgress: opts.onTurnProgress } : {}),
         ...(telemetry !== undefined ? { telemetry } : {}),
+        approvals: approvalRoutes({
+          desk,
+          ...(localToken.ok ? { localToken: localToken.value } : {}),
+          principals: () => principals,
+          allowedHosts: isLoopback(host) || host === '0.0.0.0' || host === '::' ? [] : [host],
+          bus,
+        }),
       });
     } catch (err) {
       await closeAll();
@@ -522,6 +563,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       mode,
       sessionEvents: services.sessionEvents,
       metrics: gatewayMetrics,
+      approvals: desk,
+      ...(localToken.ok ? { approverToken: { path: tokenPath, token: localToken.value } } : {}),
       close: () => (closing ??= closeAll()),
     });
   } catch (err) {

@@ -7,6 +7,7 @@ import { SharedMcpServers } from '../catalog/index.js';
 import { openStaticSources } from './openStaticSources.js';
 import { startMcpFront } from '../gateway/index.js';
 import { createEngine } from '../turn/index.js';
+import { ApprovalDesk } from '../policy/index.js';
 import { openBus } from './openBus.js';
 
 export interface McpGatewayOptions {
@@ -89,9 +90,12 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   const sessionChanges = new Set<() => void>();
   // As a principal of a secured deployment the engine may not publish decisions: the policy role decides its calls.
   const principal = opened.value.principal;
+  // What the host's user is asked to approve: the approvals of this engine's session.
+  const approvals = new ApprovalDesk();
   const engine = createEngine({
     config,
     bus,
+    approvals,
     staticSources: statics.value,
     includeConfigMcp: includeConfig,
     mode: 'tools',
@@ -124,6 +128,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
         };
       },
       say,
+      approvals,
     },
     transport,
   );

@@ -69,10 +69,16 @@ export interface AuditApproval {
   approvalId: string;
   timeoutMs?: number;
   status: 'waiting' | 'approved' | 'denied' | 'timedOut' | 'cancelled';
+  /** Who answered (a principal, `callback`, `timeout`, `cancelled`, `autoApprove`) and through what (`http`, `cli`, `ui`, `mcp`, `nats`, ...). */
   by?: string;
+  channel?: string;
   reason?: string;
   requestedAt?: string;
   resolvedAt?: string;
+  /** The argument digest the approval was asked for (an answer counts only when it names it). */
+  argsDigest?: string;
+  /** Answers that did not count: late (after the call settled) or for other arguments. */
+  ignored?: Array<{ by?: string; channel?: string; approved: boolean; at: string; why: 'late' | 'mismatch' }>;
 }
 
 /** One before_tool_call hook run. */
@@ -433,14 +439,40 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
           approvalId: e.data.approvalId,
           timeoutMs: e.data.timeoutMs,
           requestedAt: e.at,
+          argsDigest: e.data.argsDigest,
         }),
       }));
     case 'approval.resolved':
     case 'approval.settled': {
       const known = s.calls.get(e.data.callId);
-      return onCall(s, e, e.data.callId, known?.id ?? '', (c) =>
-        c.approval !== undefined && c.approval.status !== 'waiting'
-          ? c // the first answer wins, as in the call path
+      return onCall(s, e, e.data.callId, known?.id ?? '', (c) => {
+        const asked = c.approval;
+        const why =
+          e.data.late === true || (asked !== undefined && asked.status !== 'waiting')
+            ? ('late' as const)
+            : asked?.argsDigest !== undefined &&
+                (e.data.argsDigest !== asked.argsDigest || e.data.approvalId !== asked.approvalId)
+              ? ('mismatch' as const)
+              : undefined;
+        // The same answer delivered again (a re-published fact) is neither a new answer nor an ignored one.
+        const again =
+          asked !== undefined &&
+          ((asked.resolvedAt === e.at && asked.by === e.data.by) ||
+            (asked.ignored ?? []).some((i) => i.at === e.at && i.by === e.data.by && i.approved === e.data.approved));
+        if (again) return c;
+        if (why !== undefined && asked !== undefined) {
+          // The first matching answer wins, as in the call path; the others are kept as ignored.
+          const ignored = defined({
+            by: e.data.by,
+            channel: e.data.channel,
+            approved: e.data.approved,
+            at: e.at,
+            why,
+          });
+          return { ...c, approval: { ...asked, ignored: [...(asked.ignored ?? []), ignored] } };
+        }
+        return c.approval !== undefined && c.approval.status !== 'waiting'
+          ? c
           : {
               ...c,
               approval: defined({
@@ -455,11 +487,12 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
                         ? ('approved' as const)
                         : ('denied' as const),
                 by: e.data.by,
+                channel: e.data.channel,
                 reason: e.data.reason,
                 resolvedAt: e.at,
               }),
-            },
-      );
+            };
+      });
     }
     case 'hook.ran': {
       const known = s.calls.get(e.data.callId);
@@ -776,7 +809,11 @@ export function formatAuditReport(r: AuditReport): string {
     const approval =
       c.approval === undefined
         ? ''
-        : `, approval ${c.approval.status}${c.approval.by === undefined ? '' : ` by ${c.approval.by}`}`;
+        : `, approval ${c.approval.status}${c.approval.by === undefined ? '' : ` by ${c.approval.by}`}` +
+          `${c.approval.channel === undefined ? '' : ` via ${c.approval.channel}`}` +
+          `${c.approval.resolvedAt === undefined ? '' : ` at ${c.approval.resolvedAt}`}` +
+          `${c.approval.reason === undefined ? '' : ` (${c.approval.reason})`}` +
+          `${(c.approval.ignored ?? []).map((i) => `; ignored ${i.why} ${i.approved ? 'approval' : 'denial'} by ${i.by ?? '?'}${i.channel === undefined ? '' : ` via ${i.channel}`} at ${i.at}`).join('')}`;
     const hooks = c.hooks.length === 0 ? '' : `, hooks ${c.hooks.map((h) => `${h.pluginId}:${h.outcome}`).join(' ')}`;
     lines.push(
       `  ${c.callId} ${c.id} [${c.source}/${c.resultOrigin}] ${c.outcome}${c.reason === undefined ? '' : `: ${c.reason}`}`,

@@ -35,6 +35,11 @@ export interface EnsureOptions {
   /** Per-server bound on starting plus listing (default 15000 ms); a spec's own `timeoutMs` wins. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * When the caller's start began (ms on this runtime's clock; default now): each server's bound counts from here,
+   * so time the caller spent waiting before (a queue for a start place) is part of it, not added to it.
+   */
+  startedAt?: number;
 }
 
 interface Slot {
@@ -86,6 +91,7 @@ export class SessionMcpRuntime {
       );
     this.touch();
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
+    const startedAt = Math.min(opts.startedAt ?? this.now(), this.now());
     const sharedStatus = new Map<string, SourceStatus>();
     await Promise.all(
       names.map(async (name) => {
@@ -102,13 +108,18 @@ export class SessionMcpRuntime {
           this.sharedSpecs.set(name, spec);
           sharedStatus.set(
             name,
-            (await shared.ensure(name, spec, { timeoutMs: bound, ...(opts.signal ? { signal: opts.signal } : {}) }))
-              .status,
+            (
+              await shared.ensure(name, spec, {
+                timeoutMs: bound,
+                startedAt,
+                ...(opts.signal ? { signal: opts.signal } : {}),
+              })
+            ).status,
           );
           return;
         }
         this.sharedSpecs.delete(name);
-        return this.ensureOne(name, spec, bound, opts.signal);
+        return this.ensureOne(name, spec, bound, startedAt, opts.signal);
       }),
     );
     this.touch();
@@ -124,6 +135,7 @@ export class SessionMcpRuntime {
     name: string,
     spec: McpServerSpec,
     timeoutMs: number,
+    startedAt: number,
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const pending = this.opening.get(name);
@@ -135,7 +147,20 @@ export class SessionMcpRuntime {
       const retryAfter = this.opts.retryFailedAfterMs ?? 30_000;
       if (!slot.connection && slot.failedAt !== undefined && this.now() - slot.failedAt < retryAfter) return;
     }
-    const work = this.open(name, spec, specKey, timeoutMs, signal).finally(() => this.opening.delete(name));
+    const waited = this.now() - startedAt;
+    if (waited >= timeoutMs) {
+      // The bound ran out before the server could be started (the caller waited for a start place): not started.
+      this.fail(
+        name,
+        specKey,
+        waited,
+        `MCP server "${name}" was not started: its start bound of ${timeoutMs} ms had passed (${waited} ms since the turn was admitted).`,
+      );
+      return;
+    }
+    const work = this.open(name, spec, specKey, timeoutMs - waited, signal, waited).finally(() =>
+      this.opening.delete(name),
+    );
     this.opening.set(name, work);
     return work;
   }
@@ -146,10 +171,12 @@ export class SessionMcpRuntime {
     specKey: string,
     timeoutMs: number,
     signal: AbortSignal | undefined,
+    waited: number,
   ): Promise<void> {
     const old = this.slots.get(name);
     if (old?.connection) await old.connection.close();
-    const started = this.now();
+    // Durations count from the caller's start: what it waited before this opening is part of them.
+    const started = this.now() - waited;
     const connectOpts: Omit<ConnectOptions, 'timeoutMs' | 'signal'> = {
       onToolsChanged: () => {
         void this.relistOwn(name);
@@ -161,6 +188,7 @@ export class SessionMcpRuntime {
     if (this.opts.onSnapshotCall) connectOpts.onSnapshotCall = this.opts.onSnapshotCall;
     const outcome = await openWithin(this.opts.connect ?? connectMcpServer, name, spec, connectOpts, {
       timeoutMs,
+      waitedMs: waited,
       stragglers: this.stragglers,
       ...(signal !== undefined ? { signal } : {}),
     });
@@ -221,19 +249,26 @@ export class SessionMcpRuntime {
     return out;
   }
 
-  /** One catalog part per status (from `ensure`): the live tools of that server, none for a failed one. */
+  /**
+   * One catalog part per status (from `ensure`): the live tools of that server, none for a failed one. A part's
+   * entries are the server's listing itself (the same array until it is listed again), so the catalog memo
+   * recognises an unchanged part by identity instead of hashing a large catalog on every turn.
+   */
   parts(statuses: readonly SourceStatus[]): CatalogPart[] {
-    const byOwner = new Map<string, ToolEntry[]>();
-    for (const e of this.list()) {
-      const own = byOwner.get(e.owner);
-      if (own === undefined) byOwner.set(e.owner, [e]);
-      else own.push(e);
-    }
+    this.touch();
     return statuses.map((status) => ({
       key: status.key,
       status,
-      entries: status.ok ? (byOwner.get(status.owner) ?? []) : [],
+      entries: status.ok ? this.entriesOf(status.owner) : [],
     }));
+  }
+
+  /** The live tools of one server (shared or the session's own), as last listed. */
+  private entriesOf(name: string): ToolEntry[] {
+    const spec = this.sharedSpecs.get(name);
+    if (spec !== undefined) return this.opts.shared?.entries(name, spec) ?? [];
+    const slot = this.slots.get(name);
+    return slot?.connection?.alive ? slot.entries : [];
   }
 
   /** Per-server status: the last outcome of opening it; a server that died since is reported as not ok. */

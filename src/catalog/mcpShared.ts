@@ -114,16 +114,18 @@ export class SharedMcpServers {
   }
 
   /**
-   * Makes sure the server is open and listed, waiting at most `timeoutMs` measured from this call, whoever started
-   * the opening; the returned status's duration is this caller's wait. A live connection is used as it is (no new
-   * listing); a failed one is retried after `retryFailedAfterMs`; a dead one is restarted.
+   * Makes sure the server is open and listed, waiting at most `timeoutMs` measured from `startedAt` (the caller's
+   * start, e.g. its turn's admission; default this call), whoever started the opening; the returned status's
+   * duration is this caller's wait. A live connection is used as it is (no new listing, no wait); a failed one is
+   * retried after `retryFailedAfterMs`; a dead one is restarted.
    */
   async ensure(
     name: string,
     spec: McpServerSpec,
-    opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+    opts: { timeoutMs?: number; signal?: AbortSignal; startedAt?: number } = {},
   ): Promise<SharedEnsured> {
-    const started = this.now();
+    // The bound counts from the caller's start (a wait for a start place included), never from later.
+    const started = Math.min(opts.startedAt ?? this.now(), this.now());
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
     if (this.closed)
       return { status: statusOf(name, false, 0, 0, `MCP server "${name}" was not opened: the gateway is closing.`) };
@@ -151,8 +153,7 @@ export class SharedMcpServers {
     }
     const s = slot;
     // A live server is used as listed: this caller waited for nothing.
-    if (s.connection?.alive && s.opening === undefined)
-      return { status: { ...s.status, durationMs: this.now() - started } };
+    if (s.connection?.alive && s.opening === undefined) return { status: { ...s.status, durationMs: 0 } };
     const retryAfter = this.opts.retryFailedAfterMs ?? 30_000;
     if (s.opening === undefined && !s.connection && s.failedAt !== undefined && this.now() - s.failedAt < retryAfter)
       return { status: s.status };

@@ -15,6 +15,8 @@ export interface OpenWithinOptions {
   run?: (work: () => Promise<OpenOutcome>) => Promise<OpenOutcome>;
   /** Called once the server is connected, before its listing. */
   onConnected?: () => void;
+  /** Time the caller had already spent before this opening, within its bound (`timeoutMs` is what is left). */
+  waitedMs?: number;
 }
 
 /**
@@ -30,6 +32,7 @@ export async function openWithin(
   opts: OpenWithinOptions,
 ): Promise<OpenOutcome> {
   let phase = 'starting';
+  const t0 = Date.now();
   const stop = new AbortController();
   const signal = opts.signal ? AbortSignal.any([opts.signal, stop.signal]) : stop.signal;
   const start = async (): Promise<OpenOutcome> => {
@@ -52,11 +55,21 @@ export async function openWithin(
   const outcome = await Promise.race([work, deadline]);
   clearTimeout(timer);
   if (outcome !== 'timeout') return outcome;
-  stop.abort(new Error(`timed out after ${opts.timeoutMs} ms`));
+  const waited = opts.waitedMs ?? 0;
+  const bound = opts.timeoutMs + waited;
+  stop.abort(new Error(`timed out after ${bound} ms`));
   const late = work.then((o) => ('connection' in o ? o.connection.close() : undefined)).catch(() => undefined);
   opts.stragglers.add(late);
   void late.finally(() => opts.stragglers.delete(late));
-  return { reason: `MCP server "${name}" timed out after ${opts.timeoutMs} ms ${phase}.` };
+  // The message names the bound and, when they differ, what really went by: a starved event loop fires timers late.
+  const elapsed = Date.now() - t0 + waited;
+  const notes = [
+    ...(waited > 0 ? [`${waited} ms of it before the start began`] : []),
+    ...(elapsed > bound + 1000 ? [`${elapsed} ms went by: the gateway was too busy to notice sooner`] : []),
+  ];
+  return {
+    reason: `MCP server "${name}" timed out after ${bound} ms ${phase}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}.`,
+  };
 }
 
 /** Waits for the late closes `openWithin` left in `stragglers`, but never longer than `boundMs`. */

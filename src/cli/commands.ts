@@ -62,6 +62,16 @@ export const commands: CommandEntry[] = [
     load: async () => (await import('./commands/mcp.js')).mcpCommand,
   },
   {
+    name: 'approvals',
+    summary: 'list the calls waiting for an approver (--watch: follow them)',
+    load: async () => (await import('./commands/approvals.js')).approvalsCommand,
+  },
+  {
+    name: 'approve',
+    summary: 'approve (or --deny) one pending call',
+    load: async () => (await import('./commands/approvals.js')).approveCommand,
+  },
+  {
     name: 'keys',
     summary: 'add, list or revoke API keys of the HTTP front',
     load: async () => (await import('./commands/keys.js')).keysCommand,

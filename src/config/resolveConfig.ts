@@ -25,7 +25,7 @@ export const CONFIG_DEFAULTS = {
   provider: { maxRounds: 8, timeoutMs: 120_000 },
   gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000 },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
-  session: { idleTimeoutMs: 600_000, maxLive: 256 },
+  session: { idleTimeoutMs: 600_000, maxLive: 256, maxStarting: 16, maxStartQueue: 256, startQueueTimeoutMs: 10_000 },
   harness: 'pi',
   search: { learnFromCalls: false, learnedCallsPath: '.toolsearch/learned-calls.jsonl', maxLearnedCalls: 10_000 },
 } as const;
@@ -77,6 +77,11 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
       approval: {
         require: [...(tools.approval?.require ?? [])],
         timeoutMs: tools.approval?.timeoutMs ?? d.approvalTimeoutMs,
+        autoApprove: (tools.approval?.autoApprove ?? []).map((r) => ({
+          tools: [...r.tools],
+          ...(r.agents === undefined ? {} : { agents: [...r.agents] }),
+          ...(r.profiles === undefined ? {} : { profiles: [...r.profiles] }),
+        })),
       },
     },
     agents: resolveLayers(raw.agents, baseDir),

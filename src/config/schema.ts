@@ -124,6 +124,22 @@ export const ToolsSection = Type.Object(
         {
           require: Type.Optional(StringList),
           timeoutMs: Type.Optional(positiveInt('30000')),
+          /**
+           * Calls an operator trusts without asking: each rule names tool patterns and, optionally, the agents and
+           * profiles it applies to (absent: all). Recorded as approved by `autoApprove`.
+           */
+          autoApprove: Type.Optional(
+            Type.Array(
+              Type.Object(
+                {
+                  tools: StringList,
+                  agents: Type.Optional(StringList),
+                  profiles: Type.Optional(StringList),
+                },
+                closed,
+              ),
+            ),
+          ),
         },
         closed,
       ),
@@ -275,6 +291,11 @@ export const ToolSearchConfig = Type.Object(
           idleTimeoutMs: Type.Optional(positiveInt('600000')),
           maxLive: Type.Optional(positiveInt('256: live sessions per gateway')),
           maxPerPrincipal: Type.Optional(positiveInt('session.maxLive: live sessions per principal')),
+          maxStarting: Type.Optional(
+            positiveInt('16: new sessions starting at once (first turn until its tools are exposed)'),
+          ),
+          maxStartQueue: Type.Optional(positiveInt('256: new sessions waiting for a start place; beyond, 429')),
+          startQueueTimeoutMs: Type.Optional(positiveInt('10000: longest wait for a start place; then 429')),
         },
         closed,
       ),

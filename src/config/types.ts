@@ -27,7 +27,12 @@ export interface ResolvedConfig {
     deny: string[];
     /** false: patterns match ignoring case. Default true. */
     matchCase: boolean;
-    approval: { require: string[]; timeoutMs: number };
+    approval: {
+      require: string[];
+      timeoutMs: number;
+      /** Calls approved without asking: tool patterns, for the listed agents and profiles (absent: any). */
+      autoApprove: Array<{ tools: string[]; agents?: string[]; profiles?: string[] }>;
+    };
   };
   agents: Record<string, PolicyLayer>;
   profiles: Record<string, PolicyLayer>;
@@ -81,8 +86,19 @@ export interface ResolvedConfig {
    */
   gateway: { port?: number; host: string; tls?: { cert: string; key: string }; maxEventLoopLagMs: number };
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
-  /** Live sessions are bounded per gateway and per principal; idle ones are reaped oldest first at the bound. */
-  session: { idleTimeoutMs: number; maxLive: number; maxPerPrincipal: number };
+  /**
+   * Live sessions are bounded per gateway and per principal; idle ones are reaped oldest first at the bound. New
+   * sessions start (first turn until its tools are exposed) at most `maxStarting` at once; up to `maxStartQueue`
+   * wait for a place, each at most `startQueueTimeoutMs`; beyond, they are refused with `gateway.overloaded`.
+   */
+  session: {
+    idleTimeoutMs: number;
+    maxLive: number;
+    maxPerPrincipal: number;
+    maxStarting: number;
+    maxStartQueue: number;
+    startQueueTimeoutMs: number;
+  };
   harness: 'pi' | 'codex';
   /**
    * Learning from calls (opt-in): the (query, tool finally called) pairs of successful calls, kept in their own

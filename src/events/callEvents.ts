@@ -103,13 +103,19 @@ export const ApprovalRequested = Type.Object({
   toolId: Type.String(),
   approvalId: Type.String(),
   timeoutMs: NonNegInt(),
+  /** The digest of the call's (redacted) arguments: an answer must name it (added, optional). */
+  argsDigest: Type.Optional(Type.String()),
+  /** Why approval is needed: the matching `tools.approval.require` pattern (added, optional). */
+  reason: Type.Optional(Type.String()),
 });
 export type ApprovalRequested = Static<typeof ApprovalRequested>;
 
 /**
- * `approval.resolved`: an approver answered on the bus (only the approver role may publish it on a secured server).
- * Logs written before `approval.settled` existed also hold the gateway's own timeouts here (approved false,
- * timedOut true) and cut waits (approved false, `by: "cancelled"`, cancelled true); they fold as before.
+ * `approval.resolved`: an approver answered, the wait timed out (approved false, timedOut true), or the wait was cut
+ * by a shutdown or a crash (approved false, `by: "cancelled"`, cancelled true: nobody said no). `by` is who
+ * answered (a principal's name, `callback`, `timeout`, `cancelled`, `autoApprove`), `channel` through what (`http`,
+ * `cli`, `ui`, `mcp`, `nats`, `callback`, `config`); the envelope's `at` says when, `reason` why. An answer counts only
+ * for the call and argument digest it names; one marked `late` came after the call settled and changed nothing.
  */
 export const ApprovalResolved = Type.Object({
   callId: Type.String(),
@@ -120,6 +126,12 @@ export const ApprovalResolved = Type.Object({
   timedOut: Type.Optional(Type.Boolean()),
   /** The wait was cut (shutdown, crash recovery), not answered nor timed out (added, optional). */
   cancelled: Type.Optional(Type.Boolean()),
+  /** The digest of the arguments the answer is for (added, optional; required to match when the request has one). */
+  argsDigest: Type.Optional(Type.String()),
+  /** Through what the answer came (added, optional). */
+  channel: Type.Optional(Type.String()),
+  /** Recorded after the call had settled: ignored (added, optional). */
+  late: Type.Optional(Type.Boolean()),
 });
 export type ApprovalResolved = Static<typeof ApprovalResolved>;
 
@@ -130,16 +142,7 @@ export type ApprovalResolved = Static<typeof ApprovalResolved>;
  * no turn ever takes it for an answer (answers are `approval.resolved`), so a principal that may publish it (the
  * gateway role) cannot approve a call with it.
  */
-export const ApprovalSettled = Type.Object({
-  callId: Type.String(),
-  approvalId: Type.String(),
-  approved: Type.Boolean(),
-  by: Type.Optional(Type.String()),
-  reason: Type.Optional(Type.String()),
-  timedOut: Type.Optional(Type.Boolean()),
-  /** The wait was cut (shutdown, crash recovery), not answered nor timed out. */
-  cancelled: Type.Optional(Type.Boolean()),
-});
+export const ApprovalSettled = Type.Object({ ...ApprovalResolved.properties });
 export type ApprovalSettled = Static<typeof ApprovalSettled>;
 
 /** `hook.ran`: one plugin's before_tool_call hook ran for a call (a throw blocks: fail closed). */

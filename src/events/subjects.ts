@@ -47,12 +47,15 @@ export const isAnswerType = (type: string): boolean => (ANSWER_TYPES as readonly
 export const EMPTY_TOKEN = '%_';
 
 const SAFE = /^[A-Za-z0-9_\-:@+=]$/;
+/** An id made only of safe characters (every UUID, most ids) is its own token. */
+const ALL_SAFE = /^[A-Za-z0-9_\-:@+=]+$/;
 const utf8 = new TextEncoder();
 const hex = (b: number) => b.toString(16).toUpperCase().padStart(2, '0');
 
 /** Encodes an id as one NATS subject token, reversibly (see the module comment). Pure: no I/O. */
 export function encodeToken(id: string): string {
   if (id === '') return EMPTY_TOKEN;
+  if (ALL_SAFE.test(id)) return id;
   let out = '';
   for (const ch of id) {
     if (SAFE.test(ch)) out += ch;
@@ -97,15 +100,22 @@ export function decodeToken(token: string): Result<string> {
   }
 }
 
+const typeTokens = new Map<string, string>();
+
 /**
  * The subject token of an event type: `call.decided` -> `call_decided`. Throws for a malformed type (a bug:
  * types come from the catalogue). Pure: no I/O.
  */
 export function typeToken(type: string): string {
+  const known = typeTokens.get(type);
+  if (known !== undefined) return known;
   if (!isWellFormedType(type)) {
     throw new ToolSearchFault(`"${type}" is not a well-formed event type (dotted lowercase words, no "_").`);
   }
-  return type.replaceAll('.', '_');
+  const token = type.replaceAll('.', '_');
+  // Types come from the catalogue (a few dozen): kept, bounded all the same against a stream of odd new ones.
+  if (typeTokens.size < 1024) typeTokens.set(type, token);
+  return token;
 }
 
 /** The event type of a subject token: `call_decided` -> `call.decided`. Pure: no I/O. */

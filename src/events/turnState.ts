@@ -61,7 +61,9 @@ export interface TurnState {
   completed: readonly string[];
   pendingCalls: Readonly<Record<string, PendingCall>>;
   /** `approval.requested` without its `approval.resolved`, by approval id. */
-  pendingApprovals: Readonly<Record<string, { callId: string; toolId: string; at: string; timeoutMs: number }>>;
+  pendingApprovals: Readonly<
+    Record<string, { callId: string; toolId: string; at: string; timeoutMs: number; argsDigest?: string }>
+  >;
   /** Calls that ended `call.outcomeUnknown` (their effect may or may not have happened), in order. */
   unknown: readonly string[];
   /** Times the turn was taken over (`turn.adopted`), and the last catalog change recorded at one. */
@@ -217,11 +219,24 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         ...state,
         pendingApprovals: {
           ...state.pendingApprovals,
-          [e.data.approvalId]: { callId: e.data.callId, toolId: e.data.toolId, at: e.at, timeoutMs: e.data.timeoutMs },
+          [e.data.approvalId]: {
+            callId: e.data.callId,
+            toolId: e.data.toolId,
+            at: e.at,
+            timeoutMs: e.data.timeoutMs,
+            ...(e.data.argsDigest === undefined ? {} : { argsDigest: e.data.argsDigest }),
+          },
         },
       };
-    case 'approval.resolved':
+    case 'approval.resolved': {
+      // Only an answer for the same call and arguments settles an approval; a late one changes nothing.
+      const asked = state.pendingApprovals[e.data.approvalId];
+      if (e.data.late === true || asked === undefined || asked.callId !== e.data.callId) return state;
+      if (asked.argsDigest !== undefined && e.data.argsDigest !== asked.argsDigest) return state;
+      return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
+    }
     case 'approval.settled':
+      // The gateway's own end of a wait (timeout, cut, library approver).
       return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
     case 'call.completed': {
       const ended = endCall(state, e.data.callId);

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ToolSearchError } from '../shared/index.js';
 import type { JsonSchema } from '../catalog/index.js';
 import { redactSecretArgs } from '../policy/index.js';
+import type { ApprovalRoutes } from './front/approvals.js';
 import { admitRequest, createFrontAuth, ownerHeader, refusalOf, type Caller, type FrontAuth } from './front/auth.js';
 import {
   recordedAnswer,
@@ -122,6 +123,8 @@ export interface GatewayServerOptions {
   onAnswer?: (status: number, code?: string) => void;
   /** `GET /metrics`: the Prometheus text exposition (absent: no such route). */
   metrics?: () => string;
+  /** The approval routes and the operator page (`/v1/approvals…`, `/v1/sessions…`, `/ui`), with their own auth. */
+  approvals?: ApprovalRoutes;
 }
 
 export interface GatewayServer {
@@ -566,6 +569,8 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/healthz' && req.method === 'GET')
       return sendJson(res, 200, { ok: true, provider: opts.provider.baseUrl });
+    // Approvals authenticate approvers (the local token or an approver key) and check Host and Origin themselves.
+    if (opts.approvals !== undefined && (await opts.approvals.handle(req, res, path ?? '/'))) return;
     // Every route but /healthz needs the caller's key when keys are configured.
     const caller = auth.authenticate(req);
     if (!caller.ok) {
@@ -611,6 +616,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
     draining = true;
+    opts.approvals?.close();
     const drainMs = opts.drainMs ?? DEFAULT_DRAIN_MS;
     const end = Date.now() + drainMs;
     while (inflight.size > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 25));

@@ -53,3 +53,11 @@ export type {
 } from './sessionEvents/index.js';
 export { startMcpFront, toCallToolResult, TOOL_SEARCH_OUTPUT_SCHEMA } from './mcpFront.js';
 export type { McpFront, McpFrontOptions } from './mcpFront.js';
+export {
+  approvalRoutes,
+  authenticateApprover,
+  checkRequestOrigin,
+  isApprovalPath,
+  parseAnswerBody,
+} from './front/approvals.js';
+export type { ApprovalRoutes, ApprovalRoutesOptions, ApproverIdentity } from './front/approvals.js';

@@ -9,6 +9,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
+import type { ApprovalDesk, PendingApproval } from '../policy/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
 
@@ -65,6 +66,11 @@ export interface McpFrontOptions {
   onCatalogChanged?: (listener: () => void) => () => void;
   /** Progress lines for the operator (stderr for `toolsearch mcp`: stdout belongs to the protocol). */
   say?: (line: string) => void;
+  /**
+   * The engine's approval desk: an approval of this session is asked of the host's user with an elicitation form
+   * (approve / deny, reason) when the host supports elicitation; the answer is recorded with channel `mcp`.
+   */
+  approvals?: ApprovalDesk;
 }
 
 /** The gateway as an MCP server on one transport: one session, its tools over one live turn. */
@@ -238,7 +244,12 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
       await opts.engine.closeSession(sessionId).catch(() => undefined);
       resolveClosed();
     })());
-  server.onclose = () => void close();
+  const stopAsking =
+    opts.approvals === undefined ? () => {} : askApprovalsOfHost(server, opts.approvals, sessionId, say);
+  server.onclose = () => {
+    stopAsking();
+    void close();
+  };
   try {
     await server.connect(transport);
   } catch (err) {
@@ -257,4 +268,97 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     closed,
     close,
   });
+}
+
+/** The elicitation form of one approval: approve or deny, and an optional reason. Pure: no I/O. */
+export function approvalForm(a: PendingApproval): Parameters<Server['elicitInput']>[0] {
+  const hints = Object.entries(a.tool.annotations ?? {})
+    .filter(([, v]) => v === true)
+    .map(([k]) => k);
+  const args = JSON.stringify(a.args);
+  return {
+    message: [
+      `Approve the call of ${a.tool.name} (${a.tool.id}, ${a.tool.source}${hints.length > 0 ? `; ${hints.join(', ')}` : ''})?`,
+      a.tool.description === '' ? undefined : a.tool.description.slice(0, 300),
+      a.reason === undefined ? undefined : `Why: ${a.reason}`,
+      `Arguments: ${args.length > 1500 ? `${args.slice(0, 1500)}…` : args}`,
+      `Session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}; no answer by ${a.expiresAt} denies it.`,
+    ]
+      .filter((l): l is string => l !== undefined)
+      .join('\n'),
+    requestedSchema: {
+      type: 'object',
+      properties: {
+        decision: {
+          type: 'string',
+          title: 'Decision',
+          enum: ['approve', 'deny'],
+          enumNames: ['Approve', 'Deny'],
+          description: 'Approve runs the call once, with exactly these arguments; deny blocks it.',
+        },
+        reason: { type: 'string', title: 'Reason', description: 'Why (recorded with the answer).', maxLength: 500 },
+      },
+      required: ['decision'],
+    },
+  } as Parameters<Server['elicitInput']>[0];
+}
+
+/**
+ * Asks the host's user each approval of `sessionId` (when the host declared elicitation): accept with
+ * `approve` approves, `deny` or decline denies, cancel leaves it to other approvers or the timeout. An approval
+ * settled elsewhere meanwhile withdraws the question. Answers are recorded as principal `mcp:<host name>`, channel
+ * `mcp`. Returns a function that stops asking.
+ */
+function askApprovalsOfHost(
+  server: Server,
+  desk: ApprovalDesk,
+  sessionId: string,
+  say: (line: string) => void,
+): () => void {
+  const asking = new Map<string, AbortController>();
+  const stop = desk.watch((e) => {
+    if (e.type === 'settled') {
+      asking.get(e.settled.approvalId)?.abort();
+      return;
+    }
+    const a = e.approval;
+    if (a.sessionId !== sessionId || server.getClientCapabilities()?.elicitation === undefined) return;
+    const abort = new AbortController();
+    asking.set(a.approvalId, abort);
+    const timeout = Math.max(1000, Date.parse(a.expiresAt) - Date.now());
+    void server
+      .elicitInput(approvalForm(a), { signal: abort.signal, timeout })
+      .then(async (r) => {
+        if (r.action === 'cancel') return;
+        const content = (r.content ?? {}) as Record<string, unknown>;
+        const approved = r.action === 'accept' && content['decision'] === 'approve';
+        const reason =
+          typeof content['reason'] === 'string' && content['reason'] !== '' ? content['reason'] : undefined;
+        const answered = await desk.answer(a.approvalId, {
+          approved,
+          principal: `mcp:${(server.getClientVersion()?.name ?? 'host').slice(0, 80)}`,
+          channel: 'mcp',
+          callId: a.callId,
+          argsDigest: a.argsDigest,
+          ...(reason === undefined
+            ? r.action === 'decline'
+              ? { reason: 'declined by the user' }
+              : {}
+            : { reason: reason.slice(0, 500) }),
+        });
+        if (!answered.ok) say(`approval ${a.approvalId}: ${answered.error.code}: ${answered.error.message}`);
+      })
+      .catch((err: unknown) => {
+        if (!abort.signal.aborted)
+          say(
+            `approval ${a.approvalId} could not be asked of the host: ${err instanceof Error ? err.message : String(err)}`,
+          );
+      })
+      .finally(() => asking.delete(a.approvalId));
+  });
+  return () => {
+    stop();
+    for (const c of asking.values()) c.abort();
+    asking.clear();
+  };
 }

@@ -105,7 +105,7 @@ export function evolveMetrics(state: MetricsState, e: Envelope): MetricsState {
 
 /** Live figures the fold cannot know: read at scrape time. */
 export interface MetricsGauges {
-  sessions?: () => { live: number; busy: number; turnsInFlight: number; reaped: number };
+  sessions?: () => { live: number; busy: number; turnsInFlight: number; reaped: number; starting?: number };
   eventLoopLagMs?: () => number;
   /** Work waiting, by queue (session events not handled yet, MCP calls over a server's limit, ...). */
   queues?: () => Record<string, number>;
@@ -193,6 +193,12 @@ export function startGatewayMetrics(opts: { bus: EventBus; gauges?: MetricsGauge
         help: 'Idle sessions reaped (idle timeout, or room for a new one at session.maxLive / maxPerPrincipal).',
         type: 'counter',
         samples: sessions === undefined ? [] : [{ value: sessions.reaped }],
+      },
+      {
+        name: 'toolsearch_sessions_starting',
+        help: 'New sessions starting now (first turn until its tools are exposed; at most session.maxStarting).',
+        type: 'gauge',
+        samples: sessions?.starting === undefined ? [] : [{ value: sessions.starting }],
       },
       {
         name: 'toolsearch_turns_in_flight',

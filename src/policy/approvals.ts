@@ -18,16 +18,30 @@ export interface ApprovalDecision {
   reason?: string;
 }
 
-/** A library approver: a callback. (Anyone may also answer with an `approval.resolved` event on the bus.) */
+/** A person's accepted answer, through this gateway's approval desk: who, through what, and why. */
+export interface PersonAnswer extends ApprovalDecision {
+  principal: string;
+  channel: string;
+}
+
+/**
+ * A library approver: a callback. (An approver principal may also answer with an `approval.resolved` event on the
+ * bus that names the approval and the argument digest, or through the gateway's approval desk.)
+ */
 export type Approver = (req: ApprovalRequest) => Promise<ApprovalDecision>;
 
 /** How an approval wait ended. */
 export interface ApprovalOutcome {
   approved: boolean;
   reason?: string;
-  /** `callback`, `bus`, `timeout`, or `cancelled` (the wait was cut: the turn ended, the gateway shut down). */
-  by: 'callback' | 'bus' | 'timeout' | 'cancelled';
+  /**
+   * `callback`, `bus`, `person` (the desk: `principal` and `channel` say who and how), `timeout`, or `cancelled`
+   * (the wait was cut: the turn ended, the gateway shut down).
+   */
+  by: 'callback' | 'bus' | 'person' | 'timeout' | 'cancelled';
   timedOut?: boolean;
+  principal?: string;
+  channel?: string;
 }
 
 export interface WaitForApprovalOptions {
@@ -35,6 +49,8 @@ export interface WaitForApprovalOptions {
   approver?: Approver;
   /** Resolves when an `approval.resolved` event for this request arrives on the bus. */
   fromBus: Promise<ApprovalDecision>;
+  /** Resolves when a person answers through the gateway's approval desk. */
+  fromPerson?: Promise<PersonAnswer>;
   timeoutMs: number;
   signal?: AbortSignal;
 }
@@ -70,6 +86,17 @@ export function waitForApproval(opts: WaitForApprovalOptions): Promise<ApprovalO
     opts.fromBus.then(
       (d) =>
         settle({ approved: d.approved === true, by: 'bus', ...(d.reason === undefined ? {} : { reason: d.reason }) }),
+      () => undefined,
+    );
+    opts.fromPerson?.then(
+      (d) =>
+        settle({
+          approved: d.approved === true,
+          by: 'person',
+          principal: d.principal,
+          channel: d.channel,
+          ...(d.reason === undefined ? {} : { reason: d.reason }),
+        }),
       () => undefined,
     );
     if (opts.approver !== undefined) {

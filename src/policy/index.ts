@@ -27,6 +27,7 @@ export type {
   ApprovalRequest,
   ApprovalDecision,
   ApprovalOutcome,
+  PersonAnswer,
   WaitForApprovalOptions,
 } from './approvals.js';
 export { runBeforeToolCallHooks } from './hooks.js';
@@ -44,3 +45,13 @@ export {
   REDACTED,
 } from './argsSafety.js';
 export { caseOnlyDenyWarnings } from './caseOnlyDenies.js';
+export { ApprovalDesk } from './approvalDesk.js';
+export type {
+  ApprovalAnswer,
+  ApprovalChannel,
+  DeskEntry,
+  DeskEvent,
+  PendingApproval,
+  SettledApproval,
+} from './approvalDesk.js';
+export { autoApproved } from './autoApprove.js';

@@ -42,61 +42,44 @@ export class OperationModel {
   private constructor(
     openings: Map<string, number>,
     equivalents: Map<string, Map<string, number>>,
-    private readonly words: ReadonlyMap<ToolMeta, readonly string[]>,
+    private readonly words: NameWords,
+    /** Tools per source the model was learned from: a source whose tools are all the same reuses their name words. */
+    private readonly groupSizes: ReadonlyMap<string, number>,
   ) {
     this.openings = openings;
     this.equivalents = equivalents;
   }
 
-  /** Learns the model from the indexed tools' names and description openings. */
-  static learn(metas: Iterable<ToolMeta>): OperationModel {
+  /**
+   * Learns the model from the indexed tools' names and description openings. `previous`, a model learned before
+   * from some of the same tools: the name words of a source whose tools are exactly those it saw are taken from it
+   * (they depend on that source's tools only), so adding or removing another source's tools costs that source.
+   */
+  static learn(metas: Iterable<ToolMeta>, previous?: OperationModel): OperationModel {
     const list = [...metas];
-    const words = nameWordsOf(list);
-    // 1. Words that open descriptions and also stand in tool names, mostly as the name's only operation word
-    //    (not `api` of API-get-user, API-post-page).
-    const opened = new Map<string, number>();
-    const named = new Map<string, number>();
-    for (const m of list) {
-      const first = firstLead(m);
-      if (first !== undefined) opened.set(first, (opened.get(first) ?? 0) + 1);
-      for (const w of words.get(m) as string[]) named.set(w, (named.get(w) ?? 0) + 1);
+    const extra = previous === undefined ? undefined : newSourcesOf(previous, list);
+    let words: NameWords;
+    let groupSizes: Map<string, number>;
+    if (previous !== undefined && extra !== undefined) {
+      // The previous model's tools and whole new sources: only the new sources' name words are made.
+      const own = nameWordsOf(extra);
+      const before = previous.words;
+      words = { get: (m) => own.words.get(m) ?? before.get(m) };
+      groupSizes = new Map([...previous.groupSizes, ...own.groupSizes]);
+    } else {
+      ({ words, groupSizes } = nameWordsOf(
+        list,
+        previous === undefined ? undefined : { words: previous.words, groupSizes: previous.groupSizes },
+      ));
     }
-    const candidates = new Set<string>();
-    for (const [w, n] of opened) if (n >= MIN_OPENINGS && (named.get(w) ?? 0) >= 1) candidates.add(w);
-    const alone = new Map<string, number>();
-    for (const m of list) {
-      const inName = (words.get(m) as string[]).filter((w) => candidates.has(w));
-      if (inName.length === 1) alone.set(inName[0] as string, (alone.get(inName[0] as string) ?? 0) + 1);
-    }
-    const ops = new Map<string, number>();
-    for (const w of candidates)
-      if ((alone.get(w) ?? 0) >= MIN_ALONE_SHARE * (named.get(w) ?? 0)) ops.set(w, opened.get(w) as number);
-    // 2. Pairs of a name's one operation word (or, for a name with none, its first word) and a different
-    //    operation word its description opens with.
-    const pairs = new Map<string, Map<string, number>>();
-    const uses = new Map<string, number>();
-    for (const m of list) {
-      const opening = openingOf(m, ops);
-      if (opening === undefined) continue;
-      const nameWords = words.get(m) as string[];
-      const inName = nameWords.filter((w) => ops.has(w));
-      if (inName.includes(opening)) {
-        uses.set(opening, (uses.get(opening) ?? 0) + 1);
-        continue;
-      }
-      const w = inName.length === 1 ? inName[0] : inName.length === 0 ? nameWords[0] : undefined;
-      if (w === undefined) continue;
-      uses.set(w, (uses.get(w) ?? 0) + 1);
-      bump(pairs, w, opening);
-    }
+    const tally =
+      (previous !== undefined && extra !== undefined ? OperationModel.extendFrom(previous, extra, words) : undefined) ??
+      fullTally(list, words);
     // A name word that stands where operations stand is an operation too when its tools open with one operation
     // (drop-collection, drop-index: "Removes..."), and it never stands beside another operation in a name: an object
     // named first (pods_list, pods_delete; collection-schema: "Describe", collection-storage-size: "Gets") fails.
-    const besideOp = new Set<string>();
-    for (const m of list) {
-      const nameWords = words.get(m) as string[];
-      if (nameWords.some((w) => ops.has(w))) for (const w of nameWords) if (!ops.has(w)) besideOp.add(w);
-    }
+    const { pairs, uses, besideOp } = tally;
+    const ops = new Map(tally.ops);
     for (const [w, others] of pairs) {
       if (ops.has(w) || besideOp.has(w)) continue;
       let n = 0;
@@ -127,13 +110,89 @@ export class OperationModel {
         addEq(o, w, share(o, c));
       }
     }
-    const model = new OperationModel(ops, equivalents, words);
-    // Each tool's operations and object keys now, with the build, rather than on the first search that meets it.
-    for (const m of list) {
-      model.opsOf(m);
-      model.objectKeysOf(m);
-    }
+    const model = new OperationModel(ops, equivalents, words, groupSizes);
+    model.tally = tally;
+    // Each tool's operations and object keys now, with the build, rather than on the first search that meets it. A
+    // model extended from another for one overlay query (no tally of its own tools) computes them as it meets them.
+    if (tally.metas !== undefined)
+      for (const m of list) {
+        model.opsOf(m);
+        model.objectKeysOf(m);
+      }
     return model;
+  }
+
+  /** The counts the model was learned from (see `Tally`), for a later `learn` over these tools and more. */
+  private tally: Tally | undefined;
+
+  /** The tools of `list` from sources `previous` did not see, when the rest are exactly its tools; else undefined. */
+  static newSources(previous: OperationModel, list: readonly ToolMeta[]): ToolMeta[] | undefined {
+    const metas = previous.tally?.metas;
+    if (metas === undefined) return undefined;
+    const extra: ToolMeta[] = [];
+    let kept = 0;
+    for (const m of list) {
+      if (metas.has(m)) kept++;
+      else if (previous.groupSizes.has(m.sourceKey)) return undefined;
+      else extra.push(m);
+    }
+    return kept === metas.size ? extra : undefined;
+  }
+
+  /**
+   * The tally of this model's tools plus `extra` (whole sources it did not see, see `newSourcesOf`) from this
+   * model's, when they leave the candidate and operation words as they were (then every count is a sum); else
+   * undefined.
+   */
+  static extendFrom(previous: OperationModel, extra: readonly ToolMeta[], words: NameWords): Tally | undefined {
+    const t = previous.tally;
+    if (t === undefined || t.metas === undefined) return undefined;
+    if (extra.length === 0) return t;
+    // Only the counts the new tools add are made; every word they touch must keep its standing.
+    const dOpened = new Map<string, number>();
+    const dNamed = new Map<string, number>();
+    countOpenedNamed(extra, words, dOpened, dNamed);
+    const sum = (base: ReadonlyMap<string, number>, d: ReadonlyMap<string, number>, w: string): number =>
+      (base.get(w) ?? 0) + (d.get(w) ?? 0);
+    for (const d of [dOpened, dNamed])
+      for (const w of d.keys()) {
+        const candidate = sum(t.opened, dOpened, w) >= MIN_OPENINGS && sum(t.named, dNamed, w) >= 1;
+        if (candidate !== t.candidates.has(w)) return undefined;
+      }
+    const dAlone = new Map<string, number>();
+    countAlone(extra, words, t.candidates, dAlone);
+    const ops = new Map(t.ops);
+    for (const d of [dAlone, dNamed, dOpened])
+      for (const w of d.keys()) {
+        if (!t.candidates.has(w)) continue;
+        const op = sum(t.alone, dAlone, w) >= MIN_ALONE_SHARE * sum(t.named, dNamed, w);
+        if (op !== t.ops.has(w)) return undefined;
+        if (op) ops.set(w, sum(t.opened, dOpened, w));
+      }
+    // Pairs, uses and words beside an operation: the base's, with the new tools' added (copied where they touch).
+    const dPairs = new Map<string, Map<string, number>>();
+    const uses = new Map(t.uses);
+    const dBeside = new Set<string>();
+    countPairs(extra, words, ops, dPairs, uses, dBeside);
+    const pairs = new Map(t.pairs);
+    for (const [w, inner] of dPairs) {
+      const merged = new Map(t.pairs.get(w));
+      for (const [o, c] of inner) merged.set(o, (merged.get(o) ?? 0) + c);
+      pairs.set(w, merged);
+    }
+    const baseBeside = t.besideOp;
+    return {
+      // Learned once over these tools: not extended again (the base's tally is).
+      metas: undefined,
+      opened: t.opened,
+      named: t.named,
+      candidates: t.candidates,
+      alone: t.alone,
+      ops,
+      pairs,
+      uses,
+      besideOp: { has: (w: string) => baseBeside.has(w) || dBeside.has(w) },
+    };
   }
 
   /** Is this stemmed word one the catalog uses for an operation. */
@@ -222,6 +281,121 @@ export class OperationModel {
   }
 }
 
+/** A tool's name words without its server's prefix (see `nameWordsOf`). */
+type NameWords = { get(meta: ToolMeta): readonly string[] | undefined };
+
+/**
+ * What `OperationModel.learn` counts over the tools before it settles the operation words: every count is a sum
+ * over the tools (given the candidate and operation words), so adding tools of new sources adds their counts.
+ */
+interface Tally {
+  /** The tools counted; undefined for a tally extended from another (it is not extended again). */
+  metas: ReadonlySet<ToolMeta> | undefined;
+  /** First lead word -> descriptions it opens; name word -> names it stands in. */
+  opened: ReadonlyMap<string, number>;
+  named: ReadonlyMap<string, number>;
+  /** Words that open descriptions and stand in names. */
+  candidates: ReadonlySet<string>;
+  /** Candidate -> names it stands in as the only candidate. */
+  alone: ReadonlyMap<string, number>;
+  /** Operation words before the ones learned from pairs, with their openings. */
+  ops: ReadonlyMap<string, number>;
+  pairs: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  uses: ReadonlyMap<string, number>;
+  besideOp: { has(word: string): boolean };
+}
+
+function newSourcesOf(previous: OperationModel, list: readonly ToolMeta[]): ToolMeta[] | undefined {
+  return OperationModel.newSources(previous, list);
+}
+
+function fullTally(list: readonly ToolMeta[], words: NameWords): Tally {
+  // 1. Words that open descriptions and also stand in tool names, mostly as the name's only operation word
+  //    (not `api` of API-get-user, API-post-page).
+  const opened = new Map<string, number>();
+  const named = new Map<string, number>();
+  countOpenedNamed(list, words, opened, named);
+  const candidates = candidatesOf(opened, named);
+  const alone = new Map<string, number>();
+  countAlone(list, words, candidates, alone);
+  const ops = opsOf(candidates, alone, named, opened);
+  // 2. Pairs of a name's one operation word (or, for a name with none, its first word) and a different
+  //    operation word its description opens with.
+  const pairs = new Map<string, Map<string, number>>();
+  const uses = new Map<string, number>();
+  const besideOp = new Set<string>();
+  countPairs(list, words, ops, pairs, uses, besideOp);
+  return { metas: new Set(list), opened, named, candidates, alone, ops, pairs, uses, besideOp };
+}
+
+function countOpenedNamed(
+  list: readonly ToolMeta[],
+  words: NameWords,
+  opened: Map<string, number>,
+  named: Map<string, number>,
+): void {
+  for (const m of list) {
+    const first = firstLead(m);
+    if (first !== undefined) opened.set(first, (opened.get(first) ?? 0) + 1);
+    for (const w of words.get(m) as string[]) named.set(w, (named.get(w) ?? 0) + 1);
+  }
+}
+
+function candidatesOf(opened: ReadonlyMap<string, number>, named: ReadonlyMap<string, number>): Set<string> {
+  const candidates = new Set<string>();
+  for (const [w, n] of opened) if (n >= MIN_OPENINGS && (named.get(w) ?? 0) >= 1) candidates.add(w);
+  return candidates;
+}
+
+function countAlone(
+  list: readonly ToolMeta[],
+  words: NameWords,
+  candidates: ReadonlySet<string>,
+  alone: Map<string, number>,
+): void {
+  for (const m of list) {
+    const inName = (words.get(m) as string[]).filter((w) => candidates.has(w));
+    if (inName.length === 1) alone.set(inName[0] as string, (alone.get(inName[0] as string) ?? 0) + 1);
+  }
+}
+
+function opsOf(
+  candidates: ReadonlySet<string>,
+  alone: ReadonlyMap<string, number>,
+  named: ReadonlyMap<string, number>,
+  opened: ReadonlyMap<string, number>,
+): Map<string, number> {
+  const ops = new Map<string, number>();
+  for (const w of candidates)
+    if ((alone.get(w) ?? 0) >= MIN_ALONE_SHARE * (named.get(w) ?? 0)) ops.set(w, opened.get(w) as number);
+  return ops;
+}
+
+function countPairs(
+  list: readonly ToolMeta[],
+  words: NameWords,
+  ops: ReadonlyMap<string, number>,
+  pairs: Map<string, Map<string, number>>,
+  uses: Map<string, number>,
+  besideOp: Set<string>,
+): void {
+  for (const m of list) {
+    const nameWords = words.get(m) as string[];
+    if (nameWords.some((w) => ops.has(w))) for (const w of nameWords) if (!ops.has(w)) besideOp.add(w);
+    const opening = openingOf(m, ops);
+    if (opening === undefined) continue;
+    const inName = nameWords.filter((w) => ops.has(w));
+    if (inName.includes(opening)) {
+      uses.set(opening, (uses.get(opening) ?? 0) + 1);
+      continue;
+    }
+    const w = inName.length === 1 ? inName[0] : inName.length === 0 ? nameWords[0] : undefined;
+    if (w === undefined) continue;
+    uses.set(w, (uses.get(w) ?? 0) + 1);
+    bump(pairs, w, opening);
+  }
+}
+
 /** The first word of a tool's description that is not its server's name ("Notion | Retrieve a user"). */
 function firstLead(m: ToolMeta): string | undefined {
   for (const t of m.lead) if (!m.ownerTerms.includes(t)) return t;
@@ -243,14 +417,35 @@ function openingOf(m: ToolMeta, ops: ReadonlyMap<string, number>): string | unde
  * Each tool's name words without its server's prefix: words that stand in half or more of one server's tool
  * names (API- of Notion, browser_ of Playwright, kubectl_) name the server, not an operation or an object.
  */
-function nameWordsOf(list: readonly ToolMeta[]): Map<ToolMeta, string[]> {
+function nameWordsOf(
+  list: readonly ToolMeta[],
+  previous?: { words: NameWords; groupSizes: ReadonlyMap<string, number> },
+): { words: Map<ToolMeta, readonly string[]>; groupSizes: Map<string, number> } {
+  const out = new Map<ToolMeta, readonly string[]>();
+  const groupSizes = new Map<string, number>();
+  // Tools the previous model saw keep their words, if their source holds exactly the tools it saw then.
+  const fresh = new Map<string, ToolMeta[]>();
+  for (const m of list) {
+    groupSizes.set(m.sourceKey, (groupSizes.get(m.sourceKey) ?? 0) + 1);
+    const known = previous?.words.get(m);
+    if (known !== undefined) out.set(m, known);
+    else {
+      let group = fresh.get(m.sourceKey);
+      if (group === undefined) fresh.set(m.sourceKey, (group = []));
+      group.push(m);
+    }
+  }
+  const redo = new Set(fresh.keys());
+  if (previous !== undefined)
+    for (const [source, n] of groupSizes) if (previous.groupSizes.get(source) !== n) redo.add(source);
+  if (redo.size === 0) return { words: out, groupSizes };
   const bySource = new Map<string, ToolMeta[]>();
   for (const m of list) {
+    if (!redo.has(m.sourceKey)) continue;
     let group = bySource.get(m.sourceKey);
     if (group === undefined) bySource.set(m.sourceKey, (group = []));
     group.push(m);
   }
-  const out = new Map<ToolMeta, string[]>();
   for (const group of bySource.values()) {
     const counts = new Map<string, number>();
     for (const m of group) for (const w of new Set(m.nameOnly)) counts.set(w, (counts.get(w) ?? 0) + 1);
@@ -263,7 +458,7 @@ function nameWordsOf(list: readonly ToolMeta[]): Map<ToolMeta, string[]> {
       out.set(m, kept.length > 0 ? kept : [...m.nameOnly]);
     }
   }
-  return out;
+  return { words: out, groupSizes };
 }
 
 function bump(map: Map<string, Map<string, number>>, a: string, b: string): void {

@@ -31,11 +31,15 @@ export class OverlayIndex extends SearchIndex {
 
   private with<T>(fn: (index: SearchIndex) => T): T {
     if (this.extra.length === 0) return fn(this.base);
+    // The base's caches (query plans, the operation model) stand for its own tools: set aside while the overlay is
+    // in, and put back once it holds exactly those tools again, so neither this turn nor the next relearns them.
+    const derived = this.base.takeDerived();
     this.base.addEntries(this.extra);
     try {
       return fn(this.base);
     } finally {
       for (const s of this.sources) this.base.removeSource(s);
+      this.base.restoreDerived(derived);
     }
   }
 

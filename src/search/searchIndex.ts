@@ -45,6 +45,14 @@ export interface RankTrace {
  * and whether the query names its server. Exact id or name matches come first. Text that goes back to the model
  * passes through toSearchResult (sanitized, bounded, marked).
  */
+/** The caches a SearchIndex derives from its tools (see `takeDerived`). */
+export interface DerivedCaches {
+  plans: Map<string, QueryPlan | null>;
+  seenOnce: Set<string>;
+  expansions: Map<string, Expansion[]>;
+  opModel: OperationModel | undefined;
+}
+
 export class SearchIndex {
   readonly settings: Readonly<SearchSettings>;
   private readonly postings = new Postings();
@@ -59,12 +67,14 @@ export class SearchIndex {
   /** Owner term -> number of sources whose owner has it, and number of tools of those sources. */
   private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
-  private readonly plans = new Map<string, QueryPlan | null>();
+  private plans = new Map<string, QueryPlan | null>();
   /** Queries searched once since the last clear: their plan is kept when they come again. */
-  private readonly seenOnce = new Set<string>();
+  private seenOnce = new Set<string>();
   /** The catalog's operation words, learned from the indexed tools; rebuilt on first use after a change. */
   private opModel: OperationModel | undefined;
-  private readonly expansions = new Map<string, Expansion[]>();
+  /** The last model learned (kept across changes): a relearn reuses the name words of the sources it saw unchanged. */
+  private lastModel: OperationModel | undefined;
+  private expansions = new Map<string, Expansion[]>();
   // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
   private acc = new Float64Array(0);
   private coverage = new Float32Array(0);
@@ -177,8 +187,37 @@ export class SearchIndex {
 
   /** The operation model of the indexed tools (learned once per catalog change). */
   private operations(): OperationModel {
-    this.opModel ??= OperationModel.learn(this.slots.filter((m): m is ToolMeta => m !== undefined));
+    if (this.opModel === undefined) {
+      this.opModel = OperationModel.learn(
+        this.slots.filter((m): m is ToolMeta => m !== undefined),
+        this.lastModel,
+      );
+      this.lastModel = this.opModel;
+    }
     return this.opModel;
+  }
+
+  /**
+   * Takes the caches derived from the indexed tools (query plans, expansions, the operation model) out of the
+   * index, which starts with empty ones; `restoreDerived` puts them back once the index holds exactly the same
+   * tools again (an OverlayIndex adds its tools for one query and takes them out).
+   */
+  takeDerived(): DerivedCaches {
+    const d = { plans: this.plans, seenOnce: this.seenOnce, expansions: this.expansions, opModel: this.opModel };
+    this.plans = new Map();
+    this.seenOnce = new Set();
+    this.expansions = new Map();
+    this.opModel = undefined;
+    return d;
+  }
+
+  /** Puts back what `takeDerived` took: only valid when the indexed tools are the same as then. */
+  restoreDerived(d: DerivedCaches): void {
+    this.plans = d.plans;
+    this.seenOnce = d.seenOnce;
+    this.expansions = d.expansions;
+    this.opModel = d.opModel;
+    if (d.opModel !== undefined) this.lastModel = d.opModel;
   }
 
   private metaOf(id: string): ToolMeta | undefined {

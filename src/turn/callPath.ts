@@ -27,8 +27,11 @@ import {
   runBeforeToolCallHooks,
   scrubSecrets,
   secretArgValues,
+  autoApproved,
   waitForApproval,
   type ApprovalDecision,
+  type ApprovalOutcome,
+  type PersonAnswer,
 } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
@@ -202,6 +205,45 @@ const toolContext = (h: CallHandle, signal: AbortSignal): ToolContext => {
 };
 
 /**
+ * An approver's `approval.resolved` from the bus, bound to this call: only an answer naming this approval and
+ * these arguments counts (a forged or replayed one, for another approval or other arguments, is passed over and
+ * the wait goes on). Resolves with the decision; `cancel` stops waiting.
+ */
+function bindBusAnswer(
+  run: TurnRun,
+  callId: string,
+  approvalId: string,
+  argsDigest: string,
+  onAnswer: (eventId: string) => void,
+): { answer: Promise<ApprovalDecision>; cancel: () => void } {
+  let stopped = false;
+  let current: { cancel: () => void } | undefined;
+  const answer = (async (): Promise<ApprovalDecision> => {
+    for (;;) {
+      const wait = run.answers.expect(`approval.resolved:${callId}`);
+      current = wait;
+      if (stopped) wait.cancel();
+      const e = await wait.answer;
+      const d = e.data as EventOf<'approval.resolved'>['data'];
+      if (d.approvalId !== approvalId || d.argsDigest !== argsDigest || d.late === true) continue;
+      onAnswer(e.id);
+      return {
+        approved: d.approved === true && d.timedOut !== true,
+        ...(d.reason === undefined ? {} : { reason: d.reason }),
+      };
+    }
+  })();
+  answer.catch(() => undefined);
+  return {
+    answer,
+    cancel: () => {
+      stopped = true;
+      current?.cancel();
+    },
+  };
+}
+
+/**
  * The tool-call machine with the enforced path's actors, provided once: every call is an actor of it, with its
  * `CallHandle` in the input. Leaving a state aborts the `signal` of its actor, and the call's actor is stopped
  * when the step's signal aborts, so each actor's own `signal` is the only one it needs.
@@ -228,48 +270,124 @@ const enforcedCallMachine = toolCallMachine.provide({
     awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(
       async ({ input, signal }) => {
         const h = handleOf(input);
-        const { deps, run, entry, callId } = h;
+        const { deps, run, entry, callId, argsDigest } = h;
         const approvalTimeoutMs = deps.config.tools.approval.timeoutMs;
         const approvalId = deps.newId();
-        const busWait = run.answers.expect(`approval.resolved:${callId}`);
+        const pattern = approvalPattern(deps.config, entry);
+        const reason = input.decision.reason ?? pattern;
+        const auto = autoApproved(deps.config, entry, run.facts);
+        const busWait = bindBusAnswer(run, callId, approvalId, argsDigest, (id) => {
+          h.lastEventId = id;
+        });
         const asked = await run.events.emit(
           'approval.requested',
-          { callId, toolId: entry.id, approvalId, timeoutMs: approvalTimeoutMs },
+          {
+            callId,
+            toolId: entry.id,
+            approvalId,
+            timeoutMs: approvalTimeoutMs,
+            argsDigest,
+            ...(reason === undefined ? {} : { reason }),
+          },
           h.lastEventId,
           { reserveAnswer: true },
         );
         h.lastEventId = asked.id;
-        const fromBus = busWait.answer.then((e) => {
-          h.lastEventId = e.id;
-          const d = e.data as EventOf<'approval.resolved'>['data'];
-          return {
-            approved: d.approved === true && d.timedOut !== true,
-            ...(d.reason === undefined ? {} : { reason: d.reason }),
-          } as ApprovalDecision;
-        });
-        const pattern = approvalPattern(deps.config, entry);
-        const outcome = await waitForApproval({
-          request: {
-            approvalId,
-            callId,
-            toolId: entry.id,
-            toolName: entry.name,
-            sessionId: run.facts.sessionId,
-            turnId: run.turnId,
-            agentId: run.facts.agentId,
-            argsDigest: h.argsDigest,
-            ...(input.decision.reason !== undefined
-              ? { reason: input.decision.reason }
-              : pattern === undefined
-                ? {}
-                : { reason: pattern }),
-          },
-          ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
-          fromBus,
-          timeoutMs: approvalTimeoutMs,
-          signal,
-        });
+        // A person's answer through this gateway (HTTP, CLI, page, MCP elicitation, NATS request): the desk checks
+        // it names this call and these arguments; what they saw are the arguments, secrets redacted.
+        const desk = deps.opts.approvals;
+        let fromPerson: Promise<PersonAnswer> | undefined;
+        if (desk !== undefined && auto === undefined) {
+          const requestedAt = deps.now();
+          fromPerson = new Promise<PersonAnswer>((resolve) => {
+            desk.open({
+              view: {
+                approvalId,
+                callId,
+                argsDigest,
+                tool: {
+                  id: entry.id,
+                  name: entry.name,
+                  description: entry.description,
+                  source: entry.source,
+                  owner: entry.owner,
+                  ...(entry.annotations === undefined
+                    ? {}
+                    : { annotations: { ...(entry.annotations as Record<string, unknown>) } }),
+                },
+                sessionId: run.facts.sessionId,
+                turnId: run.turnId,
+                agentId: run.facts.agentId,
+                profile: run.facts.profile,
+                ...(reason === undefined ? {} : { reason }),
+                requestedAt: requestedAt.toISOString(),
+                expiresAt: new Date(requestedAt.getTime() + approvalTimeoutMs).toISOString(),
+                args: redactSecretArgs(entry.inputSchema, input.args) as Record<string, unknown>,
+              },
+              answer: (a) =>
+                resolve({
+                  approved: a.approved === true,
+                  principal: a.principal,
+                  channel: a.channel,
+                  ...(a.reason === undefined ? {} : { reason: a.reason }),
+                }),
+              recordLate: async (a) => {
+                await run.events.emit(
+                  'approval.resolved',
+                  {
+                    callId,
+                    approvalId,
+                    approved: a.approved === true,
+                    by: a.principal,
+                    channel: a.channel,
+                    argsDigest,
+                    late: true,
+                    ...(a.reason === undefined ? {} : { reason: a.reason.slice(0, 500) }),
+                  },
+                  asked.id,
+                );
+              },
+            });
+          });
+        }
+        const outcome: ApprovalOutcome & { principal?: string; channel?: string } =
+          auto !== undefined
+            ? {
+                approved: true,
+                by: 'callback',
+                principal: 'autoApprove',
+                channel: 'config',
+                reason: `tools.approval.autoApprove "${auto}"`,
+              }
+            : await waitForApproval({
+                request: {
+                  approvalId,
+                  callId,
+                  toolId: entry.id,
+                  toolName: entry.name,
+                  sessionId: run.facts.sessionId,
+                  turnId: run.turnId,
+                  agentId: run.facts.agentId,
+                  argsDigest,
+                  ...(reason === undefined ? {} : { reason }),
+                },
+                ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
+                fromBus: busWait.answer,
+                ...(fromPerson === undefined ? {} : { fromPerson }),
+                timeoutMs: approvalTimeoutMs,
+                signal,
+              });
         busWait.cancel();
+        const by =
+          outcome.principal ??
+          (outcome.by === 'timeout' || outcome.by === 'callback' || outcome.by === 'cancelled' ? outcome.by : 'bus');
+        desk?.close(approvalId, {
+          approved: outcome.approved,
+          by,
+          ...(outcome.channel === undefined ? {} : { channel: outcome.channel }),
+          ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+          at: deps.now().toISOString(),
+        });
         if (outcome.by !== 'bus') {
           // The gateway's own end of the wait is `approval.settled`, a record no turn takes for an answer: the gateway
           // role may publish it, never `approval.resolved`, so a neighbour with that role cannot approve anything.
@@ -281,8 +399,12 @@ const enforcedCallMachine = toolCallMachine.provide({
                 callId,
                 approvalId,
                 approved: outcome.approved,
-                by: outcome.by,
-                ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+                by,
+                channel:
+                  outcome.channel ??
+                  (outcome.by === 'callback' ? 'callback' : outcome.by === 'cancelled' ? 'gateway' : 'timeout'),
+                argsDigest,
+                ...(outcome.reason === undefined ? {} : { reason: outcome.reason.slice(0, 500) }),
                 ...(outcome.timedOut === true ? { timedOut: true } : {}),
                 ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),
               },

@@ -112,17 +112,34 @@ function combinedFingerprint(base: Catalog, extra: readonly ToolEntry[]): string
   return h.digest('hex');
 }
 
+/** Whether the extra ids all sort before or all after the base's (see `combinedFingerprint`). Pure: no I/O. */
+function sortsApart(base: Catalog, extra: readonly ToolEntry[]): boolean {
+  if (extra.length === 0) return true;
+  if (base.entries.length === 0) return false;
+  const d = digestsOf(base);
+  let min = extra[0]!.id;
+  let max = min;
+  for (const e of extra) {
+    if (e.id < min) min = e.id;
+    if (e.id > max) max = e.id;
+  }
+  return max < d.first || min > d.last;
+}
+
 /** base + a catalog of sources the base does not have, exactly as one build over all their parts would be. */
 function combine(base: Catalog, over: Catalog): Catalog | undefined {
-  const fingerprint = combinedFingerprint(base, over.entries);
-  if (fingerprint === undefined) return undefined;
+  // Whether the ids interleave is known without hashing; the hash itself is made when the fingerprint is read.
+  if (!sortsApart(base, over.entries)) return undefined;
+  let fingerprint: string | undefined;
   const fps = { ...base.sourceFingerprints, ...over.sourceFingerprints };
   const sourceFingerprints: Record<string, string> = {};
   for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
   const duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
   const catalog: Catalog = {
     entries: [...base.entries, ...over.entries],
-    fingerprint,
+    get fingerprint(): string {
+      return (fingerprint ??= combinedFingerprint(base, over.entries) as string);
+    },
     sourceFingerprints,
     sources: [...base.sources, ...over.sources],
   };

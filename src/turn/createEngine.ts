@@ -139,8 +139,18 @@ export interface Engine extends TurnEngine {
   indexStats(): { builds: number; reuses: number };
   /** Whether a turn of this session would be admitted now (see `SessionTable.check`): the refusal, or undefined. */
   admission(sessionId: string, principal: string): Overload | undefined;
-  /** Live sessions, those running a turn, turns in flight and sessions reaped so far. */
-  sessionStats(): { live: number; busy: number; turnsInFlight: number; reaped: number };
+  /**
+   * Live sessions, those running a turn, turns in flight, sessions reaped so far, new sessions starting now and
+   * waiting for a start place (`session.maxStarting`).
+   */
+  sessionStats(): {
+    live: number;
+    busy: number;
+    turnsInFlight: number;
+    reaped: number;
+    starting: number;
+    startsQueued: number;
+  };
 }
 
 /**
@@ -213,6 +223,9 @@ export function createEngine(opts: EngineOptions): Engine {
     maxLive: config.session.maxLive,
     maxPerPrincipal: config.session.maxPerPrincipal,
     idleTimeoutMs: config.session.idleTimeoutMs,
+    maxStarting: config.session.maxStarting,
+    maxStartQueue: config.session.maxStartQueue,
+    startQueueTimeoutMs: config.session.startQueueTimeoutMs,
     onReap: (s, reason) => closeRuntime(s, reason),
     ...(opts.saturated === undefined ? {} : { saturated: opts.saturated }),
   });
@@ -255,6 +268,8 @@ export function createEngine(opts: EngineOptions): Engine {
       state: resume?.session ?? adoptedSessions.get(req.sessionId) ?? initialSessionState(req.sessionId),
     }));
     if (!admitted.ok) return admitted;
+    // When the turn was admitted: the start bounds of its MCP servers count from here, a wait for a start place included.
+    const admittedAt = Date.now();
     const session = admitted.value;
     let released = false;
     const release = () => {
@@ -262,6 +277,13 @@ export function createEngine(opts: EngineOptions): Engine {
       released = true;
       sessions.end(req.sessionId);
     };
+    // A new session's first turn holds one of the bounded start places until its tools are exposed.
+    const place = await sessions.start(req.sessionId);
+    if (!place.ok) {
+      release();
+      return place;
+    }
+    const leaveStart = place.value;
     const turnId = req.turnId ?? deps.newId();
     const facts = {
       sessionId: req.sessionId,
@@ -310,6 +332,7 @@ export function createEngine(opts: EngineOptions): Engine {
         answers.close();
         trace?.endTurn(events.state);
         ownTurns.delete(ownKey);
+        leaveStart(false);
         release();
         return fail(
           'turn.busFailed',
@@ -328,6 +351,7 @@ export function createEngine(opts: EngineOptions): Engine {
       events,
       answers,
       session,
+      admittedAt,
       startedEventId,
       trace,
       steps: new Map(),
@@ -347,7 +371,9 @@ export function createEngine(opts: EngineOptions): Engine {
       error: () => undefined,
     });
     actor.start();
-    const ready = await waitFor(actor, (s) => s.matches('execute') || s.status === 'done');
+    const ready = await waitFor(actor, (s) => s.matches('execute') || s.status === 'done').finally(() =>
+      leaveStart(actor.getSnapshot().status !== 'done'),
+    );
     let ended = false;
     const finish = async (failure?: { code: string; reason: string }, promptBytes?: number): Promise<void> => {
       const out = actor.getSnapshot().output;
@@ -729,6 +755,8 @@ export function createEngine(opts: EngineOptions): Engine {
       busy: sessions.busyCount,
       turnsInFlight: liveTurns.size,
       reaped: sessions.reapedCount,
+      starting: sessions.startStats.starting,
+      startsQueued: sessions.startStats.queued,
     }),
     indexStats: () => ({ builds: deps.indexes.builds, reuses: deps.indexes.reuses }),
   };

@@ -98,6 +98,8 @@ export async function endOpenCalls(
         approved: false,
         by: 'cancelled',
         cancelled: true,
+        channel: 'gateway',
+        ...(a.argsDigest === undefined ? {} : { argsDigest: a.argsDigest }),
         reason: `the approval wait was cut: ${why}`,
       },
       cause,

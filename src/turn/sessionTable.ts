@@ -19,6 +19,15 @@ export interface SessionTableOptions {
   onReap: (session: EngineSession, reason: 'idle') => Promise<void>;
   /** Admission beyond the session bounds (the event loop): a refusal, or undefined to go on. */
   saturated?: () => Overload | undefined;
+  /**
+   * New sessions starting at once: a session's turns hold a start place from admission until the tools of its
+   * first turn are exposed (its own MCP servers started, shared ones awaited). Default: unbounded.
+   */
+  maxStarting?: number;
+  /** New sessions waiting for a start place; beyond, refused (default 256). */
+  maxStartQueue?: number;
+  /** Longest wait for a start place; then refused (default 10000 ms). */
+  startQueueTimeoutMs?: number;
   /** Clock in ms (tests). */
   now?: () => number;
   /** How often idle sessions are swept (default idleTimeoutMs / 4, at most 60 s). */
@@ -31,7 +40,12 @@ interface Entry {
   /** Turns of the session that have started and not finished. */
   running: number;
   lastActive: number;
+  /** Whether a turn of the session has got through its start (its tools exposed) yet. */
+  started: boolean;
 }
+
+/** A turn waiting for a start place: called with true when it has one, false when it gave up. */
+type StartWaiter = (admitted: boolean) => void;
 
 /** How long a refused client should wait when every live session is busy: about one turn. */
 const BUSY_RETRY_MS = 1_000;
@@ -50,6 +64,10 @@ export class SessionTable {
   private readonly now: () => number;
   private readonly timer: NodeJS.Timeout | undefined;
   private reaped = 0;
+  /** Turns holding a start place, and those waiting for one (oldest first). */
+  private starting = 0;
+  private readonly startQueue: StartWaiter[] = [];
+  private startRefusals = 0;
 
   constructor(private readonly opts: SessionTableOptions) {
     this.now = opts.now ?? Date.now;
@@ -76,6 +94,11 @@ export class SessionTable {
     return n;
   }
 
+  /** Session starts running now, waiting for a place, and refused (queue full or waited too long) so far. */
+  get startStats(): { starting: number; queued: number; refused: number } {
+    return { starting: this.starting, queued: this.startQueue.length, refused: this.startRefusals };
+  }
+
   ids(): string[] {
     return [...this.entries.keys()];
   }
@@ -96,7 +119,7 @@ export class SessionTable {
     const saturated = this.opts.saturated?.();
     if (saturated !== undefined) return saturated;
     if (this.entries.has(sessionId)) return undefined;
-    return this.roomFor(principal, false);
+    return this.roomFor(principal, false) ?? this.startRoom();
   }
 
   /**
@@ -110,9 +133,9 @@ export class SessionTable {
       return fail(saturated.code, saturated.message, { retryAfterMs: saturated.retryAfterMs });
     let entry = this.entries.get(sessionId);
     if (entry === undefined) {
-      const refusal = this.roomFor(principal, true);
+      const refusal = this.startRoom() ?? this.roomFor(principal, true);
       if (refusal !== undefined) return fail(refusal.code, refusal.message, { retryAfterMs: refusal.retryAfterMs });
-      entry = { state: make(), principal, running: 0, lastActive: this.now() };
+      entry = { state: make(), principal, running: 0, lastActive: this.now(), started: false };
       this.perPrincipal.set(principal, (this.perPrincipal.get(principal) ?? 0) + 1);
     } else {
       this.entries.delete(sessionId); // re-inserted below: the Map stays in activity order
@@ -121,6 +144,98 @@ export class SessionTable {
     entry.lastActive = this.now();
     this.entries.set(sessionId, entry);
     return ok(entry.state);
+  }
+
+  /**
+   * Waits for a start place for a turn admitted by `begin`, when its session has not started yet (else at once):
+   * at most `maxStarting` sessions start at a time and the others wait, first come first served, at most
+   * `startQueueTimeoutMs`. Resolves to the release (call it once the turn's tools are exposed, or it failed), or a
+   * `gateway.overloaded` refusal: the queue is full or the wait was too long. A refused session that never
+   * started is forgotten (the turn still calls `end`, harmlessly).
+   */
+  async start(sessionId: string, signal?: AbortSignal): Promise<Result<(started: boolean) => void>> {
+    const entry = this.entries.get(sessionId);
+    const max = this.opts.maxStarting;
+    if (entry === undefined || entry.started || max === undefined) return ok(() => undefined);
+    if (this.starting >= max) {
+      const full = this.startRoom();
+      const admitted = full === undefined ? await this.waitForStart(signal) : ('refused' as const);
+      if (admitted !== true) {
+        this.startRefusals++;
+        this.forgetUnstarted(sessionId);
+        const waitMs = this.opts.startQueueTimeoutMs ?? 10_000;
+        const refusal =
+          admitted === 'refused'
+            ? full!
+            : {
+                code: 'gateway.overloaded' as const,
+                message:
+                  admitted === 'aborted'
+                    ? `The turn was cancelled while its new session waited for a start place (config session.maxStarting ${max}).`
+                    : `The new session waited ${waitMs} ms for one of the ${max} start places (config session.maxStarting, session.startQueueTimeoutMs) without getting one: retry shortly.`,
+                retryAfterMs: BUSY_RETRY_MS,
+              };
+        return fail(refusal.code, refusal.message, { retryAfterMs: refusal.retryAfterMs });
+      }
+    } else this.starting++;
+    let released = false;
+    return ok((started: boolean) => {
+      if (released) return;
+      released = true;
+      if (started) {
+        const e = this.entries.get(sessionId);
+        if (e !== undefined) e.started = true;
+      }
+      // The place goes to the oldest waiter, else back to the pool.
+      const next = this.startQueue.shift();
+      if (next !== undefined) next(true);
+      else this.starting--;
+    });
+  }
+
+  /** Waits in the start queue: true with a place (handed over by a release), else why not. */
+  private waitForStart(signal: AbortSignal | undefined): Promise<true | 'timeout' | 'aborted'> {
+    return new Promise((resolve) => {
+      const waitMs = this.opts.startQueueTimeoutMs ?? 10_000;
+      const leave = (why: 'timeout' | 'aborted') => {
+        const i = this.startQueue.indexOf(waiter);
+        if (i >= 0) this.startQueue.splice(i, 1);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(why);
+      };
+      const onAbort = () => leave('aborted');
+      const waiter: StartWaiter = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      };
+      const timer = setTimeout(() => leave('timeout'), waitMs);
+      timer.unref();
+      this.startQueue.push(waiter);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** A session whose only turn was refused a start place never started: it is dropped, not kept as live. */
+  private forgetUnstarted(sessionId: string): void {
+    const entry = this.entries.get(sessionId);
+    if (entry === undefined || entry.started || entry.running > 1) return;
+    this.delete(sessionId);
+  }
+
+  /** Whether a new session could wait for a start place: undefined, or the refusal when the queue is full. */
+  private startRoom(): Overload | undefined {
+    const max = this.opts.maxStarting;
+    if (max === undefined || this.starting < max) return undefined;
+    const queueMax = this.opts.maxStartQueue ?? 256;
+    if (this.startQueue.length < queueMax) return undefined;
+    return {
+      code: 'gateway.overloaded',
+      message: `${max} new sessions are starting and ${this.startQueue.length} more are waiting for a place (config session.maxStarting, session.maxStartQueue): retry shortly.`,
+      retryAfterMs: BUSY_RETRY_MS,
+    };
   }
 
   /** The turn admitted by `begin` finished. */

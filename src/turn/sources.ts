@@ -83,7 +83,7 @@ export async function listTurnSources(
   const names = Object.keys(specs);
   if (names.length > 0) {
     const runtime = runtimeOf(deps, run.session);
-    for (const part of runtime.parts(await runtime.ensure(specs, { signal }))) {
+    for (const part of runtime.parts(await runtime.ensure(specs, { signal, startedAt: run.admittedAt }))) {
       if (part.status.ok) parts.push(part);
       else failures.push(part.status);
     }

@@ -14,7 +14,7 @@ import type {
 import type { ResolvedConfig } from '../config/index.js';
 import type { SessionState, TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
-import type { ApprovalDecision, ApprovalRequest, ArgsValidator, SessionFacts } from '../policy/index.js';
+import type { ApprovalDecision, ApprovalDesk, ApprovalRequest, ArgsValidator, SessionFacts } from '../policy/index.js';
 import type { Sandbox } from '../sandbox/index.js';
 import type { SearchIndex } from '../search/index.js';
 import type { Result } from '../shared/index.js';
@@ -40,6 +40,11 @@ export interface EngineOptions {
   mode?: ExposureMode;
   /** The library approver; `approval.resolved` events on the bus are accepted too. */
   approver?: (req: ApprovalRequest) => Promise<ApprovalDecision>;
+  /**
+   * The gateway's approval desk: each approval wait is listed there with what an approver sees (the arguments,
+   * secrets redacted, in memory only), and a person's answer through a front reaches the waiting call.
+   */
+  approvals?: ApprovalDesk;
   now?: () => Date;
   newId?: () => string;
   /** How long a call waits for `call.decided` (default config `nats.decisionTimeoutMs`). */
@@ -141,6 +146,8 @@ export interface TurnRun {
   readonly events: TurnPublisher;
   readonly answers: TurnAnswers;
   readonly session: EngineSession;
+  /** When the session table admitted the turn (ms, Date.now): MCP start bounds count from here. */
+  readonly admittedAt: number;
   /** The id of `turn.started`, the cause of every phase event. */
   readonly startedEventId: string;
   /** Live spans of this turn (absent when telemetry is off). */

@@ -80,6 +80,28 @@ describe('SessionMcpRuntime', () => {
     await rt.close();
   });
 
+  it('counts each start bound from the caller’s start: what it waited before is part of the bound, not added to it', async () => {
+    const f = fakes();
+    let clock = 10_000;
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0, now: () => clock });
+    // The caller waited 400 ms (for a start place) before asking: a 500 ms bound leaves 100 ms to start.
+    const t0 = Date.now();
+    const st = await rt.ensure({ hang: { command: 'hang' } }, { timeoutMs: 500, startedAt: clock - 400 });
+    expect(Date.now() - t0).toBeLessThan(400);
+    expect(st[0]).toMatchObject({ ok: false });
+    expect(st[0]?.reason).toMatch(
+      /^MCP server "hang" timed out after 500 ms starting \(400 ms of it before the start began/,
+    );
+    expect(st[0]?.durationMs).toBeGreaterThanOrEqual(400);
+    // A bound that ran out before the start: the server is not started at all.
+    clock += 60_000;
+    const late = await rt.ensure({ late: { command: 'x' } }, { timeoutMs: 500, startedAt: clock - 900 });
+    expect(late[0]).toMatchObject({ ok: false, durationMs: 900 });
+    expect(late[0]?.reason).toContain('was not started: its start bound of 500 ms had passed');
+    expect(f.opened).toEqual(['hang']);
+    await rt.close();
+  });
+
   it('opens servers in parallel, bounds each by its timeout and reports failures while the rest build', async () => {
     const f = fakes();
     const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0 });

@@ -71,3 +71,26 @@ describe('SharedMcpServers.stats (the /metrics gauges)', () => {
     }
   });
 });
+
+describe('SharedMcpServers.ensure bounds', () => {
+  it('counts a caller’s bound from its start: time it waited before asking is part of the bound', async () => {
+    const shared = new SharedMcpServers({
+      // Never connects until aborted (a server that hangs at start-up).
+      connect: (_name, _spec, opts) =>
+        new Promise((resolve) =>
+          opts.signal?.addEventListener('abort', () =>
+            resolve({ ok: false, error: { code: 'mcp.aborted', message: 'aborted' } }),
+          ),
+        ),
+    });
+    const t0 = Date.now();
+    const { status } = await shared.ensure('hang', { command: 'hang' } as McpServerSpec, {
+      timeoutMs: 600,
+      startedAt: Date.now() - 450,
+    });
+    expect(Date.now() - t0).toBeLessThan(450);
+    expect(status).toMatchObject({ ok: false, reason: expect.stringContaining('timed out after 600 ms starting') });
+    expect(status.durationMs).toBeGreaterThanOrEqual(600);
+    await shared.close();
+  });
+});

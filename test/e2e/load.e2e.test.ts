@@ -16,9 +16,9 @@ import { descendants } from '../../bench/lib/processes.js';
  *   turn, and the event log is complete afterwards;
  * - a burst of 50 new sessions at once: every turn has the MCP tools, or says which source it runs without.
  *
- * The bounds hold with shared MCP servers (a new session starts no process) and with per-session ones (each
- * session of the repository config starts its 2 servers, so at most maxLive sessions hold processes):
- *   processes <= after warm-up + maxLive x (MCP servers per session) + clients (code runs) + 8 (closing stragglers)
+ * The bounds: a new session starts a process only for its servers with `scope: "session"` (none in the repository
+ * config, whose servers are shared by every session), so at most maxLive sessions hold such processes:
+ *   processes <= after warm-up + maxLive x (scope "session" servers) + clients (code runs) + 8 (closing stragglers)
  *   gateway RSS <= after warm-up + 384 MB (events of 1,000 turns kept in memory by the embedded bus included)
  *   admitted turns p99 <= 90 s, refusals p99 <= 30 s (a 2-core machine shared with other work; per-session servers
  *   put two server starts in front of every new session's first turn, shared ones none)
@@ -107,7 +107,10 @@ describe('the gateway under load (repository config)', () => {
     });
     if (!started.ok) throw new Error(started.error.message);
     const gw = started.value;
-    const mcpServers = Object.keys(repositoryConfig(MAX_LIVE).mcpServers).length;
+    // Servers a session starts for itself; the others are the gateway's, started once at warm-up.
+    const perSessionServers = Object.values(repositoryConfig(MAX_LIVE).mcpServers).filter(
+      (s) => (s as { scope?: string }).scope === 'session',
+    ).length;
     const procs0 = descendants().length;
     const rss0 = process.memoryUsage().rss;
     let peakProcs = procs0;
@@ -145,7 +148,7 @@ describe('the gateway under load (repository config)', () => {
     const ok = answers.filter((a) => a.status === 200);
     const refused = answers.filter((a) => a.status === 429);
     const other = answers.filter((a) => a.status !== 200 && a.status !== 429);
-    const procBound = procs0 + MAX_LIVE * mcpServers + CLIENTS + 8;
+    const procBound = procs0 + MAX_LIVE * perSessionServers + CLIENTS + 8;
     console.log(
       `load: ${SESSIONS} sessions, ${ok.length} turns, ${refused.length} refused with 429 (p99 ${Math.round(p99(refused.map((a) => a.ms)))} ms); ` +
         `admitted p99 ${Math.round(p99(ok.map((a) => a.ms)))} ms; processes ${procs0} -> peak ${peakProcs} (bound ${procBound}); RSS +${Math.round((peakRss - rss0) / 1e6)} MB`,

@@ -46,6 +46,25 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
     expect(base.size).toBe(fixtureEntries().length);
   });
 
+  it('answers as a fresh index when the client tools teach the catalog a new operation word', () => {
+    // Three descriptions opening with "frobnicate", one name standing on it: a new operation word, so the operation
+    // model cannot be the base's plus their counts and is learned again over all the tools.
+    const { entries: extra } = clientToolSource(
+      ['order', 'invoice', 'ticket'].map((thing) => ({
+        name: `frobnicate_${thing}`,
+        description: `Frobnicate the ${thing} so the shop backend sees it`,
+      })),
+      'app',
+    );
+    const overlay = new OverlayIndex(base, extra);
+    const fresh = new SearchIndex([...fixtureEntries(), ...extra]);
+    for (const q of [...QUERIES, 'frobnicate an order', 'create a ticket']) {
+      expect(overlay.search(q, { limit: 10 }), q).toEqual(fresh.search(q, { limit: 10 }));
+      expect(overlay.explain(q, 5), q).toEqual(fresh.explain(q, 5));
+    }
+    expect(QUERIES.map((q) => base.search(q, { limit: 10 }))).toEqual(pristine);
+  });
+
   it('refuses to be changed, and fits only sources the base does not hold', () => {
     const { entries } = clientToolSource([{ name: 'x' }], 'app');
     const overlay = new OverlayIndex(base, entries);

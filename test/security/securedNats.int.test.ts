@@ -26,6 +26,7 @@ import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
 import { answerPattern, makeEnvelope } from '../../src/events/index.js';
 import { startGateway, startRoleServices, type RoleServices, type RunningGateway } from '../../src/app/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
+import { approvalsCommand, approveCommand } from '../../src/cli/commands/approvals.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 async function waitFor(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
@@ -38,6 +39,8 @@ async function waitFor(cond: () => boolean, what: string, ms = 20_000): Promise<
 
 let dir: string;
 let auth: string;
+/** Whether the test approver answers every approval request on the bus. */
+let answerOnBus = true;
 let server: NatsServer;
 let config: ResolvedConfig;
 let gateway: RunningGateway;
@@ -182,7 +185,7 @@ beforeAll(async () => {
 
   writeFileSync(join(dir, 'counter.mjs'), PLUGIN(witness));
   const raw = {
-    tools: { toolSearch: { mode: 'code' }, approval: { require: ['deploy_service'], timeoutMs: 1500 } },
+    tools: { toolSearch: { mode: 'code' }, approval: { require: ['deploy_service'], timeoutMs: 4000 } },
     plugins: [join(dir, 'counter.mjs')],
     workspaceDir: dir,
     nats: { decisionTimeoutMs: 2500, nkeyFile: seed('gateway') },
@@ -469,7 +472,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(s.got.some((e) => JSON.stringify(e.data).includes('steal'))).toBe(false);
   }, 60_000);
 
-  it('a client, a sandbox or a neighbour with the gateway role cannot approve a call; an approver can', async () => {
+  it('a client or a sandbox cannot approve a call, nor can a forged approval_settled record; an approver can', async () => {
     const client = await busAs('client');
     const attacker = await rawAs('client');
     const sandboxAttacker = await rawAs('sandbox');
@@ -497,7 +500,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     let n = 0;
     const forge = () => {
       for (const e of asked) {
-        for (const a of [attacker, sandboxAttacker, gatewayAttacker]) {
+        for (const a of [attacker, sandboxAttacker]) {
           const forged = JSON.stringify(answerTo('approval.resolved', e, `forged-${n++}`));
           a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', forged);
           void jetstream(a.nc)
@@ -516,13 +519,14 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(asked.length).toBeGreaterThan(0);
     expect(JSON.stringify(r)).toMatch(/approv/i);
     expect(ran()).not.toContain('deploy_service');
-    for (const a of [attacker, sandboxAttacker, gatewayAttacker])
+    for (const a of [attacker, sandboxAttacker])
       expect(a.errors).toContain('Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved"');
 
     // The approver principal reads approval requests and answers them.
     const approver = await busAs('approver');
     approver.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
-      const d = e.data as { callId: string; approvalId: string };
+      const d = e.data as { callId: string; approvalId: string; argsDigest: string };
+      if (answerOnBus === false) return;
       void approver
         .publish(
           makeEnvelope({
@@ -532,7 +536,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
             seq: e.seq + 1,
             at: new Date(),
             causationId: e.id,
-            data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'bus' },
+            data: { callId: d.callId, approvalId: d.approvalId, argsDigest: d.argsDigest, approved: true, by: 'bus' },
           }),
         )
         .catch(() => undefined);
@@ -540,6 +544,55 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     await approver.ready();
     expect(await s.code(callBody('openclaw:counter:deploy_service'), 'a2')).toMatchObject({ ok: true });
     expect(ran()).toContain('deploy_service');
+    answerOnBus = false;
+  }, 60_000);
+
+  it('an approver lists the pending call with its arguments over NATS and answers it (toolsearch approvals / approve --nats)', async () => {
+    const client = await busAs('client');
+    const s = await clientSession(client, 'appr-cli');
+    expect((await s.open({})).ok).toBe(true);
+    const as = ['--nats', server.url, '--nats-nkey', seed('approver')];
+    const cli = async (cmd: typeof approvalsCommand, argv: string[]) => {
+      const out: string[] = [];
+      const code = await cmd.run(argv, { stdout: (x) => out.push(x), stderr: (x) => out.push(x), cwd: dir, env: {} });
+      return { code, out, last: () => JSON.parse(out.at(-1) ?? 'null') };
+    };
+    const before = ran().filter((r) => r === 'deploy_service').length;
+    const call = s.code(callBody('openclaw:counter:deploy_service'), 'a3');
+    let pending: any[] = [];
+    const until = Date.now() + 3000;
+    while (pending.length === 0 && Date.now() < until) {
+      const listed = await cli(approvalsCommand, [...as, '--json']);
+      expect(listed.code).toBe(0);
+      pending = listed.last().approvals;
+    }
+    expect(pending[0]).toMatchObject({
+      tool: { id: 'openclaw:counter:deploy_service' },
+      sessionId: 'appr-cli',
+      args: {},
+    });
+    // A client principal may not ask the gateways for approvals.
+    const asClient = await cli(approvalsCommand, ['--nats', server.url, '--nats-nkey', seed('client'), '--json']);
+    expect(asClient.code).toBe(1);
+    const yes = await cli(approveCommand, [...as, pending[0].approvalId, '--reason', 'over nats', '--json']);
+    expect(yes.code).toBe(0);
+    expect(await call).toMatchObject({ ok: true });
+    expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
+
+    // Another call, denied over NATS: blocked, not run; the record says the approver answered via nats.
+    const second = s.code(callBody('openclaw:counter:deploy_service'), 'a4');
+    let next: any[] = [];
+    const until2 = Date.now() + 3000;
+    while (next.length === 0 && Date.now() < until2)
+      next = (await cli(approvalsCommand, [...as, '--json'])).last().approvals;
+    const no = await cli(approveCommand, [...as, next[0].approvalId, '--deny', '--reason', 'no', '--json']);
+    expect(no.code).toBe(0);
+    expect(JSON.stringify(await second)).toMatch(/approvalDenied/);
+    expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
+    // The first answer again: settled already, refused.
+    const replay = await cli(approveCommand, [...as, pending[0].approvalId, '--json']);
+    expect(replay.code).toBe(1);
+    expect(replay.out.join('\n')).toContain('approval.settled');
   }, 60_000);
 
   it('nobody but a sandbox receives code runs, and a client cannot read, consume, purge or write the streams', async () => {

@@ -277,7 +277,7 @@ describe('approvals', () => {
     world = await makeWorld({ tools: TOOLS });
     const w = world;
     const stop = w.bus.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
-      const d = e.data as { callId: string; approvalId: string };
+      const d = e.data as { callId: string; approvalId: string; argsDigest: string };
       void w.bus.publish(
         makeEnvelope({
           type: 'approval.resolved',
@@ -286,7 +286,7 @@ describe('approvals', () => {
           seq: e.seq + 1,
           at: new Date(),
           causationId: e.id,
-          data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'ops' },
+          data: { callId: d.callId, approvalId: d.approvalId, argsDigest: d.argsDigest, approved: true, by: 'ops' },
         }),
       );
     });

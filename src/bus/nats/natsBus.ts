@@ -23,7 +23,7 @@ import {
   type ConsumerMessages,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { ok, fail, type Result } from '../../shared/index.js';
+import { ok, fail, retryUntil, type Result } from '../../shared/index.js';
 import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from '../types.js';
 import { decodeEnvelope, decodeJson, encodeEnvelope, encodeJson } from './codec.js';
 import { BusError } from './errors.js';
@@ -137,7 +137,10 @@ const SEEN_LIMIT = 10_000;
 const LEASE_LIMIT = 50_000;
 /** Answers other actors publish into a turn at the seq it reserved: they never take the turn's lease. */
 const ANSWER_TYPES = new Set(['call.decided', 'approval.resolved']);
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/** Thrown inside a retried operation when its deadline has passed before an attempt: ends the retries. */
+class OutOfTime extends Error {
+  override readonly name = 'OutOfTime';
+}
 
 /**
  * Opens the NATS JetStream bus: connects within `connectTimeoutMs` (then reconnects forever), creates or updates the streams
@@ -226,44 +229,51 @@ async function connectWithin(
   secrets: string[],
 ): Promise<NatsConnection> {
   let lastErr: unknown;
-  for (let attempt = 0; ; attempt++) {
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) break;
-    try {
-      return await withTimer(
-        connect({
-          // noAsyncTraces: no stack-capturing Error per request and timer (a large share of the client's CPU).
-          ...auth,
-          servers,
-          name,
-          maxReconnectAttempts: -1,
-          reconnectTimeWait: 250,
-          noAsyncTraces: true,
-          timeout: Math.max(100, Math.min(remaining, 5000)),
-          waitOnFirstConnect: false,
-          ignoreClusterUpdates: false,
-        }),
-        remaining,
-      );
-    } catch (e) {
-      lastErr = e;
-      // A refused credential, a TLS failure or a malformed URL does not get better with time.
-      if (
-        e instanceof Error &&
-        /authoriz|authentication|invalid url|permission|tls|certificate/i.test(`${e.name} ${e.message}`)
-      ) {
-        const refused = /authoriz|authentication/i.test(`${e.name} ${e.message}`);
-        throw new BusError(
-          refused ? 'bus.unauthorized' : 'bus.unavailable',
-          refused
-            ? `NATS at ${servers.join(', ')} refused the credentials of this connection (${scrubSecrets(describe(e), secrets)}). ` +
-                'Pass the seed file of your role (--nats-nkey FILE, NATS_NKEY or config nats.nkeyFile), or the user/password or token the server expects'
-            : `cannot connect to NATS at ${servers.join(', ')}: ${scrubSecrets(describe(e), secrets)}. Check the URL and the TLS files (--nats-tls-ca/--nats-tls-cert/--nats-tls-key)`,
-          { cause: new Error(scrubSecrets(describe(e), secrets)), details: { servers } },
-        );
-      }
-    }
-    await sleep(Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+  try {
+    return await retryUntil(
+      async (remaining) => {
+        if (remaining <= 0) throw new OutOfTime();
+        try {
+          return await withTimer(
+            connect({
+              // noAsyncTraces: no stack-capturing Error per request and timer (a large share of the client's CPU).
+              ...auth,
+              servers,
+              name,
+              maxReconnectAttempts: -1,
+              reconnectTimeWait: 250,
+              noAsyncTraces: true,
+              timeout: Math.max(100, Math.min(remaining, 5000)),
+              waitOnFirstConnect: false,
+              ignoreClusterUpdates: false,
+            }),
+            remaining,
+          );
+        } catch (e) {
+          lastErr = e;
+          // A refused credential, a TLS failure or a malformed URL does not get better with time.
+          if (
+            e instanceof Error &&
+            /authoriz|authentication|invalid url|permission|tls|certificate/i.test(`${e.name} ${e.message}`)
+          ) {
+            const refused = /authoriz|authentication/i.test(`${e.name} ${e.message}`);
+            throw new BusError(
+              refused ? 'bus.unauthorized' : 'bus.unavailable',
+              refused
+                ? `NATS at ${servers.join(', ')} refused the credentials of this connection (${scrubSecrets(describe(e), secrets)}). ` +
+                    'Pass the seed file of your role (--nats-nkey FILE, NATS_NKEY or config nats.nkeyFile), or the user/password or token the server expects'
+                : `cannot connect to NATS at ${servers.join(', ')}: ${scrubSecrets(describe(e), secrets)}. Check the URL and the TLS files (--nats-tls-ca/--nats-tls-cert/--nats-tls-key)`,
+              { cause: new Error(scrubSecrets(describe(e), secrets)), details: { servers } },
+            );
+          }
+          throw e;
+        }
+      },
+      { deadline, retryIf: (e) => !(e instanceof BusError) && !(e instanceof OutOfTime), firstPauseMs: 50 },
+    );
+  } catch (e) {
+    if (e instanceof BusError) throw e;
+    // Out of time (or a failure of the client itself): unavailable, with the last error seen.
   }
   const why = lastErr === undefined ? '' : scrubSecrets(describe(lastErr), secrets);
   throw new BusError(
@@ -675,44 +685,54 @@ class NatsBusImpl implements NatsBus {
    */
   async #withRetry<T>(event: Envelope, deadline: number, op: (timeoutMs: number) => Promise<T>): Promise<T> {
     let lastErr: unknown;
-    for (let attempt = 0; ; attempt++) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) break;
-      if (this.#closed && this.connection.isClosed()) {
-        throw new BusError('bus.closed', `the bus closed before NATS acknowledged event ${event.id}`, {
-          cause: lastErr,
-        });
-      }
-      // Never hand a publish to the client's reconnect buffer: it would be sent after we gave up on it.
-      if (!this.#connected) {
-        await this.#untilConnected(remaining);
-        if (!this.#connected) break;
-      }
-      try {
-        return await op(Math.max(50, Math.min(remaining, 2000)));
-      } catch (e) {
-        if (!isTransient(e)) {
-          if (e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE) throw e;
-          if (e instanceof ClosedConnectionError)
-            throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, {
-              cause: e,
+    try {
+      return await retryUntil(
+        async (remaining) => {
+          if (remaining <= 0) throw new OutOfTime();
+          if (this.#closed && this.connection.isClosed()) {
+            throw new BusError('bus.closed', `the bus closed before NATS acknowledged event ${event.id}`, {
+              cause: lastErr,
             });
-          if (e instanceof Error && /Permissions Violation/i.test(e.message)) {
-            throw new BusError(
-              'bus.permissionDenied',
-              `NATS refused event ${event.id} (${event.type}): ${e.message}; this connection's principal may not publish there ` +
-                '(subject permissions of its role, see "Securing a deployment" in the README)',
-              { cause: e },
-            );
           }
-          throw new BusError('bus.rejected', `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`, {
-            cause: e,
-          });
-        }
-        lastErr = e;
-      }
-      const pause = Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now()));
-      if (pause > 0) await sleep(pause);
+          // Never hand a publish to the client's reconnect buffer: it would be sent after we gave up on it.
+          if (!this.#connected) {
+            await this.#untilConnected(remaining);
+            if (!this.#connected) throw new OutOfTime();
+          }
+          try {
+            return await op(Math.max(50, Math.min(remaining, 2000)));
+          } catch (e) {
+            if (!isTransient(e)) {
+              if (e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE) throw e;
+              if (e instanceof ClosedConnectionError)
+                throw new BusError('bus.closed', `the connection closed before NATS acknowledged event ${event.id}`, {
+                  cause: e,
+                });
+              if (e instanceof Error && /Permissions Violation/i.test(e.message)) {
+                throw new BusError(
+                  'bus.permissionDenied',
+                  `NATS refused event ${event.id} (${event.type}): ${e.message}; this connection's principal may not publish there ` +
+                    '(subject permissions of its role, see "Securing a deployment" in the README)',
+                  { cause: e },
+                );
+              }
+              throw new BusError(
+                'bus.rejected',
+                `JetStream refused event ${event.id} (${event.type}): ${describe(e)}`,
+                {
+                  cause: e,
+                },
+              );
+            }
+            lastErr = e;
+            throw e;
+          }
+        },
+        { deadline, retryIf: (e) => e === lastErr, firstPauseMs: 50 },
+      );
+    } catch (e) {
+      // Anything but a transient failure at the deadline (or no time left) is the answer as it is.
+      if (e !== lastErr && !(e instanceof OutOfTime)) throw e;
     }
     throw new BusError(
       'bus.unavailable',
@@ -817,42 +837,42 @@ class NatsBusImpl implements NatsBus {
 
   async #ensureDurable(stream: string, name: string, pattern: string, startedAt: string): Promise<void> {
     const deadline = Date.now() + this.#publishTimeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#jsm.consumers.info(stream, name);
-        return;
-      } catch (e) {
-        if (!(e instanceof JetStreamApiError && e.code === 10014)) {
-          if (Date.now() > deadline) throw e;
-          await sleep(Math.min(1000, 100 * 2 ** attempt));
-          continue;
+    await retryUntil(
+      async () => {
+        for (let race = 0; ; race++) {
+          try {
+            await this.#jsm.consumers.info(stream, name);
+            return;
+          } catch (e) {
+            if (!(e instanceof JetStreamApiError && e.code === 10014)) throw e;
+          }
+          try {
+            // First member of the group: start at the time subscribe() was called, so events published between
+            // that call and the consumer's creation are not missed.
+            await this.#jsm.consumers.add(stream, {
+              durable_name: name,
+              filter_subject: pattern,
+              ack_policy: AckPolicy.Explicit,
+              // The command stream is a work queue (a command stays until a gateway took it, within its max age): every
+              // stored command is work, so its consumer starts at the beginning.
+              ...(stream === this.streams.commands
+                ? { deliver_policy: DeliverPolicy.All }
+                : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
+              ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000),
+              max_ack_pending: 1000,
+              inactive_threshold: nanos(24 * 3600_000),
+            });
+            return;
+          } catch (e) {
+            // A member in another process created it first: the next info() finds it. Anything else is
+            // retried until the deadline.
+            if (e instanceof JetStreamApiError && e.status === 400 && race < 3) continue;
+            throw e;
+          }
         }
-      }
-      try {
-        // First member of the group: start at the time subscribe() was called, so events published between
-        // that call and the consumer's creation are not missed.
-        await this.#jsm.consumers.add(stream, {
-          durable_name: name,
-          filter_subject: pattern,
-          ack_policy: AckPolicy.Explicit,
-          // The command stream is a work queue (a command stays until a gateway took it, within its max age): every
-          // stored command is work, so its consumer starts at the beginning.
-          ...(stream === this.streams.commands
-            ? { deliver_policy: DeliverPolicy.All }
-            : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
-          ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000),
-          max_ack_pending: 1000,
-          inactive_threshold: nanos(24 * 3600_000),
-        });
-        return;
-      } catch (e) {
-        // A member in another process created it first: the next info() finds it. Anything else is
-        // retried until the deadline.
-        if (e instanceof JetStreamApiError && e.status === 400 && attempt < 3) continue;
-        if (Date.now() > deadline) throw e;
-        await sleep(Math.min(1000, 100 * 2 ** attempt));
-      }
-    }
+      },
+      { deadline, retryIf: () => true, firstPauseMs: 100, maxPauseMs: 1000 },
+    );
   }
 
   #deliver(
@@ -921,30 +941,42 @@ class NatsBusImpl implements NatsBus {
     const deadline = Date.now() + opts.timeoutMs;
     let sawNoResponders = false;
     // No responder may mean one is reconnecting (server restart): retry inside the bound, then fail closed.
-    for (let attempt = 0; ; attempt++) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) break;
-      try {
-        const msg = await this.connection.request(subject, encodeJson(payload), { timeout: remaining });
-        const answer = decodeJson(msg.data) as
-          { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
-        if (answer?.ok === false && answer.error !== undefined) {
-          return fail(
-            String(answer.error.code ?? 'bus.handlerFailed'),
-            String(answer.error.message ?? 'the service failed'),
-          );
-        }
-        return ok(answer?.value);
-      } catch (e) {
-        if (isNoResponders(e)) sawNoResponders = true;
-        else if (isTimeout(e)) break;
-        else if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) {
-          return fail('bus.closed', `the connection closed during the request to "${subject}"`);
-        } else {
-          return fail('bus.requestFailed', `request to "${subject}" failed: ${describe(e)}`);
-        }
+    let msg: Msg | undefined;
+    try {
+      msg = await retryUntil(
+        async (remaining) => {
+          if (remaining <= 0) throw new OutOfTime();
+          try {
+            return await this.connection.request(subject, encodeJson(payload), { timeout: remaining });
+          } catch (e) {
+            if (isNoResponders(e)) sawNoResponders = true;
+            throw e;
+          }
+        },
+        { deadline, retryIf: isNoResponders, firstPauseMs: 25, maxPauseMs: 250 },
+      );
+    } catch (e) {
+      if (e instanceof ClosedConnectionError || e instanceof DrainingConnectionError) {
+        return fail('bus.closed', `the connection closed during the request to "${subject}"`);
       }
-      await sleep(Math.min(250, 25 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+      if (!(e instanceof OutOfTime) && !isNoResponders(e) && !isTimeout(e)) {
+        return fail('bus.requestFailed', `request to "${subject}" failed: ${describe(e)}`);
+      }
+    }
+    if (msg !== undefined) {
+      let answer: { ok?: unknown; value?: unknown; error?: { code?: unknown; message?: unknown } } | undefined;
+      try {
+        answer = decodeJson(msg.data) as typeof answer;
+      } catch (e) {
+        return fail('bus.requestFailed', `request to "${subject}" failed: ${describe(e)}`);
+      }
+      if (answer?.ok === false && answer.error !== undefined) {
+        return fail(
+          String(answer.error.code ?? 'bus.handlerFailed'),
+          String(answer.error.message ?? 'the service failed'),
+        );
+      }
+      return ok(answer?.value);
     }
     return sawNoResponders
       ? fail(
@@ -995,21 +1027,28 @@ class NatsBusImpl implements NatsBus {
   /** Retries a read while NATS is away (bounded by publishTimeoutMs), then fails with `bus.unavailable`. */
   async #retryRead<T>(what: string, op: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + this.#publishTimeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await op();
-      } catch (e) {
-        if (!isTransient(e)) throw new BusError('bus.rejected', `${what} failed: ${describe(e)}`, { cause: e });
-        if (Date.now() >= deadline) {
-          throw new BusError(
-            'bus.unavailable',
-            `${what}: NATS did not answer within ${this.#publishTimeoutMs} ms (${describe(e)})`,
-            { cause: e },
-          );
-        }
-      }
-      await this.#untilConnected(deadline - Date.now());
-      await sleep(Math.min(500, 50 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+    let lastErr: unknown;
+    try {
+      return await retryUntil(
+        async () => {
+          try {
+            return await op();
+          } catch (e) {
+            if (!isTransient(e)) throw new BusError('bus.rejected', `${what} failed: ${describe(e)}`, { cause: e });
+            lastErr = e;
+          }
+          await this.#untilConnected(deadline - Date.now());
+          throw lastErr;
+        },
+        { deadline, retryIf: (e) => e === lastErr, firstPauseMs: 50 },
+      );
+    } catch (e) {
+      if (e !== lastErr) throw e;
+      throw new BusError(
+        'bus.unavailable',
+        `${what}: NATS did not answer within ${this.#publishTimeoutMs} ms (${describe(e)})`,
+        { cause: e },
+      );
     }
   }
 

@@ -41,6 +41,13 @@ export const CODE_RUN_SUBJECT = 'toolsearch.rpc.code.run';
 export const CODE_AVAILABLE_SUBJECT = 'toolsearch.rpc.code.available';
 export const CODE_CANCEL_PATTERN = 'toolsearch.rpc.code.cancel.*';
 export const BRIDGE_PATTERN = 'toolsearch.rpc.bridge.*';
+/**
+ * The request/reply subjects of approvals: an approver asks the gateways for the pending approvals (with their
+ * arguments, secrets redacted: never on the stream) and answers one; only gateways serve them, only approvers
+ * (and gateways) send to them.
+ */
+export const APPROVALS_LIST_SUBJECT = 'toolsearch.rpc.approvals.list';
+export const APPROVALS_ANSWER_SUBJECT = 'toolsearch.rpc.approvals.answer';
 
 /** Every fact type of the catalogue (everything but the `gateway.*` types). Pure: no I/O. */
 export const factTypes = (): string[] => Object.keys(EventSchemas).filter((t) => !isGatewayType(t));
@@ -84,16 +91,18 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       return {
         publish: {
           allow: [
-            // Never `call_decided` (the policy role's) nor `approval_resolved` (the approvers'): the gateway records
-            // its own end of an approval wait as `approval_settled`, which no turn takes for an answer.
+            // Never `call_decided` (the policy role's). It records a person's answer taken by its approval desk as
+            // `approval_resolved`, and its own end of a wait (timeout, cut, library approver) as `approval_settled`.
             ...factTypes()
-              .filter((t) => t !== 'call.decided' && t !== 'approval.resolved')
+              .filter((t) => t !== 'call.decided')
               .map(fact),
             `${GATEWAY_SUBJECT_PREFIX}.>`,
             ...markers,
             CODE_RUN_SUBJECT,
             CODE_AVAILABLE_SUBJECT,
             CODE_CANCEL_PATTERN,
+            APPROVALS_LIST_SUBJECT,
+            APPROVALS_ANSWER_SUBJECT,
             `${ACTORS_SUBJECT_ROOT}.gateway.*`,
             api('INFO'),
             ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
@@ -112,11 +121,18 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             '$KV.>',
             `${COMMAND_SUBJECT_PREFIX}.>`,
             fact('call.decided'),
-            fact('approval.resolved'),
           ],
         },
         subscribe: {
-          allow: [`${EVENT_SUBJECT_PREFIX}.>`, `${GATEWAY_SUBJECT_PREFIX}.>`, BRIDGE_PATTERN, STATUS_SUBJECT, inbox],
+          allow: [
+            `${EVENT_SUBJECT_PREFIX}.>`,
+            `${GATEWAY_SUBJECT_PREFIX}.>`,
+            BRIDGE_PATTERN,
+            STATUS_SUBJECT,
+            APPROVALS_LIST_SUBJECT,
+            APPROVALS_ANSWER_SUBJECT,
+            inbox,
+          ],
           deny: [CODE_RUN_SUBJECT, `${COMMAND_SUBJECT_PREFIX}.>`],
         },
         allowResponses: true,
@@ -168,7 +184,7 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
     case 'approver':
       return {
         publish: {
-          allow: [fact('approval.resolved'), ...markers],
+          allow: [fact('approval.resolved'), ...markers, APPROVALS_LIST_SUBJECT, APPROVALS_ANSWER_SUBJECT],
           deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')],
         },
         subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },

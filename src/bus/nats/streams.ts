@@ -7,6 +7,7 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { retryUntil } from '../../shared/index.js';
 import { BusError } from './errors.js';
 import { COMMAND_SUBJECT_PREFIX, EVENT_SUBJECT_PREFIX, GATEWAY_SUBJECT_PREFIX, TURN_MARKER_ROOT } from './subjects.js';
 
@@ -103,8 +104,6 @@ const STREAM_NAME_IN_USE = 10058;
 const STREAM_NOT_FOUND = 10059;
 const SUBJECTS_OVERLAP = 10065;
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 /**
  * Creates or updates the streams, idempotently (with `ifMissing`, existing streams are left as they are). Retries transient failures (no JetStream yet, no meta
  * leader in a starting cluster) until `deadline`; a configuration the server refuses is reported at once.
@@ -116,30 +115,30 @@ export async function ensureStreams(
   ifMissing = false,
 ): Promise<void> {
   for (const cfg of streamConfigs(s)) {
-    let lastErr: unknown;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await addOrUpdate(jsm, cfg, ifMissing);
-        break;
-      } catch (e) {
-        if (e instanceof BusError) throw e;
-        if (e instanceof JetStreamApiError && e.status === 400) {
-          const hint =
-            e.code === SUBJECTS_OVERLAP
-              ? `: another stream already takes ${cfg.subjects?.join(', ')}; delete it or open the bus with that stream's prefix`
-              : '';
-          throw new BusError('bus.streamConfig', `stream ${cfg.name} cannot be created: ${e.message}${hint}`, {
-            cause: e,
-          });
-        }
-        lastErr = e;
-        if (Date.now() + 250 > deadline) {
-          throw new BusError('bus.unavailable', `could not create stream ${cfg.name}: ${describe(lastErr)}`, {
-            cause: lastErr,
-          });
-        }
-        await sleep(Math.min(1000, 100 * 2 ** attempt));
-      }
+    try {
+      await retryUntil(
+        async () => {
+          try {
+            await addOrUpdate(jsm, cfg, ifMissing);
+          } catch (e) {
+            if (e instanceof JetStreamApiError && e.status === 400) {
+              const hint =
+                e.code === SUBJECTS_OVERLAP
+                  ? `: another stream already takes ${cfg.subjects?.join(', ')}; delete it or open the bus with that stream's prefix`
+                  : '';
+              throw new BusError('bus.streamConfig', `stream ${cfg.name} cannot be created: ${e.message}${hint}`, {
+                cause: e,
+              });
+            }
+            throw e;
+          }
+        },
+        // The last attempt starts at least 250 ms before the deadline (the first pause is 100 ms).
+        { deadline: deadline - 150, retryIf: (e) => !(e instanceof BusError), firstPauseMs: 100, maxPauseMs: 1000 },
+      );
+    } catch (e) {
+      if (e instanceof BusError) throw e;
+      throw new BusError('bus.unavailable', `could not create stream ${cfg.name}: ${describe(e)}`, { cause: e });
     }
   }
 }

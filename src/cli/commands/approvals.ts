@@ -1,0 +1,270 @@
+import { approverTokenPath, DEFAULT_GATEWAY_PORT, openCommandBus, readApproverToken } from '../../app/index.js';
+import { APPROVALS_ANSWER_SUBJECT, APPROVALS_LIST_SUBJECT } from '../../bus/nats/index.js';
+import { loadConfig, type ResolvedConfig } from '../../config/index.js';
+import { isLoopbackHost } from '../../gateway/index.js';
+import type { PendingApproval } from '../../policy/index.js';
+import { fail, ok, type Result } from '../../shared/index.js';
+import { parseCommandArgs, str } from '../args.js';
+import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, envWithNatsFlags } from '../natsFlags.js';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
+
+const WHERE = [
+  '  --url URL        the gateway (default: http://127.0.0.1:<gateway.port of the config in this folder, else 8787>)',
+  '  --token T        an API key with the approver right (default: TOOLSEARCH_APPROVER_TOKEN, else the local',
+  '                   approver token the gateway wrote next to its event log, .toolsearch/approver.token)',
+  '  --config F       config file (default toolsearch.config.json5 in the working directory)',
+  '  --nats URL       ask the gateways over NATS instead (as an approver principal: --nats-nkey, NATS_*)',
+  NATS_FLAG_HELP,
+  '  --json           JSON output',
+].join('\n');
+
+export const APPROVALS_USAGE = `Usage: toolsearch approvals [--watch] [--url URL | --nats URL] [--token T] [--json]
+
+Lists the calls waiting for an approver: the tool (id, source, description, annotations), session, agent and
+profile, why approval is needed, the time left and the arguments (secret-marked ones redacted). --watch prints
+each new and settled approval as it happens (embedded gateway: its HTTP front), until interrupted.
+
+${WHERE}`;
+
+export const APPROVE_USAGE = `Usage: toolsearch approve ID [--deny] [--reason TEXT] [--url URL | --nats URL] [--token T] [--json]
+
+Answers one pending approval (its id from \`toolsearch approvals\`): approves the call, or with --deny refuses it.
+The answer applies to that call only, is recorded with who answered, through what, when and why, and is
+ignored when the call has settled already.
+
+${WHERE}`;
+
+const OPTIONS = {
+  url: { type: 'string' },
+  token: { type: 'string' },
+  config: { type: 'string' },
+  nats: { type: 'string' },
+  ...NATS_FLAG_OPTIONS,
+  json: { type: 'boolean' },
+} as const;
+
+type Where = { kind: 'http'; url: string; token: string } | { kind: 'nats'; url: string };
+
+/** The gateway to talk to and the credential: flags, environment, then the config and token file here. */
+function whereOf(values: Record<string, unknown>, io: CliIo): Result<Where> {
+  const nats = str(values['nats'] as string | undefined);
+  if (nats !== undefined) return ok({ kind: 'nats', url: nats });
+  const file = str(values['config'] as string | undefined);
+  const loaded = loadConfig({ cwd: io.cwd, ...(file === undefined ? {} : { path: file }) });
+  if (!loaded.ok) return loaded;
+  const config: ResolvedConfig = loaded.value.config;
+  const host = isLoopbackHost(config.gateway.host) ? config.gateway.host : '127.0.0.1';
+  const url =
+    str(values['url'] as string | undefined) ??
+    `http://${host.includes(':') ? `[${host}]` : host}:${config.gateway.port ?? DEFAULT_GATEWAY_PORT}`;
+  const given =
+    str(values['token'] as string | undefined) ?? (io.env['TOOLSEARCH_APPROVER_TOKEN']?.trim() || undefined);
+  if (given !== undefined) return ok({ kind: 'http', url: url.replace(/\/+$/, ''), token: given });
+  const token = readApproverToken(approverTokenPath(config, io.cwd));
+  if (!token.ok) return token;
+  return ok({ kind: 'http', url: url.replace(/\/+$/, ''), token: token.value });
+}
+
+async function http(where: Extract<Where, { kind: 'http' }>, path: string, init: RequestInit = {}) {
+  let res: Response;
+  try {
+    res = await fetch(`${where.url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${where.token}`, 'content-type': 'application/json' },
+    });
+  } catch (err) {
+    return fail(
+      'approval.unreachable',
+      `Cannot reach the gateway at ${where.url}: ${err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err)}. Start it (\`toolsearch serve\`) or pass --url URL.`,
+    );
+  }
+  const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+  if (!res.ok) {
+    const e = (body['error'] ?? {}) as { code?: unknown; message?: unknown };
+    return fail(String(e.code ?? `http.${res.status}`), String(e.message ?? `HTTP ${res.status}`));
+  }
+  return ok(body);
+}
+
+async function overNats(
+  where: Extract<Where, { kind: 'nats' }>,
+  values: Record<string, unknown>,
+  io: CliIo,
+  subject: string,
+  payload: unknown,
+): Promise<Result<Record<string, unknown>>> {
+  const opened = await openCommandBus({
+    url: where.url,
+    env: envWithNatsFlags(values, io.env),
+    cwd: io.cwd,
+    name: 'toolsearch-approver',
+  });
+  if (!opened.ok) return opened;
+  const bus = opened.value!;
+  try {
+    const r = await bus.request(subject, payload, { timeoutMs: 5000 });
+    if (!r.ok) return r;
+    const v = (r.value ?? {}) as Record<string, unknown>;
+    if (v['ok'] === false) {
+      const e = (v['error'] ?? {}) as { code?: unknown; message?: unknown };
+      return fail(String(e.code ?? 'approval.failed'), String(e.message ?? 'the gateway refused the answer'));
+    }
+    return ok(v);
+  } finally {
+    await bus.close();
+  }
+}
+
+const secondsLeft = (a: PendingApproval & { timeLeftMs?: number }): string =>
+  `${Math.ceil((a.timeLeftMs ?? Math.max(0, Date.parse(a.expiresAt) - Date.now())) / 1000)} s left`;
+
+/** One approval for people: its id, the tool and why, where, the time left and the arguments. Pure: no I/O. */
+export function formatApproval(a: PendingApproval & { timeLeftMs?: number }): string {
+  const hints = Object.entries(a.tool.annotations ?? {})
+    .filter(([, v]) => v === true)
+    .map(([k]) => k);
+  return [
+    `${a.approvalId}  ${a.tool.id} (${a.tool.source}${hints.length > 0 ? `; ${hints.join(', ')}` : ''})  ${secondsLeft(a)}`,
+    `  session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}, call ${a.callId}`,
+    ...(a.reason === undefined ? [] : [`  why: ${a.reason}`]),
+    ...(a.tool.description === '' ? [] : [`  tool: ${a.tool.description.slice(0, 200)}`]),
+    `  args: ${JSON.stringify(a.args)}`,
+  ].join('\n');
+}
+
+/** `toolsearch approvals [--watch]`: the pending approvals. */
+export const approvalsCommand: Command = {
+  name: 'approvals',
+  summary: 'list the calls waiting for an approver (--watch: follow them)',
+  usage: APPROVALS_USAGE,
+  async run(argv, io) {
+    const parsed = parseCommandArgs(argv, { ...OPTIONS, watch: { type: 'boolean' } }, { positionals: false });
+    if (!parsed.ok) return reportFailure(io, false, parsed.error, EXIT_USAGE);
+    const v = parsed.value.values;
+    const json = v['json'] === true;
+    const where = whereOf(v, io);
+    if (!where.ok) return reportFailure(io, json, where.error, EXIT_FAILED);
+    const w = where.value;
+    const listed =
+      w.kind === 'http' ? await http(w, '/v1/approvals') : await overNats(w, v, io, APPROVALS_LIST_SUBJECT, {});
+    if (!listed.ok) return reportFailure(io, json, listed.error, EXIT_FAILED);
+    const approvals = (listed.value['approvals'] ?? []) as Array<PendingApproval & { timeLeftMs?: number }>;
+    if (json) io.stdout(JSON.stringify({ ok: true, approvals }));
+    else if (approvals.length === 0) io.stdout('no approvals pending');
+    else io.stdout(approvals.map(formatApproval).join('\n\n'));
+    if (v['watch'] !== true) return EXIT_OK;
+    if (w.kind !== 'http')
+      return reportFailure(
+        io,
+        json,
+        { code: 'cli.usage', message: 'approvals --watch follows a gateway over HTTP: leave out --nats, give --url.' },
+        EXIT_USAGE,
+      );
+    return watch(w, io, json);
+  },
+};
+
+/** The `event:` / `data:` pairs of complete server-sent event blocks. Pure: no I/O. */
+function sseEvents(text: string): Array<{ event: string; data: string }> {
+  const out: Array<{ event: string; data: string }> = [];
+  for (const block of text.split(/\n\n/)) {
+    const event = /^event: (.*)$/m.exec(block)?.[1];
+    const data = /^data: (.*)$/m.exec(block)?.[1];
+    if (event !== undefined && data !== undefined) out.push({ event, data });
+  }
+  return out;
+}
+
+/** Follows the approvals stream until it ends or the process is interrupted. */
+async function watch(w: Extract<Where, { kind: 'http' }>, io: CliIo, json: boolean): Promise<number> {
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  try {
+    const res = await fetch(`${w.url}/v1/approvals/events`, {
+      headers: { authorization: `Bearer ${w.token}` },
+      signal: abort.signal,
+    });
+    if (!res.ok || res.body === null)
+      return reportFailure(io, json, { code: `http.${res.status}`, message: 'the approvals stream was refused' });
+    const decoder = new TextDecoder();
+    let buf = '';
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += decoder.decode(chunk, { stream: true });
+      const cut = buf.lastIndexOf('\n\n');
+      if (cut === -1) continue;
+      const done = buf.slice(0, cut + 2);
+      buf = buf.slice(cut + 2);
+      for (const e of sseEvents(done)) {
+        if (json) {
+          io.stdout(JSON.stringify({ event: e.event, data: JSON.parse(e.data) as unknown }));
+          continue;
+        }
+        const d = JSON.parse(e.data) as Record<string, unknown>;
+        if (e.event === 'requested') io.stdout(`new: ${formatApproval(d as unknown as PendingApproval)}`);
+        else if (e.event === 'settled')
+          io.stdout(
+            `settled: ${String(d['approvalId'])} ${d['approved'] === true ? 'approved' : 'denied'} by ${String(d['by'])}${d['channel'] === undefined ? '' : ` via ${String(d['channel'])}`}${d['reason'] === undefined ? '' : `: ${String(d['reason'])}`}`,
+          );
+      }
+    }
+    return EXIT_OK;
+  } catch (err) {
+    if (abort.signal.aborted) return EXIT_OK;
+    return reportFailure(io, json, {
+      code: 'approval.unreachable',
+      message: `The approvals stream of ${w.url} broke: ${err instanceof Error ? err.message : String(err)}.`,
+    });
+  } finally {
+    process.off('SIGINT', stop);
+  }
+}
+
+/** `toolsearch approve ID [--deny] [--reason TEXT]`: answers one approval. */
+export const approveCommand: Command = {
+  name: 'approve',
+  summary: 'approve (or --deny) one pending call',
+  usage: APPROVE_USAGE,
+  async run(argv, io) {
+    const parsed = parseCommandArgs(argv, { ...OPTIONS, deny: { type: 'boolean' }, reason: { type: 'string' } });
+    if (!parsed.ok) return reportFailure(io, false, parsed.error, EXIT_USAGE);
+    const v = parsed.value.values;
+    const json = v['json'] === true;
+    const [id, ...rest] = parsed.value.positionals;
+    if (id === undefined || rest.length > 0)
+      return reportFailure(
+        io,
+        json,
+        { code: 'cli.usage', message: 'approve: give exactly one approval ID (from `toolsearch approvals`).' },
+        EXIT_USAGE,
+      );
+    const reason = str(v['reason'] as string | undefined);
+    if (reason !== undefined && reason.length > 500)
+      return reportFailure(
+        io,
+        json,
+        { code: 'cli.usage', message: `approve: --reason is ${reason.length} characters long; at most 500.` },
+        EXIT_USAGE,
+      );
+    const approved = v['deny'] !== true;
+    const where = whereOf(v, io);
+    if (!where.ok) return reportFailure(io, json, where.error, EXIT_FAILED);
+    const w = where.value;
+    const answer = { approved, ...(reason === undefined ? {} : { reason }) };
+    const r =
+      w.kind === 'http'
+        ? await http(w, `/v1/approvals/${encodeURIComponent(id)}`, {
+            method: 'POST',
+            body: JSON.stringify({ ...answer, channel: 'cli' }),
+          })
+        : await overNats(w, v, io, APPROVALS_ANSWER_SUBJECT, {
+            approvalId: id,
+            ...answer,
+            principal: io.env['NATS_USER']?.trim() || 'approver',
+          });
+    if (!r.ok) return reportFailure(io, json, r.error, EXIT_FAILED);
+    if (json) io.stdout(JSON.stringify({ ok: true, approvalId: id, approved, callId: r.value['callId'] }));
+    else io.stdout(`${approved ? 'approved' : 'denied'} ${id} (call ${String(r.value['callId'])})`);
+    return EXIT_OK;
+  },
+};

@@ -1,0 +1,101 @@
+import { mkdtempSync, mkdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approvalWorld, type ApprovalWorld } from '../approvals/world.js';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+
+describe('the operator page in a real headless chromium', () => {
+  let world: ApprovalWorld;
+  let browser: Browser;
+  const tmp = mkdtempSync(join(tmpdir(), 'toolsearch-ui-'));
+
+  beforeAll(async () => {
+    world = await approvalWorld();
+    const profile = join(tmp, 'profile');
+    mkdirSync(profile);
+    browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+        `--user-data-dir=${profile}`,
+      ],
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await world?.close();
+  });
+
+  it('lists a pending approval; a click on approve runs the call; the session log shows it', async () => {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1366, height: 800 });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(String(e)));
+    page.on('dialog', (d) => {
+      problems.push(`dialog: ${d.message()}`);
+      void d.dismiss();
+    });
+
+    await page.goto(`${world.gw.url}/ui`, { waitUntil: 'domcontentloaded' });
+    // Signed out: the login form asks for the credential; a wrong one is refused.
+    await page.waitForSelector('#login:not([hidden])');
+    await page.type('#token', 'tsa_wrong');
+    await page.click('#login-form button[type=submit]');
+    await page.waitForFunction(() => document.querySelector('#login-error')?.textContent !== '');
+
+    await page.type('#token', world.gw.approverToken!.token);
+    await page.click('#login-form button[type=submit]');
+    await page.waitForSelector('#main:not([hidden])');
+    expect(await page.$eval('#login', (e) => getComputedStyle(e).display)).toBe('none');
+    expect(await page.$eval('#status', (e) => e.textContent)).toContain('local');
+
+    // A call that needs approval: the page lists it live, with the tool, the arguments (secret redacted), the countdown.
+    const turn = world.chat('s-ui');
+    const card = await page.waitForSelector('#approvals .approval', { timeout: 15_000 });
+    const shown = await card!.evaluate((e) => e.textContent ?? '');
+    expect(shown).toContain('deploy_service');
+    expect(shown).toContain('openclaw:ops:deploy_service');
+    expect(shown).toContain('s-ui');
+    expect(shown).toContain('"service": "toolsearch-marker"');
+    expect(shown).not.toContain('"password": "toolsearch-marker"');
+    await page.waitForFunction(() => /\d+ s/.test(document.querySelector('.countdown')?.textContent ?? ''));
+    expect(world.runs()).toEqual([]);
+    await page.screenshot({ path: join(tmp, 'pending.png') });
+
+    await page.type('#approvals .approval input', 'checked on the page');
+    await page.click('#approvals .approval button.approve');
+    const res = await turn;
+    expect(res.status).toBe(200);
+    expect(world.runs()).toEqual(['toolsearch-marker']);
+    await page.waitForFunction(() => document.querySelectorAll('#approvals .approval').length === 0);
+    await page.waitForFunction(() => (document.querySelector('#settled')?.textContent ?? '').includes('approved'));
+
+    // The session log: the final call with its source and outcome, approved by the local user through the page.
+    await page.waitForFunction(
+      () => {
+        const t = document.querySelector('#calls')?.textContent ?? '';
+        return t.includes('openclaw:ops:deploy_service') && t.includes('approved by local via ui');
+      },
+      { timeout: 15_000 },
+    );
+    const row = await page.$$eval('#calls tbody tr td', (tds) => tds.map((td) => td.textContent ?? ''));
+    expect(row.slice(0, 4)).toEqual(['openclaw:ops:deploy_service', 'openclaw', 'ok', 'approved by local via ui']);
+    expect(await page.$eval('#log', (e) => e.textContent ?? '')).toMatch(/schemas up front/);
+    const shot = join(tmp, 'ui.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    expect(statSync(shot).size).toBeGreaterThan(1000);
+    expect(problems).toEqual([]);
+    console.log(`screenshots: ${tmp}`);
+  }, 60_000);
+});
