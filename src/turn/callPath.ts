@@ -389,12 +389,16 @@ const enforcedCallMachine = toolCallMachine.provide({
           at: deps.now().toISOString(),
         });
         if (outcome.by !== 'bus') {
-          // The gateway's own end of the wait is `approval.settled`, a record no turn takes for an answer: the gateway
-          // role may publish it, never `approval.resolved`, so a neighbour with that role cannot approve anything.
-          // It takes the seq the request reserved; if an approver answered on the bus meanwhile, theirs stands.
+          // A person's answer taken by the desk is `approval.resolved`; the gateway's own end of the wait (timeout,
+          // cut, library approver) is `approval.settled`, a record no turn takes for an answer. It takes the seq the
+          // request reserved; if an approver answered on the bus meanwhile, theirs stands.
+          const own =
+            outcome.by === 'timeout' ||
+            outcome.by === 'cancelled' ||
+            (outcome.by === 'callback' && outcome.principal === undefined);
           h.approvalDone = run.events
             .emit(
-              'approval.settled',
+              own ? 'approval.settled' : 'approval.resolved',
               {
                 callId,
                 approvalId,
