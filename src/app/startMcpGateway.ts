@@ -8,7 +8,9 @@ import { openStaticSources } from './openStaticSources.js';
 import { startMcpFront } from '../gateway/index.js';
 import { createEngine } from '../turn/index.js';
 import { ApprovalDesk } from '../policy/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import { openBus } from './openBus.js';
+import { openTelemetry } from './openTelemetry.js';
 
 export interface McpGatewayOptions {
   config: ResolvedConfig;
@@ -29,6 +31,11 @@ export interface McpGatewayOptions {
   profile?: string;
   /** Progress lines (the caller sends them to stderr: stdout belongs to the protocol). */
   onProgress?: (line: string) => void;
+  /**
+   * Telemetry to record into (the caller owns it). Absent: trace files under config `telemetry.tracesDir` when
+   * `telemetry.enabled`, and OTLP/HTTP when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set in `env`, as `serve` does.
+   */
+  telemetry?: Telemetry;
 }
 
 /** The gateway as an MCP server on one transport. */
@@ -69,6 +76,22 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   const bus = opened.value.bus;
   closers.push(() => opened.value.close());
 
+  // Spans of the session's turns (the engine) and a SERVER span per MCP request (the front); closed after both.
+  let telemetry = opts.telemetry;
+  if (telemetry === undefined) {
+    const t = openTelemetry({
+      config,
+      tracesDir: config.telemetry.enabled ? config.telemetry.tracesDir : undefined,
+      fileKind: 'session',
+      env: opts.env ?? process.env,
+      onWarning: (m) => say(`warning: ${m}`),
+    });
+    if (t !== undefined) {
+      telemetry = t;
+      closers.push(() => t.shutdown());
+    }
+  }
+
   const includeConfig = opts.includeConfig ?? true;
   const statics = await openStaticSources(
     {
@@ -103,6 +126,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
     onSessionMcpToolsChanged: () => {
       for (const l of [...sessionChanges]) l();
     },
+    ...(telemetry !== undefined ? { telemetry } : {}),
     ...(principal !== 'default' ? { startEnforcer: false } : {}),
   });
   closers.push(() => engine.close());
@@ -129,6 +153,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
       },
       say,
       approvals,
+      ...(telemetry !== undefined ? { telemetry } : {}),
     },
     transport,
   );

@@ -41,6 +41,7 @@ export {
   plainText,
   DEFAULT_MCP_TIMEOUT_MS,
   DEFAULT_MCP_CALL_TIMEOUT_MS,
+  routeServerRequest,
 } from './mcp.js';
 export type {
   McpServerSpec,
@@ -54,9 +55,10 @@ export type {
   McpServerCommon,
   McpCallOptions,
   McpPeer,
+  InflightCall,
 } from './mcp.js';
 export { mcpCallScope, withMcpCallScope } from './mcpCallScope.js';
-export type { ClientRelay, McpCallScope, McpProgress } from './mcpCallScope.js';
+export type { ClientRelay, McpCallScope, McpProgress, RelayOptions } from './mcpCallScope.js';
 export { SessionMcpRuntime } from './mcpRuntime.js';
 export { SharedMcpServers, DEFAULT_MAX_CONCURRENT_CALLS } from './mcpShared.js';
 export type { SharedMcpServersOptions, SharedServerStats } from './mcpShared.js';

@@ -14,7 +14,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { mcpCallScope } from './mcpCallScope.js';
-import type { McpCallScope } from './mcpCallScope.js';
+import type { McpCallScope, RelayOptions } from './mcpCallScope.js';
 import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { describeThrown } from './guard.js';
@@ -86,6 +86,8 @@ export interface McpCaller {
   sessionId: string;
   /** The W3C trace context of the caller's span, sent as `params._meta.traceparent` / `tracestate` (MCP semconv). */
   trace?: Readonly<Record<string, string>> | undefined;
+  /** Told the JSON-RPC id of the `tools/call` request once it is sent (telemetry's `jsonrpc.request.id`). */
+  onRequestId?: ((id: string | number) => void) | undefined;
 }
 
 /** Per call options of `SessionMcpRuntime.call`: who calls, and the caller's trace context. */
@@ -133,12 +135,60 @@ export const DEFAULT_MCP_CALL_TIMEOUT_MS = 60_000;
 const STDERR_KEEP = 4096;
 const STDERR_SHOW = 1000;
 const MAX_PAGES = 1000;
-/** How long a server request that several sessions' calls could have caused waits for all but one to settle. */
-const AMBIGUOUS_WAIT_MS = 10_000;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStringMap = (v: unknown): v is Record<string, string> =>
   isRecord(v) && Object.values(v).every((x) => typeof x === 'string');
+
+/** A call in flight on a connection, as a server request during it is routed. */
+export interface InflightCall {
+  sessionId: string | undefined;
+  scope: McpCallScope | undefined;
+  /** The `params._meta.progressToken` the call went out with. */
+  progressToken: string;
+  /** The trace id of the `params._meta.traceparent` the call went out with. */
+  traceId?: string;
+}
+
+const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-[\da-f]{16}-[\da-f]{2}$/;
+
+/** The trace id of a W3C `traceparent`, or undefined. Pure: no I/O. */
+function traceIdOf(traceparent: unknown): string | undefined {
+  if (typeof traceparent !== 'string') return undefined;
+  const id = TRACEPARENT.exec(traceparent.trim().toLowerCase())?.[1];
+  return id === undefined || /^0+$/.test(id) ? undefined : id;
+}
+
+/**
+ * Which caller a server's request (sampling, elicitation) belongs to, exactly or not at all: a server may send such a
+ * request only while serving one of its client's requests, so the candidates are the calls in flight. In order:
+ * the call whose stream it came on (`direct`: streamable HTTP sends it on that call's response stream); the call
+ * the request names in its `_meta` (the progress token that call went out with, or the trace id of its
+ * `traceparent`, which a server instrumented with OpenTelemetry carries on); the one session with calls in flight.
+ * When calls of several sessions are in flight and the request names none of them, nothing says which session it
+ * belongs to: it is refused with the reason (never routed by a guess). Pure: no I/O.
+ */
+export function routeServerRequest(
+  direct: McpCallScope | undefined,
+  meta: Readonly<Record<string, unknown>> | undefined,
+  calls: readonly InflightCall[],
+  server: string,
+): { scope: McpCallScope | undefined; why?: string } {
+  if (direct !== undefined) return { scope: direct };
+  if (calls.length === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
+  const token = meta?.['progressToken'];
+  const byToken = typeof token === 'string' ? calls.find((c) => c.progressToken === token) : undefined;
+  if (byToken !== undefined) return { scope: byToken.scope };
+  const traceId = traceIdOf(meta?.['traceparent']);
+  const byTrace = traceId === undefined ? [] : calls.filter((c) => c.traceId === traceId);
+  const named = byTrace.length > 0 ? byTrace : calls;
+  const sessions = new Set(named.map((c) => c.sessionId));
+  if (sessions.size === 1) return { scope: named[0]!.scope };
+  return {
+    scope: undefined,
+    why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request names none of them (no progress token or traceparent of one of its calls in params._meta), so it could belong to any; set mcpServers.${server}.scope to "session" for a server that asks its client`,
+  };
+}
 
 /** Checks a server spec's shape; the message names the server and the field at fault. Pure: no I/O. */
 export function validateMcpSpec(name: string, spec: unknown): Result<McpServerSpec> {
@@ -216,6 +266,8 @@ export function stdioServerEnv(
 /** The SDK's stdio transport, plus what a failure report needs: the exit code and the tail of stderr. */
 class WatchedStdioTransport extends StdioClientTransport {
   stderrTail = '';
+  /** The protocol version negotiated at initialize (the SDK client tells a transport that takes it). */
+  protocolVersion: string | undefined;
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   private child: ChildProcess | undefined;
 
@@ -225,6 +277,10 @@ class WatchedStdioTransport extends StdioClientTransport {
     this.stderr?.on('data', (chunk: Buffer | string) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-STDERR_KEEP);
     });
+  }
+
+  setProtocolVersion(version: string): void {
+    this.protocolVersion = version;
   }
 
   override async start(): Promise<void> {
@@ -432,7 +488,21 @@ export async function connectMcpServer(
   // microtask late but settles responses at once, so the last progress of a call would be dropped; progress is
   // taken off the transport here, synchronously, in the order the server sent it.
   const progressHandlers = new Map<string, (p: { progress: number; total?: number; message?: string }) => void>();
+  // Who wants to know the JSON-RPC id of a tools/call request, by its params object (the SDK sends it as given).
+  const requestIdWanted = new WeakMap<object, (id: string | number) => void>();
   const interceptProgress = (t: Transport, c: Client): void => {
+    const send = t.send.bind(t);
+    t.send = (message, options) => {
+      const m = message as { method?: unknown; id?: unknown; params?: unknown };
+      if (m.method === 'tools/call' && typeof m.params === 'object' && m.params !== null) {
+        const tell = requestIdWanted.get(m.params);
+        if (tell !== undefined && (typeof m.id === 'string' || typeof m.id === 'number')) {
+          requestIdWanted.delete(m.params);
+          tell(m.id);
+        }
+      }
+      return send(message, options);
+    };
     const inner = t.onmessage;
     t.onmessage = (message, extra) => {
       const m = message as {
@@ -469,55 +539,45 @@ export async function connectMcpServer(
     };
   };
 
-  // Calls in flight, with who made them: a server's sampling or elicitation request is routed to its caller.
-  const inflight = new Map<number, { sessionId: string | undefined; scope: McpCallScope | undefined }>();
+  // Calls in flight, with who made them, the progress token and trace id they went out with: a server's sampling or
+  // elicitation request is routed to its caller.
+  const inflight = new Map<number, InflightCall>();
   let nextCall = 0;
   // Set once the server has asked its client something: from then on, over a transport that cannot tell which call a
   // request belongs to (stdio, SSE), calls on a shared connection run one at a time so every later request is exact.
   let interactive = false;
-  let settled: Array<() => void> = [];
-  const callSettled = (): Promise<void> => new Promise((r) => settled.push(r));
-  /**
-   * The scope a server request belongs to: the call it came with (streamable HTTP carries it on that call's stream);
-   * else the one session with calls in flight. With several sessions in flight, the call that asked cannot finish
-   * before it is answered while the others can, so it waits (bounded) for the others to settle.
-   */
-  const scopeOf = async (): Promise<{ scope: McpCallScope | undefined; why?: string }> => {
+  const scopeOf = (
+    meta: Readonly<Record<string, unknown>> | undefined,
+  ): { scope: McpCallScope | undefined; why?: string } => {
     interactive = true;
-    const direct = mcpCallScope.getStore();
-    if (direct !== undefined) return { scope: direct };
-    const deadline = Date.now() + AMBIGUOUS_WAIT_MS;
-    for (;;) {
-      const sessions = new Set([...inflight.values()].map((c) => c.sessionId));
-      if (inflight.size === 0) return { scope: undefined, why: 'no call of toolsearch is in flight on this server' };
-      if (sessions.size === 1) return { scope: [...inflight.values()][0]?.scope };
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        return {
-          scope: undefined,
-          why: `calls of ${sessions.size} sessions are in flight on this shared connection and the request does not say which one it belongs to; set mcpServers.${name}.scope to "session" for a server that asks its client`,
-        };
-      }
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        callSettled(),
-        new Promise((r) => {
-          timer = setTimeout(r, left);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
+    return routeServerRequest(mcpCallScope.getStore(), meta, [...inflight.values()], name);
   };
   const refuse = (what: string, why: string): never => {
     throw new McpError(ErrorCode.InvalidRequest, `toolsearch cannot relay ${what} from MCP server "${name}": ${why}.`);
   };
 
   // The server's own progress token means nothing to the front's client (progress would come back to the gateway
-  // under a token it never issued), so it is not passed on.
+  // under a token it never issued), so it is not passed on: the front asks its client under a token of its own, and
+  // what its client reports comes back here (`onProgress`) to go down to the server under the server's token.
   const forHost = <P extends { _meta?: Record<string, unknown> }>(params: P): P => {
     if (params._meta?.['progressToken'] === undefined) return params;
     const { progressToken: _dropped, ...meta } = params._meta;
     return { ...params, _meta: meta };
+  };
+  const relayOptions = (
+    meta: Record<string, unknown> | undefined,
+    extra: { signal: AbortSignal; sendNotification: Client['notification'] },
+  ): RelayOptions => {
+    const token = meta?.['progressToken'];
+    if (typeof token !== 'string' && typeof token !== 'number') return { signal: extra.signal };
+    return {
+      signal: extra.signal,
+      onProgress: (p) => {
+        void extra
+          .sendNotification({ method: 'notifications/progress', params: { progressToken: token, ...p } })
+          .catch(() => undefined);
+      },
+    };
   };
 
   const makeClient = (): Client => {
@@ -531,7 +591,7 @@ export async function connectMcpServer(
     );
     c.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: (opts.roots ?? []).map((r) => ({ ...r })) }));
     c.setRequestHandler(CreateMessageRequestSchema, async (req, extra) => {
-      const { scope, why } = await scopeOf();
+      const { scope, why } = scopeOf(req.params._meta);
       const relay = scope?.relay?.createMessage;
       if (relay === undefined) {
         return refuse(
@@ -542,10 +602,10 @@ export async function connectMcpServer(
               : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays sampling to its host)'),
         );
       }
-      return relay(forHost(req.params), { signal: extra.signal });
+      return relay(forHost(req.params), relayOptions(req.params._meta, extra));
     });
     c.setRequestHandler(ElicitRequestSchema, async (req, extra) => {
-      const { scope, why } = await scopeOf();
+      const { scope, why } = scopeOf(req.params._meta);
       const relay = scope?.relay?.elicitInput;
       if (relay === undefined) {
         return refuse(
@@ -556,7 +616,7 @@ export async function connectMcpServer(
               : 'the call came from a front without an MCP client of its own (only `toolsearch mcp` relays elicitation to its host)'),
         );
       }
-      return relay(forHost(req.params), { signal: extra.signal });
+      return relay(forHost(req.params), relayOptions(req.params._meta, extra));
     });
     c.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       opts.onToolsChanged?.();
@@ -657,11 +717,21 @@ export async function connectMcpServer(
       return interactive && kind !== 'http';
     },
     get peer(): McpPeer {
-      if (transport instanceof WatchedStdioTransport) return { transport: 'stdio' };
+      if (transport instanceof WatchedStdioTransport)
+        return transport.protocolVersion === undefined
+          ? { transport: 'stdio' }
+          : { transport: 'stdio', protocolVersion: transport.protocolVersion };
       const p: McpPeer = { transport: 'http', url: (s as McpHttpSpec).url };
       if (transport instanceof StreamableHTTPClientTransport) {
         if (transport.sessionId !== undefined) p.sessionId = transport.sessionId;
         if (transport.protocolVersion !== undefined) p.protocolVersion = transport.protocolVersion;
+      } else if (transport instanceof SSEClientTransport) {
+        // The SDK keeps them private: the session is the endpoint's `sessionId` (the HTTP+SSE transport's session),
+        // the version the one it was told at initialize.
+        const t = transport as unknown as { _endpoint?: URL; _protocolVersion?: string };
+        const session = t._endpoint?.searchParams.get('sessionId');
+        if (session) p.sessionId = session;
+        if (typeof t._protocolVersion === 'string') p.protocolVersion = t._protocolVersion;
       }
       return p;
     },
@@ -711,10 +781,16 @@ export async function connectMcpServer(
       if (!connection.alive) return unavailable(goneReason());
       const scope = mcpCallScope.getStore();
       const token = nextCall++;
-      inflight.set(token, { sessionId: caller?.sessionId ?? scope?.sessionId, scope });
+      const progressToken = `toolsearch-${token}`;
+      const traceId = traceIdOf(caller?.trace?.['traceparent']);
+      inflight.set(token, {
+        sessionId: caller?.sessionId ?? scope?.sessionId,
+        scope,
+        progressToken,
+        ...(traceId === undefined ? {} : { traceId }),
+      });
       const signals = [signal, scope?.signal].filter((x): x is AbortSignal => x !== undefined);
       const cancel = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
-      const progressToken = `toolsearch-${token}`;
       try {
         const onProgress = scope?.onProgress;
         const options = { timeout: callTimeoutMs, ...(cancel === undefined ? {} : { signal: cancel }) };
@@ -723,14 +799,17 @@ export async function connectMcpServer(
         // The caller's trace context goes in params._meta (MCP semconv); over HTTP the `fetch` of ConnectOptions
         // (EngineOptions.mcpFetch) adds it as headers.
         const trace = caller?.trace;
+        // Over stdio and SSE every call carries a progress token, the handle a server can name the call by in the
+        // requests it sends while serving it (see routeServerRequest); over streamable HTTP only when progress is wanted.
         const meta = {
-          ...(onProgress === undefined ? {} : { progressToken }),
+          ...(onProgress === undefined && kind === 'http' ? {} : { progressToken }),
           ...(trace?.['traceparent'] === undefined ? {} : { traceparent: trace['traceparent'] }),
           ...(trace?.['traceparent'] === undefined || trace['tracestate'] === undefined
             ? {}
             : { tracestate: trace['tracestate'] }),
         };
         const params = { name: toolName, arguments: args, ...(Object.keys(meta).length === 0 ? {} : { _meta: meta }) };
+        if (caller?.onRequestId !== undefined) requestIdWanted.set(params, caller.onRequestId);
         // The result is the server's CallToolResult as it sent it: every content block, structuredContent, isError, _meta.
         return ok(await client.callTool(params, undefined, options));
       } catch (error) {
@@ -757,9 +836,6 @@ export async function connectMcpServer(
       } finally {
         inflight.delete(token);
         progressHandlers.delete(progressToken);
-        const waiting = settled;
-        settled = [];
-        for (const w of waiting) w();
       }
     },
 

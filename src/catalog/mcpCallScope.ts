@@ -12,12 +12,17 @@ import type {
  */
 export interface ClientRelay {
   /** `sampling/createMessage` of a downstream server; undefined when the front's client did not declare sampling. */
-  createMessage?: (
-    params: CreateMessageRequest['params'],
-    opts: { signal: AbortSignal },
-  ) => Promise<CreateMessageResult>;
+  createMessage?: (params: CreateMessageRequest['params'], opts: RelayOptions) => Promise<CreateMessageResult>;
   /** `elicitation/create` of a downstream server; undefined when the front's client did not declare elicitation. */
-  elicitInput?: (params: ElicitRequest['params'], opts: { signal: AbortSignal }) => Promise<ElicitResult>;
+  elicitInput?: (params: ElicitRequest['params'], opts: RelayOptions) => Promise<ElicitResult>;
+}
+
+/** How a relayed request travels: the downstream server's cancellation of it, and where its progress goes. */
+export interface RelayOptions {
+  /** Aborted when the downstream server withdraws its request (`notifications/cancelled`). */
+  signal: AbortSignal;
+  /** The front's client reported progress of the request; present when the downstream server asked for progress. */
+  onProgress?: (p: McpProgress) => void;
 }
 
 /** Progress a downstream server reported for a call (`notifications/progress`). */

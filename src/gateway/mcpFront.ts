@@ -1,17 +1,23 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type CallToolRequest,
   type CallToolResult,
+  type ServerNotification,
+  type ServerRequest,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { withMcpCallScope, type ClientRelay, type McpCallScope } from '../catalog/index.js';
+import { withMcpCallScope, type ClientRelay, type McpCallScope, type McpProgress } from '../catalog/index.js';
 import type { ApprovalDesk, PendingApproval } from '../policy/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
+import type { Telemetry } from '../telemetry/index.js';
 import type { StepResult, Turn, TurnEngine, TurnRequest } from '../turn/index.js';
+import { startMcpRelaySpan, startMcpServerSpan, type McpServerSpan } from './mcpServerSpan.js';
 
 /** How long a relayed sampling or elicitation request may wait for the host (a person may be answering). */
 const RELAY_TIMEOUT_MS = 10 * 60_000;
@@ -71,6 +77,10 @@ export interface McpFrontOptions {
    * (approve / deny, reason) when the host supports elicitation; the answer is recorded with channel `mcp`.
    */
   approvals?: ApprovalDesk;
+  /** Telemetry: a SERVER span per request (MCP semconv); absent or disabled: none. */
+  telemetry?: Telemetry;
+  /** `network.transport` of those spans: `pipe` for stdio (default), `tcp` for HTTP. */
+  networkTransport?: 'pipe' | 'tcp';
 }
 
 /** The gateway as an MCP server on one transport: one session, its tools over one live turn. */
@@ -144,7 +154,79 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     { name: 'toolsearch', version: '0.1.0' },
     { capabilities: { tools: { listChanged: true } } },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  // Progress the host reports for a request relayed to it, by the token the front asked under: it goes down to the
+  // downstream server that asked (RelayOptions.onProgress). Taken off the transport synchronously (see below).
+  const relayProgress = new Map<string, (p: McpProgress) => void>();
+  let nextRelay = 0;
+  // Relayed requests in flight by the traceparent of their CLIENT span, to learn the JSON-RPC id each went out with.
+  const relayIds = new Map<string, (id: string | number) => void>();
+  /** Sends a relayed request to the host in its CLIENT span (trace context in `_meta`), with progress passed down. */
+  const relayed = async <P extends { _meta?: Record<string, unknown> }, R>(
+    method: string,
+    parent: McpServerSpan | undefined,
+    params: P,
+    onProgress: ((p: McpProgress) => void) | undefined,
+    send: (params: P) => Promise<R>,
+  ): Promise<R> => {
+    const span = startMcpRelaySpan(opts.telemetry, parent, {
+      method,
+      networkTransport: opts.networkTransport ?? 'pipe',
+      protocolVersion,
+      sessionId,
+      turnId: turn.turnId,
+    });
+    const token = onProgress === undefined ? undefined : `toolsearch-relay-${nextRelay++}`;
+    if (token !== undefined) relayProgress.set(token, onProgress!);
+    const tp = span?.headers?.['traceparent'];
+    if (tp !== undefined) relayIds.set(tp, (id) => span!.setRequestId(id));
+    const meta = { ...params._meta, ...(token === undefined ? {} : { progressToken: token }), ...span?.headers };
+    try {
+      const answer = await send(Object.keys(meta).length === 0 ? params : { ...params, _meta: meta });
+      span?.end({});
+      return answer;
+    } catch (error) {
+      span?.end({ error });
+      throw error;
+    } finally {
+      if (token !== undefined) relayProgress.delete(token);
+      if (tp !== undefined) relayIds.delete(tp);
+    }
+  };
+
+  // The negotiated protocol version, read off the initialize answer (mcp.protocol.version of the server spans).
+  let protocolVersion: string | undefined;
+  const send = transport.send.bind(transport);
+  transport.send = (message, options) => {
+    const v = (message as { result?: { protocolVersion?: unknown; serverInfo?: unknown } }).result;
+    if (protocolVersion === undefined && typeof v?.protocolVersion === 'string' && v.serverInfo !== undefined)
+      protocolVersion = v.protocolVersion;
+    const r = message as { id?: unknown; params?: { _meta?: { traceparent?: unknown } } };
+    const tp = r.params?._meta?.traceparent;
+    if (typeof tp === 'string' && (typeof r.id === 'string' || typeof r.id === 'number')) relayIds.get(tp)?.(r.id);
+    return send(message, options);
+  };
+  const spanOf = (
+    method: string,
+    toolName: string | undefined,
+    extra: { requestId: string | number; sessionId?: string | undefined },
+    meta: Record<string, unknown> | undefined,
+  ): McpServerSpan | undefined =>
+    startMcpServerSpan(opts.telemetry, {
+      method,
+      toolName,
+      requestId: extra.requestId,
+      meta,
+      mcpSessionId: extra.sessionId,
+      protocolVersion,
+      networkTransport: opts.networkTransport ?? 'pipe',
+      fallbackParent: turn.trace,
+      sessionId,
+      turnId: turn.turnId,
+    });
+  server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
+    spanOf('tools/list', undefined, extra, req.params?._meta)?.end({});
+    return { tools };
+  });
 
   // Calls in flight per turn: a client that sends its last request and closes stdin still gets the answers, and a
   // turn replaced after a catalog change ends only once its own calls are done.
@@ -162,6 +244,21 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   };
 
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
+    const span = spanOf('tools/call', req.params.name, extra, req.params._meta);
+    try {
+      const result = await callTool(req, extra, span);
+      span?.end({ result });
+      return result;
+    } catch (error) {
+      span?.end({ error });
+      throw error;
+    }
+  });
+  const callTool = async (
+    req: CallToolRequest,
+    extra: RequestHandlerExtra<ServerRequest, ServerNotification>,
+    span: McpServerSpan | undefined,
+  ): Promise<CallToolResult> => {
     const name = req.params.name;
     if (!names.has(name)) {
       throw new McpError(
@@ -173,19 +270,19 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const relay: ClientRelay = {};
     if (host.sampling !== undefined) {
       relay.createMessage = (params, o) =>
-        server.createMessage(params, {
-          signal: o.signal,
-          relatedRequestId: extra.requestId,
-          timeout: RELAY_TIMEOUT_MS,
-        });
+        relayed('sampling/createMessage', span, params, o.onProgress, (p) =>
+          server.createMessage(p, { signal: o.signal, relatedRequestId: extra.requestId, timeout: RELAY_TIMEOUT_MS }),
+        );
     }
     if (host.elicitation !== undefined) {
       relay.elicitInput = (params, o) =>
-        server.elicitInput(params as Parameters<Server['elicitInput']>[0], {
-          signal: o.signal,
-          relatedRequestId: extra.requestId,
-          timeout: RELAY_TIMEOUT_MS,
-        });
+        relayed('elicitation/create', span, params, o.onProgress, (p) =>
+          server.elicitInput(p as Parameters<Server['elicitInput']>[0], {
+            signal: o.signal,
+            relatedRequestId: extra.requestId,
+            timeout: RELAY_TIMEOUT_MS,
+          }),
+        );
     }
     const progressToken = req.params._meta?.progressToken;
     const scope: McpCallScope = { sessionId, relay, signal: extra.signal };
@@ -200,7 +297,7 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
     const pending = withMcpCallScope(scope, () => current.invoke(name, req.params.arguments ?? {}));
     track(current, pending);
     return toCallToolResult(name, await pending);
-  });
+  };
 
   // A new turn over the changed catalog; the old one ends once its calls are answered.
   let swapping: Promise<void> = Promise.resolve();
@@ -252,6 +349,24 @@ export async function startMcpFront(opts: McpFrontOptions, transport: Transport)
   };
   try {
     await server.connect(transport);
+    // The SDK hands a notification to its handler a microtask late but settles a response at once, so progress sent
+    // right before the answer would be lost; the host's progress of a relayed request is taken here, in order.
+    const inner = transport.onmessage;
+    transport.onmessage = (message, info) => {
+      const m = message as { method?: unknown; params?: Record<string, unknown> };
+      const token = m.params?.['progressToken'];
+      const forward = m.method === 'notifications/progress' && typeof token === 'string' && relayProgress.get(token);
+      if (forward && typeof m.params?.['progress'] === 'number') {
+        const { progress, total, message: text } = m.params as { progress: number; total?: unknown; message?: unknown };
+        forward({
+          progress,
+          ...(typeof total === 'number' ? { total } : {}),
+          ...(typeof text === 'string' ? { message: text } : {}),
+        });
+        return;
+      }
+      inner?.(message, info);
+    };
   } catch (err) {
     await turn.end().catch(() => undefined);
     return fail(

@@ -69,6 +69,7 @@ export const Attr = {
   mcpMethodName: 'mcp.method.name',
   mcpSessionId: 'mcp.session.id',
   mcpProtocolVersion: 'mcp.protocol.version',
+  jsonrpcRequestId: 'jsonrpc.request.id',
   rpcResponseStatusCode: 'rpc.response.status_code',
   // OpenTelemetry HTTP semantic conventions (server side of the front).
   httpRequestMethod: 'http.request.method',
@@ -114,10 +115,12 @@ export const MCP_TOOLS_CALL = 'tools/call';
 export type SpanAttrs = { [K in AttrName]?: AttributeValue | undefined };
 
 /**
- * Span names: `toolsearch.<operation>`, except where an OpenTelemetry convention names the span: the final call
- * is `execute_tool {gen_ai.tool.name}` (GenAI), an upstream model call `chat {model}` (GenAI, CLIENT), a call to an
- * MCP server `tools/call {tool}` (MCP, CLIENT) and the HTTP request `{method} {route}` (HTTP, SERVER). For those,
- * the value here is the prefix; `callSpanName` and friends build the full name.
+ * Span names: `toolsearch.<operation>`, except where an OpenTelemetry convention names the span. Every tool the model
+ * calls is executed in an `execute_tool {gen_ai.tool.name}` span (GenAI, INTERNAL): the gateway's own tools
+ * (`execute_tool tool_search`, `execute_tool tool_describe`, `execute_tool tool_search_code`, fixed names here) and
+ * the final call (`execute_tool {tool}`: the value here is the prefix, `callSpanName` builds the name). An upstream
+ * model call is `chat {model}` (GenAI, CLIENT), a call to an MCP server `tools/call {tool}` (MCP, CLIENT), a request
+ * to the MCP front `{mcp.method.name} {tool}` (MCP, SERVER) and an HTTP request `{method} {route}` (HTTP, SERVER).
  */
 export const SpanName = {
   turn: 'toolsearch.turn',
@@ -127,10 +130,10 @@ export const SpanName = {
   index: 'toolsearch.index',
   expose: 'toolsearch.expose',
   execute: 'toolsearch.execute',
-  search: 'toolsearch.search',
-  describe: 'toolsearch.describe',
+  search: `execute_tool ${GatewayToolName.search}`,
+  describe: `execute_tool ${GatewayToolName.describe}`,
   call: 'execute_tool',
-  code: 'toolsearch.code',
+  code: `execute_tool ${GatewayToolName.code}`,
   approval: 'toolsearch.approval',
   hook: 'toolsearch.hook',
   chat: 'chat',
@@ -141,10 +144,24 @@ export type SpanNameValue = (typeof SpanName)[keyof typeof SpanName];
 
 /** `execute_tool {tool}`: the name of a final-call span (GenAI semconv). Pure: no I/O. */
 export const callSpanName = (toolName: string): string => `${SpanName.call} ${toolName}`;
-/** Whether a span name is a final-call span's (`execute_tool …`). Pure: no I/O. */
-export const isCallSpanName = (name: string): boolean => name === SpanName.call || name.startsWith(`${SpanName.call} `);
-/** A span's name as the span model knows it: `execute_tool …` → `execute_tool` (SpanName.call); others unchanged. Pure: no I/O. */
-export const spanModelName = (name: string): string => (isCallSpanName(name) ? SpanName.call : name);
+const GATEWAY_TOOL_SPANS: ReadonlySet<string> = new Set([SpanName.search, SpanName.describe, SpanName.code]);
+
+/**
+ * Whether a span is a final call's (`execute_tool …` that is not one of the gateway's own tools). With the span's
+ * attributes the answer is exact even for a final tool that happens to be named like one of them (a final call
+ * carries `toolsearch.call.id`). Pure: no I/O.
+ */
+export const isCallSpanName = (name: string, attributes?: Readonly<Record<string, unknown>>): boolean => {
+  if (attributes !== undefined && attributes[Attr.callId] !== undefined) return true;
+  if (GATEWAY_TOOL_SPANS.has(name)) return false;
+  return name === SpanName.call || name.startsWith(`${SpanName.call} `);
+};
+/**
+ * A span's name as the span model knows it: a final call `execute_tool {tool}` → `execute_tool` (SpanName.call); the
+ * gateway's own tools and every other span unchanged. Pure: no I/O.
+ */
+export const spanModelName = (name: string, attributes?: Readonly<Record<string, unknown>>): string =>
+  isCallSpanName(name, attributes) ? SpanName.call : name;
 /** `chat {model}`: the name of an upstream model call span (GenAI semconv). Pure: no I/O. */
 export const chatSpanName = (model: string | undefined): string =>
   model === undefined || model === '' ? SpanName.chat : `${SpanName.chat} ${model}`;

@@ -433,7 +433,7 @@ export function failedPhaseSpanFacts(failed: EventOf<'turn.failed'>): SpanFacts 
 }
 
 /**
- * `toolsearch.search`: a `tool_search` execution (GenAI `execute_tool`, tool type `datastore`, the model's call id)
+ * `execute_tool tool_search`: a `tool_search` execution (GenAI `execute_tool`, tool type `datastore`, the model's call id)
  * with query, limit, result count, matches and catalog size; error code. Pure: no I/O.
  */
 export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
@@ -453,7 +453,7 @@ export function searchSpanFacts(e: EventOf<'search.performed'>): SpanFacts {
   return facts(attrs, e.data.error?.code);
 }
 
-/** `toolsearch.describe`: a `tool_describe` execution (as search) with the resolved tool id, its source and owner; error code. Pure: no I/O. */
+/** `execute_tool tool_describe`: a `tool_describe` execution (as search) with the resolved tool id, its source and owner; error code. Pure: no I/O. */
 export function describeSpanFacts(e: EventOf<'describe.performed'>): SpanFacts {
   const attrs = baseAttrs(e, e);
   putToolExecution(
@@ -553,7 +553,7 @@ export function hookSpanFacts(e: EventOf<'hook.ran'>): SpanFacts {
 export type CodeEnd = EventOf<'code.settled'> | EventOf<'code.timedOut'>;
 
 /**
- * `toolsearch.code`: a `tool_search_code` execution (GenAI `execute_tool`, `extension`, the model's call id), body size and digest (never the body), and from `code.settled` the run's catalog size
+ * `execute_tool tool_search_code`: a `tool_search_code` execution (GenAI `execute_tool`, `extension`, the model's call id), body size and digest (never the body), and from `code.settled` the run's catalog size
  * and bridge counts; a failed run carries its error code, a timeout `sandbox.timedOut`. Pure: no I/O.
  */
 export function codeSpanFacts(input: { requested: EventOf<'code.requested'>; end?: CodeEnd | undefined }): SpanFacts {

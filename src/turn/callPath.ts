@@ -136,11 +136,8 @@ function execute(
   if (exec !== undefined) return exec(args, ctx);
   const runtime = run.session.runtime!;
   // A call to an MCP server: its own CLIENT span (MCP semconv), whose trace context the server gets.
-  return tracedMcpCall(run.trace, callSpan, runtime.peer(entry.owner), entry, (trace) =>
-    runtime.call(entry.owner, entry.name, args, ctx.signal, {
-      sessionId: ctx.sessionId,
-      ...(trace === undefined ? {} : { trace }),
-    }),
+  return tracedMcpCall(run.trace, callSpan, runtime.peer(entry.owner), entry, (traced) =>
+    runtime.call(entry.owner, entry.name, args, ctx.signal, { sessionId: ctx.sessionId, ...traced }),
   );
 }
 

@@ -1,5 +1,5 @@
 import { SpanKind, type HrTime, type Span } from '@opentelemetry/api';
-import type { McpPeer } from '../catalog/index.js';
+import type { McpCaller, McpPeer } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
 import type { Envelope } from '../bus/index.js';
 import type { EventOf, TurnState } from '../events/index.js';
@@ -494,10 +494,9 @@ export function tracedMcpCall<T>(
   callSpan: Span | undefined,
   peer: McpPeer | undefined,
   entry: { id: string; owner: string; name: string },
-  run: (trace: TraceHeaders | undefined) => Promise<Result<T>>,
+  run: (traced: Omit<McpCaller, 'sessionId'>) => Promise<Result<T>>,
 ): Promise<Result<T>> {
-  if (tt === undefined || callSpan === undefined || peer === undefined || peer.transport === 'snapshot')
-    return run(undefined);
+  if (tt === undefined || callSpan === undefined || peer === undefined || peer.transport === 'snapshot') return run({});
   const attrs: SpanAttrs = {
     [Attr.mcpMethodName]: MCP_TOOLS_CALL,
     [Attr.genAiToolName]: entry.name,
@@ -534,8 +533,13 @@ export function tracedMcpCall<T>(
     return r;
   };
   const headers = injectTraceHeaders(span);
+  // MCP semconv: the JSON-RPC id of the request, as a string, once the connection has sent it.
+  const onRequestId = (id: string | number): void => {
+    span.setAttribute(Attr.jsonrpcRequestId, String(id));
+  };
   // Over HTTP the headers go out through the engine's mcpFetch (traceHeadersFetch), which reads them from here.
-  return withMcpCallTrace(headers, () => run(headers)).then(end, (err: unknown) => {
+  const traced = headers === undefined ? { onRequestId } : { trace: headers, onRequestId };
+  return withMcpCallTrace(headers, () => run(traced)).then(end, (err: unknown) => {
     markError(span, errorCodeOf(err));
     span.end(now());
     throw err;

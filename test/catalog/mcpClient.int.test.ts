@@ -128,6 +128,12 @@ describe('the gateway as an MCP client', () => {
     expect(c.kind).toBe('sse');
     const echo = await c.callTool('echo', { message: 'over sse' });
     expect(echo.ok && textOf(echo.value)).toContain('over sse');
+    // What its MCP client spans carry: the HTTP+SSE session and the negotiated version.
+    expect(c.peer).toMatchObject({
+      transport: 'http',
+      sessionId: expect.stringMatching(/\S/),
+      protocolVersion: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
+    });
   }, 30_000);
 
   it('answers roots/list with the workspace', async () => {

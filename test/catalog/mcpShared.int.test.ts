@@ -43,11 +43,11 @@ describe('shared MCP servers', () => {
     const shared = pool();
     const runtimes = sessions(50, shared);
     const statuses = await Promise.all(runtimes.map((r) => r.ensure({ shared: spec })));
-    expect(statuses.every((s) => s[0]?.ok === true && s[0].toolCount === 8)).toBe(true);
+    expect(statuses.every((s) => s[0]?.ok === true && s[0].toolCount === 10)).toBe(true);
     expect(shared.opened).toBe(1);
     expect(shared.pids()).toHaveLength(1);
     // Every session sees the same tools, and a second turn lists nothing again.
-    expect(runtimes.every((r) => r.list().length === 8)).toBe(true);
+    expect(runtimes.every((r) => r.list().length === 10)).toBe(true);
     await Promise.all(runtimes.map((r) => r.ensure({ shared: spec })));
     const pids = await Promise.all(runtimes.slice(0, 5).map((r) => r.call('shared', 'pid', {})));
     expect(new Set(pids.map(textOf))).toEqual(new Set([String(shared.pids()[0])]));
@@ -147,7 +147,19 @@ describe('shared MCP servers', () => {
     expect(shared.opened).toBe(0);
   }, 30_000);
 
-  it("routes a sampling request on a shared stdio connection to its caller once the other sessions' calls settle, then runs calls one at a time", async () => {
+  const relayFor = (asked: string[]) => (who: string) => ({
+    createMessage: async () => {
+      asked.push(who);
+      return {
+        role: 'assistant' as const,
+        content: { type: 'text' as const, text: `from ${who}` },
+        model: who,
+        stopReason: 'endTurn',
+      };
+    },
+  });
+
+  it('refuses a sampling request it cannot attribute while two sessions have calls in flight on a shared stdio connection (never a guess), then runs calls one at a time', async () => {
     const everything = {
       command: process.execPath,
       args: ['node_modules/@modelcontextprotocol/server-everything/dist/index.js', 'stdio'],
@@ -157,17 +169,7 @@ describe('shared MCP servers', () => {
     await a.ensure({ everything });
     await b.ensure({ everything });
     const asked: string[] = [];
-    const relay = (who: string) => ({
-      createMessage: async () => {
-        asked.push(who);
-        return {
-          role: 'assistant' as const,
-          content: { type: 'text' as const, text: `from ${who}` },
-          model: who,
-          stopReason: 'endTurn',
-        };
-      },
-    });
+    const relay = relayFor(asked);
     const slow = withMcpCallScope({ sessionId: 'b', relay: relay('b') }, () =>
       b.call('everything', 'trigger-long-running-operation', { duration: 1, steps: 2 }, undefined, { sessionId: 'b' }),
     );
@@ -175,8 +177,10 @@ describe('shared MCP servers', () => {
       a.call('everything', 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, undefined, { sessionId: 'a' }),
     );
     expect((await slow).ok).toBe(true);
-    expect(asked).toEqual(['a']);
-    expect(JSON.stringify(sampled)).toContain('from a');
+    // Neither session's client was asked: server-everything's request names no call, and two sessions had calls in flight.
+    expect(asked).toEqual([]);
+    expect(JSON.stringify(sampled)).toContain('calls of 2 sessions are in flight on this shared connection');
+    expect(JSON.stringify(sampled)).toContain('mcpServers.everything.scope');
     // From now on the connection runs one call at a time, so the next request has exactly one possible caller.
     const three = [
       a.call('everything', 'echo', { message: '1' }),
@@ -185,5 +189,30 @@ describe('shared MCP servers', () => {
     ];
     expect(shared.load('everything', everything)).toEqual({ running: 1, queued: 2 });
     expect((await Promise.all(three)).every((r) => r.ok)).toBe(true);
+    const next = await withMcpCallScope({ sessionId: 'b', relay: relay('b') }, () =>
+      b.call('everything', 'trigger-sampling-request', { prompt: 'hi', maxTokens: 5 }, undefined, { sessionId: 'b' }),
+    );
+    expect(asked).toEqual(['b']);
+    expect(JSON.stringify(next)).toContain('from b');
   }, 30_000);
+
+  for (const by of ['token', 'trace'] as const) {
+    it(`routes a request that names its call (${by === 'token' ? 'the progress token' : 'the traceparent'} in _meta) to that call's session, two sessions calling at once`, async () => {
+      const shared = pool();
+      const [a, b] = sessions(2, shared) as [SessionMcpRuntime, SessionMcpRuntime];
+      await a.ensure({ s: spec });
+      await b.ensure({ s: spec });
+      const asked: string[] = [];
+      const relay = relayFor(asked);
+      const trace = (digit: string) => ({ traceparent: `00-${digit.repeat(32)}-${'1'.repeat(16)}-01` });
+      const ask = (who: 'a' | 'b', r: SessionMcpRuntime, digit: string) =>
+        withMcpCallScope({ sessionId: who, relay: relay(who) }, () =>
+          r.call('s', 'askNamed', { by, delayMs: 300 }, undefined, { sessionId: who, trace: trace(digit) }),
+        );
+      const [ra, rb] = await Promise.all([ask('a', a, 'a'), ask('b', b, 'b')]);
+      expect(textOf(ra)).toBe('from a');
+      expect(textOf(rb)).toBe('from b');
+      expect([...asked].sort()).toEqual(['a', 'b']);
+    }, 30_000);
+  }
 });

@@ -77,7 +77,9 @@ describe('serve and the OTEL_* environment', () => {
     const turns = spans.filter((s) => s.name === 'toolsearch.turn');
     expect(turns).toHaveLength(1);
     expect([...sessions]).toEqual(['otel-s1']);
-    expect(spans.map((s) => s.name)).toEqual(expect.arrayContaining(['toolsearch.search', 'toolsearch.describe']));
+    expect(spans.map((s) => s.name)).toEqual(
+      expect.arrayContaining(['execute_tool tool_search', 'execute_tool tool_describe']),
+    );
     expect(new Set(spans.map((s) => s.traceId)).size).toBe(1);
     expect(JSON.stringify(rx.received.map((r) => r.body))).not.toContain('warmup-');
     // OTLP only: no trace files without telemetry.enabled.

@@ -56,7 +56,7 @@ describe('toolsearch traces --log', () => {
       for (const s of t.spans)
         for (const ref of s.references) expect(ref.refType === 'CHILD_OF' && ids.has(ref.spanID)).toBe(true);
     }
-    // The code run's bridged call hangs under toolsearch.code.
+    // The code run's bridged call hangs under execute_tool tool_search_code.
     const t3 = file.data[2]!;
     const code = t3.spans.find((s) => s.operationName === SpanName.code)!;
     const call = t3.spans.find((s) => isCallSpanName(s.operationName))!;

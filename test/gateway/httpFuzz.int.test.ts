@@ -130,7 +130,7 @@ describe('the HTTP front under fuzzed requests', () => {
     // n is 1 or nothing: any other value is refused before a turn runs.
     for (const n of [0, 2, '1', 1.0001])
       expect((await post({ messages: [user], n })).body.error).toMatchObject({ code: 'unsupported_value', param: 'n' });
-  });
+  }, 120_000);
 
   it('refuses wrong message fields by role, unknown roles and malformed tool calls with 400', async () => {
     for (const role of [...Object.keys(MessageSchemas), 'wizard', 'function', '', 'USER']) {
@@ -152,7 +152,7 @@ describe('the HTTP front under fuzzed requests', () => {
     expect(x.body.error.param).toBe('messages[1].tool_calls');
     const role = await post({ messages: [{ role: 'wizard', content: 'x' }] });
     expect(role.body.error).toMatchObject({ code: 'unknown_role', param: 'messages[0].role' });
-  });
+  }, 120_000); // hundreds of requests in series: slow on a loaded 2-core machine
 
   it('refuses bodies nested deeper than the limit, even inside fields it passes through', async () => {
     for (const depth of [65, 1000, 100_000]) {

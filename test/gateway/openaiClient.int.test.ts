@@ -381,7 +381,7 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
       mock.requests() as Array<{ messages: Array<{ tool_calls?: Array<{ id: string; function: { name: string } }> }> }>
     ).flatMap((b) => b.messages.flatMap((m) => m.tool_calls ?? []));
     const idOf = (tool: string) => modelIds.find((c) => c.function.name === tool)?.id;
-    const search = named('toolsearch.search');
+    const search = named('execute_tool tool_search');
     expect(search).toHaveLength(1);
     expect(search[0]!.kind).toBe(INTERNAL);
     expect(attrs(search[0]!)).toMatchObject({
@@ -391,13 +391,15 @@ describe('trace context and the GenAI semantic conventions, over OTLP', () => {
       'gen_ai.tool.call.id': idOf('tool_search'),
       'gen_ai.tool.description': expect.stringMatching(/^Search the tool catalog/),
     });
-    expect(attrs(named('toolsearch.describe')[0]!)).toMatchObject({
+    expect(attrs(named('execute_tool tool_describe')[0]!)).toMatchObject({
       'gen_ai.tool.name': 'tool_describe',
       'gen_ai.tool.call.id': idOf('tool_describe'),
     });
 
     // The final call: execute_tool {tool}, INTERNAL, required and recommended attributes, error.type on failure.
-    const call = named('execute_tool');
+    // (told from the gateway's own tools' execute_tool spans by the gateway's call id)
+    const call = named('execute_tool').filter((s) => attrs(s)['toolsearch.call.id'] !== undefined);
+    expect(named('execute_tool')).toHaveLength(3);
     expect(call).toHaveLength(1);
     expect(call[0]!.name).toBe('execute_tool fail_always');
     expect(call[0]!.kind).toBe(INTERNAL);

@@ -49,7 +49,7 @@ describe('code mode, real sandbox: live spans', () => {
       const opens =
         name === SpanName.call
           ? ['call.requested', 'call.rejected']
-          : [`${name.slice('toolsearch.'.length)}.performed`];
+          : [name === SpanName.search ? 'search.performed' : 'describe.performed'];
       expect(of.length, name).toBe(events.filter((e) => opens.includes(e.type)).length);
       for (const s of of) expect(s.parentSpanContext?.spanId, name).toBe(codeId);
     }

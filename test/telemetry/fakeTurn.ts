@@ -158,13 +158,13 @@ export function parentNames(spans: readonly ReadableSpan[]): Array<[string, stri
 
 export const EXPECTED_TREE: Array<[string, string | null]> = [
   ['execute_tool', 'toolsearch.execute'],
-  ['toolsearch.describe', 'toolsearch.execute'],
+  ['execute_tool tool_describe', 'toolsearch.execute'],
+  ['execute_tool tool_search', 'toolsearch.execute'],
   ['toolsearch.execute', 'toolsearch.turn'],
   ['toolsearch.expose', 'toolsearch.turn'],
   ['toolsearch.index', 'toolsearch.turn'],
   ['toolsearch.listSources', 'toolsearch.turn'],
   ['toolsearch.resolvePolicy', 'toolsearch.turn'],
-  ['toolsearch.search', 'toolsearch.execute'],
   ['toolsearch.source', 'toolsearch.listSources'],
   ['toolsearch.source', 'toolsearch.listSources'],
   ['toolsearch.turn', null],

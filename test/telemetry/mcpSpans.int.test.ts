@@ -21,6 +21,7 @@ interface Seen {
   headers: IncomingHttpHeaders;
   meta: Record<string, unknown> | undefined;
   tool: string;
+  id: unknown;
 }
 const seen: Seen[] = [];
 let http: Server;
@@ -37,11 +38,12 @@ beforeAll(async () => {
       chunks.length > 0
         ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
             method?: string;
+            id?: unknown;
             params?: { name?: string; _meta?: Record<string, unknown> };
           })
         : undefined;
     if (body?.method === 'tools/call')
-      seen.push({ headers: req.headers, meta: body.params?._meta, tool: String(body.params?.name) });
+      seen.push({ headers: req.headers, meta: body.params?._meta, tool: String(body.params?.name), id: body.id });
     // Stateless: a server and transport per request.
     const server = new McpServer({ name: 'remote', version: '1.0.0' });
     server.registerTool('whoami', { description: 'Says who called', inputSchema: {} }, async () => ({
@@ -127,6 +129,10 @@ describe('MCP client spans (MCP semantic conventions)', () => {
     // The server got the MCP span's context, in params._meta (MCP semconv) and as HTTP headers.
     const tp = `00-${who.spanContext().traceId}-${who.spanContext().spanId}-01`;
     const call = seen.find((s) => s.tool === 'whoami')!;
+    // jsonrpc.request.id (conditionally required: the client executes a request) is the id the server got, as a string.
+    expect(typeof call.id).toBe('number');
+    expect(attrsOf(who)['jsonrpc.request.id']).toBe(String(call.id));
+    expect(attrsOf(who)['mcp.protocol.version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(call.meta?.['traceparent']).toBe(tp);
     expect(call.headers['traceparent']).toBe(tp);
 
@@ -165,7 +171,7 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       spans.filter((s) => s.spanContext().traceId === whoCall.spanContext().traceId && !s.name.startsWith('tools/call'))
         .length,
     );
-    const search = rebuilt.find((s) => s.name === 'toolsearch.search')!;
+    const search = rebuilt.find((s) => s.name === 'execute_tool tool_search')!;
     expect(BigInt(search.endTimeUnixNano) - BigInt(search.startTimeUnixNano)).toBeGreaterThan(0n);
     for (const r of rebuilt) {
       const p = rebuilt.find((x) => x.spanId === r.parentSpanId);
@@ -190,6 +196,8 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       'mcp.method.name': 'tools/call',
       'gen_ai.tool.name': 't1',
       'network.transport': 'pipe',
+      'jsonrpc.request.id': expect.stringMatching(/^\d+$/),
+      'mcp.protocol.version': expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/),
     });
     expect(attrsOf(span)['server.address']).toBeUndefined();
   });

@@ -28,7 +28,10 @@ afterAll(() => tmp.forEach((d) => rmSync(d, { recursive: true, force: true })));
 function tree(spans: readonly SpanRecord[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const s of spanShapes(spans)) {
-    const path = s.path.split('/').map(spanModelName).join('/');
+    const path = s.path
+      .split('/')
+      .map((n) => spanModelName(n))
+      .join('/');
     out[path] = (out[path] ?? 0) + 1;
   }
   return out;
@@ -55,8 +58,8 @@ describe('rebuildTrace: tools mode', () => {
       [`${T}/toolsearch.index`]: 1,
       [`${T}/toolsearch.expose`]: 1,
       [X]: 1,
-      [`${X}/toolsearch.search`]: 1,
-      [`${X}/toolsearch.describe`]: 1,
+      [`${X}/execute_tool tool_search`]: 1,
+      [`${X}/execute_tool tool_describe`]: 1,
       [`${X}/execute_tool`]: 2,
       [`${X}/execute_tool/toolsearch.approval`]: 1,
       [`${X}/execute_tool/toolsearch.hook`]: 1,
@@ -170,16 +173,16 @@ describe('rebuildTrace: code mode', () => {
   const events = codeTurn().events;
   const spans = rebuildTraceFromEvents(events);
 
-  it('hangs the bridged search, describe and call under toolsearch.code', () => {
-    const C = `${X}/toolsearch.code`;
+  it('hangs the bridged search, describe and call under execute_tool tool_search_code', () => {
+    const C = `${X}/execute_tool tool_search_code`;
     const t = tree(spans);
     expect(t).toMatchObject({
       [C]: 1,
-      [`${C}/toolsearch.search`]: 1,
-      [`${C}/toolsearch.describe`]: 1,
+      [`${C}/execute_tool tool_search`]: 1,
+      [`${C}/execute_tool tool_describe`]: 1,
       [`${C}/execute_tool`]: 1,
     });
-    expect(t[`${X}/toolsearch.search`]).toBeUndefined();
+    expect(t[`${X}/execute_tool tool_search`]).toBeUndefined();
     expect(t[`${X}/execute_tool`]).toBeUndefined();
     const code = one(spans, SpanName.code);
     for (const name of [SpanName.search, SpanName.describe, SpanName.call])

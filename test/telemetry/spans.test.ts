@@ -104,9 +104,9 @@ describe('span tree of a scripted turn (explicit parents)', () => {
       await withSpan(other.tel, SpanName.turn, {}, () => 3);
     });
     expect(parentNames(mem.getFinishedSpans())).toEqual([
-      ['toolsearch.code', null],
-      ['toolsearch.describe', 'toolsearch.code'],
-      ['toolsearch.search', 'toolsearch.code'],
+      ['execute_tool tool_describe', 'execute_tool tool_search_code'],
+      ['execute_tool tool_search', 'execute_tool tool_search_code'],
+      ['execute_tool tool_search_code', null],
     ]);
     expect(parentNames(other.mem.getFinishedSpans())).toEqual([['toolsearch.turn', null]]);
     await tel.shutdown();
