@@ -14,8 +14,9 @@ if [[ ! -x "$bin" ]]; then
   exit 1
 fi
 auth=infra/nats/secured/auth
-if [[ ! -f "$auth/authorization.conf" ]]; then
-  node bin/toolsearch.mjs nats-auth --out "$auth" ${NATS_AUTH_ARGS:-}
+if [[ ! -f "$auth/authorization.conf" || ! -f "$auth/cluster-routes.conf" ]]; then
+  # Keys already in $auth are kept; the routes of the three loopback nodes get their own user and password.
+  node bin/toolsearch.mjs nats-auth --out "$auth" --route 127.0.0.1:6241 --route 127.0.0.1:6242 --route 127.0.0.1:6243 ${NATS_AUTH_ARGS:-}
 fi
 if [[ "${1:-single}" != "cluster" ]]; then
   mkdir -p .toolsearch/nats-secured

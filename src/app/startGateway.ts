@@ -2,12 +2,13 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { EventBus } from '../bus/index.js';
-import type { NatsConnectSettings } from '../bus/nats/index.js';
+import { CODE_RUN_SUBJECT, type NatsBus, type NatsConnectSettings } from '../bus/nats/index.js';
 import type { SnapshotCallHandler } from '../catalog/index.js';
 import type { ResolvedConfig } from '../config/index.js';
-import { makeEnvelope } from '../events/index.js';
+import { EVENT_SUBJECT_PREFIX, makeEnvelope } from '../events/index.js';
 import type { ExposureMode } from '../expose/index.js';
 import type { Sandbox } from '../sandbox/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
@@ -29,7 +30,13 @@ import { ApprovalDesk } from '../policy/index.js';
 import { approvalRoutes } from '../gateway/index.js';
 import { approverTokenPath, writeApproverToken } from './approverToken.js';
 import { serveApprovals } from './serveApprovals.js';
-import { checkFrontExposure, createFrontAuth, isLoopbackHost as isLoopback, keyPrincipals } from '../gateway/index.js';
+import {
+  checkFrontExposure,
+  createFrontAuth,
+  fileSessionOwners,
+  isLoopbackHost as isLoopback,
+  keyPrincipals,
+} from '../gateway/index.js';
 import { watchPrincipals } from './watchPrincipals.js';
 import { startGatewayMetrics, startLagMonitor, type GatewayMetrics } from '../metrics/index.js';
 
@@ -242,6 +249,13 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         ? `event bus: ${opened.value.describe}`
         : `connected to ${opened.value.describe}${opened.value.principal === 'default' ? '' : ` as ${opened.value.principal}`}`,
     );
+    if ((opts.role ?? 'all') === 'all' && opened.value.kind === 'nats' && opened.value.principal !== 'default') {
+      const refused = await allRoleRefusal(bus as NatsBus, opened.value.principal);
+      if (refused !== undefined) {
+        await closeAll();
+        return refused;
+      }
+    }
 
     // Telemetry: one trace file per session under tracesDir (config telemetry.enabled), and OTLP/HTTP whenever
     // the standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set, so pointing it at Jaeger just works.
@@ -465,10 +479,19 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     let principals = config.principals;
 
     // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
+    // Which key opened each session outlives a restart: beside the event log, or under .toolsearch/ on NATS (whose
+    // streams keep the sessions); with no record at all (no log) there is nothing to continue after a restart.
+    const ownersFile =
+      opened.value.logPath !== undefined
+        ? join(dirname(opened.value.logPath), 'session-owners.jsonl')
+        : opened.value.kind === 'nats'
+          ? join(opts.cwd, '.toolsearch', 'session-owners.jsonl')
+          : undefined;
     const auth = createFrontAuth({
       principals: config.principals,
       required: !isLoopback(host),
       sessionIdleMs: config.session.idleTimeoutMs,
+      ...(ownersFile === undefined ? {} : { owners: fileSessionOwners(ownersFile) }),
     });
     if (opts.configPath !== undefined) {
       const watch = watchPrincipals(
@@ -548,6 +571,25 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     await closeAll();
     throw err;
   }
+}
+
+/**
+ * Role `all` runs the gateway, a policy enforcer and a sandbox runner in one process: as a principal of a secured
+ * deployment it needs one with all three roles' rights (`nats-auth --all` writes `all.nk`). Another role's seed is
+ * refused here, before anything starts, instead of failing call by call.
+ */
+async function allRoleRefusal(bus: NatsBus, principal: string): Promise<Result<never> | undefined> {
+  const denied = await bus.deniedSubscriptions([CODE_RUN_SUBJECT, `${EVENT_SUBJECT_PREFIX}.>`]);
+  if (denied.length === 0) return undefined;
+  return fail(
+    'serve.allNeedsAllPrincipal',
+    `Role all runs the gateway, the policy enforcer and a sandbox runner in one process, but NATS principal ${principal} may not ` +
+      `subscribe to ${denied.join(' and ')}: it is one role's principal. Either give the seed of a principal with every role's ` +
+      'rights (toolsearch nats-auth --out DIR --all writes DIR/all.nk: --nats-nkey DIR/all.nk), or run the roles apart: ' +
+      'serve --role gateway --nats-nkey DIR/gateway.nk, serve --role policy --nats-nkey DIR/policy.nk and ' +
+      'serve --role sandbox --nats-nkey DIR/sandbox.nk.',
+    { principal, denied },
+  );
 }
 
 /** One throwaway turn: starts the configured MCP servers and builds the index once, so the first request is fast. */

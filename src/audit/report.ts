@@ -442,7 +442,8 @@ export function evolveAudit(state: AuditState, envelope: Envelope): AuditState {
           argsDigest: e.data.argsDigest,
         }),
       }));
-    case 'approval.resolved': {
+    case 'approval.resolved':
+    case 'approval.settled': {
       const known = s.calls.get(e.data.callId);
       return onCall(s, e, e.data.callId, known?.id ?? '', (c) => {
         const asked = c.approval;

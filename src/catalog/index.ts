@@ -77,3 +77,4 @@ export type { CatalogPart } from './buildCatalog.js';
 export { resolveTool, suggestTools, nameSimilarity, nameTokens, editDistance } from './resolveTool.js';
 export { loadStaticSources } from './loadStaticSources.js';
 export type { StaticSources, StaticSourceOptions, PluginHook } from './loadStaticSources.js';
+export { makeRedactor, redactDeep, specSecrets } from './redactSecrets.js';

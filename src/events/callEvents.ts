@@ -135,6 +135,16 @@ export const ApprovalResolved = Type.Object({
 });
 export type ApprovalResolved = Static<typeof ApprovalResolved>;
 
+/**
+ * `approval.settled`: the gateway ended an approval wait itself: no answer in time (approved false, timedOut true),
+ * the wait was cut by a shutdown or a crash (approved false, `by: "cancelled"`, cancelled true), or the embedder's
+ * library approver answered (`by: "callback"`). A record only:
+ * no turn ever takes it for an answer (answers are `approval.resolved`), so a principal that may publish it (the
+ * gateway role) cannot approve a call with it.
+ */
+export const ApprovalSettled = Type.Object({ ...ApprovalResolved.properties });
+export type ApprovalSettled = Static<typeof ApprovalSettled>;
+
 /** `hook.ran`: one plugin's before_tool_call hook ran for a call (a throw blocks: fail closed). */
 export const HookRan = Type.Object({
   callId: Type.String(),

@@ -25,7 +25,7 @@ export const EnvelopeSchema = Type.Object({
   trace: Type.Optional(Type.Record(Type.String(), Type.String())),
   /** Schema version of the envelope: 2 now; absent on older events (1), which read and fold as before. */
   v: Type.Optional(Type.Integer({ minimum: 1 })),
-  /** The principal token of a command (`gateway.cmd.<principal>.…`); absent on facts and answers. */
+  /** The principal token of a command (`gateway.cmd.<principal>.…`) or of an answer's command; absent on facts. */
   principal: Type.Optional(Type.String({ minLength: 1 })),
 });
 export type EnvelopeSchema = Static<typeof EnvelopeSchema>;
@@ -49,7 +49,8 @@ export interface Envelope<T = unknown> {
   v?: number;
   /**
    * Set on a command (a gateway session command type): the principal token it is published under
-   * (`gateway.cmd.<principal>.…`). Routing only: the consumer takes the identity from the subject it arrived on.
+   * (`gateway.cmd.<principal>.…`); on an answer, the token of the command it answers (`gateway.session.….<principal>`).
+   * Routing only: the consumer takes the identity from the subject a command arrived on.
    */
   principal?: string;
 }
@@ -65,7 +66,7 @@ export interface EnvelopeInput<K extends EventType> {
   data: EventData<K>;
   id?: string;
   trace?: Record<string, string>;
-  /** Makes the envelope a command of this principal token (command types only). */
+  /** Makes the envelope a command of this principal token, or an answer to one (command and answer types only). */
   principal?: string;
 }
 

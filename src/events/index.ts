@@ -5,6 +5,10 @@ export type { Envelope, EnvelopeInput } from './envelope.js';
 export { envelopeProblems, isEnvelope, validateEvent } from './validateEvent.js';
 export type { EventProblem } from './validateEvent.js';
 export {
+  ANSWER_TYPES,
+  answerPattern,
+  answerSubject,
+  isAnswerType,
   COMMAND_SUBJECT_PREFIX,
   COMMAND_TYPES,
   commandPattern,
@@ -52,6 +56,7 @@ export {
 export {
   ApprovalRequested,
   ApprovalResolved,
+  ApprovalSettled,
   CallBlocked,
   CallCompleted,
   CallDecided,

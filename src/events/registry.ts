@@ -4,6 +4,7 @@ import { CodeBridgeRequested, CodeRequested, CodeSettled, CodeTimedOut } from '.
 import {
   ApprovalRequested,
   ApprovalResolved,
+  ApprovalSettled,
   CallBlocked,
   CallCompleted,
   CallDecided,
@@ -53,6 +54,7 @@ export const EventSchemas = {
   'call.decided': CallDecided,
   'approval.requested': ApprovalRequested,
   'approval.resolved': ApprovalResolved,
+  'approval.settled': ApprovalSettled,
   'hook.ran': HookRan,
   'call.started': CallStarted,
   'call.completed': CallCompleted,

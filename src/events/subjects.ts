@@ -6,7 +6,10 @@ import { GATEWAY_TYPE_PREFIX, isGatewayType } from './registry.js';
 /*
  * Subject design (one filter subject per consumer on nats-server 2.9):
  *   toolsearch.evt.<sessionId>.<turnId>.<typeToken>   facts, stream TOOLSEARCH_EVENTS, filter toolsearch.evt.>
- *   gateway.session.<sessionId>.<typeToken>            answers and the fronts' records, stream GATEWAY_SESSIONS
+ *   gateway.session.<sessionId>.<typeToken>            the fronts' records, stream GATEWAY_SESSIONS
+ *   gateway.session.<sessionId>.<typeToken>.<principal>  answers to a command (turn opened, tool answered, event
+ *                                                      rejected), under the token of the command's principal: the
+ *                                                      secured server lets a client read only its own answers
  *   gateway.cmd.<principal>.<sessionId>.<typeToken>    commands (turn requested, tool invoked, turn ended, session
  *                                                      closed), stream GATEWAY_COMMANDS (work queue, bounded age)
  * The principal token of a command is the publisher's nkey public key (`U…`), or `default` on a server without
@@ -36,6 +39,10 @@ export const COMMAND_TYPES = [
 ] as const;
 /** Pure: no I/O. */
 export const isCommandType = (type: string): boolean => (COMMAND_TYPES as readonly string[]).includes(type);
+/** The gateway types that answer a command, published under the command's principal token. */
+export const ANSWER_TYPES = ['gateway.turn.opened', 'gateway.tool.answered', 'gateway.event.rejected'] as const;
+/** Pure: no I/O. */
+export const isAnswerType = (type: string): boolean => (ANSWER_TYPES as readonly string[]).includes(type);
 /** The token of the empty id. */
 export const EMPTY_TOKEN = '%_';
 
@@ -135,12 +142,28 @@ export function commandSubject(principal: string, sessionId: string, type: strin
 }
 
 /**
- * The subject an envelope is published on: a command type with a `principal` on `gateway.cmd.…`, other gateway
- * types (answers, the fronts' records) on `gateway.session.…`, every other type as a fact. Pure: no I/O.
+ * `gateway.session.<sessionId>.<typeToken>.<principal>`: an answer to a command of `principal` (the command's
+ * subject token). Pure: no I/O.
+ */
+export function answerSubject(principal: string, sessionId: string, type: string): string {
+  return `${gatewaySubject(sessionId, type)}.${encodeToken(principal)}`;
+}
+
+/** The pattern of the answers to one principal's commands, in one session or all. Pure: no I/O. */
+export function answerPattern(principal: string, sessionId?: string): string {
+  return `${GATEWAY_SUBJECT_PREFIX}.${sessionId === undefined ? '*' : encodeToken(sessionId)}.*.${encodeToken(principal)}`;
+}
+
+/**
+ * The subject an envelope is published on: a command type with a `principal` on `gateway.cmd.…`, an answer with a
+ * `principal` on `gateway.session.….<principal>`, other gateway types (the fronts' records) on `gateway.session.…`,
+ * every other type as a fact. Pure: no I/O.
  */
 export function subjectFor(env: Pick<Envelope, 'sessionId' | 'turnId' | 'type' | 'principal'>): string {
   if (env.principal !== undefined && isCommandType(env.type))
     return commandSubject(env.principal, env.sessionId, env.type);
+  if (env.principal !== undefined && isAnswerType(env.type))
+    return answerSubject(env.principal, env.sessionId, env.type);
   return isGatewayType(env.type) ? gatewaySubject(env.sessionId, env.type) : eventSubject(env);
 }
 
@@ -175,11 +198,11 @@ export function sessionEventsPattern(sessionId: string, turnId?: string): string
   return turnId === undefined ? `${session}.>` : `${session}.${encodeToken(turnId)}.*`;
 }
 
-/** The pattern of one session's gateway events (or all sessions' without an id). Pure: no I/O. */
+/** The pattern of one session's gateway events, answers included (or all sessions' without an id). Pure: no I/O. */
 export function gatewaySessionPattern(sessionId?: string): string {
   return sessionId === undefined
     ? `${GATEWAY_SUBJECT_PREFIX}.>`
-    : `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.*`;
+    : `${GATEWAY_SUBJECT_PREFIX}.${encodeToken(sessionId)}.>`;
 }
 
 /** Splits `toolsearch.evt.<sessionId>.<turnId>.<typeToken>` back into its parts. Pure: no I/O. */
@@ -200,18 +223,25 @@ export function parseEventSubject(subject: string): Result<{ sessionId: string; 
   return ok({ sessionId: sessionId.value, turnId: turnId.value, type: type.value });
 }
 
-/** Splits `gateway.session.<sessionId>.<typeToken>`; the type comes back with its `gateway.` prefix. Pure: no I/O. */
-export function parseGatewaySubject(subject: string): Result<{ sessionId: string; type: string }> {
+/**
+ * Splits `gateway.session.<sessionId>.<typeToken>` (or an answer's `….<principal>`); the type comes back with its
+ * `gateway.` prefix. Pure: no I/O.
+ */
+export function parseGatewaySubject(subject: string): Result<{ sessionId: string; type: string; principal?: string }> {
   const parts = subject.split('.');
-  if (parts.length !== 4 || `${parts[0]}.${parts[1]}` !== GATEWAY_SUBJECT_PREFIX) {
+  if ((parts.length !== 4 && parts.length !== 5) || `${parts[0]}.${parts[1]}` !== GATEWAY_SUBJECT_PREFIX) {
     return fail(
       'subject.invalid',
-      `"${subject}" is not a gateway session subject (${GATEWAY_SUBJECT_PREFIX}.<sessionId>.<type>).`,
+      `"${subject}" is not a gateway session subject (${GATEWAY_SUBJECT_PREFIX}.<sessionId>.<type>[.<principal>]).`,
     );
   }
   const sessionId = decodeToken(parts[2]!);
   if (!sessionId.ok) return sessionId;
   const type = typeFromToken(parts[3]!);
   if (!type.ok) return type;
-  return ok({ sessionId: sessionId.value, type: `${GATEWAY_TYPE_PREFIX}${type.value}` });
+  const full = `${GATEWAY_TYPE_PREFIX}${type.value}`;
+  if (parts.length === 4) return ok({ sessionId: sessionId.value, type: full });
+  const principal = decodeToken(parts[4]!);
+  if (!principal.ok) return principal;
+  return ok({ sessionId: sessionId.value, type: full, principal: principal.value });
 }

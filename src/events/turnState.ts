@@ -235,6 +235,9 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       if (asked.argsDigest !== undefined && e.data.argsDigest !== asked.argsDigest) return state;
       return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
     }
+    case 'approval.settled':
+      // The gateway's own end of a wait (timeout, cut, library approver).
+      return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
     case 'call.completed': {
       const ended = endCall(state, e.data.callId);
       return {

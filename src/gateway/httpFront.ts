@@ -43,6 +43,11 @@ import { clientToolSpecs, pendingCallsOf, runChatTurn, type LoopProgress } from 
 import type { StepResult, TurnEngine } from '../turn/index.js';
 
 /** The request headers that name a request's session, agent and profile. */
+
+/** What a full record keeps of an invocation's arguments or result: the turn's secrets left out. Pure: no I/O. */
+const inFull = (inv: { redact?: (v: unknown) => unknown }, value: unknown): unknown =>
+  inv.redact === undefined ? value : inv.redact(value);
+
 export const SESSION_HEADER = 'x-toolsearch-session';
 export const AGENT_HEADER = 'x-toolsearch-agent';
 export const PROFILE_HEADER = 'x-toolsearch-profile';
@@ -420,6 +425,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
         signal: abort.signal,
         onProgress: (p) => opts.onProgress?.(sessionId, p),
         // Published before the tool runs (or the client result is recorded), the answer after it.
+        // A full record keeps content, never a secret the turn knows of (see Turn.redactForRecord).
         toolHooks: {
           before: (inv) =>
             recorded({
@@ -432,7 +438,10 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
                       requestId,
                       callId: inv.callId,
                       tool: inv.tool,
-                      ...recordedArgs(redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args), content),
+                      ...recordedArgs(
+                        inFull(inv, redactSecretArgs(inv.parameters as JsonSchema | undefined, inv.args)),
+                        content,
+                      ),
                     }
                   : {
                       requestId,
@@ -451,7 +460,7 @@ export async function startGatewayServer(opts: GatewayServerOptions): Promise<Ga
                 requestId,
                 callId: inv.callId,
                 tool: inv.tool,
-                result: recordedAnswer(answerOf(result), content),
+                result: recordedAnswer(inFull(inv, answerOf(result)) as Record<string, unknown>, content),
               },
             }),
         },

@@ -28,6 +28,8 @@ export {
   API_KEY_PREFIX,
 } from './front/auth.js';
 export type { FrontAuth, FrontAuthOptions, Caller, AskedIdentity } from './front/auth.js';
+export { fileSessionOwners } from './front/sessionOwners.js';
+export type { SessionOwnersStore } from './front/sessionOwners.js';
 export { contentDigest } from './front/recordContent.js';
 export type { ContentMode } from './front/recordContent.js';
 export type { ChatRequest, ChatMessage, ChatCompletion } from './front/openai.js';

@@ -51,6 +51,8 @@ export interface ToolInvocation {
   clientResult?: { ok: boolean; content: string };
   /** The exposed tool's parameters (JSON Schema), so a record can leave out arguments it marks secret. */
   parameters?: unknown;
+  /** The turn's `redactForRecord` for this tool: what a full record keeps of the arguments or the result. */
+  redact?: (value: unknown) => unknown;
 }
 
 /**
@@ -331,6 +333,9 @@ async function loop(
         tool: call.function.name,
         args: parsedArgs.args,
         ...(parameters !== undefined ? { parameters } : {}),
+        ...(turn.redactForRecord === undefined
+          ? {}
+          : { redact: (v: unknown) => turn.redactForRecord!(v, call.function.name) }),
       };
       await hook(input.toolHooks?.before, inv);
       // The caller stopped the turn (a cancelled request, an event that could not be recorded): the tool does not run.

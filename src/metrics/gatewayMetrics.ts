@@ -89,6 +89,7 @@ export function evolveMetrics(state: MetricsState, e: Envelope): MetricsState {
       if (typeof d['approvalId'] === 'string') state.pendingApprovals.add(d['approvalId']);
       return state;
     case 'approval.resolved':
+    case 'approval.settled':
       if (typeof d['approvalId'] === 'string') state.pendingApprovals.delete(d['approvalId']);
       return state;
     case 'gateway.turn.opened': {

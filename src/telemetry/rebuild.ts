@@ -345,7 +345,7 @@ function rebuildTurn(
         if (is(x, 'approval.requested')) {
           const answer = related.find(
             (y): y is EventOf<'approval.resolved'> =>
-              is(y, 'approval.resolved') && y.data.approvalId === x.data.approvalId,
+              (is(y, 'approval.resolved') || is(y, 'approval.settled')) && y.data.approvalId === x.data.approvalId,
           );
           add(
             SpanName.approval,

@@ -115,6 +115,13 @@ export const SPAN_MODEL: readonly SpanModelRow[] = [
     note: 'approved / denied / timedOut',
   },
   {
+    event: 'approval.settled',
+    span: SpanName.approval,
+    role: 'closes',
+    parent: null,
+    note: "the gateway's own end of the wait: timedOut / cancelled / the library approver's answer",
+  },
+  {
     event: 'hook.ran',
     span: SpanName.hook,
     role: 'instant',

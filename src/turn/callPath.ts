@@ -386,10 +386,16 @@ const enforcedCallMachine = toolCallMachine.provide({
           at: deps.now().toISOString(),
         });
         if (outcome.by !== 'bus') {
-          // The answer is recorded at the seq the request reserved; if someone answered on the bus meanwhile, theirs stands.
+          // A person's answer taken by the desk is `approval.resolved`; the gateway's own end of the wait (timeout,
+          // cut, library approver) is `approval.settled`, a record no turn takes for an answer. It takes the seq the
+          // request reserved; if an approver answered on the bus meanwhile, theirs stands.
+          const own =
+            outcome.by === 'timeout' ||
+            outcome.by === 'cancelled' ||
+            (outcome.by === 'callback' && outcome.principal === undefined);
           h.approvalDone = run.events
             .emit(
-              'approval.resolved',
+              own ? 'approval.settled' : 'approval.resolved',
               {
                 callId,
                 approvalId,
@@ -500,6 +506,7 @@ async function runCall(
   // Arguments the schema marks secret (writeOnly, format password) are left out of every record, digests included.
   const recordedArgs = redactSecretArgs(entry.inputSchema, rawArgs);
   const secrets = recordedArgs === rawArgs ? [] : secretArgValues(entry.inputSchema, rawArgs);
+  for (const s of secrets) run.secretsSeen?.add(s);
   const clean = (text: string): string => (secrets.length === 0 ? text : scrubSecrets(text, secrets));
   const argsDigest = digest(recordedArgs);
   const decisionWait = run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'];

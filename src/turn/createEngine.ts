@@ -10,7 +10,14 @@ import {
   type ListSourcesInput,
   type TurnActorBase,
 } from '../../machines/index.js';
-import { SharedMcpServers, type Catalog } from '../catalog/index.js';
+import {
+  makeRedactor,
+  redactDeep,
+  resolveTool,
+  SharedMcpServers,
+  specSecrets,
+  type Catalog,
+} from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
 import {
   completedCounters,
@@ -20,7 +27,13 @@ import {
   type SessionState,
 } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
-import { ArgsValidator, startPolicyEnforcer, type EffectivePolicy, type PolicyEnforcer } from '../policy/index.js';
+import {
+  ArgsValidator,
+  redactSecretArgs,
+  startPolicyEnforcer,
+  type EffectivePolicy,
+  type PolicyEnforcer,
+} from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import type {
   AdoptedCall,
@@ -156,6 +169,12 @@ export function createEngine(opts: EngineOptions): Engine {
   // role all: joins queue group `policy` and decides requests naming no decider), or none (`false`).
   const enforcerMode = opts.startEnforcer === false ? 'none' : opts.startEnforcer === true ? 'shared' : 'own';
   const decider = enforcerMode === 'own' ? `engine-${randomUUID()}` : undefined;
+  // The configured MCP servers' env and header values (global, per agent, per session): never in a full record.
+  const configSecrets = [
+    ...Object.values(config.mcpServers),
+    ...Object.values(config.agents ?? {}).flatMap((a) => Object.values(a.mcpServers ?? {})),
+    ...Object.values(config.sessions ?? {}).flatMap((a) => Object.values(a.mcpServers ?? {})),
+  ].flatMap((spec) => specSecrets(spec as Parameters<typeof specSecrets>[0]));
   // With tracing on, an MCP call's W3C headers go to HTTP and SSE servers through their fetch.
   const mcpFetch = opts.telemetry?.enabled === true ? traceHeadersFetch(opts.mcpFetch) : opts.mcpFetch;
   const deps: EngineDeps = {
@@ -337,6 +356,7 @@ export function createEngine(opts: EngineOptions): Engine {
       trace,
       steps: new Map(),
       stepCallIds: new Map(),
+      secretsSeen: new Set(),
     };
 
     const actor = createActor(engineTurnMachine, {
@@ -448,6 +468,25 @@ export function createEngine(opts: EngineOptions): Engine {
           run.steps.set(stepId, resolve);
           actor.send({ type: 'STEP', stepId, tool: String(toolName), args });
         });
+      },
+      redactForRecord(value: unknown, tool?: string): unknown {
+        const catalog = actor.getSnapshot().context.catalog;
+        let out = value;
+        if (tool !== undefined && catalog !== undefined && typeof value === 'object' && value !== null) {
+          const v = value as Record<string, unknown>;
+          // tool_call's arguments are the named tool's; a direct call's are the tool's own.
+          const target = resolveTool(catalog.entries, tool === 'tool_call' ? v['id'] : tool);
+          if (target.ok)
+            out =
+              tool === 'tool_call'
+                ? { ...v, args: redactSecretArgs(target.value.inputSchema, v['args']) }
+                : redactSecretArgs(target.value.inputSchema, v);
+        }
+        const secrets = [
+          ...configSecrets,
+          ...[...(run.secretsSeen ?? [])].map((s) => ({ where: 'argument', value: s })),
+        ];
+        return secrets.length === 0 ? out : redactDeep(out, makeRedactor(secrets));
       },
       async clientResult(givenId: string, result: { ok: boolean; content: string }): Promise<void> {
         // The client answers under the id it was handed: the gateway's call id, or the model's tool call id.

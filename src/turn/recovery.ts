@@ -89,8 +89,9 @@ export async function endOpenCalls(
   const out: AdoptedCall[] = [];
   const cause = null;
   for (const [approvalId, a] of Object.entries(pub.state.pendingApprovals)) {
+    // The gateway's own record of a cut wait: `approval.settled` (the gateway role may not publish approval.resolved).
     await pub.emit(
-      'approval.resolved',
+      'approval.settled',
       {
         callId: a.callId,
         approvalId,

@@ -211,7 +211,7 @@ export class TurnTrace {
    */
   observe(e: Envelope): TraceHeaders | undefined {
     if (this.done) return undefined;
-    if (e.type === 'call.decided' || e.type === 'approval.resolved') {
+    if (e.type === 'call.decided' || e.type === 'approval.resolved' || e.type === 'approval.settled') {
       // Answers arrive through the bus subscription and, when this turn published them, through the publisher too.
       if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
@@ -294,7 +294,8 @@ export class TurnTrace {
         (call.approvals ??= new Map()).set(requested.data.approvalId, { span, requested });
         return this.headersOf(span);
       }
-      case 'approval.resolved': {
+      case 'approval.resolved':
+      case 'approval.settled': {
         const resolved = e as EventOf<'approval.resolved'>;
         const a = call.approvals?.get(resolved.data.approvalId);
         if (a === undefined) break;

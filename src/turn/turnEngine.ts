@@ -63,6 +63,13 @@ export interface Turn {
    */
   clientResult(callId: string, result: { ok: boolean; content: string }): Promise<void>;
   /**
+   * For a front that records content in full (`log.content: "full"`): `value` with every secret this turn knows of
+   * replaced by `[redacted]`: for `tool`'s arguments, what its target's schema marks secret (`tool_call`'s `args` by
+   * the schema of the tool it names); anywhere, the values of configured MCP `env` and `headers` and every secret
+   * argument value this turn's calls were given so far.
+   */
+  redactForRecord?(value: unknown, tool?: string): unknown;
+  /**
    * Ends the turn: completed, or failed with a reason. `promptBytes`: the serialized bytes of every request the
    * front sent to the provider in this turn (only the front sees them); recorded in `turn.completed` counters,
    * the session log and the turn span.

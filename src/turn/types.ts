@@ -156,6 +156,8 @@ export interface TurnRun {
   readonly steps: Map<string, (r: StepResult) => void>;
   /** The model's tool call id of a step sent to the machine, when the front gave one: stepId -> toolCallId. */
   readonly stepCallIds: Map<string, string>;
+  /** Values of arguments marked secret that this turn's calls were given: a front's full records leave them out. */
+  readonly secretsSeen?: Set<string>;
 }
 
 /** What a step reads from the machine's context: the policy-filtered catalog, its index and the exposure. */

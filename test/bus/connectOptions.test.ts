@@ -96,11 +96,14 @@ describe('natsConnectSettings', () => {
 describe('rolePermissions', () => {
   const pk = (role: Parameters<typeof rolePermissions>[0]['role']) =>
     rolePermissions({ name: role, role, publicKey: `U${role.toUpperCase()}` });
-  it('gives call_decided to the policy role only, approval answers to approvers and the gateway only, commands to clients under their own key', () => {
+  it('gives call_decided to the policy role only, approval answers to approvers only, commands to clients under their own key', () => {
     const roles = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
     const publishers = (subject: string) => roles.filter((r) => pk(r).publish.allow.includes(subject));
     expect(publishers('toolsearch.evt.*.*.call_decided')).toEqual(['policy']);
+    // The gateway records the answers its approval desk took (HTTP, CLI, NATS requests from approvers).
     expect(publishers('toolsearch.evt.*.*.approval_resolved')).toEqual(['gateway', 'approver']);
+    // The gateway records its own end of a wait as approval_settled, which no turn takes for an answer.
+    expect(publishers('toolsearch.evt.*.*.approval_settled')).toEqual(['gateway']);
     expect(publishers('toolsearch.evt.*.*.call_completed')).toEqual(['gateway']);
     expect(pk('client').publish.allow).toEqual(['gateway.cmd.UCLIENT.*.*']);
     // The auditor sends read requests only: JetStream read consumers and the status request.
@@ -119,10 +122,12 @@ describe('rolePermissions', () => {
       expect(pk(r).publish.allow.some((s) => s.startsWith('$JS.') || s.startsWith('$KV.'))).toBe(false);
       expect(pk(r).publish.deny).toEqual(expect.arrayContaining(['$JS.API.>', '$KV.>']));
     }
-    // The gateway publishes every fact type but the decision, by name.
+    // The gateway publishes every fact type but the decision and the approvers' answer, by name.
     expect(pk('gateway').publish.allow.filter((s) => s.startsWith('toolsearch.evt.'))).toHaveLength(
       factTypes().length - 1,
     );
+    // A client reads only the answers to its own commands.
+    expect(pk('client').subscribe.allow).toEqual(['gateway.session.*.*.UCLIENT', '_INBOX.UCLIENT.>']);
   });
   it('names the streams of a deployment with a stream prefix', () => {
     const r = rolePermissions({ name: 'gateway', role: 'gateway', publicKey: 'UGW' }, 'ACME_');

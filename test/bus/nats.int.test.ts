@@ -393,3 +393,29 @@ describe('NATS bus: actors', () => {
     await a.close();
   });
 });
+
+describe('NATS bus: a live subscription never takes a republished message', () => {
+  it('drops a message that carries a stream republish header (Nats-Stream), delivers the same message without it', async () => {
+    await withBus(async (bus) => {
+      const sid = uid('repub');
+      const got: string[] = [];
+      bus.subscribe(sessionEventsPattern(sid), (e) => got.push(e.id));
+      await bus.ready();
+      const nc = await connect({ servers: server.url });
+      try {
+        const { headers } = await import('@nats-io/transport-node');
+        const h = headers();
+        h.set('Nats-Stream', 'GATEWAY_SESSIONS');
+        const forged = envelope(sid, 't1', 2, 'approval.resolved');
+        const plain = envelope(sid, 't1', 3, 'approval.resolved');
+        nc.publish(eventSubject(forged), JSON.stringify(forged), { headers: h });
+        nc.publish(eventSubject(plain), JSON.stringify(plain));
+        await nc.flush();
+        await waitFor(() => got.includes(plain.id));
+        expect(got).toEqual([plain.id]);
+      } finally {
+        await nc.close();
+      }
+    });
+  });
+});

@@ -190,7 +190,7 @@ describe('durable turns on the embedded bus (real processes)', () => {
     const unknown = events.find((e) => e.type === 'call.outcomeUnknown');
     expect(unknown?.data).toMatchObject({ toolId: 'openclaw:bank:charge_card' });
     expect((unknown?.data as { reason: string }).reason).toMatch(/may or may not have happened/);
-    expect(events.find((e) => e.type === 'approval.resolved')?.data).toMatchObject({
+    expect(events.find((e) => e.type === 'approval.settled')?.data).toMatchObject({
       by: 'cancelled',
       cancelled: true,
     });
@@ -259,7 +259,7 @@ describe('durable turns on the embedded bus (real processes)', () => {
     await exited(gw.child);
     expect(gw.child.exitCode).toBe(0);
     const events = (await readLog()).filter((e) => e.sessionId === 'k-term');
-    const resolved = events.find((e) => e.type === 'approval.resolved');
+    const resolved = events.find((e) => e.type === 'approval.settled');
     expect(resolved?.data).toMatchObject({ approved: false, by: 'cancelled', cancelled: true });
     expect((resolved?.data as { timedOut?: boolean }).timedOut).toBeUndefined();
     const turnId = events.find((e) => e.type === 'turn.started')!.turnId;

@@ -75,6 +75,7 @@ const samples: { [K in EventType]: EventData<K> } = {
   'call.decided': { callId: 'c1', toolId: 'mcp:fs:read', decision: 'blocked', reason: 'denied by agent policy' },
   'approval.requested': { callId: 'c1', toolId: 'mcp:fs:read', approvalId: 'ap1', timeoutMs: 5000 },
   'approval.resolved': { callId: 'c1', approvalId: 'ap1', approved: false, timedOut: true },
+  'approval.settled': { callId: 'c1', approvalId: 'ap1', approved: false, by: 'timeout', timedOut: true },
   'hook.ran': { callId: 'c1', pluginId: 'guard', outcome: 'threw', error: 'TypeError: x' },
   'call.completed': {
     callId: 'c1',

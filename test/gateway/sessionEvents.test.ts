@@ -452,13 +452,17 @@ describe('gateway session events intake', () => {
     expect(engine.requests[0]).toMatchObject({ sessionId: sid, turnId: tid });
     expect(engine.log).toContain(`invoke ${sid}/${tid} tool_search {}`);
     // the answers land in the session's own subject space, not in another session's
-    // commands on gateway.cmd.<principal>.<session>.<type>, answers on gateway.session.<session>.<type>
+    // commands on gateway.cmd.<principal>.<session>.<type>, answers on gateway.session.<session>.<type>.<principal>
     expect(subjects).toEqual([
       `gateway.cmd.${APP}.${encodeToken(sid)}.turn_requested`,
-      `gateway.session.${encodeToken(sid)}.turn_opened`,
+      `gateway.session.${encodeToken(sid)}.turn_opened.${APP}`,
       `gateway.cmd.${APP}.${encodeToken(sid)}.tool_invoked`,
-      `gateway.session.${encodeToken(sid)}.tool_answered`,
+      `gateway.session.${encodeToken(sid)}.tool_answered.${APP}`,
     ]);
+    expect(parseGatewaySubject(subjects[1]!)).toEqual({
+      ok: true,
+      value: { sessionId: sid, type: 'gateway.turn.opened', principal: APP },
+    });
     for (const s of subjects) expect(subjectMatches(gatewaySessionPattern('acme'), s)).toBe(false);
   });
 

@@ -36,6 +36,15 @@ describe('secured nats-server configs', () => {
     );
     expect(readFileSync(join(dir, 'auth', 'gateway.nk'), 'utf8')).toBe(before);
     expect(readFileSync(join(dir, 'auth', 'authorization.conf'), 'utf8')).toContain('# client-crm (role client)');
+    // The cluster nodes include the routes' user and password, written by --route (0600, never printed).
+    const routeArgs = ['--route', '127.0.0.1:6241', '--route', '127.0.0.1:6242', '--route', '127.0.0.1:6243'];
+    expect(await natsAuthCommand.run(['--out', join(dir, 'auth'), ...routeArgs], io)).toBe(0);
+    const routes = readFileSync(join(dir, 'auth', 'cluster-routes.conf'), 'utf8');
+    const pw = readFileSync(join(dir, 'auth', 'route.pw'), 'utf8').trim();
+    expect(pw).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(routes).toContain(`nats-route://route:${pw}@127.0.0.1:6242`);
+    expect(statSync(join(dir, 'auth', 'cluster-routes.conf')).mode & 0o777).toBe(0o600);
+    expect(out.join('\n')).not.toContain(pw);
     for (const f of ['single.conf', 'cluster-1.conf', 'cluster-2.conf', 'cluster-3.conf']) {
       copyFileSync(join('infra', 'nats', 'secured', f), join(dir, f));
       expect(valid(join(dir, f))).toMatch(/is valid/);

@@ -4,7 +4,9 @@
 // may run: a witness file records every tool that ran and every program a request tried to start.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, nkeyAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -21,7 +23,7 @@ import {
 } from '../../src/bus/nats/index.js';
 import type { Envelope } from '../../src/bus/index.js';
 import { parseConfig, type ResolvedConfig } from '../../src/config/index.js';
-import { encodeToken, makeEnvelope } from '../../src/events/index.js';
+import { answerPattern, makeEnvelope } from '../../src/events/index.js';
 import { startGateway, startRoleServices, type RoleServices, type RunningGateway } from '../../src/app/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { approvalsCommand, approveCommand } from '../../src/cli/commands/approvals.js';
@@ -93,8 +95,8 @@ async function rawAs(name: string): Promise<{ nc: NatsConnection; errors: string
 /** Commands as a client principal, and the gateway's answers to them (the answer subjects a client may read). */
 async function clientSession(bus: NatsBus, sid: string) {
   const got: Envelope[] = [];
-  for (const t of ['turn_opened', 'tool_answered', 'event_rejected'])
-    bus.subscribe(`gateway.session.${encodeToken(sid)}.${t}`, (e) => got.push(e));
+  // The answers to this principal's own commands: `gateway.session.<sid>.<type>.<its key>`.
+  bus.subscribe(answerPattern(bus.principal, sid), (e) => got.push(e));
   await bus.ready();
   return {
     got,
@@ -170,7 +172,7 @@ beforeAll(async () => {
   witness = join(dir, 'witness.txt');
   shWitness = join(dir, 'sh-ran.txt');
   const out: string[] = [];
-  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--json'], {
+  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--all', '--json'], {
     stdout: (s) => out.push(s),
     stderr: (s) => out.push(s),
     cwd: dir,
@@ -292,6 +294,81 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
     expect(ran().length).toBe(before + 1);
   }, 60_000);
 
+  it('runs `toolsearch mcp --nats --nats-nkey gateway.nk` over stdio: its calls are decided by the policy role', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [
+        resolve('bin/toolsearch.mjs'),
+        'mcp',
+        '--nats',
+        server.url,
+        '--nats-nkey',
+        seed('gateway'),
+        '--config',
+        join(dir, 'config.json5'),
+      ],
+      cwd: dir,
+      env: { PATH: process.env['PATH'] ?? '' },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    const mcp = new Client({ name: 'secured-mcp-test', version: '1.0.0' });
+    await mcp.connect(transport);
+    try {
+      const before = ran().length;
+      const r = (await mcp.callTool({
+        name: 'tool_call',
+        arguments: { id: 'openclaw:counter:count_call', args: {} },
+      })) as { isError?: boolean; content: Array<{ text?: string }> };
+      expect(r.isError ?? false, `${JSON.stringify(r)}\n${stderr}`).toBe(false);
+      expect(r.content[0]?.text).toContain('counted');
+      expect(ran().length).toBe(before + 1);
+      expect(stderr).not.toMatch(/SU[A-Z2-7]{56}/); // the seed is never printed
+    } finally {
+      await mcp.close();
+    }
+    // The call ran, so the policy role decided it: the mcp process, a gateway principal, may not publish a decision.
+  }, 60_000);
+
+  it("runs `serve --role all` with the all principal (nats-auth --all), and refuses it with one role's seed", async () => {
+    const refused = await startGateway({
+      config: { ...config, nats: { ...config.nats, nkeyFile: seed('gateway') } },
+      cwd: dir,
+      nats: server.url,
+      role: 'all',
+      port: 0,
+      env: {},
+    });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'serve.allNeedsAllPrincipal' } });
+    const message = (refused as { error: { message: string } }).error.message;
+    expect(message).toContain('toolsearch.rpc.code.run');
+    expect(message).toContain('nats-auth --out DIR --all');
+    expect(message).toContain('serve --role policy --nats-nkey DIR/policy.nk');
+    const all = await startGateway({
+      config: { ...config, nats: { ...config.nats, nkeyFile: seed('all') } },
+      cwd: dir,
+      nats: server.url,
+      role: 'all',
+      port: 0,
+      env: {},
+    });
+    if (!all.ok) throw new Error(`${all.error.code}: ${all.error.message}`);
+    try {
+      const before = ran().length;
+      const res = await fetch(`${all.value.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-toolsearch-session': 'all-1' },
+        body: JSON.stringify({ model: 'any', messages: [{ role: 'user', content: 'count it target=count_call' }] }),
+      });
+      expect(res.status).toBe(200);
+      expect(JSON.stringify(await res.json())).toContain('counted');
+      expect(ran().length).toBe(before + 1);
+    } finally {
+      await all.value.close();
+    }
+  }, 90_000);
+
   it('lets the auditor replay every fact and write nothing', async () => {
     const auditor = await busAs('auditor');
     const events: Envelope[] = [];
@@ -374,7 +451,9 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect((await b.open({ owner: true })).ok).toBe(true);
     expect(await b.code(callBody('openclaw:counter:owner_reset'), 'b1')).toMatchObject({ ok: true });
     expect(ran()).toContain('owner_reset');
-    // ... and it cannot continue the client's session.
+    // ... and it cannot continue the client's session: the refusal is answered to billing, the session's owner
+    // hears nothing of it.
+    const stolen = await clientSession(billing, 'own-1');
     const r2 = await publishSessionEvent(
       billing,
       'own-1',
@@ -385,29 +464,59 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(r2.ok).toBe(true);
     await waitFor(
       () =>
-        s.got.some(
+        stolen.got.some(
           (e) => e.type === 'gateway.event.rejected' && (e.data as { code: string }).code === 'gateway.sessionNotYours',
         ),
       'sessionNotYours',
     );
+    expect(s.got.some((e) => JSON.stringify(e.data).includes('steal'))).toBe(false);
   }, 60_000);
 
-  it('a client or a sandbox cannot approve a call; an approver can', async () => {
+  it('a client or a sandbox cannot approve a call, nor can a forged approval_settled record; an approver can', async () => {
     const client = await busAs('client');
     const attacker = await rawAs('client');
     const sandboxAttacker = await rawAs('sandbox');
+    const gatewayAttacker = await rawAs('gateway');
     const s = await clientSession(client, 'appr-1');
     expect((await s.open({})).ok).toBe(true);
+    // Well-formed answers, as a real approver would send them, for the approval the gateway asks for.
+    const asked: Envelope[] = [];
+    const auditor = await busAs('auditor');
+    auditor.subscribe('toolsearch.evt.appr-1.*.approval_requested', (e) => asked.push(e));
+    await auditor.ready();
+    const answerTo = (type: 'approval.resolved' | 'approval.settled', e: Envelope, id: string) => {
+      const d = e.data as { callId: string; approvalId: string };
+      return makeEnvelope({
+        type,
+        id,
+        sessionId: e.sessionId,
+        turnId: e.turnId,
+        seq: e.seq + 1,
+        at: new Date(),
+        causationId: e.id,
+        data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'callback' },
+      });
+    };
+    let n = 0;
     const forge = () => {
-      for (const a of [attacker, sandboxAttacker]) {
-        a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true }));
-        void jetstream(a.nc)
-          .publish('toolsearch.evt.appr-1.t1.approval_resolved', JSON.stringify({ approved: true }))
+      for (const e of asked) {
+        for (const a of [attacker, sandboxAttacker]) {
+          const forged = JSON.stringify(answerTo('approval.resolved', e, `forged-${n++}`));
+          a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', forged);
+          void jetstream(a.nc)
+            .publish('toolsearch.evt.appr-1.t1.approval_resolved', forged)
+            .catch(() => undefined);
+        }
+        // The gateway role may publish the gateway's own record of a wait; no turn takes it for an answer.
+        const settled = JSON.stringify(answerTo('approval.settled', e, `forged-${n++}`));
+        void jetstream(gatewayAttacker.nc)
+          .publish('toolsearch.evt.appr-1.t1.approval_settled', settled)
           .catch(() => undefined);
       }
     };
     const timer = setInterval(forge, 100);
     const r = await s.code(callBody('openclaw:counter:deploy_service'), 'a1').finally(() => clearInterval(timer));
+    expect(asked.length).toBeGreaterThan(0);
     expect(JSON.stringify(r)).toMatch(/approv/i);
     expect(ran()).not.toContain('deploy_service');
     for (const a of [attacker, sandboxAttacker])
@@ -561,6 +670,42 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
       ]),
     );
   });
+
+  it("a client reads only the answers to its own commands, never another client's", async () => {
+    const spy = await rawAs('client');
+    const seen: string[] = [];
+    const record = (err: Error | null, m: { subject: string }) => {
+      if (err === null) seen.push(m.subject);
+    };
+    for (const subject of [
+      `gateway.session.*.turn_opened.${keys['client-billing']}`,
+      'gateway.session.*.turn_opened',
+      'gateway.session.*.*.*',
+      'gateway.session.>',
+    ])
+      spy.nc.subscribe(subject, { callback: record });
+    // Its own answers it may read.
+    spy.nc.subscribe(`gateway.session.*.*.${keys['client']}`, { callback: record });
+    await spy.nc.flush();
+    const billing = await busAs('client-billing');
+    const b = await clientSession(billing, 'secret-1');
+    expect((await b.open({ messages: [{ role: 'user', content: 'the billing secret' }] })).ok).toBe(true);
+    expect(await b.code('return "billing-only-value";', 'bs1')).toMatchObject({ ok: true });
+    await waitFor(() => spy.errors.length >= 4, 'the four refusals');
+    for (const subject of [
+      `gateway.session.*.turn_opened.${keys['client-billing']}`,
+      'gateway.session.*.turn_opened',
+      'gateway.session.*.*.*',
+      'gateway.session.>',
+    ])
+      expect(spy.errors).toContain(`Permissions Violation for Subscription to "${subject}"`);
+    expect(seen.filter((x) => x.includes('secret-1'))).toEqual([]);
+    // ... while its own commands are answered to it.
+    const own = await busAs('client');
+    const s = await clientSession(own, 'mine-1');
+    expect((await s.open({})).ok).toBe(true);
+    await waitFor(() => seen.some((x) => x.startsWith('gateway.session.mine-1.turn_opened.')), 'its own answer');
+  }, 60_000);
 
   it('with the policy role down, a forged decision does not make a call run: no enforcer = blocked', async () => {
     await policy!.services.close();

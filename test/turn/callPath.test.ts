@@ -257,10 +257,11 @@ describe('approvals', () => {
       'call.requested',
       'call.decided',
       'approval.requested',
-      'approval.resolved',
+      'approval.settled',
       'call.started',
       'call.completed',
     ]);
+    expect(events.find((e) => e.type === 'approval.settled')!.data).toMatchObject({ approved: true, by: 'callback' });
   });
 
   it('denied by the callback', async () => {
@@ -307,8 +308,36 @@ describe('approvals', () => {
     expect(r).toMatchObject({ ok: false, error: { code: 'call.blocked.approvalTimedOut' } });
     await turn.end();
     const events = await world.events('ap4');
-    expect(events.find((e) => e.type === 'approval.resolved')!.data).toMatchObject({ approved: false, timedOut: true });
+    expect(events.find((e) => e.type === 'approval.settled')!.data).toMatchObject({ approved: false, timedOut: true });
+    expect(events.some((e) => e.type === 'approval.resolved')).toBe(false);
     expect(sessionLogFrom(events).finalCalls[0]).toMatchObject({ outcome: 'blocked' });
+  });
+
+  it('takes no approval.settled on the bus for an answer: the gateway role, which may publish it, cannot approve', async () => {
+    world = await makeWorld({ tools: TOOLS });
+    const w = world;
+    let forged = 0;
+    const stop = w.bus.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
+      const d = e.data as { callId: string; approvalId: string };
+      forged++;
+      void w.bus.publish(
+        makeEnvelope({
+          type: 'approval.settled',
+          sessionId: e.sessionId,
+          turnId: e.turnId,
+          seq: e.seq + 1,
+          at: new Date(),
+          causationId: e.id,
+          data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'callback' },
+        }),
+      );
+    });
+    const turn = await start(world, { sessionId: 'ap5' });
+    const r = await turn.invoke('tool_call', { id: 'deploy_service', args: { service: 'web' } });
+    stop();
+    expect(forged).toBe(1);
+    expect(r).toMatchObject({ ok: false, error: { code: 'call.blocked.approvalTimedOut' } });
+    await turn.end();
   });
 });
 

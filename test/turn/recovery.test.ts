@@ -132,7 +132,7 @@ describe('adoptSession', () => {
     expect(state.unknown).toEqual(['openclaw:bank:charge_card']);
     const unknown = events.find((e) => e.type === 'call.outcomeUnknown');
     expect((unknown?.data as { reason: string }).reason).toMatch(/may or may not have happened/);
-    const resolved = events.find((e) => e.type === 'approval.resolved');
+    const resolved = events.find((e) => e.type === 'approval.settled');
     expect(resolved?.data).toMatchObject({ approved: false, by: 'cancelled', cancelled: true });
     expect(events.filter((e) => e.type === 'turn.adopted')).toHaveLength(3);
     // The audit shows the takeovers and the unknown outcome, and agrees with the session log.

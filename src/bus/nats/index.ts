@@ -26,9 +26,11 @@ export {
 } from './connectOptions.js';
 export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCredentials } from './connectOptions.js';
 export {
+  ALL_ROLE_PARTS,
   APPROVALS_ANSWER_SUBJECT,
   APPROVALS_LIST_SUBJECT,
   authorizationBlock,
+  CODE_RUN_SUBJECT,
   factTypes,
   natsServerConfig,
   NATS_ROLES,

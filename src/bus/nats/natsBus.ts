@@ -123,6 +123,11 @@ export interface NatsBus extends EventBus {
   readonly connection: NatsConnection;
   /** The principal token of this connection (`U…` nkey public key, or `default`). */
   readonly principal: string;
+  /**
+   * Which of `subjects` this connection's principal may not subscribe to: each is subscribed and unsubscribed again
+   * after a round trip, before which the server reports a permission violation. Nothing is published.
+   */
+  deniedSubscriptions(subjects: readonly string[]): Promise<string[]>;
 }
 
 const WRONG_LAST_SEQUENCE = 10071;
@@ -742,6 +747,21 @@ class NatsBusImpl implements NatsBus {
     );
   }
 
+  async deniedSubscriptions(subjects: readonly string[]): Promise<string[]> {
+    this.#assertOpen();
+    const denied = new Set<string>();
+    const subs = subjects.map((subject) =>
+      this.connection.subscribe(subject, {
+        callback: (err) => {
+          if (err !== null) denied.add(subject);
+        },
+      }),
+    );
+    await this.connection.flush();
+    for (const sub of subs) sub.unsubscribe();
+    return subjects.filter((x) => denied.has(x));
+  }
+
   // ---------- subscribe ----------
 
   subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void {
@@ -757,6 +777,9 @@ class NatsBusImpl implements NatsBus {
           this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: err.message });
           return;
         }
+        // A stream's republish (`Nats-Stream` header) is the server publishing for someone: it would carry a message
+        // onto a subject its writer may not publish to (a forged answer), so a live subscription never takes one.
+        if (msg.headers?.get('Nats-Stream')) return;
         this.#deliver(msg.subject, msg.data, msg.headers, seen, onEvent);
       },
     });

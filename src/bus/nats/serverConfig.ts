@@ -1,4 +1,5 @@
 import { EventSchemas, isGatewayType, typeToken } from '../../events/index.js';
+import { subjectMatches } from '../subjectMatch.js';
 import { durableName } from './natsBus.js';
 import { streamNames } from './streams.js';
 import { OWNER_SUBJECT_ROOT, ownersBucket } from './sessionOwners.js';
@@ -13,7 +14,13 @@ import {
 
 /** The roles of a secured deployment; each process connects as one. */
 export const NATS_ROLES = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
-export type NatsRole = (typeof NATS_ROLES)[number];
+/**
+ * A role's principal; `all` (only with `nats-auth --all`) is the one process of `serve --role all`: the union of the
+ * gateway's, the policy role's and the sandbox role's rights, so it decides its own calls (no separation of roles).
+ */
+export type NatsRole = (typeof NATS_ROLES)[number] | 'all';
+/** The roles `serve --role all` runs in one process. */
+export const ALL_ROLE_PARTS = ['gateway', 'policy', 'sandbox'] as const;
 
 /** One principal of the server config: its role, a name (`client-NAME` for extra clients), its nkey's public key. */
 export interface NatsPrincipalKey {
@@ -51,8 +58,8 @@ const api = (rest: string): string => `$JS.API.${rest}`;
 
 /**
  * The exact subjects each role may publish and subscribe to. Facts are named per type token: only the policy role
- * publishes `…call_decided`, only approvers publish `…approval_resolved` from outside the gateway (the gateway
- * records its own timeouts and library answers there: it runs the calls anyway), only a gateway publishes the other
+ * publishes `…call_decided`, only approvers publish `…approval_resolved` (the gateway records its own timeouts and
+ * library answers as `…approval_settled`, which no turn takes for an answer), only a gateway publishes the other
  * facts and the answers; clients publish commands under their own key's token only; only the sandbox role receives
  * code runs; the auditor reads facts and answers and writes nothing. JetStream API: only the gateway manages streams
  * (never purge or delete); the policy role creates its one durable consumer on `…call_requested`; the auditor
@@ -60,6 +67,7 @@ const api = (rest: string): string => `$JS.API.${rest}`;
  * `_INBOX.<publicKey>.…`, readable by that principal only. Pure: no I/O.
  */
 export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePermissions {
+  if (p.role === 'all') return unionOf(ALL_ROLE_PARTS.map((role) => rolePermissions({ ...p, role }, streamPrefix)));
   const s = streamNames(streamPrefix);
   const inbox = `_INBOX.${p.publicKey}.>`;
   const policyDurable = durableName(streamPrefix, 'policy', fact('call.requested'));
@@ -104,6 +112,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       return {
         publish: {
           allow: [
+            // Never `call_decided` (the policy role's). It records a person's answer taken by its approval desk as
+            // `approval_resolved`, and its own end of a wait (timeout, cut, library approver) as `approval_settled`.
             ...factTypes()
               .filter((t) => t !== 'call.decided')
               .map(fact),
@@ -179,9 +189,9 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
         publish: { allow: [`${COMMAND_SUBJECT_PREFIX}.${p.publicKey}.*.*`], deny: noApi },
         subscribe: {
           allow: [
-            `${GATEWAY_SUBJECT_PREFIX}.*.turn_opened`,
-            `${GATEWAY_SUBJECT_PREFIX}.*.tool_answered`,
-            `${GATEWAY_SUBJECT_PREFIX}.*.event_rejected`,
+            // The answers to its own commands only: they carry its key's token (`gateway.session.<s>.<type>.<pk>`;
+            // only answers have a fifth token there).
+            `${GATEWAY_SUBJECT_PREFIX}.*.*.${p.publicKey}`,
             inbox,
           ],
           deny: [],
@@ -224,6 +234,25 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       throw new Error(`unknown role ${String(never)}`);
     }
   }
+}
+
+/**
+ * The union of several roles' rights: every allow of any of them; a deny only where it refuses nothing another of
+ * them allows (the gateway's deny of `…call_decided` goes, since the policy role allows it; `$KV.>` stays). Pure: no I/O.
+ */
+function unionOf(parts: readonly RolePermissions[]): RolePermissions {
+  const side = (k: 'publish' | 'subscribe') => {
+    const allow = [...new Set(parts.flatMap((r) => r[k].allow))];
+    const deny = [...new Set(parts.flatMap((r) => r[k].deny))].filter(
+      (d) => !allow.some((a) => subjectMatches(d, a) || subjectMatches(a, d)),
+    );
+    return { allow, deny };
+  };
+  return {
+    publish: side('publish'),
+    subscribe: side('subscribe'),
+    allowResponses: parts.some((r) => r.allowResponses),
+  };
 }
 
 const q = (s: string): string => JSON.stringify(s);

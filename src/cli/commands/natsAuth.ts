@@ -1,4 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { createUser, fromSeed } from '@nats-io/nkeys';
 import { authorizationBlock, natsServerConfig, NATS_ROLES, type NatsPrincipalKey } from '../../bus/nats/index.js';
@@ -28,6 +29,37 @@ function keyOf(file: string): { publicKey: string; created: boolean } {
   return { publicKey, created: true };
 }
 
+const ROUTE = /^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9A-Fa-f:.]+\]:\d{1,5}$/;
+
+/** The route password in `file` when it holds one, else a new random one written there (0600). */
+function routePasswordOf(file: string): string {
+  if (existsSync(file)) {
+    const kept = readFileSync(file, 'utf8').trim();
+    if (/^[A-Za-z0-9_-]{32,}$/.test(kept)) return kept;
+    throw new Error(`${file} exists but holds no route password: remove it to have a new one written`);
+  }
+  const pw = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${pw}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return pw;
+}
+
+/**
+ * The lines to include inside the `cluster { }` block of every node: the routes' own user and password (nats-server
+ * 2.9 authenticates routes by user/password or TLS, not nkeys) and the routes to the other nodes with them. Pure: no I/O.
+ */
+export function clusterRoutesConfig(routes: readonly string[], password: string): string {
+  return [
+    '# Written by `toolsearch nats-auth --route`: include it inside the cluster block of every node. A route must',
+    '# authenticate with this user and password; the other nodes are reached with them.',
+    `authorization { user: "route", password: ${JSON.stringify(password)} }`,
+    `routes: [`,
+    ...routes.map((r) => `  ${JSON.stringify(`nats-route://route:${password}@${r}`)}`),
+    ']',
+    '',
+  ].join('\n');
+}
+
 /** `toolsearch nats-auth`: principals, permissions and seed files of a secured deployment. */
 export const natsAuthCommand: Command = {
   name: 'nats-auth',
@@ -40,6 +72,8 @@ export const natsAuthCommand: Command = {
       {
         out: { type: 'string' },
         client: { type: 'string', multiple: true },
+        all: { type: 'boolean' },
+        route: { type: 'string', multiple: true },
         port: { type: 'string' },
         'stream-prefix': { type: 'string' },
         json: { type: 'boolean' },
@@ -64,6 +98,14 @@ export const natsAuthCommand: Command = {
       );
       return EXIT_USAGE;
     }
+    const routes = strs(v['route']);
+    const badRoute = routes.find((r) => !ROUTE.test(r));
+    if (badRoute !== undefined) {
+      io.stderr(
+        `nats-auth: --route "${badRoute}" is not HOST:PORT: give each cluster node's route address (e.g. --route 10.0.0.1:6222).`,
+      );
+      return EXIT_USAGE;
+    }
     const portText = str(v['port']);
     const port = portText === undefined ? undefined : Number(portText);
     if (port !== undefined && !(Number.isInteger(port) && port > 0 && port <= 65535)) {
@@ -82,12 +124,19 @@ export const natsAuthCommand: Command = {
       };
       for (const role of NATS_ROLES) add(role, role);
       for (const c of [...new Set(clients)]) add(`client-${c}`, 'client');
+      // Only when asked: one principal with every right of the gateway, policy and sandbox roles (serve --role all).
+      if (v['all'] === true) add('all', 'all');
       writeFileSync(
         join(dir, 'nats-server.conf'),
         natsServerConfig(principals, { ...(port === undefined ? {} : { port }), streamPrefix: prefix }),
         { mode: 0o644 },
       );
       writeFileSync(join(dir, 'authorization.conf'), authorizationBlock(principals, prefix), { mode: 0o644 });
+      if (routes.length > 0) {
+        const pw = routePasswordOf(join(dir, 'route.pw'));
+        writeFileSync(join(dir, 'cluster-routes.conf'), clusterRoutesConfig(routes, pw), { mode: 0o600 });
+        chmodSync(join(dir, 'cluster-routes.conf'), 0o600);
+      }
       const snippet = {
         principals: Object.fromEntries(
           principals
@@ -116,6 +165,10 @@ export const natsAuthCommand: Command = {
       io.stdout(
         `nats-server config: ${join(dir, 'nats-server.conf')} (start: nats-server -c ${join(dir, 'nats-server.conf')} -sd STORE_DIR)`,
       );
+      if (routes.length > 0)
+        io.stdout(
+          `cluster routes: ${join(dir, 'cluster-routes.conf')} (include it inside the cluster block of each node; 0600, holds the route password)`,
+        );
       if (v['json'] === true) {
         io.stdout(
           JSON.stringify({

@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Principal } from '../../config/index.js';
 import { authorizeIdentity, type TurnIdentity } from '../../policy/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
+import type { SessionOwnersStore } from './sessionOwners.js';
 
 /*
  * API keys of the OpenAI-compatible front. A key is sent as `Authorization: Bearer <key>` (what every OpenAI client
@@ -102,6 +103,8 @@ export interface FrontAuthOptions {
   /** A session unused this long is forgotten, so its id may be opened again (default: never). */
   sessionIdleMs?: number;
   now?: () => number;
+  /** Where session ownership outlives the process (default: memory only). */
+  owners?: SessionOwnersStore;
 }
 
 /** The front's authentication: keys, identity narrowing and session ownership. */
@@ -151,6 +154,17 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
   /** session id -> owner name and last use; per owner, its sessions in least-recently-used order. */
   const owners = new Map<string, { owner: string; usedAt: number }>();
   const byOwner = new Map<string, Map<string, true>>();
+  const remember = (sessionId: string, name: string, t: number): void => {
+    owners.set(sessionId, { owner: name, usedAt: t });
+    let mine = byOwner.get(name);
+    if (mine === undefined) byOwner.set(name, (mine = new Map()));
+    mine.delete(sessionId);
+    mine.set(sessionId, true);
+  };
+  for (const [sessionId, name] of opts.owners?.load() ?? []) {
+    byOwner.get(owners.get(sessionId)?.owner ?? '')?.delete(sessionId);
+    remember(sessionId, name, now());
+  }
 
   const setPrincipals = (principals: Record<string, Principal>): void => {
     const next = new Map<string, Principal>();
@@ -265,11 +279,9 @@ export function createFrontAuth(opts: FrontAuthOptions): FrontAuth {
         message: `session.notYours: session "${sessionId}" was opened with another API key; a key can only continue its own sessions. Leave out x-toolsearch-session for a new session, or use another id.`,
       });
     }
-    owners.set(sessionId, { owner: name, usedAt: t });
-    let mine = byOwner.get(name);
-    if (mine === undefined) byOwner.set(name, (mine = new Map()));
-    mine.delete(sessionId);
-    mine.set(sessionId, true);
+    if (current === undefined) opts.owners?.record(sessionId, name); // durable before the session's first turn
+    remember(sessionId, name, t);
+    const mine = byOwner.get(name)!;
     // Only the principal's own oldest sessions are forgotten, so no key can push another key's sessions out.
     while (mine.size > maxPerPrincipal) {
       const oldest = mine.keys().next().value as string;

@@ -37,16 +37,17 @@ export interface PublishSessionEventOptions {
   seq?: number;
   causationId?: string | null;
   /**
-   * Commands only: the principal token to publish under (`gateway.cmd.<principal>.…`). Default: the bus's own
-   * (`NatsBus.principal`, the nkey public key of its connection), else `default`. The server's permissions decide
-   * whether this connection may publish there.
+   * The principal token to publish under: a command's (`gateway.cmd.<principal>.…`; default: the bus's own,
+   * `NatsBus.principal`, the nkey public key of its connection, else `default`), or the principal of the command an
+   * answer answers (`gateway.session.….<principal>`; no default). The server's permissions decide whether this
+   * connection may publish there.
    */
   principal?: string;
 }
 
 /**
  * Publishes one gateway session command on `gateway.cmd.<principal>.<sessionId>.<type>`, or one answer on
- * `gateway.session.<sessionId>.<type>` (ids encoded reversibly), after checking it against its schema: a payload
+ * `gateway.session.<sessionId>.<type>.<principal>` (ids encoded reversibly), after checking it against its schema: a payload
  * that does not fit is a `gateway.badEvent` failure, never published. Resolves once the bus has accepted it
  * (JetStream ack, or the embedded log).
  */
@@ -68,7 +69,9 @@ export async function publishSessionEvent<K extends SessionEventType | SessionAn
     ...(opts.id === undefined ? {} : { id: opts.id }),
     ...((SESSION_EVENT_TYPES as readonly string[]).includes(type)
       ? { principal: opts.principal ?? busPrincipal(bus) }
-      : {}),
+      : opts.principal === undefined
+        ? {}
+        : { principal: opts.principal }),
   });
   const checked = validateEvent(envelope);
   if (!checked.ok) return fail('gateway.badEvent', checked.error.message, checked.error.details);

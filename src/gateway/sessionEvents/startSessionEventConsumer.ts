@@ -3,6 +3,7 @@ import type { DeliveryInfo, Envelope, EventBus } from '../../bus/index.js';
 import type { Principal, ResolvedConfig } from '../../config/index.js';
 import {
   commandPattern,
+  decodeToken,
   parseCommandSubject,
   subjectFor,
   validateEvent,
@@ -28,6 +29,14 @@ export const DEFAULT_PRINCIPAL: Principal = Object.freeze({
   owner: false,
   approver: false,
 }) as Principal;
+
+/** The principal token of a command subject (`gateway.cmd.<principal>.…`), even of a malformed one. Pure: no I/O. */
+function senderToken(subject: string): string | undefined {
+  const t = subject.split('.')[2];
+  if (t === undefined || t === '') return undefined;
+  const d = decodeToken(t);
+  return d.ok ? d.value : undefined;
+}
 
 /**
  * The principal of a command's subject token: with no principals configured, everyone is `DEFAULT_PRINCIPAL`; else
@@ -244,9 +253,13 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     type: K,
     data: EventData<K>,
     suffix: string,
+    to?: string,
   ): Promise<void> => {
     try {
+      // Under the token of the command's principal: the secured server lets each client read only its own answers.
+      const principal = to ?? tokens.get(cause.id) ?? 'default';
       const r = await publishSessionEvent(bus, cause.sessionId, type, data, {
+        principal,
         turnId: cause.turnId,
         id: `${suffix}-${sha256(cause.id).slice(0, 32)}`,
         at: now(),
@@ -258,7 +271,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
-  const reject = (value: unknown, code: string, reason: string, problems?: EventProblem[]) => {
+  const reject = (value: unknown, code: string, reason: string, problems?: EventProblem[], to?: string) => {
     counters.rejected++;
     const raw = rawText(value);
     const env = (typeof value === 'object' && value !== null ? value : {}) as Partial<Record<keyof Envelope, unknown>>;
@@ -291,7 +304,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       ...(problems === undefined || problems.length === 0 ? {} : { problems: problems.slice(0, 50) }),
     };
     enqueue(sessionId, () =>
-      answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected'),
+      answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected', to),
     );
   };
 
@@ -299,6 +312,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const refuse = (e: Envelope, code: string, message: string) => {
     counters.rejected++;
     const raw = rawText(e);
+    const to = tokens.get(e.id); // taken now: the command's token is forgotten once its handler is done
     enqueue(e.sessionId, () =>
       answer(
         e,
@@ -313,6 +327,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
           rejectedType: e.type,
         },
         'rejected',
+        to,
       ),
     );
   };
@@ -803,10 +818,13 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       counters.duplicates++;
       return false;
     }
+    // A refusal goes back under the sender's token, which the subject names (the server pinned it).
+    const sender =
+      deliveredOn === undefined ? str((value as Partial<Envelope> | null)?.principal) : senderToken(deliveredOn);
     const checked = validateEvent(value);
     if (!checked.ok) {
       const problems = checked.error.details?.['problems'] as EventProblem[] | undefined;
-      reject(value, checked.error.code, `${checked.error.code}: ${checked.error.message}`, problems);
+      reject(value, checked.error.code, `${checked.error.code}: ${checked.error.message}`, problems, sender);
       return true;
     }
     const e = checked.value;
@@ -815,6 +833,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         value,
         'gateway.notSessionEvent',
         `gateway.notSessionEvent: ${e.type} is not a gateway session command; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`,
+        undefined,
+        sender,
       );
       return true;
     }
@@ -827,6 +847,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
           value,
           'gateway.subjectMismatch',
           `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${deliveredOn}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`,
+          undefined,
+          sender,
         );
         return true;
       }
