@@ -19,7 +19,7 @@ import {
   type NatsBus,
   type NatsConnectSettings,
 } from '../../src/bus/nats/index.js';
-import { encodeToken, makeEnvelope } from '../../src/events/index.js';
+import { answerPattern, makeEnvelope } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { startNatsServerWithConfig, type NatsServer } from '../support/natsServer.js';
 
@@ -224,10 +224,10 @@ interface Outcome {
 /** One session's turn through the commands; every command waits for its answer (one retry after a silence). */
 async function driveSession(sessionId: string, i: number, paceMs: number): Promise<Outcome> {
   const got = new Map<string, Envelope>();
-  for (const t of ['turn_opened', 'tool_answered', 'event_rejected'])
-    client.subscribe(`gateway.session.${encodeToken(sessionId)}.${t}`, (e) => {
-      if (e.causationId !== null) got.set(e.causationId, e);
-    });
+  // The answers to this client's own commands (turn_opened, tool_answered, event_rejected) carry its principal token.
+  client.subscribe(answerPattern(client.principal, sessionId), (e) => {
+    if (e.causationId !== null) got.set(e.causationId, e);
+  });
   await client.ready();
   const outcome: Outcome = { sessionId, answers: [], retries: 0 };
   let n = 0;
