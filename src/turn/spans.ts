@@ -513,6 +513,8 @@ export function tracedMcpCall<T>(
     try {
       const u = new URL(peer.url);
       attrs[Attr.networkProtocolName] = 'http';
+      // The MCP SDK's HTTP transports go through Node's fetch, which speaks HTTP/1.1 (HTTP/2 is not enabled).
+      attrs[Attr.networkProtocolVersion] = '1.1';
       attrs[Attr.serverAddress] = u.hostname.replace(/^\[|\]$/g, '');
       attrs[Attr.serverPort] = u.port !== '' ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
     } catch {

@@ -121,6 +121,7 @@ describe('MCP client spans (MCP semantic conventions)', () => {
       'gen_ai.operation.name': 'execute_tool',
       'network.transport': 'tcp',
       'network.protocol.name': 'http',
+      'network.protocol.version': '1.1',
       'server.address': '127.0.0.1',
       'server.port': Number(new URL(url).port),
       [Attr.toolId]: 'mcp:remote:whoami',
