@@ -37,7 +37,8 @@ const UNKNOWING_REPLY_DELAY_MS = 750;
  * Serves this gateway's approval desk over NATS request/reply: `…approvals.list` answers the pending approvals
  * (arguments included, secrets redacted), `…approvals.answer` takes `{approvalId, approved, reason?, argsDigest?,
  * callId?, principal?}` and answers the desk's verdict. The server's permissions let only approver and gateway
- * principals send there; the answer is recorded with channel `nats`.
+ * principals send there; the answer is recorded with channel `nats` (refused, `approval.recordRefused`, by a desk
+ * that may not record answers: there `toolsearch approve --nats` publishes the approver's answer itself).
  */
 export function serveApprovals(bus: EventBus, desk: ApprovalDesk): () => void {
   // Every gateway hears a request and the requester takes the first reply: a gateway that has nothing to say (no

@@ -15,7 +15,8 @@ const WHERE = [
   '  --token T        an API key with the approver right (default: TOOLSEARCH_APPROVER_TOKEN, else the local',
   '                   approver token the gateway wrote next to its event log, .toolsearch/approver.token)',
   '  --config F       config file (default toolsearch.config.json5 in the working directory)',
-  '  --nats URL       ask the gateways over NATS instead (as an approver principal: --nats-nkey, NATS_*)',
+  '  --nats URL       ask the gateways over NATS instead (as an approver principal: --nats-nkey, NATS_*); approve',
+  '                   then publishes the answer itself (on a secured server only approvers may)',
   NATS_FLAG_HELP,
   '  --json           JSON output',
 ].join('\n');
