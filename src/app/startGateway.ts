@@ -26,10 +26,10 @@ import { createProviderClient, redactUrl } from '../gateway/index.js';
 import type { LoopProgress } from '../gateway/index.js';
 import { SharedMcpServers } from '../catalog/index.js';
 import { openStaticSources } from './openStaticSources.js';
-import { ApprovalDesk } from '../policy/index.js';
+import type { ApprovalDesk } from '../policy/index.js';
 import { approvalRoutes } from '../gateway/index.js';
 import { approverTokenPath, writeApproverToken } from './approverToken.js';
-import { serveApprovals } from './serveApprovals.js';
+import { approvalDeskFor, serveApprovals } from './serveApprovals.js';
 import {
   checkFrontExposure,
   createFrontAuth,
@@ -340,7 +340,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       roots: [{ uri: pathToFileURL(config.workspaceDir).href, name: 'workspace' }],
     });
     // What approvers see and answer: the approvals this gateway waits on (arguments in memory only).
-    const desk = new ApprovalDesk();
+    const desk = approvalDeskFor(opened.value, env);
     const services = await startRoleServices({
       role: opts.role ?? 'all',
       bus,

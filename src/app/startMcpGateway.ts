@@ -7,7 +7,7 @@ import { SharedMcpServers } from '../catalog/index.js';
 import { openStaticSources } from './openStaticSources.js';
 import { startMcpFront } from '../gateway/index.js';
 import { createEngine } from '../turn/index.js';
-import { ApprovalDesk } from '../policy/index.js';
+import { approvalDeskFor } from './serveApprovals.js';
 import type { Telemetry } from '../telemetry/index.js';
 import { openBus } from './openBus.js';
 import { openTelemetry } from './openTelemetry.js';
@@ -114,7 +114,7 @@ export async function startMcpGateway(opts: McpGatewayOptions, transport: Transp
   // As a principal of a secured deployment the engine may not publish decisions: the policy role decides its calls.
   const principal = opened.value.principal;
   // What the host's user is asked to approve: the approvals of this engine's session.
-  const approvals = new ApprovalDesk();
+  const approvals = approvalDeskFor(opened.value, opts.env ?? process.env);
   const engine = createEngine({
     config,
     bus,

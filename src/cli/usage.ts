@@ -81,7 +81,7 @@ export const LOG_USAGE = [
   '  --json        the session log as one JSON object on the last line',
 ].join('\n');
 
-export const NATS_AUTH_USAGE = `Usage: toolsearch nats-auth --out DIR [--client NAME]... [--all] [--route HOST:PORT]... [--port N] [--stream-prefix P] [--json]
+export const NATS_AUTH_USAGE = `Usage: toolsearch nats-auth --out DIR [--client NAME]... [--all] [--gateway-records-answers] [--route HOST:PORT]... [--port N] [--stream-prefix P] [--json]
 
 Writes what a secured NATS deployment needs:
   DIR/nats-server.conf     a complete nats-server config: JetStream on, the authorization block (one nkey user per
@@ -100,6 +100,11 @@ Seeds already in DIR are kept (run it again with another --client to add one); s
   --out DIR          where to write (created 0700)
   --client NAME      an extra client principal (letters, digits, _ and -); repeatable
   --all              also write all.nk, the principal of serve --role all (one process with every role)
+  --gateway-records-answers
+                     let the gateway (and all) publish approval_resolved, so approvals answered over its HTTP API,
+                     page or MCP work on NATS; the price: whoever holds gateway.nk can approve any call. Without it
+                     only approvers answer (toolsearch approve ID --nats URL --nats-nkey DIR/approver.nk); start
+                     such gateways with TOOLSEARCH_GATEWAY_RECORDS_ANSWERS=1
   --route HOST:PORT  a cluster node's route address; repeatable. Writes DIR/cluster-routes.conf (0600): the routes'
                      user and password (kept in DIR/route.pw) and the routes, to include in each node's cluster block
   --port N           the port in nats-server.conf (default 4222; -p on the command line wins)

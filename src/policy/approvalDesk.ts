@@ -31,6 +31,17 @@ export interface PendingApproval {
   expiresAt: string;
   /** The call's arguments, secret-marked values replaced by a placeholder. */
   args: Record<string, unknown>;
+  /**
+   * The `approval.requested` fact (its seq and id): an approver who answers on the bus itself publishes its
+   * `approval.resolved` right after it.
+   */
+  requestSeq?: number;
+  requestEventId?: string;
+}
+
+/** Why this desk may not take a person's answer (its bus may not record one): the error every answer gets. */
+export interface AnswersRefused {
+  message: string;
 }
 
 /** A person's answer to one approval. */
@@ -86,6 +97,18 @@ export class ApprovalDesk {
   private readonly settled = new Map<string, { entry: DeskEntry; settled: SettledApproval }>();
   private readonly watchers = new Set<(e: DeskEvent) => void>();
 
+  /**
+   * `refuseAnswers`: this gateway's bus may not publish `approval.resolved` (a secured NATS deployment without
+   * `nats-auth --gateway-records-answers`), so every answer is refused with `approval.recordRefused` and that
+   * message; the calls still wait for an approver's answer on the bus.
+   */
+  constructor(private readonly opts: { refuseAnswers?: AnswersRefused } = {}) {}
+
+  /** Whether this desk takes answers (false: an approver answers on the bus, `toolsearch approve --nats`). */
+  get takesAnswers(): boolean {
+    return this.opts.refuseAnswers === undefined;
+  }
+
   /** Registers a pending approval; its watchers hear of it. */
   open(entry: DeskEntry): void {
     this.pending.set(entry.view.approvalId, entry);
@@ -132,7 +155,8 @@ export class ApprovalDesk {
   /**
    * A person's answer. `approval.unknown`: no such approval here; `approval.mismatch`: it names another call or
    * other arguments (nothing changes); `approval.settled`: the call was settled already (the answer is recorded
-   * as late and ignored). Accepted: the waiting call takes it.
+   * as late and ignored); `approval.recordRefused`: this gateway may not record answers (see the constructor).
+   * Accepted: the waiting call takes it.
    */
   async answer(approvalId: string, a: ApprovalAnswer): Promise<Result<PendingApproval>> {
     const entry = this.pending.get(approvalId);
@@ -146,6 +170,8 @@ export class ApprovalDesk {
       );
     }
     const v = target.view;
+    if (this.opts.refuseAnswers !== undefined)
+      return fail('approval.recordRefused', this.opts.refuseAnswers.message, { approvalId, status: 403 });
     if (a.callId !== undefined && a.callId !== v.callId) {
       return fail(
         'approval.mismatch',

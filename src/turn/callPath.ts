@@ -320,6 +320,8 @@ const enforcedCallMachine = toolCallMachine.provide({
                 requestedAt: requestedAt.toISOString(),
                 expiresAt: new Date(requestedAt.getTime() + approvalTimeoutMs).toISOString(),
                 args: redactSecretArgs(entry.inputSchema, input.args) as Record<string, unknown>,
+                requestSeq: asked.seq,
+                requestEventId: asked.id,
               },
               answer: (a) =>
                 resolve({

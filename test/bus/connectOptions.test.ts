@@ -100,8 +100,17 @@ describe('rolePermissions', () => {
     const roles = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
     const publishers = (subject: string) => roles.filter((r) => pk(r).publish.allow.includes(subject));
     expect(publishers('toolsearch.evt.*.*.call_decided')).toEqual(['policy']);
-    // The gateway records the answers its approval desk took (HTTP, CLI, NATS requests from approvers).
-    expect(publishers('toolsearch.evt.*.*.approval_resolved')).toEqual(['gateway', 'approver']);
+    // Only approvers answer: the gateway (nor `all`) may not, unless `nats-auth --gateway-records-answers`.
+    expect(publishers('toolsearch.evt.*.*.approval_resolved')).toEqual(['approver']);
+    expect(pk('gateway').publish.deny).toContain('toolsearch.evt.*.*.approval_resolved');
+    expect(pk('all').publish.allow).not.toContain('toolsearch.evt.*.*.approval_resolved');
+    expect(pk('all').publish.deny).toContain('toolsearch.evt.*.*.approval_resolved');
+    const optIn = (role: 'gateway' | 'all') =>
+      rolePermissions({ name: role, role, publicKey: 'UX' }, '', { gatewayRecordsAnswers: true });
+    for (const role of ['gateway', 'all'] as const) {
+      expect(optIn(role).publish.allow).toContain('toolsearch.evt.*.*.approval_resolved');
+      expect(optIn(role).publish.deny).not.toContain('toolsearch.evt.*.*.approval_resolved');
+    }
     // The gateway records its own end of a wait as approval_settled, which no turn takes for an answer.
     expect(publishers('toolsearch.evt.*.*.approval_settled')).toEqual(['gateway']);
     expect(publishers('toolsearch.evt.*.*.call_completed')).toEqual(['gateway']);
@@ -124,7 +133,7 @@ describe('rolePermissions', () => {
     }
     // The gateway publishes every fact type but the decision and the approvers' answer, by name.
     expect(pk('gateway').publish.allow.filter((s) => s.startsWith('toolsearch.evt.'))).toHaveLength(
-      factTypes().length - 1,
+      factTypes().length - 2,
     );
     // A client reads only the answers to its own commands.
     expect(pk('client').subscribe.allow).toEqual(['gateway.session.*.*.UCLIENT', '_INBOX.UCLIENT.>']);

@@ -472,7 +472,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(s.got.some((e) => JSON.stringify(e.data).includes('steal'))).toBe(false);
   }, 60_000);
 
-  it('a client or a sandbox cannot approve a call, nor can a forged approval_settled record; an approver can', async () => {
+  it('a client, a sandbox or the gateway principal cannot approve a call, nor can a forged approval_settled record; an approver can', async () => {
     const client = await busAs('client');
     const attacker = await rawAs('client');
     const sandboxAttacker = await rawAs('sandbox');
@@ -485,7 +485,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     auditor.subscribe('toolsearch.evt.appr-1.*.approval_requested', (e) => asked.push(e));
     await auditor.ready();
     const answerTo = (type: 'approval.resolved' | 'approval.settled', e: Envelope, id: string) => {
-      const d = e.data as { callId: string; approvalId: string };
+      const d = e.data as { callId: string; approvalId: string; argsDigest: string };
       return makeEnvelope({
         type,
         id,
@@ -494,13 +494,15 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
         seq: e.seq + 1,
         at: new Date(),
         causationId: e.id,
-        data: { callId: d.callId, approvalId: d.approvalId, approved: true, by: 'callback' },
+        // The right approval, call and argument digest: only the server's refusal stops it.
+        data: { callId: d.callId, approvalId: d.approvalId, argsDigest: d.argsDigest, approved: true, by: 'callback' },
       });
     };
     let n = 0;
     const forge = () => {
       for (const e of asked) {
-        for (const a of [attacker, sandboxAttacker]) {
+        // A compromised neighbour holding gateway.nk may not answer either (no `--gateway-records-answers`).
+        for (const a of [attacker, sandboxAttacker, gatewayAttacker]) {
           const forged = JSON.stringify(answerTo('approval.resolved', e, `forged-${n++}`));
           a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', forged);
           void jetstream(a.nc)
@@ -519,7 +521,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(asked.length).toBeGreaterThan(0);
     expect(JSON.stringify(r)).toMatch(/approv/i);
     expect(ran()).not.toContain('deploy_service');
-    for (const a of [attacker, sandboxAttacker])
+    for (const a of [attacker, sandboxAttacker, gatewayAttacker])
       expect(a.errors).toContain('Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved"');
 
     // The approver principal reads approval requests and answers them.
@@ -574,6 +576,20 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     // A client principal may not ask the gateways for approvals.
     const asClient = await cli(approvalsCommand, ['--nats', server.url, '--nats-nkey', seed('client'), '--json']);
     expect(asClient.code).toBe(1);
+    // The gateway's desk may not record an answer on this server: its HTTP route says so (never a silent
+    // success), and the call goes on waiting.
+    const viaHttp = await fetch(`${gateway.url}/v1/approvals/${encodeURIComponent(pending[0].approvalId)}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gateway.approverToken!.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ approved: true }),
+    });
+    expect(viaHttp.status).toBe(403);
+    const refused = (await viaHttp.json()) as { error: { code: string; message: string } };
+    expect(refused.error.code).toBe('approval.recordRefused');
+    expect(refused.error.message).toContain('toolsearch approve ID --nats URL --nats-nkey approver.nk');
+    expect(refused.error.message).toContain('--gateway-records-answers');
+    expect(gateway.approvals.get(pending[0].approvalId)).toBeDefined();
+    expect(ran().filter((r) => r === 'deploy_service').length).toBe(before);
     const yes = await cli(approveCommand, [...as, pending[0].approvalId, '--reason', 'over nats', '--json']);
     expect(yes.code).toBe(0);
     expect(await call).toMatchObject({ ok: true });
@@ -589,10 +605,19 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(no.code).toBe(0);
     expect(JSON.stringify(await second)).toMatch(/approvalDenied/);
     expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
-    // The first answer again: settled already, refused.
+    // The first answer again: settled already, no longer pending, refused.
     const replay = await cli(approveCommand, [...as, pending[0].approvalId, '--json']);
     expect(replay.code).toBe(1);
-    expect(replay.out.join('\n')).toContain('approval.settled');
+    expect(replay.out.join('\n')).toContain('approval.unknown');
+    // The approver published its answers itself, recorded with its principal's name via nats.
+    const auditor = await busAs('auditor');
+    const facts: Envelope[] = [];
+    for await (const e of auditor.replay({ sessionId: 'appr-cli' })) facts.push(e);
+    const answers = facts.filter((e) => e.type === 'approval.resolved').map((e) => e.data as Record<string, unknown>);
+    expect(answers).toEqual([
+      expect.objectContaining({ approvalId: pending[0].approvalId, approved: true, by: 'approver', channel: 'nats' }),
+      expect.objectContaining({ approvalId: next[0].approvalId, approved: false, by: 'approver', channel: 'nats' }),
+    ]);
   }, 60_000);
 
   it('nobody but a sandbox receives code runs, and a client cannot read, consume, purge or write the streams', async () => {

@@ -36,7 +36,7 @@ export {
   NATS_ROLES,
   rolePermissions,
 } from './serverConfig.js';
-export type { NatsPrincipalKey, NatsRole, RolePermissions } from './serverConfig.js';
+export type { NatsAuthOptions, NatsPrincipalKey, NatsRole, RolePermissions } from './serverConfig.js';
 export {
   DEFAULT_TAKEOVER_MS,
   OWNER_SUBJECT_ROOT,

@@ -56,18 +56,30 @@ export const factTypes = (): string[] => Object.keys(EventSchemas).filter((t) =>
 const fact = (type: string): string => `${EVENT_SUBJECT_PREFIX}.*.*.${typeToken(type)}`;
 const api = (rest: string): string => `$JS.API.${rest}`;
 
+/** Choices of `toolsearch nats-auth` that widen a role. */
+export interface NatsAuthOptions {
+  /**
+   * `--gateway-records-answers`: the gateway (and `all`) may publish `…approval_resolved`, so a person's answer taken
+   * by its desk (HTTP, page, MCP) is recorded; the price is that the gateway principal can approve any call.
+   */
+  gatewayRecordsAnswers?: boolean;
+}
+
 /**
  * The exact subjects each role may publish and subscribe to. Facts are named per type token: only the policy role
  * publishes `…call_decided`, only approvers publish `…approval_resolved` (the gateway records its own timeouts and
- * library answers as `…approval_settled`, which no turn takes for an answer), only a gateway publishes the other
+ * library answers as `…approval_settled`, which no turn takes for an answer; it records a person's answer taken by
+ * its desk only with `gatewayRecordsAnswers`), only a gateway publishes the other
  * facts and the answers; clients publish commands under their own key's token only; only the sandbox role receives
  * code runs; the auditor reads facts and answers and writes nothing. JetStream API: only the gateway manages streams
  * (never purge or delete); the policy role creates its one durable consumer on `…call_requested`; the auditor
  * creates ephemeral read consumers only; clients and sandboxes get no JetStream API and no KV at all. Replies go to
  * `_INBOX.<publicKey>.…`, readable by that principal only. Pure: no I/O.
  */
-export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePermissions {
-  if (p.role === 'all') return unionOf(ALL_ROLE_PARTS.map((role) => rolePermissions({ ...p, role }, streamPrefix)));
+export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: NatsAuthOptions = {}): RolePermissions {
+  if (p.role === 'all')
+    return unionOf(ALL_ROLE_PARTS.map((role) => rolePermissions({ ...p, role }, streamPrefix, opts)));
+  const recordsAnswers = opts.gatewayRecordsAnswers === true;
   const s = streamNames(streamPrefix);
   const inbox = `_INBOX.${p.publicKey}.>`;
   const policyDurable = durableName(streamPrefix, 'policy', fact('call.requested'));
@@ -112,10 +124,11 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
       return {
         publish: {
           allow: [
-            // Never `call_decided` (the policy role's). It records a person's answer taken by its approval desk as
-            // `approval_resolved`, and its own end of a wait (timeout, cut, library approver) as `approval_settled`.
+            // Never `call_decided` (the policy role's), and `approval_resolved` (an approver's answer) only when
+            // opted in: then it records a person's answer taken by its desk. Its own end of a wait (timeout, cut,
+            // library approver) is `approval_settled`.
             ...factTypes()
-              .filter((t) => t !== 'call.decided')
+              .filter((t) => t !== 'call.decided' && (recordsAnswers || t !== 'approval.resolved'))
               .map(fact),
             `${GATEWAY_SUBJECT_PREFIX}.>`,
             ...markers,
@@ -137,7 +150,13 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = ''): RolePer
             `$JS.ACK.${s.commands}.${gatewayDurable}.>`,
             ...owners,
           ],
-          deny: [api(`STREAM.PURGE.>`), api(`STREAM.DELETE.>`), `${COMMAND_SUBJECT_PREFIX}.>`, fact('call.decided')],
+          deny: [
+            api(`STREAM.PURGE.>`),
+            api(`STREAM.DELETE.>`),
+            `${COMMAND_SUBJECT_PREFIX}.>`,
+            fact('call.decided'),
+            ...(recordsAnswers ? [] : [fact('approval.resolved')]),
+          ],
         },
         subscribe: {
           allow: [
@@ -260,9 +279,13 @@ const list = (xs: string[], indent: string): string =>
   xs.length === 0 ? '[]' : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join(',\n')}\n${indent}]`;
 
 /** The `authorization { users = [...] }` block for these principals. Pure: no I/O. */
-export function authorizationBlock(principals: readonly NatsPrincipalKey[], streamPrefix = ''): string {
+export function authorizationBlock(
+  principals: readonly NatsPrincipalKey[],
+  streamPrefix = '',
+  opts: NatsAuthOptions = {},
+): string {
   const users = principals.map((p) => {
-    const r = rolePermissions(p, streamPrefix);
+    const r = rolePermissions(p, streamPrefix, opts);
     const i = '        ';
     return [
       `    # ${p.name} (role ${p.role})`,
@@ -285,7 +308,7 @@ export function authorizationBlock(principals: readonly NatsPrincipalKey[], stre
  */
 export function natsServerConfig(
   principals: readonly NatsPrincipalKey[],
-  opts: { port?: number; streamPrefix?: string } = {},
+  opts: { port?: number; streamPrefix?: string } & NatsAuthOptions = {},
 ): string {
   return [
     '# nats-server configuration written by `toolsearch nats-auth`: every connection must be one of the principals',
@@ -294,6 +317,8 @@ export function natsServerConfig(
     `port: ${opts.port ?? 4222}`,
     'jetstream: enabled',
     '',
-    authorizationBlock(principals, opts.streamPrefix ?? ''),
+    authorizationBlock(principals, opts.streamPrefix ?? '', {
+      gatewayRecordsAnswers: opts.gatewayRecordsAnswers === true,
+    }),
   ].join('\n');
 }

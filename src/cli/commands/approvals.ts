@@ -1,5 +1,7 @@
+import { basename } from 'node:path';
 import { approverTokenPath, DEFAULT_GATEWAY_PORT, openCommandBus, readApproverToken } from '../../app/index.js';
-import { APPROVALS_ANSWER_SUBJECT, APPROVALS_LIST_SUBJECT } from '../../bus/nats/index.js';
+import { APPROVALS_LIST_SUBJECT } from '../../bus/nats/index.js';
+import { makeEnvelope } from '../../events/index.js';
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
 import { isLoopbackHost } from '../../gateway/index.js';
 import type { PendingApproval } from '../../policy/index.js';
@@ -13,7 +15,8 @@ const WHERE = [
   '  --token T        an API key with the approver right (default: TOOLSEARCH_APPROVER_TOKEN, else the local',
   '                   approver token the gateway wrote next to its event log, .toolsearch/approver.token)',
   '  --config F       config file (default toolsearch.config.json5 in the working directory)',
-  '  --nats URL       ask the gateways over NATS instead (as an approver principal: --nats-nkey, NATS_*)',
+  '  --nats URL       ask the gateways over NATS instead (as an approver principal: --nats-nkey, NATS_*); approve',
+  '                   then publishes the answer itself (on a secured server only approvers may)',
   NATS_FLAG_HELP,
   '  --json           JSON output',
 ].join('\n');
@@ -30,7 +33,8 @@ export const APPROVE_USAGE = `Usage: toolsearch approve ID [--deny] [--reason TE
 
 Answers one pending approval (its id from \`toolsearch approvals\`): approves the call, or with --deny refuses it.
 The answer applies to that call only, is recorded with who answered, through what, when and why, and is
-ignored when the call has settled already.
+ignored when the call has settled already. With --nats the approver principal publishes the answer itself
+(approval.resolved for that approval, call and argument digest); the server lets only approvers do so.
 
 ${WHERE}`;
 
@@ -110,6 +114,89 @@ async function overNats(
       return fail(String(e.code ?? 'approval.failed'), String(e.message ?? 'the gateway refused the answer'));
     }
     return ok(v);
+  } finally {
+    await bus.close();
+  }
+}
+
+/**
+ * The name an approver's answer is recorded with: --nats-user / NATS_USER, else the seed file's name as
+ * `toolsearch nats-auth` writes it (`approver.nk` is `approver`), else `approver`. Pure: no I/O.
+ */
+export function approverName(values: Record<string, unknown>, env: NodeJS.ProcessEnv): string {
+  const user = str(values['nats-user'] as string | undefined) ?? (env['NATS_USER']?.trim() || undefined);
+  if (user !== undefined) return user.slice(0, 100);
+  const file = str(values['nats-nkey'] as string | undefined) ?? (env['NATS_NKEY']?.trim() || undefined);
+  const name = file === undefined ? '' : basename(file).replace(/\.(nk|nkey|seed)$/, '');
+  return /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/.test(name) ? name : 'approver';
+}
+
+/**
+ * An approver's answer over NATS, published by the approver itself: it lists the pending approvals
+ * (`…approvals.list`), finds `id`, and publishes the `approval.resolved` fact for that approval, call and argument
+ * digest, right after the `approval.requested` fact, as its own principal (the server lets only approvers publish
+ * it). The waiting call takes it; an answer for a call that settled meanwhile changes nothing.
+ */
+async function answerOverNats(
+  where: Extract<Where, { kind: 'nats' }>,
+  values: Record<string, unknown>,
+  io: CliIo,
+  id: string,
+  answer: { approved: boolean; reason?: string },
+): Promise<Result<Record<string, unknown>>> {
+  const opened = await openCommandBus({
+    url: where.url,
+    env: envWithNatsFlags(values, io.env),
+    cwd: io.cwd,
+    name: 'toolsearch-approver',
+  });
+  if (!opened.ok) return opened;
+  const bus = opened.value!;
+  try {
+    const listed = await bus.request(APPROVALS_LIST_SUBJECT, {}, { timeoutMs: 5000 });
+    if (!listed.ok) return listed;
+    const all = (((listed.value ?? {}) as Record<string, unknown>)['approvals'] ?? []) as PendingApproval[];
+    const a = all.find((x) => x.approvalId === id);
+    if (a === undefined)
+      return fail(
+        'approval.unknown',
+        `No approval "${id}" is pending on the gateways (settled already, or another id): list them with \`toolsearch approvals --nats URL\`.`,
+      );
+    if (typeof a.requestSeq !== 'number' || typeof a.requestEventId !== 'string')
+      return fail(
+        'approval.failed',
+        `The gateway's listing of approval "${id}" does not say where its request is recorded: upgrade the gateway.`,
+      );
+    const published = await bus
+      .publish(
+        makeEnvelope({
+          type: 'approval.resolved',
+          sessionId: a.sessionId,
+          turnId: a.turnId,
+          seq: a.requestSeq + 1,
+          at: new Date(),
+          causationId: a.requestEventId,
+          data: {
+            approvalId: a.approvalId,
+            callId: a.callId,
+            argsDigest: a.argsDigest,
+            approved: answer.approved,
+            by: approverName(values, io.env),
+            channel: 'nats',
+            ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+          },
+        }),
+      )
+      .then(
+        () => ok(undefined),
+        (err: unknown) =>
+          fail(
+            'approval.recordRefused',
+            `The answer to approval "${id}" was not recorded: ${err instanceof Error ? err.message : String(err)}. Connect as an approver principal (--nats-nkey approver.nk).`,
+          ),
+      );
+    if (!published.ok) return published;
+    return ok({ approvalId: id, callId: a.callId });
   } finally {
     await bus.close();
   }
@@ -257,11 +344,7 @@ export const approveCommand: Command = {
             method: 'POST',
             body: JSON.stringify({ ...answer, channel: 'cli' }),
           })
-        : await overNats(w, v, io, APPROVALS_ANSWER_SUBJECT, {
-            approvalId: id,
-            ...answer,
-            principal: io.env['NATS_USER']?.trim() || 'approver',
-          });
+        : await answerOverNats(w, v, io, id, answer);
     if (!r.ok) return reportFailure(io, json, r.error, EXIT_FAILED);
     if (json) io.stdout(JSON.stringify({ ok: true, approvalId: id, approved, callId: r.value['callId'] }));
     else io.stdout(`${approved ? 'approved' : 'denied'} ${id} (call ${String(r.value['callId'])})`);

@@ -73,6 +73,7 @@ export const natsAuthCommand: Command = {
         out: { type: 'string' },
         client: { type: 'string', multiple: true },
         all: { type: 'boolean' },
+        'gateway-records-answers': { type: 'boolean' },
         route: { type: 'string', multiple: true },
         port: { type: 'string' },
         'stream-prefix': { type: 'string' },
@@ -113,6 +114,8 @@ export const natsAuthCommand: Command = {
       return EXIT_USAGE;
     }
     const prefix = str(v['stream-prefix']) ?? '';
+    // Opt-in: the gateway principal may record approvers' answers (HTTP, page, MCP approvals), and so approve.
+    const gatewayRecordsAnswers = v['gateway-records-answers'] === true;
     const dir = resolve(io.cwd, out);
     try {
       mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -128,10 +131,18 @@ export const natsAuthCommand: Command = {
       if (v['all'] === true) add('all', 'all');
       writeFileSync(
         join(dir, 'nats-server.conf'),
-        natsServerConfig(principals, { ...(port === undefined ? {} : { port }), streamPrefix: prefix }),
+        natsServerConfig(principals, {
+          ...(port === undefined ? {} : { port }),
+          streamPrefix: prefix,
+          gatewayRecordsAnswers,
+        }),
         { mode: 0o644 },
       );
-      writeFileSync(join(dir, 'authorization.conf'), authorizationBlock(principals, prefix), { mode: 0o644 });
+      writeFileSync(
+        join(dir, 'authorization.conf'),
+        authorizationBlock(principals, prefix, { gatewayRecordsAnswers }),
+        { mode: 0o644 },
+      );
       if (routes.length > 0) {
         const pw = routePasswordOf(join(dir, 'route.pw'));
         writeFileSync(join(dir, 'cluster-routes.conf'), clusterRoutesConfig(routes, pw), { mode: 0o600 });

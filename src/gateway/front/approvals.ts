@@ -316,7 +316,8 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         ...(a.callId === undefined ? {} : { callId: a.callId }),
       });
       if (!r.ok) {
-        const status = r.error.code === 'approval.unknown' ? 404 : 409;
+        const status =
+          r.error.code === 'approval.unknown' ? 404 : r.error.code === 'approval.recordRefused' ? 403 : 409;
         sendError(res, status, r.error.message, r.error.code);
         return true;
       }
