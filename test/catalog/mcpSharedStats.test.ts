@@ -90,7 +90,8 @@ describe('SharedMcpServers.ensure bounds', () => {
     });
     expect(Date.now() - t0).toBeLessThan(450);
     expect(status).toMatchObject({ ok: false, reason: expect.stringContaining('timed out after 600 ms starting') });
-    expect(status.durationMs).toBeGreaterThanOrEqual(600);
+    // Timers run on a monotonic clock while durations are read from Date.now(): the two may differ by 1 ms.
+    expect(status.durationMs).toBeGreaterThanOrEqual(599);
     await shared.close();
   });
 });
