@@ -1,6 +1,6 @@
 import { basename } from 'node:path';
 import { approverTokenPath, DEFAULT_GATEWAY_PORT, openCommandBus, readApproverToken } from '../../app/index.js';
-import { APPROVALS_LIST_SUBJECT } from '../../bus/nats/index.js';
+import { APPROVALS_LIST_SUBJECT, type NatsBus } from '../../bus/nats/index.js';
 import { makeEnvelope } from '../../events/index.js';
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
 import { isLoopbackHost } from '../../gateway/index.js';
@@ -90,13 +90,13 @@ async function http(where: Extract<Where, { kind: 'http' }>, path: string, init:
   return ok(body);
 }
 
-async function overNats(
+/** Runs `work` on a bus opened as the approver principal of the flags (`--nats`, `--nats-nkey`, ...), then closes it. */
+async function withApproverBus<T>(
   where: Extract<Where, { kind: 'nats' }>,
   values: Record<string, unknown>,
   io: CliIo,
-  subject: string,
-  payload: unknown,
-): Promise<Result<Record<string, unknown>>> {
+  work: (bus: NatsBus) => Promise<Result<T>>,
+): Promise<Result<T>> {
   const opened = await openCommandBus({
     url: where.url,
     env: envWithNatsFlags(values, io.env),
@@ -106,6 +106,20 @@ async function overNats(
   if (!opened.ok) return opened;
   const bus = opened.value!;
   try {
+    return await work(bus);
+  } finally {
+    await bus.close();
+  }
+}
+
+async function overNats(
+  where: Extract<Where, { kind: 'nats' }>,
+  values: Record<string, unknown>,
+  io: CliIo,
+  subject: string,
+  payload: unknown,
+): Promise<Result<Record<string, unknown>>> {
+  return withApproverBus(where, values, io, async (bus) => {
     const r = await bus.request(subject, payload, { timeoutMs: 5000 });
     if (!r.ok) return r;
     const v = (r.value ?? {}) as Record<string, unknown>;
@@ -114,9 +128,7 @@ async function overNats(
       return fail(String(e.code ?? 'approval.failed'), String(e.message ?? 'the gateway refused the answer'));
     }
     return ok(v);
-  } finally {
-    await bus.close();
-  }
+  });
 }
 
 /**
@@ -144,15 +156,7 @@ async function answerOverNats(
   id: string,
   answer: { approved: boolean; reason?: string },
 ): Promise<Result<Record<string, unknown>>> {
-  const opened = await openCommandBus({
-    url: where.url,
-    env: envWithNatsFlags(values, io.env),
-    cwd: io.cwd,
-    name: 'toolsearch-approver',
-  });
-  if (!opened.ok) return opened;
-  const bus = opened.value!;
-  try {
+  return withApproverBus(where, values, io, async (bus) => {
     const listed = await bus.request(APPROVALS_LIST_SUBJECT, {}, { timeoutMs: 5000 });
     if (!listed.ok) return listed;
     const all = (((listed.value ?? {}) as Record<string, unknown>)['approvals'] ?? []) as PendingApproval[];
@@ -197,9 +201,7 @@ async function answerOverNats(
       );
     if (!published.ok) return published;
     return ok({ approvalId: id, callId: a.callId });
-  } finally {
-    await bus.close();
-  }
+  });
 }
 
 const secondsLeft = (a: PendingApproval & { timeLeftMs?: number }): string =>
