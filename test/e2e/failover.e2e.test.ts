@@ -22,6 +22,7 @@ import {
 import { answerPattern, makeEnvelope } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { startNatsServerWithConfig, type NatsServer } from '../support/natsServer.js';
+import { stopChildren } from '../support/processes.js';
 
 const run = promisify(execFile);
 const BIN = resolve('bin/toolsearch.mjs');
@@ -200,17 +201,7 @@ export default { id: 'counter', tools: [
 
 afterAll(async () => {
   for (const b of buses) await b.close().catch(() => undefined);
-  await Promise.all(
-    [...gateways.map((g) => g.child), ...others].map(
-      (c) =>
-        new Promise<void>((r) => {
-          if (c.exitCode !== null || c.signalCode !== null) return r();
-          c.once('exit', () => r());
-          c.kill('SIGTERM');
-          setTimeout(() => c.kill('SIGKILL'), 15_000).unref();
-        }),
-    ),
-  );
+  await stopChildren([...gateways.map((g) => g.child), ...others], 15_000);
   await server?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 }, 120_000);

@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startNatsServerWithConfig, type NatsServer } from '../support/natsServer.js';
+import { stopChildren } from '../support/processes.js';
 
 const run = promisify(execFile);
 const BIN = resolve('bin/toolsearch.mjs');
@@ -104,17 +105,7 @@ export default { id: 'counter', tools: [{ name: 'count_call', description: 'Coun
 }, 180_000);
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(
-      (c) =>
-        new Promise<void>((r) => {
-          if (c.exitCode !== null || c.signalCode !== null) return r();
-          c.once('exit', () => r());
-          c.kill('SIGTERM');
-          setTimeout(() => c.kill('SIGKILL'), 10_000).unref();
-        }),
-    ),
-  );
+  await stopChildren(children, 10_000);
   await server?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 }, 60_000);
