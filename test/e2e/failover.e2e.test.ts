@@ -365,7 +365,13 @@ async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
     `${signal}: member ${victim.memberId} owned ${victim.sessions} sessions; all taken over after ${took} ms (bound ${TAKEOVER_MS} ms)`,
   );
   const outcomes = await Promise.all(running);
-  const code = await exited;
+  // SIGTERM drains for at most one bound before it exits; a member that does not exit fails here, with its output.
+  const code = await Promise.race([
+    exited,
+    sleep(3 * TAKEOVER_MS + 30_000).then(() => {
+      throw new Error(`gateway pid ${proc.child.pid} did not exit after ${signal}:\n${proc.out().slice(-4000)}`);
+    }),
+  ]);
   for (const g of gateways)
     if (g !== proc && (g.child.exitCode !== null || g.child.signalCode !== null) && !victims.has(g))
       throw new Error(`gateway pid ${g.child.pid} exited unexpectedly:\n${g.out().slice(-4000)}`);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRoleServices, type RoleServices } from '../../src/app/index.js';
 import type { Envelope } from '../../src/bus/index.js';
-import { openOwnersBucket, readOwners, type NatsBus } from '../../src/bus/nats/index.js';
+import { readOwners, type NatsBus } from '../../src/bus/nats/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { gatewaySessionPattern } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
@@ -88,8 +88,7 @@ function sessionClient(sessionId: string) {
 }
 
 const ownerOf = async (sessionId: string): Promise<string | undefined> => {
-  const kv = await openOwnersBucket(client.connection, world.prefix, { create: false });
-  const { sessions } = await readOwners(kv!);
+  const { sessions } = (await readOwners(client.connection, world.prefix))!;
   return sessions.find((s) => s.record.sessionId === sessionId)?.record.member;
 };
 

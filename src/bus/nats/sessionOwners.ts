@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvEntry, type KvWatchEntry } from '@nats-io/kv';
 import { connect, type NatsConnection, type QueuedIterator, type Subscription } from '@nats-io/transport-node';
 import { scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
@@ -157,16 +158,32 @@ export async function openOwnersBucket(
   return kvm.create(name, { history: 1, replicas: opts.replicas ?? 1 });
 }
 
-/** Reads every record of the bucket once (for `toolsearch status`). */
+/**
+ * Reads every record of the bucket once (for `toolsearch status`); undefined when there is no bucket. The keys come
+ * from the stream's subject list, one bounded request: a KV key listing is a consumer that ends on an idle heartbeat,
+ * which never comes while members renew their leases.
+ */
 export async function readOwners(
-  kv: KV,
-): Promise<{ members: Array<Held<MemberRecord>>; sessions: Array<Held<SessionRecord>> }> {
+  connection: NatsConnection,
+  streamPrefix: string,
+): Promise<{ members: Array<Held<MemberRecord>>; sessions: Array<Held<SessionRecord>> } | undefined> {
+  const kv = await openOwnersBucket(connection, streamPrefix, { create: false });
+  if (kv === undefined) return undefined;
+  const bucket = ownersBucket(streamPrefix);
+  const jsm = await jetstreamManager(connection, { checkAPI: false });
+  let subjects: Record<string, number>;
+  try {
+    subjects = (await jsm.streams.info(`KV_${bucket}`, { subjects_filter: '>' })).state.subjects ?? {};
+  } catch (e) {
+    if (e instanceof Error && /stream not found|10059/i.test(e.message)) return undefined;
+    throw e;
+  }
   const members: Array<Held<MemberRecord>> = [];
   const sessions: Array<Held<SessionRecord>> = [];
-  // A key renewed while the listing runs may be listed twice.
-  const keys = new Set<string>();
-  for await (const k of await kv.keys()) keys.add(k);
-  for (const k of keys) {
+  const prefix = `$KV.${bucket}.`;
+  for (const subject of Object.keys(subjects)) {
+    if (!subject.startsWith(prefix)) continue;
+    const k = subject.slice(prefix.length);
     const e = await kv.get(k);
     if (e === null || e.operation !== 'PUT') continue;
     const v = parse(e);
@@ -654,9 +671,9 @@ export async function ownershipReport(
   streamPrefix = '',
   now = Date.now(),
 ): Promise<OwnershipReport | undefined> {
-  const kv = await openOwnersBucket(connection, streamPrefix, { create: false });
-  if (kv === undefined) return undefined;
-  const { members, sessions } = await readOwners(kv);
+  const read = await readOwners(connection, streamPrefix);
+  if (read === undefined) return undefined;
+  const { members, sessions } = read;
   const counts = new Map<string, number>();
   for (const s of sessions)
     if (s.record.member !== '') counts.set(s.record.member, (counts.get(s.record.member) ?? 0) + 1);
