@@ -33,6 +33,8 @@ export function specSecrets(spec: {
   if (spec.url !== undefined && URL.canParse(spec.url)) {
     const u = new URL(spec.url);
     add('url password', u.password === '' ? undefined : decodeURIComponent(u.password));
+    // A token in the query (`?token=…`, `?api_key=…`) is as secret as a password.
+    for (const [k, v] of u.searchParams) add(`url query ${k}`, v);
   }
   return out;
 }

@@ -52,6 +52,8 @@ export {
   TurnFailed,
   TurnInterrupted,
   TurnStarted,
+  TurnClientTool,
+  TurnRequestMcpServer,
 } from './turnEvents.js';
 export {
   ApprovalRequested,

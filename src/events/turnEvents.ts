@@ -1,6 +1,33 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { BySource, ModeSchema, NonNegInt, SourceKindSchema } from './common.js';
 
+/** A client tool of a turn as the request gave it (OpenAI function shape, flattened). */
+export const TurnClientTool = Type.Object({
+  name: Type.String(),
+  description: Type.Optional(Type.String()),
+  parameters: Type.Optional(Type.Unknown()),
+});
+export type TurnClientTool = Static<typeof TurnClientTool>;
+
+/**
+ * A request's MCP server as a turn's facts keep it: never a secret. `from: "config"`: the spec is config
+ * `requestMcpServers.servers.<name>` (rebuilt from the config, secrets included); else `url` without user info,
+ * query or fragment and the NAMES of its headers and env. `rebuildable: false` says why not in `reason`.
+ */
+export const TurnRequestMcpServer = Type.Object({
+  name: Type.String(),
+  transport: Type.String(),
+  from: Type.Optional(Type.Literal('config')),
+  url: Type.Optional(Type.String()),
+  catalogFile: Type.Optional(Type.String()),
+  headerNames: Type.Optional(Type.Array(Type.String())),
+  envNames: Type.Optional(Type.Array(Type.String())),
+  options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  rebuildable: Type.Boolean(),
+  reason: Type.Optional(Type.String()),
+});
+export type TurnRequestMcpServer = Static<typeof TurnRequestMcpServer>;
+
 /** `turn.started`: a turn began, with the mode asked for and who runs it. */
 export const TurnStarted = Type.Object({
   /** The mode requested (the mode actually exposed is in `tools.exposed`). */
@@ -18,6 +45,18 @@ export const TurnStarted = Type.Object({
    * with the same key finds this turn and is answered from its record instead of running again.
    */
   requestKey: Type.Optional(Type.String()),
+  /**
+   * The client's tools offered to this turn, as given (name, description, parameters: no secrets; added, optional):
+   * a member that takes the turn over rebuilds the same client source from them.
+   */
+  clientTools: Type.Optional(Type.Array(TurnClientTool)),
+  /** Client tools given but too large to keep here: a member that takes the turn over lists them as missing. */
+  clientToolsOmitted: Type.Optional(Type.Object({ count: NonNegInt(), bytes: NonNegInt() })),
+  /**
+   * The MCP servers the request added, each with what is not secret (added, optional): a member that takes the turn
+   * over rebuilds the ones it can and lists the others as missing, with the reason.
+   */
+  requestMcpServers: Type.Optional(Type.Array(TurnRequestMcpServer)),
 });
 export type TurnStarted = Static<typeof TurnStarted>;
 

@@ -17,6 +17,7 @@ import {
   SharedMcpServers,
   specSecrets,
   type Catalog,
+  type SourceStatus,
 } from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
 import {
@@ -59,6 +60,7 @@ import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
 import { checkTurnRequest } from './turnRequest.js';
+import { rebuildRequestSources, requestSourcesFact } from './requestSources.js';
 import { turnViewOf } from './turnView.js';
 import type { EngineDeps, EngineOptions, EngineSession, TurnRun } from './types.js';
 
@@ -126,6 +128,8 @@ interface ResumePlan {
   signal?: AbortSignal;
   calls: AdoptedCall[];
   catalogChanged?: { from: string; to: string };
+  /** Request sources the facts cannot rebuild (a secret not kept): failed sources of the resumed turn. */
+  missingSources?: SourceStatus[];
 }
 
 /** A turn this engine runs, as the engine sees it: it can end it, or let it go for a handover. */
@@ -323,6 +327,7 @@ export function createEngine(opts: EngineOptions): Engine {
           sandboxId: facts.sandboxId,
           owner: facts.owner,
           clientId,
+          ...requestSourcesFact(req.clientTools, req.mcpServers, config),
           ...(typeof req.requestKey === 'string' && req.requestKey !== ''
             ? { requestKey: req.requestKey.slice(0, 200) }
             : {}),
@@ -347,6 +352,7 @@ export function createEngine(opts: EngineOptions): Engine {
       clientId,
       clientTools: req.clientTools ?? [],
       mcpServers: req.mcpServers ?? {},
+      ...(resume?.missingSources === undefined ? {} : { missingSources: resume.missingSources }),
       requestedMode,
       events,
       answers,
@@ -671,6 +677,9 @@ export function createEngine(opts: EngineOptions): Engine {
         continue;
       }
       const started = open.state.started!;
+      // The request's own sources, as far as the facts describe them; the rest are listed missing, with why.
+      const rebuilt = rebuildRequestSources(started, config);
+      if (rebuilt.missing.length > 0) plan.missingSources = rebuilt.missing;
       const resumed = await launchTurn(
         {
           sessionId,
@@ -682,6 +691,8 @@ export function createEngine(opts: EngineOptions): Engine {
           mode: started.mode,
           ...(started.harness === 'pi' || started.harness === 'codex' ? { harness: started.harness } : {}),
           ...(started.clientId === undefined ? {} : { clientId: started.clientId }),
+          ...(rebuilt.clientTools.length > 0 ? { clientTools: rebuilt.clientTools } : {}),
+          ...(Object.keys(rebuilt.mcpServers).length > 0 ? { mcpServers: rebuilt.mcpServers } : {}),
         },
         plan,
       );

@@ -79,7 +79,7 @@ export async function listTurnSources(
   const parts: CatalogPart[] = [...deps.opts.staticSources.parts];
   const failures: SourceStatus[] = [...deps.opts.staticSources.failures];
   const { specs, failures: specFailures } = mcpServersFor(deps, run);
-  failures.push(...specFailures);
+  failures.push(...specFailures, ...(run.missingSources ?? []));
   const names = Object.keys(specs);
   if (names.length > 0) {
     const runtime = runtimeOf(deps, run.session);

@@ -8,6 +8,7 @@ import type {
   McpServerSpec,
   SessionMcpRuntime,
   SharedMcpServers,
+  SourceStatus,
   StaticSources,
   ToolEntry,
 } from '../catalog/index.js';
@@ -142,6 +143,8 @@ export interface TurnRun {
   readonly clientId: string;
   readonly clientTools: ClientToolSpec[];
   readonly mcpServers: Record<string, unknown>;
+  /** A resumed turn's request sources its facts could not rebuild: listed as failed sources, with the reason. */
+  readonly missingSources?: readonly SourceStatus[];
   readonly requestedMode: ExposureMode;
   readonly events: TurnPublisher;
   readonly answers: TurnAnswers;

@@ -150,6 +150,71 @@ describe('adoptSession', () => {
     expect(new Set(seqs).size).toBe(seqs.length);
   });
 
+  it("rebuilds a resumed turn's client tools and request MCP servers from its facts, never from a secret", async () => {
+    const w = await setup();
+    const first = w.make();
+    const secretUrl = 'http://agent:pa55word-secret@127.0.0.1:9/mcp?token=query-secret-value';
+    const started = await first.startTurn({
+      sessionId: 'a3',
+      clientTools: [
+        {
+          name: 'lookup',
+          description: 'Look a value up on the client.',
+          parameters: { type: 'object', properties: {} },
+        },
+      ],
+      mcpServers: {
+        remote: { url: secretUrl, timeoutMs: 500 },
+        plain: {
+          url: 'http://127.0.0.1:9/mcp',
+          headers: { Authorization: 'Bearer header-secret-value' },
+          timeoutMs: 500,
+        },
+      },
+    });
+    if (!started.ok) throw new Error(started.error.message);
+    const pending = await started.value.invoke('tool_call', { id: 'client:client:lookup', args: {} });
+    expect(pending).toMatchObject({ ok: true, pending: true });
+    const first1 = pending as { callId: string };
+    await first.releaseSession('a3');
+
+    const second = w.make();
+    const adopted = await second.adoptSession('a3', { member: 'gw-2' });
+    if (!adopted.ok) throw new Error(adopted.error.message);
+    const t = adopted.value.turns[0]!;
+    expect(t.outcome).toBe('resumed');
+    // The client's tool is in the resumed catalog: called again, it is handed back, not tool.notFound.
+    const again = await t.turn!.invoke('tool_call', { id: 'client:client:lookup', args: {} });
+    expect(again).toMatchObject({ ok: true, pending: true, toolName: 'lookup' });
+    // The result of the call handed back before the takeover is still accepted, as the client's.
+    await t.turn!.clientResult(first1.callId, { ok: true, content: 'client value' });
+    await t.turn!.end();
+    const events = await w.events('a3');
+    const received = events.find((e) => e.type === 'client.result.received');
+    expect(received?.data).toMatchObject({ callId: first1.callId, ok: true });
+    expect(received?.causationId).not.toBeNull();
+    // No secret is in any fact; the servers the facts cannot rebuild are listed missing, saying why.
+    const text = JSON.stringify(events);
+    for (const secret of ['pa55word-secret', 'query-secret-value', 'header-secret-value'])
+      expect(text).not.toContain(secret);
+    const startedFact = events.find((e) => e.type === 'turn.started')?.data as Record<string, unknown>;
+    expect(startedFact['requestMcpServers']).toEqual([
+      expect.objectContaining({ name: 'remote', url: 'http://127.0.0.1:9/mcp', rebuildable: false }),
+      expect.objectContaining({ name: 'plain', headerNames: ['Authorization'], rebuildable: false }),
+    ]);
+    const listed = events.filter((e) => e.type === 'sources.listed');
+    expect(listed).toHaveLength(2);
+    const resumedSources = (listed[1]!.data as { sources: Array<{ key: string; ok: boolean; reason?: string }> })
+      .sources;
+    expect(resumedSources.find((s) => s.key === 'mcp:remote')?.reason).toMatch(
+      /cannot be rebuilt.*user info and its URL's query may be secret and are not kept in the turn's facts/,
+    );
+    expect(resumedSources.find((s) => s.key === 'mcp:plain')?.reason).toMatch(/header values/);
+    expect(resumedSources.find((s) => s.key === 'client:client')).toMatchObject({ ok: true, toolCount: 1 });
+    const state = turnStateFrom(events, 'a3', started.value.turnId);
+    expect(state).toMatchObject({ status: 'completed', pendingCalls: {}, adoptions: 1 });
+  });
+
   it('interrupts an open turn whose client has gone: every call gets a terminal fact, nothing runs', async () => {
     const w = await setup();
     shared().counts = {};
