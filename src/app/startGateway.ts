@@ -520,6 +520,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         replay: (sessionId) => bus.replay({ sessionId }),
         port,
         host,
+        drainMs: config.gateway.drainMs,
         maxRounds: config.provider.maxRounds,
         defaults: { agentId: 'default', profile: 'default' },
         onEvent,

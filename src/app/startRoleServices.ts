@@ -186,7 +186,7 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
         closers.push(() =>
           ownership === undefined
             ? consumer.stop()
-            : consumer.handover(config.gateway.takeoverMs).then((handed) => {
+            : consumer.handover(config.gateway.drainMs).then((handed) => {
                 if (handed.length > 0) say(`gateway ${id}: handed ${handed.length} sessions over to the other members`);
               }),
         );

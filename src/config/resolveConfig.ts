@@ -23,7 +23,7 @@ export const CONFIG_DEFAULTS = {
     commandMaxAgeMs: 3_600_000,
   },
   provider: { maxRounds: 8, timeoutMs: 120_000 },
-  gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000, takeoverMs: 5_000 },
+  gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000, takeoverMs: 5_000, drainMs: 5_000 },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
   session: { idleTimeoutMs: 600_000, maxLive: 256, maxStarting: 16, maxStartQueue: 256, startQueueTimeoutMs: 10_000 },
   harness: 'pi',

@@ -278,6 +278,14 @@ export const ToolSearchConfig = Type.Object(
               description: "5000: a gateway member's sessions move to another member within this bound once it stops",
             }),
           ),
+          drainMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 600_000,
+              description:
+                '5000: at SIGTERM, how long requests and session commands in hand may still finish before they are answered 503 or handed over',
+            }),
+          ),
         },
         closed,
       ),

@@ -94,6 +94,11 @@ export interface ResolvedConfig {
      * sessions to another member (default 5000, 500..600000).
      */
     takeoverMs: number;
+    /**
+     * At shutdown (SIGTERM), how long HTTP requests in flight and session commands in hand may still finish before
+     * they are answered 503 (HTTP) or their sessions are handed over (NATS) (default 5000, 0..600000).
+     */
+    drainMs: number;
   };
   telemetry: { enabled: boolean; tracesDir: string; sampleRatio: number };
   /**

@@ -157,6 +157,9 @@ describe('validateConfig', () => {
     expect(messages({ tools: { approval: { timeoutMs: 0 } } })).toEqual([
       '0 is not allowed at tools.approval.timeoutMs: expected an integer of at least 1',
     ]);
+    expect(messages({ gateway: { drainMs: -1 } })).toEqual([
+      '-1 is not allowed at gateway.drainMs: expected an integer from 0 to 600000',
+    ]);
     expect(messages({ nats: { retention: 'forever' } })).toEqual([
       '"forever" is not allowed at nats.retention: use "limits", "interest" or "workqueue"',
     ]);
@@ -274,7 +277,7 @@ describe('parseConfig', () => {
     });
     expect(c.requestMcpServers).toEqual({ servers: {}, urls: [] });
     expect(c.provider).toEqual({ maxRounds: 8, timeoutMs: 120000 });
-    expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000, takeoverMs: 5000 });
+    expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000, takeoverMs: 5000, drainMs: 5000 });
     expect(c.telemetry).toEqual({ enabled: false, tracesDir: '/base/traces', sampleRatio: 1 });
     expect(c.session).toEqual({
       idleTimeoutMs: 600000,
@@ -326,6 +329,8 @@ describe('parseConfig', () => {
     expect(c.nats).toMatchObject({ replicas: 3, retention: 'workqueue', url: 'nats://127.0.0.1:4222' });
     expect(c.provider.maxRounds).toBe(4);
     expect(c.harness).toBe('codex');
+    const drain = parseConfig({ gateway: { drainMs: 1500 } }, undefined, { cwd: '/base' });
+    expect(drain.ok && drain.value.config.gateway.drainMs).toBe(1500);
   });
 
   it('passes toolSearch clamp warnings through', () => {

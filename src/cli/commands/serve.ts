@@ -7,7 +7,7 @@ import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
 
 export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--host H] [--insecure-http] [--config F] [--nats URL] [--log FILE] [--provider URL]
-                        [--provider-timeout MS] [--role all|gateway|policy|sandbox] [--takeover-ms MS]
+                        [--provider-timeout MS] [--role all|gateway|policy|sandbox] [--takeover-ms MS] [--drain-ms MS]
 
 Serves the OpenAI-compatible gateway on 127.0.0.1: POST /v1/chat/completions (plain and stream: true),
 GET /v1/models, GET /healthz. Each request is a turn: the exposed tools go to the upstream provider, the
@@ -35,6 +35,8 @@ ${NATS_FLAG_HELP}
                   to another member within MS (default: config gateway.takeoverMs, 5000; 500..600000). Each
                   session has one owning member; commands that land elsewhere are forwarded to it. SIGTERM
                   hands this member's sessions to the others.
+  --drain-ms MS   at SIGTERM, how long requests and session commands in hand may still finish before they are
+                  answered 503 or handed over (default: config gateway.drainMs, 5000; 0..600000)
 
 Request headers: x-toolsearch-session (session id; default a new one, returned in the response),
 x-toolsearch-agent and x-toolsearch-profile (policy; "default" or a name from the config's agents /
@@ -117,6 +119,7 @@ export const serveCommand: Command = {
         'provider-timeout': { type: 'string' },
         role: { type: 'string' },
         'takeover-ms': { type: 'string' },
+        'drain-ms': { type: 'string' },
         host: { type: 'string' },
         'insecure-http': { type: 'boolean' },
         catalog: { type: 'string', multiple: true },
@@ -169,6 +172,14 @@ export const serveCommand: Command = {
       );
       return EXIT_USAGE;
     }
+    const drainText = str(v['drain-ms']);
+    const drainMs = drainText === undefined ? undefined : Number(drainText);
+    if (drainText !== undefined && (!/^\d+$/.test(drainText) || drainMs! > 600_000)) {
+      io.stderr(
+        `serve: --drain-ms "${drainText}" is not a drain bound: give whole milliseconds from 0 to 600000 (config gateway.drainMs, default 5000).`,
+      );
+      return EXIT_USAGE;
+    }
     const loaded = loadConfig({ path: str(v['config']), cwd: io.cwd });
     if (!loaded.ok) {
       io.stderr(`${loaded.error.code}: ${loaded.error.message}`);
@@ -176,6 +187,8 @@ export const serveCommand: Command = {
     }
     if (takeoverMs !== undefined)
       loaded.value.config = { ...loaded.value.config, gateway: { ...loaded.value.config.gateway, takeoverMs } };
+    if (drainMs !== undefined)
+      loaded.value.config = { ...loaded.value.config, gateway: { ...loaded.value.config.gateway, drainMs } };
     for (const w of loaded.value.warnings) io.stderr(`warning: ${w}`);
     io.stderr(loaded.value.path === undefined ? 'config: none found, using defaults' : `config: ${loaded.value.path}`);
     const connect = natsSettingsFromCli(v, io, loaded.value.config.nats);
