@@ -266,11 +266,17 @@ export function createEngine(opts: EngineOptions): Engine {
     if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
     const checked = checkTurnRequest(req);
     if (!checked.ok) return checked;
-    const admitted = sessions.begin(req.sessionId, req.principal ?? `agent:${req.agentId ?? 'default'}`, () => ({
+    const make = () => ({
       sessionId: req.sessionId,
       runtime: undefined,
       state: resume?.session ?? adoptedSessions.get(req.sessionId) ?? initialSessionState(req.sessionId),
-    }));
+    });
+    const principal = req.principal ?? `agent:${req.agentId ?? 'default'}`;
+    // An adopted turn is not new work: admission never refuses it (adoptSession bounds how many run at once).
+    const admitted =
+      resume !== undefined
+        ? ok(sessions.adopt(req.sessionId, principal, make))
+        : sessions.begin(req.sessionId, principal, make);
     if (!admitted.ok) return admitted;
     // When the turn was admitted: the start bounds of its MCP servers count from here, a wait for a start place included.
     const admittedAt = Date.now();
@@ -282,7 +288,7 @@ export function createEngine(opts: EngineOptions): Engine {
       sessions.end(req.sessionId);
     };
     // A new session's first turn holds one of the bounded start places until its tools are exposed.
-    const place = await sessions.start(req.sessionId);
+    const place = resume !== undefined ? ok(() => undefined) : await sessions.start(req.sessionId);
     if (!place.ok) {
       release();
       return place;
@@ -640,8 +646,35 @@ export function createEngine(opts: EngineOptions): Engine {
     return { turnId: open.turnId, outcome: 'interrupted', reason: why, calls };
   }
 
+  /** Adoptions running now, and those waiting for a place (oldest first): at most `adoptPlaces` at once. */
+  const adoptPlaces = Math.max(1, config.session.maxStarting ?? 16);
+  let adopting = 0;
+  const adoptQueue: Array<() => void> = [];
+  const adoptPlace = async (): Promise<() => void> => {
+    if (adopting >= adoptPlaces) await new Promise<void>((resolve) => adoptQueue.push(resolve));
+    else adopting++;
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      const next = adoptQueue.shift();
+      if (next !== undefined) next();
+      else adopting--;
+    };
+  };
+
   async function adoptSession(sessionId: string, o: AdoptOptions = {}): Promise<Result<AdoptReport>> {
     if (closed) return fail('engine.closed', 'The turn engine is closed: start a new one.');
+    // Bounded by places, not refused: a takeover after a member died may bring many sessions at once.
+    const leave = await adoptPlace();
+    try {
+      return await adoptSessionNow(sessionId, o);
+    } finally {
+      leave();
+    }
+  }
+
+  async function adoptSessionNow(sessionId: string, o: AdoptOptions): Promise<Result<AdoptReport>> {
     if (typeof sessionId !== 'string' || sessionId.trim() === '')
       return fail('turn.invalidRequest', 'adoptSession needs a non-empty session id.');
     const stored: Envelope[] = [];

@@ -147,6 +147,27 @@ export class SessionTable {
   }
 
   /**
+   * Admits a turn taken over from another member or a previous process (an adoption): never refused, since it is not
+   * new work and a refusal would leave it open with nobody to end it. A new session at a bound still takes the place
+   * of the oldest idle one when there is one; otherwise it goes over the bound (the engine bounds how many adoptions
+   * run at once). Counted as running until `end`.
+   */
+  adopt(sessionId: string, principal: string, make: () => EngineSession): EngineSession {
+    let entry = this.entries.get(sessionId);
+    if (entry === undefined) {
+      this.roomFor(principal, true);
+      entry = { state: make(), principal, running: 0, lastActive: this.now(), started: false };
+      this.perPrincipal.set(principal, (this.perPrincipal.get(principal) ?? 0) + 1);
+    } else {
+      this.entries.delete(sessionId);
+    }
+    entry.running++;
+    entry.lastActive = this.now();
+    this.entries.set(sessionId, entry);
+    return entry.state;
+  }
+
+  /**
    * Waits for a start place for a turn admitted by `begin`, when its session has not started yet (else at once):
    * at most `maxStarting` sessions start at a time and the others wait, first come first served, at most
    * `startQueueTimeoutMs`. Resolves to the release (call it once the turn's tools are exposed, or it failed), or a

@@ -56,8 +56,9 @@ async function setup() {
   cleanup.push(() => bus.close());
   const loaded = await loadStaticSources({ config, includeConfig: true, cwd: dir });
   if (!loaded.ok) throw new Error(loaded.error.message);
-  const make = (): Engine => {
+  const make = (extra: Partial<Parameters<typeof createEngine>[0]> = {}): Engine => {
     const e = createEngine({
+      ...extra,
       config,
       bus,
       staticSources: loaded.value,
@@ -213,6 +214,30 @@ describe('adoptSession', () => {
     expect(resumedSources.find((s) => s.key === 'client:client')).toMatchObject({ ok: true, toolCount: 1 });
     const state = turnStateFrom(events, 'a3', started.value.turnId);
     expect(state).toMatchObject({ status: 'completed', pendingCalls: {}, adoptions: 1 });
+  });
+
+  it('adopts a session although admission refuses new turns: a takeover is not new work', async () => {
+    const w = await setup();
+    const first = w.make();
+    const started = await first.startTurn({ sessionId: 'a4' });
+    if (!started.ok) throw new Error(started.error.message);
+    await first.releaseSession('a4');
+    const overload = { code: 'gateway.overloaded' as const, message: 'saturated (test)', retryAfterMs: 1000 };
+    const second = w.make({ saturated: () => overload });
+    // A new turn is refused with the overload ...
+    const refused = await second.startTurn({ sessionId: 'a5' });
+    expect(refused).toMatchObject({ ok: false, error: { code: 'gateway.overloaded' } });
+    // ... the open turn of a session taken over is adopted and goes on.
+    const adopted = await second.adoptSession('a4', { member: 'gw-2' });
+    if (!adopted.ok) throw new Error(adopted.error.message);
+    expect(adopted.value.turns.map((t) => t.outcome)).toEqual(['resumed']);
+    const echo = await adopted.value.turns[0]!.turn!.invoke('tool_call', {
+      id: 'openclaw:bank:echo_text',
+      args: { text: 'still here' },
+    });
+    expect(echo).toMatchObject({ ok: true, value: { echoed: 'still here' } });
+    await adopted.value.turns[0]!.turn!.end();
+    expect(turnStateFrom(await w.events('a4'), 'a4', started.value.turnId).status).toBe('completed');
   });
 
   it('interrupts an open turn whose client has gone: every call gets a terminal fact, nothing runs', async () => {
