@@ -18,6 +18,15 @@ export interface PendingCall {
   rerunSafe?: boolean;
   args?: unknown;
   attempt?: number;
+  /** From `call.requested`: the model's id of the tool call, how it was made and its arguments' digest. */
+  toolCallId?: string;
+  via?: 'direct' | 'tool' | 'code';
+  argsDigest?: string;
+  /**
+   * The answer to its approval, when one came and the call has not gone on yet (`approval.resolved` for the same
+   * arguments, or the gateway's own `approval.settled`): a member that takes the turn over acts on it.
+   */
+  approval?: { approved: boolean; by?: string; reason?: string; eventId: string };
 }
 
 /** A code run requested and not settled yet, with the bridge operations it made so far. */
@@ -62,7 +71,19 @@ export interface TurnState {
   pendingCalls: Readonly<Record<string, PendingCall>>;
   /** `approval.requested` without its `approval.resolved`, by approval id. */
   pendingApprovals: Readonly<
-    Record<string, { callId: string; toolId: string; at: string; timeoutMs: number; argsDigest?: string }>
+    Record<
+      string,
+      {
+        callId: string;
+        toolId: string;
+        at: string;
+        timeoutMs: number;
+        argsDigest?: string;
+        /** The `approval.requested` event's seq and id: its answer takes `seq + 1`. */
+        seq?: number;
+        eventId?: string;
+      }
+    >
   >;
   /** Calls that ended `call.outcomeUnknown` (their effect may or may not have happened), in order. */
   unknown: readonly string[];
@@ -119,6 +140,27 @@ const endCall = (state: TurnState, callId: string): TurnState => ({
   pendingApprovals: approvalsWithout(state, callId),
 });
 
+/** An approval answered: no longer pending, and its call knows the answer until it goes on. */
+const answered = (
+  state: TurnState,
+  approvalId: string,
+  d: { callId: string; approved: boolean; by?: string; reason?: string },
+  eventId: string,
+): TurnState => {
+  const call = state.pendingCalls[d.callId];
+  const approval = {
+    approved: d.approved,
+    ...(d.by === undefined ? {} : { by: d.by }),
+    ...(d.reason === undefined ? {} : { reason: d.reason }),
+    eventId,
+  };
+  return {
+    ...state,
+    pendingApprovals: without(state.pendingApprovals, approvalId),
+    ...(call === undefined ? {} : { pendingCalls: { ...state.pendingCalls, [d.callId]: { ...call, approval } } }),
+  };
+};
+
 const bridgeOp = (state: TurnState, codeRunId: string, op: 'search' | 'describe' | 'call'): TurnState => {
   const run = state.openCodeRuns[codeRunId];
   if (run === undefined) return state;
@@ -174,7 +216,15 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         calls: state.calls + 1,
         pendingCalls: {
           ...state.pendingCalls,
-          [e.data.callId]: { toolId: e.data.toolId, source: e.data.source, origin: e.data.origin, phase: 'requested' },
+          [e.data.callId]: {
+            toolId: e.data.toolId,
+            source: e.data.source,
+            origin: e.data.origin,
+            phase: 'requested',
+            via: e.data.via,
+            argsDigest: e.data.argsDigest,
+            ...(e.data.toolCallId === undefined ? {} : { toolCallId: e.data.toolCallId }),
+          },
         },
       };
     case 'call.decided': {
@@ -213,10 +263,14 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
     }
     case 'call.rejected':
       return { ...state, rejected: state.rejected + 1 };
-    case 'approval.requested':
-      if (state.pendingCalls[e.data.callId] === undefined) return state;
+    case 'approval.requested': {
+      const call = state.pendingCalls[e.data.callId];
+      if (call === undefined) return state;
       return {
         ...state,
+        ...(e.data.args === undefined
+          ? {}
+          : { pendingCalls: { ...state.pendingCalls, [e.data.callId]: { ...call, args: e.data.args } } }),
         pendingApprovals: {
           ...state.pendingApprovals,
           [e.data.approvalId]: {
@@ -225,19 +279,23 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
             at: e.at,
             timeoutMs: e.data.timeoutMs,
             ...(e.data.argsDigest === undefined ? {} : { argsDigest: e.data.argsDigest }),
+            seq: e.seq,
+            eventId: e.id,
           },
         },
       };
+    }
     case 'approval.resolved': {
       // Only an answer for the same call and arguments settles an approval; a late one changes nothing.
       const asked = state.pendingApprovals[e.data.approvalId];
       if (e.data.late === true || asked === undefined || asked.callId !== e.data.callId) return state;
       if (asked.argsDigest !== undefined && e.data.argsDigest !== asked.argsDigest) return state;
-      return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
+      return answered(state, e.data.approvalId, e.data, e.id);
     }
     case 'approval.settled':
       // The gateway's own end of a wait (timeout, cut, library approver).
-      return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
+      if (state.pendingApprovals[e.data.approvalId] === undefined) return state;
+      return answered(state, e.data.approvalId, e.data, e.id);
     case 'call.completed': {
       const ended = endCall(state, e.data.callId);
       return {

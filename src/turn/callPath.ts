@@ -102,7 +102,7 @@ export function rejectCall(
 }
 
 /** Whether a catalog tool can still be executed now: its executor exists and its MCP server still serves it. */
-function availability(deps: EngineDeps, run: TurnRun, entry: ToolEntry): Result<true> {
+export function availability(deps: EngineDeps, run: TurnRun, entry: ToolEntry): Result<true> {
   if (entry.source === 'client') return ok(true);
   if (deps.opts.staticSources.registry.has(entry.id)) return ok(true);
   if (entry.source === 'mcp') {
@@ -121,7 +121,7 @@ function availability(deps: EngineDeps, run: TurnRun, entry: ToolEntry): Result<
   );
 }
 
-function execute(
+export function execute(
   deps: EngineDeps,
   run: TurnRun,
   entry: ToolEntry,
@@ -168,6 +168,11 @@ const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle
 /** Arguments a `call.started` keeps: only a re-run-safe call's, and only when no secret had to be left out. */
 const MAX_KEPT_ARGS_BYTES = 64 * 1024;
 
+/** Whether a call's arguments may be kept in its facts: none is secret and they are small. Pure: no I/O. */
+export function keptArgs(entry: ToolEntry, args: Record<string, unknown>): boolean {
+  return redactSecretArgs(entry.inputSchema, args) === args && bytesOf(args) <= MAX_KEPT_ARGS_BYTES;
+}
+
 /** The `call.started` fact of a call about to run. Pure: no I/O. */
 export function startedFact(
   h: { callId: string; entry: ToolEntry },
@@ -187,7 +192,7 @@ export function startedFact(
   };
 }
 
-const toolContext = (h: CallHandle, signal: AbortSignal): ToolContext => {
+export const toolContext = (h: Pick<CallHandle, 'run' | 'callId'>, signal: AbortSignal): ToolContext => {
   const f = h.run.facts;
   return {
     sessionId: f.sessionId,
@@ -285,6 +290,8 @@ const enforcedCallMachine = toolCallMachine.provide({
             timeoutMs: approvalTimeoutMs,
             argsDigest,
             ...(reason === undefined ? {} : { reason }),
+            // Kept (never a secret) so that a member taking the turn over can keep the wait and run the call.
+            ...(keptArgs(entry, input.args) ? { args: input.args } : {}),
           },
           h.lastEventId,
           { reserveAnswer: true },

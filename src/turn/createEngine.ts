@@ -25,7 +25,9 @@ import {
   initialSessionState,
   makeEnvelope,
   type Envelope,
+  type PendingCall,
   type SessionState,
+  type TurnState,
 } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import {
@@ -49,6 +51,7 @@ import type {
 } from './turnEngine.js';
 import { rerunStartedCall } from './callPath.js';
 import { endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
+import { continueApprovalCall } from './resumeApproval.js';
 import { rerunSafe, type ToolEntry } from '../catalog/index.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
@@ -130,6 +133,61 @@ interface ResumePlan {
   catalogChanged?: { from: string; to: string };
   /** Request sources the facts cannot rebuild (a secret not kept): failed sources of the resumed turn. */
   missingSources?: SourceStatus[];
+}
+
+/**
+ * What an adopted turn goes on with after its adoption: calls whose approval keeps waiting (or was answered during
+ * the takeover) run here, their results kept by call id and by the model's tool call id, so the same invocation sent
+ * again gets that call's result instead of a second call.
+ */
+interface AdoptedWork {
+  controller: AbortController;
+  letGo: boolean;
+  tasks: Array<Promise<unknown>>;
+  results: Map<string, Promise<StepResult>>;
+}
+
+/** How long ending an adopted turn waits for the calls its adoption went on with to record their end. */
+const ADOPTED_END_BOUND_MS = 5_000;
+
+/**
+ * The calls of an adopted turn whose approval can go on here (`go`: still waiting, or answered during the takeover,
+ * with the arguments kept, made by the model directly, and still in the catalog) and why the others' waits are cut
+ * (`cut`, by call id). Pure: no I/O.
+ */
+function approvalsToContinue(
+  state: TurnState,
+  view: { byId: ReadonlyMap<string, ToolEntry> },
+): {
+  go: Array<{
+    callId: string;
+    call: PendingCall;
+    entry: ToolEntry;
+    asked: { approvalId: string; approval: TurnState['pendingApprovals'][string] } | undefined;
+  }>;
+  cut: Map<string, string>;
+} {
+  const go: ReturnType<typeof approvalsToContinue>['go'] = [];
+  const cut = new Map<string, string>();
+  for (const [callId, call] of Object.entries(state.pendingCalls)) {
+    if (call.phase === 'started' || call.decision !== 'approvalRequired') continue;
+    const found = Object.entries(state.pendingApprovals).find(([, a]) => a.callId === callId);
+    if (found === undefined && call.approval === undefined) continue;
+    const entry = view.byId.get(call.toolId);
+    const args = call.args;
+    if (call.via === 'code') cut.set(callId, 'the code run that made the call is gone with the member that ran it');
+    else if (typeof args !== 'object' || args === null || Array.isArray(args))
+      cut.set(callId, "its arguments hold a secret or are too large, so they are not in the turn's facts");
+    else if (entry === undefined) cut.set(callId, `${call.toolId} is not in the catalog any more`);
+    else
+      go.push({
+        callId,
+        call,
+        entry,
+        asked: found === undefined ? undefined : { approvalId: found[0], approval: found[1] },
+      });
+  }
+  return { go, cut };
 }
 
 /** A turn this engine runs, as the engine sees it: it can end it, or let it go for a handover. */
@@ -458,7 +516,9 @@ export function createEngine(opts: EngineOptions): Engine {
       };
     }
 
-    if (resume !== undefined) await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput);
+    const adoptedWork: AdoptedWork = { controller: new AbortController(), letGo: false, tasks: [], results: new Map() };
+    if (resume !== undefined)
+      await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput, adoptedWork);
 
     const exposure = ready.context.exposure?.surface as Exposure;
     const turn: LiveTurn = {
@@ -473,6 +533,10 @@ export function createEngine(opts: EngineOptions): Engine {
             fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`),
           );
         }
+        // The same invocation as a call the adoption goes on with (a retry after the takeover): that call's result.
+        const again =
+          typeof invokeOpts?.toolCallId === 'string' ? adoptedWork.results.get(invokeOpts.toolCallId) : undefined;
+        if (again !== undefined) return again;
         const stepId = deps.newId();
         if (typeof invokeOpts?.toolCallId === 'string' && invokeOpts.toolCallId !== '')
           run.stepCallIds.set(stepId, invokeOpts.toolCallId.slice(0, 200));
@@ -530,6 +594,9 @@ export function createEngine(opts: EngineOptions): Engine {
         if (ended) return;
         ended = true;
         liveTurns.delete(turn);
+        adoptedWork.letGo = true;
+        adoptedWork.controller.abort();
+        events.letGo();
         actor.stop();
         for (const resolve of run.steps.values())
           resolve(
@@ -548,6 +615,14 @@ export function createEngine(opts: EngineOptions): Engine {
         if (outcome?.failed !== undefined) actor.send({ type: 'ABORT', reason: outcome.failed.reason });
         else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
+        // Calls the adoption went on with: a wait still open is cut (recorded cancelled), each records its end.
+        if (adoptedWork.tasks.length > 0) {
+          adoptedWork.controller.abort();
+          await Promise.race([
+            Promise.allSettled(adoptedWork.tasks),
+            new Promise((r) => setTimeout(r, ADOPTED_END_BOUND_MS).unref()),
+          ]);
+        }
         const promptBytes = outcome?.promptBytes;
         await finish(
           outcome?.failed,
@@ -566,7 +641,12 @@ export function createEngine(opts: EngineOptions): Engine {
    * `turn.adopted` with a changed catalog fingerprint, re-runs started calls the tool declares safe (with their kept
    * arguments, when still in the new catalog) and ends every other open call with its fact (`endOpenCalls`).
    */
-  async function continueAdopted(plan: ResumePlan, run: TurnRun, context: ExecuteStepInput): Promise<void> {
+  async function continueAdopted(
+    plan: ResumePlan,
+    run: TurnRun,
+    context: ExecuteStepInput,
+    work: AdoptedWork,
+  ): Promise<void> {
     const before = plan.open.state.catalog?.fingerprint;
     const after = run.events.state.catalog?.fingerprint;
     const catalogChanged =
@@ -587,15 +667,41 @@ export function createEngine(opts: EngineOptions): Engine {
     const reruns: Array<{ callId: string; entry: ToolEntry; args: Record<string, unknown>; attempt: number }> = [];
     const why =
       plan.reason === 'restart' ? 'the gateway restarted while it ran' : 'the gateway member that ran it stopped';
-    const calls = await endOpenCalls(run.events, why, (callId) => {
-      const call = run.events.state.pendingCalls[callId];
-      const entry = call === undefined ? undefined : view.byId.get(call.toolId);
-      const args = call?.args;
-      if (call?.rerunSafe !== true || entry === undefined || !rerunSafe(entry)) return false;
-      if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
-      reruns.push({ callId, entry, args: args as Record<string, unknown>, attempt: (call.attempt ?? 1) + 1 });
-      return true;
-    });
+    const approvals = approvalsToContinue(run.events.state, view);
+    const calls = await endOpenCalls(
+      run.events,
+      why,
+      (callId) => {
+        const call = run.events.state.pendingCalls[callId];
+        const entry = call === undefined ? undefined : view.byId.get(call.toolId);
+        const args = call?.args;
+        if (call?.rerunSafe !== true || entry === undefined || !rerunSafe(entry)) return false;
+        if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
+        reruns.push({ callId, entry, args: args as Record<string, unknown>, attempt: (call.attempt ?? 1) + 1 });
+        return true;
+      },
+      { keep: new Set(approvals.go.map((g) => g.callId)), cutWhy: approvals.cut },
+    );
+    // Approvals that keep waiting for the rest of their time, or were answered during the takeover: run here.
+    for (const g of approvals.go) {
+      const task = continueApprovalCall(
+        deps,
+        run,
+        g.entry,
+        g.callId,
+        g.call,
+        g.asked,
+        work.controller.signal,
+        () => work.letGo,
+      ).catch((err: unknown): StepResult =>
+        fail('call.failed', `The call ${g.callId} broke: ${err instanceof Error ? err.message : String(err)}`),
+      );
+      work.tasks.push(task);
+      work.results.set(g.callId, task);
+      if (g.call.toolCallId !== undefined) work.results.set(g.call.toolCallId, task);
+      const action = g.call.approval === undefined ? 'awaitingApproval' : g.call.approval.approved ? 'ran' : 'denied';
+      calls.push({ callId: g.callId, toolId: g.call.toolId, action });
+    }
     const signal = plan.signal ?? new AbortController().signal;
     for (const r of reruns) {
       const done = await rerunStartedCall(deps, run, r.entry, r.callId, r.args, r.attempt, signal);

@@ -74,21 +74,34 @@ export function outcomeUnknownText(toolId: string, why: string): string {
   );
 }
 
+/** What `endOpenCalls` leaves to the caller: calls it goes on with, and why others' approval waits were cut. */
+export interface EndOpenCallsOptions {
+  /** Calls the adopting member goes on with (an approval that keeps waiting): no fact for them here. */
+  keep?: ReadonlySet<string>;
+  /** Why a call's approval wait could not go on, by call id (recorded in its `approval.settled` and `call.blocked`). */
+  cutWhy?: ReadonlyMap<string, string>;
+}
+
 /**
  * Ends every call of an open turn that can no longer go on by itself, with one terminal fact each, and says what
- * became of it: a pending approval is recorded cancelled (`approval.resolved`, by `cancelled`) and its call
+ * became of it: a pending approval is recorded cancelled (`approval.settled`, by `cancelled`) and its call
  * blocked at the approval; a call that never started ends `call.failed` with `call.notStarted` (nothing ran, so
  * calling again is safe); a call that started ends `call.outcomeUnknown` unless `rerun` takes it (a re-run-safe
- * call with its arguments kept, when the turn goes on). Every fact is published before the next one.
+ * call with its arguments kept, when the turn goes on). Calls in `opts.keep` are left alone. Every fact is
+ * published before the next one.
  */
 export async function endOpenCalls(
   pub: TurnPublisher,
   why: string,
   rerun?: (callId: string) => boolean,
+  opts: EndOpenCallsOptions = {},
 ): Promise<AdoptedCall[]> {
   const out: AdoptedCall[] = [];
   const cause = null;
+  const kept = (callId: string) => opts.keep?.has(callId) === true;
+  const cutWhy = (callId: string) => opts.cutWhy?.get(callId) ?? why;
   for (const [approvalId, a] of Object.entries(pub.state.pendingApprovals)) {
+    if (kept(a.callId)) continue;
     // The gateway's own record of a cut wait: `approval.settled` (the gateway role may not publish approval.resolved).
     await pub.emit(
       'approval.settled',
@@ -100,12 +113,13 @@ export async function endOpenCalls(
         cancelled: true,
         channel: 'gateway',
         ...(a.argsDigest === undefined ? {} : { argsDigest: a.argsDigest }),
-        reason: `the approval wait was cut: ${why}`,
+        reason: `the approval wait was cut: ${cutWhy(a.callId)}`,
       },
       cause,
     );
   }
   for (const [callId, call] of Object.entries(pub.state.pendingCalls)) {
+    if (kept(callId)) continue;
     const common = {
       callId,
       toolId: call.toolId,
@@ -123,7 +137,7 @@ export async function endOpenCalls(
     } else if (call.decision === 'approvalRequired') {
       await pub.emit(
         'call.blocked',
-        { ...common, stage: 'approval', reason: `the approval wait was cut (${why}); nothing ran` },
+        { ...common, stage: 'approval', reason: `the approval wait was cut (${cutWhy(callId)}); nothing ran` },
         cause,
       );
       out.push({ callId, toolId: call.toolId, action: 'cancelled' });

@@ -84,12 +84,14 @@ export interface AdoptedCall {
   /**
    * `awaitingApproval`: its approval keeps waiting for the rest of its time (an answer that arrived meanwhile is
    * taken); `awaitingClient`: a client call that still accepts its result; `ran`: decided, never started, run now;
-   * `reran`: started without an outcome and re-run because the tool declares it safe; `outcomeUnknown`: started
+   * `reran`: started without an outcome and re-run because the tool declares it safe; `denied`: its approval was
+   * answered no (or timed out) while the turn was taken over, and the call is blocked; `outcomeUnknown`: started
    * without an outcome and not safe to re-run, ended with `call.outcomeUnknown` (never retried); `cancelled`: its
    * approval wait was cut (recorded `cancelled`) and the call blocked; `notStarted`: decided and never started, ended
    * `call.failed` with `call.notStarted` (nothing ran: calling again is safe).
    */
-  action: 'awaitingApproval' | 'awaitingClient' | 'ran' | 'reran' | 'outcomeUnknown' | 'cancelled' | 'notStarted';
+  action:
+    'awaitingApproval' | 'awaitingClient' | 'ran' | 'reran' | 'outcomeUnknown' | 'cancelled' | 'denied' | 'notStarted';
 }
 
 /** One open turn of an adopted session and what became of it. */

@@ -26,6 +26,8 @@ export class TurnPublisher {
   private seq = 0;
   /** The turn's state: `evolveTurn` over its events. */
   state: TurnState;
+  /** Set when the turn was let go (a handover): it publishes nothing more, the next owner goes on from the stream. */
+  private handedOver = false;
   /** Live tracing: sees each event before it is published and names the span it belongs to (`envelope.trace`). */
   tracing: { observe(e: Envelope): Record<string, string> | undefined } | undefined;
 
@@ -50,6 +52,11 @@ export class TurnPublisher {
     this.seq = Math.max(this.seq, lastSeq + 1);
   }
 
+  /** The turn was handed to another member: every later `emit` is refused, so nothing is recorded after the handover. */
+  letGo(): void {
+    this.handedOver = true;
+  }
+
   /** Folds one event of this turn into the turn's and the session's state. */
   fold(e: Envelope): void {
     this.state = evolveTurn(this.state, e);
@@ -62,6 +69,8 @@ export class TurnPublisher {
     causationId: string | null = null,
     opts: { reserveAnswer?: boolean; seq?: number } = {},
   ): Promise<EventOf<K>> {
+    if (this.handedOver)
+      throw new Error(`turn ${this.turnId} was handed to another gateway member: ${type} is not recorded here`);
     let seq = opts.seq;
     if (seq === undefined) {
       seq = ++this.seq;

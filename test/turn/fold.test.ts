@@ -164,10 +164,12 @@ describe('evolveTurn', () => {
       ev('call.started', { callId: 'c3', ...common, rerunSafe: true, args: { text: 'x' }, attempt: 1 }),
     ];
     const mid = events.reduce(evolveTurn, initialTurnState('s', 't'));
+    // What `call.requested` said: how the call was made and its arguments' digest.
+    const asked = { ...common, via: 'tool', argsDigest: 'd' };
     expect(mid.pendingCalls).toEqual({
-      c1: { toolId: tool, source: 'openclaw', origin: 'plugin', phase: 'decided', decision: 'allowed' },
-      c2: { ...common, phase: 'started', decision: 'allowed', rerunSafe: false, attempt: 1 },
-      c3: { ...common, phase: 'started', decision: 'allowed', rerunSafe: true, args: { text: 'x' }, attempt: 1 },
+      c1: { ...asked, phase: 'decided', decision: 'allowed' },
+      c2: { ...asked, phase: 'started', decision: 'allowed', rerunSafe: false, attempt: 1 },
+      c3: { ...asked, phase: 'started', decision: 'allowed', rerunSafe: true, args: { text: 'x' }, attempt: 1 },
     });
     // A decision seen again after the call started does not move it back.
     const again = evolveTurn(mid, { ...events[6]!, id: 'dup' });

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openMemoryBus, type Envelope, type MemoryBus } from '../../src/bus/index.js';
 import { loadStaticSources } from '../../src/catalog/index.js';
 import { parseConfig } from '../../src/config/index.js';
-import { turnStateFrom } from '../../src/events/index.js';
+import { makeEnvelope, turnStateFrom } from '../../src/events/index.js';
 import { auditReport, formatAuditReport, sessionLogFrom } from '../../src/audit/index.js';
 import { createEngine, type Engine } from '../../src/turn/index.js';
 
@@ -36,14 +36,14 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function setup() {
+async function setup(approvalTimeoutMs = 60_000) {
   const dir = mkdtempSync(join(tmpdir(), 'ts-adopt-'));
   cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
   const plugin = join(dir, 'bank.mjs');
   writeFileSync(plugin, PLUGIN);
   const parsed = parseConfig(
     {
-      tools: { toolSearch: { mode: 'tools' }, approval: { require: ['deploy_service'], timeoutMs: 60_000 } },
+      tools: { toolSearch: { mode: 'tools' }, approval: { require: ['deploy_service'], timeoutMs: approvalTimeoutMs } },
       plugins: [plugin],
       workspaceDir: dir,
     },
@@ -116,7 +116,7 @@ describe('adoptSession', () => {
     expect(byTool).toEqual({
       'openclaw:bank:charge_card': 'outcomeUnknown',
       'openclaw:bank:read_balance': 'reran',
-      'openclaw:bank:deploy_service': 'cancelled',
+      'openclaw:bank:deploy_service': 'awaitingApproval',
     });
     // The unsafe call ran once (before the takeover), the safe one again, the unapproved one never.
     expect(shared().counts).toEqual({ charge: 1, read: 2 });
@@ -133,8 +133,10 @@ describe('adoptSession', () => {
     expect(state.unknown).toEqual(['openclaw:bank:charge_card']);
     const unknown = events.find((e) => e.type === 'call.outcomeUnknown');
     expect((unknown?.data as { reason: string }).reason).toMatch(/may or may not have happened/);
+    // The approval that kept waiting was cut when its turn ended: recorded cancelled, the call blocked.
     const resolved = events.find((e) => e.type === 'approval.settled');
     expect(resolved?.data).toMatchObject({ approved: false, by: 'cancelled', cancelled: true });
+    expect(events.find((e) => e.type === 'call.blocked')?.data).toMatchObject({ stage: 'approval' });
     expect(events.filter((e) => e.type === 'turn.adopted')).toHaveLength(3);
     // The audit shows the takeovers and the unknown outcome, and agrees with the session log.
     const report = auditReport(events, 'a1');
@@ -238,6 +240,160 @@ describe('adoptSession', () => {
     expect(echo).toMatchObject({ ok: true, value: { echoed: 'still here' } });
     await adopted.value.turns[0]!.turn!.end();
     expect(turnStateFrom(await w.events('a4'), 'a4', started.value.turnId).status).toBe('completed');
+  });
+
+  /** An approver's answer on the bus, for the approval a turn asked (seq: the one the request reserved). */
+  const approve = (bus: MemoryBus, asked: Envelope, approved = true) => {
+    const d = asked.data as { callId: string; approvalId: string; argsDigest?: string };
+    return bus.publish(
+      makeEnvelope({
+        type: 'approval.resolved',
+        sessionId: asked.sessionId,
+        turnId: asked.turnId,
+        seq: asked.seq + 1,
+        at: new Date(),
+        causationId: asked.id,
+        data: {
+          callId: d.callId,
+          approvalId: d.approvalId,
+          approved,
+          by: 'ops-test',
+          ...(d.argsDigest === undefined ? {} : { argsDigest: d.argsDigest }),
+        },
+      }),
+    );
+  };
+
+  /** A turn of a first engine waiting for an approval of deploy_service, let go (its member stopped). */
+  async function pendingApproval(w: Awaited<ReturnType<typeof setup>>, sessionId: string) {
+    shared().counts = {};
+    const first = w.make();
+    const started = await first.startTurn({ sessionId });
+    if (!started.ok) throw new Error(started.error.message);
+    void started.value.invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-call-1' },
+    );
+    let asked: Envelope | undefined;
+    await until('the approval asked', async () => {
+      asked = (await w.events(sessionId)).find((e) => e.type === 'approval.requested');
+      return asked !== undefined;
+    });
+    await first.releaseSession(sessionId);
+    return { turnId: started.value.turnId, asked: asked! };
+  }
+
+  it('a pending approval keeps waiting on the member that took the turn over; answered then, the call runs once', async () => {
+    const w = await setup();
+    const { turnId, asked } = await pendingApproval(w, 'p1');
+    const second = w.make();
+    const adopted = await second.adoptSession('p1', { member: 'gw-2' });
+    if (!adopted.ok) throw new Error(adopted.error.message);
+    const t = adopted.value.turns[0]!;
+    expect(t.calls.map((c) => c.action)).toEqual(['awaitingApproval']);
+    expect(shared().counts).toEqual({});
+    // The model's invocation sent again (its answer was lost with the first member) waits for the same call.
+    const retried = t.turn!.invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-call-1' },
+    );
+    await approve(w.bus, asked);
+    expect(await retried).toMatchObject({ ok: true, value: { deployed: true } });
+    expect(shared().counts).toEqual({ deploy: 1 });
+    // Sent once more: still the one call's result, nothing runs again.
+    const third = await t.turn!.invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-call-1' },
+    );
+    expect(third).toMatchObject({ ok: true, value: { deployed: true } });
+    expect(shared().counts).toEqual({ deploy: 1 });
+    await t.turn!.end();
+    const events = await w.events('p1');
+    const callId = (asked.data as { callId: string }).callId;
+    expect(events.filter((e) => e.type === 'call.started').map((e) => (e.data as { callId: string }).callId)).toEqual([
+      callId,
+    ]);
+    expect(events.filter((e) => e.type === 'call.completed')).toHaveLength(1);
+    expect(events.some((e) => e.type === 'approval.settled')).toBe(false);
+    const state = turnStateFrom(events, 'p1', turnId);
+    expect(state).toMatchObject({ status: 'completed', pendingCalls: {}, pendingApprovals: {} });
+    expect(state.completed).toEqual(['openclaw:bank:deploy_service']);
+    const report = auditReport(events, 'p1');
+    expect(report.finalCalls).toEqual(sessionLogFrom(events, 'p1').finalCalls);
+    const seqs = events.filter((e) => e.turnId === turnId).map((e) => e.seq);
+    expect(new Set(seqs).size).toBe(seqs.length);
+  });
+
+  it('an approval answered during the takeover is not lost: the new owner runs the call (approved) or blocks it (denied)', async () => {
+    const w = await setup();
+    const yes = await pendingApproval(w, 'p2');
+    await approve(w.bus, yes.asked, true);
+    const no = await pendingApproval(w, 'p3');
+    await approve(w.bus, no.asked, false);
+    shared().counts = {};
+    const second = w.make();
+    const a = await second.adoptSession('p2', { member: 'gw-2' });
+    const b = await second.adoptSession('p3', { member: 'gw-2' });
+    if (!a.ok || !b.ok) throw new Error('not adopted');
+    expect(a.value.turns[0]!.calls.map((c) => c.action)).toEqual(['ran']);
+    expect(b.value.turns[0]!.calls.map((c) => c.action)).toEqual(['denied']);
+    const ran = await a.value.turns[0]!.turn!.invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-call-1' },
+    );
+    expect(ran).toMatchObject({ ok: true, value: { deployed: true } });
+    const denied = await b.value.turns[0]!.turn!.invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-call-1' },
+    );
+    expect(denied).toMatchObject({ ok: false, error: { code: 'call.blocked.approvalDenied' } });
+    expect(shared().counts).toEqual({ deploy: 1 });
+    for (const x of [a, b]) await x.value.turns[0]!.turn!.end();
+    const p3 = await w.events('p3');
+    expect(p3.filter((e) => e.type === 'call.blocked').map((e) => e.data)).toEqual([
+      expect.objectContaining({ stage: 'approval', reason: 'approval denied' }),
+    ]);
+    expect(p3.some((e) => e.type === 'call.started')).toBe(false);
+    for (const sid of ['p2', 'p3'])
+      expect(turnStateFrom(await w.events(sid), sid, sid === 'p2' ? yes.turnId : no.turnId)).toMatchObject({
+        status: 'completed',
+        pendingCalls: {},
+        pendingApprovals: {},
+      });
+  });
+
+  it('a pending approval taken over times out at the rest of its time, counted from the request', async () => {
+    const w = await setup(3000);
+    const { asked } = await pendingApproval(w, 'p4');
+    // Some of its time passes before the takeover.
+    const requestedAt = Date.parse(asked.at);
+    await until('1.5 s of the approval time gone', async () => Date.now() - requestedAt >= 1500, 10_000);
+    const second = w.make();
+    const adopted = await second.adoptSession('p4', { member: 'gw-2' });
+    if (!adopted.ok) throw new Error(adopted.error.message);
+    let settled: Envelope | undefined;
+    await until(
+      'the approval settled by its timeout',
+      async () => {
+        settled = (await w.events('p4')).find((e) => e.type === 'approval.settled');
+        return settled !== undefined;
+      },
+      20_000,
+    );
+    expect(settled!.data).toMatchObject({ approved: false, by: 'timeout', timedOut: true });
+    expect(settled!.seq).toBe(asked.seq + 1);
+    // At the request's time plus its timeout, not a whole new timeout from the takeover (that would be 4.5 s on).
+    const after = Date.parse(settled!.at) - requestedAt;
+    expect(after).toBeGreaterThanOrEqual(2990);
+    expect(after).toBeLessThan(4400);
+    await until('the call blocked', async () => (await w.events('p4')).some((e) => e.type === 'call.blocked'));
+    expect(shared().counts).toEqual({});
+    await adopted.value.turns[0]!.turn!.end();
   });
 
   it('interrupts an open turn whose client has gone: every call gets a terminal fact, nothing runs', async () => {
