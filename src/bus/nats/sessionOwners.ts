@@ -55,12 +55,17 @@ export function ownershipTimings(takeoverMs: number): {
   expireMs: number;
   checkMs: number;
   graceMs: number;
+  fenceMs: number;
 } {
+  const renewMs = Math.max(50, Math.round(takeoverMs / 10));
+  const expireMs = Math.max(200, Math.round(takeoverMs / 2));
   return {
-    renewMs: Math.max(50, Math.round(takeoverMs / 10)),
-    expireMs: Math.max(200, Math.round(takeoverMs / 2)),
+    renewMs,
+    expireMs,
     checkMs: Math.max(25, Math.round(takeoverMs / 20)),
     graceMs: Math.max(50, Math.round(takeoverMs / 5)),
+    // A member stops acting on its sessions a renewal before the others may judge its lease lapsed.
+    fenceMs: Math.max(renewMs, expireMs - renewMs),
   };
 }
 
@@ -116,6 +121,13 @@ export interface SessionOwners {
   forward(member: string, command: { subject: string; event: unknown }, timeoutMs: number): Promise<Result<void>>;
   serve(handler: (command: { subject: string; event: unknown }) => Result<void>): () => void;
   owns(sessionId: string): boolean;
+  /**
+   * Why this member must not act on a session now (publish its facts, start its calls), or undefined: it could not
+   * renew its lease for `fenceMs` (self-fenced, before the others may take its sessions; lifted once a renewal
+   * succeeds and its records were read again), or the session's record names another member. Sessions without a
+   * record (not driven by session commands) are never fenced by the record, only by the lease.
+   */
+  fenceReason(sessionId: string): string | undefined;
   takes(sessionId: string): boolean;
   changed(sessionId: string, ms: number): Promise<void>;
   onTakeover(listener: (sessionId: string, from: string) => void): void;
@@ -262,6 +274,10 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
   let leaving = false;
   const startedAt = new Date().toISOString();
   let lastRenewOk = Date.now();
+  /** When the last renewal that succeeded was sent: the others saw it no earlier, so they judge from later. */
+  let lastRenewSentOk = Date.now();
+  /** Self-fenced: the lease went unrenewed for `fenceMs`; lifted after a renewal and a fresh read of the records. */
+  let fenced = false;
 
   const wake = (key: string) => {
     const w = waiters.get(key);
@@ -340,16 +356,39 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
   })().catch((e: unknown) => report(`session owners watch stopped: ${describe(e)}`));
   await Promise.race([ready, sleep(Math.max(2000, takeoverMs))]);
 
+  const isFenced = (): boolean => {
+    if (!fenced && Date.now() - lastRenewSentOk > t.fenceMs) {
+      fenced = true;
+      report(
+        `gateway member ${me} could not renew its lease for ${Date.now() - lastRenewSentOk} ms: it stops acting on its sessions until a renewal succeeds`,
+      );
+    }
+    return fenced;
+  };
+  let renewing = false;
   const renew = async () => {
+    if (renewing) return;
+    renewing = true;
+    const sentAt = Date.now();
     try {
       await bucket.put(memberKey(me), memberRecord());
       lastRenewOk = Date.now();
+      if (isFenced() || sentAt - lastRenewSentOk > t.fenceMs) {
+        // Back after a gap the others may have judged a lapse: read every record this member holds again (the watch
+        // may not have caught up), so sessions taken meanwhile are known as lost before anything acts on them.
+        fenced = true;
+        for (const [key, held] of [...sessions]) if (held.record.member === me) await refresh(key);
+        fenced = false;
+      }
+      lastRenewSentOk = sentAt;
     } catch (e) {
       if (!closed) report(`could not renew the lease of gateway member ${me}: ${describe(e)}`);
       if (Date.now() - lastRenewOk > t.expireMs)
         report(
           `gateway member ${me} has not renewed its lease for ${Date.now() - lastRenewOk} ms: its sessions may move`,
         );
+    } finally {
+      renewing = false;
     }
   };
   const renewTimer = setInterval(() => void renew(), t.renewMs);
@@ -535,6 +574,14 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
       return () => sub.unsubscribe();
     },
     owns: (sessionId) => mine.has(sessionId),
+    fenceReason(sessionId) {
+      const held = sessions.get(sessionKey(sessionId));
+      if (held !== undefined && held.record.member !== me)
+        return `session ${sessionId} is ${held.record.member === '' ? 'being handed over' : `owned by gateway member ${held.record.member}`}, not by ${me}`;
+      if (isFenced())
+        return `gateway member ${me} could not renew its lease for ${Date.now() - lastRenewSentOk} ms (more than ${t.fenceMs} ms): it acts on no session until a renewal succeeds`;
+      return undefined;
+    },
     takes: (sessionId) => !leaving && !closed && (mine.has(sessionId) || !sessions.has(sessionKey(sessionId))),
     changed(sessionId, ms) {
       const key = sessionKey(sessionId);
