@@ -8,8 +8,17 @@ describe('session ownership timings and claimers', () => {
       expect(t.renewMs).toBeLessThan(t.expireMs);
       // Lapse after half the bound, one check later the preferred member claims; the others after the grace.
       expect(t.expireMs + t.checkMs + t.graceMs).toBeLessThan(bound);
+      // A member fences itself at least one renewal before the others may judge its lease lapsed.
+      expect(t.fenceMs).toBeLessThanOrEqual(t.expireMs - t.renewMs);
+      expect(t.fenceMs).toBeGreaterThanOrEqual(t.renewMs);
     }
-    expect(ownershipTimings(5000)).toEqual({ renewMs: 500, expireMs: 2500, checkMs: 250, graceMs: 1000 });
+    expect(ownershipTimings(5000)).toEqual({
+      renewMs: 500,
+      expireMs: 2500,
+      checkMs: 250,
+      graceMs: 1000,
+      fenceMs: 2000,
+    });
   });
 
   it('spreads orphaned sessions over the live members, the same choice on every member', () => {
