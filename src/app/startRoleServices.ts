@@ -154,6 +154,7 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       const engineBus = isNatsBus(bus) && opts.sessionEvents !== false ? fencedBus(bus, (sid) => fence?.(sid)) : bus;
       const engine = createEngine({
         ...opts.engineOptions,
+        ...(engineBus === bus ? {} : { keepApprovalArgs: true }),
         bus: engineBus,
         config,
         ...(learning === undefined ? {} : { callMemory: learning.memory }),

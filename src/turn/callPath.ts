@@ -291,7 +291,7 @@ const enforcedCallMachine = toolCallMachine.provide({
             argsDigest,
             ...(reason === undefined ? {} : { reason }),
             // Kept (never a secret) so that a member taking the turn over can keep the wait and run the call.
-            ...(keptArgs(entry, input.args) ? { args: input.args } : {}),
+            ...(deps.opts.keepApprovalArgs === true && keptArgs(entry, input.args) ? { args: input.args } : {}),
           },
           h.lastEventId,
           { reserveAnswer: true },

@@ -64,6 +64,7 @@ async function setup(approvalTimeoutMs = 60_000) {
       staticSources: loaded.value,
       includeConfigMcp: true,
       decisionTimeoutMs: 1000,
+      keepApprovalArgs: true,
     });
     cleanup.push(() => e.close());
     return e;
