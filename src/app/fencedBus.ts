@@ -12,23 +12,38 @@ export class FencedError extends Error {
  */
 const unfenced = (type: string): boolean => type.startsWith('gateway.') || type === 'call.decided';
 
+/** What the fence asks of session ownership (`SessionOwners` of src/bus/nats). */
+export interface Fence {
+  /** Why this member must not act on the session now, or undefined. */
+  fenceReason(sessionId: string): string | undefined;
+  /** Self-fenced (its lease unrenewed): a state that lifts once a renewal succeeds. */
+  fenced(): boolean;
+  untilUnfenced(ms: number): Promise<void>;
+}
+
 /**
  * The bus a gateway member's engine publishes through when sessions have owners: a turn's fact is refused with
- * `FencedError` while `reason(sessionId)` says this member must not act on the session (its lease could not be
- * renewed, or another member owns it), checked before the publish and again once it is acknowledged, so a fact
- * that was held up (a reconnect) past the point where the member fenced itself does not let a call start. Every other
- * method is the bus's own.
+ * `FencedError` while the fence says this member must not act on the session (another member owns it, or its lease
+ * could not be renewed and `waitMs` passed without a renewal), checked before the publish and again once it is
+ * acknowledged, so a fact held up (a reconnect) past the point where the member fenced itself does not let a call
+ * start. A member fenced only for a moment (a stalled event loop, a slow renewal) waits for its renewal instead of
+ * failing the turn. Every other method is the bus's own.
  */
-export function fencedBus(bus: EventBus, reason: (sessionId: string) => string | undefined): EventBus {
-  const check = (e: Envelope, when: string): void => {
-    if (unfenced(e.type)) return;
-    const why = reason(e.sessionId);
+export function fencedBus(bus: EventBus, fence: () => Fence | undefined, waitMs: number): EventBus {
+  const check = async (e: Envelope, when: string): Promise<void> => {
+    const f = fence();
+    if (f === undefined || unfenced(e.type)) return;
+    let why = f.fenceReason(e.sessionId);
+    if (why !== undefined && f.fenced()) {
+      await f.untilUnfenced(waitMs);
+      why = f.fenceReason(e.sessionId);
+    }
     if (why !== undefined) throw new FencedError(`${e.type} of session ${e.sessionId} ${when}: ${why}`);
   };
   const publish = async (e: Envelope): Promise<void> => {
-    check(e, 'was not published');
+    await check(e, 'was not published');
     await bus.publish(e);
-    check(e, 'was stored, but nothing acts on it here');
+    await check(e, 'was stored, but nothing acts on it here');
   };
   return new Proxy(bus, {
     get(target, prop, receiver) {

@@ -14,7 +14,7 @@ import { startCallLearning } from '../search/index.js';
 import { createEngine, type Engine, type EngineOptions } from '../turn/index.js';
 import { startSessionEventConsumer, type SessionEventConsumer, type SessionOwnership } from '../gateway/index.js';
 import { openSessionOwners, type NatsBus } from '../bus/nats/index.js';
-import { fencedBus } from './fencedBus.js';
+import { fencedBus, type Fence } from './fencedBus.js';
 
 export type Role = 'all' | 'gateway' | 'policy' | 'sandbox';
 export const ROLES: readonly Role[] = ['all', 'gateway', 'policy', 'sandbox'];
@@ -150,8 +150,9 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
       if (learning !== undefined) closers.push(() => learning.stop());
       // With several members owning sessions (NATS), the engine's facts go through the fence: a member that cannot
       // renew its lease, or that lost a session, publishes nothing for it (so no call of it starts here).
-      let fence: ((sessionId: string) => string | undefined) | undefined;
-      const engineBus = isNatsBus(bus) && opts.sessionEvents !== false ? fencedBus(bus, (sid) => fence?.(sid)) : bus;
+      let fence: Fence | undefined;
+      const engineBus =
+        isNatsBus(bus) && opts.sessionEvents !== false ? fencedBus(bus, () => fence, config.gateway.takeoverMs) : bus;
       const engine = createEngine({
         ...opts.engineOptions,
         ...(engineBus === bus ? {} : { keepApprovalArgs: true }),
@@ -178,7 +179,7 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
           });
           ownership = o;
           out.ownership = o;
-          fence = (sid) => o.fenceReason(sid);
+          fence = o;
           closers.push(() => o.close({ handover: true }));
         }
         const consumer = startSessionEventConsumer({

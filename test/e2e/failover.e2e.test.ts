@@ -395,6 +395,8 @@ async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
   for (const a of outcomes.flatMap((o) => o.answers)) if (a.code !== undefined) messages.set(a.code, a.message ?? '');
   for (const [c, m] of messages) console.log(`  e.g. ${c}: ${m.slice(0, 300)}`);
   expect(codes).not.toContain('gateway.unknownTurn');
+  // A turn taken over keeps its client tools: the client tool is never unknown to the new owner.
+  expect(codes).not.toContain('tool.notFound');
   for (const o of outcomes) expect(o.answers.length).toBeGreaterThanOrEqual(5);
 
   // No call ran twice: one witness line per (session, step) at most.

@@ -128,6 +128,10 @@ export interface SessionOwners {
    * record (not driven by session commands) are never fenced by the record, only by the lease.
    */
   fenceReason(sessionId: string): string | undefined;
+  /** Whether this member is self-fenced now (its lease unrenewed for `fenceMs`, or its records not read again yet). */
+  fenced(): boolean;
+  /** Resolves once this member is not self-fenced (a renewal succeeded and its records were read), or after `ms`. */
+  untilUnfenced(ms: number): Promise<void>;
   takes(sessionId: string): boolean;
   changed(sessionId: string, ms: number): Promise<void>;
   onTakeover(listener: (sessionId: string, from: string) => void): void;
@@ -365,6 +369,11 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
     }
     return fenced;
   };
+  const unfencedWaiters = new Set<() => void>();
+  const unfence = () => {
+    fenced = false;
+    for (const w of [...unfencedWaiters]) w();
+  };
   let renewing = false;
   const renew = async () => {
     if (renewing) return;
@@ -373,14 +382,15 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
     try {
       await bucket.put(memberKey(me), memberRecord());
       lastRenewOk = Date.now();
-      if (isFenced() || sentAt - lastRenewSentOk > t.fenceMs) {
+      if (lastRenewOk - lastRenewSentOk >= t.expireMs) {
         // Back after a gap the others may have judged a lapse: read every record this member holds again (the watch
         // may not have caught up), so sessions taken meanwhile are known as lost before anything acts on them.
         fenced = true;
-        for (const [key, held] of [...sessions]) if (held.record.member === me) await refresh(key);
-        fenced = false;
+        await Promise.all([...sessions].filter(([, held]) => held.record.member === me).map(([key]) => refresh(key)));
       }
+      // Renewed before any other member could judge the lease lapsed (or its records read again): acts again.
       lastRenewSentOk = sentAt;
+      if (fenced) unfence();
     } catch (e) {
       if (!closed) report(`could not renew the lease of gateway member ${me}: ${describe(e)}`);
       if (Date.now() - lastRenewOk > t.expireMs)
@@ -582,6 +592,19 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
         return `gateway member ${me} could not renew its lease for ${Date.now() - lastRenewSentOk} ms (more than ${t.fenceMs} ms): it acts on no session until a renewal succeeds`;
       return undefined;
     },
+    fenced: () => isFenced(),
+    untilUnfenced(ms) {
+      if (!isFenced()) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          unfencedWaiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        unfencedWaiters.add(done);
+      });
+    },
     takes: (sessionId) => !leaving && !closed && (mine.has(sessionId) || !sessions.has(sessionKey(sessionId))),
     changed(sessionId, ms) {
       const key = sessionKey(sessionId);
@@ -684,6 +707,7 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
       }
       watch.stop();
       for (const key of [...waiters.keys()]) wake(key);
+      for (const w of [...unfencedWaiters]) w();
     },
   };
 }
