@@ -125,7 +125,7 @@ export interface SessionOwners {
    * Why this member must not act on a session now (publish its facts, start its calls), or undefined: it could not
    * renew its lease for `fenceMs` (self-fenced, before the others may take its sessions; lifted once a renewal
    * succeeds and its records were read again), or the session's record names another member. Sessions without a
-   * record (not driven by session commands) are never fenced by the record, only by the lease.
+   * record (not driven by session commands: nobody else can take them) are never fenced.
    */
   fenceReason(sessionId: string): string | undefined;
   /** Whether this member is self-fenced now (its lease unrenewed for `fenceMs`, or its records not read again yet). */
@@ -586,7 +586,9 @@ export async function openSessionOwners(opts: SessionOwnersOptions): Promise<Ses
     owns: (sessionId) => mine.has(sessionId),
     fenceReason(sessionId) {
       const held = sessions.get(sessionKey(sessionId));
-      if (held !== undefined && held.record.member !== me)
+      // A session without a record (not driven by session commands) is nobody else's to take: never fenced.
+      if (held === undefined) return undefined;
+      if (held.record.member !== me)
         return `session ${sessionId} is ${held.record.member === '' ? 'being handed over' : `owned by gateway member ${held.record.member}`}, not by ${me}`;
       if (isFenced())
         return `gateway member ${me} could not renew its lease for ${Date.now() - lastRenewSentOk} ms (more than ${t.fenceMs} ms): it acts on no session until a renewal succeeds`;
