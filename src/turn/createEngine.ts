@@ -454,6 +454,9 @@ export function createEngine(opts: EngineOptions): Engine {
       turnId,
       exposure,
       trace: trace?.turnHeaders(),
+      get state() {
+        return events.state;
+      },
       ...(events.state.unavailableSources === undefined ? {} : { unavailableSources: events.state.unavailableSources }),
       invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {

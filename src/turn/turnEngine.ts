@@ -1,4 +1,5 @@
 import type { ClientToolSpec } from '../catalog/index.js';
+import type { TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import type { ToolSearchError } from '../shared/index.js';
 
@@ -49,6 +50,11 @@ export interface Turn {
   exposure: Exposure;
   /** Sources that failed or timed out this turn (absent when every source is up): the turn runs without them. */
   unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
+  /**
+   * The turn's state: the fold of its facts, those of an earlier owner included for an adopted turn (absent on
+   * turns that keep none, e.g. test fakes). A front reads what became of an invocation it is sent again from it.
+   */
+  readonly state?: TurnState;
   /** The model invoked an exposed tool by its exposed name. Unknown names get an error result. */
   invoke(toolName: string, args: unknown, opts?: InvokeOptions): Promise<StepResult>;
   /**

@@ -204,6 +204,8 @@ describe('gateway session events intake', () => {
         clientId: 'app',
         clientTools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object' } }],
         mcpServers: { fs: { command: 'node', args: ['fs.js'] }, web: { url: 'http://127.0.0.1:1/mcp' } },
+        // The command's id, recorded on turn.started, so a redelivery of it finds the turn it opened.
+        requestKey: expect.stringMatching(/^cmd:[0-9a-f]{40}$/) as unknown as string,
       },
     ]);
     expect(answers).toHaveLength(1);
@@ -225,10 +227,11 @@ describe('gateway session events intake', () => {
   });
 
   it('runs tool invocations and answers each with its step result, finding the turn by id or by request id', async () => {
-    await pub(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the engine names it
+    await pub(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the gateway names it
     await settle();
     const turnId = (answers[0]!.data as { turnId: string }).turnId;
-    expect(turnId).toBe('engine-turn-1');
+    // Named after the command (the same name for a redelivery of it).
+    expect(turnId).toMatch(/^t-[0-9a-f]{24}$/);
     await pub(bus, 's1', 'gateway.tool.invoked', {
       requestId: 'req-9',
       callId: 'k1',
@@ -682,7 +685,15 @@ describe('gateway session commands without principals', () => {
     );
     await c.idle();
     expect(eng.requests).toEqual([
-      { sessionId: 'd1', turnId: 't1', agentId: 'default', profile: 'default', sandboxId: 'default', owner: false },
+      {
+        sessionId: 'd1',
+        turnId: 't1',
+        agentId: 'default',
+        profile: 'default',
+        sandboxId: 'default',
+        owner: false,
+        requestKey: expect.stringMatching(/^cmd:/) as unknown as string,
+      },
     ]);
     expect(
       got.filter((e) => e.type === 'gateway.event.rejected').map((e) => (e.data as { code: string }).code),
