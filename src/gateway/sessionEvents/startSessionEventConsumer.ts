@@ -713,7 +713,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     try {
       adopted = await engine.adoptSession(sessionId, {
         reason: 'takeover',
-        ...(ownership === undefined ? {} : { member: ownership.memberId }),
+        // A call decided and never started waits for its command, delivered again within the takeover bound.
+        ...(ownership === undefined ? {} : { member: ownership.memberId, awaitCommandMs: 2 * ownership.takeoverMs }),
       });
     } catch (err) {
       report(`engine.adoptSession threw for session ${sessionId}: ${errorText(err)}`);
