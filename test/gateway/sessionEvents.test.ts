@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openMemoryBus, subjectMatches, type Envelope, type EventBus, type MemoryBus } from '../../src/bus/index.js';
+import {
+  openMemoryBus,
+  subjectMatches,
+  type DeliveryHandle,
+  type DeliveryInfo,
+  type Envelope,
+  type EventBus,
+  type MemoryBus,
+} from '../../src/bus/index.js';
 import {
   encodeToken,
   gatewaySessionPattern,
@@ -124,7 +132,7 @@ let consumer: SessionEventConsumer;
 let answers: Envelope[];
 let errors: string[];
 /** The consumer's bus delivery, captured so a test can redeliver like JetStream does. */
-let deliver: (e: Envelope) => void;
+let deliver: (e: Envelope, info?: DeliveryInfo) => void;
 
 beforeEach(async () => {
   bus = await openMemoryBus({ logPath: false });
@@ -427,6 +435,38 @@ describe('gateway session events intake', () => {
     expect(engine.requests).toHaveLength(1);
     expect(answers).toHaveLength(1);
     expect(consumer.stats().duplicates).toBe(1);
+  });
+
+  it('settles a work-queue delivery only once its answer is out; one delivered again while in hand settles with it', async () => {
+    const settled: string[] = [];
+    const handle = (name: string): DeliveryHandle => ({
+      token: name,
+      done: () => settled.push(`${name} done after ${answers.length} answer(s)`),
+      retry: () => settled.push(`${name} retry`),
+      release: () => settled.push(`${name} release`),
+    });
+    const cmd = makeEnvelope({
+      id: 'evt-held',
+      type: 'gateway.turn.requested',
+      sessionId: 's7',
+      turnId: 't',
+      seq: 0,
+      at: new Date(),
+      causationId: null,
+      principal: APP,
+      data: { requestId: 'r' },
+    });
+    deliver(cmd, { subject: subjectFor(cmd), delivery: handle('first') });
+    deliver(cmd, { subject: subjectFor(cmd), delivery: handle('again'), redelivered: true });
+    expect(settled).toEqual([]);
+    await settle();
+    expect(settled).toEqual(['first done after 1 answer(s)', 'again done after 1 answer(s)']);
+    // Handled already (its acknowledgement was lost): acknowledged at once, not run or answered again.
+    deliver(cmd, { subject: subjectFor(cmd), delivery: handle('late'), redelivered: true });
+    await settle();
+    expect(settled[2]).toBe('late done after 1 answer(s)');
+    expect(engine.requests).toHaveLength(1);
+    expect(answers).toHaveLength(1);
   });
 
   it('round-trips session and turn ids with ".", "*", ">" and spaces through the subject encoding', async () => {

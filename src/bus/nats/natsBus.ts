@@ -884,10 +884,16 @@ class NatsBusImpl implements NatsBus {
             const info = await this.#jsm.consumers.info(stream, name);
             // A consumer made before (another bound, the older settings): brought to this subscription's ack wait.
             if (manual && (info.config.ack_wait !== nanos(ackWaitMs) || info.config.max_ack_pending !== maxAckPending))
-              await this.#jsm.consumers.update(stream, name, {
-                ack_wait: nanos(ackWaitMs),
-                max_ack_pending: maxAckPending,
-              });
+              await this.#jsm.consumers
+                .update(stream, name, { ack_wait: nanos(ackWaitMs), max_ack_pending: maxAckPending })
+                .catch((e: unknown) =>
+                  // Not fatal: the consumer works with its settings (a redelivery takes its older ack wait).
+                  this.#opts.onStatus?.({
+                    type: 'subscriptionError',
+                    subject: pattern,
+                    message: `the work consumer ${name} keeps its ack wait: ${describe(e)}`,
+                  }),
+                );
             return;
           } catch (e) {
             if (!(e instanceof JetStreamApiError && e.code === 10014)) throw e;
