@@ -111,6 +111,8 @@ export interface TurnState {
   openCodeRuns: Readonly<Record<string, OpenCodeRun>>;
   /** Invocations the model made under its own tool call id, by that id (see `ToolCallRecord`). */
   toolCalls: Readonly<Record<string, ToolCallRecord>>;
+  /** Client results recorded in this turn (`client.result.received`), by the call id they were sent for. */
+  clientResults: Readonly<Record<string, true>>;
   outcome?:
     | { status: 'completed'; promptBytes?: number }
     | { status: 'failed'; code: string; reason: string }
@@ -137,6 +139,7 @@ export function initialTurnState(sessionId: string, turnId: string): TurnState {
     pendingClientCalls: {},
     openCodeRuns: {},
     toolCalls: {},
+    clientResults: {},
   };
 }
 
@@ -363,7 +366,11 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         error: { code: 'call.blocked', message: e.data.reason },
       });
     case 'client.result.received':
-      return { ...state, pendingClientCalls: without(state.pendingClientCalls, e.data.callId) };
+      return {
+        ...state,
+        pendingClientCalls: without(state.pendingClientCalls, e.data.callId),
+        clientResults: { ...state.clientResults, [e.data.callId]: true },
+      };
     case 'code.requested': {
       const t = e.data.toolCallId;
       return {

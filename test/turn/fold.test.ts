@@ -345,6 +345,9 @@ describe('evolveTurn: invocations by the model tool call id', () => {
         error: { code: 'call.outcomeUnknown', message: 'the member died' },
       },
     });
+    // A client result is remembered by the call id it was sent for (one sent again is not recorded twice).
+    const answered = evolveTurn(s, ev('client.result.received', { callId: 'c7', ok: true, resultBytes: 1 }));
+    expect(answered.clientResults).toEqual({ c7: true });
     // A call without the model's id is not indexed; the calls of other turns change nothing.
     expect(Object.keys(s.toolCalls)).not.toContain('c6');
     expect(evolveTurn(s, { ...withId('c9', 'm9'), turnId: 'other' }).toolCalls).toBe(s.toolCalls);

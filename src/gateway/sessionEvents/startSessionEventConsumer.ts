@@ -10,7 +10,9 @@ import {
   type EventData,
   type EventOf,
   type EventProblem,
+  turnStateFrom,
   type ToolCallRecord,
+  type TurnState,
 } from '../../events/index.js';
 import { authorizeIdentity, type TurnIdentity } from '../../policy/index.js';
 import type { Result, ToolSearchError } from '../../shared/index.js';
@@ -564,6 +566,15 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       });
     }
     if (t === undefined) {
+      // A turn that ended (a command delivered again after later ones): its facts may know the invocation.
+      const stored = await storedTurn(e.sessionId, e.turnId);
+      const prior = stored?.toolCalls[d.callId];
+      const fromFacts =
+        prior === undefined || d.clientResult !== undefined ? undefined : answerFromFacts(prior, d.callId, d.args);
+      if (fromFacts !== undefined) {
+        counters.answeredFromFacts++;
+        return answered(fromFacts);
+      }
       return answered({
         ok: false,
         error: {
@@ -573,6 +584,13 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       });
     }
     if (d.clientResult !== undefined) {
+      // Recorded already (this command delivered again): the same answer, no second record.
+      const known = t.turn.state?.toolCalls[d.callId]?.id;
+      const results = t.turn.state?.clientResults;
+      if (results !== undefined && (results[d.callId] === true || (known !== undefined && results[known] === true))) {
+        counters.answeredFromFacts++;
+        return answered({ ok: true, value: { recorded: true, callId: d.callId } });
+      }
       const v = d.clientResult.value;
       const content = typeof v === 'string' ? v : v === undefined ? '' : rawText(v);
       try {
@@ -637,6 +655,9 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const d = e.data;
     const t = findTurn(e, d.requestId);
     if (t === undefined) {
+      // Ended already (this command delivered again after it ended the turn): nothing to do.
+      const stored = await storedTurn(e.sessionId, e.turnId);
+      if (stored !== undefined && stored.status !== 'running') return;
       counters.rejected++;
       return answer(
         e,
@@ -704,6 +725,24 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         report(`could not remove the owner record of session ${e.sessionId}: ${errorText(err)}`);
       }
     }
+  };
+
+  /**
+   * The fold of a turn from the stream, for a command whose turn is not open here; undefined when the stream has
+   * none of it (or cannot be read: the command is answered as before).
+   */
+  const storedTurn = async (sessionId: string, turnId: string): Promise<TurnState | undefined> => {
+    if (turnId === '') return undefined;
+    const events: Envelope[] = [];
+    try {
+      for await (const ev of bus.replay({ sessionId, turnId })) events.push(ev);
+    } catch (err) {
+      report(`could not read turn ${turnId} of session ${sessionId}: ${errorText(err)}`);
+      return undefined;
+    }
+    if (events.length === 0) return undefined;
+    const state = turnStateFrom(events, sessionId, turnId);
+    return state.started === undefined ? undefined : state;
   };
 
   /** Adopts a session taken over (once): its open turns continue here, or say why they were closed. */
