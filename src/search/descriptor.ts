@@ -94,7 +94,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
   // The rest of a long description, at a low weight and only for words the descriptor lacks: the words a user may
   // use for the tool ("automatic replies" in mailbox settings, "dark" in media emulation) are often said there.
   if (typeof entry.description === 'string' && entry.description.length > DESCRIPTION_CHARS) {
-    const far = tokenize(entry.description.slice(DESCRIPTION_CHARS, FAR_CHARS)).filter((t) => !scores.has(t));
+    const far = tokenizeMemo(entry.description.slice(DESCRIPTION_CHARS, FAR_CHARS)).filter((t) => !scores.has(t));
     addField(scores, unique(far).slice(0, FAR_TERMS), FIELDS.far);
   }
 
