@@ -795,7 +795,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const ownerUnavailable = (e: Envelope, why: string): Promise<void> => {
     const error = {
       code: 'gateway.ownerUnavailable',
-      message: `No gateway member could take session ${e.sessionId} within ${2 * (ownership?.takeoverMs ?? 0)} ms (${why}): retry the command with the same id.`,
+      message: `No gateway member could take session ${e.sessionId} within ${2 * (ownership?.takeoverMs ?? 0)} ms (${why}): send the command again (a new command id, the same callId: a call that ran already is answered from its facts, never run twice).`,
     };
     if (e.type === 'gateway.turn.requested') {
       const d = e.data as EventData<'gateway.turn.requested'>;
