@@ -143,16 +143,21 @@ export const withTimeLeft = (a: PendingApproval, now: number): PendingApproval &
   timeLeftMs: Math.max(0, Date.parse(a.expiresAt) - now),
 });
 
-/** The body of `POST /v1/approvals/{id}`: `{approved, reason?, argsDigest?, callId?, channel?}`. Pure: no I/O. */
+/** The body of `POST /v1/approvals/{id}`: `{approved, reason?, argsDigest?, callId?}`. Pure: no I/O. */
 export function parseAnswerBody(
   value: unknown,
-): Result<{ approved: boolean; reason?: string; argsDigest?: string; callId?: string; channel: ApprovalChannel }> {
+): Result<{ approved: boolean; reason?: string; argsDigest?: string; callId?: string }> {
   const shape =
     'Send {"approved": true|false, "reason"?: "why" (at most 500 characters), "argsDigest"?: "<digest shown>", "callId"?: "<call id shown>"}.';
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return fail('approval.badAnswer', `The body must be a JSON object. ${shape}`);
   const v = value as Record<string, unknown>;
-  const known = new Set(['approved', 'reason', 'argsDigest', 'callId', 'channel']);
+  if ('channel' in v)
+    return fail(
+      'approval.badAnswer',
+      `"channel" is not the sender's to say: the gateway records the channel from how the answer came (page, cli, http). Leave it out. ${shape}`,
+    );
+  const known = new Set(['approved', 'reason', 'argsDigest', 'callId']);
   const extra = Object.keys(v).find((k) => !known.has(k));
   if (extra !== undefined) return fail('approval.badAnswer', `Unknown field "${extra}". ${shape}`);
   if (typeof v['approved'] !== 'boolean')
@@ -163,14 +168,27 @@ export function parseAnswerBody(
   }
   if (typeof v['reason'] === 'string' && v['reason'].length > 500)
     return fail('approval.badAnswer', `"reason" is ${v['reason'].length} characters long. ${shape}`);
-  const channel = v['channel'] === 'cli' || v['channel'] === 'ui' ? v['channel'] : 'http';
   return ok({
     approved: v['approved'],
-    channel,
     ...(typeof v['reason'] === 'string' && v['reason'] !== '' ? { reason: v['reason'] } : {}),
     ...(typeof v['argsDigest'] === 'string' ? { argsDigest: v['argsDigest'] } : {}),
     ...(typeof v['callId'] === 'string' ? { callId: v['callId'] } : {}),
   });
+}
+
+/** The User-Agent prefix of `toolsearch approve` over HTTP. */
+export const CLI_USER_AGENT = 'toolsearch-cli';
+
+/**
+ * The channel an HTTP answer came through, from the request itself, never from its body: `page` for the gateway's own
+ * page (a same-origin browser request: `Sec-Fetch-Site` is set by the browser, a script cannot set it), `cli` for
+ * `toolsearch approve` (its User-Agent), else `http`. Pure: no I/O.
+ */
+export function answerChannel(headers: IncomingMessage['headers']): ApprovalChannel {
+  if (headers['sec-fetch-site'] === 'same-origin') return 'page';
+  const ua = typeof headers['user-agent'] === 'string' ? headers['user-agent'] : '';
+  if (ua === CLI_USER_AGENT || ua.startsWith(`${CLI_USER_AGENT}/`)) return 'cli';
+  return 'http';
 }
 
 /** A live session as the page lists it. */
@@ -307,10 +325,11 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         return true;
       }
       const a = answer.value;
+      const channel = answerChannel(req.headers);
       const r = await opts.desk.answer(id, {
         approved: a.approved,
         principal: who.value.principal,
-        channel: a.channel,
+        channel,
         ...(a.reason === undefined ? {} : { reason: a.reason }),
         ...(a.argsDigest === undefined ? {} : { argsDigest: a.argsDigest }),
         ...(a.callId === undefined ? {} : { callId: a.callId }),
@@ -327,7 +346,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         callId: r.value.callId,
         approved: a.approved,
         by: who.value.principal,
-        channel: a.channel,
+        channel,
       });
       return true;
     }

@@ -131,7 +131,6 @@ function renderApprovals() {
           method: 'POST',
           body: JSON.stringify({
             approved,
-            channel: 'ui',
             argsDigest: a.argsDigest,
             callId: a.callId,
             ...(reason.value ? { reason: reason.value } : {}),
