@@ -181,11 +181,21 @@ export const CLI_USER_AGENT = 'toolsearch-cli';
 
 /**
  * The channel an HTTP answer came through, from the request itself, never from its body: `page` for the gateway's own
- * page (a same-origin browser request: `Sec-Fetch-Site` is set by the browser, a script cannot set it), `cli` for
- * `toolsearch approve` (its User-Agent), else `http`. Pure: no I/O.
+ * page (a same-origin browser request: `Sec-Fetch-Site: same-origin` or an Origin naming this host, both set by the
+ * browser, which a script cannot change), `cli` for `toolsearch approve` (its User-Agent), else `http`. These are
+ * labels of how the answer came, not credentials: who answered is the authenticated principal. Pure: no I/O.
  */
 export function answerChannel(headers: IncomingMessage['headers']): ApprovalChannel {
   if (headers['sec-fetch-site'] === 'same-origin') return 'page';
+  // Over plain HTTP on a LAN name a browser sends no Sec-Fetch-* headers, but a POST always carries Origin (checked
+  // to be this very host before this is asked).
+  if (typeof headers.origin === 'string' && headers.origin !== '' && typeof headers.host === 'string') {
+    try {
+      if (new URL(headers.origin).host.toLowerCase() === headers.host.toLowerCase()) return 'page';
+    } catch {
+      // Not a URL: not the page.
+    }
+  }
   const ua = typeof headers['user-agent'] === 'string' ? headers['user-agent'] : '';
   if (ua === CLI_USER_AGENT || ua.startsWith(`${CLI_USER_AGENT}/`)) return 'cli';
   return 'http';
@@ -209,6 +219,9 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
   const maxSessions = opts.maxSessions ?? 200;
   const sessions = new Map<string, SessionRow>();
   const streams = new Set<ServerResponse>();
+  const broadcast = (line: string) => {
+    for (const res of streams) res.write(line);
+  };
   const stops: Array<() => void> = [];
   if (opts.bus !== undefined) {
     for (const type of SESSION_TYPES) {
@@ -226,10 +239,34 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
           row.lastAt = e.at;
           sessions.set(e.sessionId, row);
           while (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value as string);
+          broadcast(sseEvent('session', row));
         }),
       );
     }
   }
+  // Every event of a session, while a stream is open: the page reloads the selected session's log when told it
+  // changed (`activity`, at most one per session per ACTIVITY_MS), instead of polling it.
+  let stopActivity: (() => void) | undefined;
+  const active = new Map<string, string>();
+  let flush: NodeJS.Timeout | undefined;
+  const follow = () => {
+    if (stopActivity !== undefined || opts.bus === undefined) return;
+    stopActivity = opts.bus.subscribe(`${EVENT_SUBJECT_PREFIX}.>`, (e: Envelope) => {
+      active.set(e.sessionId, e.type);
+      flush ??= setTimeout(() => {
+        flush = undefined;
+        for (const [sessionId, type] of active) broadcast(sseEvent('activity', { sessionId, type }));
+        active.clear();
+      }, ACTIVITY_MS);
+    });
+  };
+  const unfollow = () => {
+    stopActivity?.();
+    stopActivity = undefined;
+    if (flush !== undefined) clearTimeout(flush);
+    flush = undefined;
+    active.clear();
+  };
   const stopWatch = opts.desk.watch((e: DeskEvent) => {
     const line = sseLine(e.type === 'requested' ? { type: 'requested', approval: withTimeLeft(e.approval, now()) } : e);
     for (const res of streams) res.write(line);
@@ -301,7 +338,11 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
       for (const a of opts.desk.list()) res.write(sseLine({ type: 'requested', approval: withTimeLeft(a, t) }));
       res.write(': ready\n\n');
       streams.add(res);
-      res.on('close', () => streams.delete(res));
+      follow();
+      res.on('close', () => {
+        streams.delete(res);
+        if (streams.size === 0) unfollow();
+      });
       return true;
     }
     const m = /^\/v1\/approvals\/([^/]+)$/.exec(path);
@@ -386,6 +427,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
     close: () => {
       clearInterval(heartbeat);
       stopWatch();
+      unfollow();
       for (const stop of stops) stop();
       for (const res of streams) res.end();
       streams.clear();
@@ -395,6 +437,11 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
 
 /** One server-sent event of the approvals stream (`requested` or `settled`). Pure: no I/O. */
 export function sseLine(e: DeskEvent): string {
-  const data = e.type === 'requested' ? e.approval : e.settled;
-  return `event: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return sseEvent(e.type, e.type === 'requested' ? e.approval : e.settled);
 }
+
+/** One server-sent event: its name and its JSON data. Pure: no I/O. */
+const sseEvent = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** How long session activity is gathered before the stream tells of it (one `activity` per session per window). */
+const ACTIVITY_MS = 250;
