@@ -283,13 +283,13 @@ const secondsLeft = (a: PendingApproval & { timeLeftMs?: number }): string =>
   `${Math.ceil((a.timeLeftMs ?? Math.max(0, Date.parse(a.expiresAt) - Date.now())) / 1000)} s left`;
 
 /** One approval for people: its id, the tool and why, where, the time left and the arguments. Pure: no I/O. */
-export function formatApproval(a: PendingApproval & { timeLeftMs?: number }): string {
+export function formatApproval(a: PendingApproval & { timeLeftMs?: number; member?: string }): string {
   const hints = Object.entries(a.tool.annotations ?? {})
     .filter(([, v]) => v === true)
     .map(([k]) => k);
   return [
     `${a.approvalId}  ${a.tool.id} (${a.tool.source}${hints.length > 0 ? `; ${hints.join(', ')}` : ''})  ${secondsLeft(a)}`,
-    `  session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}, call ${a.callId}`,
+    `  session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}, call ${a.callId}${a.member === undefined ? '' : `, on gateway ${a.member}`}`,
     ...(a.reason === undefined ? [] : [`  why: ${a.reason}`]),
     ...(a.tool.description === '' ? [] : [`  tool: ${a.tool.description.slice(0, 200)}`]),
     `  args: ${JSON.stringify(a.args)}`,
