@@ -124,12 +124,26 @@ export function serveApprovals(bus: EventBus, desk: ApprovalDesk, opts: ServeApp
       if (!r.ok && r.error.code === 'approval.recordRefused') {
         // The approver publishes its answer itself; the record of this gateway names whom the server pinned.
         const v = desk.get(approvalId);
+        if (v === undefined)
+          return {
+            ok: false,
+            error: {
+              code: 'approval.settled',
+              message: `Approval "${approvalId}" was settled already on this gateway; this answer changes nothing.`,
+            },
+          };
         const matches =
-          v !== undefined &&
           (answer.callId === undefined || answer.callId === v.callId) &&
           (answer.argsDigest === undefined || answer.argsDigest === v.argsDigest);
+        if (!matches)
+          return {
+            ok: false,
+            error: {
+              code: 'approval.mismatch',
+              message: `Approval "${approvalId}" is for call ${v.callId} and other arguments than this answer names: list the approval again and answer what it shows.`,
+            },
+          };
         if (
-          matches &&
           desk.pin(approvalId, {
             principal: who.value,
             approved: answer.approved,

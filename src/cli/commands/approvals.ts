@@ -132,7 +132,7 @@ interface MemberListing {
 }
 
 /** How long a listing waits at most for the members it was told of (then it shows what came). */
-const LIST_WAIT_MS = 3000;
+const LIST_WAIT_MS = 5000;
 
 /**
  * The pending approvals of every gateway member: one request every member hears, replies gathered until each live
