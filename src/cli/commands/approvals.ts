@@ -30,7 +30,8 @@ const WHERE = [
 export const APPROVALS_USAGE = `Usage: toolsearch approvals [--watch] [--url URL | --nats URL] [--token T] [--json]
 
 Lists the calls waiting for an approver: the tool (id, source, description, annotations), session, agent and
-profile, why approval is needed, the time left and the arguments (secret-marked ones redacted). --watch prints
+profile, why approval is needed, the time left and the arguments (secret-marked ones redacted). With --nats it
+asks every gateway member and lists each approval once, with the member that holds it. --watch prints
 each new and settled approval as it happens (embedded gateway: its HTTP front), until interrupted.
 
 ${WHERE}`;
@@ -39,8 +40,10 @@ export const APPROVE_USAGE = `Usage: toolsearch approve ID [--deny] [--reason TE
 
 Answers one pending approval (its id from \`toolsearch approvals\`): approves the call, or with --deny refuses it.
 The answer applies to that call only, is recorded with who answered, through what, when and why, and is
-ignored when the call has settled already. With --nats the approver principal publishes the answer itself
-(approval.resolved for that approval, call and argument digest); the server lets only approvers do so.
+ignored when the call has settled already. With --nats the answer goes to the gateway member that holds the
+approval, under this principal's own key (the server pins it: the record names that principal, a name given here
+is only a note); on a secured server the approver then publishes approval.resolved for that approval, call and
+argument digest itself (the server lets only approvers do so).
 
 ${WHERE}`;
 
