@@ -50,7 +50,7 @@ import type {
   TurnRequest,
 } from './turnEngine.js';
 import { rerunStartedCall } from './callPath.js';
-import { endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
+import { endNotStarted, endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
 import { continueApprovalCall } from './resumeApproval.js';
 import { rerunSafe, type ToolEntry } from '../catalog/index.js';
 import { CatalogMemo } from './catalogMemo.js';
@@ -133,6 +133,8 @@ interface ResumePlan {
   catalogChanged?: { from: string; to: string };
   /** Request sources the facts cannot rebuild (a secret not kept): failed sources of the resumed turn. */
   missingSources?: SourceStatus[];
+  /** How long a decided, never started call waits for the invocation that carried it (0: ended at once). */
+  awaitCommandMs?: number;
 }
 
 /**
@@ -526,6 +528,9 @@ export function createEngine(opts: EngineOptions): Engine {
       turnId,
       exposure,
       trace: trace?.turnHeaders(),
+      get state() {
+        return events.state;
+      },
       ...(events.state.unavailableSources === undefined ? {} : { unavailableSources: events.state.unavailableSources }),
       invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
@@ -667,21 +672,32 @@ export function createEngine(opts: EngineOptions): Engine {
     const reruns: Array<{ callId: string; entry: ToolEntry; args: Record<string, unknown>; attempt: number }> = [];
     const why =
       plan.reason === 'restart' ? 'the gateway restarted while it ran' : 'the gateway member that ran it stopped';
+    // Approvals that keep waiting (or were answered during the takeover) go on here; see below.
     const approvals = approvalsToContinue(run.events.state, view);
-    const calls = await endOpenCalls(
-      run.events,
-      why,
-      (callId) => {
-        const call = run.events.state.pendingCalls[callId];
-        const entry = call === undefined ? undefined : view.byId.get(call.toolId);
-        const args = call?.args;
-        if (call?.rerunSafe !== true || entry === undefined || !rerunSafe(entry)) return false;
-        if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
-        reruns.push({ callId, entry, args: args as Record<string, unknown>, attempt: (call.attempt ?? 1) + 1 });
-        return true;
-      },
-      { keep: new Set(approvals.go.map((g) => g.callId)), cutWhy: approvals.cut },
-    );
+    const goOn = new Set(approvals.go.map((g) => g.callId));
+    const rerun = (callId: string): boolean => {
+      const call = run.events.state.pendingCalls[callId];
+      const entry = call === undefined ? undefined : view.byId.get(call.toolId);
+      const args = call?.args;
+      if (call?.rerunSafe !== true || entry === undefined || !rerunSafe(entry)) return false;
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
+      reruns.push({ callId, entry, args: args as Record<string, unknown>, attempt: (call.attempt ?? 1) + 1 });
+      return true;
+    };
+    // Decided and never started: kept open for the invocation that carried it, within the bound (then notStarted).
+    const waitMs = plan.awaitCommandMs ?? 0;
+    const kept = new Map<string, { callId: string; call: PendingCall }>();
+    const keep = (callId: string, call: PendingCall): boolean => {
+      if (goOn.has(callId)) return false;
+      if (waitMs <= 0 || call.phase !== 'decided' || call.toolCallId === undefined || call.argsDigest === undefined)
+        return false;
+      if (call.decision !== 'allowed' && call.decision !== 'approvalRequired') return false;
+      if (Object.values(run.events.state.pendingApprovals).some((a) => a.callId === callId)) return false;
+      if (view.byId.get(call.toolId) === undefined) return false;
+      kept.set(call.toolCallId, { callId, call });
+      return true;
+    };
+    const calls = await endOpenCalls(run.events, why, rerun, keep, { keep: goOn, cutWhy: approvals.cut });
     // Approvals that keep waiting for the rest of their time, or were answered during the takeover: run here.
     for (const g of approvals.go) {
       const task = continueApprovalCall(
@@ -701,6 +717,33 @@ export function createEngine(opts: EngineOptions): Engine {
       if (g.call.toolCallId !== undefined) work.results.set(g.call.toolCallId, task);
       const action = g.call.approval === undefined ? 'awaitingApproval' : g.call.approval.approved ? 'ran' : 'denied';
       calls.push({ callId: g.callId, toolId: g.call.toolId, action });
+    }
+    if (kept.size > 0) {
+      const awaiting = (run.awaiting ??= new Map());
+      for (const [toolCallId, { callId, call }] of kept)
+        awaiting.set(toolCallId, {
+          callId,
+          toolId: call.toolId,
+          argsDigest: call.argsDigest!,
+          decision: call.decision as 'allowed' | 'approvalRequired',
+        });
+      const timer = setTimeout(() => {
+        const left = [...awaiting.entries()];
+        awaiting.clear();
+        void (async () => {
+          for (const [, a] of left) {
+            const call = run.events.state.pendingCalls[a.callId];
+            if (call === undefined || call.phase !== 'decided') continue;
+            await endNotStarted(
+              run.events,
+              a.callId,
+              call,
+              `${why}, and the invocation that carried it did not come again within ${waitMs} ms`,
+            ).catch(() => undefined);
+          }
+        })();
+      }, waitMs);
+      timer.unref();
     }
     const signal = plan.signal ?? new AbortController().signal;
     for (const r of reruns) {
@@ -808,6 +851,7 @@ export function createEngine(opts: EngineOptions): Engine {
         reason,
         ...(o.member === undefined ? {} : { member: o.member }),
         ...(o.signal === undefined ? {} : { signal: o.signal }),
+        ...(o.awaitCommandMs === undefined ? {} : { awaitCommandMs: o.awaitCommandMs }),
         calls: [],
       };
       if (o.interrupt === true) {
