@@ -105,15 +105,13 @@ export function overlayFingerprint(baseFingerprint: string, extra: readonly Tool
 /**
  * base + a catalog of sources the base does not have, as one build over all their parts would be (the same
  * entries in the same order, statuses, per-source fingerprints and duplicates), with the overlay fingerprint. Made
- * every turn that brings client tools, so nothing the size of the base is copied or hashed: the entries array is
- * made when first read, the fingerprint when first read.
+ * every turn that brings client tools, so nothing the size of the base is copied or hashed: the entries array, the
+ * fingerprint and the per-source fingerprints are made when first read (a turn reads only the fingerprint).
  */
 function combine(base: Catalog, over: Catalog): Catalog {
   let fingerprint: string | undefined;
   let entries: ToolEntry[] | undefined;
-  const sourceFingerprints: Record<string, string> = {};
-  const fps = { ...base.sourceFingerprints, ...over.sourceFingerprints };
-  for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
+  let sourceFingerprints: Record<string, string> | undefined;
   const catalog: Catalog = {
     get entries(): ToolEntry[] {
       return (entries ??= over.entries.length === 0 ? base.entries : base.entries.concat(over.entries));
@@ -121,7 +119,14 @@ function combine(base: Catalog, over: Catalog): Catalog {
     get fingerprint(): string {
       return (fingerprint ??= overlayFingerprint(base.fingerprint, over.entries));
     },
-    sourceFingerprints,
+    get sourceFingerprints(): Record<string, string> {
+      if (sourceFingerprints === undefined) {
+        sourceFingerprints = {};
+        const fps = { ...base.sourceFingerprints, ...over.sourceFingerprints };
+        for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
+      }
+      return sourceFingerprints;
+    },
     sources: base.sources.concat(over.sources),
   };
   if (base.duplicates !== undefined || over.duplicates !== undefined)
