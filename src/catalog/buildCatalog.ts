@@ -1,5 +1,5 @@
-import { hash } from 'node:crypto';
 import { makeToolId, quoteName, toolNameProblem } from './ids.js';
+import { sha256Hex } from './sha256Hex.js';
 import { isValidServerName } from './snapshot.js';
 import type { Catalog, ClientToolSpec, DuplicateTool, SourceStatus, ToolEntry } from './types.js';
 
@@ -45,21 +45,19 @@ export function entryDigest(entry: ToolEntry): string {
     if (entry.annotationsTrusted === true) extra['annotationsTrusted'] = true;
     if (entry.idempotent === true) extra['idempotent'] = true;
     if (Object.keys(extra).length > 0) parts.push(extra);
-    d = hash('sha256', canonicalJson(parts), 'hex');
+    d = sha256Hex(canonicalJson(parts));
     entryDigests.set(entry, d);
   }
   return d;
 }
 
-// One-shot hashing (`hash`) of the joined digests: the same sha256 as updating a Hash with each, at a fraction of
-// the cost for the small catalogs made every turn (a Hash object costs several microseconds to make).
+// One-shot hashing of the joined digests: the same sha256 as updating a Hash with each, at a fraction of the cost
+// for the small catalogs made every turn.
 const digestOf = (entries: readonly ToolEntry[]): string =>
-  hash(
-    'sha256',
+  sha256Hex(
     (entries.length > 1 ? [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) : entries)
       .map(entryDigest)
       .join(''),
-    'hex',
   );
 
 /** The source key of an entry: `<source>:<owner>` (`openclaw:core`, `mcp:fs`, `client:app`). Pure: no I/O. */

@@ -1,8 +1,8 @@
-import { hash } from 'node:crypto';
 import {
   buildCatalog,
   catalogFromEntries,
   entryDigest,
+  sha256Hex,
   type Catalog,
   type CatalogPart,
   type ToolEntry,
@@ -99,7 +99,7 @@ const byId = (a: ToolEntry, b: ToolEntry): number => (a.id < b.id ? -1 : a.id > 
 export function overlayFingerprint(baseFingerprint: string, extra: readonly ToolEntry[]): string {
   if (extra.length === 0) return baseFingerprint;
   const sorted = extra.length === 1 ? extra : [...extra].sort(byId);
-  return hash('sha256', `overlay\n${baseFingerprint}${sorted.map(entryDigest).join('')}`, 'hex');
+  return sha256Hex(`overlay\n${baseFingerprint}${sorted.map(entryDigest).join('')}`);
 }
 
 /**
@@ -171,7 +171,7 @@ export class CatalogMemo {
   private keyOfPart(part: CatalogPart): string {
     let entriesKey = this.partKeys.get(part.entries);
     if (entriesKey === undefined) {
-      entriesKey = hash('sha256', part.entries.map(entryDigest).join(''), 'hex');
+      entriesKey = sha256Hex(part.entries.map(entryDigest).join(''));
       this.partKeys.set(part.entries, entriesKey);
     }
     return `${part.key}|${part.status.ok}|${part.status.reason ?? ''}|${entriesKey}`;
@@ -206,7 +206,7 @@ export class CatalogMemo {
       if (partKeys.every((k, i) => k === last.partKeys[i])) return last.key;
     }
     const partKeys = parts.map((p) => this.keyOfPart(p));
-    const key = hash('sha256', partKeys.join('\n'), 'hex');
+    const key = sha256Hex(partKeys.join('\n'));
     this.last = { parts: [...parts], partKeys, key };
     return key;
   }
