@@ -485,6 +485,10 @@ class NatsBusImpl implements NatsBus {
             if (!retry) this.#stats.published++;
             return;
           }
+          if (event.seq === 1 && event.type === 'turn.started') {
+            await this.#startTurn(event, subject, l, deadline);
+            return;
+          }
           const retry = await this.#claimSeq(event, deadline);
           if (retry) {
             // The same event again (a retry from another process): stored already, the lease stays where it is.
@@ -539,6 +543,34 @@ class NatsBusImpl implements NatsBus {
       () => this.#settled(key, l, event),
     );
     return acked;
+  }
+
+  /**
+   * A turn's first event (`turn.started`, seq 1): no other writer can hold a turn that has just begun, so its seq
+   * marker, the lease claim and the event itself go out together, in that order and in one write, and their acks
+   * are awaited together (one round trip instead of three). A retry of the same event (its marker is already this
+   * event's) leaves the lease where it is, as the one-by-one path does; a conflict is reported as there.
+   */
+  async #startTurn(event: Envelope, subject: string, l: TurnLease, deadline: number): Promise<void> {
+    const marker = this.#claimSeq(event, deadline);
+    const claim = this.#claimLease(event, l, deadline);
+    const { data, headers } = encodeEnvelope(event);
+    this.#stats.ackWaits++;
+    const ack = this.#withRetry(event, deadline, (timeout) =>
+      this.#pub.publish(subject, data, { msgID: event.id, headers, timeout }),
+    );
+    const [m, c, a] = await Promise.allSettled([marker, claim, ack]);
+    if (m.status === 'rejected') throw m.reason;
+    if (m.value) {
+      // A retry from another process: stored already; this bus does not take the lease for it.
+      if (c.status === 'fulfilled' || l.state === 'lost') l.state = 'none';
+      if (a.status === 'rejected') throw a.reason;
+      return;
+    }
+    if (c.status === 'rejected') throw c.reason;
+    if (a.status === 'rejected') throw a.reason;
+    l.seqs.set(event.seq, event.id);
+    this.#stats.published++;
   }
 
   /** A ping to the server, given up after `ms` (a stalled connection must not hold a publish past its bound). */
