@@ -6,9 +6,10 @@
  * hits), and the project's ranking is compared with the previous ranker's stored per-query ranks
  * (bench/baselines/previous-ranker.json, recorded with --record-previous before the ranking changed).
  *
- * Sets: MetaTool seeded 2,000 and bench/testset/mcp-test2.jsonl (test: never used to accept a change); the MetaTool
- * dev split, mcp-dev, bench/heldout and bench/testset/mcp-test.jsonl (dev: these tune). With --learn: the
- * learning-from-calls measurement (with --dev on the MetaTool split and the old, paired MCP set only).
+ * Sets: MetaTool seeded 2,000 and bench/testset/mcp-test3.jsonl (test: never used to accept a change); the MetaTool
+ * dev split, mcp-dev, bench/heldout and the former test sets bench/testset/mcp-test.jsonl and mcp-test2.jsonl (dev:
+ * these tune). With --learn: the learning-from-calls measurement (with --dev on the MetaTool split and the first
+ * paired MCP dev set only).
  * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]
  * Data comes from ../shared next to the repository; when it is absent the bench says so and exits 0.
  */

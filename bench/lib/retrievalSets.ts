@@ -113,7 +113,8 @@ export function loadSets(): QuerySet[] {
       queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)),
     });
   }
-  // The first test set was looked at while tuning, so it is a dev set now; mcp-test2 is the test set.
+  // The first two test sets have been looked at (mcp-test while tuning, mcp-test2 once as the judge), so they are
+  // dev sets now; mcp-test3 is the test set.
   sets.push({
     name: 'MCP dev bench/testset/mcp-test.jsonl',
     role: 'dev',
@@ -121,10 +122,16 @@ export function loadSets(): QuerySet[] {
     queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test.jsonl')),
   });
   sets.push({
-    name: 'MCP TEST bench/testset/mcp-test2.jsonl',
-    role: 'test',
+    name: 'MCP dev bench/testset/mcp-test2.jsonl',
+    role: 'dev',
     entries,
     queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test2.jsonl')),
+  });
+  sets.push({
+    name: 'MCP TEST bench/testset/mcp-test3.jsonl',
+    role: 'test',
+    entries,
+    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test3.jsonl')),
   });
   return sets;
 }

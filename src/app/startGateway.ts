@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { INVALID_SPAN_CONTEXT, trace } from '@opentelemetry/api';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -341,6 +342,8 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     });
     // What approvers see and answer: the approvals this gateway waits on (arguments in memory only).
     const desk = approvalDeskFor(opened.value, env);
+    // The principals in force (reloaded with the config file): set below, once the reload is wired.
+    let currentPrincipals = () => config.principals;
     const services = await startRoleServices({
       role: opts.role ?? 'all',
       bus,
@@ -460,7 +463,20 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
 
     // On NATS, approvers list and answer this gateway's approvals over request/reply (`toolsearch approvals --nats`).
     if (opened.value.kind === 'nats') {
-      const stop = serveApprovals(bus, desk);
+      const ownership = services.ownership;
+      const stop = serveApprovals(bus, desk, {
+        member: ownership?.memberId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
+        ...(ownership === undefined
+          ? {}
+          : {
+              members: () =>
+                ownership
+                  .status()
+                  .members.filter((m) => m.live)
+                  .map((m) => m.id),
+            }),
+        principals: () => currentPrincipals(),
+      });
       const previous = parts.metrics;
       parts.metrics = {
         name: 'metrics',
@@ -477,6 +493,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
     if (!localToken.ok) say(`warning: ${localToken.error.message}`);
     else say(`approver token written to ${tokenPath} (toolsearch approvals / approve and the page at /ui use it)`);
     let principals = config.principals;
+    currentPrincipals = () => principals;
 
     // API keys: required beyond loopback and once any key is configured; reloaded when the config file changes.
     // Which key opened each session outlives a restart: beside the event log, or under .toolsearch/ on NATS (whose
@@ -536,7 +553,11 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
           desk,
           ...(localToken.ok ? { localToken: localToken.value } : {}),
           principals: () => principals,
-          allowedHosts: isLoopback(host) || host === '0.0.0.0' || host === '::' ? [] : [host],
+          // Loopback names always; the listen host unless it is a wildcard; and the names the operator lists.
+          allowedHosts: [
+            ...(isLoopback(host) || host === '0.0.0.0' || host === '::' ? [] : [host]),
+            ...config.gateway.allowedHosts,
+          ],
           bus,
         }),
       });

@@ -59,7 +59,7 @@ interface Server {
   subject: string;
   queue: string | undefined;
   active: boolean;
-  handler: (payload: unknown) => Promise<unknown>;
+  handler: (payload: unknown, subject: string) => Promise<unknown>;
 }
 interface Pending {
   event: Envelope;
@@ -342,7 +342,11 @@ class MemoryBusImpl implements MemoryBus {
     };
   }
 
-  serve(subject: string, handler: (payload: unknown) => Promise<unknown>, opts?: SubscribeOptions): () => void {
+  serve(
+    subject: string,
+    handler: (payload: unknown, subject: string) => Promise<unknown>,
+    opts?: SubscribeOptions,
+  ): () => void {
     assertPattern(subject);
     if (this.closed) return () => {};
     const server: Server = { subject, queue: opts?.queue, active: true, handler };
@@ -393,7 +397,7 @@ class MemoryBusImpl implements MemoryBus {
       this.openRequests.add(settle);
       for (const target of targets) {
         Promise.resolve()
-          .then(() => target.handler(cloneJson(body)))
+          .then(() => target.handler(cloneJson(body), subject))
           .then(
             (answer) => settle(ok(cloneJson(answer))),
             (err) => {

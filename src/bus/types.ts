@@ -26,8 +26,15 @@ export interface EventBus {
   publish(event: Envelope): Promise<void>;
   /** Subject pattern with NATS wildcards (`*` one token, `>` the rest). Returns an unsubscribe function. */
   subscribe(pattern: string, onEvent: (e: Envelope, info?: DeliveryInfo) => void, opts?: SubscribeOptions): () => void;
-  /** Answers requests on a subject; several servers with the same queue share the work. */
-  serve(subject: string, handler: (payload: unknown) => Promise<unknown>, opts?: SubscribeOptions): () => void;
+  /**
+   * Answers requests on a subject; several servers with the same queue share the work. The handler also gets the
+   * subject the request came on (a wildcard server reads the tokens the server's permissions pinned).
+   */
+  serve(
+    subject: string,
+    handler: (payload: unknown, subject: string) => Promise<unknown>,
+    opts?: SubscribeOptions,
+  ): () => void;
   /** Request/reply with a bound: no responder or no answer in time is a failure value, never a hang. */
   request(subject: string, payload: unknown, opts: { timeoutMs: number }): Promise<Result<unknown>>;
   /** Every stored event of one session (or one turn of it), in publish order. */

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { fail } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { connectMcpServer, DEFAULT_MCP_TIMEOUT_MS } from './mcp.js';
@@ -93,6 +94,16 @@ export class SessionMcpRuntime {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
     const startedAt = Math.min(opts.startedAt ?? this.now(), this.now());
     const sharedStatus = new Map<string, SourceStatus>();
+    // One listener on the caller's signal for the whole fan-out: a listener per server on it would pass Node's
+    // default of 10 (MaxListenersExceededWarning) with a large catalog.
+    const fanout = opts.signal === undefined ? undefined : new AbortController();
+    const forward = () => fanout?.abort(opts.signal?.reason);
+    if (fanout !== undefined) {
+      setMaxListeners(names.length + 10, fanout.signal);
+      if (opts.signal!.aborted) forward();
+      else opts.signal!.addEventListener('abort', forward, { once: true });
+    }
+    const signal = fanout?.signal;
     await Promise.all(
       names.map(async (name) => {
         const spec = servers[name] as McpServerSpec;
@@ -112,16 +123,16 @@ export class SessionMcpRuntime {
               await shared.ensure(name, spec, {
                 timeoutMs: bound,
                 startedAt,
-                ...(opts.signal ? { signal: opts.signal } : {}),
+                ...(signal ? { signal } : {}),
               })
             ).status,
           );
           return;
         }
         this.sharedSpecs.delete(name);
-        return this.ensureOne(name, spec, bound, startedAt, opts.signal);
+        return this.ensureOne(name, spec, bound, startedAt, signal);
       }),
-    );
+    ).finally(() => opts.signal?.removeEventListener('abort', forward));
     this.touch();
     return names.map(
       (n) =>

@@ -7,6 +7,9 @@ exitQuietlyOnEpipe();
 runCli(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
+    // A finished command exits even if something it opened still holds the event loop (a stuck close): its output
+    // has had time to drain by then.
+    setTimeout(() => process.exit(code), 10_000).unref();
   },
   (err: unknown) => {
     process.stderr.write(

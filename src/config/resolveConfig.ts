@@ -23,7 +23,7 @@ export const CONFIG_DEFAULTS = {
     commandMaxAgeMs: 3_600_000,
   },
   provider: { maxRounds: 8, timeoutMs: 120_000 },
-  gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000, takeoverMs: 5_000 },
+  gateway: { host: '127.0.0.1', maxEventLoopLagMs: 1_000, takeoverMs: 5_000, allowedHosts: [] },
   telemetry: { enabled: false, tracesDir: 'traces', sampleRatio: 1 },
   session: { idleTimeoutMs: 600_000, maxLive: 256, maxStarting: 16, maxStartQueue: 256, startQueueTimeoutMs: 10_000 },
   harness: 'pi',
@@ -121,6 +121,7 @@ export function resolveConfig(raw: ToolSearchConfig, baseDir: string): { config:
     gateway: {
       ...d.gateway,
       ...raw.gateway,
+      allowedHosts: (raw.gateway?.allowedHosts ?? []).map((h) => h.toLowerCase().replace(/^\[|\]$/g, '')),
       ...(raw.gateway?.tls !== undefined
         ? { tls: { cert: abs(baseDir, raw.gateway.tls.cert), key: abs(baseDir, raw.gateway.tls.key) } }
         : {}),

@@ -271,6 +271,21 @@ export const ToolSearchConfig = Type.Object(
             Type.Object({ cert: Type.String({ minLength: 1 }), key: Type.String({ minLength: 1 }) }, closed),
           ),
           maxEventLoopLagMs: Type.Optional(positiveInt('1000: new turns get 429 while the event loop lags more')),
+          allowedHosts: Type.Optional(
+            Type.Array(
+              Type.String({
+                minLength: 1,
+                maxLength: 253,
+                pattern: '^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$|^\\[[0-9A-Fa-f:.]+\\]$',
+                description: 'a host name or address (no port, no scheme), e.g. toolsearch.lan or 192.168.1.20',
+              }),
+              {
+                maxItems: 64,
+                description:
+                  'Host names the approval routes and the page answer under besides loopback names and gateway.host',
+              },
+            ),
+          ),
           takeoverMs: Type.Optional(
             Type.Integer({
               minimum: 500,

@@ -90,6 +90,11 @@ export interface ResolvedConfig {
     tls?: { cert: string; key: string };
     maxEventLoopLagMs: number;
     /**
+     * Host names (no port) the approval routes and the operator page answer under besides loopback names and a
+     * non-wildcard `host`, e.g. a LAN name for a gateway listening on 0.0.0.0; every other Host is refused. Default [].
+     */
+    allowedHosts: string[];
+    /**
      * NATS, several gateway members: the bound within which a member that stops renewing its lease loses its
      * sessions to another member (default 5000, 500..600000).
      */

@@ -132,6 +132,11 @@ export const ApprovalResolved = Type.Object({
   channel: Type.Optional(Type.String()),
   /** Recorded after the call had settled: ignored (added, optional). */
   late: Type.Optional(Type.Boolean()),
+  /**
+   * A name the answerer gave for itself, not checked: a note only. `by` is who the gateway authenticated or the
+   * server pinned (added, optional).
+   */
+  claimedBy: Type.Optional(Type.String({ maxLength: 100 })),
 });
 export type ApprovalResolved = Static<typeof ApprovalResolved>;
 

@@ -59,8 +59,10 @@ export type {
 export { startMcpFront, toCallToolResult, TOOL_SEARCH_OUTPUT_SCHEMA } from './mcpFront.js';
 export type { McpFront, McpFrontOptions } from './mcpFront.js';
 export {
+  answerChannel,
   approvalRoutes,
   authenticateApprover,
+  CLI_USER_AGENT,
   checkRequestOrigin,
   isApprovalPath,
   parseAnswerBody,

@@ -1,7 +1,7 @@
 import { fail, ok, type Result } from '../shared/index.js';
 
-/** Where a person's answer came in. */
-export type ApprovalChannel = 'http' | 'cli' | 'ui' | 'mcp' | 'nats';
+/** Where a person's answer came in; set by the gateway from how it came, never by the sender. */
+export type ApprovalChannel = 'http' | 'cli' | 'page' | 'mcp' | 'nats';
 
 /**
  * What an approver sees of one pending call: the tool, the session, who runs it, why approval is needed, how long
@@ -41,20 +41,33 @@ export interface PendingApproval {
 
 /** Why this desk may not take a person's answer (its bus may not record one): the error every answer gets. */
 export interface AnswersRefused {
-  message: string;
+  /** The message of `approval.recordRefused` for one approval: what to set, or how to answer instead. */
+  message(approvalId: string): string;
 }
 
 /** A person's answer to one approval. */
 export interface ApprovalAnswer {
   approved: boolean;
   reason?: string;
-  /** The principal who answered (key name, NATS user, `local` for the approver token). */
+  /**
+   * The principal who answered, as the gateway authenticated it (key name, the NATS user whose nkey the server pinned
+   * in the request's subject, `local` for the approver token), never a name the sender gave.
+   */
   principal: string;
   channel: ApprovalChannel;
+  /** A name the sender gave for itself, kept as a note only (`claimedBy` in the record), never as `principal`. */
+  claimedBy?: string;
   /** The digest of the arguments the approver saw; when given it must match the call's. */
   argsDigest?: string;
   /** The call the approver means; when given it must match the approval's. */
   callId?: string;
+}
+
+/** An approver's answer announced over a pinned NATS subject, published by the approver itself on the bus. */
+export interface PinnedAnswer {
+  principal: string;
+  approved: boolean;
+  claimedBy?: string;
 }
 
 /** How a settled approval ended, as the desk tells its watchers. */
@@ -96,6 +109,7 @@ export class ApprovalDesk {
   private readonly pending = new Map<string, DeskEntry>();
   private readonly settled = new Map<string, { entry: DeskEntry; settled: SettledApproval }>();
   private readonly watchers = new Set<(e: DeskEvent) => void>();
+  private readonly pins = new Map<string, PinnedAnswer>();
 
   /**
    * `refuseAnswers`: this gateway's bus may not publish `approval.resolved` (a secured NATS deployment without
@@ -115,11 +129,29 @@ export class ApprovalDesk {
     this.tell({ type: 'requested', approval: entry.view });
   }
 
+  /**
+   * An approver the server pinned (its nkey in the request's subject) said it answers this approval on the bus
+   * itself (a desk that may not record answers): when the bus answer that comes matches, the settled record names
+   * this principal. Only a pending approval is pinned; the last pin wins.
+   */
+  pin(approvalId: string, pinned: PinnedAnswer): boolean {
+    if (!this.pending.has(approvalId)) return false;
+    this.pins.set(approvalId, pinned);
+    return true;
+  }
+
+  /** Who the server pinned as the approver answering `approvalId` with `approved` on the bus, if anyone did. */
+  pinned(approvalId: string, approved: boolean): PinnedAnswer | undefined {
+    const p = this.pins.get(approvalId);
+    return p !== undefined && p.approved === approved ? p : undefined;
+  }
+
   /** The approval wait ended (answered, timed out, aborted): it is no longer pending. */
   close(approvalId: string, settled: Omit<SettledApproval, 'approvalId' | 'callId' | 'sessionId' | 'turnId'>): void {
     const entry = this.pending.get(approvalId);
     if (entry === undefined) return;
     this.pending.delete(approvalId);
+    this.pins.delete(approvalId);
     const v = entry.view;
     const s: SettledApproval = {
       approvalId,
@@ -171,7 +203,7 @@ export class ApprovalDesk {
     }
     const v = target.view;
     if (this.opts.refuseAnswers !== undefined)
-      return fail('approval.recordRefused', this.opts.refuseAnswers.message, { approvalId, status: 403 });
+      return fail('approval.recordRefused', this.opts.refuseAnswers.message(approvalId), { approvalId, status: 403 });
     if (a.callId !== undefined && a.callId !== v.callId) {
       return fail(
         'approval.mismatch',

@@ -22,6 +22,8 @@ export interface ApprovalDecision {
 export interface PersonAnswer extends ApprovalDecision {
   principal: string;
   channel: string;
+  /** A name the answerer gave for itself: a note only. */
+  claimedBy?: string;
 }
 
 /**
@@ -42,6 +44,7 @@ export interface ApprovalOutcome {
   timedOut?: boolean;
   principal?: string;
   channel?: string;
+  claimedBy?: string;
 }
 
 export interface WaitForApprovalOptions {
@@ -95,6 +98,7 @@ export function waitForApproval(opts: WaitForApprovalOptions): Promise<ApprovalO
           by: 'person',
           principal: d.principal,
           channel: d.channel,
+          ...(d.claimedBy === undefined ? {} : { claimedBy: d.claimedBy }),
           ...(d.reason === undefined ? {} : { reason: d.reason }),
         }),
       () => undefined,

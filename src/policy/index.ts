@@ -52,6 +52,7 @@ export type {
   DeskEntry,
   DeskEvent,
   PendingApproval,
+  PinnedAnswer,
   SettledApproval,
 } from './approvalDesk.js';
 export { autoApproved } from './autoApprove.js';

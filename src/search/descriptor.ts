@@ -41,6 +41,7 @@ const FIELDS = {
   lead: { boost: 1, refLength: 12 },
   rest: { boost: 0.4, refLength: 16 },
   params: { boost: 0.5, refLength: 6 },
+  far: { boost: 0.2, refLength: 16 },
 } as const;
 const K1 = 1.2;
 const B = 0.7;
@@ -52,6 +53,9 @@ const LEAD_TERMS = 24;
 /** Characters of a description that are indexed: the opening says what a tool does; the rest is detail. */
 const DESCRIPTION_CHARS = 240;
 const MAX_PARAMS = 24;
+/** Characters of a description up to which its far part is read, and the most words kept from it. */
+const FAR_CHARS = 800;
+const FAR_TERMS = 40;
 
 /** The key a source is updated by: `${source}:${owner}`, as in Catalog.sourceFingerprints. Pure: no I/O. */
 export function sourceKeyOf(entry: ToolEntry): string {
@@ -87,6 +91,12 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
   addField(scores, lead, FIELDS.lead);
   addField(scores, rest, FIELDS.rest);
   addField(scores, params, FIELDS.params);
+  // The rest of a long description, at a low weight and only for words the descriptor lacks: the words a user may
+  // use for the tool ("automatic replies" in mailbox settings, "dark" in media emulation) are often said there.
+  if (typeof entry.description === 'string' && entry.description.length > DESCRIPTION_CHARS) {
+    const far = tokenizeMemo(entry.description.slice(DESCRIPTION_CHARS, FAR_CHARS)).filter((t) => !scores.has(t));
+    addField(scores, unique(far).slice(0, FAR_TERMS), FIELDS.far);
+  }
 
   const nameWords = splitWords(entry.name);
   const identity = new Set(identityList);

@@ -61,6 +61,12 @@ export const WEIGHTS = Object.freeze({
   synonym: 0.6,
   /** Credit of a synonym of a typed word the catalog does not use at all. */
   synonymOnly: 0.85,
+  /**
+   * Credit of a word sharing a common WordNet sense with the typed word (lexicon.ts), and of one standing in for a
+   * typed word the catalog does not use. Chosen on the dev sets (0.1-0.3 / 0.3-0.6 all within 3 queries of each other).
+   */
+  lexical: 0.15,
+  lexicalOnly: 0.3,
   /** Credit of a longer word the typed word starts (a prefix match), and of a typo fix. */
   prefix: 0.3,
   /** Credit of a longer word that is the typed word with a derivational ending (react -> reaction). */

@@ -8,6 +8,7 @@ import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
 import type { CallMemory } from './callMemory.js';
 import { OperationModel } from './operations.js';
+import { lexicalRelatives } from './lexicon.js';
 import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
 import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
@@ -525,6 +526,10 @@ export class SearchIndex {
     // A word the catalog never uses is matched through its synonyms only: they stand in for it almost fully.
     const synonymCredit = this.postings.get(t) === undefined ? WEIGHTS.synonymOnly : WEIGHTS.synonym;
     for (const syn of synonymsOf(t)) add(syn, synonymCredit);
+    // General associations (words sharing a common WordNet sense), weaker than the hand groups: "remark" finds
+    // "comment", "untag" finds "unlabel". A word that is also in the catalog keeps most of the weight itself.
+    const lexicalCredit = this.postings.get(t) === undefined ? WEIGHTS.lexicalOnly : WEIGHTS.lexical;
+    for (const rel of lexicalRelatives(t)) add(rel, lexicalCredit);
     if (t.length >= 3) {
       for (const [term, list] of this.postings.withPrefix(t, MAX_PREFIX_EXPANSIONS)) {
         if (byTerm.has(term)) continue;

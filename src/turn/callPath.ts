@@ -328,6 +328,7 @@ const enforcedCallMachine = toolCallMachine.provide({
                   approved: a.approved === true,
                   principal: a.principal,
                   channel: a.channel,
+                  ...(a.claimedBy === undefined ? {} : { claimedBy: a.claimedBy }),
                   ...(a.reason === undefined ? {} : { reason: a.reason }),
                 }),
               recordLate: async (a) => {
@@ -339,6 +340,7 @@ const enforcedCallMachine = toolCallMachine.provide({
                     approved: a.approved === true,
                     by: a.principal,
                     channel: a.channel,
+                    ...(a.claimedBy === undefined ? {} : { claimedBy: a.claimedBy }),
                     argsDigest,
                     late: true,
                     ...(a.reason === undefined ? {} : { reason: a.reason.slice(0, 500) }),
@@ -377,8 +379,11 @@ const enforcedCallMachine = toolCallMachine.provide({
                 signal,
               });
         busWait.cancel();
+        // An approver's own answer on the bus names whom the server pinned when it announced it to this desk.
+        const pinned = outcome.by === 'bus' ? desk?.pinned(approvalId, outcome.approved) : undefined;
         const by =
           outcome.principal ??
+          pinned?.principal ??
           (outcome.by === 'timeout' || outcome.by === 'callback' || outcome.by === 'cancelled' ? outcome.by : 'bus');
         desk?.close(approvalId, {
           approved: outcome.approved,
@@ -407,6 +412,7 @@ const enforcedCallMachine = toolCallMachine.provide({
                   outcome.channel ??
                   (outcome.by === 'callback' ? 'callback' : outcome.by === 'cancelled' ? 'gateway' : 'timeout'),
                 argsDigest,
+                ...(outcome.claimedBy === undefined ? {} : { claimedBy: outcome.claimedBy }),
                 ...(outcome.reason === undefined ? {} : { reason: outcome.reason.slice(0, 500) }),
                 ...(outcome.timedOut === true ? { timedOut: true } : {}),
                 ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),

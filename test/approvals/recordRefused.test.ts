@@ -39,8 +39,11 @@ describe('a gateway that may not record an answer refuses it', () => {
     desk.open(entry(answers));
     const r = await desk.answer('a1', { approved: true, principal: 'local', channel: 'http' });
     expect(r).toMatchObject({ ok: false, error: { code: 'approval.recordRefused', details: { status: 403 } } });
-    expect(!r.ok && r.error.message).toContain('toolsearch approve ID --nats URL --nats-nkey approver.nk');
-    expect(!r.ok && r.error.message).toContain('--gateway-records-answers');
+    // It says exactly what to do: answer as the approver user, or set both opt-ins.
+    expect(!r.ok && r.error.message).toContain('toolsearch approve a1 --nats URL --nats-nkey approver.nk');
+    expect(!r.ok && r.error.message).toContain('toolsearch nats-auth --out DIR --gateway-records-answers');
+    expect(!r.ok && r.error.message).toContain('TOOLSEARCH_GATEWAY_RECORDS_ANSWERS=1');
+    expect(!r.ok && r.error.message).toContain('both are needed');
     expect(answers).toEqual([]);
     // An unknown id is still unknown.
     expect(await desk.answer('nope', { approved: true, principal: 'local', channel: 'http' })).toMatchObject({
@@ -82,7 +85,7 @@ describe('a gateway that may not record an answer refuses it', () => {
     expect(opted.slice(opted.indexOf('deny:'))).not.toContain('approval_resolved');
   });
 
-  it("an approver's answer is recorded with its principal name", () => {
+  it('the name an approver gives for itself (a note only, never the record of who answered)', () => {
     expect(approverName({ 'nats-nkey': '/x/auth/approver.nk' }, {})).toBe('approver');
     expect(approverName({}, { NATS_USER: 'alice' })).toBe('alice');
     expect(approverName({}, {})).toBe('approver');

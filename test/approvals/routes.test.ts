@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { authenticateApprover, checkRequestOrigin, hashApiKey, parseAnswerBody } from '../../src/gateway/index.js';
+import {
+  answerChannel,
+  authenticateApprover,
+  checkRequestOrigin,
+  hashApiKey,
+  parseAnswerBody,
+} from '../../src/gateway/index.js';
 import type { Principal } from '../../src/config/index.js';
 
 const principal = (name: string, key: string, approver: boolean): Principal =>
@@ -51,10 +57,10 @@ describe('parseAnswerBody', () => {
   it('takes {approved, reason, argsDigest, callId} and says what is wrong otherwise', () => {
     expect(parseAnswerBody({ approved: false, reason: 'no' })).toEqual({
       ok: true,
-      value: { approved: false, reason: 'no', channel: 'http' },
+      value: { approved: false, reason: 'no' },
     });
-    expect(parseAnswerBody({ approved: true, channel: 'cli' })).toMatchObject({ value: { channel: 'cli' } });
     for (const bad of [
+      { approved: true, channel: 'cli' },
       null,
       [],
       { approved: 'yes' },
@@ -62,5 +68,14 @@ describe('parseAnswerBody', () => {
       { approved: true, reason: 'x'.repeat(501) },
     ])
       expect(parseAnswerBody(bad)).toMatchObject({ ok: false, error: { code: 'approval.badAnswer' } });
+  });
+});
+
+describe('answerChannel', () => {
+  it('is the page for a same-origin browser request, cli for the CLI, http otherwise', () => {
+    expect(answerChannel({ 'sec-fetch-site': 'same-origin', origin: 'http://127.0.0.1:8787' })).toBe('page');
+    expect(answerChannel({ 'user-agent': 'toolsearch-cli' })).toBe('cli');
+    expect(answerChannel({ 'user-agent': 'curl/8.5.0' })).toBe('http');
+    expect(answerChannel({})).toBe('http');
   });
 });

@@ -48,7 +48,16 @@ export default {
 }
 
 export async function approvalWorld(
-  opts: { keys?: boolean; timeoutMs?: number; extra?: Record<string, unknown>; catalogs?: unknown[] } = {},
+  opts: {
+    keys?: boolean;
+    timeoutMs?: number;
+    extra?: Record<string, unknown>;
+    catalogs?: unknown[];
+    /** Plain HTTP beyond loopback (a wildcard listen host). */
+    insecureHttp?: boolean;
+    /** A NATS server to run on (one gateway member of it) instead of the embedded bus. */
+    nats?: string;
+  } = {},
 ): Promise<ApprovalWorld> {
   const dir = await mkdtemp(join(tmpdir(), 'toolsearch-approvals-'));
   const witness = join(dir, 'runs.txt');
@@ -79,7 +88,14 @@ export async function approvalWorld(
     await writeFile(file, JSON.stringify(snapshot));
     catalogPaths.push(file);
   }
-  const started = await startGateway({ config: parsed.value.config, cwd: dir, port: 0, catalogPaths });
+  const started = await startGateway({
+    config: parsed.value.config,
+    cwd: dir,
+    port: 0,
+    catalogPaths,
+    ...(opts.insecureHttp === true ? { insecureHttp: true } : {}),
+    ...(opts.nats === undefined ? {} : { nats: opts.nats, env: {} }),
+  });
   if (!started.ok) throw new Error(started.error.message);
   const gw = started.value;
   const token = gw.approverToken!.token;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SessionMcpRuntime } from '../../src/catalog/index.js';
+import { SessionMcpRuntime, SharedMcpServers } from '../../src/catalog/index.js';
 import type { ConnectOptions, McpConnection, McpServerSpec, ToolEntry } from '../../src/catalog/index.js';
 import type { Result } from '../../src/shared/index.js';
 import { ctx, entry } from './helpers.js';
@@ -182,5 +182,28 @@ describe('SessionMcpRuntime', () => {
     expect(st[0]?.warnings).toBeUndefined();
     expect(st[1]).toMatchObject({ ok: true, warnings: ['MCP server "odd": tool "a b" skipped: bad name.'] });
     await rt.close();
+  });
+
+  it('opens 30 shared servers under one caller signal without a MaxListenersExceededWarning', async () => {
+    const f = fakes();
+    // Shared servers (the default scope): each one's opening is waited for under the caller's signal.
+    const shared = new SharedMcpServers({ connect: f.connect });
+    const rt = new SessionMcpRuntime({ connect: f.connect, idleTimeoutMs: 0, shared });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      const ctl = new AbortController();
+      const servers = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`s${i}`, { command: `t${i}` }]));
+      const statuses = await rt.ensure(servers, { signal: ctl.signal, timeoutMs: 60_000 });
+      expect(statuses.filter((st) => st.ok).length).toBe(30);
+      // Warnings are emitted on a later tick.
+      await new Promise((r) => setImmediate(r));
+      expect(warnings).not.toContain('MaxListenersExceededWarning');
+    } finally {
+      process.off('warning', onWarning);
+      await rt.close();
+      await shared.close();
+    }
   });
 });

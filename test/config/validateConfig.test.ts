@@ -274,7 +274,7 @@ describe('parseConfig', () => {
     });
     expect(c.requestMcpServers).toEqual({ servers: {}, urls: [] });
     expect(c.provider).toEqual({ maxRounds: 8, timeoutMs: 120000 });
-    expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000, takeoverMs: 5000 });
+    expect(c.gateway).toEqual({ host: '127.0.0.1', maxEventLoopLagMs: 1000, takeoverMs: 5000, allowedHosts: [] });
     expect(c.telemetry).toEqual({ enabled: false, tracesDir: '/base/traces', sampleRatio: 1 });
     expect(c.session).toEqual({
       idleTimeoutMs: 600000,

@@ -210,6 +210,8 @@ interface Outcome {
   sessionId: string;
   answers: Array<{ type: string; ok: boolean; code?: string; message?: string }>;
   retries: number;
+  /** Turn requests refused with gateway.overloaded and sent again. */
+  overloaded: number;
 }
 
 /** One session's turn through the commands; every command waits for its answer (one retry after a silence). */
@@ -220,7 +222,7 @@ async function driveSession(sessionId: string, i: number, paceMs: number): Promi
     if (e.causationId !== null) got.set(e.causationId, e);
   });
   await client.ready();
-  const outcome: Outcome = { sessionId, answers: [], retries: 0 };
+  const outcome: Outcome = { sessionId, answers: [], retries: 0, overloaded: 0 };
   let n = 0;
   const send = async (
     type: 'gateway.turn.requested' | 'gateway.tool.invoked',
@@ -262,8 +264,10 @@ async function driveSession(sessionId: string, i: number, paceMs: number): Promi
       args: { id: tool, args },
     }).then(record);
 
-  record(
-    await send('gateway.turn.requested', {
+  // A saturated gateway refuses a new turn with gateway.overloaded ("Retry shortly"): the client retries, as a real
+  // one does (a busy machine may run the 50 sessions slower than the admission bound allows).
+  for (let tries = 1; ; tries++) {
+    const opened = await send('gateway.turn.requested', {
       requestId: 'r1',
       clientTools: [
         {
@@ -272,8 +276,16 @@ async function driveSession(sessionId: string, i: number, paceMs: number): Promi
           parameters: { type: 'object', properties: {} },
         },
       ],
-    }),
-  );
+    });
+    const d = opened.data as { ok?: boolean; error?: { code?: string } };
+    if (d.ok === false && d.error?.code === 'gateway.overloaded' && tries < 40) {
+      outcome.overloaded++;
+      await sleep(250 + Math.floor(Math.random() * 500));
+      continue;
+    }
+    record(opened);
+    break;
+  }
   for (const step of ['a', 'b', 'c', 'd']) {
     await sleep(paceMs);
     await call(step, 'openclaw:counter:count_step', { step });
@@ -387,7 +399,7 @@ async function scenario(signal: 'SIGKILL' | 'SIGTERM') {
   // Every command was answered, and never with unknownTurn.
   const codes = outcomes.flatMap((o) => o.answers.map((a) => a.code).filter((c) => c !== undefined));
   console.log(
-    `${signal}: ${outcomes.reduce((n, o) => n + o.answers.length, 0)} answers, ${outcomes.reduce((n, o) => n + o.retries, 0)} commands sent again, error codes: ${JSON.stringify(
+    `${signal}: ${outcomes.reduce((n, o) => n + o.answers.length, 0)} answers, ${outcomes.reduce((n, o) => n + o.retries, 0)} commands sent again, ${outcomes.reduce((n, o) => n + o.overloaded, 0)} turn requests refused as overloaded and sent again, error codes: ${JSON.stringify(
       Object.fromEntries([...new Set(codes)].map((c) => [c, codes.filter((x) => x === c).length])),
     )}`,
   );

@@ -2,7 +2,7 @@
 // a sandbox), against a real nats-server started with the config `toolsearch nats-auth` writes. Each must be
 // refused by the server (a permission violation naming the subject) or by the gateway (a rule's code), and nothing
 // may run: a witness file records every tool that ran and every program a request tried to start.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -192,6 +192,8 @@ beforeAll(async () => {
     principals: {
       client: { nkey: keys['client'] },
       'client-billing': { nkey: keys['client-billing'], owner: true },
+      // The approver user, named as \`nats-auth\` suggests in principals.json5: its answers are recorded by this name.
+      approver: { nkey: keys['approver'], approver: true },
     },
   };
   writeFileSync(join(dir, 'config.json5'), JSON.stringify(raw));
@@ -586,7 +588,10 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(viaHttp.status).toBe(403);
     const refused = (await viaHttp.json()) as { error: { code: string; message: string } };
     expect(refused.error.code).toBe('approval.recordRefused');
-    expect(refused.error.message).toContain('toolsearch approve ID --nats URL --nats-nkey approver.nk');
+    expect(refused.error.message).toContain(
+      `toolsearch approve ${pending[0].approvalId} --nats URL --nats-nkey approver.nk`,
+    );
+    expect(refused.error.message).toContain('TOOLSEARCH_GATEWAY_RECORDS_ANSWERS=1');
     expect(refused.error.message).toContain('--gateway-records-answers');
     expect(gateway.approvals.get(pending[0].approvalId)).toBeDefined();
     expect(ran().filter((r) => r === 'deploy_service').length).toBe(before);
@@ -601,7 +606,11 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const until2 = Date.now() + 3000;
     while (next.length === 0 && Date.now() < until2)
       next = (await cli(approvalsCommand, [...as, '--json'])).last().approvals;
-    const no = await cli(approveCommand, [...as, next[0].approvalId, '--deny', '--reason', 'no', '--json']);
+    // The approver claims another name (its seed file named alice.nk): recorded as the principal the server pinned
+    // (its nkey in the answer's subject), the claimed name a note only.
+    copyFileSync(seed('approver'), join(auth, 'alice.nk'));
+    const asAlice = ['--nats', server.url, '--nats-nkey', join(auth, 'alice.nk')];
+    const no = await cli(approveCommand, [...asAlice, next[0].approvalId, '--deny', '--reason', 'no', '--json']);
     expect(no.code).toBe(0);
     expect(JSON.stringify(await second)).toMatch(/approvalDenied/);
     expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
@@ -616,8 +625,31 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const answers = facts.filter((e) => e.type === 'approval.resolved').map((e) => e.data as Record<string, unknown>);
     expect(answers).toEqual([
       expect.objectContaining({ approvalId: pending[0].approvalId, approved: true, by: 'approver', channel: 'nats' }),
-      expect.objectContaining({ approvalId: next[0].approvalId, approved: false, by: 'approver', channel: 'nats' }),
+      expect.objectContaining({
+        approvalId: next[0].approvalId,
+        approved: false,
+        by: 'approver',
+        claimedBy: 'alice',
+        channel: 'nats',
+      }),
     ]);
+    expect(answers[0]).not.toHaveProperty('claimedBy');
+    // Nor can it send an answer under another principal's key, and the gateway principal sends none at all.
+    for (const [who, token] of [
+      ['approver', keys['client-billing']],
+      ['gateway', keys['gateway']],
+    ] as const) {
+      const { nc, errors } = await rawAs(who);
+      const subject = `toolsearch.rpc.approvals.answer.${token}.any-member`;
+      nc.publish(subject, JSON.stringify({ approvalId: 'x', approved: true }));
+      await nc.flush();
+      await waitFor(() => errors.some((e) => e.includes(`Permissions Violation for Publish to "${subject}"`)), subject);
+    }
+    // The gateway's own record of the wait names the pinned principal too.
+    expect(gateway.approvals.recent().find((r) => r.approvalId === next[0].approvalId)).toMatchObject({
+      by: 'approver',
+      approved: false,
+    });
   }, 60_000);
 
   it('nobody but a sandbox receives code runs, and a client cannot read, consume, purge or write the streams', async () => {

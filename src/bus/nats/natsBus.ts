@@ -968,7 +968,11 @@ class NatsBusImpl implements NatsBus {
 
   // ---------- request / reply ----------
 
-  serve(subject: string, handler: (payload: unknown) => Promise<unknown>, opts?: SubscribeOptions): () => void {
+  serve(
+    subject: string,
+    handler: (payload: unknown, subject: string) => Promise<unknown>,
+    opts?: SubscribeOptions,
+  ): () => void {
     this.#assertOpen();
     const sub: Subscription = this.connection.subscribe(subject, {
       ...(opts?.queue !== undefined ? { queue: opts.queue } : {}),
@@ -977,7 +981,7 @@ class NatsBusImpl implements NatsBus {
         void (async () => {
           let answer: unknown;
           try {
-            answer = { ok: true, value: await handler(decodeJson(msg.data)) };
+            answer = { ok: true, value: await handler(decodeJson(msg.data), msg.subject) };
           } catch (e) {
             answer = fail('bus.handlerFailed', `the service on "${subject}" failed: ${describe(e)}`);
           }

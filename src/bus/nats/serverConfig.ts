@@ -135,8 +135,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             CODE_RUN_SUBJECT,
             CODE_AVAILABLE_SUBJECT,
             CODE_CANCEL_PATTERN,
+            // Asks the other members for their approvals; never answers one (only approvers send answers).
             APPROVALS_LIST_SUBJECT,
-            APPROVALS_ANSWER_SUBJECT,
             `${ACTORS_SUBJECT_ROOT}.gateway.*`,
             api('INFO'),
             ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
@@ -165,7 +165,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             BRIDGE_PATTERN,
             STATUS_SUBJECT,
             APPROVALS_LIST_SUBJECT,
-            APPROVALS_ANSWER_SUBJECT,
+            // `…approvals.answer.<sender>.<member>`: the sender token is pinned by the sender's own rule below.
+            `${APPROVALS_ANSWER_SUBJECT}.*.*`,
             inbox,
             `${OWNER_SUBJECT_ROOT}.>`,
           ],
@@ -220,7 +221,14 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
     case 'approver':
       return {
         publish: {
-          allow: [fact('approval.resolved'), ...markers, APPROVALS_LIST_SUBJECT, APPROVALS_ANSWER_SUBJECT],
+          // Its answers to a gateway's desk only under its own key's token (`…answer.<pk>.<member>`), so the gateway
+          // knows who answered from the subject, never from the body.
+          allow: [
+            fact('approval.resolved'),
+            ...markers,
+            APPROVALS_LIST_SUBJECT,
+            `${APPROVALS_ANSWER_SUBJECT}.${p.publicKey}.*`,
+          ],
           deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')],
         },
         subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },

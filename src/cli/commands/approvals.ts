@@ -1,9 +1,15 @@
 import { basename } from 'node:path';
-import { approverTokenPath, DEFAULT_GATEWAY_PORT, openCommandBus, readApproverToken } from '../../app/index.js';
-import { APPROVALS_LIST_SUBJECT, type NatsBus } from '../../bus/nats/index.js';
+import {
+  approvalAnswerSubject,
+  approverTokenPath,
+  DEFAULT_GATEWAY_PORT,
+  openCommandBus,
+  readApproverToken,
+} from '../../app/index.js';
+import { APPROVALS_LIST_SUBJECT, requestAll, type NatsBus } from '../../bus/nats/index.js';
 import { makeEnvelope } from '../../events/index.js';
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
-import { isLoopbackHost } from '../../gateway/index.js';
+import { CLI_USER_AGENT, isLoopbackHost } from '../../gateway/index.js';
 import type { PendingApproval } from '../../policy/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str } from '../args.js';
@@ -24,7 +30,8 @@ const WHERE = [
 export const APPROVALS_USAGE = `Usage: toolsearch approvals [--watch] [--url URL | --nats URL] [--token T] [--json]
 
 Lists the calls waiting for an approver: the tool (id, source, description, annotations), session, agent and
-profile, why approval is needed, the time left and the arguments (secret-marked ones redacted). --watch prints
+profile, why approval is needed, the time left and the arguments (secret-marked ones redacted). With --nats it
+asks every gateway member and lists each approval once, with the member that holds it. --watch prints
 each new and settled approval as it happens (embedded gateway: its HTTP front), until interrupted.
 
 ${WHERE}`;
@@ -33,8 +40,10 @@ export const APPROVE_USAGE = `Usage: toolsearch approve ID [--deny] [--reason TE
 
 Answers one pending approval (its id from \`toolsearch approvals\`): approves the call, or with --deny refuses it.
 The answer applies to that call only, is recorded with who answered, through what, when and why, and is
-ignored when the call has settled already. With --nats the approver principal publishes the answer itself
-(approval.resolved for that approval, call and argument digest); the server lets only approvers do so.
+ignored when the call has settled already. With --nats the answer goes to the gateway member that holds the
+approval, under this principal's own key (the server pins it: the record names that principal, a name given here
+is only a note); on a secured server the approver then publishes approval.resolved for that approval, call and
+argument digest itself (the server lets only approvers do so).
 
 ${WHERE}`;
 
@@ -74,7 +83,11 @@ async function http(where: Extract<Where, { kind: 'http' }>, path: string, init:
   try {
     res = await fetch(`${where.url}${path}`, {
       ...init,
-      headers: { authorization: `Bearer ${where.token}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${where.token}`,
+        'content-type': 'application/json',
+        'user-agent': CLI_USER_AGENT,
+      },
     });
   } catch (err) {
     return fail(
@@ -112,28 +125,69 @@ async function withApproverBus<T>(
   }
 }
 
-async function overNats(
-  where: Extract<Where, { kind: 'nats' }>,
-  values: Record<string, unknown>,
-  io: CliIo,
-  subject: string,
-  payload: unknown,
-): Promise<Result<Record<string, unknown>>> {
-  return withApproverBus(where, values, io, async (bus) => {
-    const r = await bus.request(subject, payload, { timeoutMs: 5000 });
-    if (!r.ok) return r;
-    const v = (r.value ?? {}) as Record<string, unknown>;
-    if (v['ok'] === false) {
-      const e = (v['error'] ?? {}) as { code?: unknown; message?: unknown };
-      return fail(String(e.code ?? 'approval.failed'), String(e.message ?? 'the gateway refused the answer'));
-    }
-    return ok(v);
-  });
+/** One gateway member's reply to `…approvals.list`. */
+interface MemberListing {
+  member: string;
+  /** The live members as that member sees them (the owners bucket); absent: it does not know. */
+  members?: string[];
+  takesAnswers?: boolean;
+  approvals: Array<PendingApproval & { member?: string; timeLeftMs?: number }>;
+}
+
+/** How long a listing waits at most for the members it was told of (then it shows what came). */
+const LIST_WAIT_MS = 5000;
+
+/**
+ * The pending approvals of every gateway member: one request every member hears, replies gathered until each live
+ * member (as the replies name them) answered, or `LIST_WAIT_MS`. Each approval is listed once, with the member that
+ * holds it.
+ */
+async function listOverNats(bus: NatsBus): Promise<Result<{ listings: MemberListing[]; approvals: MergedApproval[] }>> {
+  const replies = await requestAll(
+    bus.connection,
+    APPROVALS_LIST_SUBJECT,
+    {},
+    { maxWaitMs: LIST_WAIT_MS, enough: (r) => everyMemberHeard(r.filter(isListing)) },
+  );
+  const listings = replies.filter(isListing);
+  if (listings.length === 0)
+    return fail(
+      'approval.unreachable',
+      `No gateway answered on ${APPROVALS_LIST_SUBJECT} within ${LIST_WAIT_MS} ms: start one (\`toolsearch serve --nats URL\`) or check --nats and the approver's credentials.`,
+    );
+  return ok({ listings, approvals: mergeListings(listings) });
+}
+
+const isListing = (v: unknown): v is MemberListing =>
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as MemberListing).member === 'string' &&
+  Array.isArray((v as MemberListing).approvals);
+
+/** Whether every member the listings name has replied (a listing that names no members: wait on). Pure: no I/O. */
+export function everyMemberHeard(listings: readonly MemberListing[]): boolean {
+  if (listings.length === 0 || listings.some((l) => l.members === undefined)) return false;
+  const heard = new Set(listings.map((l) => l.member));
+  return listings.every((l) => (l.members ?? []).every((m) => heard.has(m)));
+}
+
+/** A pending approval as an approver lists it over NATS: with the member that holds it. */
+export type MergedApproval = PendingApproval & { member: string; timeLeftMs?: number; takesAnswers: boolean };
+
+/** The members' listings as one list: each approval once (with its member), oldest first. Pure: no I/O. */
+export function mergeListings(listings: readonly MemberListing[]): MergedApproval[] {
+  const out = new Map<string, MergedApproval>();
+  for (const l of listings)
+    for (const a of l.approvals)
+      if (!out.has(a.approvalId))
+        out.set(a.approvalId, { ...a, member: a.member ?? l.member, takesAnswers: l.takesAnswers === true });
+  return [...out.values()].sort((x, y) => x.requestedAt.localeCompare(y.requestedAt));
 }
 
 /**
- * The name an approver's answer is recorded with: --nats-user / NATS_USER, else the seed file's name as
- * `toolsearch nats-auth` writes it (`approver.nk` is `approver`), else `approver`. Pure: no I/O.
+ * The name an approver gives for itself (--nats-user / NATS_USER, else the seed file's name as `toolsearch nats-auth`
+ * writes it, `approver.nk` is `approver`, else `approver`): sent as a note only (`claimedBy`); the record names whom
+ * the server pinned. Pure: no I/O.
  */
 export function approverName(values: Record<string, unknown>, env: NodeJS.ProcessEnv): string {
   const user = str(values['nats-user'] as string | undefined) ?? (env['NATS_USER']?.trim() || undefined);
@@ -144,10 +198,13 @@ export function approverName(values: Record<string, unknown>, env: NodeJS.Proces
 }
 
 /**
- * An approver's answer over NATS, published by the approver itself: it lists the pending approvals
- * (`…approvals.list`), finds `id`, and publishes the `approval.resolved` fact for that approval, call and argument
- * digest, right after the `approval.requested` fact, as its own principal (the server lets only approvers publish
- * it). The waiting call takes it; an answer for a call that settled meanwhile changes nothing.
+ * An approver's answer over NATS: it lists the pending approvals of every member, finds `id` and its member, and
+ * sends the answer to that member only, on `…approvals.answer.<its own key>.<member>` (the server lets it send there
+ * only under its own key, so the gateway knows who answers). A member whose desk records answers records it; one
+ * that may not (a secured deployment) pins the approver for it and says so, and the approver then publishes the
+ * `approval.resolved` fact itself, right after the `approval.requested` fact, as the principal the gateway named (the
+ * server lets only approvers publish it). The waiting call takes it; an answer for a call that settled meanwhile
+ * changes nothing.
  */
 async function answerOverNats(
   where: Extract<Where, { kind: 'nats' }>,
@@ -157,20 +214,40 @@ async function answerOverNats(
   answer: { approved: boolean; reason?: string },
 ): Promise<Result<Record<string, unknown>>> {
   return withApproverBus(where, values, io, async (bus) => {
-    const listed = await bus.request(APPROVALS_LIST_SUBJECT, {}, { timeoutMs: 5000 });
+    const listed = await listOverNats(bus);
     if (!listed.ok) return listed;
-    const all = (((listed.value ?? {}) as Record<string, unknown>)['approvals'] ?? []) as PendingApproval[];
-    const a = all.find((x) => x.approvalId === id);
+    const a = listed.value.approvals.find((x) => x.approvalId === id);
     if (a === undefined)
       return fail(
         'approval.unknown',
-        `No approval "${id}" is pending on the gateways (settled already, or another id): list them with \`toolsearch approvals --nats URL\`.`,
+        `No approval "${id}" is pending on the ${listed.value.listings.length} gateway member(s) that answered (settled already, or another id): list them with \`toolsearch approvals --nats URL\`.`,
       );
+    const claimed = approverName(values, io.env);
+    const sent = await bus.request(
+      approvalAnswerSubject(bus.principal, a.member),
+      {
+        approvalId: a.approvalId,
+        callId: a.callId,
+        argsDigest: a.argsDigest,
+        approved: answer.approved,
+        claimedBy: claimed,
+        ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+      },
+      { timeoutMs: 5000 },
+    );
+    if (!sent.ok) return sent;
+    const v = (sent.value ?? {}) as Record<string, unknown>;
+    if (v['ok'] === false) {
+      const e = (v['error'] ?? {}) as { code?: unknown; message?: unknown };
+      return fail(String(e.code ?? 'approval.failed'), String(e.message ?? 'the gateway refused the answer'));
+    }
+    if (v['publish'] !== true) return ok({ approvalId: id, callId: a.callId, by: v['by'] });
     if (typeof a.requestSeq !== 'number' || typeof a.requestEventId !== 'string')
       return fail(
         'approval.failed',
         `The gateway's listing of approval "${id}" does not say where its request is recorded: upgrade the gateway.`,
       );
+    const by = typeof v['by'] === 'string' ? v['by'] : 'approver';
     const published = await bus
       .publish(
         makeEnvelope({
@@ -185,7 +262,8 @@ async function answerOverNats(
             callId: a.callId,
             argsDigest: a.argsDigest,
             approved: answer.approved,
-            by: approverName(values, io.env),
+            by,
+            ...(claimed === by ? {} : { claimedBy: claimed }),
             channel: 'nats',
             ...(answer.reason === undefined ? {} : { reason: answer.reason }),
           },
@@ -200,7 +278,7 @@ async function answerOverNats(
           ),
       );
     if (!published.ok) return published;
-    return ok({ approvalId: id, callId: a.callId });
+    return ok({ approvalId: id, callId: a.callId, by });
   });
 }
 
@@ -208,13 +286,13 @@ const secondsLeft = (a: PendingApproval & { timeLeftMs?: number }): string =>
   `${Math.ceil((a.timeLeftMs ?? Math.max(0, Date.parse(a.expiresAt) - Date.now())) / 1000)} s left`;
 
 /** One approval for people: its id, the tool and why, where, the time left and the arguments. Pure: no I/O. */
-export function formatApproval(a: PendingApproval & { timeLeftMs?: number }): string {
+export function formatApproval(a: PendingApproval & { timeLeftMs?: number; member?: string }): string {
   const hints = Object.entries(a.tool.annotations ?? {})
     .filter(([, v]) => v === true)
     .map(([k]) => k);
   return [
     `${a.approvalId}  ${a.tool.id} (${a.tool.source}${hints.length > 0 ? `; ${hints.join(', ')}` : ''})  ${secondsLeft(a)}`,
-    `  session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}, call ${a.callId}`,
+    `  session ${a.sessionId}, agent ${a.agentId}, profile ${a.profile}, call ${a.callId}${a.member === undefined ? '' : `, on gateway ${a.member}`}`,
     ...(a.reason === undefined ? [] : [`  why: ${a.reason}`]),
     ...(a.tool.description === '' ? [] : [`  tool: ${a.tool.description.slice(0, 200)}`]),
     `  args: ${JSON.stringify(a.args)}`,
@@ -235,7 +313,9 @@ export const approvalsCommand: Command = {
     if (!where.ok) return reportFailure(io, json, where.error, EXIT_FAILED);
     const w = where.value;
     const listed =
-      w.kind === 'http' ? await http(w, '/v1/approvals') : await overNats(w, v, io, APPROVALS_LIST_SUBJECT, {});
+      w.kind === 'http'
+        ? await http(w, '/v1/approvals')
+        : await withApproverBus(w, v, io, async (bus) => listOverNats(bus));
     if (!listed.ok) return reportFailure(io, json, listed.error, EXIT_FAILED);
     const approvals = (listed.value['approvals'] ?? []) as Array<PendingApproval & { timeLeftMs?: number }>;
     if (json) io.stdout(JSON.stringify({ ok: true, approvals }));
@@ -344,7 +424,7 @@ export const approveCommand: Command = {
       w.kind === 'http'
         ? await http(w, `/v1/approvals/${encodeURIComponent(id)}`, {
             method: 'POST',
-            body: JSON.stringify({ ...answer, channel: 'cli' }),
+            body: JSON.stringify(answer),
           })
         : await answerOverNats(w, v, io, id, answer);
     if (!r.ok) return reportFailure(io, json, r.error, EXIT_FAILED);

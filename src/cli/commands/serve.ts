@@ -5,6 +5,7 @@ import { type NatsConnectSettings } from '../../bus/nats/index.js';
 import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { parseCommandArgs, str, strs } from '../args.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, type CliIo, type Command } from '../io.js';
+import { closeWithin } from '../closeWithin.js';
 
 export const SERVE_USAGE = `Usage: toolsearch serve [--port N] [--host H] [--insecure-http] [--config F] [--nats URL] [--log FILE] [--provider URL]
                         [--provider-timeout MS] [--role all|gateway|policy|sandbox] [--takeover-ms MS]
@@ -62,6 +63,9 @@ function untilSignal(): Promise<string> {
   });
 }
 
+/** How long a stop may take: the drain/handover bound twice, and 30 s for the MCP servers, telemetry and the bus. */
+const closeBoundMs = (config: ResolvedConfig): number => 2 * config.gateway.takeoverMs + 30_000;
+
 /** `serve --role policy|sandbox`: only that role's actors on NATS, no HTTP front, until a signal. */
 async function serveActorRole(
   role: 'policy' | 'sandbox',
@@ -95,9 +99,15 @@ async function serveActorRole(
   io.stdout(`toolsearch ${role} actor ${services.id} ready on NATS ${url}`);
   const signal = await untilSignal();
   io.stderr(`${signal}: stopping the ${role} actor`);
-  await services.close();
-  await opened.value.close();
-  return EXIT_OK;
+  const closed = await closeWithin(
+    async () => {
+      await services.close();
+      await opened.value.close();
+    },
+    closeBoundMs(config),
+    io,
+  );
+  return closed ? EXIT_OK : EXIT_FAILED;
 }
 
 /** `toolsearch serve`: runs the gateway until SIGINT/SIGTERM. */
@@ -223,7 +233,7 @@ export const serveCommand: Command = {
 
     const signal = await untilSignal();
     io.stderr(`${signal}: closing sessions, MCP servers and the bus`);
-    await gw.close();
+    if (!(await closeWithin(() => gw.close(), closeBoundMs(loaded.value.config), io))) return EXIT_FAILED;
     io.stderr('gateway stopped');
     return EXIT_OK;
   },

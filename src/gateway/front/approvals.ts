@@ -143,16 +143,21 @@ export const withTimeLeft = (a: PendingApproval, now: number): PendingApproval &
   timeLeftMs: Math.max(0, Date.parse(a.expiresAt) - now),
 });
 
-/** The body of `POST /v1/approvals/{id}`: `{approved, reason?, argsDigest?, callId?, channel?}`. Pure: no I/O. */
+/** The body of `POST /v1/approvals/{id}`: `{approved, reason?, argsDigest?, callId?}`. Pure: no I/O. */
 export function parseAnswerBody(
   value: unknown,
-): Result<{ approved: boolean; reason?: string; argsDigest?: string; callId?: string; channel: ApprovalChannel }> {
+): Result<{ approved: boolean; reason?: string; argsDigest?: string; callId?: string }> {
   const shape =
     'Send {"approved": true|false, "reason"?: "why" (at most 500 characters), "argsDigest"?: "<digest shown>", "callId"?: "<call id shown>"}.';
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     return fail('approval.badAnswer', `The body must be a JSON object. ${shape}`);
   const v = value as Record<string, unknown>;
-  const known = new Set(['approved', 'reason', 'argsDigest', 'callId', 'channel']);
+  if ('channel' in v)
+    return fail(
+      'approval.badAnswer',
+      `"channel" is not the sender's to say: the gateway records the channel from how the answer came (page, cli, http). Leave it out. ${shape}`,
+    );
+  const known = new Set(['approved', 'reason', 'argsDigest', 'callId']);
   const extra = Object.keys(v).find((k) => !known.has(k));
   if (extra !== undefined) return fail('approval.badAnswer', `Unknown field "${extra}". ${shape}`);
   if (typeof v['approved'] !== 'boolean')
@@ -163,14 +168,37 @@ export function parseAnswerBody(
   }
   if (typeof v['reason'] === 'string' && v['reason'].length > 500)
     return fail('approval.badAnswer', `"reason" is ${v['reason'].length} characters long. ${shape}`);
-  const channel = v['channel'] === 'cli' || v['channel'] === 'ui' ? v['channel'] : 'http';
   return ok({
     approved: v['approved'],
-    channel,
     ...(typeof v['reason'] === 'string' && v['reason'] !== '' ? { reason: v['reason'] } : {}),
     ...(typeof v['argsDigest'] === 'string' ? { argsDigest: v['argsDigest'] } : {}),
     ...(typeof v['callId'] === 'string' ? { callId: v['callId'] } : {}),
   });
+}
+
+/** The User-Agent prefix of `toolsearch approve` over HTTP. */
+export const CLI_USER_AGENT = 'toolsearch-cli';
+
+/**
+ * The channel an HTTP answer came through, from the request itself, never from its body: `page` for the gateway's own
+ * page (a same-origin browser request: `Sec-Fetch-Site: same-origin` or an Origin naming this host, both set by the
+ * browser, which a script cannot change), `cli` for `toolsearch approve` (its User-Agent), else `http`. These are
+ * labels of how the answer came, not credentials: who answered is the authenticated principal. Pure: no I/O.
+ */
+export function answerChannel(headers: IncomingMessage['headers']): ApprovalChannel {
+  if (headers['sec-fetch-site'] === 'same-origin') return 'page';
+  // Over plain HTTP on a LAN name a browser sends no Sec-Fetch-* headers, but a POST always carries Origin (checked
+  // to be this very host before this is asked).
+  if (typeof headers.origin === 'string' && headers.origin !== '' && typeof headers.host === 'string') {
+    try {
+      if (new URL(headers.origin).host.toLowerCase() === headers.host.toLowerCase()) return 'page';
+    } catch {
+      // Not a URL: not the page.
+    }
+  }
+  const ua = typeof headers['user-agent'] === 'string' ? headers['user-agent'] : '';
+  if (ua === CLI_USER_AGENT || ua.startsWith(`${CLI_USER_AGENT}/`)) return 'cli';
+  return 'http';
 }
 
 /** A live session as the page lists it. */
@@ -191,6 +219,9 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
   const maxSessions = opts.maxSessions ?? 200;
   const sessions = new Map<string, SessionRow>();
   const streams = new Set<ServerResponse>();
+  const broadcast = (line: string) => {
+    for (const res of streams) res.write(line);
+  };
   const stops: Array<() => void> = [];
   if (opts.bus !== undefined) {
     for (const type of SESSION_TYPES) {
@@ -208,10 +239,34 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
           row.lastAt = e.at;
           sessions.set(e.sessionId, row);
           while (sessions.size > maxSessions) sessions.delete(sessions.keys().next().value as string);
+          broadcast(sseEvent('session', row));
         }),
       );
     }
   }
+  // Every event of a session, while a stream is open: the page reloads the selected session's log when told it
+  // changed (`activity`, at most one per session per ACTIVITY_MS), instead of polling it.
+  let stopActivity: (() => void) | undefined;
+  const active = new Map<string, string>();
+  let flush: NodeJS.Timeout | undefined;
+  const follow = () => {
+    if (stopActivity !== undefined || opts.bus === undefined) return;
+    stopActivity = opts.bus.subscribe(`${EVENT_SUBJECT_PREFIX}.>`, (e: Envelope) => {
+      active.set(e.sessionId, e.type);
+      flush ??= setTimeout(() => {
+        flush = undefined;
+        for (const [sessionId, type] of active) broadcast(sseEvent('activity', { sessionId, type }));
+        active.clear();
+      }, ACTIVITY_MS);
+    });
+  };
+  const unfollow = () => {
+    stopActivity?.();
+    stopActivity = undefined;
+    if (flush !== undefined) clearTimeout(flush);
+    flush = undefined;
+    active.clear();
+  };
   const stopWatch = opts.desk.watch((e: DeskEvent) => {
     const line = sseLine(e.type === 'requested' ? { type: 'requested', approval: withTimeLeft(e.approval, now()) } : e);
     for (const res of streams) res.write(line);
@@ -283,7 +338,11 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
       for (const a of opts.desk.list()) res.write(sseLine({ type: 'requested', approval: withTimeLeft(a, t) }));
       res.write(': ready\n\n');
       streams.add(res);
-      res.on('close', () => streams.delete(res));
+      follow();
+      res.on('close', () => {
+        streams.delete(res);
+        if (streams.size === 0) unfollow();
+      });
       return true;
     }
     const m = /^\/v1\/approvals\/([^/]+)$/.exec(path);
@@ -307,10 +366,11 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         return true;
       }
       const a = answer.value;
+      const channel = answerChannel(req.headers);
       const r = await opts.desk.answer(id, {
         approved: a.approved,
         principal: who.value.principal,
-        channel: a.channel,
+        channel,
         ...(a.reason === undefined ? {} : { reason: a.reason }),
         ...(a.argsDigest === undefined ? {} : { argsDigest: a.argsDigest }),
         ...(a.callId === undefined ? {} : { callId: a.callId }),
@@ -327,7 +387,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         callId: r.value.callId,
         approved: a.approved,
         by: who.value.principal,
-        channel: a.channel,
+        channel,
       });
       return true;
     }
@@ -367,6 +427,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
     close: () => {
       clearInterval(heartbeat);
       stopWatch();
+      unfollow();
       for (const stop of stops) stop();
       for (const res of streams) res.end();
       streams.clear();
@@ -376,6 +437,11 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
 
 /** One server-sent event of the approvals stream (`requested` or `settled`). Pure: no I/O. */
 export function sseLine(e: DeskEvent): string {
-  const data = e.type === 'requested' ? e.approval : e.settled;
-  return `event: ${e.type}\ndata: ${JSON.stringify(data)}\n\n`;
+  return sseEvent(e.type, e.type === 'requested' ? e.approval : e.settled);
 }
+
+/** One server-sent event: its name and its JSON data. Pure: no I/O. */
+const sseEvent = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+
+/** How long session activity is gathered before the stream tells of it (one `activity` per session per window). */
+const ACTIVITY_MS = 250;

@@ -1,13 +1,21 @@
 /* global document, Node, sessionStorage, alert */
-// The operator page: pending approvals (live, from the approvals event stream), live sessions and a session's log
-// (polled). Every request carries the approver's Bearer credential, kept in this tab's sessionStorage only.
+// The operator page: pending approvals, live sessions and the selected session's log, updated live from the
+// approvals event stream (new and settled approvals, session rows, session activity); only while that stream is down
+// does the page poll, and it stops again once the stream is back. Every request carries the approver's Bearer
+// credential, kept in this tab's sessionStorage only.
 'use strict';
 
 const KEY = 'toolsearch.approverToken';
+const POLL_MS = 1500;
 const $ = (id) => document.getElementById(id);
 const pending = new Map();
+const sessions = new Map();
 let selected = null;
 let streamAbort = null;
+let pollTimer = null;
+let retryMs = 500;
+let retryTimer = null;
+let connectedBefore = false;
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -39,6 +47,10 @@ async function api(path, init) {
 function signOut(message) {
   sessionStorage.removeItem(KEY);
   if (streamAbort) streamAbort.abort();
+  stopPolling();
+  if (retryTimer !== null) clearTimeout(retryTimer);
+  retryTimer = null;
+  setLive(null);
   $('main').hidden = true;
   $('signout').hidden = true;
   $('login').hidden = false;
@@ -68,14 +80,67 @@ function remember(a) {
   pending.set(a.approvalId, { ...a, deadline: Date.now() + (a.timeLeftMs ?? Date.parse(a.expiresAt) - Date.now()) });
 }
 
+/** Whether the page hears the server live (`stream`), polls while the stream is down (`polling`), or neither. */
+function setLive(state) {
+  document.body.dataset.live = state || '';
+  const badge = $('live');
+  if (badge !== null) {
+    badge.textContent = state === 'stream' ? 'live' : state === 'polling' ? 'reconnecting: polling' : '';
+    badge.className = `live ${state || ''}`;
+  }
+  if (state === 'stream') stopPolling();
+  else if (state === 'polling') startPolling();
+}
+
+function startPolling() {
+  if (pollTimer !== null || token() === null) return;
+  pollTimer = setInterval(() => {
+    refreshApprovals();
+    refreshSessions();
+  }, POLL_MS);
+}
+
+function stopPolling() {
+  if (pollTimer !== null) clearInterval(pollTimer);
+  pollTimer = null;
+}
+
+async function refreshApprovals() {
+  try {
+    const r = await api('/v1/approvals');
+    pending.clear();
+    for (const a of r.approvals) remember(a);
+    renderApprovals();
+  } catch {
+    // Shown again on the next poll.
+  }
+}
+
 async function stream() {
   if (streamAbort) streamAbort.abort();
-  streamAbort = new AbortController();
+  const abort = new AbortController();
+  streamAbort = abort;
   try {
     const res = await fetch('/v1/approvals/events', {
       headers: { authorization: `Bearer ${token()}` },
-      signal: streamAbort.signal,
+      signal: abort.signal,
     });
+    if (res.status === 401) {
+      signOut('The credential was refused: sign in again.');
+      return;
+    }
+    if (!res.ok || res.body === null) throw new Error(`HTTP ${res.status}`);
+    // The stream opens with every pending approval: what was pending before it (re)connected is replaced.
+    pending.clear();
+    renderApprovals();
+    setLive('stream');
+    retryMs = 500;
+    // What changed while it was down (nothing on the first connect: sign-in just read it).
+    if (connectedBefore) {
+      refreshSessions();
+      scheduleLog();
+    }
+    connectedBefore = true;
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let buf = '';
@@ -90,19 +155,36 @@ async function stream() {
         const type = /^event: (.*)$/m.exec(block);
         const data = /^data: (.*)$/m.exec(block);
         if (type === null || data === null) continue;
-        const d = JSON.parse(data[1]);
-        if (type[1] === 'requested') remember(d);
-        else if (type[1] === 'settled') {
-          pending.delete(d.approvalId);
-          addSettled(d);
-        }
-        renderApprovals();
+        onStreamEvent(type[1], JSON.parse(data[1]));
       }
     }
   } catch {
-    // Aborted or cut: retried below while signed in.
+    // Aborted or cut: polled below until the stream is back.
   }
-  if (token() !== null) setTimeout(stream, 1000);
+  if (streamAbort !== abort || token() === null) return;
+  setLive('polling');
+  retryTimer = setTimeout(() => {
+    retryTimer = null;
+    if (token() !== null) stream();
+  }, retryMs);
+  retryMs = Math.min(retryMs * 2, 5000);
+}
+
+function onStreamEvent(type, d) {
+  if (type === 'requested') {
+    remember(d);
+    renderApprovals();
+  } else if (type === 'settled') {
+    pending.delete(d.approvalId);
+    addSettled(d);
+    renderApprovals();
+  } else if (type === 'session') {
+    sessions.delete(d.sessionId);
+    sessions.set(d.sessionId, d);
+    renderSessions();
+  } else if (type === 'activity' && d.sessionId === selected) {
+    scheduleLog();
+  }
 }
 
 function addSettled(s) {
@@ -131,7 +213,6 @@ function renderApprovals() {
           method: 'POST',
           body: JSON.stringify({
             approved,
-            channel: 'ui',
             argsDigest: a.argsDigest,
             callId: a.callId,
             ...(reason.value ? { reason: reason.value } : {}),
@@ -188,30 +269,63 @@ async function refreshSessions() {
   if (token() === null) return;
   try {
     const r = await api('/v1/sessions');
-    const list = $('sessions');
-    list.replaceChildren();
-    if (r.sessions.length === 0) list.append(el('li', { class: 'empty' }, 'No session yet.'));
-    for (const s of r.sessions) {
-      list.append(
-        el(
-          'li',
-          {
-            class: s.sessionId === selected ? 'selected' : '',
-            'data-session': s.sessionId,
-            onclick: () => {
-              selected = s.sessionId;
-              refreshSessions();
-            },
-          },
-          el('strong', {}, s.sessionId),
-          ` ${s.agentId || 'default'}/${s.profile || 'default'}, ${s.turns} turn${s.turns === 1 ? '' : 's'}${s.running > 0 ? `, ${s.running} running` : ''}`,
-        ),
-      );
-    }
-    if (selected === null && r.sessions.length > 0) selected = r.sessions[0].sessionId;
-    if (selected !== null) await refreshLog();
+    sessions.clear();
+    for (const row of r.sessions.slice().reverse()) sessions.set(row.sessionId, row);
+    renderSessions();
   } catch {
-    // Shown again on the next poll.
+    // Shown again on the next poll or stream event.
+  }
+}
+
+/** The sessions list, most recently active first; the first one is selected when none is. */
+function renderSessions() {
+  const list = $('sessions');
+  list.replaceChildren();
+  const rows = [...sessions.values()].reverse();
+  if (rows.length === 0) list.append(el('li', { class: 'empty' }, 'No session yet.'));
+  for (const s of rows) {
+    list.append(
+      el(
+        'li',
+        {
+          class: s.sessionId === selected ? 'selected' : '',
+          'data-session': s.sessionId,
+          onclick: () => {
+            selected = s.sessionId;
+            renderSessions();
+            scheduleLog();
+          },
+        },
+        el('strong', {}, s.sessionId),
+        ` ${s.agentId || 'default'}/${s.profile || 'default'}, ${s.turns} turn${s.turns === 1 ? '' : 's'}${s.running > 0 ? `, ${s.running} running` : ''}`,
+      ),
+    );
+  }
+  if (selected === null && rows.length > 0) {
+    selected = rows[0].sessionId;
+    renderSessions();
+  }
+  // While polling, the log is read with each poll; while live, when the stream says the session changed.
+  if (selected !== null && (pollTimer !== null || $('log-title').textContent !== selected)) scheduleLog();
+}
+
+let logBusy = false;
+let logAgain = false;
+/** Reads the selected session's log, one read at a time (a change during a read reads it once more). */
+async function scheduleLog() {
+  if (selected === null) return;
+  if (logBusy) {
+    logAgain = true;
+    return;
+  }
+  logBusy = true;
+  try {
+    do {
+      logAgain = false;
+      await refreshLog().catch(() => undefined);
+    } while (logAgain);
+  } finally {
+    logBusy = false;
   }
 }
 
@@ -277,7 +391,6 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('signout').addEventListener('click', () => signOut());
   setInterval(tick, 500);
-  setInterval(refreshSessions, 1500);
   if (token() === null) signOut();
   else signIn();
 });
