@@ -551,7 +551,10 @@ async function clientToolRow(): Promise<void> {
   const ratios: number[] = [];
   const builds0 = withTool.engine.indexStats().builds;
   let timed = 0;
-  for (let r = 0; r < CHEAP_ROUNDS; r++) {
+  // Many short paired rounds: the median of 21 moves less on a shared machine than that of 9 longer ones.
+  const rounds = Math.max(CHEAP_ROUNDS, QUICK ? 9 : 21);
+  const perRound = QUICK ? 8 : 10;
+  for (let r = 0; r < rounds; r++) {
     gc();
     const order: [typeof plain, boolean][] =
       r % 2 === 0
@@ -563,8 +566,8 @@ async function clientToolRow(): Promise<void> {
             [plain, false],
             [withTool, true],
           ];
-    for (const [v, client] of order) await turns(v, client, 20, true);
-    timed += 20;
+    for (const [v, client] of order) await turns(v, client, perRound, true);
+    timed += perRound;
     ratios.push(withTool.cpu.at(-1)! / plain.cpu.at(-1)!);
   }
   addRow({
@@ -588,9 +591,10 @@ async function clientToolRow(): Promise<void> {
 
 async function tracingRow(): Promise<void> {
   console.log('\nTracing: traced minus untraced turn CPU (log off), per span (the measure of bench/tracing.ts)');
+  // Many short rounds: on a shared machine the median of 25 paired rounds moves less than that of 11 longer ones.
   const ps = await measurePerSpan(engineRunner('tools'), {
-    rounds: Math.max(ROUNDS, QUICK ? 7 : 11),
-    turnsPerRound: QUICK ? 20 : 40,
+    rounds: Math.max(ROUNDS, QUICK ? 9 : 25),
+    turnsPerRound: QUICK ? 12 : 16,
     warmupTurns: QUICK ? 60 : 200,
   });
   addRow({
@@ -607,7 +611,15 @@ async function tracingRow(): Promise<void> {
     spansPerTurn: ps.spans,
     untracedTurnCpuMs: round3(ps.untracedTurnUs / 1000),
     tracedTurnCpuMs: round3(ps.tracedTurnUs / 1000),
+    iqr: [round3(ps.iqr[0]), round3(ps.iqr[1])],
+    sdkFloorUs: round3(ps.sdkFloorUs),
+    spanPathUs: round3(ps.spanPathUs),
   });
+  console.log(
+    `  (rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)} µs; in the same rounds: the SDK's own floor, a bare ` +
+      `SDK 2.x span with the same name, parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs/span (sdkFloorUs); the span ` +
+      `path alone, the turn's TurnTrace calls replayed, ${ps.spanPathUs.toFixed(1)} µs/span (spanPathUs))`,
+  );
 }
 
 // ---------- 7. the warm sandbox: a trivial run vs one pipe round trip to a warm echo child ----------

@@ -1,4 +1,4 @@
-export type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
+export type { DeliveryHandle, DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 export { DEFAULT_EVENT_LOG, openMemoryBus } from './memoryBus.js';
 export type { MemoryBus, MemoryBusOptions, MemoryBusStats } from './memoryBus.js';
 export {

@@ -84,6 +84,6 @@ export {
   GatewayTurnRequested,
 } from './gatewayEvents.js';
 export { completedCounters, evolveTurn, initialTurnState, turnStateFrom } from './turnState.js';
-export type { OpenCodeRun, PendingCall, TurnState } from './turnState.js';
+export type { OpenCodeRun, PendingCall, ToolCallRecord, TurnState } from './turnState.js';
 export { evolveSession, initialSessionState } from './sessionState.js';
 export type { SessionState } from './sessionState.js';

@@ -18,6 +18,42 @@ export interface PendingCall {
   rerunSafe?: boolean;
   args?: unknown;
   attempt?: number;
+  /** From `call.requested`: the model's id of the tool call, and the digest of the recorded arguments. */
+  toolCallId?: string;
+  argsDigest?: string;
+}
+
+/**
+ * What became of one invocation the model made under its own tool call id (`toolCallId`), as the facts say: a final
+ * call (`call`, by its gateway call id) or a code run (`code`). An invocation sent again under the same id (a
+ * redelivered command, a client's retry) is answered from this instead of running a second time.
+ */
+export interface ToolCallRecord {
+  kind: 'call' | 'code';
+  /** The gateway's call id, or the code run's id. */
+  id: string;
+  toolId?: string;
+  toolName?: string;
+  argsDigest?: string;
+  /** Open (`requested`, `decided`, `started`, `running`), or how it ended. */
+  status:
+    | 'requested'
+    | 'decided'
+    | 'started'
+    | 'running'
+    | 'completed'
+    | 'failed'
+    | 'blocked'
+    | 'rejected'
+    | 'pending'
+    | 'outcomeUnknown'
+    | 'settled';
+  /** The decision of a decided call (`allowed`, `approvalRequired`, ...). */
+  decision?: string;
+  /** Why it ended, when it did not complete: the error's (or the rule's) code and message. */
+  error?: { code: string; message: string };
+  /** A blocked call's stage. */
+  stage?: string;
 }
 
 /** A code run requested and not settled yet, with the bridge operations it made so far. */
@@ -25,6 +61,7 @@ export interface OpenCodeRun {
   searches: number;
   describes: number;
   calls: number;
+  toolCallId?: string;
 }
 
 /**
@@ -72,6 +109,10 @@ export interface TurnState {
   /** Client calls this turn handed back (`call.pending`) whose result has not arrived in this turn. */
   pendingClientCalls: Readonly<Record<string, { toolId: string }>>;
   openCodeRuns: Readonly<Record<string, OpenCodeRun>>;
+  /** Invocations the model made under its own tool call id, by that id (see `ToolCallRecord`). */
+  toolCalls: Readonly<Record<string, ToolCallRecord>>;
+  /** Client results recorded in this turn (`client.result.received`), by the call id they were sent for. */
+  clientResults: Readonly<Record<string, true>>;
   outcome?:
     | { status: 'completed'; promptBytes?: number }
     | { status: 'failed'; code: string; reason: string }
@@ -97,6 +138,8 @@ export function initialTurnState(sessionId: string, turnId: string): TurnState {
     pendingApprovals: {},
     pendingClientCalls: {},
     openCodeRuns: {},
+    toolCalls: {},
+    clientResults: {},
   };
 }
 
@@ -112,11 +155,24 @@ const approvalsWithout = (state: TurnState, callId: string): TurnState['pendingA
   return out;
 };
 
-/** A call ended: no longer pending, nor its approvals. */
-const endCall = (state: TurnState, callId: string): TurnState => ({
+/** The invocation record of a model's tool call id changed (nothing when the call has none). */
+const markToolCall = (
+  state: TurnState,
+  toolCallId: string | undefined,
+  change: Partial<ToolCallRecord>,
+): TurnState['toolCalls'] => {
+  if (toolCallId === undefined) return state.toolCalls;
+  const was = state.toolCalls[toolCallId];
+  if (was === undefined) return state.toolCalls;
+  return { ...state.toolCalls, [toolCallId]: { ...was, ...change } };
+};
+
+/** A call ended: no longer pending, nor its approvals; its invocation record says how (`ended`). */
+const endCall = (state: TurnState, callId: string, ended?: Partial<ToolCallRecord>): TurnState => ({
   ...state,
   pendingCalls: without(state.pendingCalls, callId),
   pendingApprovals: approvalsWithout(state, callId),
+  toolCalls: ended === undefined ? state.toolCalls : markToolCall(state, state.pendingCalls[callId]?.toolCallId, ended),
 });
 
 const bridgeOp = (state: TurnState, codeRunId: string, op: 'search' | 'describe' | 'call'): TurnState => {
@@ -168,15 +224,39 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return { ...state, searches: state.searches + 1 };
     case 'describe.performed':
       return { ...state, describes: state.describes + 1 };
-    case 'call.requested':
+    case 'call.requested': {
+      const t = e.data.toolCallId;
       return {
         ...state,
         calls: state.calls + 1,
         pendingCalls: {
           ...state.pendingCalls,
-          [e.data.callId]: { toolId: e.data.toolId, source: e.data.source, origin: e.data.origin, phase: 'requested' },
+          [e.data.callId]: {
+            toolId: e.data.toolId,
+            source: e.data.source,
+            origin: e.data.origin,
+            phase: 'requested',
+            argsDigest: e.data.argsDigest,
+            ...(t === undefined ? {} : { toolCallId: t }),
+          },
         },
+        ...(t === undefined
+          ? {}
+          : {
+              toolCalls: {
+                ...state.toolCalls,
+                [t]: {
+                  kind: 'call',
+                  id: e.data.callId,
+                  toolId: e.data.toolId,
+                  toolName: e.data.toolName,
+                  argsDigest: e.data.argsDigest,
+                  status: 'requested',
+                },
+              },
+            }),
       };
+    }
     case 'call.decided': {
       const call = state.pendingCalls[e.data.callId];
       // An answer seen twice, or after the call started, changes nothing.
@@ -187,6 +267,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
           ...state.pendingCalls,
           [e.data.callId]: { ...call, phase: 'decided', decision: e.data.decision },
         },
+        toolCalls: markToolCall(state, call.toolCallId, { status: 'decided', decision: e.data.decision }),
       };
     }
     case 'call.started': {
@@ -204,15 +285,37 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
             attempt: e.data.attempt ?? 1,
           },
         },
+        toolCalls: markToolCall(state, call.toolCallId, { status: 'started' }),
       };
     }
     case 'call.outcomeUnknown': {
       if (state.pendingCalls[e.data.callId] === undefined) return state;
-      const ended = endCall(state, e.data.callId);
+      const ended = endCall(state, e.data.callId, {
+        status: 'outcomeUnknown',
+        error: { code: 'call.outcomeUnknown', message: e.data.reason },
+      });
       return { ...ended, unknown: [...state.unknown, e.data.toolId] };
     }
-    case 'call.rejected':
-      return { ...state, rejected: state.rejected + 1 };
+    case 'call.rejected': {
+      const t = e.data.toolCallId;
+      return {
+        ...state,
+        rejected: state.rejected + 1,
+        ...(t === undefined
+          ? {}
+          : {
+              toolCalls: {
+                ...state.toolCalls,
+                [t]: {
+                  kind: 'call',
+                  id: e.data.callId,
+                  status: 'rejected',
+                  error: { code: e.data.code, message: e.data.reason },
+                },
+              },
+            }),
+      };
+    }
     case 'approval.requested':
       if (state.pendingCalls[e.data.callId] === undefined) return state;
       return {
@@ -239,7 +342,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       // The gateway's own end of a wait (timeout, cut, library approver).
       return { ...state, pendingApprovals: without(state.pendingApprovals, e.data.approvalId) };
     case 'call.completed': {
-      const ended = endCall(state, e.data.callId);
+      const ended = endCall(state, e.data.callId, { status: 'completed' });
       return {
         ...ended,
         selected: [...state.selected, { id: e.data.toolId, source: e.data.source }],
@@ -247,7 +350,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       };
     }
     case 'call.pending': {
-      const ended = endCall(state, e.data.callId);
+      const ended = endCall(state, e.data.callId, { status: 'pending' });
       return {
         ...ended,
         selected: [...state.selected, { id: e.data.toolId, source: 'client' }],
@@ -255,21 +358,42 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       };
     }
     case 'call.failed':
+      return endCall(state, e.data.callId, { status: 'failed', error: { ...e.data.error } });
     case 'call.blocked':
-      return endCall(state, e.data.callId);
+      return endCall(state, e.data.callId, {
+        status: 'blocked',
+        stage: e.data.stage,
+        error: { code: 'call.blocked', message: e.data.reason },
+      });
     case 'client.result.received':
-      return { ...state, pendingClientCalls: without(state.pendingClientCalls, e.data.callId) };
-    case 'code.requested':
+      return {
+        ...state,
+        pendingClientCalls: without(state.pendingClientCalls, e.data.callId),
+        clientResults: { ...state.clientResults, [e.data.callId]: true },
+      };
+    case 'code.requested': {
+      const t = e.data.toolCallId;
       return {
         ...state,
         codeRuns: state.codeRuns + 1,
-        openCodeRuns: { ...state.openCodeRuns, [e.data.codeRunId]: { searches: 0, describes: 0, calls: 0 } },
+        openCodeRuns: {
+          ...state.openCodeRuns,
+          [e.data.codeRunId]: { searches: 0, describes: 0, calls: 0, ...(t === undefined ? {} : { toolCallId: t }) },
+        },
+        ...(t === undefined
+          ? {}
+          : { toolCalls: { ...state.toolCalls, [t]: { kind: 'code', id: e.data.codeRunId, status: 'running' } } }),
       };
+    }
     case 'code.bridge.requested':
       return bridgeOp(state, e.data.codeRunId, e.data.op);
     case 'code.settled':
     case 'code.timedOut':
-      return { ...state, openCodeRuns: without(state.openCodeRuns, e.data.codeRunId) };
+      return {
+        ...state,
+        openCodeRuns: without(state.openCodeRuns, e.data.codeRunId),
+        toolCalls: markToolCall(state, state.openCodeRuns[e.data.codeRunId]?.toolCallId, { status: 'settled' }),
+      };
     case 'turn.completed':
       return {
         ...state,

@@ -509,7 +509,6 @@ async function runCall(
   op: OpCtx,
   span: Span | undefined,
 ): Promise<StepResult> {
-  const callId = deps.newId();
   const started = performance.now();
   // Arguments the schema marks secret (writeOnly, format password) are left out of every record, digests included.
   const recordedArgs = redactSecretArgs(entry.inputSchema, rawArgs);
@@ -517,33 +516,59 @@ async function runCall(
   for (const s of secrets) run.secretsSeen?.add(s);
   const clean = (text: string): string => (secrets.length === 0 ? text : scrubSecrets(text, secrets));
   const argsDigest = digest(recordedArgs);
-  const decisionWait = run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'];
+  // An adopted turn's call decided under this tool call id and never started: this invocation continues it.
+  const awaiting = op.toolCallId === undefined ? undefined : run.awaiting?.get(op.toolCallId);
+  if (awaiting !== undefined && (awaiting.toolId !== entry.id || awaiting.argsDigest !== argsDigest)) {
+    return {
+      ok: false,
+      error: {
+        code: 'call.argsChanged',
+        message: `Tool call ${op.toolCallId} was decided for ${awaiting.toolId} with other arguments (digest ${awaiting.argsDigest.slice(0, 12)}…) and never started; send it again with the same tool and arguments to run it, or use a new tool call id.`,
+      },
+    };
+  }
+  if (awaiting !== undefined) run.awaiting!.delete(op.toolCallId!);
+  const callId = awaiting?.callId ?? deps.newId();
+  const decisionWait: CallHandle['decisionWait'] =
+    awaiting === undefined
+      ? (run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'])
+      : {
+          // The recorded decision stands; it is not asked for again.
+          answer: Promise.resolve({
+            id: run.startedEventId,
+            data: { callId, toolId: entry.id, decision: awaiting.decision },
+          } as EventOf<'call.decided'>),
+          cancel: () => undefined,
+        };
   const facts = run.facts;
-  const requested = await run.events.emit(
-    'call.requested',
-    {
-      callId,
-      toolId: entry.id,
-      toolName: entry.name,
-      source: entry.source,
-      owner: entry.owner,
-      origin: entry.origin,
-      argsDigest,
-      argsBytes: bytesOf(recordedArgs),
-      via: op.via,
-      ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
-      agentId: facts.agentId,
-      profile: facts.profile,
-      sandboxId: facts.sandboxId,
-      sessionOwner: facts.owner,
-      ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
-      ...(deps.decider === undefined ? {} : { decider: deps.decider }),
-      ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
-      ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
-    },
-    op.causationId,
-    { reserveAnswer: true },
-  );
+  const requested =
+    awaiting !== undefined
+      ? { id: run.startedEventId }
+      : await run.events.emit(
+          'call.requested',
+          {
+            callId,
+            toolId: entry.id,
+            toolName: entry.name,
+            source: entry.source,
+            owner: entry.owner,
+            origin: entry.origin,
+            argsDigest,
+            argsBytes: bytesOf(recordedArgs),
+            via: op.via,
+            ...(op.codeRunId === undefined ? {} : { codeRunId: op.codeRunId }),
+            agentId: facts.agentId,
+            profile: facts.profile,
+            sandboxId: facts.sandboxId,
+            sessionOwner: facts.owner,
+            ...(entry.ownerOnly === true ? { ownerOnly: true } : {}),
+            ...(deps.decider === undefined ? {} : { decider: deps.decider }),
+            ...(op.toolCallId === undefined ? {} : { toolCallId: op.toolCallId }),
+            ...(entry.description === '' ? {} : { toolDescription: entry.description.slice(0, 200) }),
+          },
+          op.causationId,
+          { reserveAnswer: true },
+        );
 
   const h: CallHandle = {
     deps,

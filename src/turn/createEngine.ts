@@ -24,6 +24,7 @@ import {
   initialSessionState,
   makeEnvelope,
   type Envelope,
+  type PendingCall,
   type SessionState,
 } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
@@ -47,7 +48,7 @@ import type {
   TurnRequest,
 } from './turnEngine.js';
 import { rerunStartedCall } from './callPath.js';
-import { endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
+import { endNotStarted, endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
 import { rerunSafe, type ToolEntry } from '../catalog/index.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
@@ -128,6 +129,8 @@ interface ResumePlan {
   signal?: AbortSignal;
   calls: AdoptedCall[];
   catalogChanged?: { from: string; to: string };
+  /** How long a decided, never started call waits for the invocation that carried it (0: ended at once). */
+  awaitCommandMs?: number;
 }
 
 /** A turn this engine runs, as the engine sees it: it can end it, or let it go for a handover. */
@@ -470,6 +473,9 @@ export function createEngine(opts: EngineOptions): Engine {
       turnId,
       exposure,
       trace: trace?.turnHeaders(),
+      get state() {
+        return events.state;
+      },
       ...(events.state.unavailableSources === undefined ? {} : { unavailableSources: events.state.unavailableSources }),
       invoke(toolName: string, args: unknown, invokeOpts?: InvokeOptions): Promise<StepResult> {
         if (ended || actor.getSnapshot().status === 'done') {
@@ -592,7 +598,7 @@ export function createEngine(opts: EngineOptions): Engine {
     const reruns: Array<{ callId: string; entry: ToolEntry; args: Record<string, unknown>; attempt: number }> = [];
     const why =
       plan.reason === 'restart' ? 'the gateway restarted while it ran' : 'the gateway member that ran it stopped';
-    const calls = await endOpenCalls(run.events, why, (callId) => {
+    const rerun = (callId: string): boolean => {
       const call = run.events.state.pendingCalls[callId];
       const entry = call === undefined ? undefined : view.byId.get(call.toolId);
       const args = call?.args;
@@ -600,7 +606,47 @@ export function createEngine(opts: EngineOptions): Engine {
       if (typeof args !== 'object' || args === null || Array.isArray(args)) return false;
       reruns.push({ callId, entry, args: args as Record<string, unknown>, attempt: (call.attempt ?? 1) + 1 });
       return true;
-    });
+    };
+    // Decided and never started: kept open for the invocation that carried it, within the bound (then notStarted).
+    const waitMs = plan.awaitCommandMs ?? 0;
+    const kept = new Map<string, { callId: string; call: PendingCall }>();
+    const keep = (callId: string, call: PendingCall): boolean => {
+      if (waitMs <= 0 || call.phase !== 'decided' || call.toolCallId === undefined || call.argsDigest === undefined)
+        return false;
+      if (call.decision !== 'allowed' && call.decision !== 'approvalRequired') return false;
+      if (Object.values(run.events.state.pendingApprovals).some((a) => a.callId === callId)) return false;
+      if (view.byId.get(call.toolId) === undefined) return false;
+      kept.set(call.toolCallId, { callId, call });
+      return true;
+    };
+    const calls = await endOpenCalls(run.events, why, rerun, keep);
+    if (kept.size > 0) {
+      const awaiting = (run.awaiting ??= new Map());
+      for (const [toolCallId, { callId, call }] of kept)
+        awaiting.set(toolCallId, {
+          callId,
+          toolId: call.toolId,
+          argsDigest: call.argsDigest!,
+          decision: call.decision as 'allowed' | 'approvalRequired',
+        });
+      const timer = setTimeout(() => {
+        const left = [...awaiting.entries()];
+        awaiting.clear();
+        void (async () => {
+          for (const [, a] of left) {
+            const call = run.events.state.pendingCalls[a.callId];
+            if (call === undefined || call.phase !== 'decided') continue;
+            await endNotStarted(
+              run.events,
+              a.callId,
+              call,
+              `${why}, and the invocation that carried it did not come again within ${waitMs} ms`,
+            ).catch(() => undefined);
+          }
+        })();
+      }, waitMs);
+      timer.unref();
+    }
     const signal = plan.signal ?? new AbortController().signal;
     for (const r of reruns) {
       const done = await rerunStartedCall(deps, run, r.entry, r.callId, r.args, r.attempt, signal);
@@ -680,6 +726,7 @@ export function createEngine(opts: EngineOptions): Engine {
         reason,
         ...(o.member === undefined ? {} : { member: o.member }),
         ...(o.signal === undefined ? {} : { signal: o.signal }),
+        ...(o.awaitCommandMs === undefined ? {} : { awaitCommandMs: o.awaitCommandMs }),
         calls: [],
       };
       if (o.interrupt === true) {

@@ -1,4 +1,5 @@
 import {
+  type PendingCall,
   evolveSession,
   initialSessionState,
   turnStateFrom,
@@ -85,6 +86,7 @@ export async function endOpenCalls(
   pub: TurnPublisher,
   why: string,
   rerun?: (callId: string) => boolean,
+  awaitCommand?: (callId: string, call: PendingCall) => boolean,
 ): Promise<AdoptedCall[]> {
   const out: AdoptedCall[] = [];
   const cause = null;
@@ -120,6 +122,9 @@ export async function endOpenCalls(
       const safe = call.rerunSafe === true ? ' (the tool declares a re-run safe, but nobody is left to read it)' : '';
       await pub.emit('call.outcomeUnknown', { ...common, reason: outcomeUnknownText(call.toolId, why) + safe }, cause);
       out.push({ callId, toolId: call.toolId, action: 'outcomeUnknown' });
+    } else if (awaitCommand?.(callId, call) === true) {
+      // Decided, never started: the command that carried it (with its arguments) continues it when it comes again.
+      out.push({ callId, toolId: call.toolId, action: 'awaitingCommand' });
     } else if (call.decision === 'approvalRequired') {
       await pub.emit(
         'call.blocked',
@@ -128,20 +133,28 @@ export async function endOpenCalls(
       );
       out.push({ callId, toolId: call.toolId, action: 'cancelled' });
     } else {
-      await pub.emit(
-        'call.failed',
-        {
-          ...common,
-          error: {
-            code: 'call.notStarted',
-            message: `${call.toolId} never started (${why}): nothing ran, so calling it again is safe.`,
-          },
-          durationMs: 0,
-        },
-        cause,
-      );
+      await endNotStarted(pub, callId, call, why);
       out.push({ callId, toolId: call.toolId, action: 'notStarted' });
     }
   }
   return out;
+}
+
+/** Ends a call that never started with `call.failed` `call.notStarted`: nothing ran, so calling it again is safe. */
+export async function endNotStarted(pub: TurnPublisher, callId: string, call: PendingCall, why: string): Promise<void> {
+  await pub.emit(
+    'call.failed',
+    {
+      callId,
+      toolId: call.toolId,
+      source: call.source,
+      origin: call.origin ?? (call.source === 'mcp' ? 'mcp' : call.source === 'client' ? 'client' : 'plugin'),
+      error: {
+        code: 'call.notStarted',
+        message: `${call.toolId} never started (${why}): nothing ran, so calling it again is safe.`,
+      },
+      durationMs: 0,
+    },
+    null,
+  );
 }

@@ -1,4 +1,5 @@
 import type { ClientToolSpec } from '../catalog/index.js';
+import type { TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import type { ToolSearchError } from '../shared/index.js';
 
@@ -49,6 +50,11 @@ export interface Turn {
   exposure: Exposure;
   /** Sources that failed or timed out this turn (absent when every source is up): the turn runs without them. */
   unavailableSources?: ReadonlyArray<{ key: string; reason: string }>;
+  /**
+   * The turn's state: the fold of its facts, those of an earlier owner included for an adopted turn (absent on
+   * turns that keep none, e.g. test fakes). A front reads what became of an invocation it is sent again from it.
+   */
+  readonly state?: TurnState;
   /** The model invoked an exposed tool by its exposed name. Unknown names get an error result. */
   invoke(toolName: string, args: unknown, opts?: InvokeOptions): Promise<StepResult>;
   /**
@@ -87,9 +93,19 @@ export interface AdoptedCall {
    * `reran`: started without an outcome and re-run because the tool declares it safe; `outcomeUnknown`: started
    * without an outcome and not safe to re-run, ended with `call.outcomeUnknown` (never retried); `cancelled`: its
    * approval wait was cut (recorded `cancelled`) and the call blocked; `notStarted`: decided and never started, ended
-   * `call.failed` with `call.notStarted` (nothing ran: calling again is safe).
+   * `call.failed` with `call.notStarted` (nothing ran: calling again is safe); `awaitingCommand`: decided and never
+   * started, kept open for the invocation that carried it (sent again with the same tool call id and arguments), which
+   * continues it: one `call.started`, one outcome. Ended `call.notStarted` when none comes within `awaitCommandMs`.
    */
-  action: 'awaitingApproval' | 'awaitingClient' | 'ran' | 'reran' | 'outcomeUnknown' | 'cancelled' | 'notStarted';
+  action:
+    | 'awaitingApproval'
+    | 'awaitingClient'
+    | 'awaitingCommand'
+    | 'ran'
+    | 'reran'
+    | 'outcomeUnknown'
+    | 'cancelled'
+    | 'notStarted';
 }
 
 /** One open turn of an adopted session and what became of it. */
@@ -130,6 +146,12 @@ export interface AdoptOptions {
    * open calls end with their facts and the turn with `turn.interrupted`; nothing re-runs.
    */
   interrupt?: boolean;
+  /**
+   * How long a call that was decided and never started waits for the invocation that carried it (a redelivered
+   * command, a client's retry: same tool call id, same arguments) to continue it. 0 (default): ended at once with
+   * `call.notStarted`.
+   */
+  awaitCommandMs?: number;
 }
 
 /** What the HTTP front and the CLI need of the gateway: start turns. */

@@ -158,6 +158,19 @@ export interface TurnRun {
   readonly stepCallIds: Map<string, string>;
   /** Values of arguments marked secret that this turn's calls were given: a front's full records leave them out. */
   readonly secretsSeen?: Set<string>;
+  /**
+   * Calls of an adopted turn that were decided and never started, by the model's tool call id: the invocation sent
+   * again under that id, with the same arguments, continues the recorded call instead of requesting a new one.
+   */
+  awaiting?: Map<string, AwaitingCall>;
+}
+
+/** A decided call of an adopted turn that waits for the invocation that carried it. */
+export interface AwaitingCall {
+  callId: string;
+  toolId: string;
+  argsDigest: string;
+  decision: 'allowed' | 'approvalRequired';
 }
 
 /** What a step reads from the machine's context: the policy-filtered catalog, its index and the exposure. */

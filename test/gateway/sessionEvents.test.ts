@@ -1,5 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openMemoryBus, subjectMatches, type Envelope, type EventBus, type MemoryBus } from '../../src/bus/index.js';
+import {
+  openMemoryBus,
+  subjectMatches,
+  type DeliveryHandle,
+  type DeliveryInfo,
+  type Envelope,
+  type EventBus,
+  type MemoryBus,
+} from '../../src/bus/index.js';
 import {
   encodeToken,
   gatewaySessionPattern,
@@ -124,7 +132,7 @@ let consumer: SessionEventConsumer;
 let answers: Envelope[];
 let errors: string[];
 /** The consumer's bus delivery, captured so a test can redeliver like JetStream does. */
-let deliver: (e: Envelope) => void;
+let deliver: (e: Envelope, info?: DeliveryInfo) => void;
 
 beforeEach(async () => {
   bus = await openMemoryBus({ logPath: false });
@@ -204,6 +212,8 @@ describe('gateway session events intake', () => {
         clientId: 'app',
         clientTools: [{ name: 'pick', description: 'pick one', parameters: { type: 'object' } }],
         mcpServers: { fs: { command: 'node', args: ['fs.js'] }, web: { url: 'http://127.0.0.1:1/mcp' } },
+        // The command's id, recorded on turn.started, so a redelivery of it finds the turn it opened.
+        requestKey: expect.stringMatching(/^cmd:[0-9a-f]{40}$/) as unknown as string,
       },
     ]);
     expect(answers).toHaveLength(1);
@@ -225,10 +235,11 @@ describe('gateway session events intake', () => {
   });
 
   it('runs tool invocations and answers each with its step result, finding the turn by id or by request id', async () => {
-    await pub(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the engine names it
+    await pub(bus, 's1', 'gateway.turn.requested', { requestId: 'req-9' }); // no turn id: the gateway names it
     await settle();
     const turnId = (answers[0]!.data as { turnId: string }).turnId;
-    expect(turnId).toBe('engine-turn-1');
+    // Named after the command (the same name for a redelivery of it).
+    expect(turnId).toMatch(/^t-[0-9a-f]{24}$/);
     await pub(bus, 's1', 'gateway.tool.invoked', {
       requestId: 'req-9',
       callId: 'k1',
@@ -424,6 +435,38 @@ describe('gateway session events intake', () => {
     expect(engine.requests).toHaveLength(1);
     expect(answers).toHaveLength(1);
     expect(consumer.stats().duplicates).toBe(1);
+  });
+
+  it('settles a work-queue delivery only once its answer is out; one delivered again while in hand settles with it', async () => {
+    const settled: string[] = [];
+    const handle = (name: string): DeliveryHandle => ({
+      token: name,
+      done: () => settled.push(`${name} done after ${answers.length} answer(s)`),
+      retry: () => settled.push(`${name} retry`),
+      release: () => settled.push(`${name} release`),
+    });
+    const cmd = makeEnvelope({
+      id: 'evt-held',
+      type: 'gateway.turn.requested',
+      sessionId: 's7',
+      turnId: 't',
+      seq: 0,
+      at: new Date(),
+      causationId: null,
+      principal: APP,
+      data: { requestId: 'r' },
+    });
+    deliver(cmd, { subject: subjectFor(cmd), delivery: handle('first') });
+    deliver(cmd, { subject: subjectFor(cmd), delivery: handle('again'), redelivered: true });
+    expect(settled).toEqual([]);
+    await settle();
+    expect(settled).toEqual(['first done after 1 answer(s)', 'again done after 1 answer(s)']);
+    // Handled already (its acknowledgement was lost): acknowledged at once, not run or answered again.
+    deliver(cmd, { subject: subjectFor(cmd), delivery: handle('late'), redelivered: true });
+    await settle();
+    expect(settled[2]).toBe('late done after 1 answer(s)');
+    expect(engine.requests).toHaveLength(1);
+    expect(answers).toHaveLength(1);
   });
 
   it('round-trips session and turn ids with ".", "*", ">" and spaces through the subject encoding', async () => {
@@ -682,7 +725,15 @@ describe('gateway session commands without principals', () => {
     );
     await c.idle();
     expect(eng.requests).toEqual([
-      { sessionId: 'd1', turnId: 't1', agentId: 'default', profile: 'default', sandboxId: 'default', owner: false },
+      {
+        sessionId: 'd1',
+        turnId: 't1',
+        agentId: 'default',
+        profile: 'default',
+        sandboxId: 'default',
+        owner: false,
+        requestKey: expect.stringMatching(/^cmd:/) as unknown as string,
+      },
     ]);
     expect(
       got.filter((e) => e.type === 'gateway.event.rejected').map((e) => (e.data as { code: string }).code),

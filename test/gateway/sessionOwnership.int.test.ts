@@ -5,9 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRoleServices, type RoleServices } from '../../src/app/index.js';
 import type { Envelope } from '../../src/bus/index.js';
-import { readOwners, type NatsBus } from '../../src/bus/nats/index.js';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { durableName, readOwners, type NatsBus } from '../../src/bus/nats/index.js';
 import { parseConfig } from '../../src/config/index.js';
-import { gatewaySessionPattern } from '../../src/events/index.js';
+import { commandPattern, gatewaySessionPattern } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { openBus, roleWorld, type RoleWorld } from '../roles/world.js';
@@ -119,6 +120,20 @@ describe('session ownership across two gateway members', () => {
     expect(otherStats.forwarded).toBeGreaterThan(0);
     expect(ownerStats.processed).toBe(21);
     expect(otherStats.processed).toBe(0);
+    // Every command was acknowledged once answered, those forwarded too (by the owner, with the deliveries it was
+    // handed): none is pending on the work queue, none was delivered twice.
+    const jsm = await jetstreamManager(client.connection);
+    const consumerInfo = () =>
+      jsm.consumers.info(client.streams.commands, durableName(world.prefix, 'gateway', commandPattern()));
+    const until = Date.now() + 10_000;
+    let info = await consumerInfo();
+    while (info.num_ack_pending > 0 && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 50));
+      info = await consumerInfo();
+    }
+    expect(info.num_ack_pending).toBe(0);
+    expect(info.num_redelivered).toBe(0);
+    expect(info.config.ack_wait).toBe(TAKEOVER_MS * 1_000_000);
 
     // The owner stops renewing (its connection to NATS is gone): the other member takes the session over.
     const killedAt = Date.now();

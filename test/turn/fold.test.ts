@@ -165,9 +165,17 @@ describe('evolveTurn', () => {
     ];
     const mid = events.reduce(evolveTurn, initialTurnState('s', 't'));
     expect(mid.pendingCalls).toEqual({
-      c1: { toolId: tool, source: 'openclaw', origin: 'plugin', phase: 'decided', decision: 'allowed' },
-      c2: { ...common, phase: 'started', decision: 'allowed', rerunSafe: false, attempt: 1 },
-      c3: { ...common, phase: 'started', decision: 'allowed', rerunSafe: true, args: { text: 'x' }, attempt: 1 },
+      c1: { ...common, phase: 'decided', decision: 'allowed', argsDigest: 'd' },
+      c2: { ...common, phase: 'started', decision: 'allowed', rerunSafe: false, attempt: 1, argsDigest: 'd' },
+      c3: {
+        ...common,
+        phase: 'started',
+        decision: 'allowed',
+        rerunSafe: true,
+        args: { text: 'x' },
+        attempt: 1,
+        argsDigest: 'd',
+      },
     });
     // A decision seen again after the call started does not move it back.
     const again = evolveTurn(mid, { ...events[6]!, id: 'dup' });
@@ -259,5 +267,89 @@ describe('the live state is the fold of the published events', () => {
       ],
     });
     expect(turnStateFrom(events, 'f1', turn.turnId)).toEqual(observed?.state);
+  });
+});
+
+describe('evolveTurn: invocations by the model tool call id', () => {
+  const tool = 'openclaw:demo:echo_text';
+  const common = { toolId: tool, source: 'openclaw', origin: 'plugin' } as const;
+  const withId = (callId: string, toolCallId: string) => {
+    const e = requested(callId);
+    return { ...e, data: { ...(e.data as object), toolCallId } } as Envelope;
+  };
+
+  it('records what became of each call the model made under its own id, so one sent again is answered from it', () => {
+    seq = 0;
+    const events = [
+      withId('c1', 'm1'),
+      ev('call.decided', { callId: 'c1', toolId: tool, decision: 'allowed' }),
+      ev('call.started', { callId: 'c1', ...common, rerunSafe: false, attempt: 1 }),
+      ev('call.completed', { callId: 'c1', ...common, durationMs: 1, resultBytes: 2 }),
+      withId('c2', 'm2'),
+      ev('call.decided', { callId: 'c2', toolId: tool, decision: 'allowed' }),
+      withId('c3', 'm3'),
+      ev('call.decided', { callId: 'c3', toolId: tool, decision: 'blocked', reason: 'no' }),
+      ev('call.blocked', { callId: 'c3', ...common, stage: 'policy', reason: 'denied by policy' }),
+      ev('call.rejected', {
+        callId: 'c4',
+        ref: 'nope',
+        via: 'tool',
+        code: 'tool.notFound',
+        reason: 'no such tool',
+        toolCallId: 'm4',
+      }),
+      withId('c5', 'm5'),
+      ev('call.started', { callId: 'c5', ...common, rerunSafe: false, attempt: 1 }),
+      ev('call.outcomeUnknown', { callId: 'c5', ...common, reason: 'the member died' }),
+      requested('c6'),
+    ];
+    const s = turnStateFrom(events, 's', 't');
+    expect(s.toolCalls).toEqual({
+      m1: {
+        kind: 'call',
+        id: 'c1',
+        toolId: tool,
+        toolName: 'echo_text',
+        argsDigest: 'd',
+        status: 'completed',
+        decision: 'allowed',
+      },
+      m2: {
+        kind: 'call',
+        id: 'c2',
+        toolId: tool,
+        toolName: 'echo_text',
+        argsDigest: 'd',
+        status: 'decided',
+        decision: 'allowed',
+      },
+      m3: {
+        kind: 'call',
+        id: 'c3',
+        toolId: tool,
+        toolName: 'echo_text',
+        argsDigest: 'd',
+        status: 'blocked',
+        decision: 'blocked',
+        stage: 'policy',
+        error: { code: 'call.blocked', message: 'denied by policy' },
+      },
+      m4: { kind: 'call', id: 'c4', status: 'rejected', error: { code: 'tool.notFound', message: 'no such tool' } },
+      m5: {
+        kind: 'call',
+        id: 'c5',
+        toolId: tool,
+        toolName: 'echo_text',
+        argsDigest: 'd',
+        status: 'outcomeUnknown',
+        error: { code: 'call.outcomeUnknown', message: 'the member died' },
+      },
+    });
+    // A client result is remembered by the call id it was sent for (one sent again is not recorded twice).
+    const answered = evolveTurn(s, ev('client.result.received', { callId: 'c7', ok: true, resultBytes: 1 }));
+    expect(answered.clientResults).toEqual({ c7: true });
+    // A call without the model's id is not indexed; the calls of other turns change nothing.
+    expect(Object.keys(s.toolCalls)).not.toContain('c6');
+    expect(evolveTurn(s, { ...withId('c9', 'm9'), turnId: 'other' }).toolCalls).toBe(s.toolCalls);
   });
 });

@@ -22,10 +22,11 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type ConsumerMessages,
+  type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { ok, fail, retryUntil, type Result } from '../../shared/index.js';
-import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from '../types.js';
+import type { DeliveryHandle, DeliveryInfo, Envelope, EventBus, SubscribeOptions } from '../types.js';
 import { decodeEnvelope, decodeJson, encodeEnvelope, encodeJson } from './codec.js';
 import { BusError } from './errors.js';
 import { DEFAULT_PRINCIPAL_TOKEN, scrubSecrets, splitUserInfo, type NatsConnectAuth } from './connectOptions.js';
@@ -344,6 +345,10 @@ class NatsBusImpl implements NatsBus {
   readonly #stops = new Set<() => void>();
   readonly #pendingSetups = new Set<Promise<unknown>>();
   readonly #durables = new Map<string, Promise<void>>();
+  /** Deliveries subscribers settle themselves, kept alive until settled (released when the bus closes). */
+  readonly #held = new Set<{ beat: () => void }>();
+  #keepAlive: NodeJS.Timeout | undefined;
+  #keepAliveMs = 10_000;
   #closed = false;
   #connected = true;
   readonly #reconnectWaiters: (() => void)[] = [];
@@ -824,7 +829,7 @@ class NatsBusImpl implements NatsBus {
     this.#assertOpen();
     const stream = this.#streamOf(pattern);
     if (opts?.queue !== undefined && stream !== undefined)
-      return this.#subscribeWork(stream, pattern, opts.queue, onEvent);
+      return this.#subscribeWork(stream, pattern, opts.queue, onEvent, opts);
     const seen = new RecentIds(SEEN_LIMIT);
     const sub = this.connection.subscribe(pattern, {
       ...(opts?.queue !== undefined ? { queue: opts.queue } : {}),
@@ -847,17 +852,21 @@ class NatsBusImpl implements NatsBus {
     pattern: string,
     queue: string,
     onEvent: (e: Envelope, info?: DeliveryInfo) => void,
+    opts: SubscribeOptions,
   ): () => void {
     const name = durableName(this.#opts.streamPrefix ?? '', queue, pattern);
     const startedAt = new Date().toISOString();
     const seen = new RecentIds(SEEN_LIMIT);
+    const manual = opts.settle === 'manual';
+    const ackWaitMs = Math.max(1000, (manual ? opts.ackWaitMs : undefined) ?? this.#opts.workAckWaitMs ?? 30_000);
+    if (manual) this.#keepAliveMs = Math.min(this.#keepAliveMs, Math.max(200, Math.floor(ackWaitMs / 4)));
     let messages: ConsumerMessages | undefined;
     let stopped = false;
     const setup = (async () => {
       // Members of one group in this process share the creation, so they start pulling together.
       let ensured = this.#durables.get(name);
       if (ensured === undefined) {
-        ensured = this.#ensureDurable(stream, name, pattern, startedAt);
+        ensured = this.#ensureDurable(stream, name, pattern, startedAt, ackWaitMs, manual);
         this.#durables.set(name, ensured);
         ensured.catch(() => this.#durables.delete(name));
       }
@@ -874,8 +883,30 @@ class NatsBusImpl implements NatsBus {
       }
       void (async () => {
         for await (const m of messages) {
-          this.#deliver(m.subject, m.data, m.headers, seen, onEvent);
-          m.ack();
+          if (!manual) {
+            this.#deliver(m.subject, m.data, m.headers, seen, onEvent);
+            m.ack();
+            continue;
+          }
+          // Settled by the subscriber once handled (kept alive meanwhile): a member that dies first leaves it to
+          // be delivered again. The subscriber dedupes, so a redelivery is handed over again.
+          const env = decodeEnvelope(m.data, m.headers);
+          if (env === undefined) {
+            this.#opts.onStatus?.({ type: 'undecodable', subject: m.subject });
+            m.term();
+            continue;
+          }
+          const delivery = this.#holdDelivery((m as unknown as { reply: string }).reply, m);
+          try {
+            onEvent(env, { subject: m.subject, delivery, ...(m.redelivered ? { redelivered: true } : {}) });
+          } catch (e) {
+            delivery.retry();
+            this.#opts.onStatus?.({
+              type: 'subscriptionError',
+              subject: m.subject,
+              message: `callback threw: ${describe(e)}`,
+            });
+          }
         }
       })().catch((e: unknown) =>
         this.#opts.onStatus?.({ type: 'subscriptionError', subject: pattern, message: describe(e) }),
@@ -891,13 +922,34 @@ class NatsBusImpl implements NatsBus {
     });
   }
 
-  async #ensureDurable(stream: string, name: string, pattern: string, startedAt: string): Promise<void> {
+  async #ensureDurable(
+    stream: string,
+    name: string,
+    pattern: string,
+    startedAt: string,
+    ackWaitMs: number,
+    manual: boolean,
+  ): Promise<void> {
     const deadline = Date.now() + this.#publishTimeoutMs;
+    // Deliveries settled by their subscriber stay unacknowledged while handled (an approval wait, a queue behind it).
+    const maxAckPending = manual ? 20_000 : 1000;
     await retryUntil(
       async () => {
         for (let race = 0; ; race++) {
           try {
-            await this.#jsm.consumers.info(stream, name);
+            const info = await this.#jsm.consumers.info(stream, name);
+            // A consumer made before (another bound, the older settings): brought to this subscription's ack wait.
+            if (manual && (info.config.ack_wait !== nanos(ackWaitMs) || info.config.max_ack_pending !== maxAckPending))
+              await this.#jsm.consumers
+                .update(stream, name, { ack_wait: nanos(ackWaitMs), max_ack_pending: maxAckPending })
+                .catch((e: unknown) =>
+                  // Not fatal: the consumer works with its settings (a redelivery takes its older ack wait).
+                  this.#opts.onStatus?.({
+                    type: 'subscriptionError',
+                    subject: pattern,
+                    message: `the work consumer ${name} keeps its ack wait: ${describe(e)}`,
+                  }),
+                );
             return;
           } catch (e) {
             if (!(e instanceof JetStreamApiError && e.code === 10014)) throw e;
@@ -914,8 +966,8 @@ class NatsBusImpl implements NatsBus {
               ...(stream === this.streams.commands
                 ? { deliver_policy: DeliverPolicy.All }
                 : { deliver_policy: DeliverPolicy.StartTime, opt_start_time: startedAt }),
-              ack_wait: nanos(this.#opts.workAckWaitMs ?? 30_000),
-              max_ack_pending: 1000,
+              ack_wait: nanos(ackWaitMs),
+              max_ack_pending: maxAckPending,
               inactive_threshold: nanos(24 * 3600_000),
             });
             return;
@@ -929,6 +981,64 @@ class NatsBusImpl implements NatsBus {
       },
       { deadline, retryIf: () => true, firstPauseMs: 100, maxPauseMs: 1000 },
     );
+  }
+
+  /**
+   * A delivery kept alive (`+WPI` every `#keepAliveMs`) until it is settled. `token` is its ack subject; `m` is set
+   * when this bus received it (acks go through the client), absent for one resumed from another member's token.
+   */
+  #holdDelivery(token: string, m?: JsMsg): DeliveryHandle {
+    const publish = (body: string) => {
+      try {
+        if (m !== undefined) {
+          if (body === '+ACK') m.ack();
+          else if (body === '-NAK') m.nak();
+          else m.working();
+        } else this.connection.publish(token, body);
+      } catch {
+        /* connection gone: the delivery is redelivered after its ack wait */
+      }
+    };
+    let settled = false;
+    const held = { beat: () => publish('+WPI') };
+    const settle = (body: string | undefined) => {
+      if (settled) return;
+      settled = true;
+      this.#held.delete(held);
+      if (body !== undefined) publish(body);
+    };
+    this.#held.add(held);
+    this.#startKeepAlive();
+    return {
+      token,
+      done: () => settle('+ACK'),
+      retry: () => settle('-NAK'),
+      release: () => settle(undefined),
+    };
+  }
+
+  resumeDelivery(token: string): DeliveryHandle | undefined {
+    // Only acks of this deployment's work queues: a token is a subject this bus publishes to.
+    if (this.#closed || !/^\$JS\.ACK\.[A-Za-z0-9_.-]+$/.test(token)) return undefined;
+    const tokens = token.split('.');
+    if (!tokens.includes(this.streams.commands) && !tokens.includes(this.streams.events)) return undefined;
+    const handle = this.#holdDelivery(token);
+    publishOnce(this.connection, token, '+WPI');
+    return handle;
+  }
+
+  /** One timer keeps every held delivery alive; it stops when none is held. */
+  #startKeepAlive(): void {
+    if (this.#keepAlive !== undefined) return;
+    this.#keepAlive = setInterval(() => {
+      if (this.#held.size === 0 || this.#closed) {
+        clearInterval(this.#keepAlive);
+        this.#keepAlive = undefined;
+        return;
+      }
+      for (const h of this.#held) h.beat();
+    }, this.#keepAliveMs);
+    this.#keepAlive.unref();
   }
 
   #deliver(
@@ -1148,6 +1258,10 @@ class NatsBusImpl implements NatsBus {
     this.#closed = true;
     for (const stop of [...this.#stops]) stop();
     this.#stops.clear();
+    // Deliveries still in hand are not settled: the server delivers them again after their ack wait.
+    this.#held.clear();
+    clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
     await Promise.allSettled([
       ...this.#chains.values(),
       ...[...this.#leases.values()].flatMap((l) => [l.tail, ...l.unacked]),
@@ -1242,6 +1356,15 @@ function isTransient(e: unknown): boolean {
     );
   }
   return false;
+}
+
+/** A core publish that a closed connection ignores. */
+function publishOnce(nc: NatsConnection, subject: string, body: string): void {
+  try {
+    nc.publish(subject, body);
+  } catch {
+    /* closed or draining */
+  }
 }
 
 /** A bounded set of recently seen ids (insertion order eviction). */

@@ -16,6 +16,13 @@ export interface ForwardedCommand {
   subject: string;
   /** The command's envelope as received. */
   event: unknown;
+  /**
+   * The sender's unsettled deliveries of it (`DeliveryHandle.token`): the owner keeps them alive and settles them once
+   * it has answered, so a command is not lost when the owner dies after taking it (it is delivered again).
+   */
+  deliveries?: string[];
+  /** The work queue delivered it before (a member took it and died, or gave it back). */
+  redelivered?: boolean;
 }
 
 /** One member of the gateway role, as the ownership records show it. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { DeliveryInfo, Envelope, EventBus } from '../../bus/index.js';
+import type { DeliveryHandle, DeliveryInfo, Envelope, EventBus } from '../../bus/index.js';
 import type { Principal, ResolvedConfig } from '../../config/index.js';
 import {
   commandPattern,
@@ -10,6 +10,9 @@ import {
   type EventData,
   type EventOf,
   type EventProblem,
+  turnStateFrom,
+  type ToolCallRecord,
+  type TurnState,
 } from '../../events/index.js';
 import { authorizeIdentity, type TurnIdentity } from '../../policy/index.js';
 import type { Result, ToolSearchError } from '../../shared/index.js';
@@ -87,8 +90,12 @@ export interface SessionEventConsumerStats {
   received: number;
   /** Session events handed to the engine. */
   processed: number;
-  /** Deliveries ignored because their id was seen already. */
+  /** Deliveries ignored because their id was seen already (or is in hand: settled with the first). */
   duplicates: number;
+  /** Invocations sent again whose call the turn's facts already had: answered from them, nothing run again. */
+  answeredFromFacts: number;
+  /** Commands given back to the work queue unanswered (their turn was handed over mid-step): delivered again. */
+  givenBack: number;
   /** Events answered with `gateway.event.rejected`. */
   rejected: number;
   /** Errors reported through `onError`. */
@@ -135,11 +142,72 @@ class RecentIds {
   }
 }
 
+/** The digest a command id is recorded under (`turn.started.requestKey` of the turn it opened). Pure: no I/O. */
+export const commandKey = (commandId: string): string =>
+  `cmd:${createHash('sha256').update(commandId, 'utf8').digest('hex').slice(0, 40)}`;
+
 /**
- * The terminal facts after which a call must not run again: it ran, or it may have. A call that failed, was blocked
- * or never started may be sent again (its facts say whether that is safe).
+ * The answer to an invocation sent again whose call (or code run) the turn's facts already have, or undefined
+ * when running it is right: nothing of it ran (`call.notStarted`), or it was decided and never started (the
+ * command that carried it continues it). Never runs anything. Pure: no I/O.
  */
-const TERMINAL_CALL_FACTS = new Set(['call.completed', 'call.outcomeUnknown']);
+export function answerFromFacts(
+  prior: ToolCallRecord,
+  callId: string,
+  args: unknown,
+): EventData<'gateway.tool.answered'>['result'] | undefined {
+  const error = (code: string, message: string) => ({ ok: false as const, error: { code, message } });
+  switch (prior.status) {
+    case 'completed':
+    case 'settled':
+      return error(
+        'call.alreadyRan',
+        `Call ${callId} already ran (${prior.kind === 'code' ? 'code run' : (prior.toolId ?? 'tool')} ${prior.status}); its answer was given to the first delivery of this invocation and is not kept, so the call is not run again.`,
+      );
+    case 'outcomeUnknown':
+      return error(
+        'call.outcomeUnknown',
+        `Call ${callId} started and its outcome is unknown (${prior.error?.message ?? 'whoever ran it is gone'}): its effect may or may not have happened, and the gateway does not run it again.`,
+      );
+    case 'failed':
+      if (prior.error?.code === 'call.notStarted') return undefined;
+      return error(prior.error?.code ?? 'call.failed', prior.error?.message ?? `${prior.toolId ?? callId} failed.`);
+    case 'blocked':
+      return error(
+        prior.stage === 'enforcer' ? 'call.blocked.noEnforcer' : 'call.blocked',
+        `Blocked: ${prior.error?.message ?? 'blocked'}.`,
+      );
+    case 'rejected':
+      return error(prior.error?.code ?? 'call.rejected', prior.error?.message ?? `Call ${callId} was rejected.`);
+    case 'pending': {
+      const a = (typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {}) as Record<
+        string,
+        unknown
+      >;
+      const given = typeof a['id'] === 'string' && typeof a['args'] === 'object' ? a['args'] : a;
+      return {
+        ok: true,
+        pending: true,
+        callId: prior.id,
+        toolName: prior.toolName ?? prior.toolId ?? '',
+        args: (given ?? {}) as Record<string, unknown>,
+      };
+    }
+    case 'decided':
+      return undefined;
+    case 'requested':
+    case 'started':
+    case 'running':
+      return error(
+        'call.inProgress',
+        `Call ${callId} is still in progress (${prior.status}) in this turn: its answer comes with the first delivery of the invocation; it is not started a second time.`,
+      );
+    default: {
+      const never: never = prior.status;
+      return error('call.alreadyRan', `Call ${callId} was seen before (${String(never)}); it is not run again.`);
+    }
+  }
+}
 const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 const sha256 = (text: string): string => createHash('sha256').update(text, 'utf8').digest('hex');
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -200,6 +268,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     errors: 0,
     forwarded: 0,
     adopted: 0,
+    answeredFromFacts: 0,
+    givenBack: 0,
   };
   const ownership = opts.ownership;
   const forwardTimeoutMs = opts.forwardTimeoutMs ?? 2000;
@@ -208,15 +278,17 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   /** Turns an adoption closed (interrupted or failed), by session: a late command for them says so. */
   const closedTurns = new Map<string, Map<string, { outcome: string; reason: string }>>();
   /**
-   * Calls of adopted turns that already have a terminal fact, by session, then `<turnId> <model's tool call id>`: an
-   * invocation sent again after the takeover (its first answer was lost with the old owner) is answered from the
-   * record instead of running the tool a second time.
+   * Commands in hand, by id (or a key for one without): their unsettled deliveries, settled once the command is
+   * handled (its answer published, or it was handed to the owner of its session with them). `giveBack`: not
+   * handled here (its turn was handed over mid-step): delivered again. `answerFailed`: its answer was not published:
+   * delivered again after the ack wait.
    */
-  const settledCalls = new Map<string, Map<string, { type: string; reason: string }>>();
+  const inHand = new Map<string, { handles: DeliveryHandle[]; giveBack: boolean; answerFailed: boolean }>();
+  let rawKeys = 0;
   /**
    * The answers this member gave, by session, then `<turnId> <callId>` (the model's id of the tool call): the same
-   * invocation sent again (a client's retry after a lost answer, or a redelivery beside it) gets the same answer and
-   * never runs the tool twice. Forgotten when the turn or the session ends.
+   * invocation sent again gets these very answers (whether it may run is read from the turn's facts; this only keeps
+   * the values the facts leave out). Forgotten when the turn or the session ends.
    */
   const answeredCalls = new Map<string, Map<string, EventData<'gateway.tool.answered'>['result']>>();
   /** Sessions taken over whose adoption failed: their earlier turns cannot be continued here, and commands say why. */
@@ -267,11 +339,32 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       });
       if (!r.ok) report(`the ${type} answer to event ${cause.id} does not fit its schema: ${r.error.message}`);
     } catch (err) {
+      const held = inHand.get(cause.id);
+      if (held !== undefined) held.answerFailed = true;
       report(`could not publish ${type} for event ${cause.id}: ${errorText(err)}`);
     }
   };
 
-  const reject = (value: unknown, code: string, reason: string, problems?: EventProblem[], to?: string) => {
+  /** Settles a command's deliveries once it is handled (see `inHand`). */
+  const settle = (key: string) => {
+    const held = inHand.get(key);
+    if (held === undefined) return;
+    inHand.delete(key);
+    for (const h of held.handles) {
+      if (held.giveBack) h.retry();
+      else if (held.answerFailed) h.release();
+      else h.done();
+    }
+  };
+
+  const reject = (
+    value: unknown,
+    code: string,
+    reason: string,
+    problems: EventProblem[] | undefined,
+    to: string | undefined,
+    key: string,
+  ) => {
     counters.rejected++;
     const raw = rawText(value);
     const env = (typeof value === 'object' && value !== null ? value : {}) as Partial<Record<keyof Envelope, unknown>>;
@@ -303,32 +396,37 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       ...(rejectedType === undefined ? {} : { rejectedType }),
       ...(problems === undefined || problems.length === 0 ? {} : { problems: problems.slice(0, 50) }),
     };
-    enqueue(sessionId, () =>
-      answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected', to),
-    );
+    enqueue(sessionId, async () => {
+      try {
+        await answer({ id: rejectedId ?? digest, sessionId, turnId }, 'gateway.event.rejected', data, 'rejected', to);
+      } finally {
+        settle(key);
+      }
+    });
   };
 
-  /** Records the refusal of a well-formed command (`gateway.event.rejected` with the rule's code). */
-  const refuse = (e: Envelope, code: string, message: string) => {
+  /**
+   * Records the refusal of a well-formed command (`gateway.event.rejected` with the rule's code). Called while the
+   * command is handled (in its session's queue), so the command settles after the record.
+   */
+  const refuse = (e: Envelope, code: string, message: string): Promise<void> => {
     counters.rejected++;
     const raw = rawText(e);
-    const to = tokens.get(e.id); // taken now: the command's token is forgotten once its handler is done
-    enqueue(e.sessionId, () =>
-      answer(
-        e,
-        'gateway.event.rejected',
-        {
-          reason: `${code}: ${message}`,
-          code,
-          rawDigest: sha256(raw),
-          rawBytes: Buffer.byteLength(raw, 'utf8'),
-          subject: subjectFor(e),
-          rejectedId: e.id,
-          rejectedType: e.type,
-        },
-        'rejected',
-        to,
-      ),
+    const to = tokens.get(e.id);
+    return answer(
+      e,
+      'gateway.event.rejected',
+      {
+        reason: `${code}: ${message}`,
+        code,
+        rawDigest: sha256(raw),
+        rawBytes: Buffer.byteLength(raw, 'utf8'),
+        subject: subjectFor(e),
+        rejectedId: e.id,
+        rejectedType: e.type,
+      },
+      'rejected',
+      to,
     );
   };
 
@@ -358,7 +456,28 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const d = e.data;
     const opened = (data: Omit<EventData<'gateway.turn.opened'>, 'requestId'>) =>
       answer(e, 'gateway.turn.opened', { requestId: d.requestId, ...data }, 'opened');
-    const existing = findTurn(e, d.requestId);
+    // A turn the gateway names is named after the command, so a redelivery of it finds the turn it opened.
+    const turnId = e.turnId === '' ? `t-${commandKey(e.id).slice(4, 28)}` : e.turnId;
+    const existing = findTurn({ ...e, turnId }, d.requestId);
+    const exposed = (turn: Turn) => {
+      const x = turn.exposure;
+      return opened({
+        ok: true,
+        turnId: turn.turnId,
+        mode: x.mode,
+        tools: JSON.parse(JSON.stringify(x.tools)) as unknown[],
+        bytes: x.bytes,
+        schemasUpFront: x.schemasUpFront,
+        ...(x.reason === undefined ? {} : { reason: x.reason }),
+        ...(turn.unavailableSources === undefined ? {} : { unavailableSources: [...turn.unavailableSources] }),
+      });
+    };
+    if (existing !== undefined && existing.turn.state?.started?.requestKey === commandKey(e.id)) {
+      // This very command opened the turn (its facts say so: a redelivery, here or after a takeover): the same answer.
+      turnsOf(e.sessionId).set(`request:${d.requestId}`, existing);
+      counters.answeredFromFacts++;
+      return exposed(existing.turn);
+    }
     if (existing !== undefined) {
       return opened({
         ok: false,
@@ -380,7 +499,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         })
       : principal;
     if (!identity.ok) {
-      refuse(e, identity.error.code, identity.error.message);
+      await refuse(e, identity.error.code, identity.error.message);
       return opened({ ok: false, error: errorInfo(identity.error) });
     }
     const servers =
@@ -388,18 +507,18 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         ? ok(undefined)
         : requestMcpServers(d.mcpServers, opts.config, { agentId: identity.value.agentId, sessionId: e.sessionId });
     if (!servers.ok) {
-      refuse(e, servers.error.code, servers.error.message);
+      await refuse(e, servers.error.code, servers.error.message);
       return opened({ ok: false, error: errorInfo(servers.error) });
     }
     if (!sessionOwners.has(e.sessionId)) sessionOwners.set(e.sessionId, token);
-    const req = toTurnRequest(e.sessionId, e.turnId, d, {
+    const req = toTurnRequest(e.sessionId, turnId, d, {
       identity: identity.value,
       ...(servers.value === undefined ? {} : { mcpServers: servers.value }),
     });
     if (!req.ok) return opened({ ok: false, error: req.error });
     let started: Awaited<ReturnType<TurnEngine['startTurn']>>;
     try {
-      started = await engine.startTurn(req.value);
+      started = await engine.startTurn({ ...req.value, requestKey: commandKey(e.id) });
     } catch (err) {
       report(`engine.startTurn threw for event ${e.id}: ${errorText(err)}`);
       return opened({
@@ -413,17 +532,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const m = turnsOf(e.sessionId);
     m.set(`turn:${turn.turnId}`, entry);
     m.set(`request:${d.requestId}`, entry);
-    const x = turn.exposure;
-    return opened({
-      ok: true,
-      turnId: turn.turnId,
-      mode: x.mode,
-      tools: JSON.parse(JSON.stringify(x.tools)) as unknown[],
-      bytes: x.bytes,
-      schemasUpFront: x.schemasUpFront,
-      ...(x.reason === undefined ? {} : { reason: x.reason }),
-      ...(turn.unavailableSources === undefined ? {} : { unavailableSources: [...turn.unavailableSources] }),
-    });
+    return exposed(turn);
   };
 
   const toolInvoked = async (e: EventOf<'gateway.tool.invoked'>): Promise<void> => {
@@ -457,6 +566,15 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       });
     }
     if (t === undefined) {
+      // A turn that ended (a command delivered again after later ones): its facts may know the invocation.
+      const stored = await storedTurn(e.sessionId, e.turnId);
+      const prior = stored?.toolCalls[d.callId];
+      const fromFacts =
+        prior === undefined || d.clientResult !== undefined ? undefined : answerFromFacts(prior, d.callId, d.args);
+      if (fromFacts !== undefined) {
+        counters.answeredFromFacts++;
+        return answered(fromFacts);
+      }
       return answered({
         ok: false,
         error: {
@@ -466,6 +584,13 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       });
     }
     if (d.clientResult !== undefined) {
+      // Recorded already (this command delivered again): the same answer, no second record.
+      const known = t.turn.state?.toolCalls[d.callId]?.id;
+      const results = t.turn.state?.clientResults;
+      if (results !== undefined && (results[d.callId] === true || (known !== undefined && results[known] === true))) {
+        counters.answeredFromFacts++;
+        return answered({ ok: true, value: { recorded: true, callId: d.callId } });
+      }
       const v = d.clientResult.value;
       const content = typeof v === 'string' ? v : v === undefined ? '' : rawText(v);
       try {
@@ -483,21 +608,16 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       }
     }
     const callKey = `${t.turn.turnId} ${d.callId}`;
-    const given = answeredCalls.get(e.sessionId)?.get(callKey);
-    if (given !== undefined) return answered(given);
-    const settled = settledCalls.get(e.sessionId)?.get(callKey);
-    if (settled !== undefined) {
-      // Sent again after a takeover: the call ran (or was ended) under the previous owner; never a second time.
-      return answered({
-        ok: false,
-        error: {
-          code: settled.type === 'call.outcomeUnknown' ? 'call.outcomeUnknown' : 'call.alreadyRan',
-          message:
-            settled.type === 'call.outcomeUnknown'
-              ? `Call ${d.callId} started before another gateway member took the session over and its outcome is unknown (${settled.reason}): its effect may or may not have happened, and the gateway does not run it again.`
-              : `Call ${d.callId} already ran (${settled.type}) before another gateway member took the session over; its result was not kept, and the call is not run again.`,
-        },
-      });
+    // Sent again (a redelivery after a member died, here or at the previous owner; a client's retry): the turn's
+    // facts say whether its call exists; if it does, it is answered from them and never started a second time.
+    const prior = typeof d.callId === 'string' && d.callId !== '' ? t.turn.state?.toolCalls[d.callId] : undefined;
+    if (prior !== undefined) {
+      const given = answeredCalls.get(e.sessionId)?.get(callKey);
+      const fromFacts = answerFromFacts(prior, d.callId, d.args);
+      if (fromFacts !== undefined) {
+        counters.answeredFromFacts++;
+        return answered(given ?? fromFacts);
+      }
     }
     let result: StepResult;
     try {
@@ -517,6 +637,13 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         },
       };
     }
+    if (!result.ok && result.error.code === 'turn.handedOver' && inHand.get(e.id)?.handles.length) {
+      // The turn moved to another member mid-step: not answered here; the command goes back to the queue and
+      // reaches the new owner, which answers it from the facts (or continues the call).
+      inHand.get(e.id)!.giveBack = true;
+      counters.givenBack++;
+      return;
+    }
     const out = answerResult(result);
     let given2 = answeredCalls.get(e.sessionId);
     if (given2 === undefined) answeredCalls.set(e.sessionId, (given2 = new Map()));
@@ -528,6 +655,9 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const d = e.data;
     const t = findTurn(e, d.requestId);
     if (t === undefined) {
+      // Ended already (this command delivered again after it ended the turn): nothing to do.
+      const stored = await storedTurn(e.sessionId, e.turnId);
+      if (stored !== undefined && stored.status !== 'running') return;
       counters.rejected++;
       return answer(
         e,
@@ -587,7 +717,6 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     closedTurns.delete(e.sessionId);
     adoptFailures.delete(e.sessionId);
-    settledCalls.delete(e.sessionId);
     answeredCalls.delete(e.sessionId);
     if (ownership !== undefined) {
       try {
@@ -598,6 +727,24 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
+  /**
+   * The fold of a turn from the stream, for a command whose turn is not open here; undefined when the stream has
+   * none of it (or cannot be read: the command is answered as before).
+   */
+  const storedTurn = async (sessionId: string, turnId: string): Promise<TurnState | undefined> => {
+    if (turnId === '') return undefined;
+    const events: Envelope[] = [];
+    try {
+      for await (const ev of bus.replay({ sessionId, turnId })) events.push(ev);
+    } catch (err) {
+      report(`could not read turn ${turnId} of session ${sessionId}: ${errorText(err)}`);
+      return undefined;
+    }
+    if (events.length === 0) return undefined;
+    const state = turnStateFrom(events, sessionId, turnId);
+    return state.started === undefined ? undefined : state;
+  };
+
   /** Adopts a session taken over (once): its open turns continue here, or say why they were closed. */
   const ensureAdopted = async (sessionId: string): Promise<void> => {
     if (!needsAdopt.delete(sessionId)) return;
@@ -605,7 +752,8 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     try {
       adopted = await engine.adoptSession(sessionId, {
         reason: 'takeover',
-        ...(ownership === undefined ? {} : { member: ownership.memberId }),
+        // A call decided and never started waits for its command, delivered again within the takeover bound.
+        ...(ownership === undefined ? {} : { member: ownership.memberId, awaitCommandMs: 2 * ownership.takeoverMs }),
       });
     } catch (err) {
       report(`engine.adoptSession threw for session ${sessionId}: ${errorText(err)}`);
@@ -618,7 +766,6 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
     counters.adopted++;
     adoptFailures.delete(sessionId);
-    await recordSettledCalls(sessionId);
     for (const a of adopted.value.turns) {
       if (a.outcome === 'resumed' && a.turn !== undefined) {
         const entry: OpenTurn = { turn: a.turn, requestId: `adopted:${a.turnId}` };
@@ -631,43 +778,9 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
-  /** Reads which calls of the session already ended (terminal facts), keyed by turn and the model's tool call id. */
-  const recordSettledCalls = async (sessionId: string): Promise<void> => {
-    const byCall = new Map<string, { turnId: string; toolCallId: string }>();
-    const settled = new Map<string, { type: string; reason: string }>();
-    try {
-      for await (const ev of bus.replay({ sessionId })) {
-        const d = ev.data as {
-          callId?: unknown;
-          toolCallId?: unknown;
-          reason?: unknown;
-          error?: { message?: unknown };
-        };
-        if (typeof d?.callId !== 'string') continue;
-        if (ev.type === 'call.requested' && typeof d.toolCallId === 'string')
-          byCall.set(d.callId, { turnId: ev.turnId, toolCallId: d.toolCallId });
-        else if (TERMINAL_CALL_FACTS.has(ev.type)) {
-          const req = byCall.get(d.callId);
-          if (req === undefined) continue;
-          const reason =
-            typeof d.reason === 'string'
-              ? d.reason
-              : typeof d.error?.message === 'string'
-                ? d.error.message
-                : ev.type.slice('call.'.length);
-          settled.set(`${req.turnId} ${req.toolCallId}`, { type: ev.type, reason });
-        }
-      }
-    } catch (err) {
-      report(`could not read the calls of session ${sessionId} after its takeover: ${errorText(err)}`);
-    }
-    if (settled.size > 0) settledCalls.set(sessionId, settled);
-  };
-
   /** Lets go of a session another member took over, or that this member hands over: its turns are not ended. */
   const letGo = async (sessionId: string): Promise<void> => {
     open.delete(sessionId);
-    settledCalls.delete(sessionId);
     answeredCalls.delete(sessionId);
     sessionOwners.delete(sessionId);
     needsAdopt.delete(sessionId);
@@ -682,7 +795,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   const ownerUnavailable = (e: Envelope, why: string): Promise<void> => {
     const error = {
       code: 'gateway.ownerUnavailable',
-      message: `No gateway member could take session ${e.sessionId} within ${2 * (ownership?.takeoverMs ?? 0)} ms (${why}): retry the command with the same id.`,
+      message: `No gateway member could take session ${e.sessionId} within ${2 * (ownership?.takeoverMs ?? 0)} ms (${why}): send the command again (a new command id, the same callId: a call that ran already is answered from its facts, never run twice).`,
     };
     if (e.type === 'gateway.turn.requested') {
       const d = e.data as EventData<'gateway.turn.requested'>;
@@ -728,10 +841,27 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         return handle(e);
       }
       if (owner.member !== '') {
-        const sent = await ownership.forward(owner.member, { subject, event: e }, forwardTimeoutMs);
+        // The deliveries go with it: the owner settles them once it answered (or they are delivered again).
+        const held = inHand.get(e.id);
+        const sent = await ownership.forward(
+          owner.member,
+          {
+            subject,
+            event: e,
+            ...(held === undefined || held.handles.length === 0
+              ? {}
+              : { deliveries: held.handles.map((h) => h.token) }),
+            ...(redelivered.has(e.id) ? { redelivered: true } : {}),
+          },
+          forwardTimeoutMs,
+        );
         if (sent.ok) {
           counters.forwarded++;
           tokens.delete(e.id);
+          if (held !== undefined) {
+            inHand.delete(e.id);
+            for (const h of held.handles) h.release();
+          }
           // The owner dedupes it from now on; a client's retry after a takeover must still get through here.
           seen.delete(e.id);
           return;
@@ -754,12 +884,12 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     }
   };
 
-  const dispatch = (e: Envelope): Promise<void> => {
+  const dispatch = async (e: Envelope): Promise<void> => {
     const token = tokens.get(e.id) ?? 'default';
     const owner = sessionOwners.get(e.sessionId);
     if (owner !== undefined && owner !== token) {
       const message = `Session ${e.sessionId} belongs to another principal: a command may only continue a session its own principal opened. Open a session of your own (a new session id).`;
-      refuse(e, 'gateway.sessionNotYours', message);
+      await refuse(e, 'gateway.sessionNotYours', message);
       if (e.type === 'gateway.turn.requested') {
         const d = e.data as EventData<'gateway.turn.requested'>;
         return answer(
@@ -783,7 +913,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
           'answered',
         );
       }
-      return Promise.resolve();
+      return;
     }
     counters.processed++;
     switch (e.type as SessionEventType) {
@@ -803,28 +933,51 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
   };
 
   const onEvent = (value: Envelope, info?: DeliveryInfo) => {
-    if (stopped) return;
-    accept(value, info?.subject);
+    if (stopped) {
+      info?.delivery?.release();
+      return;
+    }
+    accept(value, info?.subject, info?.delivery === undefined ? [] : [info.delivery], info?.redelivered === true);
   };
+  /** Ids of commands in hand that the work queue delivered before (passed on when forwarded). */
+  const redelivered = new Set<string>();
 
   /**
    * Takes one delivered command (from the work queue, or forwarded by another member with the subject it arrived
    * on): dedupe, schema, subject check, then the session's queue. False when its id was seen already.
    */
-  const accept = (value: unknown, deliveredOn: string | undefined): boolean => {
+  const accept = (
+    value: unknown,
+    deliveredOn: string | undefined,
+    handles: DeliveryHandle[] = [],
+    again = false,
+  ): boolean => {
     counters.received++;
     const id = str((value as Partial<Envelope> | null)?.id);
-    if (id !== undefined && !seen.add(id)) {
-      counters.duplicates++;
-      return false;
+    if (id !== undefined) {
+      const held = inHand.get(id);
+      if (held !== undefined) {
+        // Delivered again while still in hand here: settled with the first delivery.
+        counters.duplicates++;
+        held.handles.push(...handles);
+        return false;
+      }
+      if (!seen.add(id)) {
+        // Handled here already (its answer is out): a delivery whose acknowledgement was lost.
+        counters.duplicates++;
+        for (const h of handles) h.done();
+        return false;
+      }
     }
+    const key = id ?? `raw:${++rawKeys}`;
+    inHand.set(key, { handles, giveBack: false, answerFailed: false });
     // A refusal goes back under the sender's token, which the subject names (the server pinned it).
     const sender =
       deliveredOn === undefined ? str((value as Partial<Envelope> | null)?.principal) : senderToken(deliveredOn);
     const checked = validateEvent(value);
     if (!checked.ok) {
       const problems = checked.error.details?.['problems'] as EventProblem[] | undefined;
-      reject(value, checked.error.code, `${checked.error.code}: ${checked.error.message}`, problems, sender);
+      reject(value, checked.error.code, `${checked.error.code}: ${checked.error.message}`, problems, sender, key);
       return true;
     }
     const e = checked.value;
@@ -835,6 +988,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         `gateway.notSessionEvent: ${e.type} is not a gateway session command; publish one of ${SESSION_EVENT_TYPES.join(', ')}.`,
         undefined,
         sender,
+        key,
       );
       return true;
     }
@@ -849,14 +1003,23 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
           `gateway.subjectMismatch: command ${e.id} (${e.type}, session ${e.sessionId}) arrived on ${deliveredOn}, which names ${parsed.ok ? `${parsed.value.type} of session ${parsed.value.sessionId}` : 'no command'}; publish it on ${subjectFor({ ...e, principal: parsed.ok ? parsed.value.principal : token })}.`,
           undefined,
           sender,
+          key,
         );
         return true;
       }
       token = parsed.value.principal;
     }
     tokens.set(e.id, token);
+    if (again) redelivered.add(e.id);
     const subject = deliveredOn ?? subjectFor({ ...e, principal: token });
-    enqueue(e.sessionId, () => route(e, subject, token));
+    enqueue(e.sessionId, async () => {
+      try {
+        await route(e, subject, token);
+      } finally {
+        redelivered.delete(e.id);
+        settle(e.id);
+      }
+    });
     return true;
   };
 
@@ -865,7 +1028,12 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     const sessionId = str((cmd.event as Partial<Envelope> | null)?.sessionId);
     if (stopped || handingOver || sessionId === undefined || !ownership.takes(sessionId))
       return fail('owner.notOwner', `gateway member ${ownership.memberId} does not own session ${sessionId ?? '?'}`);
-    accept(cmd.event, cmd.subject);
+    // The sender's deliveries are this member's to keep alive and settle from now on.
+    const handles = (Array.isArray(cmd.deliveries) ? cmd.deliveries : [])
+      .filter((t): t is string => typeof t === 'string')
+      .map((t) => bus.resumeDelivery?.(t))
+      .filter((h): h is DeliveryHandle => h !== undefined);
+    accept(cmd.event, cmd.subject, handles, cmd.redelivered === true);
     return ok(undefined);
   });
   ownership?.onTakeover((sessionId) => {
@@ -883,12 +1051,27 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
         report(`session event consumer: ${errorText(err)}`); // a bug here must not break the bus delivery
       }
     },
-    { queue: opts.queue ?? 'gateway' },
+    {
+      queue: opts.queue ?? 'gateway',
+      // Acknowledged once handled, not on receipt: a command taken by a member that dies first is delivered again,
+      // within the takeover bound, and its session's new owner answers it (from the facts when it ran already).
+      settle: 'manual',
+      ...(ownership === undefined ? {} : { ackWaitMs: ownership.takeoverMs }),
+    },
   );
 
   const idle = async (): Promise<void> => {
     // Work may enqueue more work (a rejection after a handler): wait until nothing is left.
     while (chains.size > 0) await Promise.all([...chains.values()]);
+  };
+
+  /** Deliveries still in hand when the consumer stops: back to the queue at once, for another member. */
+  const giveBackAll = () => {
+    for (const key of [...inHand.keys()]) {
+      const held = inHand.get(key)!;
+      held.giveBack = true;
+      settle(key);
+    }
   };
 
   const stop = async () => {
@@ -897,6 +1080,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
     unsubscribe();
     stopServing?.();
     await idle();
+    giveBackAll();
   };
 
   return {
@@ -926,6 +1110,7 @@ export function startSessionEventConsumer(opts: SessionEventConsumerOptions): Se
       await within(idle(), 2 * ownership.takeoverMs);
       stopped = true;
       stopServing?.();
+      giveBackAll();
       return owned;
     },
   };
