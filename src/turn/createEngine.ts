@@ -108,6 +108,8 @@ const engineTurnMachine = turnMachine.provide({
         const toolCallId = run.stepCallIds.get(input.step.stepId);
         run.stepCallIds.delete(input.step.stepId);
         result = await runStep(deps, run, turnViewOf(input), input.step, run.signal, toolCallId);
+        // The model acts on the answer: the step's facts are acknowledged first (they were pipelined).
+        await run.events.settled();
       } catch (err) {
         result = fail(
           'turn.stepFailed',
@@ -335,6 +337,8 @@ export function createEngine(opts: EngineOptions): Engine {
             : {}),
         });
         startedEventId = started.id;
+        // A turn whose start cannot be recorded is refused here, before any phase runs.
+        await events.settled();
       } catch (err) {
         answers.close();
         trace?.endTurn(events.state);
@@ -458,6 +462,18 @@ export function createEngine(opts: EngineOptions): Engine {
     }
 
     if (resume !== undefined) await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput);
+    // The turn's start facts were pipelined: the caller hears of the turn once they are acknowledged.
+    const unrecorded = await events.settled().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    if (unrecorded !== undefined) {
+      ended = true;
+      actor.stop();
+      const reason = `an event of the turn's start was not recorded: ${unrecorded instanceof Error ? unrecorded.message : String(unrecorded)}`;
+      await finish({ code: 'turn.failed', reason }).catch(() => undefined);
+      return fail('turn.failed', `The turn could not start: ${reason}`);
+    }
 
     const exposure = ready.context.exposure?.surface as Exposure;
     const turn: LiveTurn = {
@@ -528,6 +544,7 @@ export function createEngine(opts: EngineOptions): Engine {
           },
           known ? startedEventId : null,
         );
+        await events.settled();
       },
       letGo(): void {
         if (ended) return;
