@@ -18,7 +18,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { isSyncPoint, openMemoryBus, type Envelope, type EventBus } from '../src/bus/index.js';
+import { deliveredBeforeDurable, isSyncPoint, openMemoryBus, type Envelope, type EventBus } from '../src/bus/index.js';
 import { openNatsBus, type NatsBus } from '../src/bus/nats/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import type { StaticSources } from '../src/catalog/index.js';
@@ -175,6 +175,25 @@ async function cpuPerEventRows(): Promise<void> {
     }
   };
   for (const l of live) await block(l, 2); // warm-up: index built, JIT warm
+  const by = (n: number) => live.find((l) => l.n === n)!;
+  const at50 = by(50);
+  // Beside the engine, the bare bus: the same events (new ids) published on a fresh embedded bus, log off, no
+  // subscriber. Not the row's floor (the issue gives none), but what of the figure is the bus's own publish.
+  // Measured after the engine's rounds (below).
+  const sample: Envelope[] = [];
+  for (let s = 0; s < 50 && sample.length < 600; s++)
+    for await (const e of at50.bus.replay({ sessionId: `s${s}` })) sample.push(e);
+  let bareN = 0;
+  const barePerEvent: number[] = [];
+  // A fresh bus each time, closed after: what it stored goes with it.
+  const bare = async () => {
+    const bareBus = await openMemoryBus({ logPath: false });
+    const c0 = cpuUs();
+    for (let k = 0; k < 5; k++, bareN++)
+      await Promise.all(sample.map((e) => bareBus.publish({ ...e, id: `${e.id}.${bareN}` })));
+    barePerEvent.push((cpuUs() - c0) / (5 * sample.length));
+    await bareBus.close();
+  };
   const totalTurns = QUICK ? 200 : 400;
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < live.length; k++) {
@@ -187,8 +206,13 @@ async function cpuPerEventRows(): Promise<void> {
       l.perEvent.push((c1 - c0) / (l.bus.stats().published - e0));
     }
   }
-  const by = (n: number) => live.find((l) => l.n === n)!;
-  const at50 = by(50);
+  // After the engine's rounds, so its garbage cannot weigh on theirs: one warm-up, then as many rounds.
+  await bare();
+  barePerEvent.length = 0;
+  for (let r = 0; r < ROUNDS; r++) {
+    gc();
+    await bare();
+  }
   addRow({
     key: 'cpuPerEventUs',
     value: median(at50.perEvent),
@@ -201,7 +225,11 @@ async function cpuPerEventRows(): Promise<void> {
     sessions: 50,
     at10: round3(median(by(10).perEvent)),
     at200: round3(median(by(200).perEvent)),
+    bareBusPublishUs: round3(median(barePerEvent)),
   });
+  console.log(
+    `  (the bare embedded bus, same events, no subscriber: ${median(barePerEvent).toFixed(1)} µs CPU/event, spread ${(spreadOf(barePerEvent) * 100).toFixed(0)}%)`,
+  );
   const ratios = by(200).perEvent.map((v, i) => v / by(10).perEvent[i]!);
   addRow({
     key: 'cpuPerEvent200Vs10',
@@ -345,7 +373,8 @@ async function logRow(): Promise<void> {
     const bus: EventBus = waitAtSync
       ? {
           publish: async (e) => {
-            if (isSyncPoint(e.type)) await new Promise((r) => setTimeout(r, waitMs));
+            // Where the log fsyncs: sync points, except answers made durable with their turn's reaction.
+            if (isSyncPoint(e.type) && !deliveredBeforeDurable(e.type)) await new Promise((r) => setTimeout(r, waitMs));
             return memory.publish(e);
           },
           subscribe: (p, cb, o) => memory.subscribe(p, cb, o),
@@ -550,7 +579,10 @@ async function clientToolRow(): Promise<void> {
   const ratios: number[] = [];
   const builds0 = withTool.engine.indexStats().builds;
   let timed = 0;
-  for (let r = 0; r < CHEAP_ROUNDS; r++) {
+  // Many short paired rounds: the median of 21 moves less on a shared machine than that of 9 longer ones.
+  const rounds = Math.max(CHEAP_ROUNDS, QUICK ? 9 : 21);
+  const perRound = QUICK ? 8 : 10;
+  for (let r = 0; r < rounds; r++) {
     gc();
     const order: [typeof plain, boolean][] =
       r % 2 === 0
@@ -562,8 +594,8 @@ async function clientToolRow(): Promise<void> {
             [plain, false],
             [withTool, true],
           ];
-    for (const [v, client] of order) await turns(v, client, 20, true);
-    timed += 20;
+    for (const [v, client] of order) await turns(v, client, perRound, true);
+    timed += perRound;
     ratios.push(withTool.cpu.at(-1)! / plain.cpu.at(-1)!);
   }
   addRow({
@@ -587,9 +619,10 @@ async function clientToolRow(): Promise<void> {
 
 async function tracingRow(): Promise<void> {
   console.log('\nTracing: traced minus untraced turn CPU (log off), per span (the measure of bench/tracing.ts)');
+  // Many short rounds: on a shared machine the median of 25 paired rounds moves less than that of 11 longer ones.
   const ps = await measurePerSpan(engineRunner('tools'), {
-    rounds: Math.max(ROUNDS, QUICK ? 7 : 11),
-    turnsPerRound: QUICK ? 20 : 40,
+    rounds: Math.max(ROUNDS, QUICK ? 9 : 25),
+    turnsPerRound: QUICK ? 12 : 16,
     warmupTurns: QUICK ? 60 : 200,
   });
   addRow({
@@ -606,7 +639,15 @@ async function tracingRow(): Promise<void> {
     spansPerTurn: ps.spans,
     untracedTurnCpuMs: round3(ps.untracedTurnUs / 1000),
     tracedTurnCpuMs: round3(ps.tracedTurnUs / 1000),
+    iqr: [round3(ps.iqr[0]), round3(ps.iqr[1])],
+    sdkFloorUs: round3(ps.sdkFloorUs),
+    spanPathUs: round3(ps.spanPathUs),
   });
+  console.log(
+    `  (rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)} µs; in the same rounds: the SDK's own floor, a bare ` +
+      `SDK 2.x span with the same name, parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs/span (sdkFloorUs); the span ` +
+      `path alone, the turn's TurnTrace calls replayed, ${ps.spanPathUs.toFixed(1)} µs/span (spanPathUs))`,
+  );
 }
 
 // ---------- 7. the warm sandbox: a trivial run vs one pipe round trip to a warm echo child ----------

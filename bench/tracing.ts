@@ -25,7 +25,17 @@ import { openMemoryBus } from '../src/bus/index.js';
 import { parseConfig } from '../src/config/index.js';
 import { createEngine } from '../src/turn/index.js';
 import { createSandbox, type Sandbox } from '../src/sandbox/index.js';
+import { ROOT_CONTEXT, trace, type Span } from '@opentelemetry/api';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  type ReadableSpan,
+} from '@opentelemetry/sdk-trace-base';
+import type { Envelope } from '../src/bus/index.js';
+import type { TurnState } from '../src/events/index.js';
 import { createTelemetry, type Telemetry, type TelemetryOptions } from '../src/telemetry/index.js';
+import { TurnTrace, type TracedName } from '../src/turn/spans.js';
 
 export interface Runner {
   run(i: number): Promise<void>;
@@ -197,6 +207,8 @@ export interface PerSpanResult {
   perSpanUs: number;
   /** Lowest and highest round. */
   range: [number, number];
+  /** 25th and 75th percentile of the per-round figures. */
+  iqr: [number, number];
   /** (max - min) / median of the per-round figures. */
   spread: number;
   rounds: number;
@@ -205,11 +217,154 @@ export interface PerSpanResult {
   /** Median CPU of an untraced and a traced turn, µs (garbage collection included). */
   untracedTurnUs: number;
   tracedTurnUs: number;
+  /**
+   * The SDK's own floor, measured in the same rounds: CPU per span of a bare `tracer.startSpan` + `end` on an SDK
+   * 2.x BasicTracerProvider (default sampler, BatchSpanProcessor over an exporter that drops what it gets), with
+   * the names, parents and attributes of the spans of one traced turn. Median over rounds, µs.
+   */
+  sdkFloorUs: number;
+  /**
+   * The span path alone, in the same rounds: CPU per span of the engine's TurnTrace given the calls one real traced
+   * turn made on it (spans run, events observed, the turn ended), replayed without the engine, minus the same
+   * replay's async shape without a trace. Median over rounds, µs. What tracing costs beyond it is the rest of the
+   * turn's work with a trace (each event's `trace` headers published, copied and folded).
+   */
+  spanPathUs: number;
 }
 
 type GcFn = (opts?: { type?: 'minor' | 'major'; execution?: 'sync' }) => void;
 /** The V8 collector (`--expose-gc`, as `npm run bench` starts every bench), or undefined. */
 const collector = (): GcFn | undefined => (globalThis as { gc?: GcFn }).gc;
+
+/** The spans of one traced turn of `makeRunner` (names, parents, attributes), from an untimed run. */
+async function spansOfOneTurn(makeRunner: MakeRunner): Promise<ReadableSpan[]> {
+  const memory = new InMemorySpanExporter();
+  const tel = createTelemetry({ otlp: false, extraExporters: [memory] });
+  const runner = await makeRunner(tel);
+  try {
+    await runner.run(0);
+    await tel.flush();
+    memory.reset();
+    await runner.run(1);
+    await tel.flush();
+    return memory.getFinishedSpans();
+  } finally {
+    await runner.close();
+    await tel.shutdown();
+  }
+}
+
+/**
+ * The SDK floor: replays the spans of one turn (`model`) as bare SDK spans, each started under its parent's
+ * context with the same name, kind and attributes, and ended (children first), `turns` times.
+ */
+function sdkFloorBlock(model: readonly ReadableSpan[], turns: number): void {
+  for (let t = 0; t < turns; t++) {
+    const live = new Map<string, Span>();
+    for (const s of sdkOrder(model)) {
+      const parentId = s.parentSpanContext?.spanId;
+      const parent = parentId === undefined ? undefined : live.get(parentId);
+      const ctx = parent === undefined ? ROOT_CONTEXT : trace.setSpan(ROOT_CONTEXT, parent);
+      live.set(s.spanContext().spanId, sdkTracer.startSpan(s.name, { attributes: s.attributes, kind: s.kind }, ctx));
+    }
+    for (const span of [...live.values()].reverse()) span.end();
+  }
+}
+
+/** One call the engine made on a turn's TurnTrace: a span run (its work follows until `end`), or an event observed. */
+type TraceOp = { op: 'run'; name: TracedName } | { op: 'observe'; event: Envelope } | { op: 'end' };
+
+/**
+ * The calls one traced turn of `makeRunner` makes on its TurnTrace, recorded by wrapping the class's methods
+ * around that one (untimed) turn, and the turn state it ended with.
+ */
+async function recordTraceOps(makeRunner: MakeRunner): Promise<{ ops: TraceOp[]; state: TurnState }> {
+  const tel = createTelemetry({ otlp: false });
+  const runner = await makeRunner(tel);
+  const proto = TurnTrace.prototype;
+  const { run, observe, endTurn } = proto;
+  const ops: TraceOp[] = [];
+  let state: TurnState | undefined;
+  try {
+    await runner.run(0);
+    proto.run = function <T>(this: TurnTrace, name: TracedName, parent: Span | undefined, fn: (s: Span) => Promise<T>) {
+      ops.push({ op: 'run', name });
+      return run.call(this, name, parent, (s: Span) =>
+        fn(s).finally(() => {
+          ops.push({ op: 'end' });
+        }),
+      ) as Promise<T>;
+    };
+    proto.observe = function (this: TurnTrace, e: Envelope) {
+      ops.push({ op: 'observe', event: e });
+      return observe.call(this, e);
+    };
+    proto.endTurn = function (this: TurnTrace, s: TurnState) {
+      state = s;
+      endTurn.call(this, s);
+    };
+    await runner.run(1);
+  } finally {
+    proto.run = run;
+    proto.observe = observe;
+    proto.endTurn = endTurn;
+    await runner.close();
+    await tel.shutdown();
+  }
+  if (state === undefined) throw new Error('the recorded turn never ended its trace');
+  return { ops, state };
+}
+
+/** Replays recorded TurnTrace calls on a new TurnTrace of `tel` (or, without one, only their async shape). */
+async function replayTraceOps(rec: { ops: TraceOp[]; state: TurnState }, tel: Telemetry | undefined): Promise<void> {
+  const tt = tel === undefined ? undefined : new TurnTrace(tel, 'bench-session', 'bench-turn');
+  let i = 0;
+  const work = async (): Promise<void> => {
+    while (i < rec.ops.length) {
+      const o = rec.ops[i++]!;
+      if (o.op === 'observe') tt?.observe(o.event);
+      else if (o.op === 'run') await (tt === undefined ? work() : tt.run(o.name, undefined, work));
+      else return;
+    }
+  };
+  await work();
+  tt?.endTurn(rec.state);
+}
+
+const orders = new WeakMap<readonly ReadableSpan[], ReadableSpan[]>();
+/** The model's spans with every parent before its children (what a live trace starts first). */
+function sdkOrder(model: readonly ReadableSpan[]): ReadableSpan[] {
+  let out = orders.get(model);
+  if (out === undefined) {
+    const ids = new Set(model.map((s) => s.spanContext().spanId));
+    const placed = new Set<string>();
+    out = [];
+    while (out.length < model.length) {
+      const before = out.length;
+      for (const s of model) {
+        const id = s.spanContext().spanId;
+        const p = s.parentSpanContext?.spanId;
+        if (!placed.has(id) && (p === undefined || !ids.has(p) || placed.has(p))) {
+          placed.add(id);
+          out.push(s);
+        }
+      }
+      if (out.length === before) break;
+    }
+    orders.set(model, out);
+  }
+  return out;
+}
+
+/** A bare SDK 2.x provider: default sampler (parent-based, always on), a BatchSpanProcessor to a dropping exporter. */
+const sdkTracer = new BasicTracerProvider({
+  spanProcessors: [
+    new BatchSpanProcessor({
+      export: (_spans, done) => done({ code: 0 }),
+      shutdown: async () => {},
+    }),
+  ],
+}).getTracer('floor');
 
 /**
  * Tracing CPU per span, the figure of record (log off), the one measure both bench/tracing.ts and bench/floors.ts
@@ -219,6 +374,7 @@ const collector = (): GcFn | undefined => (globalThis as { gc?: GcFn }).gc;
  * variant's garbage must not land in the other's time. (Medians of single turns drop the turns a collection fell
  * in, and turn-by-turn alternation splits every collection between the two: both leave out most of the cost of
  * tracing.) Per round: (traced - untraced) CPU per turn / spans per turn; the figure is the median of the rounds.
+ * Each round also times the SDK floor (`sdkFloorBlock`) the same way.
  */
 export async function measurePerSpan(
   makeRunner: MakeRunner,
@@ -228,7 +384,10 @@ export async function measurePerSpan(
   const perRound = opts.turnsPerRound ?? 40;
   const warmup = opts.warmupTurns ?? 200;
   const spans = await spansPerTurn(makeRunner, { otlp: false });
+  const model = await spansOfOneTurn(makeRunner);
+  const recorded = await recordTraceOps(makeRunner);
   const tel = createTelemetry({ otlp: false });
+  const replayTel = createTelemetry({ otlp: false });
   const off = await makeRunner(undefined);
   const on = await makeRunner(tel);
   const gc = collector();
@@ -242,6 +401,10 @@ export async function measurePerSpan(
     for (let w = 0; w < warmup; w++) {
       await off.run(i++);
       await on.run(i++);
+      if (w % 20 === 0) {
+        sdkFloorBlock(model, 5);
+        for (let k = 0; k < 5; k++) await replayTraceOps(recorded, replayTel);
+      }
     }
     gc?.();
     const block = async (r: Runner): Promise<number> => {
@@ -251,9 +414,25 @@ export async function measurePerSpan(
       scavenge();
       return (cpuUs() - c0) / perRound;
     };
+    const floorBlock = (): number => {
+      scavenge();
+      const c0 = cpuUs();
+      sdkFloorBlock(model, perRound);
+      scavenge();
+      return (cpuUs() - c0) / (perRound * model.length);
+    };
+    const replayBlock = async (t: Telemetry | undefined): Promise<number> => {
+      scavenge();
+      const c0 = cpuUs();
+      for (let k = 0; k < perRound; k++) await replayTraceOps(recorded, t);
+      scavenge();
+      return (cpuUs() - c0) / (perRound * model.length);
+    };
     const costs: number[] = [];
     const offs: number[] = [];
     const ons: number[] = [];
+    const floors: number[] = [];
+    const paths: number[] = [];
     for (let r = 0; r < rounds; r++) {
       const order = r % 2 === 0 ? [off, on, on, off] : [on, off, off, on];
       let a = 0;
@@ -262,6 +441,12 @@ export async function measurePerSpan(
         const us = await block(which);
         if (which === off) a += us / 2;
         else b += us / 2;
+      }
+      floors.push(floorBlock());
+      // Ten replays per turn-block: the span path alone is cheap, and a longer block is steadier.
+      for (let k = 0; k < 10; k++) {
+        const traced = await replayBlock(replayTel);
+        paths.push(traced - (await replayBlock(undefined)));
       }
       offs.push(a);
       ons.push(b);
@@ -273,21 +458,29 @@ export async function measurePerSpan(
       costs.map((c) => c.toFixed(1)).join(' '),
       'diff of medians',
       ((median(ons) - median(offs)) / spans).toFixed(1),
+      'sdk floor per round',
+      floors.map((c) => c.toFixed(1)).join(' '),
+      'span path',
+      median(paths).toFixed(2),
     );
     return {
       perSpanUs: m,
       range: [Math.min(...costs), Math.max(...costs)],
+      iqr: [quantile(costs, 0.25), quantile(costs, 0.75)],
       spread: m === 0 ? 0 : (Math.max(...costs) - Math.min(...costs)) / Math.abs(m),
       rounds,
       turnsPerRound: perRound,
       spans,
       untracedTurnUs: median(offs),
       tracedTurnUs: median(ons),
+      sdkFloorUs: median(floors),
+      spanPathUs: median(paths),
     };
   } finally {
     await off.close();
     await on.close();
     await tel.shutdown();
+    await replayTel.shutdown();
   }
 }
 
@@ -395,7 +588,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     console.log(
       `\nTracing CPU per span, event log off (figure of record): ${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
         `${ps.spans} spans a turn; median of ${ps.rounds} rounds of ABBA blocks of ${ps.turnsPerRound} turns, collections included; ` +
-        `rounds ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)} µs; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ${ps.tracedTurnUs.toFixed(0)} µs traced)`,
+        `rounds ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)} µs, IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ${ps.tracedTurnUs.toFixed(0)} µs traced; ` +
+        `SDK floor, a bare SDK span with the same name, parent and attributes: ${ps.sdkFloorUs.toFixed(1)} µs; ` +
+        `the span path alone, the turn's TurnTrace calls replayed: ${ps.spanPathUs.toFixed(1)} µs)`,
     );
     if (collector() === undefined) console.log('  (run with --expose-gc, as npm run bench does, for the collections)');
   }

@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup } from 'xstate';
+import { and, assign, fromPromise, setup } from 'xstate';
 import type { Result, ToolSearchError } from '../src/shared/index.js';
 import { describeError } from './describeError.js';
 import { notProvided } from './notProvided.js';
@@ -15,6 +15,10 @@ import { notProvided } from './notProvided.js';
  * does), and leaving a state aborts the `signal` of its actor. A hook that throws blocks the call and the
  * error is recorded. Hooks may rewrite the arguments; validation sees the final ones. Anything the machine
  * does not recognise (an unknown decision, a rewrite without args) blocks rather than goes on.
+ *
+ * The guard `noHooksToRun` lets the gateway say that no `before_tool_call` hook is registered: the call then goes
+ * from policy (or approval) straight to validating, without an actor that would only answer `continue`. Its
+ * placeholder says false, so a machine started without it runs `hooks` (and, unprovided, blocks there).
  */
 
 export interface ToolCallInput {
@@ -138,6 +142,9 @@ export const toolCallMachine = setup({
     validateArgs: fromPromise<ArgsValidation, CallActorInput>(notProvided('validateArgs')),
     execute: fromPromise<Result<unknown>, CallActorInput>(notProvided('execute')),
   },
+  guards: {
+    noHooksToRun: () => false,
+  },
   delays: {
     approvalTimeout: ({ context }) => context.approvalTimeoutMs,
   },
@@ -154,6 +161,11 @@ export const toolCallMachine = setup({
         src: 'decidePolicy',
         input: actorInput,
         onDone: [
+          {
+            guard: and([({ event }) => event.output?.decision === 'allowed', 'noHooksToRun']),
+            target: 'validating',
+            actions: assign({ decision: ({ event }) => event.output }),
+          },
           {
             guard: ({ event }) => event.output?.decision === 'allowed',
             target: 'hooks',
@@ -192,6 +204,11 @@ export const toolCallMachine = setup({
           decision: context.decision ?? { decision: 'approvalRequired' },
         }),
         onDone: [
+          {
+            guard: and([({ event }) => event.output?.approved === true, 'noHooksToRun']),
+            target: 'validating',
+            actions: assign({ approval: ({ event }) => event.output }),
+          },
           {
             guard: ({ event }) => event.output?.approved === true,
             target: 'hooks',

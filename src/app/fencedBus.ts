@@ -40,10 +40,21 @@ export function fencedBus(bus: EventBus, fence: () => Fence | undefined, waitMs:
     }
     if (why !== undefined) throw new FencedError(`${e.type} of session ${e.sessionId} ${when}: ${why}`);
   };
-  const publish = async (e: Envelope): Promise<void> => {
-    await check(e, 'was not published');
-    await bus.publish(e);
-    await check(e, 'was stored, but nothing acts on it here');
+  // One turn's publishes reach the bus in call order (the bus keeps that order; a wait here must not change it):
+  // each waits for the check of the one before it.
+  const gates = new Map<string, Promise<void>>();
+  const publish = (e: Envelope): Promise<void> => {
+    const key = `${e.sessionId}\u0000${e.turnId}`;
+    const gate = (gates.get(key) ?? Promise.resolve()).then(() => check(e, 'was not published'));
+    const passed = gate.catch(() => undefined);
+    gates.set(key, passed);
+    void passed.then(() => {
+      if (gates.get(key) === passed) gates.delete(key);
+    });
+    return gate.then(async () => {
+      await bus.publish(e);
+      await check(e, 'was stored, but nothing acts on it here');
+    });
   };
   return new Proxy(bus, {
     get(target, prop, receiver) {

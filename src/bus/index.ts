@@ -12,4 +12,4 @@ export {
 export type { EventLogContents, EventLogRotation } from './eventLog.js';
 export { assertPattern, subjectMatches } from './subjectMatch.js';
 export { SubjectTrie } from './subjectTrie.js';
-export { isSyncPoint } from './syncPoints.js';
+export { deliveredBeforeDurable, isSyncPoint } from './syncPoints.js';

@@ -4,7 +4,7 @@ import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { EventLogError, EventLogWriter, readEventLog, type EventLogRotation } from './eventLog.js';
 import { assertPattern, subjectMatches } from './subjectMatch.js';
 import { SubjectTrie } from './subjectTrie.js';
-import { isSyncPoint } from './syncPoints.js';
+import { deliveredBeforeDurable, isSyncPoint } from './syncPoints.js';
 import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 
 /** The default JSONL event log, relative to the working directory. */
@@ -66,6 +66,8 @@ interface Pending {
   subject: string;
   line: string | undefined;
   sync: boolean;
+  /** Stored and delivered already (an answer delivered before its fsync). */
+  accepted: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -215,7 +217,7 @@ class MemoryBusImpl implements MemoryBus {
     const line = this.writer === undefined ? undefined : JSON.stringify(stored);
     const sync = isSyncPoint(event.type);
     const done = new Promise<void>((resolve, reject) => {
-      this.queue.push({ event: stored, subject, line, sync, resolve, reject });
+      this.queue.push({ event: stored, subject, line, sync, accepted: false, resolve, reject });
     });
     this.inFlight.set(event.id, done);
     this.flushing ??= Promise.resolve().then(() => this.flushLoop());
@@ -223,50 +225,88 @@ class MemoryBusImpl implements MemoryBus {
   }
 
   /**
-   * Group commit: everything queued while the previous batch was being fsync'd goes out in one write, fsync'd when
-   * the batch holds a sync point (a decision, a hand-off to another actor, a terminal event; see `isSyncPoint`).
-   * A batch of facts only is written and delivered at once; the next sync point makes it durable with itself.
+   * Group commit: everything queued while the previous group was being fsync'd goes out in one write, fsync'd when
+   * it holds a sync point (a decision, a hand-off to another actor, a terminal event; see `isSyncPoint`). Facts are
+   * delivered and resolved once written; the next sync point makes them durable with itself. A sync point is
+   * delivered once durable, except an answer (`deliveredBeforeDurable`: `call.decided`), which is delivered once
+   * written: what its turn writes in reaction within one turn of the event loop (`call.started`) joins the group,
+   * and one fsync makes both durable before either publisher hears of it.
    */
   private async flushLoop(): Promise<void> {
     try {
       while (this.queue.length > 0) {
-        const batch = this.queue;
-        this.queue = [];
-        this.counters.batches++;
-        if (this.writer !== undefined) {
-          let text = '';
-          let sync = false;
+        /** Written, waiting for the group's fsync: sync points (and whatever was queued behind one of them). */
+        const held: Pending[] = [];
+        let sync = false;
+        let answered = false;
+        for (let round = 0; round < 2 && this.queue.length > 0; round++) {
+          const batch = this.queue;
+          this.queue = [];
+          if (!(await this.write(batch))) continue;
           for (const p of batch) {
-            text += `${p.line}\n`;
             if (p.sync) sync = true;
+            if (held.length === 0 && (!p.sync || (this.writer !== undefined && deliveredBeforeDurable(p.event.type)))) {
+              this.accept(p);
+              if (p.sync) {
+                answered = true;
+                held.push(p); // resolved after the fsync
+              } else p.resolve();
+            } else held.push(p);
           }
+          // An answer was delivered: let its turn react (microtasks, then this check phase) before the fsync.
+          if (!answered || this.writer === undefined) break;
+          await new Promise((r) => setImmediate(r));
+        }
+        if (sync && this.writer !== undefined) {
           try {
-            this.counters.bytesWritten += await this.writer.append(text, sync);
-            if (sync) this.counters.fsyncs++;
+            await this.writer.sync();
+            this.counters.fsyncs++;
           } catch (err) {
-            for (const p of batch) {
-              this.inFlight.delete(p.event.id);
-              p.reject(
-                new ToolSearchFault(`Could not append to the event log ${this.logPath}: ${errorText(err)}`, {
-                  cause: err,
-                }),
-              );
+            for (const p of held) {
+              if (!p.accepted) this.inFlight.delete(p.event.id);
+              p.reject(this.appendFailed(err));
             }
             continue;
           }
         }
-        for (const p of batch) {
-          this.store(p.event);
-          this.inFlight.delete(p.event.id);
-          this.counters.published++;
-        }
         // Durable first, then delivered: nothing acts on an event before it is on the record.
-        for (const p of batch) this.deliver(p.event, p.subject);
-        for (const p of batch) p.resolve();
+        for (const p of held) if (!p.accepted) this.accept(p);
+        for (const p of held) p.resolve();
       }
     } finally {
       this.flushing = undefined;
     }
+  }
+
+  /** One write of a batch (no fsync); a failed write rejects the batch. */
+  private async write(batch: Pending[]): Promise<boolean> {
+    this.counters.batches++;
+    if (this.writer === undefined) return true;
+    let text = '';
+    for (const p of batch) text += `${p.line}\n`;
+    try {
+      this.counters.bytesWritten += await this.writer.append(text, false);
+      return true;
+    } catch (err) {
+      for (const p of batch) {
+        this.inFlight.delete(p.event.id);
+        p.reject(this.appendFailed(err));
+      }
+      return false;
+    }
+  }
+
+  private appendFailed(err: unknown): ToolSearchFault {
+    return new ToolSearchFault(`Could not append to the event log ${this.logPath}: ${errorText(err)}`, { cause: err });
+  }
+
+  /** Stored and delivered. */
+  private accept(p: Pending): void {
+    p.accepted = true;
+    this.store(p.event);
+    this.inFlight.delete(p.event.id);
+    this.counters.published++;
+    this.deliver(p.event, p.subject);
   }
 
   private deliver(event: Envelope, subject: string): void {

@@ -33,6 +33,19 @@ const PIPELINED = new Set<string>([
   'code.timedOut',
 ]);
 
+/**
+ * Answers another actor publishes into a turn: the turn acts on them only through its own next sync point
+ * (`call.started`, or the turn's end), which cannot be durable before them. The embedded bus hands them to its
+ * subscribers once written and makes them durable in the same fsync as what the turn writes in reaction (one
+ * fsync per call instead of two); their publisher still hears of them only once they are durable.
+ */
+const ANSWERS = new Set<string>(['call.decided', 'approval.resolved']);
+
+/** Whether subscribers may see a sync point of this type before it is durable (see above). Pure: no I/O. */
+export function deliveredBeforeDurable(type: string): boolean {
+  return ANSWERS.has(type);
+}
+
 /** Whether publishing an event of this type waits for durability (see above). Pure: no I/O. */
 export function isSyncPoint(type: string): boolean {
   return !PIPELINED.has(type);

@@ -52,7 +52,9 @@ export interface EventBus {
    * Resolves once the event is accepted: JetStream ack (NATS), or written to the log (memory bus). A sync point
    * (`isSyncPoint`: a decision, a hand-off to another actor or a side effect, a terminal event) is durable when it
    * resolves, and so is every earlier event of its turn (JSONL: fsync; NATS: its turn's earlier acks awaited
-   * first). One turn's publishes are stored in call order even when not awaited one by one. Idempotent on event.id.
+   * first). One turn's publishes are stored in call order even when not awaited one by one. Subscribers may see
+   * an answer (`deliveredBeforeDurable`: `call.decided`, `approval.resolved`) before it is durable: the turn acts on
+   * it only through its own next sync point, durable with it. Idempotent on event.id.
    */
   publish(event: Envelope): Promise<void>;
   /** Subject pattern with NATS wildcards (`*` one token, `>` the rest). Returns an unsubscribe function. */

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { makeToolId, quoteName, toolNameProblem } from './ids.js';
+import { sha256Hex } from './sha256Hex.js';
 import { isValidServerName } from './snapshot.js';
 import type { Catalog, ClientToolSpec, DuplicateTool, SourceStatus, ToolEntry } from './types.js';
 
@@ -45,17 +45,20 @@ export function entryDigest(entry: ToolEntry): string {
     if (entry.annotationsTrusted === true) extra['annotationsTrusted'] = true;
     if (entry.idempotent === true) extra['idempotent'] = true;
     if (Object.keys(extra).length > 0) parts.push(extra);
-    d = createHash('sha256').update(canonicalJson(parts)).digest('hex');
+    d = sha256Hex(canonicalJson(parts));
     entryDigests.set(entry, d);
   }
   return d;
 }
 
-const digestOf = (entries: readonly ToolEntry[]): string => {
-  const h = createHash('sha256');
-  for (const e of [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))) h.update(entryDigest(e));
-  return h.digest('hex');
-};
+// One-shot hashing of the joined digests: the same sha256 as updating a Hash with each, at a fraction of the cost
+// for the small catalogs made every turn.
+const digestOf = (entries: readonly ToolEntry[]): string =>
+  sha256Hex(
+    (entries.length > 1 ? [...entries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)) : entries)
+      .map(entryDigest)
+      .join(''),
+  );
 
 /** The source key of an entry: `<source>:<owner>` (`openclaw:core`, `mcp:fs`, `client:app`). Pure: no I/O. */
 export const sourceKeyOf = (entry: ToolEntry): string => `${entry.source}:${entry.owner}`;

@@ -78,3 +78,4 @@ export { resolveTool, suggestTools, nameSimilarity, nameTokens, editDistance } f
 export { loadStaticSources } from './loadStaticSources.js';
 export type { StaticSources, StaticSourceOptions, PluginHook } from './loadStaticSources.js';
 export { makeRedactor, redactDeep, specSecrets } from './redactSecrets.js';
+export { sha256Hex } from './sha256Hex.js';

@@ -150,6 +150,40 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     if (s.ok) fill(s.settings);
   });
 
+  /** The setup once it is known (the first run waits for it). */
+  let known: Setup | undefined;
+  void setup.then((s) => (known = s));
+
+  /**
+   * A lease of one child. Its one run starts at the first `run` call; a second call (the machine's `runBody` after
+   * the run was handed over ahead of it, see `drive`) gets the same outcome, and its `signal` kills the child too.
+   */
+  const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings): ChildLease => {
+    // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
+    // for CPU with the run it would delay. The second pooled child serves a request meanwhile.
+    const refill = () => setImmediate(() => fill(settings));
+    const startedAt = Date.now();
+    let outcome: Promise<CodeOutcome> | undefined;
+    // Aborted by the signal of either call: the run then ends at once (bridge calls aborted, child killed).
+    const stop = new AbortController();
+    return {
+      pooled,
+      run: (req: RunRequest, progress: RunProgress) => {
+        const signal = req.signal;
+        if (signal?.aborted === true) stop.abort();
+        else signal?.addEventListener('abort', () => stop.abort(), { once: true });
+        outcome ??= runOnChild(child, { ...req, signal: stop.signal }, limits, { startedAt, pooled }, progress).finally(
+          refill,
+        );
+        return outcome;
+      },
+      kill: () => {
+        child.kill();
+        refill();
+      },
+    };
+  };
+
   const acquire = async (signal?: AbortSignal): Promise<Result<ChildLease>> => {
     const s = await setup;
     if (!s.ok) return fail('sandbox.unavailable', `Code mode is unavailable: ${s.reason}.`);
@@ -157,33 +191,44 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     if (signal?.aborted === true) return fail('sandbox.aborted', 'The code run was cancelled.');
     const warm = pool.shift();
     const pooled = warm !== undefined;
-    const child = warm ?? spawnChild(s.settings);
-    // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
-    // for CPU with the run it would delay. The second pooled child serves a request meanwhile.
-    const refill = () => setImmediate(() => fill(s.settings));
-    const startedAt = Date.now();
-    let used = false;
-    const lease: ChildLease = {
-      pooled,
-      run: (req: RunRequest, progress: RunProgress) => {
-        if (used) return Promise.resolve(unavailable('a child serves exactly one run'));
-        used = true;
-        return runOnChild(child, req, limits, { startedAt, pooled }, progress).finally(refill);
-      },
-      kill: () => {
-        child.kill();
-        refill();
-      },
-    };
-    if (!pooled) refill();
+    const lease = leaseOf(warm ?? spawnChild(s.settings), pooled, s.settings);
+    // Spawned for this run: the pool refills now (a pooled lease refills when its run is over).
+    if (!pooled) setImmediate(() => fill(s.settings));
     return ok(lease);
   };
 
-  /** One run, driven by the sandbox-run machine: its wall clock covers acquiring a child and the run itself. */
+  /**
+   * A warm child that is ready, handed the run at once, before the machine that drives the run is built: the child
+   * compiles and runs the body while the parent sets the machine up (its `acquireChild` then takes this lease, and
+   * its `runBody` awaits the run already under way). Undefined when no pooled child is ready.
+   */
+  const handOver = (req: RunRequest, progress: RunProgress): ChildLease | undefined => {
+    const s = known;
+    if (s === undefined || !s.ok || closed) return undefined;
+    const i = pool.findIndex((c) => c.isReady && !c.hasExited);
+    if (i < 0) return undefined;
+    const [child] = pool.splice(i, 1);
+    if (child === undefined) return undefined;
+    const lease = leaseOf(child, true, s.settings);
+    void lease.run(req, progress);
+    return lease;
+  };
+
+  /**
+   * One run, driven by the sandbox-run machine: its wall clock covers acquiring a child and the run itself. A warm
+   * child gets the body just before the machine starts (`handOver`): the clock starts a fraction of a millisecond
+   * after the body did, and the machine's timeout and kill hold for that run as for any other.
+   */
   const drive = async (req: RunRequest): Promise<CodeOutcome> => {
     const startedAt = Date.now();
     const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
-    const handle: RunHandle = { req, progress: { logs: [], counts: { search: 0, describe: 0, call: 0 } }, acquire };
+    const progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } };
+    const early = req.signal?.aborted === true ? undefined : handOver(req, progress);
+    const handle: RunHandle = {
+      req,
+      progress,
+      acquire: early === undefined ? acquire : () => Promise.resolve(ok(early)),
+    };
     const actor = createActor(drivenRunMachine, {
       input: { codeRunId: randomUUID(), timeoutMs, body: req.body, run: handle },
     });

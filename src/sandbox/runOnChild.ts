@@ -253,8 +253,7 @@ export function runOnChild(
       }
     });
 
-    void child.ready.then((ready) => {
-      if (settled || !ready) return; // a child that never got ready reports through `exited`
+    const sendRun = () =>
       child.send(
         JSON.stringify({
           t: 'run',
@@ -267,6 +266,12 @@ export function runOnChild(
           },
         }),
       );
-    });
+    // A warm child gets the body now, not after whatever the caller does next in this turn of the event loop.
+    if (child.isReady) sendRun();
+    else
+      void child.ready.then((ready) => {
+        if (settled || !ready) return; // a child that never got ready reports through `exited`
+        sendRun();
+      });
   });
 }

@@ -54,10 +54,19 @@ export class OperationModel {
    * Learns the model from the indexed tools' names and description openings. `previous`, a model learned before
    * from some of the same tools: the name words of a source whose tools are exactly those it saw are taken from it
    * (they depend on that source's tools only), so adding or removing another source's tools costs that source.
+   * `added`: when the caller knows `metas` are exactly `previous`'s tools plus these, the tools it adds (no scan of
+   * `metas` to find them).
    */
-  static learn(metas: Iterable<ToolMeta>, previous?: OperationModel): OperationModel {
+  static learn(metas: Iterable<ToolMeta>, previous?: OperationModel, added?: readonly ToolMeta[]): OperationModel {
     const list = [...metas];
-    const extra = previous === undefined ? undefined : newSourcesOf(previous, list);
+    const extra =
+      previous === undefined
+        ? undefined
+        : added !== undefined && previous.tally?.metas !== undefined
+          ? added.every((m) => !previous.groupSizes.has(m.sourceKey))
+            ? added
+            : undefined
+          : newSourcesOf(previous, list);
     let words: NameWords;
     let groupSizes: Map<string, number>;
     if (previous !== undefined && extra !== undefined) {

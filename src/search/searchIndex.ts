@@ -52,6 +52,9 @@ export interface DerivedCaches {
   seenOnce: Set<string>;
   expansions: Map<string, Expansion[]>;
   opModel: OperationModel | undefined;
+  /** The index's `lastModel` and the tools added since, as they were (see `addedSinceModel`). */
+  lastModel: OperationModel | undefined;
+  addedSinceModel: ToolMeta[] | undefined;
 }
 
 export class SearchIndex {
@@ -75,6 +78,11 @@ export class SearchIndex {
   private opModel: OperationModel | undefined;
   /** The last model learned (kept across changes): a relearn reuses the name words of the sources it saw unchanged. */
   private lastModel: OperationModel | undefined;
+  /**
+   * The tools added since `lastModel` was learned or put back, when the index holds exactly that model's tools and
+   * these (only additions since); undefined when unknown. The next model is then learned from those tools alone.
+   */
+  private addedSinceModel: ToolMeta[] | undefined;
   private expansions = new Map<string, Expansion[]>();
   // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
   private acc = new Float64Array(0);
@@ -143,6 +151,7 @@ export class SearchIndex {
     for (const entry of entries) {
       if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
       const meta = buildMeta(entry);
+      this.addedSinceModel?.push(meta);
       const slot = this.freeSlots.pop() ?? this.slots.length;
       this.slots[slot] = meta;
       this.slotOf.set(entry.id, slot);
@@ -192,8 +201,10 @@ export class SearchIndex {
       this.opModel = OperationModel.learn(
         this.slots.filter((m): m is ToolMeta => m !== undefined),
         this.lastModel,
+        this.addedSinceModel,
       );
       this.lastModel = this.opModel;
+      this.addedSinceModel = [];
     }
     return this.opModel;
   }
@@ -204,7 +215,14 @@ export class SearchIndex {
    * tools again (an OverlayIndex adds its tools for one query and takes them out).
    */
   takeDerived(): DerivedCaches {
-    const d = { plans: this.plans, seenOnce: this.seenOnce, expansions: this.expansions, opModel: this.opModel };
+    const d = {
+      plans: this.plans,
+      seenOnce: this.seenOnce,
+      expansions: this.expansions,
+      opModel: this.opModel,
+      lastModel: this.lastModel,
+      addedSinceModel: this.addedSinceModel === undefined ? undefined : [...this.addedSinceModel],
+    };
     this.plans = new Map();
     this.seenOnce = new Set();
     this.expansions = new Map();
@@ -219,6 +237,10 @@ export class SearchIndex {
     this.expansions = d.expansions;
     this.opModel = d.opModel;
     if (d.opModel !== undefined) this.lastModel = d.opModel;
+    // The tools are the ones of then: what was known then about them and the last model holds again.
+    if (d.lastModel === this.lastModel) this.addedSinceModel = d.addedSinceModel;
+    else if (d.opModel !== undefined) this.addedSinceModel = [];
+    else this.addedSinceModel = undefined;
   }
 
   private metaOf(id: string): ToolMeta | undefined {
@@ -227,6 +249,7 @@ export class SearchIndex {
   }
 
   private removeIds(ids: readonly string[]): void {
+    if (ids.length > 0) this.addedSinceModel = undefined;
     this.plans.clear();
     this.seenOnce.clear();
     this.expansions.clear();

@@ -36,6 +36,7 @@ import {
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
 import type { StepResult } from './turnEngine.js';
+import { fromTask } from './taskActor.js';
 import { traced, tracedMcpCall } from './spans.js';
 import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 
@@ -161,6 +162,12 @@ interface CallHandle {
   approvalDone: Promise<void>;
   /** The call's execute_tool span (absent when telemetry is off): the parent of an MCP call's client span. */
   span: Span | undefined;
+  /**
+   * The step's (or code run's) signal: the hooks and the execution take it. Their states are left only by their own
+   * outcome or when the call's actor is stopped, which happens when this signal aborts, so it is the cut their own
+   * signal would give.
+   */
+  signal: AbortSignal;
 }
 
 const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
@@ -247,12 +254,13 @@ function bindBusAnswer(
 
 /**
  * The tool-call machine with the enforced path's actors, provided once: every call is an actor of it, with its
- * `CallHandle` in the input. Leaving a state aborts the `signal` of its actor, and the call's actor is stopped
- * when the step's signal aborts, so each actor's own `signal` is the only one it needs.
+ * `CallHandle` in the input. The call's actor is stopped when the step's signal aborts. Only the approval's state
+ * can be left while its actor runs (the machine's own approval timeout), so only `awaitApproval` has a signal of
+ * its own (`fromPromise`); the others are `fromTask` actors and the hooks and the execution take the step's signal.
  */
 const enforcedCallMachine = toolCallMachine.provide({
   actors: {
-    decidePolicy: fromPromise<PolicyDecision, CallActorInput>(async ({ input }) => {
+    decidePolicy: fromTask<PolicyDecision, CallActorInput>(async ({ input }) => {
       const h = handleOf(input);
       let timer: NodeJS.Timeout | undefined;
       const bound = new Promise<'timeout'>((resolve) => {
@@ -439,8 +447,9 @@ const enforcedCallMachine = toolCallMachine.provide({
         };
       },
     ),
-    runHooks: fromPromise<HooksOutcome, CallActorInput>(async ({ input, signal }) => {
+    runHooks: fromTask<HooksOutcome, CallActorInput>(async ({ input }) => {
       const h = handleOf(input);
+      const signal = h.signal;
       const hooks = h.deps.opts.staticSources.hooks;
       if (hooks.length === 0) return { outcome: 'continue' };
       const { entry } = h;
@@ -457,12 +466,13 @@ const enforcedCallMachine = toolCallMachine.provide({
       if (verdict.outcome === 'blocked') return { outcome: 'blocked', reason: verdict.reason };
       return verdict.outcome === 'rewritten' ? { outcome: 'rewritten', args: verdict.args } : { outcome: 'continue' };
     }),
-    validateArgs: fromPromise<ArgsValidation, CallActorInput>(async ({ input }) => {
+    validateArgs: fromTask<ArgsValidation, CallActorInput>(async ({ input }) => {
       const { deps, entry } = handleOf(input);
       return deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args);
     }),
-    execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input, signal }) => {
+    execute: fromTask<Result<unknown>, CallActorInput>(async ({ input }) => {
       const h = handleOf(input);
+      const signal = h.signal;
       if (h.entry.source !== 'client') {
         const available = availability(h.deps, h.run, h.entry);
         if (!available.ok) return available;
@@ -474,6 +484,10 @@ const enforcedCallMachine = toolCallMachine.provide({
       if (r.ok && r.value === PENDING) h.pending = true;
       return r;
     }),
+  },
+  guards: {
+    // No plugin registered a before_tool_call hook: nothing for the hooks state to run.
+    noHooksToRun: ({ context }) => (context.call as CallHandle).deps.opts.staticSources.hooks.length === 0,
   },
 });
 
@@ -589,6 +603,7 @@ async function runCall(
     pending: false,
     approvalDone: Promise.resolve(),
     span,
+    signal: op.signal,
   };
   const actor = createActor(enforcedCallMachine, {
     input: {

@@ -1,6 +1,13 @@
-import { createHash } from 'node:crypto';
-import { buildCatalog, entryDigest, type Catalog, type CatalogPart, type ToolEntry } from '../catalog/index.js';
-import { filterCatalog, type EffectivePolicy } from '../policy/index.js';
+import {
+  buildCatalog,
+  catalogFromEntries,
+  entryDigest,
+  sha256Hex,
+  type Catalog,
+  type CatalogPart,
+  type ToolEntry,
+} from '../catalog/index.js';
+import { checkTool, filterCatalog, type EffectivePolicy } from '../policy/index.js';
 
 /** A catalog made of a memoized one plus a per-turn source (a client's tools), and the entries it adds. */
 interface Overlay {
@@ -12,7 +19,6 @@ interface Overlay {
 const overlays = new WeakMap<Catalog, Overlay>();
 const byIdMemo = new WeakMap<Catalog, ReadonlyMap<string, ToolEntry>>();
 const countsMemo = new WeakMap<Catalog, SourceCounts>();
-const sortedDigests = new WeakMap<Catalog, { first: string; last: string; text: string }>();
 
 export type SourceCounts = { openclaw: number; mcp: number; client: number };
 
@@ -83,69 +89,64 @@ export function sourceCounts(catalog: Catalog | undefined): SourceCounts {
 
 const byId = (a: ToolEntry, b: ToolEntry): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-/** The base's entry digests in id order, joined (what its fingerprint hashes), kept once per catalog. */
-function digestsOf(catalog: Catalog): { first: string; last: string; text: string } {
-  let d = sortedDigests.get(catalog);
-  if (d === undefined) {
-    const sorted = [...catalog.entries].sort(byId);
-    d = { first: sorted[0]?.id ?? '', last: sorted.at(-1)?.id ?? '', text: sorted.map((e) => entryDigest(e)).join('') };
-    sortedDigests.set(catalog, d);
-  }
-  return d;
+/**
+ * The fingerprint of base + extra: sha256 over a tag, the base's own (cached) fingerprint and the extra entries'
+ * digests in id order. It changes exactly when the base's tools or the extra tools change, like a fingerprint over
+ * every entry, but costs the extra tools' size rather than the catalog's (no 64-byte digest per base tool hashed
+ * again each turn). It is the fingerprint of the composed catalog only: the same parts always compose the same
+ * way (see `CatalogMemo.get`), so a turn and its rebuild on another gateway agree on it. Pure: no I/O.
+ */
+export function overlayFingerprint(baseFingerprint: string, extra: readonly ToolEntry[]): string {
+  if (extra.length === 0) return baseFingerprint;
+  const sorted = extra.length === 1 ? extra : [...extra].sort(byId);
+  return sha256Hex(`overlay\n${baseFingerprint}${sorted.map(entryDigest).join('')}`);
 }
 
 /**
- * The fingerprint `catalogFromEntries` gives base + extra (sha256 over entry digests in id order), without sorting
- * the base again: the extra ids (client tools, `client:…`) sort before or after all base ids, so the hash is the
- * extra digests then the base's kept digest text (or the reverse). Undefined when they interleave.
+ * base + a catalog of sources the base does not have, as one build over all their parts would be (the same
+ * entries in the same order, statuses, per-source fingerprints and duplicates), with the overlay fingerprint. Made
+ * every turn that brings client tools, so nothing the size of the base is copied or hashed: the entries array, the
+ * fingerprint and the per-source fingerprints are made when first read (a turn reads only the fingerprint).
  */
-function combinedFingerprint(base: Catalog, extra: readonly ToolEntry[]): string | undefined {
-  if (extra.length === 0) return base.fingerprint;
-  if (base.entries.length === 0) return undefined;
-  const d = digestsOf(base);
-  const sorted = [...extra].sort(byId);
-  const extraText = sorted.map((e) => entryDigest(e)).join('');
-  const h = createHash('sha256');
-  if (sorted.at(-1)!.id < d.first) h.update(extraText).update(d.text);
-  else if (sorted[0]!.id > d.last) h.update(d.text).update(extraText);
-  else return undefined;
-  return h.digest('hex');
-}
-
-/** Whether the extra ids all sort before or all after the base's (see `combinedFingerprint`). Pure: no I/O. */
-function sortsApart(base: Catalog, extra: readonly ToolEntry[]): boolean {
-  if (extra.length === 0) return true;
-  if (base.entries.length === 0) return false;
-  const d = digestsOf(base);
-  let min = extra[0]!.id;
-  let max = min;
-  for (const e of extra) {
-    if (e.id < min) min = e.id;
-    if (e.id > max) max = e.id;
-  }
-  return max < d.first || min > d.last;
-}
-
-/** base + a catalog of sources the base does not have, exactly as one build over all their parts would be. */
-function combine(base: Catalog, over: Catalog): Catalog | undefined {
-  // Whether the ids interleave is known without hashing; the hash itself is made when the fingerprint is read.
-  if (!sortsApart(base, over.entries)) return undefined;
+function combine(base: Catalog, over: Catalog): Catalog {
   let fingerprint: string | undefined;
-  const fps = { ...base.sourceFingerprints, ...over.sourceFingerprints };
-  const sourceFingerprints: Record<string, string> = {};
-  for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
-  const duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
+  let entries: ToolEntry[] | undefined;
+  let sourceFingerprints: Record<string, string> | undefined;
   const catalog: Catalog = {
-    entries: [...base.entries, ...over.entries],
-    get fingerprint(): string {
-      return (fingerprint ??= combinedFingerprint(base, over.entries) as string);
+    get entries(): ToolEntry[] {
+      return (entries ??= over.entries.length === 0 ? base.entries : base.entries.concat(over.entries));
     },
-    sourceFingerprints,
-    sources: [...base.sources, ...over.sources],
+    get fingerprint(): string {
+      return (fingerprint ??= overlayFingerprint(base.fingerprint, over.entries));
+    },
+    get sourceFingerprints(): Record<string, string> {
+      if (sourceFingerprints === undefined) {
+        sourceFingerprints = {};
+        const fps = { ...base.sourceFingerprints, ...over.sourceFingerprints };
+        for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
+      }
+      return sourceFingerprints;
+    },
+    sources: base.sources.concat(over.sources),
   };
-  if (duplicates.length > 0) catalog.duplicates = duplicates;
+  if (base.duplicates !== undefined || over.duplicates !== undefined)
+    catalog.duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
   overlays.set(catalog, { base, extra: over.entries });
   return catalog;
+}
+
+/** `filterCatalog(catalog, policy)`, or the catalog itself when the policy keeps every tool (the same content). */
+function filterOwn(catalog: Catalog, policy: EffectivePolicy): Catalog {
+  const kept = catalog.entries.filter((e) => checkTool(e, policy).allowed);
+  return kept.length === catalog.entries.length
+    ? catalog
+    : catalogFromEntries(kept, catalog.sources, catalog.duplicates);
+}
+
+/** How many tools a catalog has, without making an overlay catalog's entries array. Pure: no I/O. */
+export function catalogSize(catalog: Catalog): number {
+  const o = overlays.get(catalog);
+  return o === undefined ? catalog.entries.length : catalogSize(o.base) + o.extra.length;
 }
 
 /**
@@ -170,9 +171,7 @@ export class CatalogMemo {
   private keyOfPart(part: CatalogPart): string {
     let entriesKey = this.partKeys.get(part.entries);
     if (entriesKey === undefined) {
-      const h = createHash('sha256');
-      for (const e of part.entries) h.update(entryDigest(e));
-      entriesKey = h.digest('hex');
+      entriesKey = sha256Hex(part.entries.map(entryDigest).join(''));
       this.partKeys.set(part.entries, entriesKey);
     }
     return `${part.key}|${part.status.ok}|${part.status.reason ?? ''}|${entriesKey}`;
@@ -189,11 +188,8 @@ export class CatalogMemo {
       const base = this.getPlain(parts.slice(0, -1), policy);
       const own = buildCatalog([last]);
       const baseIds = entriesById(base.full);
-      if (!own.entries.some((e) => baseIds.has(e.id))) {
-        const full = combine(base.full, own);
-        const filtered = full === undefined ? undefined : combine(base.filtered, filterCatalog(own, policy));
-        if (full !== undefined && filtered !== undefined) return { full, filtered };
-      }
+      if (!own.entries.some((e) => baseIds.has(e.id)))
+        return { full: combine(base.full, own), filtered: combine(base.filtered, filterOwn(own, policy)) };
     }
     return this.getPlain(parts, policy);
   }
@@ -210,7 +206,7 @@ export class CatalogMemo {
       if (partKeys.every((k, i) => k === last.partKeys[i])) return last.key;
     }
     const partKeys = parts.map((p) => this.keyOfPart(p));
-    const key = createHash('sha256').update(partKeys.join('\n')).digest('hex');
+    const key = sha256Hex(partKeys.join('\n'));
     this.last = { parts: [...parts], partKeys, key };
     return key;
   }

@@ -74,7 +74,7 @@ export async function runCode(
     const counted = (): Omit<CodeRunTelemetry, 'durationMs'> => {
       ops = run.events.state.openCodeRuns[codeRunId] ?? ops;
       return {
-        catalogSize: view.catalog.entries.length,
+        catalogSize: view.byId.size,
         sources: bySource(view.catalog),
         searchCount: ops.searches,
         describeCount: ops.describes,

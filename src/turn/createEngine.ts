@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createActor, fromPromise, toPromise, waitFor } from 'xstate';
+import { createActor, toPromise, waitFor } from 'xstate';
 import {
   turnMachine,
   type CatalogInfo,
@@ -59,6 +59,7 @@ import { ExposureMemo } from './exposureMemo.js';
 import { runStep } from './runStep.js';
 import { traceHeadersFetch } from '../telemetry/index.js';
 import { SessionTable, type Overload } from './sessionTable.js';
+import { fromTask } from './taskActor.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
@@ -84,30 +85,35 @@ function pendingByToolCallId(session: SessionState, toolCallId: string): string 
 /**
  * The turn machine with the engine's actors, provided once: every turn is an actor of it, with its `TurnHandle`
  * in the input; the values the phases return (policy, catalog, index, exposure) travel in the machine's context.
- * A step's `signal` aborts when the turn is aborted (the machine leaves `execute` and stops the step's actor).
+ * The phases and steps take the turn's one signal (`run.signal`), aborted when the turn is aborted or let go: the
+ * only times the machine leaves a state while its actor runs (ABORT, a stop), so the cut is the one a signal per
+ * actor would give, without an `AbortController` per actor.
  */
 const engineTurnMachine = turnMachine.provide({
   actors: {
-    resolvePolicy: fromPromise<unknown, TurnActorBase>(({ input }) =>
+    resolvePolicy: fromTask<unknown, TurnActorBase>(({ input }) =>
       resolvePolicyPhase(handleOf(input).deps, handleOf(input).run),
     ),
-    listSources: fromPromise<Catalog, ListSourcesInput>(({ input, signal }) =>
-      listSourcesPhase(handleOf(input).deps, handleOf(input).run, input.policy as EffectivePolicy, signal),
-    ),
-    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(({ input }) =>
+    listSources: fromTask<Catalog, ListSourcesInput>(({ input }) => {
+      const { deps, run } = handleOf(input);
+      return listSourcesPhase(deps, run, input.policy as EffectivePolicy, run.signal);
+    }),
+    indexCatalog: fromTask<CatalogInfo, IndexCatalogInput>(({ input }) =>
       indexPhase(handleOf(input).deps, handleOf(input).run, input.catalog),
     ),
-    expose: fromPromise<ExposureSummary, ExposeInput>(({ input }) =>
+    expose: fromTask<ExposureSummary, ExposeInput>(({ input }) =>
       exposePhase(handleOf(input).deps, handleOf(input).run, input.catalog),
     ),
-    executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input, signal }) => {
+    executeStep: fromTask<Result<unknown>, ExecuteStepInput>(async ({ input }) => {
       const { deps, run } = handleOf(input);
       let result: StepResult;
       try {
         // The model's tool call id of the step, when the front gave one.
         const toolCallId = run.stepCallIds.get(input.step.stepId);
         run.stepCallIds.delete(input.step.stepId);
-        result = await runStep(deps, run, turnViewOf(input), input.step, signal, toolCallId);
+        result = await runStep(deps, run, turnViewOf(input), input.step, run.signal, toolCallId);
+        // The model acts on the answer: the step's facts are acknowledged first (they were pipelined).
+        await run.events.settled();
       } catch (err) {
         result = fail(
           'turn.stepFailed',
@@ -399,6 +405,8 @@ export function createEngine(opts: EngineOptions): Engine {
             : {}),
         });
         startedEventId = started.id;
+        // A turn whose start cannot be recorded is refused here, before any phase runs.
+        await events.settled();
       } catch (err) {
         answers.close();
         trace?.endTurn(events.state);
@@ -411,7 +419,10 @@ export function createEngine(opts: EngineOptions): Engine {
         );
       }
     }
+    // The turn's one cut: aborted with the turn (ABORT) or when it is let go; every phase and step takes it.
+    const cut = new AbortController();
     const run: TurnRun = {
+      signal: cut.signal,
       facts,
       turnId,
       harness,
@@ -447,6 +458,7 @@ export function createEngine(opts: EngineOptions): Engine {
       leaveStart(actor.getSnapshot().status !== 'done'),
     );
     let ended = false;
+    let stepCount = 0;
     const finish = async (failure?: { code: string; reason: string }, promptBytes?: number): Promise<void> => {
       const out = actor.getSnapshot().output;
       const durationMs = performance.now() - startedAt;
@@ -521,6 +533,18 @@ export function createEngine(opts: EngineOptions): Engine {
     const adoptedWork: AdoptedWork = { controller: new AbortController(), letGo: false, tasks: [], results: new Map() };
     if (resume !== undefined)
       await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput, adoptedWork);
+    // The turn's start facts were pipelined: the caller hears of the turn once they are acknowledged.
+    const unrecorded = await events.settled().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    if (unrecorded !== undefined) {
+      ended = true;
+      actor.stop();
+      const reason = `an event of the turn's start was not recorded: ${unrecorded instanceof Error ? unrecorded.message : String(unrecorded)}`;
+      await finish({ code: 'turn.failed', reason }).catch(() => undefined);
+      return fail('turn.failed', `The turn could not start: ${reason}`);
+    }
 
     const exposure = ready.context.exposure?.surface as Exposure;
     const turn: LiveTurn = {
@@ -542,7 +566,8 @@ export function createEngine(opts: EngineOptions): Engine {
         const again =
           typeof invokeOpts?.toolCallId === 'string' ? adoptedWork.results.get(invokeOpts.toolCallId) : undefined;
         if (again !== undefined) return again;
-        const stepId = deps.newId();
+        // Internal to this turn (the key of its waiting invoker): a counter, never recorded.
+        const stepId = `step-${++stepCount}`;
         if (typeof invokeOpts?.toolCallId === 'string' && invokeOpts.toolCallId !== '')
           run.stepCallIds.set(stepId, invokeOpts.toolCallId.slice(0, 200));
         return new Promise<StepResult>((resolve) => {
@@ -594,6 +619,7 @@ export function createEngine(opts: EngineOptions): Engine {
           },
           known ? startedEventId : null,
         );
+        await events.settled();
       },
       letGo(): void {
         if (ended) return;
@@ -602,6 +628,7 @@ export function createEngine(opts: EngineOptions): Engine {
         adoptedWork.letGo = true;
         adoptedWork.controller.abort();
         events.letGo();
+        cut.abort();
         actor.stop();
         for (const resolve of run.steps.values())
           resolve(
@@ -617,8 +644,10 @@ export function createEngine(opts: EngineOptions): Engine {
         if (ended) return;
         ended = true;
         liveTurns.delete(turn);
-        if (outcome?.failed !== undefined) actor.send({ type: 'ABORT', reason: outcome.failed.reason });
-        else actor.send({ type: 'END' });
+        if (outcome?.failed !== undefined) {
+          actor.send({ type: 'ABORT', reason: outcome.failed.reason });
+          cut.abort();
+        } else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
         // Calls the adoption went on with: a wait still open is cut (recorded cancelled), each records its end.
         if (adoptedWork.tasks.length > 0) {

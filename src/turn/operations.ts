@@ -49,7 +49,7 @@ export async function searchTools(
         limit: effectiveLimit(deps, limit),
         resultIds: answer.ok ? answer.value.results.map((r) => r.id) : [],
         matched: answer.ok ? answer.value.matched : 0,
-        catalogSize: view.catalog.entries.length,
+        catalogSize: view.byId.size,
         ...opFacts(op, answer),
         durationMs: performance.now() - t0,
       },

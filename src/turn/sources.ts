@@ -67,15 +67,16 @@ function runtimeOf(deps: EngineDeps, session: EngineSession): SessionMcpRuntime 
 
 /**
  * Lists every source of a turn: static parts (core, plugins, snapshots), the session's MCP servers (opened once,
- * reused), and the client's tools. Returns the full catalog (for the `sources.listed` record) and the catalog
- * filtered by the effective policy, which is the only one the turn ever searches, describes or calls from.
+ * reused), and the client's tools. Returns the full catalog and this listing's source statuses (for the
+ * `sources.listed` record) and the catalog filtered by the effective policy, which is the only one the turn ever
+ * searches, describes or calls from.
  */
 export async function listTurnSources(
   deps: EngineDeps,
   run: TurnRun,
   policy: EffectivePolicy,
   signal: AbortSignal,
-): Promise<{ full: Catalog; filtered: Catalog; failures: SourceStatus[] }> {
+): Promise<{ full: Catalog; sources: SourceStatus[]; filtered: Catalog; failures: SourceStatus[] }> {
   const parts: CatalogPart[] = [...deps.opts.staticSources.parts];
   const failures: SourceStatus[] = [...deps.opts.staticSources.failures];
   const { specs, failures: specFailures } = mcpServersFor(deps, run);
@@ -114,5 +115,5 @@ export async function listTurnSources(
   // A memoized catalog keeps the statuses of the listing that built it; this listing's timings are the ones to report.
   const now = new Map(parts.map((p) => [p.key, p.status.durationMs]));
   const sources = full.sources.map((s) => ({ ...s, durationMs: now.get(s.key) ?? s.durationMs }));
-  return { full: { ...full, sources }, filtered, failures };
+  return { full, sources, filtered, failures };
 }

@@ -1,4 +1,4 @@
-import type { EventBus } from '../bus/index.js';
+import { isSyncPoint, type EventBus } from '../bus/index.js';
 import {
   eventSubject,
   evolveSession,
@@ -14,8 +14,12 @@ import {
 } from '../events/index.js';
 
 /**
- * Publishes one turn's events in order: `seq` 1, 2, ... per turn, awaited (the bus has accepted the event before
- * the caller acts on it). A request that another actor answers reserves the next seq for that answer
+ * Publishes one turn's events in order: `seq` 1, 2, ... per turn. A sync point (`isSyncPoint`: a decision, a
+ * hand-off, a side effect about to start, a terminal event) is awaited: when `emit` resolves it is durable, and so is
+ * every earlier event of the turn (the bus's contract). A fact nobody acts on before the turn's next sync point is
+ * handed to the bus and not awaited, so a turn's facts are pipelined; `settled()` waits for them (a step's answer
+ * goes back to the model only after it), and a fact that failed is reported once, by the next `emit` or
+ * `settled()`. A request that another actor answers reserves the next seq for that answer
  * (`reserveAnswer`), so the enforcer's `call.decided` and an approver's `approval.resolved` take `request.seq + 1`
  * and no two writers ever share a seq.
  *
@@ -89,10 +93,41 @@ export class TurnPublisher {
     // Seen by the trace before the bus delivers it, so answers published in reaction come after it.
     const headers = this.tracing?.observe(event);
     if (headers !== undefined) event.trace = headers;
+    // A fact of this turn that failed earlier is reported before anything after it is published.
+    this.reportFailure();
     // Folded in seq order, as a replay folds it; read only once the publish below is awaited.
     this.fold(event);
-    await this.bus.publish(event);
+    const published = this.bus.publish(event);
+    if (isSyncPoint(type)) await published;
+    else this.track(published);
     return event;
+  }
+
+  private readonly unsettled = new Set<Promise<void>>();
+  private failure: { error: unknown } | undefined;
+
+  private track(published: Promise<void>): void {
+    this.unsettled.add(published);
+    published.then(
+      () => this.unsettled.delete(published),
+      (error: unknown) => {
+        this.unsettled.delete(published);
+        this.failure ??= { error };
+      },
+    );
+  }
+
+  private reportFailure(): void {
+    const f = this.failure;
+    if (f === undefined) return;
+    this.failure = undefined;
+    throw f.error;
+  }
+
+  /** Resolves once every event emitted so far is accepted by the bus; throws the first failure of an unawaited one. */
+  async settled(): Promise<void> {
+    while (this.unsettled.size > 0) await Promise.allSettled([...this.unsettled]);
+    this.reportFailure();
   }
 }
 

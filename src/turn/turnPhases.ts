@@ -4,6 +4,7 @@ import { expose as exposeSurface, type ExposureMode } from '../expose/index.js';
 import type { CatalogInfo, ExposureSummary } from '../../machines/index.js';
 import { sessionPolicy, type EffectivePolicy } from '../policy/index.js';
 import { SpanName } from '../telemetry/index.js';
+import { catalogSize } from './catalogMemo.js';
 import { bySource } from './turnView.js';
 import { listTurnSources } from './sources.js';
 import { traced } from './spans.js';
@@ -35,12 +36,12 @@ export function listSourcesPhase(
   signal: AbortSignal,
 ): Promise<Catalog> {
   return traced(run, SpanName.listSources, undefined, async () => {
-    const { full, filtered, failures } = await listTurnSources(deps, run, policy, signal);
+    const { full, sources, filtered, failures } = await listTurnSources(deps, run, policy, signal);
     await run.events.emit(
       'sources.listed',
       {
-        sources: [...full.sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
-        total: full.entries.length,
+        sources: [...sources, ...failures].map((s) => ({ ...s, durationMs: Math.max(0, s.durationMs) })),
+        total: catalogSize(full),
       },
       run.startedEventId,
     );
@@ -56,7 +57,7 @@ export function indexPhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): Pr
     await run.events.emit(
       'catalog.indexed',
       {
-        catalogSize: catalog.entries.length,
+        catalogSize: catalogSize(catalog),
         fingerprint: catalog.fingerprint,
         bySource: bySource(catalog),
         reused,
@@ -64,7 +65,7 @@ export function indexPhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): Pr
       },
       run.startedEventId,
     );
-    return { size: catalog.entries.length, fingerprint: catalog.fingerprint, cached: reused, index };
+    return { size: catalogSize(catalog), fingerprint: catalog.fingerprint, cached: reused, index };
   });
 }
 
@@ -91,7 +92,10 @@ export function exposePhase(deps: EngineDeps, run: TurnRun, catalog: Catalog): P
         }
       }
     }
-    const key = `${catalog.fingerprint}|${mode}|${run.harness}|${codeAvailable.ok ? '' : codeAvailable.reason}`;
+    // Only direct exposure (asked for, or given to a codex harness) lists the catalog's tools: the compact ones are
+    // the same whatever the catalog, so their key leaves the fingerprint out (a turn's client tools change it).
+    const lists = mode === 'direct' || run.harness === 'codex';
+    const key = `${lists ? catalog.fingerprint : 'compact'}|${mode}|${run.harness}|${codeAvailable.ok ? '' : codeAvailable.reason}`;
     const exposure =
       deps.exposures === undefined
         ? exposeSurface({ mode, entries: catalog.entries, harness: run.harness, codeAvailable })

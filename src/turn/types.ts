@@ -143,6 +143,8 @@ export interface OpCtx {
  * events say.
  */
 export interface TurnRun {
+  /** Aborted when the turn is aborted or let go: the signal of every phase and step of the turn. */
+  readonly signal: AbortSignal;
   readonly facts: SessionFacts;
   readonly turnId: string;
   readonly harness: string;

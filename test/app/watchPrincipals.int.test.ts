@@ -5,10 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { watchPrincipals } from '../../src/app/watchPrincipals.js';
 import type { Principal } from '../../src/config/index.js';
 
-const until = async (check: () => boolean, ms = 5000): Promise<void> => {
+// Generous: the watcher polls every 50 ms, but a loaded 2-core machine may stall it for seconds.
+const until = async (check: () => boolean, what: string, ms = 20_000): Promise<void> => {
   const end = Date.now() + ms;
   while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
+    if (Date.now() > end) throw new Error(`not in ${ms} ms: ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
 };
@@ -28,15 +29,15 @@ describe('watchPrincipals', () => {
     const watch = watchPrincipals(file, (p) => seen.push(p), { intervalMs: 50, onWarning: (m) => warnings.push(m) });
     try {
       writeFileSync(file, `{ principals: { a: { keySha256: '${'a'.repeat(64)}' } } }`);
-      await until(() => seen.length === 1);
+      await until(() => seen.length === 1, 'the first principals');
       expect(Object.keys(seen[0]!)).toEqual(['a']);
       writeFileSync(file, '{ principals: { a: { keySha256: 12 } } }');
-      await until(() => warnings.length === 1);
+      await until(() => warnings.length === 1, 'the warning for a broken file');
       expect(warnings[0]).toContain('not reloaded (the keys in force stay)');
       expect(seen).toHaveLength(1);
       writeFileSync(join(dir, 'next.json5'), `{ principals: { b: { keySha256: '${'b'.repeat(64)}' } } }`);
       renameSync(join(dir, 'next.json5'), file);
-      await until(() => seen.length === 2);
+      await until(() => seen.length === 2, 'the principals of the renamed file');
       expect(Object.keys(seen[1]!)).toEqual(['b']);
     } finally {
       watch.close();

@@ -107,6 +107,29 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
     expect(actions.map((a) => a.type)).toContain('xstate.cancel');
   });
 
+  it('with no hooks to run (noHooksToRun), an allowed call goes from policy straight to validation', () => {
+    const noHooks = m.provide({ guards: { noHooksToRun: () => true } });
+    const [s, actions] = step(noHooks, initialTransition(noHooks, input)[0], allowed);
+    expect(s.value).toBe('validating');
+    expect(spawned(actions).map((a) => a.src)).toEqual(['validateArgs']);
+  });
+
+  it('with no hooks to run, an approved call goes from approval straight to validation; a denied one still blocks', () => {
+    const noHooks = m.provide({ guards: { noHooksToRun: () => true } });
+    const asked = step(noHooks, initialTransition(noHooks, input)[0], needsApproval)[0];
+    const [granted, actions] = step(noHooks, asked, done('awaitApproval', { approved: true }));
+    expect(granted.value).toBe('validating');
+    expect(spawned(actions).map((a) => a.src)).toEqual(['validateArgs']);
+    const [denied] = step(noHooks, asked, done('awaitApproval', { approved: false, reason: 'no' }));
+    expect(denied.output).toMatchObject({ outcome: 'blocked', stage: 'approval', reason: 'no' });
+  });
+
+  it('with no hooks to run, a blocked decision still blocks at policy', () => {
+    const noHooks = m.provide({ guards: { noHooksToRun: () => true } });
+    const [s] = step(noHooks, initialTransition(noHooks, input)[0], done('decidePolicy', { decision: 'blocked' }));
+    expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'policy' });
+  });
+
   it('approval denied blocks with the approver reason', () => {
     const [s] = step(m, at(needsApproval), done('awaitApproval', { approved: false, reason: 'not on a Friday' }));
     expect(s.output).toMatchObject({

@@ -65,6 +65,36 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
     expect(QUERIES.map((q) => base.search(q, { limit: 10 }))).toEqual(pristine);
   });
 
+  it('an index that gains tools after its operation model was learned answers as a fresh index', () => {
+    const { entries: extra } = clientToolSource(
+      ['order', 'invoice', 'ticket'].map((thing) => ({
+        name: `frobnicate_${thing}`,
+        description: `Frobnicate the ${thing} so the shop backend sees it`,
+      })),
+      'app',
+    );
+    const grown = new SearchIndex(fixtureEntries());
+    grown.search('list issues', { limit: 3 }); // the model is learned over the base tools
+    grown.addEntries(extra.slice(0, 1));
+    grown.search('create a branch', { limit: 3 });
+    grown.addEntries(extra.slice(1));
+    // A replaced tool: the next model is learned by looking at every tool again.
+    const replaced = new SearchIndex(fixtureEntries());
+    replaced.search('list issues', { limit: 3 });
+    replaced.addEntries([{ ...fixtureEntries()[0]!, description: 'Frobnicate the thing' }, ...extra]);
+    const fresh = new SearchIndex([...fixtureEntries(), ...extra]);
+    const freshReplaced = new SearchIndex([
+      { ...fixtureEntries()[0]!, description: 'Frobnicate the thing' },
+      ...fixtureEntries().slice(1),
+      ...extra,
+    ]);
+    for (const q of [...QUERIES, 'frobnicate an order', 'create a ticket']) {
+      expect(grown.search(q, { limit: 10 }), q).toEqual(fresh.search(q, { limit: 10 }));
+      expect(grown.explain(q, 5), q).toEqual(fresh.explain(q, 5));
+      expect(replaced.rankIds(q, 10), q).toEqual(freshReplaced.rankIds(q, 10));
+    }
+  });
+
   it('refuses to be changed, and fits only sources the base does not hold', () => {
     const { entries } = clientToolSource([{ name: 'x' }], 'app');
     const overlay = new OverlayIndex(base, entries);

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { buildCatalog, clientToolSource, type CatalogPart, type ToolEntry } from '../../src/catalog/index.js';
 import { filterCatalog, resolvePolicy } from '../../src/policy/index.js';
-import { CatalogMemo, entriesById, overlayOf, sourceCounts } from '../../src/turn/catalogMemo.js';
+import {
+  CatalogMemo,
+  catalogSize,
+  entriesById,
+  overlayFingerprint,
+  overlayOf,
+  sourceCounts,
+} from '../../src/turn/catalogMemo.js';
 import { IndexStore } from '../../src/turn/indexStore.js';
 import { mcpTool } from '../search/fixture.js';
 
@@ -33,12 +40,23 @@ describe('CatalogMemo with per-turn client tools', () => {
 
   it('lays the client tools over the memoized catalog, exactly as one build over every part', () => {
     const memo = new CatalogMemo();
+    const fingerprints = new Set<string>();
     for (const names of [['lookup_order'], ['lookup_order', 'zzz_last'], ['aaa']]) {
       const parts = [...base, clientPart(names)];
       const got = memo.get(parts, policy);
       const full = buildCatalog(parts);
-      expect(got.full).toEqual(full);
-      expect(got.filtered).toEqual(filterCatalog(full, policy));
+      const filtered = filterCatalog(full, policy);
+      // Everything but the fingerprint is the one build's; the fingerprint is the base's combined with the tools'.
+      const baseOnly = memo.get(base, policy);
+      expect({ ...got.full, fingerprint: '' }).toEqual({ ...full, fingerprint: '' });
+      expect({ ...got.filtered, fingerprint: '' }).toEqual({ ...filtered, fingerprint: '' });
+      expect(got.full.fingerprint).toBe(overlayFingerprint(baseOnly.full.fingerprint, parts.at(-1)!.entries));
+      expect(got.filtered.fingerprint).toBe(overlayFingerprint(baseOnly.filtered.fingerprint, parts.at(-1)!.entries));
+      expect(catalogSize(got.full)).toBe(full.entries.length);
+      expect(catalogSize(got.filtered)).toBe(filtered.entries.length);
+      fingerprints.add(got.filtered.fingerprint);
+      // The same parts compose the same way, so a second listing (a rebuild elsewhere) agrees on the fingerprint.
+      expect(new CatalogMemo().get(parts, policy).filtered.fingerprint).toBe(got.filtered.fingerprint);
       expect(overlayOf(got.filtered)).toBeDefined();
       expect([...entriesById(got.filtered).keys()]).toEqual(got.filtered.entries.map((e) => e.id));
       expect(entriesById(got.filtered).get(`client:app:${names[0]}`)?.name).toBe(names[0]);
@@ -48,6 +66,30 @@ describe('CatalogMemo with per-turn client tools', () => {
         client: names.length,
       });
     }
+    expect(fingerprints.size).toBe(3);
+  });
+
+  it('gives a new fingerprint when a base tool or a client tool changes, and the base one without client tools', () => {
+    const memo = new CatalogMemo();
+    const fp = (parts: CatalogPart[]) => memo.get(parts, policy).filtered.fingerprint;
+    const one = fp([...base, clientPart(['lookup_order'])]);
+    const changedBase = [staticPart('fs', 21), base[1]!];
+    expect(fp([...changedBase, clientPart(['lookup_order'])])).not.toBe(one);
+    expect(fp([...base, clientPart(['lookup_other'])])).not.toBe(one);
+    expect(fp([...base, clientPart(['lookup_order'])])).toBe(one);
+    expect(fp([...base, clientPart([])])).toBe(fp(base));
+  });
+
+  it('keeps the client tools a policy denies out of the filtered catalog', () => {
+    const memo = new CatalogMemo();
+    const denyClient = resolvePolicy({ global: { deny: ['client:app:secret*'] } });
+    const parts = [...base, clientPart(['secret_tool', 'lookup_order'])];
+    const got = memo.get(parts, denyClient);
+    const filtered = filterCatalog(buildCatalog(parts), denyClient);
+    expect(got.filtered.entries.map((e) => e.id)).toEqual(filtered.entries.map((e) => e.id));
+    expect(got.filtered.sourceFingerprints).toEqual(filtered.sourceFingerprints);
+    expect(entriesById(got.filtered).has('client:app:secret_tool')).toBe(false);
+    expect(got.full.entries.map((e) => e.id)).toContain('client:app:secret_tool');
   });
 
   it('makes the by-id map and the counts once per catalog, not per turn', () => {

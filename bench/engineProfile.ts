@@ -1,0 +1,105 @@
+/**
+ * Where the engine's CPU per event goes: the load of the floors' CPU-per-event row (N concurrent sessions, each a
+ * turn of search + describe + call, embedded bus, log off), warmed up, then profiled with the V8 sampling profiler
+ * and summed by self time per function and per file (node_modules packages by name, GC and idle apart).
+ *
+ *   node --import tsx bench/engineProfile.ts [--sessions 50] [--turns 2000] [--top 30] [--out FILE.cpuprofile]
+ *
+ * Prints the CPU per event of each block of turns and the top self-time entries; `--out` also writes the profile
+ * (open it in Chrome DevTools). A tool for finding costs, not a figure of record: the floors bench is that.
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { openMemoryBus } from '../src/bus/index.js';
+import { parseConfig } from '../src/config/index.js';
+import { createEngine, type Engine } from '../src/turn/index.js';
+import { syntheticSources } from './lib/syntheticSources.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string): string => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
+};
+const SESSIONS = Number(opt('sessions', '50'));
+const TURNS = Number(opt('turns', '2000'));
+const TOP = Number(opt('top', '30'));
+const OUT = opt('out', '');
+
+const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
+if (!parsed.ok) throw new Error(parsed.error.message);
+const sources = syntheticSources(1000, 10);
+const target = sources.parts[3]!.entries[5]!.id;
+const bus = await openMemoryBus({ logPath: false });
+const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
+
+async function scriptedTurn(e: Engine, sessionId: string, i: number): Promise<void> {
+  const started = await e.startTurn({ sessionId });
+  if (!started.ok) throw new Error(started.error.message);
+  const t = started.value;
+  const s = await t.invoke('tool_search', { query: 'search issue', limit: 3 });
+  const d = await t.invoke('tool_describe', { id: target });
+  const c = await t.invoke('tool_call', { id: target, args: { text: `x${i}` } });
+  if (!s.ok || !d.ok || !c.ok) throw new Error(`a step failed: ${JSON.stringify([s, d, c]).slice(0, 300)}`);
+  await t.end({ promptBytes: 1000 });
+}
+let turn = 0;
+const blocks = async (n: number): Promise<void> => {
+  for (let k = 0; k < n; k++)
+    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => scriptedTurn(engine, `s${s}`, turn++)));
+};
+const cpuUs = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+await blocks(4); // warm-up: index built, JIT warm
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: 500 });
+await session.post('Profiler.start');
+const perBlock = Math.max(1, Math.round(TURNS / SESSIONS / 4));
+for (let r = 0; r < 4; r++) {
+  const e0 = bus.stats().published;
+  const c0 = cpuUs();
+  await blocks(perBlock);
+  const per = (cpuUs() - c0) / (bus.stats().published - e0);
+  console.log(`block ${r + 1}: ${per.toFixed(1)} µs CPU/event (${SESSIONS} sessions, ${perBlock * SESSIONS} turns)`);
+}
+const { profile } = await session.post('Profiler.stop');
+session.disconnect();
+await engine.close();
+await bus.close();
+if (OUT !== '') writeFileSync(OUT, JSON.stringify(profile));
+
+// Self time per function and per file.
+const dt = new Map<number, number>();
+profile.samples?.forEach((id, i) => dt.set(id, (dt.get(id) ?? 0) + (profile.timeDeltas?.[i] ?? 0)));
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const fn = new Map<string, number>();
+const file = new Map<string, number>();
+let total = 0;
+for (const [id, t] of dt) {
+  const cf = byId.get(id)!.callFrame;
+  total += t;
+  const where = cf.url.includes('node_modules/')
+    ? cf.url
+        .split('node_modules/')
+        .pop()!
+        .split('/')
+        .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
+        .join('/')
+    : cf.url === ''
+      ? cf.functionName
+      : cf.url.split('/').slice(-2).join('/');
+  const name = `${cf.functionName || '(anonymous)'}  ${where}${cf.url === '' ? '' : `:${cf.lineNumber + 1}`}`;
+  fn.set(name, (fn.get(name) ?? 0) + t);
+  file.set(where, (file.get(where) ?? 0) + t);
+}
+const show = (title: string, m: Map<string, number>): void => {
+  console.log(`\n${title} (of ${(total / 1000).toFixed(0)} ms sampled)`);
+  for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+};
+show('self time by function', fn);
+show('self time by file or package', file);
