@@ -31,6 +31,7 @@ import {
   waitForApproval,
   type ApprovalDecision,
   type ApprovalOutcome,
+  type PendingApproval,
   type PersonAnswer,
 } from '../policy/index.js';
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
@@ -214,6 +215,103 @@ export const toolContext = (h: Pick<CallHandle, 'run' | 'callId'>, signal: Abort
 };
 
 /**
+ * What an approver is shown of a call waiting for its approval: the tool, the session, the reason, the time left and
+ * the arguments with secret-marked values redacted (the facts keep only their digest). Pure: no I/O.
+ */
+export function approvalView(
+  run: TurnRun,
+  entry: ToolEntry,
+  a: {
+    approvalId: string;
+    callId: string;
+    argsDigest: string;
+    reason?: string | undefined;
+    requestedAtMs: number;
+    timeoutMs: number;
+    args: Record<string, unknown>;
+    requestSeq: number;
+    requestEventId: string;
+  },
+): PendingApproval {
+  return {
+    approvalId: a.approvalId,
+    callId: a.callId,
+    argsDigest: a.argsDigest,
+    tool: {
+      id: entry.id,
+      name: entry.name,
+      description: entry.description,
+      source: entry.source,
+      owner: entry.owner,
+      ...(entry.annotations === undefined
+        ? {}
+        : { annotations: { ...(entry.annotations as Record<string, unknown>) } }),
+    },
+    sessionId: run.facts.sessionId,
+    turnId: run.turnId,
+    agentId: run.facts.agentId,
+    profile: run.facts.profile,
+    ...(a.reason === undefined ? {} : { reason: a.reason }),
+    requestedAt: new Date(a.requestedAtMs).toISOString(),
+    expiresAt: new Date(a.requestedAtMs + a.timeoutMs).toISOString(),
+    args: redactSecretArgs(entry.inputSchema, a.args) as Record<string, unknown>,
+    requestSeq: a.requestSeq,
+    requestEventId: a.requestEventId,
+  };
+}
+
+/**
+ * Who ended an approval wait, and the fact that records an end this gateway saw: a person's answer taken by the desk
+ * is `approval.resolved`; the gateway's own end (timeout, a cut wait, a library approver) is `approval.settled`, a
+ * record no turn takes for an answer. `fact` is undefined for an approver's own answer on the bus (it is the record).
+ * Pure: no I/O.
+ */
+export function approvalEnd(
+  outcome: ApprovalOutcome & { principal?: string; channel?: string; claimedBy?: string },
+  a: {
+    callId: string;
+    approvalId: string;
+    argsDigest: string | undefined;
+    pinnedBy?: string | undefined;
+    reason?: string | undefined;
+  },
+): {
+  by: string;
+  fact?: { type: 'approval.settled' | 'approval.resolved'; data: EventOf<'approval.resolved'>['data'] };
+} {
+  const by =
+    outcome.principal ??
+    a.pinnedBy ??
+    (outcome.by === 'timeout' || outcome.by === 'callback' || outcome.by === 'cancelled' ? outcome.by : 'bus');
+  if (outcome.by === 'bus') return { by };
+  const own =
+    outcome.by === 'timeout' ||
+    outcome.by === 'cancelled' ||
+    (outcome.by === 'callback' && outcome.principal === undefined);
+  const reason = a.reason ?? outcome.reason;
+  return {
+    by,
+    fact: {
+      type: own ? 'approval.settled' : 'approval.resolved',
+      data: {
+        callId: a.callId,
+        approvalId: a.approvalId,
+        approved: outcome.approved,
+        by,
+        channel:
+          outcome.channel ??
+          (outcome.by === 'callback' ? 'callback' : outcome.by === 'cancelled' ? 'gateway' : 'timeout'),
+        ...(a.argsDigest === undefined ? {} : { argsDigest: a.argsDigest }),
+        ...(outcome.claimedBy === undefined ? {} : { claimedBy: outcome.claimedBy }),
+        ...(reason === undefined ? {} : { reason: reason.slice(0, 500) }),
+        ...(outcome.timedOut === true ? { timedOut: true } : {}),
+        ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),
+      },
+    },
+  };
+}
+
+/**
  * An approver's `approval.resolved` from the bus, bound to this call: only an answer naming this approval and
  * these arguments counts (a forged or replayed one, for another approval or other arguments, is passed over and
  * the wait goes on). Resolves with the decision; `cancel` stops waiting.
@@ -313,31 +411,17 @@ const enforcedCallMachine = toolCallMachine.provide({
           const requestedAt = deps.now();
           fromPerson = new Promise<PersonAnswer>((resolve) => {
             desk.open({
-              view: {
+              view: approvalView(run, entry, {
                 approvalId,
                 callId,
                 argsDigest,
-                tool: {
-                  id: entry.id,
-                  name: entry.name,
-                  description: entry.description,
-                  source: entry.source,
-                  owner: entry.owner,
-                  ...(entry.annotations === undefined
-                    ? {}
-                    : { annotations: { ...(entry.annotations as Record<string, unknown>) } }),
-                },
-                sessionId: run.facts.sessionId,
-                turnId: run.turnId,
-                agentId: run.facts.agentId,
-                profile: run.facts.profile,
-                ...(reason === undefined ? {} : { reason }),
-                requestedAt: requestedAt.toISOString(),
-                expiresAt: new Date(requestedAt.getTime() + approvalTimeoutMs).toISOString(),
-                args: redactSecretArgs(entry.inputSchema, input.args) as Record<string, unknown>,
+                reason,
+                requestedAtMs: requestedAt.getTime(),
+                timeoutMs: approvalTimeoutMs,
+                args: input.args,
                 requestSeq: asked.seq,
                 requestEventId: asked.id,
-              },
+              }),
               answer: (a) =>
                 resolve({
                   approved: a.approved === true,
@@ -396,48 +480,19 @@ const enforcedCallMachine = toolCallMachine.provide({
         busWait.cancel();
         // An approver's own answer on the bus names whom the server pinned when it announced it to this desk.
         const pinned = outcome.by === 'bus' ? desk?.pinned(approvalId, outcome.approved) : undefined;
-        const by =
-          outcome.principal ??
-          pinned?.principal ??
-          (outcome.by === 'timeout' || outcome.by === 'callback' || outcome.by === 'cancelled' ? outcome.by : 'bus');
+        const end = approvalEnd(outcome, { callId, approvalId, argsDigest, pinnedBy: pinned?.principal });
         desk?.close(approvalId, {
           approved: outcome.approved,
-          by,
+          by: end.by,
           ...(outcome.channel === undefined ? {} : { channel: outcome.channel }),
           ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
           at: deps.now().toISOString(),
         });
-        if (outcome.by !== 'bus') {
-          // A person's answer taken by the desk is `approval.resolved`; the gateway's own end of the wait (timeout,
-          // cut, library approver) is `approval.settled`, a record no turn takes for an answer. It takes the seq the
-          // request reserved; if an approver answered on the bus meanwhile, theirs stands.
-          const own =
-            outcome.by === 'timeout' ||
-            outcome.by === 'cancelled' ||
-            (outcome.by === 'callback' && outcome.principal === undefined);
-          h.approvalDone = run.events
-            .emit(
-              own ? 'approval.settled' : 'approval.resolved',
-              {
-                callId,
-                approvalId,
-                approved: outcome.approved,
-                by,
-                channel:
-                  outcome.channel ??
-                  (outcome.by === 'callback' ? 'callback' : outcome.by === 'cancelled' ? 'gateway' : 'timeout'),
-                argsDigest,
-                ...(outcome.claimedBy === undefined ? {} : { claimedBy: outcome.claimedBy }),
-                ...(outcome.reason === undefined ? {} : { reason: outcome.reason.slice(0, 500) }),
-                ...(outcome.timedOut === true ? { timedOut: true } : {}),
-                ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),
-              },
-              asked.id,
-              { seq: asked.seq + 1 },
-            )
-            .then((e) => {
-              h.lastEventId = e.id;
-            });
+        if (end.fact !== undefined) {
+          // It takes the seq the request reserved; if an approver answered on the bus meanwhile, theirs stands.
+          h.approvalDone = run.events.emit(end.fact.type, end.fact.data, asked.id, { seq: asked.seq + 1 }).then((e) => {
+            h.lastEventId = e.id;
+          });
           await h.approvalDone;
         }
         return {

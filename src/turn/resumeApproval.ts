@@ -2,7 +2,6 @@ import { performance } from 'node:perf_hooks';
 import { entryDigest, type ToolEntry } from '../catalog/index.js';
 import type { EventOf, PendingCall, TurnState } from '../events/index.js';
 import {
-  redactSecretArgs,
   runBeforeToolCallHooks,
   waitForApproval,
   type ApprovalDecision,
@@ -10,7 +9,7 @@ import {
   type PersonAnswer,
 } from '../policy/index.js';
 import { fail, type Result } from '../shared/index.js';
-import { availability, execute, startedFact, toolContext } from './callPath.js';
+import { approvalEnd, approvalView, availability, execute, startedFact, toolContext } from './callPath.js';
 import type { StepResult } from './turnEngine.js';
 import type { EngineDeps, TurnRun } from './types.js';
 
@@ -101,30 +100,16 @@ async function awaitRestOfApproval(
     const { seq, eventId } = asked;
     fromPerson = new Promise<PersonAnswer>((resolve) => {
       desk.open({
-        view: {
+        view: approvalView(run, entry, {
           approvalId,
           callId,
           argsDigest: asked.argsDigest ?? '',
-          tool: {
-            id: entry.id,
-            name: entry.name,
-            description: entry.description,
-            source: entry.source,
-            owner: entry.owner,
-            ...(entry.annotations === undefined
-              ? {}
-              : { annotations: { ...(entry.annotations as Record<string, unknown>) } }),
-          },
-          sessionId: run.facts.sessionId,
-          turnId: run.turnId,
-          agentId: run.facts.agentId,
-          profile: run.facts.profile,
-          requestedAt: new Date(expiresAt - asked.timeoutMs).toISOString(),
-          expiresAt: new Date(expiresAt).toISOString(),
-          args: redactSecretArgs(entry.inputSchema, args) as Record<string, unknown>,
+          requestedAtMs: expiresAt - asked.timeoutMs,
+          timeoutMs: asked.timeoutMs,
+          args,
           requestSeq: seq,
           requestEventId: eventId,
-        },
+        }),
         answer: (a) =>
           resolve({
             approved: a.approved === true,
@@ -154,43 +139,27 @@ async function awaitRestOfApproval(
     signal,
   });
   bus.cancel();
-  const by =
-    outcome.principal ??
-    (outcome.by === 'timeout' || outcome.by === 'callback' || outcome.by === 'cancelled' ? outcome.by : 'bus');
+  const end = approvalEnd(outcome, {
+    callId,
+    approvalId,
+    argsDigest: asked.argsDigest,
+    reason: outcome.by === 'timeout' ? `no approval within ${asked.timeoutMs} ms of the request` : undefined,
+  });
   desk?.close(approvalId, {
     approved: outcome.approved,
-    by,
+    by: end.by,
     ...(outcome.channel === undefined ? {} : { channel: outcome.channel }),
     ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
     at: deps.now().toISOString(),
   });
   if (letGo()) return undefined;
-  if (outcome.by !== 'bus') {
-    const own =
-      outcome.by === 'timeout' ||
-      outcome.by === 'cancelled' ||
-      (outcome.by === 'callback' && outcome.principal === undefined);
-    const reason =
-      outcome.by === 'timeout' ? `no approval within ${asked.timeoutMs} ms of the request` : outcome.reason;
+  if (end.fact !== undefined)
     await run.events.emit(
-      own ? 'approval.settled' : 'approval.resolved',
-      {
-        callId,
-        approvalId,
-        approved: outcome.approved,
-        by,
-        channel:
-          outcome.channel ??
-          (outcome.by === 'callback' ? 'callback' : outcome.by === 'cancelled' ? 'gateway' : 'timeout'),
-        ...(asked.argsDigest === undefined ? {} : { argsDigest: asked.argsDigest }),
-        ...(reason === undefined ? {} : { reason: reason.slice(0, 500) }),
-        ...(outcome.timedOut === true ? { timedOut: true } : {}),
-        ...(outcome.by === 'cancelled' ? { cancelled: true } : {}),
-      },
+      end.fact.type,
+      end.fact.data,
       asked.eventId ?? null,
       asked.seq === undefined ? {} : { seq: asked.seq + 1 },
     );
-  }
   return {
     approved: outcome.approved,
     ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
