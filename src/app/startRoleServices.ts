@@ -155,7 +155,6 @@ export async function startRoleServices(opts: RoleServicesOptions): Promise<Role
         isNatsBus(bus) && opts.sessionEvents !== false ? fencedBus(bus, () => fence, config.gateway.takeoverMs) : bus;
       const engine = createEngine({
         ...opts.engineOptions,
-        ...(engineBus === bus ? {} : { keepApprovalArgs: true }),
         bus: engineBus,
         config,
         ...(learning === undefined ? {} : { callMemory: learning.memory }),

@@ -107,11 +107,6 @@ export const ApprovalRequested = Type.Object({
   argsDigest: Type.Optional(Type.String()),
   /** Why approval is needed: the matching `tools.approval.require` pattern (added, optional). */
   reason: Type.Optional(Type.String()),
-  /**
-   * The call's arguments, kept only when none is secret and they are small (added, optional): a member that takes
-   * the turn over keeps the approval waiting and runs the call with them once approved. Absent: a takeover cancels it.
-   */
-  args: Type.Optional(Type.Unknown()),
 });
 export type ApprovalRequested = Static<typeof ApprovalRequested>;
 

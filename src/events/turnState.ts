@@ -361,9 +361,6 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       if (call === undefined) return state;
       return {
         ...state,
-        ...(e.data.args === undefined
-          ? {}
-          : { pendingCalls: { ...state.pendingCalls, [e.data.callId]: { ...call, args: e.data.args } } }),
         pendingApprovals: {
           ...state.pendingApprovals,
           [e.data.approvalId]: {

@@ -45,6 +45,10 @@ import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 const PENDING = Symbol('pending client call');
 
 const digest = (value: unknown): string => createHash('sha256').update(canonicalJson(value)).digest('hex');
+
+/** The digest a call's facts keep of its arguments (secret-marked values left out first). Pure: no I/O. */
+export const argsDigestOf = (entry: ToolEntry, args: Record<string, unknown>): string =>
+  digest(redactSecretArgs(entry.inputSchema, args));
 const bytesOf = (value: unknown): number => {
   try {
     return Buffer.byteLength(JSON.stringify(value) ?? '', 'utf8');
@@ -175,11 +179,6 @@ const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle
 
 /** Arguments a `call.started` keeps: only a re-run-safe call's, and only when no secret had to be left out. */
 const MAX_KEPT_ARGS_BYTES = 64 * 1024;
-
-/** Whether a call's arguments may be kept in its facts: none is secret and they are small. Pure: no I/O. */
-export function keptArgs(entry: ToolEntry, args: Record<string, unknown>): boolean {
-  return redactSecretArgs(entry.inputSchema, args) === args && bytesOf(args) <= MAX_KEPT_ARGS_BYTES;
-}
 
 /** The `call.started` fact of a call about to run. Pure: no I/O. */
 export function startedFact(
@@ -396,8 +395,6 @@ const enforcedCallMachine = toolCallMachine.provide({
             timeoutMs: approvalTimeoutMs,
             argsDigest,
             ...(reason === undefined ? {} : { reason }),
-            // Kept (never a secret) so that a member taking the turn over can keep the wait and run the call.
-            ...(deps.opts.keepApprovalArgs === true && keptArgs(entry, input.args) ? { args: input.args } : {}),
           },
           h.lastEventId,
           { reserveAnswer: true },

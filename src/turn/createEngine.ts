@@ -52,6 +52,7 @@ import type {
 import { rerunStartedCall } from './callPath.js';
 import { endNotStarted, endOpenCalls, foldSession, type OpenTurn } from './recovery.js';
 import { continueApprovalCall } from './resumeApproval.js';
+import { argsDigestOf } from './callPath.js';
 import { rerunSafe, type ToolEntry } from '../catalog/index.js';
 import { CatalogMemo } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
@@ -153,6 +154,14 @@ interface AdoptedWork {
   letGo: boolean;
   tasks: Array<Promise<unknown>>;
   results: Map<string, Promise<StepResult>>;
+  /**
+   * Calls the adoption goes on with whose arguments (kept in the facts only as a digest) come with the invocation
+   * sent again, by the model's tool call id: the digest they must match and where to hand them.
+   */
+  argsWaits: Map<
+    string,
+    { entry: ToolEntry; argsDigest: string | undefined; give: (args: Record<string, unknown>) => void }
+  >;
 }
 
 /** How long ending an adopted turn waits for the calls its adoption went on with to record their end. */
@@ -182,10 +191,9 @@ function approvalsToContinue(
     const found = Object.entries(state.pendingApprovals).find(([, a]) => a.callId === callId);
     if (found === undefined && call.approval === undefined) continue;
     const entry = view.byId.get(call.toolId);
-    const args = call.args;
     if (call.via === 'code') cut.set(callId, 'the code run that made the call is gone with the member that ran it');
-    else if (typeof args !== 'object' || args === null || Array.isArray(args))
-      cut.set(callId, "its arguments hold a secret or are too large, so they are not in the turn's facts");
+    else if (call.toolCallId === undefined)
+      cut.set(callId, 'no invocation can bring its arguments again (the call has no tool call id)');
     else if (entry === undefined) cut.set(callId, `${call.toolId} is not in the catalog any more`);
     else
       go.push({
@@ -530,7 +538,13 @@ export function createEngine(opts: EngineOptions): Engine {
       };
     }
 
-    const adoptedWork: AdoptedWork = { controller: new AbortController(), letGo: false, tasks: [], results: new Map() };
+    const adoptedWork: AdoptedWork = {
+      controller: new AbortController(),
+      letGo: false,
+      tasks: [],
+      results: new Map(),
+      argsWaits: new Map(),
+    };
     if (resume !== undefined)
       await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput, adoptedWork);
     // The turn's start facts were pipelined: the caller hears of the turn once they are acknowledged.
@@ -561,6 +575,27 @@ export function createEngine(opts: EngineOptions): Engine {
           return Promise.resolve(
             fail('turn.ended', `The turn ${turnId} has ended; start a new turn to invoke ${toolName}.`),
           );
+        }
+        // The invocation of a call the adoption goes on with, sent again: it brings the call's arguments.
+        const waiting =
+          typeof invokeOpts?.toolCallId === 'string' ? adoptedWork.argsWaits.get(invokeOpts.toolCallId) : undefined;
+        if (waiting !== undefined) {
+          const a = (typeof args === 'object' && args !== null ? args : {}) as Record<string, unknown>;
+          const given = (toolName === 'tool_call' ? a['args'] : a) as Record<string, unknown> | undefined;
+          const fits =
+            typeof given === 'object' &&
+            given !== null &&
+            !Array.isArray(given) &&
+            (waiting.argsDigest === undefined || argsDigestOf(waiting.entry, given) === waiting.argsDigest);
+          if (!fits)
+            return Promise.resolve(
+              fail(
+                'call.argsChanged',
+                `Tool call ${invokeOpts!.toolCallId} is waiting for its approval with other arguments; send it again with the same tool and arguments, or use a new tool call id.`,
+              ),
+            );
+          adoptedWork.argsWaits.delete(invokeOpts!.toolCallId!);
+          waiting.give(given);
         }
         // The same invocation as a call the adoption goes on with (a retry after the takeover): that call's result.
         const again =
@@ -729,6 +764,38 @@ export function createEngine(opts: EngineOptions): Engine {
     const calls = await endOpenCalls(run.events, why, rerun, keep, { keep: goOn, cutWhy: approvals.cut });
     // Approvals that keep waiting for the rest of their time, or were answered during the takeover: run here.
     for (const g of approvals.go) {
+      // Its arguments come with the invocation sent again, within the bound; else the wait is cut.
+      const argsFrom = new Promise<{ args: Record<string, unknown> } | { missing: string }>((resolve) => {
+        const bound = plan.awaitCommandMs ?? 0;
+        const timer = setTimeout(() => {
+          work.argsWaits.delete(g.call.toolCallId!);
+          resolve({
+            missing:
+              bound > 0
+                ? `${why}, and the invocation that carried its arguments did not come again within ${bound} ms`
+                : `${why}, and its arguments (kept in the facts only as a digest) cannot come again here`,
+          });
+        }, bound);
+        timer.unref();
+        // The turn ended (or was let go) first: the wait is cut (or, let go, nothing more is recorded).
+        work.controller.signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(timer);
+            work.argsWaits.delete(g.call.toolCallId!);
+            resolve({ missing: 'the turn ended before the invocation that carried its arguments came again' });
+          },
+          { once: true },
+        );
+        work.argsWaits.set(g.call.toolCallId!, {
+          entry: g.entry,
+          argsDigest: g.call.argsDigest ?? g.asked?.approval.argsDigest,
+          give: (args) => {
+            clearTimeout(timer);
+            resolve({ args });
+          },
+        });
+      });
       const task = continueApprovalCall(
         deps,
         run,
@@ -738,6 +805,7 @@ export function createEngine(opts: EngineOptions): Engine {
         g.asked,
         work.controller.signal,
         () => work.letGo,
+        argsFrom,
       ).catch((err: unknown): StepResult =>
         fail('call.failed', `The call ${g.callId} broke: ${err instanceof Error ? err.message : String(err)}`),
       );

@@ -183,22 +183,56 @@ export async function continueApprovalCall(
   asked: { approvalId: string; approval: PendingApproval } | undefined,
   signal: AbortSignal,
   letGo: () => boolean,
+  argsFrom: Promise<{ args: Record<string, unknown> } | { missing: string }>,
 ): Promise<StepResult> {
   const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
   const handedOver = (): StepResult =>
     fail('turn.handedOver', `The turn ${run.turnId} was handed to another gateway member: send the step again.`);
-  const args = call.args as Record<string, unknown>;
   let cause: string | null = call.approval?.eventId ?? asked?.approval.eventId ?? null;
+  const blocked = async (stage: 'approval' | 'hook', code: string, reason: string): Promise<StepResult> => {
+    await run.events.emit('call.blocked', { ...common, stage, reason }, cause);
+    return { ok: false, error: { code, message: `Blocked: ${reason}.` } };
+  };
+  // Denied during the takeover: blocked at once, its arguments are not needed.
+  if (call.approval !== undefined && !call.approval.approved)
+    return blocked('approval', 'call.blocked.approvalDenied', call.approval.reason ?? 'approval denied');
+  // The facts keep only the arguments' digest: they come with the invocation sent again to this member (the
+  // command that carried the call is delivered again after its owner stopped).
+  const given = await argsFrom;
+  if (letGo()) return handedOver();
+  if ('missing' in given) {
+    if (call.approval === undefined && asked !== undefined) {
+      // The gateway's own record of a cut wait, with the seq the request reserved.
+      const e = await run.events.emit(
+        'approval.settled',
+        {
+          callId,
+          approvalId: asked.approvalId,
+          approved: false,
+          by: 'cancelled',
+          cancelled: true,
+          channel: 'gateway',
+          ...(asked.approval.argsDigest === undefined ? {} : { argsDigest: asked.approval.argsDigest }),
+          reason: `the approval wait was cut: ${given.missing}`,
+        },
+        cause,
+        asked.approval.seq === undefined ? {} : { seq: asked.approval.seq + 1 },
+      );
+      cause = e.id;
+    }
+    return blocked(
+      'approval',
+      'call.blocked.approvalCancelled',
+      `the approval wait was cut (${given.missing}); nothing ran`,
+    );
+  }
+  const args = given.args;
   const answer =
     call.approval ??
     (asked === undefined
       ? { approved: false, reason: 'no approval was asked for' }
       : await awaitRestOfApproval(deps, run, entry, callId, asked.approvalId, asked.approval, args, signal, letGo));
   if (answer === undefined || letGo()) return handedOver();
-  const blocked = async (stage: 'approval' | 'hook', code: string, reason: string): Promise<StepResult> => {
-    await run.events.emit('call.blocked', { ...common, stage, reason }, cause);
-    return { ok: false, error: { code, message: `Blocked: ${reason}.` } };
-  };
   if (!answer.approved) {
     const timedOut = 'timedOut' in answer && answer.timedOut === true;
     return blocked(

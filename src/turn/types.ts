@@ -46,12 +46,6 @@ export interface EngineOptions {
    * secrets redacted, in memory only), and a person's answer through a front reaches the waiting call.
    */
   approvals?: ApprovalDesk;
-  /**
-   * Keep a call's arguments in its `approval.requested` (none secret, at most 64 KiB) so that a member taking the
-   * turn over can keep the approval waiting and run the call (set where sessions have owners: several gateway
-   * members on NATS). Default false: the facts keep only the arguments' digest.
-   */
-  keepApprovalArgs?: boolean;
   now?: () => Date;
   newId?: () => string;
   /** How long a call waits for `call.decided` (default config `nats.decisionTimeoutMs`). */

@@ -64,7 +64,6 @@ async function setup(approvalTimeoutMs = 60_000) {
       staticSources: loaded.value,
       includeConfigMcp: true,
       decisionTimeoutMs: 1000,
-      keepApprovalArgs: true,
     });
     cleanup.push(() => e.close());
     return e;
@@ -100,7 +99,11 @@ describe('adoptSession', () => {
     const turn = await open();
     void turn.invoke('tool_call', { id: 'openclaw:bank:charge_card', args: { amount: 5 } });
     void (await open()).invoke('tool_call', { id: 'openclaw:bank:read_balance', args: { account: 'x' } });
-    void (await open()).invoke('tool_call', { id: 'openclaw:bank:deploy_service', args: { service: 'api' } });
+    void (await open()).invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-deploy' },
+    );
     await until('two calls started and an approval asked', async () => {
       const types = (await w.events('a1')).map((e) => e.type);
       return types.filter((t) => t === 'call.started').length === 2 && types.includes('approval.requested');
@@ -110,7 +113,7 @@ describe('adoptSession', () => {
     shared().hold = false;
 
     const second = w.make();
-    const adopted = await second.adoptSession('a1', { member: 'gw-2' });
+    const adopted = await second.adoptSession('a1', { member: 'gw-2', awaitCommandMs: 10_000 });
     if (!adopted.ok) throw new Error(adopted.error.message);
     expect(adopted.value.turns.map((x) => x.outcome)).toEqual(['resumed', 'resumed', 'resumed']);
     const byTool = Object.fromEntries(adopted.value.turns.flatMap((x) => x.calls).map((c) => [c.toolId, c.action]));
@@ -289,7 +292,7 @@ describe('adoptSession', () => {
     const w = await setup();
     const { turnId, asked } = await pendingApproval(w, 'p1');
     const second = w.make();
-    const adopted = await second.adoptSession('p1', { member: 'gw-2' });
+    const adopted = await second.adoptSession('p1', { member: 'gw-2', awaitCommandMs: 10_000 });
     if (!adopted.ok) throw new Error(adopted.error.message);
     const t = adopted.value.turns[0]!;
     expect(t.calls.map((c) => c.action)).toEqual(['awaitingApproval']);
@@ -336,8 +339,8 @@ describe('adoptSession', () => {
     await approve(w.bus, no.asked, false);
     shared().counts = {};
     const second = w.make();
-    const a = await second.adoptSession('p2', { member: 'gw-2' });
-    const b = await second.adoptSession('p3', { member: 'gw-2' });
+    const a = await second.adoptSession('p2', { member: 'gw-2', awaitCommandMs: 10_000 });
+    const b = await second.adoptSession('p3', { member: 'gw-2', awaitCommandMs: 10_000 });
     if (!a.ok || !b.ok) throw new Error('not adopted');
     expect(a.value.turns[0]!.calls.map((c) => c.action)).toEqual(['ran']);
     expect(b.value.turns[0]!.calls.map((c) => c.action)).toEqual(['denied']);
@@ -375,8 +378,14 @@ describe('adoptSession', () => {
     const requestedAt = Date.parse(asked.at);
     await until('1.5 s of the approval time gone', async () => Date.now() - requestedAt >= 1500, 10_000);
     const second = w.make();
-    const adopted = await second.adoptSession('p4', { member: 'gw-2' });
+    const adopted = await second.adoptSession('p4', { member: 'gw-2', awaitCommandMs: 10_000 });
     if (!adopted.ok) throw new Error(adopted.error.message);
+    // The invocation sent again brings the call's arguments (the facts keep only their digest); nobody answers.
+    const retried = adopted.value.turns[0]!.turn!.invoke(
+      'tool_call',
+      { id: 'openclaw:bank:deploy_service', args: { service: 'api' } },
+      { toolCallId: 'model-call-1' },
+    );
     let settled: Envelope | undefined;
     await until(
       'the approval settled by its timeout',
@@ -393,6 +402,7 @@ describe('adoptSession', () => {
     expect(after).toBeGreaterThanOrEqual(2990);
     expect(after).toBeLessThan(4400);
     await until('the call blocked', async () => (await w.events('p4')).some((e) => e.type === 'call.blocked'));
+    expect(await retried).toMatchObject({ ok: false, error: { code: 'call.blocked.approvalTimedOut' } });
     expect(shared().counts).toEqual({});
     await adopted.value.turns[0]!.turn!.end();
   });
