@@ -31,6 +31,9 @@ import {
   waitForApproval,
   type ApprovalDecision,
   type ApprovalOutcome,
+  type ApprovalDesk,
+  type ApprovalRequest,
+  type DeskEntry,
   type PendingApproval,
   type PersonAnswer,
 } from '../policy/index.js';
@@ -259,6 +262,51 @@ export function approvalView(
   };
 }
 
+/** The request `waitForApproval` asks an approver (a library callback) about. Pure: no I/O. */
+export function approvalRequest(
+  run: TurnRun,
+  entry: ToolEntry,
+  a: { approvalId: string; callId: string; argsDigest: string; reason?: string | undefined },
+): ApprovalRequest {
+  return {
+    approvalId: a.approvalId,
+    callId: a.callId,
+    toolId: entry.id,
+    toolName: entry.name,
+    sessionId: run.facts.sessionId,
+    turnId: run.turnId,
+    agentId: run.facts.agentId,
+    argsDigest: a.argsDigest,
+    ...(a.reason === undefined ? {} : { reason: a.reason }),
+  };
+}
+
+/**
+ * A person's answer through this gateway's desk (HTTP, CLI, page, MCP elicitation, NATS request): the desk shows
+ * `view` and checks an answer names this call and these arguments; one given after the wait ended goes to
+ * `recordLate`.
+ */
+export function askDesk(
+  desk: ApprovalDesk,
+  view: PendingApproval,
+  recordLate: DeskEntry['recordLate'],
+): Promise<PersonAnswer> {
+  return new Promise<PersonAnswer>((resolve) => {
+    desk.open({
+      view,
+      answer: (a) =>
+        resolve({
+          approved: a.approved === true,
+          principal: a.principal,
+          channel: a.channel,
+          ...(a.claimedBy === undefined ? {} : { claimedBy: a.claimedBy }),
+          ...(a.reason === undefined ? {} : { reason: a.reason }),
+        }),
+      recordLate,
+    });
+  });
+}
+
 /**
  * Who ended an approval wait, and the fact that records an end this gateway saw: a person's answer taken by the desk
  * is `approval.resolved`; the gateway's own end (timeout, a cut wait, a library approver) is `approval.settled`, a
@@ -406,46 +454,37 @@ const enforcedCallMachine = toolCallMachine.provide({
         let fromPerson: Promise<PersonAnswer> | undefined;
         if (desk !== undefined && auto === undefined) {
           const requestedAt = deps.now();
-          fromPerson = new Promise<PersonAnswer>((resolve) => {
-            desk.open({
-              view: approvalView(run, entry, {
-                approvalId,
-                callId,
-                argsDigest,
-                reason,
-                requestedAtMs: requestedAt.getTime(),
-                timeoutMs: approvalTimeoutMs,
-                args: input.args,
-                requestSeq: asked.seq,
-                requestEventId: asked.id,
-              }),
-              answer: (a) =>
-                resolve({
+          fromPerson = askDesk(
+            desk,
+            approvalView(run, entry, {
+              approvalId,
+              callId,
+              argsDigest,
+              reason,
+              requestedAtMs: requestedAt.getTime(),
+              timeoutMs: approvalTimeoutMs,
+              args: input.args,
+              requestSeq: asked.seq,
+              requestEventId: asked.id,
+            }),
+            async (a) => {
+              await run.events.emit(
+                'approval.resolved',
+                {
+                  callId,
+                  approvalId,
                   approved: a.approved === true,
-                  principal: a.principal,
+                  by: a.principal,
                   channel: a.channel,
                   ...(a.claimedBy === undefined ? {} : { claimedBy: a.claimedBy }),
-                  ...(a.reason === undefined ? {} : { reason: a.reason }),
-                }),
-              recordLate: async (a) => {
-                await run.events.emit(
-                  'approval.resolved',
-                  {
-                    callId,
-                    approvalId,
-                    approved: a.approved === true,
-                    by: a.principal,
-                    channel: a.channel,
-                    ...(a.claimedBy === undefined ? {} : { claimedBy: a.claimedBy }),
-                    argsDigest,
-                    late: true,
-                    ...(a.reason === undefined ? {} : { reason: a.reason.slice(0, 500) }),
-                  },
-                  asked.id,
-                );
-              },
-            });
-          });
+                  argsDigest,
+                  late: true,
+                  ...(a.reason === undefined ? {} : { reason: a.reason.slice(0, 500) }),
+                },
+                asked.id,
+              );
+            },
+          );
         }
         const outcome: ApprovalOutcome & { principal?: string; channel?: string } =
           auto !== undefined
@@ -457,17 +496,7 @@ const enforcedCallMachine = toolCallMachine.provide({
                 reason: `tools.approval.autoApprove "${auto}"`,
               }
             : await waitForApproval({
-                request: {
-                  approvalId,
-                  callId,
-                  toolId: entry.id,
-                  toolName: entry.name,
-                  sessionId: run.facts.sessionId,
-                  turnId: run.turnId,
-                  agentId: run.facts.agentId,
-                  argsDigest,
-                  ...(reason === undefined ? {} : { reason }),
-                },
+                request: approvalRequest(run, entry, { approvalId, callId, argsDigest, reason }),
                 ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
                 fromBus: busWait.answer,
                 ...(fromPerson === undefined ? {} : { fromPerson }),

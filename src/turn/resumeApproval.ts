@@ -9,7 +9,16 @@ import {
   type PersonAnswer,
 } from '../policy/index.js';
 import { fail, type Result } from '../shared/index.js';
-import { approvalEnd, approvalView, availability, execute, startedFact, toolContext } from './callPath.js';
+import {
+  approvalEnd,
+  approvalRequest,
+  approvalView,
+  askDesk,
+  availability,
+  execute,
+  startedFact,
+  toolContext,
+} from './callPath.js';
 import type { StepResult } from './turnEngine.js';
 import type { EngineDeps, TurnRun } from './types.js';
 
@@ -98,40 +107,23 @@ async function awaitRestOfApproval(
   let fromPerson: Promise<PersonAnswer> | undefined;
   if (desk !== undefined && remaining > 0 && asked.seq !== undefined && asked.eventId !== undefined) {
     const { seq, eventId } = asked;
-    fromPerson = new Promise<PersonAnswer>((resolve) => {
-      desk.open({
-        view: approvalView(run, entry, {
-          approvalId,
-          callId,
-          argsDigest: asked.argsDigest ?? '',
-          requestedAtMs: expiresAt - asked.timeoutMs,
-          timeoutMs: asked.timeoutMs,
-          args,
-          requestSeq: seq,
-          requestEventId: eventId,
-        }),
-        answer: (a) =>
-          resolve({
-            approved: a.approved === true,
-            principal: a.principal,
-            channel: a.channel,
-            ...(a.reason === undefined ? {} : { reason: a.reason }),
-          }),
-        recordLate: async () => undefined,
-      });
-    });
+    fromPerson = askDesk(
+      desk,
+      approvalView(run, entry, {
+        approvalId,
+        callId,
+        argsDigest: asked.argsDigest ?? '',
+        requestedAtMs: expiresAt - asked.timeoutMs,
+        timeoutMs: asked.timeoutMs,
+        args,
+        requestSeq: seq,
+        requestEventId: eventId,
+      }),
+      async () => undefined,
+    );
   }
   const outcome: ApprovalOutcome = await waitForApproval({
-    request: {
-      approvalId,
-      callId,
-      toolId: entry.id,
-      toolName: entry.name,
-      sessionId: run.facts.sessionId,
-      turnId: run.turnId,
-      agentId: run.facts.agentId,
-      argsDigest: asked.argsDigest ?? '',
-    },
+    request: approvalRequest(run, entry, { approvalId, callId, argsDigest: asked.argsDigest ?? '' }),
     ...(deps.opts.approver === undefined ? {} : { approver: deps.opts.approver }),
     fromBus: bus.answer,
     ...(fromPerson === undefined ? {} : { fromPerson }),
