@@ -15,6 +15,7 @@ import { gatewaySessionPattern, makeEnvelope } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { openBus, replayAll } from '../roles/world.js';
+import { waitFor } from '../support/waitFor.js';
 
 const TAKEOVER_MS = 1500;
 const PLUGIN = `
@@ -36,16 +37,6 @@ let sources: StaticSources;
 let client: NatsBus;
 const prefix = `A${process.pid}_${Date.now() % 100000}_`;
 const members: Array<{ id: string; bus: NatsBus; services: RoleServices }> = [];
-
-const waitFor = async <T>(probe: () => T | undefined | false, what: string, ms = 20_000): Promise<T> => {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > until) throw new Error(`not in time (${ms} ms): ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 async function startMember(id: string) {
   const bus = await openBus(server.url, prefix, { name: id });

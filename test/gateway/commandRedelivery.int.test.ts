@@ -15,6 +15,7 @@ import { gatewaySessionPattern } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { openBus, replayAll, roleWorld, type RoleWorld } from '../roles/world.js';
+import { waitFor } from '../support/waitFor.js';
 
 const TAKEOVER_MS = 1500;
 /** Each test has its own nats-server (the streams' subjects are the same in every world). */
@@ -23,16 +24,6 @@ const servers: NatsServer[] = [];
 const worlds: RoleWorld[] = [];
 const members: Array<{ bus: NatsBus; services: RoleServices }> = [];
 const clients: NatsBus[] = [];
-
-const waitFor = async <T>(probe: () => T | undefined | false, what: string, ms = 20_000): Promise<T> => {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > until) throw new Error(`not in time (${ms} ms): ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 const COUNTER = (witness: string) => `
 import { appendFileSync } from 'node:fs';

@@ -17,6 +17,7 @@ import { gatewaySessionPattern } from '../../src/events/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { freePort, startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { openBus } from '../roles/world.js';
+import { waitFor } from '../support/waitFor.js';
 
 const TAKEOVER_MS = 2000;
 const PLUGIN = `
@@ -85,16 +86,6 @@ let proxy: ReturnType<typeof tcpProxy>;
 const prefix = `F${process.pid}_${Date.now() % 100000}_`;
 const members: Array<{ bus: NatsBus; services: RoleServices; errors: string[] }> = [];
 let client: NatsBus;
-
-const waitFor = async <T>(probe: () => T | undefined | false, what: string, ms = 20_000): Promise<T> => {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > until) throw new Error(`not in time (${ms} ms): ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
 
 async function startMember(id: string, url: string) {
   const bus = await openBus(url, prefix, { name: id });
