@@ -365,8 +365,11 @@ function applyLimits(l) {
   guest.setLimits(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes, limits.maxCalls);
 }
 
-const corrupt = (what) =>
+/** Ends the run: the guest broke its own runtime. Returns false (for `forward`). */
+const corrupt = (what) => {
   finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
+  return false;
+};
 
 function forwardLog(m) {
   if (logsCut || !LEVELS.has(m.level) || typeof m.text !== 'string') return;
@@ -392,16 +395,46 @@ function capResult(value) {
 }
 
 let pumpQueued = false;
-/** After every turn (microtasks drained), forward what the guest emitted; detect a promise that can never settle. */
+let drainQueued = false;
+const hostResolved = Promise.resolve();
+/**
+ * After the guest ran, forward what it emitted: once in a microtask queued behind the guest's own (a body that
+ * settles without waiting is answered in the same turn), and after the turn (microtasks drained), where a run
+ * with nothing left to wait for is found never to settle.
+ */
 function schedulePump() {
-  if (pumpQueued || finished) return;
+  if (finished) return;
+  if (!drainQueued) {
+    drainQueued = true;
+    // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
+    hostResolved.then(drainEarly);
+  }
+  if (pumpQueued) return;
   pumpQueued = true;
   setImmediate(pump);
 }
 
+function drainEarly() {
+  drainQueued = false;
+  if (!finished) forward();
+}
+
 function pump() {
   pumpQueued = false;
-  if (finished) return;
+  if (finished || !forward()) return;
+  if (pending.size === 0) {
+    // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
+    finish({
+      t: 'error',
+      code: 'sandbox.neverSettled',
+      message:
+        'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
+    });
+  }
+}
+
+/** Forwards the guest's outbox to the parent; false when the run ended here (result, error or corruption). */
+function forward() {
   let out;
   try {
     out = guest.drain();
@@ -442,20 +475,15 @@ function pump() {
       }
       pending.add(m.id);
       send({ t: 'req', id: m.id, op: m.op, args: m.args });
-    } else if (m.t === 'result') return finish({ t: 'result', value: capResult(m.value ?? null) });
-    else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
-      return finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
+    } else if (m.t === 'result') {
+      finish({ t: 'result', value: capResult(m.value ?? null) });
+      return false;
+    } else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
+      finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
+      return false;
     } else return corrupt('message');
   }
-  if (pending.size === 0) {
-    // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
-    finish({
-      t: 'error',
-      code: 'sandbox.neverSettled',
-      message:
-        'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
-    });
-  }
+  return true;
 }
 
 const hostFunctionToString = Function.prototype.toString;

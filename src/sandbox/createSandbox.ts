@@ -161,9 +161,15 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings): ChildLease => {
     // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
     // for CPU with the run it would delay. The second pooled child serves a request meanwhile.
-    const refill = () => setImmediate(() => fill(settings));
+    let refilled = false;
+    const refill = () => {
+      if (refilled) return;
+      refilled = true;
+      setImmediate(() => fill(settings));
+    };
     const startedAt = Date.now();
     let outcome: Promise<CodeOutcome> | undefined;
+    let over = false;
     // Aborted by the signal of either call: the run then ends at once (bridge calls aborted, child killed).
     const stop = new AbortController();
     return {
@@ -173,12 +179,16 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         if (signal?.aborted === true) stop.abort();
         else signal?.addEventListener('abort', () => stop.abort(), { once: true });
         outcome ??= runOnChild(child, { ...req, signal: stop.signal }, limits, { startedAt, pooled }, progress).finally(
-          refill,
+          () => {
+            over = true;
+            refill();
+          },
         );
         return outcome;
       },
+      // After the run is over its child is already killed, or is right after the outcome is handed on (runOnChild).
       kill: () => {
-        child.kill();
+        if (!over) child.kill();
         refill();
       },
     };
