@@ -135,13 +135,14 @@ export function runOnChild(
   child: SandboxChild,
   req: RunRequest,
   limits: RunLimits,
-  meta: { startedAt: number; pooled: boolean },
+  meta: { startedAt: number; pooled: boolean; sent?: boolean },
   progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } },
 ): Promise<CodeOutcome> {
-  // A warm child gets the body first, before anything else is set up here: the child wakes and runs it meanwhile
-  // (its answer cannot arrive before this turn of the event loop is over, when the listener below is in place).
-  const early = child.isReady && req.signal?.aborted !== true;
-  if (early) sendRun(child, req.body, limits);
+  // A warm child gets the body first (`sent`: the caller sent it already), before anything else is set up here: the
+  // child wakes and runs it meanwhile (its answer cannot arrive before this turn of the event loop is over, when the
+  // listener below is in place).
+  const early = meta.sent === true || (child.isReady && req.signal?.aborted !== true);
+  if (early && meta.sent !== true) sendRun(child, req.body, limits);
   return new Promise<CodeOutcome>((resolve) => {
     const { logs, counts } = progress;
     let logBytes = 0;
@@ -274,18 +275,15 @@ export function runOnChild(
   });
 }
 
-/** Sends the one run message to a child. */
-function sendRun(child: SandboxChild, body: string, limits: RunLimits): void {
-  child.send(
-    JSON.stringify({
-      t: 'run',
-      body,
-      limits: {
-        maxLogBytes: limits.maxLogBytes,
-        maxResultBytes: limits.maxResultBytes,
-        maxArgBytes: limits.maxArgBytes,
-        maxCalls: limits.maxCalls,
-      },
-    }),
-  );
+const limitsJson = new WeakMap<RunLimits, string>();
+
+/** Sends the one run message to a ready child: `{t: 'run', body, limits}`. */
+export function sendRun(child: SandboxChild, body: string, limits: RunLimits): void {
+  let l = limitsJson.get(limits);
+  if (l === undefined) {
+    const { maxLogBytes, maxResultBytes, maxArgBytes, maxCalls } = limits;
+    l = JSON.stringify({ maxLogBytes, maxResultBytes, maxArgBytes, maxCalls });
+    limitsJson.set(limits, l);
+  }
+  child.send(`{"t":"run","body":${JSON.stringify(body)},"limits":${l}}`);
 }
