@@ -1,4 +1,4 @@
-// Entry of a tool_search_code child: one process serves exactly one run, then exits.
+// Entry of a tool_search_code child: one process serves exactly one run, then the parent kills it.
 //
 // Plain ESM on purpose: the parent starts it with the permission model and no grant beyond reading this
 // file, so it may import nothing but node: builtins. Protocol: newline-delimited JSON.
@@ -29,11 +29,15 @@ const send = (msg) => {
   process.stdout.write(JSON.stringify(msg) + '\n');
 };
 
-/** The single way out: flush the final message, then exit. */
+/**
+ * The single way out: flush the final message, then wait for the parent's SIGKILL, which comes right after it has
+ * read the message. Exiting here instead would put the teardown of this process (milliseconds of CPU) beside the
+ * parent's handling of the answer on a busy machine. A parent that never kills: exit after a second anyway.
+ */
 const finish = (msg) => {
   if (finished) return;
   finished = true;
-  process.stdout.write(JSON.stringify(msg) + '\n', () => process.exit(0));
+  process.stdout.write(JSON.stringify(msg) + '\n', () => setTimeout(() => process.exit(0), 1000));
 };
 
 // Spawned with an empty environment; bwrap --chdir still sets PWD. Nothing of it is needed here.
