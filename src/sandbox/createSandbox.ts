@@ -355,6 +355,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     close: async () => {
       closed = true;
       pool.length = 0;
+      nextActor = undefined;
       const exits = [...live].map((c) => {
         c.kill();
         return c.exited;
