@@ -39,6 +39,9 @@ interface Variant {
   turn: Turn;
   cpu: number[];
   wall: number[];
+  /** Voluntary (blocked: fsync, idle loop) and involuntary (preempted) context switches per call. */
+  vcsw: number[];
+  ivcsw: number[];
 }
 const variants: Variant[] = [];
 for (const v of VARIANTS) {
@@ -46,10 +49,11 @@ for (const v of VARIANTS) {
   const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
   const started = await engine.startTurn({ sessionId: v });
   if (!started.ok) throw new Error(started.error.message);
-  variants.push({ name: v, bus, engine, turn: started.value, cpu: [], wall: [] });
+  variants.push({ name: v, bus, engine, turn: started.value, cpu: [], wall: [], vcsw: [], ivcsw: [] });
 }
 let i = 0;
 const calls = async (v: Variant, n: number): Promise<void> => {
+  const r0 = process.resourceUsage();
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   for (let k = 0; k < n; k++) {
@@ -59,6 +63,9 @@ const calls = async (v: Variant, n: number): Promise<void> => {
   const c = process.cpuUsage(c0);
   v.cpu.push((c.user + c.system) / n);
   v.wall.push(((performance.now() - t0) * 1000) / n);
+  const r1 = process.resourceUsage();
+  v.vcsw.push((r1.voluntaryContextSwitches - r0.voluntaryContextSwitches) / n);
+  v.ivcsw.push((r1.involuntaryContextSwitches - r0.involuntaryContextSwitches) / n);
 };
 for (const v of variants) await calls(v, 200); // warm-up: JIT
 for (const v of variants) {
@@ -81,9 +88,10 @@ variants.forEach((v, k) => {
   const n = CALLS * ROUNDS;
   console.log(
     `${v.name.padEnd(7)} ${median(v.cpu).toFixed(0).padStart(5)} µs CPU/call (rounds ${v.cpu.map((x) => x.toFixed(0)).join(' ')}), ` +
-      `${median(v.wall).toFixed(0)} µs wall/call, per call: ${((s.fsyncs - b.fsyncs) / n).toFixed(2)} fsyncs ` +
+      `${median(v.wall).toFixed(0)} µs wall/call, per call: ${median(v.vcsw).toFixed(2)} voluntary and ` +
+      `${median(v.ivcsw).toFixed(2)} involuntary context switches, ${((s.fsyncs - b.fsyncs) / n).toFixed(2)} fsyncs ` +
       `(${((s.fsyncInline - b.fsyncInline) / n).toFixed(2)} inline), ${((s.batches - b.batches) / n).toFixed(2)} writes, ` +
-      `fsync estimate ${s.fsyncEstimateMs.toFixed(3)} ms`,
+      `fdatasync median inline ${s.fsyncInlineMs?.toFixed(3) ?? '—'} ms, pool ${s.fsyncPoolMs?.toFixed(3) ?? '—'} ms`,
   );
 });
 for (const v of variants) {

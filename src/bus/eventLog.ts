@@ -173,7 +173,7 @@ const syncFd = (fd: number): Promise<void> =>
 /**
  * Appends batches of lines to a JSONL log. Writes go to the page cache at once (one write per batch); `sync`
  * batches are then made durable (fdatasync), which also covers every batch written before (group commit).
- * A short fdatasync is done inline, a slow one on the thread pool (see `FsyncMode`).
+ * An fdatasync runs inline or on the thread pool, as `FsyncPolicy` chooses.
  * A file deleted while in use (its folder removed, a stray `rm`) is noticed before the next write: the writer
  * reopens the path (creating the folder again) and reports the gap through `onGap`; if it cannot, writes fail
  * with `log.lost`. Past `rotation.maxBytes` the file is rotated.
@@ -203,7 +203,7 @@ export class EventLogWriter {
   /**
    * Opens (creating directories and the file) for appending; `endsMidLine` says a torn last line is there.
    * A path that cannot be created or written is an `EventLogError` `log.unwritable` naming `--log` and `log.path`.
-   * The first fdatasync (of what the file holds already) is timed here: the estimate `auto` starts from.
+   * In `auto` mode the first fdatasync (of what the file holds already) is timed here, inline: its first sample.
    */
   static async open(
     file: string,
@@ -230,7 +230,7 @@ export class EventLogWriter {
       new FsyncPolicy(opts.fsync, opts.inlineFsyncMaxMs),
     );
     if (writer.policy.mode === 'auto') {
-      // The first estimate: one fdatasync of what the file holds already, timed here rather than at a sync point.
+      // The first inline sample: one fdatasync of what the file holds already, timed here rather than at a sync point.
       try {
         writer.syncInline(true);
       } catch (err) {
@@ -328,7 +328,7 @@ export class EventLogWriter {
     return done;
   }
 
-  /** fdatasync on the loop, timed; `force` even with nothing new written (the estimate's first sample). */
+  /** fdatasync on the loop, timed; `force` even with nothing new written (the first inline sample). */
   private syncInline(force = false): void {
     if (this.unsynced === 0 && !force) return;
     const unsynced = this.unsynced;

@@ -1,46 +1,73 @@
 /**
  * How the event log makes a batch durable. `inline`: `fdatasync` on the event loop right after the write (no
- * thread-pool hop, and the loop never goes idle waiting for it, so it does not wake up on cold caches); `pool`:
- * `fdatasync` on libuv's thread pool while the loop runs other work; `auto` (the default): inline while this disk's
- * fdatasync is short (the median of the last ones within `inlineMaxMs`), on the pool once it is slow.
+ * thread-pool hop, no idle loop waking up for the callback); `pool`: `fdatasync` on libuv's thread pool while the
+ * loop runs other work; `auto` (the default): whichever of the two this disk and machine make the loop wait less
+ * for, measured as it runs, and inline only while its fdatasync is short (see `FsyncPolicy`).
  */
 export type FsyncMode = 'auto' | 'inline' | 'pool';
 
-/** While the median of the last fdatasyncs is at most this long (ms), `auto` does them inline. */
+/** `auto` does an fdatasync inline only while the median inline one takes at most this long (ms): the loop's stall. */
 export const INLINE_FSYNC_MAX_MS = 1.5;
 
 /**
- * The estimate is the median of the last this many fdatasync times: robust to the heavy tail of a shared disk (a
- * few slow fsyncs among fast ones do not move it), while a disk that turned slow moves it past the bound once half
- * of the window is slow.
+ * Each way's time is the median of its last this many fdatasyncs: robust to the heavy tail of a shared disk (a few
+ * slow ones among fast ones do not move it), while a disk that turned slow moves it once half the window is slow.
  */
 export const FSYNC_WINDOW = 15;
 
-/**
- * On the pool, the time measured also holds the loop's own delay in taking the callback, so it overstates the disk:
- * in `auto` mode one fdatasync is timed inline again every this many milliseconds, so a disk that became fast (or a
- * loop that became idle) brings the inline path back. A slow disk then stalls the loop once per interval.
- */
-export const INLINE_PROBE_EVERY_MS = 5000;
+/** `auto` times the way it is not using once per this many ms, so a change of disk or load is seen. */
+export const FSYNC_PROBE_EVERY_MS = 1000;
 
-/** How the fdatasyncs went: inline or on the pool, and the moving estimate of one. */
+/** An inline probe on a disk slower than 4x the bound comes only once per this many ms (a slow disk stalls rarely). */
+export const FSYNC_SLOW_PROBE_EVERY_MS = 10_000;
+
+/** How the fdatasyncs went: how many inline and on the pool, and the median time of each way (ms) once timed. */
 export interface FsyncStats {
   inline: number;
   pool: number;
-  /** Estimate of one fdatasync (ms): the median of the last FSYNC_WINDOW; what `auto` compares with its bound. */
-  estimateMs: number;
+  inlineMs: number | undefined;
+  poolMs: number | undefined;
+}
+
+/** The last FSYNC_WINDOW times, and their median. Pure: no I/O. */
+class TimeWindow {
+  private readonly times: number[] = [];
+  private next = 0;
+  private cached: number | undefined;
+
+  push(ms: number): void {
+    this.times[this.next] = ms;
+    this.next = (this.next + 1) % FSYNC_WINDOW;
+    this.cached = undefined;
+  }
+
+  median(): number | undefined {
+    if (this.times.length === 0) return undefined;
+    if (this.cached !== undefined) return this.cached;
+    const s = [...this.times].sort((a, b) => a - b);
+    const m = s.length >> 1;
+    this.cached = s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+    return this.cached;
+  }
 }
 
 /**
- * Chooses inline or pool for each fdatasync from the times of the ones before (see `FsyncMode`). Pure: no I/O;
- * the caller times each fdatasync and passes the clock in.
+ * Chooses inline or pool for each fdatasync in `auto` mode. Both ways are timed as the loop sees them: inline, the
+ * syscall; on the pool, from handing it over to the callback (the hop and the loop's wake-up included). The first
+ * fdatasync runs inline (the log times one at open), the next on the pool; after that `auto` uses inline when its
+ * median is within `inlineMaxMs` and no longer than the pool's, else the pool, and times the other way once per
+ * FSYNC_PROBE_EVERY_MS (an inline probe of a disk slower than 4x the bound once per FSYNC_SLOW_PROBE_EVERY_MS).
+ * Why measure rather than assume: on an idle machine inline is the cheaper way (no hop, no idle loop), while on a
+ * saturated one a thread blocked inline can wait long for a core once the disk is done, and the pool wins.
+ * Pure: no I/O; the caller times each fdatasync and passes the clock in.
  */
 export class FsyncPolicy {
-  private readonly counts: FsyncStats = { inline: 0, pool: 0, estimateMs: 0 };
+  private readonly inlineTimes = new TimeWindow();
+  private readonly poolTimes = new TimeWindow();
+  private inlineCount = 0;
+  private poolCount = 0;
   private lastInlineAt = Number.NEGATIVE_INFINITY;
-  /** The last FSYNC_WINDOW times (ms), a ring. */
-  private readonly window: number[] = [];
-  private next = 0;
+  private lastPoolAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly mode: FsyncMode = 'auto',
@@ -50,24 +77,34 @@ export class FsyncPolicy {
   /** Whether the next fdatasync, at `now` (ms), runs inline. */
   inline(now: number): boolean {
     if (this.mode !== 'auto') return this.mode === 'inline';
-    if (this.window.length === 0) return true; // nothing measured yet: time one inline
-    return this.counts.estimateMs <= this.inlineMaxMs || now - this.lastInlineAt >= INLINE_PROBE_EVERY_MS;
+    const i = this.inlineTimes.median();
+    const p = this.poolTimes.median();
+    if (i === undefined) return true;
+    if (p === undefined) return false;
+    if (i <= this.inlineMaxMs && i <= p) return now - this.lastPoolAt < FSYNC_PROBE_EVERY_MS;
+    const every = i <= 4 * this.inlineMaxMs ? FSYNC_PROBE_EVERY_MS : FSYNC_SLOW_PROBE_EVERY_MS;
+    return now - this.lastInlineAt >= every;
   }
 
-  /** One fdatasync that started at `startedAt` took `ms`; `inline` says where it ran. */
+  /** One fdatasync that started at `startedAt` (ms) took `ms`; `inline` says which way it ran. */
   record(ms: number, inline: boolean, startedAt: number): void {
     if (inline) {
-      this.counts.inline++;
+      this.inlineCount++;
       this.lastInlineAt = startedAt;
-    } else this.counts.pool++;
-    this.window[this.next] = ms;
-    this.next = (this.next + 1) % FSYNC_WINDOW;
-    const sorted = [...this.window].sort((a, b) => a - b);
-    const m = sorted.length >> 1;
-    this.counts.estimateMs = sorted.length % 2 === 1 ? sorted[m]! : (sorted[m - 1]! + sorted[m]!) / 2;
+      this.inlineTimes.push(ms);
+    } else {
+      this.poolCount++;
+      this.lastPoolAt = startedAt;
+      this.poolTimes.push(ms);
+    }
   }
 
   stats(): FsyncStats {
-    return { ...this.counts };
+    return {
+      inline: this.inlineCount,
+      pool: this.poolCount,
+      inlineMs: this.inlineTimes.median(),
+      poolMs: this.poolTimes.median(),
+    };
   }
 }

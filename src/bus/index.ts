@@ -10,7 +10,13 @@ export {
   rotatedLogFiles,
 } from './eventLog.js';
 export type { EventLogContents, EventLogRotation } from './eventLog.js';
-export { FSYNC_WINDOW, FsyncPolicy, INLINE_FSYNC_MAX_MS, INLINE_PROBE_EVERY_MS } from './fsyncPolicy.js';
+export {
+  FSYNC_PROBE_EVERY_MS,
+  FSYNC_SLOW_PROBE_EVERY_MS,
+  FSYNC_WINDOW,
+  FsyncPolicy,
+  INLINE_FSYNC_MAX_MS,
+} from './fsyncPolicy.js';
 export type { FsyncMode, FsyncStats } from './fsyncPolicy.js';
 export { assertPattern, subjectMatches } from './subjectMatch.js';
 export { SubjectTrie } from './subjectTrie.js';

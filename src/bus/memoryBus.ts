@@ -16,9 +16,9 @@ export interface MemoryBusOptions {
   logPath?: string | false;
   /** Size rotation of the log (default: none). */
   rotation?: EventLogRotation;
-  /** How sync points are made durable (default `auto`: inline while this disk's fdatasync is short; see `FsyncMode`). */
+  /** How sync points are made durable (default `auto`: inline or on the thread pool, as measured; see `FsyncPolicy`). */
   fsync?: FsyncMode;
-  /** In `auto` mode, the longest median fdatasync time (ms) still done inline (default 1.5). */
+  /** In `auto` mode, the longest median inline fdatasync (ms) still done inline (default 1.5). */
   inlineFsyncMaxMs?: number;
   /** Called for every warning: skipped log lines on open, subscriber exceptions, a log file that disappeared. */
   onWarning?: (message: string) => void;
@@ -37,8 +37,9 @@ export interface MemoryBusStats {
   fsyncs: number;
   /** Of the fsyncs, those done inline on the event loop (the rest ran on the thread pool); see `FsyncMode`. */
   fsyncInline: number;
-  /** The estimate of one fdatasync on this log's disk (ms, median of the last ones; 0 with the log off). */
-  fsyncEstimateMs: number;
+  /** Median time of the last inline fdatasyncs and of the last ones on the thread pool (ms); undefined until timed. */
+  fsyncInlineMs: number | undefined;
+  fsyncPoolMs: number | undefined;
   /** Times the log file was found deleted and reopened (each one a gap in the record, also in `warnings`). */
   logReopened: number;
   bytesWritten: number;
@@ -178,7 +179,8 @@ class MemoryBusImpl implements MemoryBus {
     batches: 0,
     fsyncs: 0,
     fsyncInline: 0,
-    fsyncEstimateMs: 0,
+    fsyncInlineMs: undefined,
+    fsyncPoolMs: undefined,
     logReopened: 0,
     bytesWritten: 0,
     deliveries: 0,
@@ -232,7 +234,7 @@ class MemoryBusImpl implements MemoryBus {
     const f = this.writer?.fsyncStats();
     return {
       ...this.counters,
-      ...(f === undefined ? {} : { fsyncEstimateMs: f.estimateMs }),
+      ...(f === undefined ? {} : { fsyncInlineMs: f.inlineMs, fsyncPoolMs: f.poolMs }),
       warnings: [...this.counters.warnings],
     };
   }
