@@ -27,7 +27,7 @@ import { ok } from '../src/shared/index.js';
 import { createEngine, type Engine } from '../src/turn/index.js';
 import { startNatsServer, type NatsServer } from '../test/support/natsServer.js';
 import { syntheticSources } from './lib/syntheticSources.js';
-import { engineRunner, measurePerSpan } from './tracing.js';
+import { engineRunner, measurePerSpan, perSpanLine } from './tracing.js';
 
 const args = process.argv.slice(2);
 const numArg = (name: string, dflt: number): number => {
@@ -619,11 +619,12 @@ async function clientToolRow(): Promise<void> {
 
 async function tracingRow(): Promise<void> {
   console.log('\nTracing: traced minus untraced turn CPU (log off), per span (the measure of bench/tracing.ts)');
-  // Many short rounds: on a shared machine the median of 25 paired rounds moves less than that of 11 longer ones.
+  // Many turns per round: the figure is a small difference of two turn CPUs (~19 spans of a ~1.5 ms turn), and a
+  // round of short blocks is mostly noise on a shared machine; the median of the rounds, with their IQR beside.
   const ps = await measurePerSpan(engineRunner('tools'), {
-    rounds: Math.max(ROUNDS, QUICK ? 9 : 25),
-    turnsPerRound: QUICK ? 12 : 16,
-    warmupTurns: QUICK ? 60 : 200,
+    rounds: Math.max(ROUNDS, QUICK ? 11 : 21),
+    turnsPerRound: QUICK ? 30 : 40,
+    warmupTurns: QUICK ? 200 : 300,
   });
   addRow({
     key: 'tracingCpuPerSpanUs',
@@ -637,17 +638,16 @@ async function tracingRow(): Promise<void> {
     target: '<= 8 µs',
     met: ps.perSpanUs <= 8,
     spansPerTurn: ps.spans,
+    turnsPerRound: ps.turnsPerRound,
     untracedTurnCpuMs: round3(ps.untracedTurnUs / 1000),
     tracedTurnCpuMs: round3(ps.tracedTurnUs / 1000),
     iqr: [round3(ps.iqr[0]), round3(ps.iqr[1])],
+    range: [round3(ps.range[0]), round3(ps.range[1])],
     sdkFloorUs: round3(ps.sdkFloorUs),
+    sdkFloorIqr: [round3(ps.sdkFloorIqr[0]), round3(ps.sdkFloorIqr[1])],
     spanPathUs: round3(ps.spanPathUs),
   });
-  console.log(
-    `  (rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)} µs; in the same rounds: the SDK's own floor, a bare ` +
-      `SDK 2.x span with the same name, parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs/span (sdkFloorUs); the span ` +
-      `path alone, the turn's TurnTrace calls replayed, ${ps.spanPathUs.toFixed(1)} µs/span (spanPathUs))`,
-  );
+  console.log(`  (${perSpanLine(ps)})`);
 }
 
 // ---------- 7. the warm sandbox: a trivial run vs one pipe round trip to a warm echo child ----------
