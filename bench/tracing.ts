@@ -226,6 +226,11 @@ export interface PerSpanResult {
   /** 25th and 75th percentile of the floor's rounds, µs. */
   sdkFloorIqr: [number, number];
   /**
+   * Median over rounds of the round's per-span cost / the round's SDK floor: both move with the machine's load (a
+   * busy shared machine stretches every CPU figure), their ratio much less.
+   */
+  vsSdkFloor: number;
+  /**
    * The span path alone, in the same rounds: CPU per span of the engine's TurnTrace given the calls one real traced
    * turn made on it (spans run, events observed, the turn ended), replayed without the engine, minus the same
    * replay's async shape without a trace. Median over rounds, µs. What tracing costs beyond it is the rest of the
@@ -493,6 +498,7 @@ export async function measurePerSpan(
       tracedTurnUs: median(ons),
       sdkFloorUs: median(floors),
       sdkFloorIqr: [quantile(floors, 0.25), quantile(floors, 0.75)],
+      vsSdkFloor: median(costs.map((c, r) => c / floors[r]!)),
       spanPathUs: median(paths),
     };
   } finally {
@@ -511,7 +517,8 @@ export function perSpanLine(ps: PerSpanResult): string {
     `blocks of ${ps.turnsPerRound} turns, collections included; rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}, ` +
     `range ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)}; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ` +
     `${ps.tracedTurnUs.toFixed(0)} µs traced. In the same rounds: the SDK floor, a bare SDK 2.x span with the same name, ` +
-    `parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs (IQR ${ps.sdkFloorIqr[0].toFixed(1)}..${ps.sdkFloorIqr[1].toFixed(1)}); ` +
+    `parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs (IQR ${ps.sdkFloorIqr[0].toFixed(1)}..${ps.sdkFloorIqr[1].toFixed(1)}; ` +
+    `per round, the traced turn's cost per span is ${ps.vsSdkFloor.toFixed(2)}x it, median); ` +
     `the span path alone, the turn's TurnTrace calls replayed, ${ps.spanPathUs.toFixed(1)} µs)`
   );
 }
