@@ -8,7 +8,7 @@
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { ToolEntry } from '../src/catalog/index.js';
-import { CallMemory, percentile, SearchIndex } from '../src/search/index.js';
+import { CallMemory, percentile, SearchIndex, type SearchIndexView } from '../src/search/index.js';
 import { IndexStore } from '../src/turn/index.js';
 import { toCatalog } from './lib/fingerprint.js';
 import { loadMcpCatalog, mcpEntry } from './lib/mcpCatalog.js';
@@ -150,7 +150,7 @@ for (let i = 0; fresh.length < 3000; i++)
   );
 // Warm-up: 1,000 searches of other new strings, so the figures are those of a running gateway (the JIT has
 // compiled the search code), not of a process's first second. The measured queries stay new to the index.
-const warmUp = (idx: SearchIndex): void => {
+const warmUp = (idx: SearchIndexView): void => {
   for (let i = 0; i < 1000; i++)
     idx.search(`warm up ${queries[i % queries.length] as string} ${WORDS[i % WORDS.length] as string} w${i}`);
 };
@@ -176,7 +176,7 @@ function floorPass(): void {
 function timeSearches(
   list: readonly string[],
   rounds: number,
-  idx: SearchIndex = index,
+  idx: SearchIndexView = index,
   offset = 0,
 ): { wall: number[]; cpu: number[]; floor: number[] } {
   const wall: number[] = [];
@@ -198,7 +198,7 @@ function timeSearches(
   return { wall, cpu, floor };
 }
 /** Three rounds of 1,000 searches each (fresh queries stay fresh: each round has its own); the median round. */
-function medianRound(list: readonly string[], idx: SearchIndex = index): ReturnType<typeof timeSearches> {
+function medianRound(list: readonly string[], idx: SearchIndexView = index): ReturnType<typeof timeSearches> {
   const rounds = [0, 1, 2].map((r) => timeSearches(list, 1000, idx, r * 1000));
   const by = (x: ReturnType<typeof timeSearches>): number => percentile(x.cpu, 99);
   return [...rounds].sort((a, b) => by(a) - by(b))[1] as ReturnType<typeof timeSearches>;

@@ -219,15 +219,23 @@ export interface PerSpanResult {
   tracedTurnUs: number;
   /**
    * The SDK's own floor, measured in the same rounds: CPU per span of a bare `tracer.startSpan` + `end` on an SDK
-   * 2.x BasicTracerProvider (default sampler, BatchSpanProcessor over an exporter that drops what it gets), with
-   * the names, parents and attributes of the spans of one traced turn. Median over rounds, µs.
+   * 2.x BasicTracerProvider (default sampler, BatchSpanProcessor over the same reading exporter as the traced
+   * turns), with the names, parents and attributes of the spans of one traced turn. Median over rounds, µs.
    */
   sdkFloorUs: number;
+  /** 25th and 75th percentile of the floor's rounds, µs. */
+  sdkFloorIqr: [number, number];
+  /**
+   * Median over rounds of the round's per-span cost / the round's SDK floor: both move with the machine's load (a
+   * busy shared machine stretches every CPU figure), their ratio much less.
+   */
+  vsSdkFloor: number;
   /**
    * The span path alone, in the same rounds: CPU per span of the engine's TurnTrace given the calls one real traced
    * turn made on it (spans run, events observed, the turn ended), replayed without the engine, minus the same
    * replay's async shape without a trace. Median over rounds, µs. What tracing costs beyond it is the rest of the
-   * turn's work with a trace (each event's `trace` headers published, copied and folded).
+   * turn's work with a trace (each event's `trace` headers published, copied and folded, and the caches the turn's
+   * own code loses to the span path's).
    */
   spanPathUs: number;
 }
@@ -235,6 +243,33 @@ export interface PerSpanResult {
 type GcFn = (opts?: { type?: 'minor' | 'major'; execution?: 'sync' }) => void;
 /** The V8 collector (`--expose-gc`, as `npm run bench` starts every bench), or undefined. */
 const collector = (): GcFn | undefined => (globalThis as { gc?: GcFn }).gc;
+
+/**
+ * An exporter that reads what an OTLP serializer reads of each span (ids, parent, name, kind, times, attributes,
+ * status, events, links, resource, scope) and drops it: the export half of a real one without the network, so a
+ * span that makes any of it lazily pays for it here, as it would in a real export.
+ */
+export class ReadingExporter {
+  spans = 0;
+  private sink = 0;
+  export(spans: ReadableSpan[], done: (r: { code: number }) => void): void {
+    for (const s of spans) {
+      const c = s.spanContext();
+      let n = c.traceId.length + c.spanId.length + (s.parentSpanContext?.spanId.length ?? 0) + s.name.length + s.kind;
+      n += s.startTime[0] + s.endTime[1] + s.status.code + s.events.length + s.links.length;
+      for (const k in s.attributes) if (s.attributes[k] !== undefined) n++;
+      n += Object.keys(s.resource.attributes).length + s.instrumentationScope.name.length;
+      this.sink += n;
+    }
+    this.spans += spans.length;
+    done({ code: 0 });
+  }
+  async shutdown(): Promise<void> {}
+  async forceFlush(): Promise<void> {}
+}
+
+/** The telemetry of a traced turn in `measurePerSpan`: what an OTLP export runs on the turn's path, no collector. */
+const perSpanTelemetry = (): Telemetry => createTelemetry({ otlp: false, batchExporters: [new ReadingExporter()] });
 
 /** The spans of one traced turn of `makeRunner` (names, parents, attributes), from an untimed run. */
 async function spansOfOneTurn(makeRunner: MakeRunner): Promise<ReadableSpan[]> {
@@ -331,6 +366,7 @@ async function replayTraceOps(rec: { ops: TraceOp[]; state: TurnState }, tel: Te
   tt?.endTurn(rec.state);
 }
 
+export { recordTraceOps, replayTraceOps };
 const orders = new WeakMap<readonly ReadableSpan[], ReadableSpan[]>();
 /** The model's spans with every parent before its children (what a live trace starts first). */
 function sdkOrder(model: readonly ReadableSpan[]): ReadableSpan[] {
@@ -356,38 +392,36 @@ function sdkOrder(model: readonly ReadableSpan[]): ReadableSpan[] {
   return out;
 }
 
-/** A bare SDK 2.x provider: default sampler (parent-based, always on), a BatchSpanProcessor to a dropping exporter. */
+/** A bare SDK 2.x provider: default sampler (parent-based, always on), a BatchSpanProcessor to a reading exporter. */
 const sdkTracer = new BasicTracerProvider({
-  spanProcessors: [
-    new BatchSpanProcessor({
-      export: (_spans, done) => done({ code: 0 }),
-      shutdown: async () => {},
-    }),
-  ],
+  spanProcessors: [new BatchSpanProcessor(new ReadingExporter())],
 }).getTracer('floor');
 
 /**
  * Tracing CPU per span, the figure of record (log off), the one measure both bench/tracing.ts and bench/floors.ts
- * print. The same turn on an untraced and a traced engine, in blocks of turns, paired in ABBA order per round.
- * Each block starts with an empty young generation and ends with a scavenge inside its timed window, so each
- * variant pays for the garbage it made: a span's cost is mostly allocation, and a collection triggered by one
- * variant's garbage must not land in the other's time. (Medians of single turns drop the turns a collection fell
- * in, and turn-by-turn alternation splits every collection between the two: both leave out most of the cost of
- * tracing.) Per round: (traced - untraced) CPU per turn / spans per turn; the figure is the median of the rounds.
- * Each round also times the SDK floor (`sdkFloorBlock`) the same way.
+ * print. The same turn on an untraced engine and on a traced one (whose spans go through a BatchSpanProcessor to a
+ * `ReadingExporter`, as an OTLP export would), in blocks of `turnsPerRound` turns, paired in ABBA order per round
+ * (A B B A, then B A A B). Each block starts with an empty young generation and ends with a scavenge inside its
+ * timed window, so each variant pays for the garbage it made: a span's cost is mostly allocation, and a collection
+ * triggered by one variant's garbage must not land in the other's time. There is no full collection between
+ * blocks: V8 shrinks the young generation after one, and the blocks after it run slower for a while (two to three
+ * times here), with more scavenges of the traced turns' garbage, which would make the figure a measure of the
+ * collector's state. Per round: (traced - untraced) CPU per turn / spans per turn; the figure is the median of the
+ * rounds, printed with their IQR and range. Each round also times the SDK floor (`sdkFloorBlock`) and the span path
+ * alone (`replayTraceOps`) the same way.
  */
 export async function measurePerSpan(
   makeRunner: MakeRunner,
   opts: { rounds?: number; turnsPerRound?: number; warmupTurns?: number } = {},
 ): Promise<PerSpanResult> {
-  const rounds = opts.rounds ?? 15;
+  const rounds = opts.rounds ?? 21;
   const perRound = opts.turnsPerRound ?? 40;
-  const warmup = opts.warmupTurns ?? 200;
+  const warmup = opts.warmupTurns ?? 300;
   const spans = await spansPerTurn(makeRunner, { otlp: false });
   const model = await spansOfOneTurn(makeRunner);
   const recorded = await recordTraceOps(makeRunner);
-  const tel = createTelemetry({ otlp: false });
-  const replayTel = createTelemetry({ otlp: false });
+  const tel = perSpanTelemetry();
+  const replayTel = perSpanTelemetry();
   const off = await makeRunner(undefined);
   const on = await makeRunner(tel);
   const gc = collector();
@@ -406,7 +440,6 @@ export async function measurePerSpan(
         for (let k = 0; k < 5; k++) await replayTraceOps(recorded, replayTel);
       }
     }
-    gc?.();
     const block = async (r: Runner): Promise<number> => {
       scavenge();
       const c0 = cpuUs();
@@ -443,8 +476,8 @@ export async function measurePerSpan(
         else b += us / 2;
       }
       floors.push(floorBlock());
-      // Ten replays per turn-block: the span path alone is cheap, and a longer block is steadier.
-      for (let k = 0; k < 10; k++) {
+      // Five replays per turn-block: the span path alone is cheap, and a longer block is steadier.
+      for (let k = 0; k < 5; k++) {
         const traced = await replayBlock(replayTel);
         paths.push(traced - (await replayBlock(undefined)));
       }
@@ -453,16 +486,6 @@ export async function measurePerSpan(
       costs.push((b - a) / spans);
     }
     const m = median(costs);
-    console.log(
-      'per-round',
-      costs.map((c) => c.toFixed(1)).join(' '),
-      'diff of medians',
-      ((median(ons) - median(offs)) / spans).toFixed(1),
-      'sdk floor per round',
-      floors.map((c) => c.toFixed(1)).join(' '),
-      'span path',
-      median(paths).toFixed(2),
-    );
     return {
       perSpanUs: m,
       range: [Math.min(...costs), Math.max(...costs)],
@@ -474,6 +497,8 @@ export async function measurePerSpan(
       untracedTurnUs: median(offs),
       tracedTurnUs: median(ons),
       sdkFloorUs: median(floors),
+      sdkFloorIqr: [quantile(floors, 0.25), quantile(floors, 0.75)],
+      vsSdkFloor: median(costs.map((c, r) => c / floors[r]!)),
       spanPathUs: median(paths),
     };
   } finally {
@@ -482,6 +507,20 @@ export async function measurePerSpan(
     await tel.shutdown();
     await replayTel.shutdown();
   }
+}
+
+/** One line with the per-span figure, its rounds' spread and the floors measured beside it. */
+export function perSpanLine(ps: PerSpanResult): string {
+  return (
+    `${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
+    `${ps.spans} spans a turn, through a BatchSpanProcessor to a reading exporter; median of ${ps.rounds} rounds of ABBA ` +
+    `blocks of ${ps.turnsPerRound} turns, collections included; rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}, ` +
+    `range ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)}; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ` +
+    `${ps.tracedTurnUs.toFixed(0)} µs traced. In the same rounds: the SDK floor, a bare SDK 2.x span with the same name, ` +
+    `parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs (IQR ${ps.sdkFloorIqr[0].toFixed(1)}..${ps.sdkFloorIqr[1].toFixed(1)}; ` +
+    `per round, the traced turn's cost per span is ${ps.vsSdkFloor.toFixed(2)}x it, median); ` +
+    `the span path alone, the turn's TurnTrace calls replayed, ${ps.spanPathUs.toFixed(1)} µs)`
+  );
 }
 
 /** Prints the rows side by side, each overhead with its verdict against the target. */
@@ -585,13 +624,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       tools,
     );
     const ps = await measurePerSpan(engineRunner('tools'));
-    console.log(
-      `\nTracing CPU per span, event log off (figure of record): ${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
-        `${ps.spans} spans a turn; median of ${ps.rounds} rounds of ABBA blocks of ${ps.turnsPerRound} turns, collections included; ` +
-        `rounds ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)} µs, IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ${ps.tracedTurnUs.toFixed(0)} µs traced; ` +
-        `SDK floor, a bare SDK span with the same name, parent and attributes: ${ps.sdkFloorUs.toFixed(1)} µs; ` +
-        `the span path alone, the turn's TurnTrace calls replayed: ${ps.spanPathUs.toFixed(1)} µs)`,
-    );
+    console.log(`\nTracing CPU per span, event log off (figure of record): ${perSpanLine(ps)}`);
     if (collector() === undefined) console.log('  (run with --expose-gc, as npm run bench does, for the collections)');
   }
   if (want('log')) {

@@ -88,8 +88,10 @@ export function makeEnvelope<K extends EventType>(input: EnvelopeInput<K>): Even
     causationId: input.causationId,
     data: input.data,
   };
+  // `v` before the optional members: an event given its `trace` afterwards (a turn's own, once its span is known)
+  // has the same shape as one made with it (an answer's), so the code reading events sees fewer object shapes.
+  env.v = ENVELOPE_VERSION;
   if (input.trace !== undefined) env.trace = input.trace;
   if (input.principal !== undefined) env.principal = input.principal;
-  env.v = ENVELOPE_VERSION;
   return env;
 }

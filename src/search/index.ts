@@ -4,6 +4,7 @@ export type { RankTrace } from './searchIndex.js';
 export { CallMemory, DEFAULT_MAX_LEARNED_CALLS } from './callMemory.js';
 export type { LearnedCall } from './callMemory.js';
 export { OverlayIndex } from './overlayIndex.js';
+export type { SearchIndexView } from './overlayIndex.js';
 export { toSearchResult, describeEntry, RESULT_LIMITS, DESCRIBE_DESCRIPTION_LIMIT } from './toSearchResult.js';
 export { sanitizeText } from './sanitizeText.js';
 export { evaluate, percentile } from './evaluate.js';

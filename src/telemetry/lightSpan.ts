@@ -28,6 +28,9 @@ const EMPTY_LINKS: Link[] = [];
 /** Shared until the first attribute is set (then replaced by a span's own object). */
 const EMPTY_ATTRIBUTES: Attributes = Object.freeze({}) as Attributes;
 const EMPTY_EVENTS: TimedEvent[] = [];
+/** Shared until the span ends or is given a status (each replaced, never changed in place). */
+const NOT_ENDED: HrTime = Object.freeze([0, 0]) as unknown as HrTime;
+const UNSET_STATUS: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
 
 /** What every light span of one Telemetry shares. */
 export interface LightSpanShared {
@@ -49,9 +52,9 @@ export class LightSpan implements Span, ReadableSpan {
   name: string;
   readonly kind: SpanKind;
   readonly startTime: HrTime;
-  endTime: HrTime = [0, 0];
+  endTime: HrTime = NOT_ENDED;
   attributes: Attributes = EMPTY_ATTRIBUTES;
-  status: SpanStatus = { code: SpanStatusCode.UNSET };
+  status: SpanStatus = UNSET_STATUS;
   readonly links: Link[] = EMPTY_LINKS;
   events: TimedEvent[] = EMPTY_EVENTS;
   ended = false;

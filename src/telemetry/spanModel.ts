@@ -223,19 +223,49 @@ export function traceIdFor(sessionId: string, turnId: string): string {
  * engine derives the same way): a 64-bit hash of `<span name>\n<key>` as 16 hex digits. The key is the id of the
  * event the span is built from (see span-model.md); the name is part of it because one event can shape two spans
  * (`tools.exposed` closes expose and opens execute). Not cryptographic (the live engine computes it per span):
- * two FNV-1a lanes with different offsets. Never all zeros. Pure: no I/O.
+ * two FNV-1a lanes with different offsets. `keySuffix` is read as the end of the key (`spanIdFor(n, k, '#1')` is
+ * `spanIdFor(n, k + '#1')`). Never all zeros. Pure: no I/O.
  */
-export function spanIdFor(name: string, key: string): string {
-  const text = `${name}\n${key}`;
+export function spanIdFor(name: string, key: string, keySuffix = ''): string {
+  // The hash of `${name}\n${key}${keySuffix}`, read from the strings as they are: no joined string is built (reading
+  // one char by char from a concatenation is slow until it is flattened).
   let a = 0x811c9dc5;
   let b = 0x050c5d1f;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
     a = Math.imul(a ^ c, 0x01000193);
     b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
   }
-  const hex = (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
-  return hex === '0000000000000000' ? '0000000000000001' : hex;
+  a = Math.imul(a ^ 10, 0x01000193);
+  b = Math.imul(b ^ 10, 0x01000193) ^ (a >>> 15);
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+  }
+  for (let i = 0; i < keySuffix.length; i++) {
+    const c = keySuffix.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+  }
+  if (a === 0 && b === 0) return '0000000000000001';
+  return hex8(a) + hex8(b);
+}
+
+const HEX_CODES = Array.from('0123456789abcdef', (ch) => ch.charCodeAt(0));
+/** A 32-bit value as 8 lowercase hex digits. Pure: no I/O. */
+function hex8(v: number): string {
+  const h = HEX_CODES;
+  return String.fromCharCode(
+    h[(v >>> 28) & 15]!,
+    h[(v >>> 24) & 15]!,
+    h[(v >>> 20) & 15]!,
+    h[(v >>> 16) & 15]!,
+    h[(v >>> 12) & 15]!,
+    h[(v >>> 8) & 15]!,
+    h[(v >>> 4) & 15]!,
+    h[v & 15]!,
+  );
 }
 
 // ---------- helpers ----------

@@ -135,6 +135,39 @@ function combine(base: Catalog, over: Catalog): Catalog {
   return catalog;
 }
 
+/**
+ * `buildCatalog([part])` (the same entries, duplicates and status) with its fingerprints made when first read: a
+ * turn's client tools are laid over a memoized catalog, whose fingerprint is made from their entry digests
+ * (`overlayFingerprint`), so a turn reads neither of their own.
+ */
+function partCatalog(part: CatalogPart): Catalog {
+  const seen = new Set<string>();
+  const entries: ToolEntry[] = [];
+  const duplicates: NonNullable<Catalog['duplicates']> = [];
+  for (const e of part.entries) {
+    if (seen.has(e.id)) duplicates.push({ id: e.id, keptFrom: part.key, droppedFrom: part.key });
+    else {
+      seen.add(e.id);
+      entries.push(e);
+    }
+  }
+  const sources = [{ ...part.status, toolCount: part.status.ok ? entries.length : part.status.toolCount }];
+  let made: Catalog | undefined;
+  const built = (): Catalog => (made ??= catalogFromEntries(entries, sources, duplicates));
+  const catalog: Catalog = {
+    entries,
+    sources,
+    get fingerprint(): string {
+      return built().fingerprint;
+    },
+    get sourceFingerprints(): Record<string, string> {
+      return built().sourceFingerprints;
+    },
+  };
+  if (duplicates.length > 0) catalog.duplicates = duplicates;
+  return catalog;
+}
+
 /** `filterCatalog(catalog, policy)`, or the catalog itself when the policy keeps every tool (the same content). */
 function filterOwn(catalog: Catalog, policy: EffectivePolicy): Catalog {
   const kept = catalog.entries.filter((e) => checkTool(e, policy).allowed);
@@ -186,7 +219,7 @@ export class CatalogMemo {
       !parts.slice(0, -1).some((p) => p.key === last.key)
     ) {
       const base = this.getPlain(parts.slice(0, -1), policy);
-      const own = buildCatalog([last]);
+      const own = partCatalog(last);
       const baseIds = entriesById(base.full);
       if (!own.entries.some((e) => baseIds.has(e.id)))
         return { full: combine(base.full, own), filtered: combine(base.filtered, filterOwn(own, policy)) };

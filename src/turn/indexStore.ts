@@ -1,5 +1,11 @@
 import type { Catalog } from '../catalog/index.js';
-import { OverlayIndex, SearchIndex, type CallMemory, type SearchSettings } from '../search/index.js';
+import {
+  OverlayIndex,
+  SearchIndex,
+  type CallMemory,
+  type SearchIndexView,
+  type SearchSettings,
+} from '../search/index.js';
 import { overlayOf } from './catalogMemo.js';
 
 /**
@@ -20,21 +26,26 @@ export class IndexStore {
     private readonly max = 64,
   ) {}
 
-  get(catalog: Catalog): { index: SearchIndex; reused: boolean } {
+  get(catalog: Catalog): { index: SearchIndexView; reused: boolean } {
+    const overlay = overlayOf(catalog);
+    if (overlay !== undefined && !this.indexes.has(catalog.fingerprint)) {
+      const { index: base, reused } = this.shared(overlay.base);
+      if (OverlayIndex.fits(base, overlay.extra)) {
+        this.overlays++;
+        return { index: new OverlayIndex(base, overlay.extra), reused };
+      }
+    }
+    return this.shared(catalog);
+  }
+
+  /** The shared index of a catalog: reused by fingerprint, else built and kept. */
+  private shared(catalog: Catalog): { index: SearchIndex; reused: boolean } {
     const hit = this.indexes.get(catalog.fingerprint);
     if (hit !== undefined) {
       this.indexes.delete(catalog.fingerprint);
       this.indexes.set(catalog.fingerprint, hit);
       this.reuses++;
       return { index: hit, reused: true };
-    }
-    const overlay = overlayOf(catalog);
-    if (overlay !== undefined) {
-      const { index: base, reused } = this.get(overlay.base);
-      if (OverlayIndex.fits(base, overlay.extra)) {
-        this.overlays++;
-        return { index: new OverlayIndex(base, overlay.extra), reused };
-      }
     }
     const index = new SearchIndex(catalog.entries, this.settings);
     this.builds++;

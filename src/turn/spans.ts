@@ -391,7 +391,7 @@ export class TurnTrace {
             SpanName.source,
             rec.span,
             rec.startedAt,
-            spanIdFor(SpanName.source, `${listed.id}#${i}`),
+            spanIdFor(SpanName.source, listed.id, `#${i}`),
           );
           applySpanFacts(child, sourceSpanFacts(listed, i));
           child.end(hrPlusMs(rec.startedAt, sources[i]!.durationMs, end));

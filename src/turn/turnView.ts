@@ -1,7 +1,7 @@
 import type { ExecuteStepInput } from '../../machines/index.js';
 import type { Catalog } from '../catalog/index.js';
 import type { Exposure } from '../expose/index.js';
-import type { SearchIndex } from '../search/index.js';
+import type { SearchIndexView } from '../search/index.js';
 import { entriesById, sourceCounts } from './catalogMemo.js';
 import type { TurnView } from './types.js';
 
@@ -15,7 +15,7 @@ export function turnViewOf(input: ExecuteStepInput): TurnView {
   return {
     catalog: input.catalog,
     byId: entriesById(input.catalog),
-    index: input.catalogInfo.index as SearchIndex,
+    index: input.catalogInfo.index as SearchIndexView,
     exposure: input.exposure.surface as Exposure,
   };
 }

@@ -17,7 +17,7 @@ import type { SessionState, TurnState } from '../events/index.js';
 import type { Exposure, ExposureMode } from '../expose/index.js';
 import type { ApprovalDecision, ApprovalDesk, ApprovalRequest, ArgsValidator, SessionFacts } from '../policy/index.js';
 import type { Sandbox } from '../sandbox/index.js';
-import type { SearchIndex } from '../search/index.js';
+import type { SearchIndexView } from '../search/index.js';
 import type { Result } from '../shared/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { CatalogMemo } from './catalogMemo.js';
@@ -182,6 +182,6 @@ export interface AwaitingCall {
 export interface TurnView {
   catalog: Catalog;
   byId: ReadonlyMap<string, ToolEntry>;
-  index: SearchIndex;
+  index: SearchIndexView;
   exposure: Exposure;
 }

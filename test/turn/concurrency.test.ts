@@ -14,7 +14,9 @@ describe('many turns in one process', () => {
   it('100 concurrent turns with their own client tools and policies do not leak catalogs, counters or results', async () => {
     const sessions: Record<string, unknown> = {};
     for (let i = 0; i < 100; i++) if (i % 2 === 1) sessions[`c${i}`] = { tools: { deny: ['add_numbers'] } };
-    world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, sessions });
+    // 100 turns decided at once by one enforcer: a loaded 2-core machine can take seconds to answer the last of
+    // them, and a call blocked for want of a decision would not be the leak this test looks for.
+    world = await makeWorld({ tools: { toolSearch: { mode: 'tools' } }, sessions }, { decisionTimeoutMs: 30_000 });
     const w = world;
     const outcomes = await Promise.all(
       Array.from({ length: 100 }, async (_, i) => {
