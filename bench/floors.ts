@@ -693,6 +693,8 @@ async function sandboxRow(): Promise<void> {
   const pipes: number[] = [];
   const hotPipes: number[] = [];
   const ratios: number[] = [];
+  const runCpus: number[] = [];
+  const pipeCpus: number[] = [];
   const PER = QUICK ? 6 : 10;
   const settle = () => new Promise((r) => setTimeout(r, 150));
   /**
@@ -701,18 +703,23 @@ async function sandboxRow(): Promise<void> {
    * woken after an idle pays for it, the run's child as well as the echo); the hot round trips right after it are
    * given beside, as `hotPipeMs`.
    */
-  const warmRun = async (pipe?: number[], hot?: number[]): Promise<number> => {
+  /** `cpu` gets this process's CPU time (µs) from the request to the answer: the parent's share of the request path. */
+  const warmRun = async (pipe?: number[], hot?: number[], cpu?: { run: number[]; pipe: number[] }): Promise<number> => {
     await sandbox.warmUp();
     // The pooled child is spawned; let it finish starting before the request, as between a model's turns.
     await settle();
     if (pipe !== undefined && hot !== undefined) {
+      const c0 = cpuUs();
       pipe.push(await echo.roundTrip());
+      cpu?.pipe.push(cpuUs() - c0);
       hot.push(median([await echo.roundTrip(), await echo.roundTrip()]));
       await settle();
     }
+    const c0 = cpuUs();
     const t0 = performance.now();
     const out = await sandbox.run({ body: 'return 1', timeoutMs: 10_000, bridge });
     const ms = performance.now() - t0;
+    cpu?.run.push(cpuUs() - c0);
     if (!out.ok) throw new Error(`${out.error.code}: ${out.error.message}`);
     if (!out.telemetry.pooled) throw new Error('the warm run did not get a pooled child');
     return ms;
@@ -722,11 +729,14 @@ async function sandboxRow(): Promise<void> {
     const rr: number[] = [];
     const pp: number[] = [];
     const hh: number[] = [];
-    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh));
+    const cc = { run: [] as number[], pipe: [] as number[] };
+    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh, cc));
     runs.push(median(rr));
     pipes.push(median(pp));
     hotPipes.push(median(hh));
     ratios.push(median(rr) / median(pp));
+    runCpus.push(median(cc.run));
+    pipeCpus.push(median(cc.pipe));
   }
   echo.close();
   await sandbox.close();
@@ -741,7 +751,14 @@ async function sandboxRow(): Promise<void> {
     met: median(ratios) <= 3,
     hotPipeMs: round3(median(hotPipes)),
     ratioToHotPipe: round3(median(runs) / median(hotPipes)),
+    runParentCpuMs: round3(median(runCpus) / 1000),
+    pipeParentCpuMs: round3(median(pipeCpus) / 1000),
   });
+  console.log(
+    `  (hot round trip ${median(hotPipes).toFixed(2)} ms; this process's CPU from request to answer: the run ` +
+      `${(median(runCpus) / 1000).toFixed(2)} ms (runParentCpuMs), the idle round trip ${(median(pipeCpus) / 1000).toFixed(2)} ms ` +
+      `(pipeParentCpuMs); per-round ratios ${ratios.map((x) => x.toFixed(1)).join(' ')})`,
+  );
 }
 
 // ---------- main ----------
