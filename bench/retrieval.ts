@@ -6,10 +6,11 @@
  * hits), and the project's ranking is compared with the previous ranker's stored per-query ranks
  * (bench/baselines/previous-ranker.json, recorded with --record-previous before the ranking changed).
  *
- * Sets: MetaTool seeded 2,000 and bench/testset/mcp-test3.jsonl (test: never used to accept a change); the MetaTool
- * dev split, mcp-dev, bench/heldout and the former test sets bench/testset/mcp-test.jsonl and mcp-test2.jsonl (dev:
- * these tune). With --learn: the learning-from-calls measurement (with --dev on the MetaTool split and the first
- * paired MCP dev set only).
+ * Sets: MetaTool seeded 2,000 and bench/testset/mcp-test4.jsonl (test: never used to accept a change; a --dev run does
+ * not read mcp-test4); the MetaTool dev split, mcp-dev, bench/heldout and the former test sets
+ * bench/testset/mcp-test.jsonl, mcp-test2.jsonl and mcp-test3.jsonl (dev: these tune). With --learn: the
+ * learning-from-calls measurement (with --dev on the MetaTool split and the first paired MCP dev set only).
+ * --record-previous replaces the stored ranks of the sets it runs and keeps the others when the ranker name is the same.
  * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]
  * Data comes from ../shared next to the repository; when it is absent the bench says so and exits 0.
  */
@@ -149,16 +150,20 @@ function printSet(set: QuerySet, stored: Stored | undefined, record: Stored | un
 }
 
 function main(): void {
-  const sets = loadSets();
   const only = option('--only');
+  const wanted = (name: string, role: 'dev' | 'test'): boolean =>
+    (only === undefined || name.includes(only)) && (!flag('--dev') || role === 'dev');
+  const sets = loadSets(wanted);
   const stored = existsSync(PREVIOUS_FILE) ? (JSON.parse(readFileSync(PREVIOUS_FILE, 'utf8')) as Stored) : undefined;
   const record: Stored | undefined = flag('--record-previous')
     ? { ranker: option('--record-previous-name') ?? 'previous', sets: {} }
     : undefined;
   for (const set of sets)
-    if ((only === undefined || set.name.includes(only)) && (!flag('--dev') || set.role === 'dev'))
-      printSet(set, record === undefined ? stored : undefined, record);
+    if (wanted(set.name, set.role)) printSet(set, record === undefined ? stored : undefined, record);
   if (record !== undefined) {
+    // Sets not run this time keep the ranks stored for them (by the same ranker: record them all with one ranker).
+    const kept = stored === undefined || stored.ranker !== record.ranker ? {} : stored.sets;
+    record.sets = { ...kept, ...record.sets };
     writeFileSync(PREVIOUS_FILE, `${JSON.stringify(record)}\n`);
     console.log(`\nrecorded per-query ranks of this ranker in ${path.relative(repoRoot, PREVIOUS_FILE)}`);
   }

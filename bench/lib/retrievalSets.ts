@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ToolEntry } from '../../src/catalog/index.js';
 import { parseQueriesJsonl } from '../../src/search/index.js';
@@ -77,8 +77,12 @@ export function readBenchQueries(file: string): BenchQuery[] {
   });
 }
 
-/** Every set the retrieval bench reports; undefined parts are skipped when ../shared is absent. */
-export function loadSets(): QuerySet[] {
+/**
+ * Every set the retrieval bench reports; undefined parts are skipped when ../shared is absent. `wanted`: which sets
+ * the caller will run, by name and role; the MCP test set is not even read when it is not wanted (a run of the dev
+ * sets never touches it).
+ */
+export function loadSets(wanted: (name: string, role: 'dev' | 'test') => boolean = () => true): QuerySet[] {
   const sets: QuerySet[] = [];
   const mt = loadMetaTool();
   if (mt !== undefined) {
@@ -113,8 +117,8 @@ export function loadSets(): QuerySet[] {
       queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)),
     });
   }
-  // The first two test sets have been looked at (mcp-test while tuning, mcp-test2 once as the judge), so they are
-  // dev sets now; mcp-test3 is the test set.
+  // The first three test sets have been looked at (mcp-test while tuning, mcp-test2 and mcp-test3 once each as the
+  // judge), so they are dev sets now.
   sets.push({
     name: 'MCP dev bench/testset/mcp-test.jsonl',
     role: 'dev',
@@ -128,11 +132,16 @@ export function loadSets(): QuerySet[] {
     queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test2.jsonl')),
   });
   sets.push({
-    name: 'MCP TEST bench/testset/mcp-test3.jsonl',
-    role: 'test',
+    name: 'MCP dev bench/testset/mcp-test3.jsonl',
+    role: 'dev',
     entries,
     queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test3.jsonl')),
   });
+  // The judge: written and committed before the ranking change it measures, run once after it, never used to tune.
+  const judged = path.join(repoRoot, 'bench', 'testset', 'mcp-test4.jsonl');
+  const judgedName = 'MCP TEST bench/testset/mcp-test4.jsonl';
+  if (wanted(judgedName, 'test') && existsSync(judged))
+    sets.push({ name: judgedName, role: 'test', entries, queries: readBenchQueries(judged) });
   return sets;
 }
 

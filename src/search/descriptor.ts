@@ -1,6 +1,6 @@
 import type { ToolEntry } from '../catalog/index.js';
 import { namesDeletion } from './synonyms.js';
-import { splitWords, tokenize } from './tokenize.js';
+import { isPluralWord, splitWords, stem, tokenize } from './tokenize.js';
 import type { SearchResult } from './types.js';
 
 /** What ranking needs about one tool: its compact descriptor as weighted terms, and the re-ranking features. */
@@ -24,6 +24,8 @@ export interface ToolMeta {
   deletes: boolean;
   /** Words of the name as written, lowercased (not stemmed): list_pull_requests -> list, pull, requests. */
   nameWords: readonly string[];
+  /** Whether its name says it works on many things at once: a plural word (list_issues, getMocks, read_multiple_files). */
+  plural: boolean;
   /** Terms of the description's opening in order: where its operation is read ("Removes a collection"). */
   lead: readonly string[];
   /** The sanitized search result, made on first use. */
@@ -37,14 +39,14 @@ export interface ToolMeta {
  */
 const FIELDS = {
   name: { boost: 3, refLength: 3 },
-  owner: { boost: 2.5, refLength: 2 },
+  owner: { boost: 5, refLength: 2 },
   lead: { boost: 1, refLength: 12 },
   rest: { boost: 0.4, refLength: 16 },
   params: { boost: 0.5, refLength: 6 },
   far: { boost: 0.2, refLength: 16 },
 } as const;
 const K1 = 1.2;
-const B = 0.7;
+const B = 0.5;
 /** BM25+'s lower bound of a matching term's contribution. */
 const DELTA = 0.5;
 
@@ -116,6 +118,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     nameKey: nameWords.join(''),
     deletes: namesDeletion(nameWords),
     nameWords,
+    plural: nameWords.some((w) => isPluralWord(w) && !ownerTerms.includes(stem(w))),
     lead,
   };
 }

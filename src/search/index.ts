@@ -1,4 +1,4 @@
-export { tokenize, splitWords, stem, STOP_WORDS } from './tokenize.js';
+export { tokenize, splitWords, stem, isPluralWord, STOP_WORDS } from './tokenize.js';
 export { SearchIndex, sourceKeyOf } from './searchIndex.js';
 export type { RankTrace } from './searchIndex.js';
 export { CallMemory, DEFAULT_MAX_LEARNED_CALLS } from './callMemory.js';

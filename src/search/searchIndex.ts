@@ -10,7 +10,7 @@ import type { CallMemory } from './callMemory.js';
 import { OperationModel } from './operations.js';
 import { lexicalRelatives } from './lexicon.js';
 import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
-import { splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
+import { isPluralWord, splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
 import type { SearchAnswer, SearchOptions, SearchResult, SearchSettings } from './types.js';
@@ -23,6 +23,15 @@ const RERANK_DEPTH = 64;
 const MAX_PREFIX_EXPANSIONS = 24;
 /** Endings (after stemming) that make a verb a noun or an agent: react -> reaction, deploy -> deployment. */
 const DERIVATIONS = new Set(['ion', 'ation', 'ment', 'er', 'or', 'al', 'ance', 'ence', 'ure']);
+/**
+ * Words of chat-style requests ("Hi, I am looking for...", "can you recommend", "provide information about") that
+ * ask for help in general and say nothing about which tool: left out of a query (the index keeps them).
+ */
+const CHAT_FILLER: ReadonlySet<string> = new Set(
+  'looking assist hi hello hey interested wondering know provide recommend suggest information thanks chatbot'.split(
+    ' ',
+  ),
+);
 /** Planned queries kept (cleared whenever the index changes). */
 const PLAN_CACHE_MAX = 1_000;
 /** An owner word names a server when at most this share (or 2) of the tools outside that server use it. */
@@ -424,7 +433,9 @@ export class SearchIndex {
 
   private makePlan(query: string): QueryPlan | null {
     // Idioms and abbreviations first ("how many" -> count, "set up" -> create, PR -> pull request).
-    const words = this.compactBrands(rewritePhrases(splitWords(query)));
+    const all = this.compactBrands(rewritePhrases(splitWords(query)));
+    const kept = all.filter((w) => !CHAT_FILLER.has(w));
+    const words = kept.length > 0 ? kept : all;
     let typed = tokenizeWords(words);
     let note: string | undefined;
     if (typed.length === 0) {
@@ -472,10 +483,7 @@ export class SearchIndex {
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
     const content = words.filter((w) => !STOP_WORDS.has(w));
-    const ops = this.operations();
-    const requested = ops.requested(typed);
     if (note === undefined && !hasActionVerb(content)) {
-      for (const term of RETRIEVAL_VERBS) if (ops.isOperation(term) && !requested.has(term)) requested.set(term, 1);
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
         if (list === undefined || typed.includes(term)) continue;
@@ -505,7 +513,7 @@ export class SearchIndex {
       ownerMentions,
       allTerms,
       implicitFrom,
-      requested,
+      number: numberAsked(words, new Set(ownerMentions)),
       asksDelete: namesDeletion(content),
     };
     if (note !== undefined) plan.note = note;
@@ -665,7 +673,7 @@ export class SearchIndex {
     const top: { id: string; score: number }[] = [];
     const ops = this.operations();
     const siblings =
-      q.requested.size > 0
+      q.number !== 0
         ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])
         : undefined;
     for (let k = 0; k < heap.size; k++) {
@@ -763,6 +771,31 @@ function selectCandidates(
     if (owned) pre *= ownerFactor;
     if (heap.size < heap.capacity || pre > heap.min()) heap.offer(slot, pre);
   }
+}
+
+const MANY_WORDS: ReadonlySet<string> = new Set(['all', 'every', 'list', 'several', 'multiple', 'many', 'batch']);
+const ONE_WORDS: ReadonlySet<string> = new Set([
+  'one',
+  'single',
+  'a',
+  'an',
+  'this',
+  'that',
+  'specific',
+  'particular',
+  'id',
+]);
+
+/** The number a request asks for (see QueryPlan.number), from its words as written. Pure: no I/O. */
+function numberAsked(words: readonly string[], owners: ReadonlySet<string>): number {
+  let many = 0;
+  let one = 0;
+  for (const w of words) {
+    if (MANY_WORDS.has(w)) many++;
+    else if (ONE_WORDS.has(w)) one++;
+    else if (isPluralWord(w) && !owners.has(stem(w))) many++;
+  }
+  return Math.sign(many - one);
 }
 
 /** BM25's inverse document frequency of a term found in `df` of `n` tools. */

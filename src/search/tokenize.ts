@@ -179,7 +179,7 @@ export function splitWords(text: string): string[] {
   for (let i = 0; i < text.length; i++) {
     const kind = kindAt(text, i);
     if (kind === SEP) {
-      if (start >= 0) out.push(text.slice(start, i).toLowerCase());
+      if (start >= 0 && !isDomainSuffix(text, start, i)) out.push(text.slice(start, i).toLowerCase());
       start = -1;
     } else if (start < 0) start = i;
     else if (kind === UPPER) {
@@ -194,8 +194,22 @@ export function splitWords(text: string): string[] {
     }
     prevKind = kind;
   }
-  if (start >= 0) out.push(text.slice(start).toLowerCase());
+  if (start >= 0 && !isDomainSuffix(text, start, text.length)) out.push(text.slice(start).toLowerCase());
   return out;
+}
+
+/** Top-level domains that end a host name ("monday.com", "linear.app"): the suffix says nothing about a tool. */
+const DOMAIN_SUFFIXES: ReadonlySet<string> = new Set(['com', 'org', 'net', 'io', 'ai', 'app', 'dev', 'co']);
+
+/** Is text[start, end) a domain suffix: right after a dot that follows a word ("monday.com", not ".com" alone). */
+function isDomainSuffix(text: string, start: number, end: number): boolean {
+  return (
+    end - start <= 3 &&
+    start >= 2 &&
+    text.charCodeAt(start - 1) === 46 &&
+    kindAt(text, start - 2) !== SEP &&
+    DOMAIN_SUFFIXES.has(text.slice(start, end).toLowerCase())
+  );
 }
 
 const SEP = 0;
@@ -356,6 +370,16 @@ export function tokenize(text: string): string[] {
   const out: string[] = [];
   for (const word of splitWords(text)) if (keep(word)) out.push(stem(word));
   return out;
+}
+
+/**
+ * Is a lowercased word an English plural ("mocks", "statuses", "entries"; not "status", "process", "analysis"):
+ * it ends in s and the stemmer takes that ending off. Pure: no I/O.
+ */
+export function isPluralWord(w: string): boolean {
+  return (
+    w.length > 3 && w.endsWith('s') && !w.endsWith('ss') && !w.endsWith('us') && !w.endsWith('is') && stem(w) !== w
+  );
 }
 
 /** Like tokenize, but keeps stop words: the fallback for a query made only of stop words. Pure: no I/O. */

@@ -147,3 +147,41 @@ describe('ranking with query understanding', () => {
     expect(idx.rankIds('set up a new calendar event')[0]).toBe('mcp:calendar:create-event');
   });
 });
+
+describe('the number a request asks for, among sibling tools', () => {
+  const postman = [
+    mcpTool('postman', ['getMock', 'Gets information about a mock server.', ['mockId']]),
+    mcpTool('postman', [
+      'getMocks',
+      'Gets all mock servers, each mock server with its URL and mock server id.',
+      ['workspace'],
+    ]),
+    mcpTool('postman', ['createMock', 'Creates a mock server in a collection.', ['collection']]),
+    mcpTool('postman', ['getEnvironment', 'Gets information about an environment.', ['environmentId']]),
+    mcpTool('postman', ['getEnvironments', 'Gets information about all of your environments.', ['workspace']]),
+    mcpTool('postman', ['createEnvironment', 'Creates an environment.', ['workspace']]),
+    mcpTool('postman', ['deleteEnvironment', 'Deletes an environment.', ['environmentId']]),
+  ];
+  const idx = new SearchIndex(postman);
+
+  it('prefers the tool of many things for a plural or "every", the tool of one for "one"', () => {
+    // Without the number, getEnvironment (the shorter descriptor) ranks first for both.
+    expect(idx.rankIds('show my postman environments')[0]).toBe('mcp:postman:getEnvironments');
+    expect(idx.rankIds('every postman environment')[0]).toBe('mcp:postman:getEnvironments');
+    expect(idx.rankIds('show one postman mock server')[0]).toBe('mcp:postman:getMock');
+  });
+});
+
+describe('chat-style requests', () => {
+  const idx = new SearchIndex(fixtureEntries());
+
+  it('ranks a request wrapped in greetings and pleas as the request itself', () => {
+    expect(idx.rankIds('Hello, I am looking for information: can you recommend how to list github issues')).toEqual(
+      idx.rankIds('list github issues'),
+    );
+  });
+
+  it('reads a host name as its server, not its domain suffix', () => {
+    expect(idx.rankIds('comment on a github.com issue')).toEqual(idx.rankIds('comment on a github issue'));
+  });
+});

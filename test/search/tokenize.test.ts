@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitWords, stem, STOP_WORDS, tokenize } from '../../src/search/index.js';
+import { isPluralWord, splitWords, stem, STOP_WORDS, tokenize } from '../../src/search/index.js';
 
 describe('splitWords', () => {
   it('splits snake_case, kebab-case, dots and slashes', () => {
@@ -19,8 +19,29 @@ describe('splitWords', () => {
     expect(splitWords('mcp:server-github:list_issues')).toEqual(['mcp', 'server', 'github', 'list', 'issues']);
   });
 
+  it('drops the domain suffix of a host name, not the same word elsewhere', () => {
+    expect(splitWords('comment on a monday.com item')).toEqual(['comment', 'on', 'a', 'monday', 'item']);
+    expect(splitWords('Linear.app issues and notion.so pages')).toEqual([
+      'linear',
+      'issues',
+      'and',
+      'notion',
+      'so',
+      'pages',
+    ]);
+    expect(splitWords('a .com name, an io port')).toEqual(['a', 'com', 'name', 'an', 'io', 'port']);
+  });
+
   it('keeps non-ASCII letters and drops emoji and punctuation', () => {
     expect(splitWords('Créer un événement 💡 naïveCafé')).toEqual(['créer', 'un', 'événement', 'naïve', 'café']);
+  });
+});
+
+describe('isPluralWord', () => {
+  it('tells plurals from words that merely end in s', () => {
+    for (const w of ['mocks', 'statuses', 'entries', 'processes', 'todos', 'settings'])
+      expect(isPluralWord(w)).toBe(true);
+    for (const w of ['status', 'process', 'analysis', 'bus', 'gas', 'mock', 'its']) expect(isPluralWord(w)).toBe(false);
   });
 });
 
