@@ -133,6 +133,23 @@ describe('NATS bus: publish', () => {
     });
   });
 
+  it("guards a turn's first event by its lease claim alone: a retry from another process is a no-op, another first event a stale writer", async () => {
+    await withBus(async (a) => {
+      const s = uid('sess');
+      const first = envelope(s, 't', 1, 'turn.started');
+      await a.publish(first);
+      await withBus(async (other) => other.publish(first)); // a retry (within the duplicate window)
+      await a.publish(envelope(s, 't', 2, 'turn.completed')); // a still holds the turn
+      await withBus(async (c) => {
+        const err = await c.publish(envelope(s, 't', 1, 'turn.started')).catch((e: unknown) => e);
+        expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+      });
+      const stored = await collect(a.replay({ sessionId: s }));
+      expect(stored.filter((x) => x.id === first.id)).toHaveLength(1);
+      expect(stored.map((x) => x.seq).slice(0, 2)).toEqual([1, 2]);
+    });
+  });
+
   it('refuses a malformed envelope with bus.badEvent and stores nothing', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');
@@ -260,19 +277,18 @@ describe('NATS bus: subscribe and work queues', () => {
     });
   });
 
-  it('guards a turn with one lease instead of a marker per event: 1 seq marker and 1 lease for a whole turn', async () => {
+  it('guards a turn with one lease instead of a marker per event: 1 lease and no seq marker for a whole turn', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');
       const events = Array.from({ length: 12 }, (_, i) =>
-        envelope(s, 't', i + 1, i % 3 === 2 ? 'call.completed' : 'search.performed'),
+        envelope(s, 't', i + 1, i === 0 ? 'turn.started' : i % 3 === 2 ? 'call.completed' : 'search.performed'),
       );
       for (const e of events) await bus.publish(e);
       const jsm = await jetstreamManager(bus.connection);
       const info = await jsm.streams.info(bus.streams.turns, { subjects_filter: `toolsearch.turnseq.${s}.>` });
-      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([
-        `toolsearch.turnseq.${s}.t.1`,
-        `toolsearch.turnseq.${s}.t.lease`,
-      ]);
+      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([`toolsearch.turnseq.${s}.t.lease`]);
+      // 13 JetStream acks for 12 events: the lease claim rides with the first event.
+      expect(bus.stats().acks).toBe(13);
       expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.id)).toEqual(events.map((e) => e.id));
     });
   });

@@ -680,25 +680,25 @@ class NatsBusImpl implements NatsBus {
   }
 
   /**
-   * A turn's first event (`turn.started`, seq 1): no other writer can hold a turn that has just begun, so its seq
-   * marker, the lease claim and the event itself go out together, in that order and in one write, and their acks
-   * are awaited together (one round trip instead of three). A retry of the same event (its marker is already this
-   * event's) leaves the lease where it is, as the one-by-one path does; a conflict is reported as there.
+   * A turn's first event (`turn.started`, seq 1): no other writer can hold a turn that has just begun, so the lease
+   * claim and the event itself go out together, in that order and in one write, and their acks are awaited together
+   * (one round trip instead of two). The claim is the turn's only guard: its message id is the event's, so a retry
+   * of the same event from another process is a duplicate of the claim (or, past the duplicate window, finds this
+   * event's id in the lease record) and leaves the lease where it is, as the one-by-one path does; another event on
+   * seq 1 is `bus.staleWriter`.
    */
   async #startTurn(event: Envelope, subject: string, l: TurnLease, deadline: number): Promise<void> {
-    const marker = this.#claimSeq(event, l, deadline);
     const claim = this.#claimLease(event, l, deadline);
     const { data, headers } = encodeEnvelope(event);
     const ack = this.#send(l, event, subject, data, { msgID: event.id, headers }, deadline);
-    const [m, c, a] = await Promise.allSettled([marker, claim, ack]);
-    if (m.status === 'rejected') throw m.reason;
-    if (m.value) {
+    const [c, a] = await Promise.allSettled([claim, ack]);
+    if (c.status === 'rejected') throw c.reason;
+    if (c.value) {
       // A retry from another process: stored already; this bus does not take the lease for it.
-      if (c.status === 'fulfilled' || l.state === 'lost') l.state = 'none';
+      l.state = 'none';
       if (a.status === 'rejected') throw a.reason;
       return;
     }
-    if (c.status === 'rejected') throw c.reason;
     if (a.status === 'rejected') throw a.reason;
     l.seqs.set(event.seq, event.id);
     this.#stats.published++;
@@ -801,7 +801,7 @@ class NatsBusImpl implements NatsBus {
    * is `bus.staleWriter`. Watches the lease afterwards, so a takeover by another writer is seen here: one
    * subscription per bus to every turn's lease subject (claims are one per turn), not one per turn.
    */
-  async #claimLease(event: Envelope, l: TurnLease, deadline: number): Promise<void> {
+  async #claimLease(event: Envelope, l: TurnLease, deadline: number): Promise<boolean> {
     const subject = l.subject;
     const me: LeaseHolder = { writer: this.#writerId, seq: event.seq, id: event.id };
     this.#watchLeases();
@@ -809,7 +809,7 @@ class NatsBusImpl implements NatsBus {
     let expected = 0;
     for (let attempt = 0; attempt < 10; attempt++) {
       try {
-        await this.#send(
+        const ack = await this.#send(
           l,
           event,
           subject,
@@ -817,8 +817,11 @@ class NatsBusImpl implements NatsBus {
           { msgID: `${event.id}:lease`, expect: { lastSubjectSequence: expected } },
           deadline,
         );
+        // The first event's claim made before by another writer (a retry of that event): not this bus's lease.
+        if (ack.duplicate && event.seq === 1 && (await this.#leaseWriter(event, l, deadline)) !== this.#writerId)
+          return true;
         if (l.state !== 'lost') l.state = 'held';
-        return;
+        return false;
       } catch (e) {
         if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
       }
@@ -832,8 +835,10 @@ class NatsBusImpl implements NatsBus {
       const h = parseMarker(current.data);
       if (h.writer === this.#writerId) {
         l.state = 'held';
-        return;
+        return false;
       }
+      // This same first event, claimed by another writer past the duplicate window: a retry, not a conflict.
+      if (event.seq === 1 && h.id === event.id) return true;
       if ((h.seq ?? 0) >= event.seq) {
         l.state = 'lost';
         l.lostTo = { writer: h.writer ?? '', seq: h.seq ?? 0, id: h.id };
@@ -845,6 +850,14 @@ class NatsBusImpl implements NatsBus {
       'bus.unavailable',
       `could not take the lease of turn ${event.turnId} for event ${event.id}: it kept changing hands`,
     );
+  }
+
+  /** The writer the turn's lease record names ('' when there is none). */
+  async #leaseWriter(event: Envelope, l: TurnLease, deadline: number): Promise<string> {
+    const current = await this.#withRetry(event, deadline, () =>
+      this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: l.subject }),
+    );
+    return current === null ? '' : (parseMarker(current.data).writer ?? '');
   }
 
   /**
