@@ -751,17 +751,16 @@ class NatsBusImpl implements NatsBus {
     const remaining = deadline - Date.now();
     const ack =
       this.#connected && !this.#closed && remaining > 0
-        ? op(Math.max(50, Math.min(remaining, 2000))).catch((e: unknown) => {
-            if (!isTransient(e)) throw this.#refused(event, e);
-            return this.#withRetry(event, deadline, op, e);
-          })
+        ? this.#pub
+            .publish(subject, data, { ...opts, timeout: Math.max(50, Math.min(remaining, 2000)) })
+            .catch((e: unknown) => {
+              if (!isTransient(e)) throw this.#refused(event, e);
+              return this.#withRetry(event, deadline, op, e);
+            })
         : this.#withRetry(event, deadline, op);
     if (l === undefined) return ack;
     if (l.outstanding++ === 0) this.#stats.ackRounds++;
-    const done = () => {
-      l.outstanding--;
-    };
-    ack.then(done, done);
+    ack.then(l.answered, l.answered);
     return ack;
   }
 

@@ -25,6 +25,10 @@ export class TurnLease {
   readonly unacked = new Set<Promise<unknown>>();
   /** JetStream publishes of the turn sent and not yet answered (any kind: events, markers, claims). */
   outstanding = 0;
+  /** One publish of the turn answered (acked or failed); one function for all, not a closure per publish. */
+  readonly answered = (): void => {
+    this.outstanding--;
+  };
   failure: unknown;
   /** Events acting on an answer whose request was not recorded, with that failure (see `#sendAnswer`). */
   readonly tainted = new Map<string, unknown>();
