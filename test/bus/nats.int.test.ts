@@ -6,6 +6,7 @@ import { eventSubject, gatewaySubject, sessionEventsPattern } from '../../src/ev
 import type { Envelope } from '../../src/bus/types.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { collect, testEnvelope as envelope, uid } from '../support/envelopes.js';
+import { refuseStoring } from '../support/refuseStored.js';
 
 let server: NatsServer;
 beforeAll(async () => {
@@ -129,6 +130,23 @@ describe('NATS bus: publish', () => {
       await bus.publish(first);
       await withBus(async (other) => other.publish(first));
       expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.seq)).toEqual([1, 2]);
+    });
+  });
+
+  it("guards a turn's first event by its lease claim alone: a retry from another process is a no-op, another first event a stale writer", async () => {
+    await withBus(async (a) => {
+      const s = uid('sess');
+      const first = envelope(s, 't', 1, 'turn.started');
+      await a.publish(first);
+      await withBus(async (other) => other.publish(first)); // a retry (within the duplicate window)
+      await a.publish(envelope(s, 't', 2, 'turn.completed')); // a still holds the turn
+      await withBus(async (c) => {
+        const err = await c.publish(envelope(s, 't', 1, 'turn.started')).catch((e: unknown) => e);
+        expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+      });
+      const stored = await collect(a.replay({ sessionId: s }));
+      expect(stored.filter((x) => x.id === first.id)).toHaveLength(1);
+      expect(stored.map((x) => x.seq).slice(0, 2)).toEqual([1, 2]);
     });
   });
 
@@ -259,34 +277,103 @@ describe('NATS bus: subscribe and work queues', () => {
     });
   });
 
-  it('guards a turn with one lease instead of a marker per event: 1 seq marker and 1 lease for a whole turn', async () => {
+  it('guards a turn with one lease instead of a marker per event: 1 lease and no seq marker for a whole turn', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');
       const events = Array.from({ length: 12 }, (_, i) =>
-        envelope(s, 't', i + 1, i % 3 === 2 ? 'call.completed' : 'search.performed'),
+        envelope(s, 't', i + 1, i === 0 ? 'turn.started' : i % 3 === 2 ? 'call.completed' : 'search.performed'),
       );
       for (const e of events) await bus.publish(e);
       const jsm = await jetstreamManager(bus.connection);
       const info = await jsm.streams.info(bus.streams.turns, { subjects_filter: `toolsearch.turnseq.${s}.>` });
-      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([
-        `toolsearch.turnseq.${s}.t.1`,
-        `toolsearch.turnseq.${s}.t.lease`,
-      ]);
+      expect(Object.keys(info.state.subjects ?? {}).sort()).toEqual([`toolsearch.turnseq.${s}.t.lease`]);
+      // 13 JetStream acks for 12 events: the lease claim rides with the first event.
+      expect(bus.stats().acks).toBe(13);
       expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.id)).toEqual(events.map((e) => e.id));
     });
   });
 
-  it('waits for one ack per event of a call (requested, decided, completed), each a single round trip', async () => {
+  it('a call waits for 3 ack rounds: the request and its decision together, call.started, the outcome', async () => {
     await withBus(async (bus) => {
       const s = uid('sess');
+      // The enforcer embedded beside the turn: decides each request on delivery, on the same bus.
+      bus.subscribe(`toolsearch.evt.${s}.*.call_requested`, (req) => {
+        void bus.publish(envelope(s, 't', req.seq + 1, 'call.decided', { causationId: req.id }));
+      });
+      const decided: Envelope[] = [];
+      bus.subscribe(`toolsearch.evt.${s}.t.call_decided`, (e) => decided.push(e));
+      await bus.ready();
       await bus.publish(envelope(s, 't', 1, 'turn.started'));
-      const before = bus.stats();
-      await bus.publish(envelope(s, 't', 2, 'call.requested'));
-      await bus.publish(envelope(s, 't', 3, 'call.decided'));
-      await bus.publish(envelope(s, 't', 4, 'call.completed'));
-      const after = bus.stats();
-      expect(after.ackWaits - before.ackWaits).toBe(3);
-      expect(after.published - before.published).toBe(3);
+      const rounds: number[] = [];
+      for (let call = 0; call < 3; call++) {
+        const base = 2 + call * 4;
+        const before = bus.stats();
+        const requested = bus.publish(envelope(s, 't', base, 'call.requested')); // pipelined: not awaited here
+        await waitFor(() => decided.length === call + 1);
+        await bus.publish(envelope(s, 't', base + 2, 'call.started'));
+        const outcome = bus.publish(envelope(s, 't', base + 3, 'call.completed'));
+        await Promise.all([requested, outcome]);
+        const after = bus.stats();
+        expect(after.acks - before.acks).toBe(4); // requested, decided, started, completed
+        expect(after.published - before.published).toBe(4);
+        expect(after.pings - before.pings).toBe(1); // before call.started only: the request's delivery stood for the decision's
+        rounds.push(after.ackRounds - before.ackRounds);
+      }
+      expect(rounds).toEqual([3, 3, 3]);
+      expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.seq)).toEqual(
+        Array.from({ length: 13 }, (_, i) => i + 1),
+      );
+    });
+  });
+
+  it('never sends call.started after a request JetStream refused, though its decision (sent at once) was stored', async () => {
+    await withBus(async (bus) => {
+      const s = uid('sess');
+      const answered: Promise<unknown>[] = [];
+      let decisionId = '';
+      bus.subscribe(`toolsearch.evt.${s}.*.call_requested`, (req) => {
+        const decision = envelope(s, 't', req.seq + 1, 'call.decided', { causationId: req.id });
+        decisionId = decision.id;
+        answered.push(
+          bus.publish(decision).then(
+            () => 'ok',
+            (e: unknown) => e,
+          ),
+        );
+      });
+      await bus.ready();
+      await bus.publish(envelope(s, 't', 1, 'turn.started'));
+      const lift = refuseStoring(bus.connection, (subject) => subject.endsWith('.call_requested'));
+      const requested = envelope(s, 't', 2, 'call.requested');
+      const refused = bus.publish(requested).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await waitFor(() => answered.length === 1);
+      lift();
+      // The decision is stored, but its publisher hears of the gap before it.
+      const decisionOutcome = await answered[0];
+      expect(isBusError(decisionOutcome, 'bus.unavailable')).toBe(true);
+      expect((decisionOutcome as Error).message).toMatch(/was stored, but an earlier event of turn t was not recorded/);
+      expect(isBusError(await refused, 'bus.rejected')).toBe(true);
+      // call.started acts on the decision (its cause): refused for the same gap.
+      const started = envelope(s, 't', 4, 'call.started', { causationId: decisionId });
+      const err = await bus.publish(started).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isBusError(err, 'bus.unavailable')).toBe(true);
+      expect((err as Error).message).toContain(`event ${started.id} (call.started) not published`);
+      expect((err as Error).message).toContain(requested.id);
+      // The turn goes on (its outcome, its end) after its caller heard of the gap.
+      await bus.publish(envelope(s, 't', 5, 'call.failed', { causationId: decisionId }));
+      await bus.publish(envelope(s, 't', 6, 'turn.completed'));
+      expect((await collect(bus.replay({ sessionId: s }))).map((x) => x.type)).toEqual([
+        'turn.started',
+        'call.decided',
+        'call.failed',
+        'turn.completed',
+      ]);
     });
   });
 

@@ -396,6 +396,29 @@ describe('a secured deployment (toolsearch nats-auth) serves real turns', () => 
   }, 30_000);
 });
 
+describe('turn leases on the secured deployment', () => {
+  it('a gateway member sees another member take its turn over and is refused at its next sync point', async () => {
+    const a = await busAs('gateway');
+    const b = await busAs('gateway');
+    expect(await a.deniedSubscriptions(['toolsearch.turnseq.*.*.lease'])).toEqual([]);
+    const ev = (seq: number, type: 'turn.started' | 'search.performed' | 'turn.completed') =>
+      makeEnvelope({
+        type,
+        sessionId: 'lease-1',
+        turnId: 't1',
+        seq,
+        at: new Date(),
+        causationId: null,
+        data: {} as never,
+      });
+    await a.publish(ev(1, 'turn.started'));
+    await b.publish(ev(2, 'search.performed')); // b takes the turn over at seq 2
+    const err = await a.publish(ev(3, 'turn.completed')).catch((e: unknown) => e);
+    expect(isBusError(err, 'bus.staleWriter')).toBe(true);
+    expect(String((err as Error).message)).toContain('taken over at seq 2');
+  }, 30_000);
+});
+
 describe('attacks on the secured deployment are refused, and nothing runs', () => {
   it('no credentials: the server refuses the connection (bus.unauthorized, saying which credential to give)', async () => {
     const err = await openNatsBus({ url: server.url, connectTimeoutMs: 3000 }).catch((e: unknown) => e);

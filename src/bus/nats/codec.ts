@@ -1,26 +1,32 @@
-import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
+import type { MsgHdrs } from '@nats-io/transport-node';
 import type { Envelope } from '../types.js';
 
 const TRACE_KEYS = ['traceparent', 'tracestate'] as const;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** A header name NATS accepts: printable ASCII without a colon. */
+const HEADER_NAME = /^[!-9;-~]+$/;
+const LINE_BREAK = /[\r\n]/;
 
-/** JSON body plus NATS headers: the W3C trace context travels as `traceparent`/`tracestate` headers too. */
-export function encodeEnvelope(e: Envelope): { data: Uint8Array; headers: MsgHdrs } {
-  const h = natsHeaders();
-  h.set('Ts-Event-Type', e.type);
-  h.set('Ts-Seq', String(e.seq));
+/**
+ * JSON body plus the extra NATS header lines of an envelope (each `\r\n<name>: <value>`, '' for none): the W3C trace
+ * context travels as `traceparent`/`tracestate` headers too, for tools that read headers only. The body has every
+ * field; the type and seq are in the subject and the body, so they are not repeated as headers. A trace entry a
+ * header cannot carry (a line break, a name with a colon) is left to the body.
+ */
+export function encodeEnvelope(e: Envelope): { data: Uint8Array; headers: string } {
+  let headers = '';
   if (e.trace !== undefined) {
     for (const [k, v] of Object.entries(e.trace)) {
-      // Header values cannot carry line breaks; trace context never has them.
-      if (typeof v === 'string' && !/[\r\n]/.test(v)) h.set(k, v);
+      if (typeof v === 'string' && !LINE_BREAK.test(v) && HEADER_NAME.test(k)) headers += `\r\n${k}: ${v.trim()}`;
     }
   }
-  return { data: encoder.encode(JSON.stringify(e)), headers: h };
+  // Buffer.from: Node's own UTF-8 encoding, cheaper than TextEncoder's for strings of this size.
+  return { data: Buffer.from(JSON.stringify(e)), headers };
 }
 
 /** Parses a stored or delivered message; `undefined` for anything that is not an envelope. Pure: no I/O. */
-export function decodeEnvelope(data: Uint8Array, hdrs?: MsgHdrs): Envelope | undefined {
+export function decodeEnvelope(data: Uint8Array, hdrs?: MsgHdrs | (() => MsgHdrs | undefined)): Envelope | undefined {
   let v: unknown;
   try {
     v = JSON.parse(decoder.decode(data));
@@ -28,10 +34,12 @@ export function decodeEnvelope(data: Uint8Array, hdrs?: MsgHdrs): Envelope | und
     return undefined;
   }
   if (!isEnvelope(v)) return undefined;
-  if (v.trace === undefined && hdrs !== undefined) {
+  // Headers are read (parsed) only for a message whose body has no trace: one another tool published.
+  const h = v.trace === undefined ? (typeof hdrs === 'function' ? hdrs() : hdrs) : undefined;
+  if (h !== undefined) {
     const trace: Record<string, string> = {};
     for (const k of TRACE_KEYS) {
-      const value = hdrs.get(k);
+      const value = h.get(k);
       if (value !== '') trace[k] = value;
     }
     if (Object.keys(trace).length > 0) v.trace = trace;

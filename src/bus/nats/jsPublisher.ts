@@ -1,6 +1,5 @@
 import {
   createInbox,
-  headers as natsHeaders,
   NoRespondersError,
   TimeoutError,
   type Msg,
@@ -19,10 +18,33 @@ export interface PubAck {
 
 export interface JsPublishOptions {
   msgID: string;
-  headers?: MsgHdrs;
+  /** More header lines, each `\r\n<name>: <value>` (see `encodeEnvelope`). */
+  headers?: string;
   /** `Nats-Expected-Last-Subject-Sequence`: the publish is refused unless the subject's last message has this sequence. */
   expect?: { lastSubjectSequence: number };
   timeout: number;
+}
+
+/**
+ * The header block of one publish, encoded once: the client asks a publish's headers only for their bytes, so a
+ * header map (parsed names, one array per value) is not built for every publish.
+ */
+class RawHeaders {
+  constructor(readonly bytes: Uint8Array) {}
+  encode(): Uint8Array {
+    return this.bytes;
+  }
+}
+
+const LINE_BREAK = /[\r\n]/;
+
+/** The NATS header block of a JetStream publish. Throws for a message id a header cannot carry. Pure: no I/O. */
+export function publishHeaders(opts: Pick<JsPublishOptions, 'msgID' | 'expect' | 'headers'>): MsgHdrs {
+  if (LINE_BREAK.test(opts.msgID)) throw new Error('a JetStream message id cannot contain \\r or \\n');
+  let block = `NATS/1.0\r\nNats-Msg-Id: ${opts.msgID.trim()}`;
+  if (opts.expect !== undefined) block += `\r\nNats-Expected-Last-Subject-Sequence: ${opts.expect.lastSubjectSequence}`;
+  if (opts.headers !== undefined) block += opts.headers;
+  return new RawHeaders(Buffer.from(`${block}\r\n\r\n`)) as unknown as MsgHdrs;
 }
 
 interface Waiting {
@@ -30,6 +52,11 @@ interface Waiting {
   deadline: number;
   resolve: (ack: PubAck) => void;
   reject: (err: unknown) => void;
+}
+
+interface Ping {
+  deadline: number;
+  resolve: () => void;
 }
 
 /** How often outstanding acks are checked against their deadlines. */
@@ -50,7 +77,9 @@ export class JsPublisher {
   readonly #sub: Subscription;
   readonly #waiting = new Map<string, Waiting>();
   #queue: { subject: string; data: Uint8Array; headers: MsgHdrs; token: string }[] = [];
-  #pings: (() => void)[] = [];
+  /** Pings to send with the next write, and pings sent whose PONG has not come (answered or given up together). */
+  #pings: Ping[] = [];
+  #pingsOut = new Set<Ping>();
   #flushScheduled = false;
   #sweep: NodeJS.Timeout | undefined;
   #next = 0;
@@ -62,10 +91,12 @@ export class JsPublisher {
   }
 
   publish(subject: string, data: Uint8Array, opts: JsPublishOptions): Promise<PubAck> {
-    const headers = opts.headers ?? natsHeaders();
-    headers.set('Nats-Msg-Id', opts.msgID);
-    if (opts.expect !== undefined)
-      headers.set('Nats-Expected-Last-Subject-Sequence', String(opts.expect.lastSubjectSequence));
+    let headers: MsgHdrs;
+    try {
+      headers = publishHeaders(opts);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const token = (this.#next++).toString(36);
     return new Promise<PubAck>((resolve, reject) => {
       this.#waiting.set(token, { subject, deadline: Date.now() + opts.timeout, resolve, reject });
@@ -83,13 +114,15 @@ export class JsPublisher {
 
   /**
    * A ping to the server sent after every publish queued so far, shared by every caller of this turn of the event
-   * loop (one PING in the same write as the publishes). Resolves on the PONG; a failed ping resolves too (the caller
-   * bounds its wait and learns of a broken connection from its publishes).
+   * loop (one PING in the same write as the publishes). Resolves on the PONG, or after `timeoutMs` without one (the
+   * sweep that bounds the acks bounds it, no timer per ping); a failed ping resolves too (the caller learns of a
+   * broken connection from its publishes).
    */
-  ping(): Promise<void> {
+  ping(timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      this.#pings.push(resolve);
+      this.#pings.push({ deadline: Date.now() + Math.max(0, timeoutMs), resolve });
       this.#schedule();
+      this.#sweep ??= setInterval(() => this.#expire(), SWEEP_MS);
     });
   }
 
@@ -98,8 +131,8 @@ export class JsPublisher {
     const waiting = [...this.#waiting.values()];
     this.#waiting.clear();
     this.#queue = [];
-    this.#stopSweep();
     for (const w of waiting) w.reject(err);
+    this.#maybeStopSweep();
   }
 
   /** Fails the oldest outstanding publish on `subject` (the server refused it: a permissions violation). */
@@ -113,6 +146,9 @@ export class JsPublisher {
   }
 
   close(): void {
+    for (const p of [...this.#pings, ...this.#pingsOut]) p.resolve();
+    this.#pings = [];
+    this.#pingsOut.clear();
     this.#stopSweep();
     try {
       this.#sub.unsubscribe();
@@ -138,8 +174,12 @@ export class JsPublisher {
     if (this.#pings.length > 0) {
       const pings = this.#pings;
       this.#pings = [];
+      for (const p of pings) this.#pingsOut.add(p);
       const done = () => {
-        for (const p of pings) p();
+        for (const p of pings) {
+          if (this.#pingsOut.delete(p)) p.resolve();
+        }
+        this.#maybeStopSweep();
       };
       this.#nc.flush().then(done, done);
     }
@@ -175,7 +215,7 @@ export class JsPublisher {
 
   #settle(token: string): void {
     this.#waiting.delete(token);
-    if (this.#waiting.size === 0) this.#stopSweep();
+    this.#maybeStopSweep();
   }
 
   #expire(): void {
@@ -185,6 +225,19 @@ export class JsPublisher {
       this.#settle(token);
       w.reject(new TimeoutError());
     }
+    for (const p of [...this.#pings, ...this.#pingsOut]) {
+      if (p.deadline > now) continue;
+      this.#pingsOut.delete(p);
+      const queued = this.#pings.indexOf(p);
+      if (queued >= 0) this.#pings.splice(queued, 1);
+      p.resolve();
+    }
+    this.#maybeStopSweep();
+  }
+
+  /** The sweep runs while an ack or a ping is outstanding. */
+  #maybeStopSweep(): void {
+    if (this.#waiting.size === 0 && this.#pings.length === 0 && this.#pingsOut.size === 0) this.#stopSweep();
   }
 
   #stopSweep(): void {

@@ -43,13 +43,14 @@ import {
   EVENT_SUBJECT_PREFIX,
   GATEWAY_SUBJECT_PREFIX,
   STATUS_SUBJECT,
+  TURN_MARKER_ROOT,
   actorSubject,
   replaySubject,
   turnLeaseSubject,
   turnMarkerSubject,
 } from './subjects.js';
 import { TurnLease, type LeaseHolder } from './turnLease.js';
-import { JsPublisher } from './jsPublisher.js';
+import { JsPublisher, type PubAck } from './jsPublisher.js';
 import { isSyncPoint } from '../syncPoints.js';
 import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
 
@@ -107,7 +108,12 @@ export interface NatsBusStats {
   /** Events stored by this bus (duplicates of an earlier publish excluded where known). */
   published: number;
   /** JetStream acks waited for: one per event, seq marker, lease claim and lease check (each ack counted once, however many wait for it). */
-  ackWaits: number;
+  acks: number;
+  /**
+   * Serial ack round trips: per turn, a publish sent while none of the turn's acks is outstanding starts a round;
+   * publishes sent while one is outstanding join it (acks awaited together count once). Other subjects: one per publish.
+   */
+  ackRounds: number;
   /** Core pings before sync points (after one, a takeover of the lease is known here). */
   pings: number;
 }
@@ -140,6 +146,8 @@ const SEEN_LIMIT = 10_000;
 const LEASE_LIMIT = 50_000;
 /** Answers other actors publish into a turn at the seq it reserved: they never take the turn's lease. */
 const ANSWER_TYPES = new Set(['call.decided', 'approval.resolved']);
+/** Requests an actor in this process may answer at once on delivery (see `#heardHere`). */
+const REQUEST_TYPES = new Set(['call.requested']);
 /** Thrown inside a retried operation when its deadline has passed before an attempt: ends the retries. */
 class OutOfTime extends Error {
   override readonly name = 'OutOfTime';
@@ -340,8 +348,14 @@ class NatsBusImpl implements NatsBus {
   readonly #chains = new Map<string, Promise<unknown>>();
   /** The turns this bus writes: lease, seqs written, acks outstanding. */
   readonly #leases = new Map<string, TurnLease>();
+  /** The leases watched for takeovers, by lease subject (one subscription for all: `#watchLeases`). */
+  readonly #byLeaseSubject = new Map<string, TurnLease>();
+  #leaseWatch: Subscription | undefined;
+  /** Requests delivered on this connection in this turn of the event loop (see `#heardHere`). */
+  readonly #heard = new Set<string>();
+  #heardCleared = false;
   readonly #writerId = randomUUID();
-  readonly #stats: NatsBusStats = { published: 0, ackWaits: 0, pings: 0 };
+  readonly #stats: NatsBusStats = { published: 0, acks: 0, ackRounds: 0, pings: 0 };
   readonly #stops = new Set<() => void>();
   readonly #pendingSetups = new Set<Promise<unknown>>();
   readonly #durables = new Map<string, Promise<void>>();
@@ -433,10 +447,8 @@ class NatsBusImpl implements NatsBus {
     const run = prev.then(async () => {
       const deadline = Date.now() + this.#publishTimeoutMs;
       const { data, headers } = encodeEnvelope(event);
-      this.#stats.ackWaits++;
-      await this.#withRetry(event, deadline, (timeout) =>
-        this.#pub.publish(subject, data, { msgID: event.id, headers, timeout }),
-      );
+      this.#stats.ackRounds++;
+      await this.#send(undefined, event, subject, data, { msgID: event.id, headers }, deadline);
       this.#stats.published++;
     });
     const tail = run.catch(() => undefined);
@@ -450,27 +462,62 @@ class NatsBusImpl implements NatsBus {
   /**
    * A turn event. The first event this bus writes in a turn claims the turn's lease (the writer guard, once per turn
    * instead of once per event); later ones are sent at once, in call order, each resolving on its own ack, so
-   * publishes nobody awaits are pipelined. A sync point (`isSyncPoint`: a decision, a hand-off, a terminal event)
-   * first waits for every earlier ack of the turn and a ping (after which a takeover of the lease is known here),
-   * then is sent: it fails if an earlier publish of the turn failed or the lease was lost (`bus.staleWriter`).
-   * Answers (`call.decided`, `approval.resolved`) from a bus that does not hold the lease (a policy or approver
-   * process) are guarded per seq as before, and never take the lease.
+   * publishes nobody awaits are pipelined. A sync point (`isSyncPoint`: a hand-off, a side effect about to start, a
+   * terminal event) first waits for every earlier ack of the turn and a ping (after which a takeover of the lease is
+   * known here), then is sent: it fails if an earlier publish of the turn failed or the lease was lost
+   * (`bus.staleWriter`).
+   *
+   * An answer (`call.decided`, `approval.resolved`) published by the bus that holds the turn's lease (an enforcer
+   * embedded in the engine) is not held back for the turn's earlier acks: it is sent at once, and its ack and the
+   * earlier ones are awaited together (one round trip for the request and its decision). The lease is checked first
+   * as for a sync point; when the request it answers was delivered on this connection in this same turn of the event
+   * loop, that delivery serves as the ping (the server delivers in order, so a takeover it routed before the request
+   * is known here). Its failure, and any earlier one, fails the turn's next sync point (`call.started`), so a call
+   * whose request or decision is not recorded never starts.
+   *
+   * Answers from a bus that does not hold the lease (a policy or approver process) are guarded per seq as before,
+   * and never take the lease.
    */
   #publishTurnEvent(event: Envelope, subject: string): Promise<void> {
     const key = `${event.sessionId}\u0000${event.turnId}`;
     let lease = this.#leases.get(key);
     if (lease === undefined) {
-      lease = new TurnLease();
+      lease = new TurnLease(turnLeaseSubject(event));
       this.#leases.set(key, lease);
       this.#forgetOldLeases();
     }
     const l = lease;
     l.inFlight++;
-    const point = isSyncPoint(event.type);
+    const answer = ANSWER_TYPES.has(event.type);
+    const point = !answer && isSyncPoint(event.type);
+    if (!point && l.tainted.size > 0 && event.causationId !== null) {
+      const taint = l.tainted.get(event.causationId);
+      if (taint !== undefined) l.tainted.set(event.id, taint);
+    }
+    // The usual case, without a chain: the lease is held and nothing of the turn waits to go out before this event.
+    if (l.state === 'held' && l.queued === 0 && !point && (!answer || this.#heardHere(event, l))) {
+      const held = l.seqs.get(event.seq);
+      if (held !== undefined && held !== event.id) {
+        this.#settled(key, l, event);
+        return Promise.reject(this.#stale(event, held));
+      }
+      const deadline = Date.now() + this.#publishTimeoutMs;
+      return answer
+        ? this.#sendAnswer(key, l, event, subject, deadline)
+        : this.#sendHeld(key, l, event, subject, deadline, true);
+    }
+    l.queued++;
+    let sentFlag = false;
     let resolveSent!: () => void;
     const sent = new Promise<void>((r) => {
       resolveSent = r;
     });
+    const markSent = () => {
+      if (sentFlag) return;
+      sentFlag = true;
+      l.queued--;
+      resolveSent();
+    };
     const acked = l.tail.then(async () => {
       const deadline = Date.now() + this.#publishTimeoutMs;
       try {
@@ -478,15 +525,13 @@ class NatsBusImpl implements NatsBus {
         if (held !== undefined && held !== event.id) throw this.#stale(event, held);
         if (l.state === 'lost') throw this.#staleLease(event, l.lostTo);
         if (l.state === 'none') {
-          if (ANSWER_TYPES.has(event.type)) {
+          if (answer) {
             // Not this bus's turn: the answer claims its (reserved) seq only.
-            const retry = await this.#claimSeq(event, deadline);
+            const retry = await this.#claimSeq(event, l, deadline);
             const { data, headers } = encodeEnvelope(event);
-            resolveSent();
-            this.#stats.ackWaits++;
-            await this.#withRetry(event, deadline, (timeout) =>
-              this.#pub.publish(subject, data, { msgID: event.id, headers, timeout }),
-            );
+            const ack = this.#send(l, event, subject, data, { msgID: event.id, headers }, deadline);
+            markSent();
+            await ack;
             if (!retry) this.#stats.published++;
             return;
           }
@@ -494,51 +539,46 @@ class NatsBusImpl implements NatsBus {
             await this.#startTurn(event, subject, l, deadline);
             return;
           }
-          const retry = await this.#claimSeq(event, deadline);
+          const retry = await this.#claimSeq(event, l, deadline);
           if (retry) {
             // The same event again (a retry from another process): stored already, the lease stays where it is.
             const { data, headers } = encodeEnvelope(event);
-            resolveSent();
-            this.#stats.ackWaits++;
-            await this.#withRetry(event, deadline, (timeout) =>
-              this.#pub.publish(subject, data, { msgID: event.id, headers, timeout }),
-            );
+            const ack = this.#send(l, event, subject, data, { msgID: event.id, headers }, deadline);
+            markSent();
+            await ack;
             return;
           }
           await this.#claimLease(event, l, deadline);
-        } else if (point) {
-          // The turn's earlier acks (each counted once, by its own publish) and a ping, awaited together.
-          const waits: Promise<unknown>[] = [...l.unacked];
+          const ack = this.#sendHeld(undefined, l, event, subject, deadline, !point && !answer);
+          markSent();
+          await ack;
+          return;
+        }
+        if (point || answer) {
+          // A sync point waits for the turn's earlier acks (each counted once, by its own publish) and a ping,
+          // together; an answer only for the ping (its request's delivery here, when it was just heard, is one).
+          const waits: Promise<unknown>[] = point ? [...l.unacked] : [];
           // While disconnected there is nothing to ping: the send below waits for the connection (within its bound).
-          if (this.#connected) {
-            this.#stats.pings++;
-            waits.push(this.#flushWithin(deadline - Date.now()));
-          }
-          await Promise.allSettled(waits);
-          if (l.failure !== undefined) {
+          if (this.#connected && !(answer && this.#heardHere(event, l))) waits.push(this.#ping(deadline));
+          if (waits.length > 0) await Promise.allSettled(waits);
+          if (point && l.failure !== undefined) {
             const failure = l.failure;
             l.failure = undefined; // reported once: the turn may go on after its caller heard of the gap
-            throw new BusError(
-              'bus.unavailable',
-              `event ${event.id} (${event.type}) not published: an earlier event of turn ${event.turnId} was not recorded (${describe(failure)})`,
-              { cause: failure },
-            );
+            throw this.#gap(event, failure, false);
           }
+          // Acting on an answer whose request was not recorded (its publisher heard of that gap, the turn not yet).
+          const taint = point && event.causationId !== null ? l.tainted.get(event.causationId) : undefined;
+          if (taint !== undefined) throw this.#gap(event, taint, false);
           if (l.suspect) await this.#verifyLease(event, l, deadline);
           if ((l.state as TurnLease['state']) === 'lost') throw this.#staleLease(event, l.lostTo);
         }
-        l.seqs.set(event.seq, event.id);
-        const { data, headers } = encodeEnvelope(event);
-        const ack = this.#withRetry(event, deadline, (timeout) =>
-          this.#pub.publish(subject, data, { msgID: event.id, headers, timeout }),
-        );
-        l.track(ack, event.seq, event.id, !point);
-        resolveSent();
-        this.#stats.ackWaits++;
+        const ack = answer
+          ? this.#sendAnswer(undefined, l, event, subject, deadline)
+          : this.#sendHeld(undefined, l, event, subject, deadline, !point);
+        markSent();
         await ack;
-        this.#stats.published++;
       } finally {
-        resolveSent();
+        markSent();
       }
     });
     // The next send of the turn goes once this one is on the wire (or refused), not once it is acknowledged.
@@ -551,50 +591,135 @@ class NatsBusImpl implements NatsBus {
   }
 
   /**
-   * A turn's first event (`turn.started`, seq 1): no other writer can hold a turn that has just begun, so its seq
-   * marker, the lease claim and the event itself go out together, in that order and in one write, and their acks
-   * are awaited together (one round trip instead of three). A retry of the same event (its marker is already this
-   * event's) leaves the lease where it is, as the one-by-one path does; a conflict is reported as there.
+   * Sends one event under the held lease: its seq is taken here, its ack counts as outstanding (a failed fact, the
+   * `poison`, fails the turn's next sync point, since nobody may await it). With `key`, the publish also ends here
+   * (`#settled`); without, its caller ends it.
+   */
+  #sendHeld(
+    key: string | undefined,
+    l: TurnLease,
+    event: Envelope,
+    subject: string,
+    deadline: number,
+    poison: boolean,
+  ): Promise<void> {
+    l.seqs.set(event.seq, event.id);
+    const { data, headers } = encodeEnvelope(event);
+    const ack = this.#send(l, event, subject, data, { msgID: event.id, headers }, deadline);
+    l.unacked.add(ack);
+    return ack.then(
+      () => {
+        l.unacked.delete(ack);
+        this.#stats.published++;
+        if (key !== undefined) this.#settled(key, l, event);
+      },
+      (e: unknown) => {
+        l.unacked.delete(ack);
+        if (l.seqs.get(event.seq) === event.id) l.seqs.delete(event.seq);
+        if (poison) l.failure ??= e;
+        if (key !== undefined) this.#settled(key, l, event);
+        throw e;
+      },
+    );
+  }
+
+  /**
+   * An answer under the held lease, sent at once: resolves once it and every earlier event of the turn are stored
+   * (their acks awaited together). Its own failure fails the turn's next sync point too (nobody in the turn awaits
+   * it). An earlier failure is reported to its publisher, once, and taints the answer: a sync point caused by it (or
+   * by a fact caused by it, such as an approval request) is refused for the same gap, so a call whose request was not
+   * recorded never starts, while the turn's other sync points (its end) go on.
+   */
+  #sendAnswer(
+    key: string | undefined,
+    l: TurnLease,
+    event: Envelope,
+    subject: string,
+    deadline: number,
+  ): Promise<void> {
+    const earlier = [...l.unacked];
+    const own = this.#sendHeld(key, l, event, subject, deadline, true);
+    if (earlier.length === 0 && l.failure === undefined) return own;
+    return Promise.allSettled([own, ...earlier]).then(([mine, ...before]) => {
+      if (mine!.status === 'rejected') throw mine!.reason;
+      const failed = l.failure ?? before.find((r): r is PromiseRejectedResult => r.status === 'rejected')?.reason;
+      if (failed === undefined) return;
+      l.failure = undefined;
+      l.tainted.set(event.id, failed);
+      throw this.#gap(event, failed, true);
+    });
+  }
+
+  /** An event refused (or, `stored`, stored but not vouched for) because an earlier one of its turn was not recorded. */
+  #gap(event: Envelope, failure: unknown, stored: boolean): BusError {
+    return new BusError(
+      'bus.unavailable',
+      `event ${event.id} (${event.type}) ${stored ? 'was stored, but' : 'not published:'} an earlier event of turn ${event.turnId} was not recorded (${describe(failure)})`,
+      { cause: failure },
+    );
+  }
+
+  /**
+   * Whether the request `event` answers (its causation) was delivered on this connection in this turn of the event
+   * loop, with no sign of another writer since: then that delivery stands for the ping before the answer.
+   */
+  #heardHere(event: Envelope, l: TurnLease): boolean {
+    return !l.suspect && event.causationId !== null && this.#heard.has(event.causationId);
+  }
+
+  /** Notes a request delivered on this connection (see `#heardHere`); forgotten at the end of this turn of the loop. */
+  #hear(env: Envelope): void {
+    if (!REQUEST_TYPES.has(env.type)) return;
+    this.#heard.add(env.id);
+    if (this.#heardCleared) return;
+    this.#heardCleared = true;
+    setImmediate(() => {
+      this.#heard.clear();
+      this.#heardCleared = false;
+    });
+  }
+
+  /**
+   * A turn's first event (`turn.started`, seq 1): no other writer can hold a turn that has just begun, so the lease
+   * claim and the event itself go out together, in that order and in one write, and their acks are awaited together
+   * (one round trip instead of two). The claim is the turn's only guard: its message id is the event's, so a retry
+   * of the same event from another process is a duplicate of the claim (or, past the duplicate window, finds this
+   * event's id in the lease record) and leaves the lease where it is, as the one-by-one path does; another event on
+   * seq 1 is `bus.staleWriter`.
    */
   async #startTurn(event: Envelope, subject: string, l: TurnLease, deadline: number): Promise<void> {
-    const marker = this.#claimSeq(event, deadline);
     const claim = this.#claimLease(event, l, deadline);
     const { data, headers } = encodeEnvelope(event);
-    this.#stats.ackWaits++;
-    const ack = this.#withRetry(event, deadline, (timeout) =>
-      this.#pub.publish(subject, data, { msgID: event.id, headers, timeout }),
-    );
-    const [m, c, a] = await Promise.allSettled([marker, claim, ack]);
-    if (m.status === 'rejected') throw m.reason;
-    if (m.value) {
+    const ack = this.#send(l, event, subject, data, { msgID: event.id, headers }, deadline);
+    const [c, a] = await Promise.allSettled([claim, ack]);
+    if (c.status === 'rejected') throw c.reason;
+    if (c.value) {
       // A retry from another process: stored already; this bus does not take the lease for it.
-      if (c.status === 'fulfilled' || l.state === 'lost') l.state = 'none';
+      l.state = 'none';
       if (a.status === 'rejected') throw a.reason;
       return;
     }
-    if (c.status === 'rejected') throw c.reason;
     if (a.status === 'rejected') throw a.reason;
     l.seqs.set(event.seq, event.id);
     this.#stats.published++;
   }
 
-  /** A ping to the server, given up after `ms` (a stalled connection must not hold a publish past its bound). */
-  #flushWithin(ms: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, Math.max(0, ms));
-    });
-    return Promise.race([this.#pub.ping(), bound]).finally(() => clearTimeout(timer));
+  /** A ping to the server (shared by every caller of this turn of the event loop), given up at `deadline`. */
+  #ping(deadline: number): Promise<void> {
+    this.#stats.pings++;
+    return this.#pub.ping(deadline - Date.now());
   }
 
   #settled(key: string, l: TurnLease, event: Envelope): void {
     l.inFlight--;
     if (event.type === 'turn.completed' || event.type === 'turn.failed') l.ended = true;
     // A turn this bus only answered into (never took the lease) needs nothing kept once its publishes are done.
-    if ((l.ended || l.state === 'none') && l.inFlight === 0 && this.#leases.get(key) === l) {
-      l.release();
-      this.#leases.delete(key);
-    }
+    if ((l.ended || l.state === 'none') && l.inFlight === 0 && this.#leases.get(key) === l) this.#forget(key, l);
+  }
+
+  #forget(key: string, l: TurnLease): void {
+    this.#leases.delete(key);
+    if (this.#byLeaseSubject.get(l.subject) === l) this.#byLeaseSubject.delete(l.subject);
   }
 
   /** Leases of turns that never ended (a crashed caller) are forgotten oldest first beyond a bound. */
@@ -604,9 +729,39 @@ class NatsBusImpl implements NatsBus {
       if (first.done === true) return;
       const [key, l] = first.value;
       if (l.inFlight > 0) return;
-      l.release();
-      this.#leases.delete(key);
+      this.#forget(key, l);
     }
+  }
+
+  /**
+   * Sends one JetStream publish and resolves with its ack: at once in the usual case, retried until `deadline` when
+   * NATS is away (see `#withRetry`). Counted in `acks`, and, with a lease, in the turn's ack rounds (a publish sent
+   * while none of the turn's acks is outstanding starts a round; the others join it).
+   */
+  #send(
+    l: TurnLease | undefined,
+    event: Envelope,
+    subject: string,
+    data: Uint8Array,
+    opts: { msgID: string; headers?: string; expect?: { lastSubjectSequence: number } },
+    deadline: number,
+  ): Promise<PubAck> {
+    this.#stats.acks++;
+    const op = (timeout: number) => this.#pub.publish(subject, data, { ...opts, timeout });
+    const remaining = deadline - Date.now();
+    const ack =
+      this.#connected && !this.#closed && remaining > 0
+        ? this.#pub
+            .publish(subject, data, { ...opts, timeout: Math.max(50, Math.min(remaining, 2000)) })
+            .catch((e: unknown) => {
+              if (!isTransient(e)) throw this.#refused(event, e);
+              return this.#withRetry(event, deadline, op, e);
+            })
+        : this.#withRetry(event, deadline, op);
+    if (l === undefined) return ack;
+    if (l.outstanding++ === 0) this.#stats.ackRounds++;
+    ack.then(l.answered, l.answered);
+    return ack;
   }
 
   /**
@@ -614,13 +769,17 @@ class NatsBusImpl implements NatsBus {
    * `Nats-Expected-Last-Subject-Sequence: 0` and the event id as msgID. Returns true when the marker is already this
    * event's (a retry: the event itself is stored or about to be); a marker of another event is `bus.staleWriter`.
    */
-  async #claimSeq(event: Envelope, deadline: number): Promise<boolean> {
+  async #claimSeq(event: Envelope, l: TurnLease, deadline: number): Promise<boolean> {
     const subject = turnMarkerSubject(event);
     const body = encodeJson({ seq: event.seq, id: event.id });
     try {
-      this.#stats.ackWaits++;
-      const ack = await this.#withRetry(event, deadline, (timeout) =>
-        this.#pub.publish(subject, body, { msgID: event.id, expect: { lastSubjectSequence: 0 }, timeout }),
+      const ack = await this.#send(
+        l,
+        event,
+        subject,
+        body,
+        { msgID: event.id, expect: { lastSubjectSequence: 0 } },
+        deadline,
       );
       return ack.duplicate;
     } catch (e) {
@@ -638,33 +797,30 @@ class NatsBusImpl implements NatsBus {
   /**
    * Takes the turn's lease (`toolsearch.turnseq.<s>.<t>.lease`, compare-and-set on its last sequence): free, or
    * held by a writer that started before this event's seq (a takeover). A lease taken from an earlier or equal seq
-   * is `bus.staleWriter`. Watches the lease afterwards, so a takeover by another writer is seen here.
+   * is `bus.staleWriter`. Watches the lease afterwards, so a takeover by another writer is seen here: one
+   * subscription per bus to every turn's lease subject (claims are one per turn), not one per turn.
    */
-  async #claimLease(event: Envelope, l: TurnLease, deadline: number): Promise<void> {
-    const subject = turnLeaseSubject(event);
+  async #claimLease(event: Envelope, l: TurnLease, deadline: number): Promise<boolean> {
+    const subject = l.subject;
     const me: LeaseHolder = { writer: this.#writerId, seq: event.seq, id: event.id };
-    l.sub ??= this.connection.subscribe(subject, {
-      callback: (err, msg) => {
-        if (err !== null) return;
-        // Core subscribers also see claims the stream then refuses (a failed compare-and-set), so a claim by
-        // another writer only makes the lease suspect: the next sync point reads the lease record to know.
-        const h = parseMarker(msg.data);
-        if (h.writer !== undefined && h.writer !== this.#writerId) l.suspect = true;
-      },
-    });
+    this.#watchLeases();
+    this.#byLeaseSubject.set(subject, l);
     let expected = 0;
     for (let attempt = 0; attempt < 10; attempt++) {
       try {
-        this.#stats.ackWaits++;
-        await this.#withRetry(event, deadline, (timeout) =>
-          this.#pub.publish(subject, encodeJson(me), {
-            msgID: `${event.id}:lease`,
-            expect: { lastSubjectSequence: expected },
-            timeout,
-          }),
+        const ack = await this.#send(
+          l,
+          event,
+          subject,
+          encodeJson(me),
+          { msgID: `${event.id}:lease`, expect: { lastSubjectSequence: expected } },
+          deadline,
         );
+        // The first event's claim made before by another writer (a retry of that event): not this bus's lease.
+        if (ack.duplicate && event.seq === 1 && (await this.#leaseWriter(event, l, deadline)) !== this.#writerId)
+          return true;
         if (l.state !== 'lost') l.state = 'held';
-        return;
+        return false;
       } catch (e) {
         if (!(e instanceof JetStreamApiError && e.code === WRONG_LAST_SEQUENCE)) throw e;
       }
@@ -678,8 +834,10 @@ class NatsBusImpl implements NatsBus {
       const h = parseMarker(current.data);
       if (h.writer === this.#writerId) {
         l.state = 'held';
-        return;
+        return false;
       }
+      // This same first event, claimed by another writer past the duplicate window: a retry, not a conflict.
+      if (event.seq === 1 && h.id === event.id) return true;
       if ((h.seq ?? 0) >= event.seq) {
         l.state = 'lost';
         l.lostTo = { writer: h.writer ?? '', seq: h.seq ?? 0, id: h.id };
@@ -693,12 +851,40 @@ class NatsBusImpl implements NatsBus {
     );
   }
 
+  /** The writer the turn's lease record names ('' when there is none). */
+  async #leaseWriter(event: Envelope, l: TurnLease, deadline: number): Promise<string> {
+    const current = await this.#withRetry(event, deadline, () =>
+      this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: l.subject }),
+    );
+    return current === null ? '' : (parseMarker(current.data).writer ?? '');
+  }
+
+  /**
+   * The one subscription to every turn's lease subject. Core subscribers also see claims the stream then refuses (a
+   * failed compare-and-set), so a claim by another writer only makes the lease suspect: the next sync point reads
+   * the lease record to know.
+   */
+  #watchLeases(): void {
+    if (this.#leaseWatch !== undefined) return;
+    const sub = this.connection.subscribe(`${TURN_MARKER_ROOT}.*.*.lease`, {
+      callback: (err, msg) => {
+        if (err !== null) return;
+        const l = this.#byLeaseSubject.get(msg.subject);
+        if (l === undefined) return;
+        const h = parseMarker(msg.data);
+        if (h.writer !== undefined && h.writer !== this.#writerId) l.suspect = true;
+      },
+    });
+    this.#leaseWatch = sub;
+    this.#track(() => sub.unsubscribe());
+  }
+
   /** Reads the lease record after another writer's claim was seen: still ours, or lost to the record's writer. */
   async #verifyLease(event: Envelope, l: TurnLease, deadline: number): Promise<void> {
     l.suspect = false;
-    this.#stats.ackWaits++;
+    this.#stats.acks++;
     const current = await this.#withRetry(event, deadline, () =>
-      this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: turnLeaseSubject(event) }),
+      this.#jsm.streams.getMessage(this.streams.turns, { last_by_subj: l.subject }),
     );
     const h = current === null ? undefined : parseMarker(current.data);
     if (h?.writer !== undefined && h.writer !== this.#writerId) {
@@ -735,11 +921,17 @@ class NatsBusImpl implements NatsBus {
    * Runs a JetStream call until it succeeds or `deadline` passes. Lost connections, timeouts, "no responders"
    * and 503s (no stream leader yet) are retried; the message id keeps every retry idempotent.
    */
-  async #withRetry<T>(event: Envelope, deadline: number, op: (timeoutMs: number) => Promise<T>): Promise<T> {
-    let lastErr: unknown;
-    // The usual case first, without the retry machinery (its timers and closures cost more than a publish).
+  async #withRetry<T>(
+    event: Envelope,
+    deadline: number,
+    op: (timeoutMs: number) => Promise<T>,
+    firstErr?: unknown,
+  ): Promise<T> {
+    let lastErr: unknown = firstErr;
+    // The usual case first, without the retry machinery (its timers and closures cost more than a publish); skipped
+    // when the caller made that attempt already (`firstErr`, a transient failure).
     const remaining = deadline - Date.now();
-    if (this.#connected && !this.#closed && remaining > 0) {
+    if (firstErr === undefined && this.#connected && !this.#closed && remaining > 0) {
       try {
         return await op(Math.max(50, Math.min(remaining, 2000)));
       } catch (e) {
@@ -841,7 +1033,7 @@ class NatsBusImpl implements NatsBus {
         // A stream's republish (`Nats-Stream` header) is the server publishing for someone: it would carry a message
         // onto a subject its writer may not publish to (a forged answer), so a live subscription never takes one.
         if (msg.headers?.get('Nats-Stream')) return;
-        this.#deliver(msg.subject, msg.data, msg.headers, seen, onEvent);
+        this.#deliver(msg.subject, msg.data, () => msg.headers, seen, onEvent, true);
       },
     });
     return this.#track(() => sub.unsubscribe());
@@ -884,7 +1076,7 @@ class NatsBusImpl implements NatsBus {
       void (async () => {
         for await (const m of messages) {
           if (!manual) {
-            this.#deliver(m.subject, m.data, m.headers, seen, onEvent);
+            this.#deliver(m.subject, m.data, () => m.headers, seen, onEvent, false);
             m.ack();
             continue;
           }
@@ -1044,15 +1236,17 @@ class NatsBusImpl implements NatsBus {
   #deliver(
     subject: string,
     data: Uint8Array,
-    hdrs: Msg['headers'],
+    hdrs: () => Msg['headers'],
     seen: RecentIds,
     onEvent: (e: Envelope, info?: DeliveryInfo) => void,
+    live: boolean,
   ): void {
     const env = decodeEnvelope(data, hdrs);
     if (env === undefined) {
       this.#opts.onStatus?.({ type: 'undecodable', subject });
       return;
     }
+    if (live) this.#hear(env);
     if (!seen.add(env.id)) return; // a retried publish or a redelivery: already handed over
     try {
       onEvent(env, { subject });
@@ -1266,8 +1460,8 @@ class NatsBusImpl implements NatsBus {
       ...this.#chains.values(),
       ...[...this.#leases.values()].flatMap((l) => [l.tail, ...l.unacked]),
     ]);
-    for (const l of this.#leases.values()) l.release();
     this.#leases.clear();
+    this.#byLeaseSubject.clear();
     this.#pub.close();
     try {
       await this.connection.drain();

@@ -169,6 +169,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             `${APPROVALS_ANSWER_SUBJECT}.*.*`,
             inbox,
             `${OWNER_SUBJECT_ROOT}.>`,
+            // Turn writer leases: a member watches them to learn that another member took one of its turns over.
+            `${TURN_MARKER_ROOT}.*.*.lease`,
           ],
           deny: [CODE_RUN_SUBJECT, `${COMMAND_SUBJECT_PREFIX}.>`],
         },
