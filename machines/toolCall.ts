@@ -7,7 +7,7 @@ import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './task
 /**
  * One tool call on the enforced path, the same for direct, structured and code-mode calls.
  *
- *   requested -> policy -> approval -> hooks -> validating -> executing -> completed | blocked | failed
+ *   policy -> approval -> hooks -> validating -> executing -> completed | blocked | failed
  *
  * Pure: each step is named and provided by the gateway. The steps whose state only their own outcome leaves
  * (`decidePolicy`, `validateArgs`, `execute`) are tasks (see `tasks.ts`: started on entry with `runTask`, ending
@@ -169,10 +169,9 @@ export const toolCallMachine = setup({
 }).createMachine({
   id: 'toolCall',
   context: ({ input }) => ({ ...input, requestedArgs: input.args, rewritten: false }),
-  initial: 'requested',
+  // The fact "this call was asked for" is the gateway's (`call.requested`): the machine starts at the decision.
+  initial: 'policy',
   states: {
-    // The fact "this call was asked for"; nothing to wait on, so it moves straight to policy.
-    requested: { always: 'policy' },
     policy: {
       entry: { type: 'runTask', params: ({ context }) => ({ task: 'decidePolicy', input: actorInput({ context }) }) },
       exit: { type: 'cutTask', params: { task: 'decidePolicy' } },

@@ -290,6 +290,24 @@ export const turnMachine = setup({
             { guard: 'hasQueuedStep', target: 'running' },
             { guard: 'isEnding', target: '#turn.completed' },
           ],
+          // The same as the turn-wide STEP and END followed by the eventless check, in one step: a step that
+          // arrives while none runs starts at once, an END with nothing queued completes the turn.
+          on: {
+            STEP: {
+              guard: 'acceptsSteps',
+              target: 'running',
+              actions: assign({
+                queue: ({ context, event }) => [
+                  ...context.queue,
+                  { stepId: event.stepId, tool: event.tool, args: event.args },
+                ],
+              }),
+            },
+            END: [
+              { guard: 'hasQueuedStep', target: 'running', actions: assign({ ending: true }) },
+              { target: '#turn.completed', actions: assign({ ending: true }) },
+            ],
+          },
         },
         running: {
           entry: {

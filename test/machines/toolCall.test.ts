@@ -49,7 +49,7 @@ const goOn = done('runHooks', { outcome: 'continue' } satisfies HooksOutcome);
 const valid = taskDone('validateArgs', { ok: true, problems: [] } satisfies ArgsValidation);
 
 describe('toolCallMachine, step by step (nothing runs)', () => {
-  it('passes through requested straight to policy, asking decidePolicy about the call', () => {
+  it('starts at policy, asking decidePolicy about the call', () => {
     const [s, actions] = initialTransition(m, input);
     expect(s.value).toBe('policy');
     expect(spawned(actions)).toEqual([
