@@ -580,6 +580,25 @@ const enforcedCallMachine = toolCallMachine.provide({
 });
 
 /**
+ * Runs `stop` when `signal` aborts; returns what takes it back. The turn's own signal keeps its stops in the turn's
+ * set (`run.onCut`, run right after the turn's cut), so a call costs no listener on the signal; any other signal (a
+ * code run's) gets a listener.
+ */
+function onTurnCut(run: TurnRun, signal: AbortSignal, stop: () => void): () => void {
+  if (signal.aborted) {
+    stop();
+    return () => undefined;
+  }
+  const cuts = signal === run.signal ? run.onCut : undefined;
+  if (cuts !== undefined) {
+    cuts.add(stop);
+    return () => cuts.delete(stop);
+  }
+  signal.addEventListener('abort', stop, { once: true });
+  return () => signal.removeEventListener('abort', stop);
+}
+
+/**
  * The enforced call path, the same for direct, structured and code-mode calls: publish `call.requested`, wait
  * (bounded) for the policy-enforcement actor's `call.decided`, wait for an approver when required, run every
  * plugin's `before_tool_call` hook, validate the final arguments against the input schema, execute (client tools
@@ -704,8 +723,7 @@ async function runCall(
       call: h,
     },
   });
-  const onAbort = () => actor.stop();
-  op.signal.addEventListener('abort', onAbort, { once: true });
+  const stopCut = onTurnCut(run, op.signal, () => actor.stop());
   actor.start();
   let out: ToolCallOutput;
   try {
@@ -722,7 +740,7 @@ async function runCall(
       },
     };
   } finally {
-    op.signal.removeEventListener('abort', onAbort);
+    stopCut();
   }
   await h.approvalDone.catch(() => undefined);
   const durationMs = performance.now() - started;

@@ -423,8 +423,15 @@ export function createEngine(opts: EngineOptions): Engine {
     }
     // The turn's one cut: aborted with the turn (ABORT) or when it is let go; every phase and step takes it.
     const cut = new AbortController();
+    const onCut = new Set<() => void>();
+    const cutTurn = (): void => {
+      cut.abort();
+      for (const stop of [...onCut]) stop();
+      onCut.clear();
+    };
     const run: TurnRun = {
       signal: cut.signal,
+      onCut,
       facts,
       turnId,
       harness,
@@ -657,7 +664,7 @@ export function createEngine(opts: EngineOptions): Engine {
         adoptedWork.letGo = true;
         adoptedWork.controller.abort();
         events.letGo();
-        cut.abort();
+        cutTurn();
         actor.stop();
         for (const resolve of run.steps.values())
           resolve(
@@ -675,7 +682,7 @@ export function createEngine(opts: EngineOptions): Engine {
         liveTurns.delete(turn);
         if (outcome?.failed !== undefined) {
           actor.send({ type: 'ABORT', reason: outcome.failed.reason });
-          cut.abort();
+          cutTurn();
         } else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
         // Calls the adoption went on with: a wait still open is cut (recorded cancelled), each records its end.
