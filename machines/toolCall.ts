@@ -168,7 +168,18 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: 'toolCall',
-  context: ({ input }) => ({ ...input, requestedArgs: input.args, rewritten: false }),
+  // Field by field rather than a spread of the input: the same object, built without the generic copy.
+  context: ({ input }) => ({
+    callId: input.callId,
+    toolId: input.toolId,
+    args: input.args,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    approvalTimeoutMs: input.approvalTimeoutMs,
+    ...(input.call === undefined ? {} : { call: input.call }),
+    requestedArgs: input.args,
+    rewritten: false,
+  }),
   // The fact "this call was asked for" is the gateway's (`call.requested`): the machine starts at the decision.
   initial: 'policy',
   states: {
