@@ -3,10 +3,12 @@
  * turn of search + describe + call, embedded bus, log off), warmed up, then profiled with the V8 sampling profiler
  * and summed by self time per function and per file (node_modules packages by name, GC and idle apart).
  *
- *   node --import tsx bench/engineProfile.ts [--sessions 50] [--turns 2000] [--top 30] [--out FILE.cpuprofile]
+ *   node --import tsx bench/engineProfile.ts [--sessions 50] [--turns 2000] [--top 30] [--out FILE.cpuprofile] [--alloc]
  *
  * Prints the CPU per event of each block of turns and the top self-time entries; `--out` also writes the profile
- * (open it in Chrome DevTools). A tool for finding costs, not a figure of record: the floors bench is that.
+ * (open it in Chrome DevTools). `--alloc` samples allocations instead (collected objects included, so it is what
+ * each function allocates, the garbage collector's work, not what stays live) and prints the bytes by function
+ * and package. A tool for finding costs, not a figure of record: the floors bench is that.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -24,6 +26,7 @@ const SESSIONS = Number(opt('sessions', '50'));
 const TURNS = Number(opt('turns', '2000'));
 const TOP = Number(opt('top', '30'));
 const OUT = opt('out', '');
+const ALLOC = args.includes('--alloc');
 
 const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
 if (!parsed.ok) throw new Error(parsed.error.message);
@@ -55,9 +58,18 @@ const cpuUs = (): number => {
 await blocks(4); // warm-up: index built, JIT warm
 const session = new Session();
 session.connect();
-await session.post('Profiler.enable');
-await session.post('Profiler.setSamplingInterval', { interval: 500 });
-await session.post('Profiler.start');
+if (ALLOC) {
+  await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  } as { samplingInterval: number });
+} else {
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  await session.post('Profiler.start');
+}
 const perBlock = Math.max(1, Math.round(TURNS / SESSIONS / 4));
 for (let r = 0; r < 4; r++) {
   const e0 = bus.stats().published;
@@ -65,6 +77,44 @@ for (let r = 0; r < 4; r++) {
   await blocks(perBlock);
   const per = (cpuUs() - c0) / (bus.stats().published - e0);
   console.log(`block ${r + 1}: ${per.toFixed(1)} µs CPU/event (${SESSIONS} sessions, ${perBlock * SESSIONS} turns)`);
+}
+/** Where a frame's cost goes: its package for node_modules, else its function and file. */
+const placeOf = (cf: { functionName: string; url: string; lineNumber: number }): string => {
+  const where = cf.url.includes('node_modules/')
+    ? cf.url
+        .split('node_modules/')
+        .pop()!
+        .split('/')
+        .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
+        .join('/')
+    : cf.url === ''
+      ? cf.functionName
+      : cf.url.split('/').slice(-2).join('/');
+  return where;
+};
+if (ALLOC) {
+  const { profile: heap } = await session.post('HeapProfiler.stopSampling');
+  session.disconnect();
+  await engine.close();
+  await bus.close();
+  // Bytes allocated by function, a builtin (Set, Map, Array...) counted under the JS function that called it.
+  const bytes = new Map<string, number>();
+  let all = 0;
+  const walk = (node: (typeof heap)['head'], caller: string): void => {
+    const cf = node.callFrame;
+    const own =
+      cf.url === '' && caller !== ''
+        ? `${cf.functionName} in ${caller}`
+        : `${cf.functionName || '(anonymous)'}  ${placeOf(cf)}`;
+    all += node.selfSize;
+    bytes.set(own, (bytes.get(own) ?? 0) + node.selfSize);
+    for (const child of node.children) walk(child, cf.url === '' ? caller : placeOf(cf));
+  };
+  walk(heap.head, '');
+  console.log(`\nbytes allocated by function (of ${(all / 1e6).toFixed(0)} MB sampled)`);
+  for (const [k, v] of [...bytes].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`  ${((100 * v) / all).toFixed(1).padStart(5)}%  ${k}`);
+  process.exit(0);
 }
 const { profile } = await session.post('Profiler.stop');
 session.disconnect();
@@ -82,16 +132,7 @@ let total = 0;
 for (const [id, t] of dt) {
   const cf = byId.get(id)!.callFrame;
   total += t;
-  const where = cf.url.includes('node_modules/')
-    ? cf.url
-        .split('node_modules/')
-        .pop()!
-        .split('/')
-        .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
-        .join('/')
-    : cf.url === ''
-      ? cf.functionName
-      : cf.url.split('/').slice(-2).join('/');
+  const where = placeOf(cf);
   const name = `${cf.functionName || '(anonymous)'}  ${where}${cf.url === '' ? '' : `:${cf.lineNumber + 1}`}`;
   fn.set(name, (fn.get(name) ?? 0) + t);
   file.set(where, (file.get(where) ?? 0) + t);

@@ -18,7 +18,12 @@ export type {
   IndexCatalogInput,
   ExposeInput,
   ExecuteStepInput,
+  TurnTask,
+  TurnTaskOutputs,
+  TurnTaskParams,
 } from './turn.js';
+export { taskDone, taskFailed } from './tasks.js';
+export type { TaskEvents, TaskParams } from './tasks.js';
 export type {
   ToolCallInput,
   CallStage,
@@ -29,6 +34,10 @@ export type {
   CallActorInput,
   ToolCallContext,
   ToolCallOutput,
+  CallTask,
+  CallTaskOutputs,
+  CallTaskParams,
+  ToolCallEvent,
 } from './toolCall.js';
 export type {
   SandboxRunInput,

@@ -7,8 +7,11 @@ export class ActorNotProvidedError extends Error {
   override name = 'ActorNotProvidedError';
   /** Dotted code, so machines can carry it into their `error` like any other failure. */
   readonly code = 'machine.actorNotProvided';
-  constructor(readonly actor: string) {
-    super(`actor "${actor}" not provided: use machine.provide({ actors: { ${actor}: ... } })`);
+  constructor(
+    readonly actor: string,
+    how = `machine.provide({ actors: { ${actor}: ... } })`,
+  ) {
+    super(`actor "${actor}" not provided: use ${how}`);
   }
 }
 

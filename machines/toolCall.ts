@@ -2,15 +2,18 @@ import { and, assign, fromPromise, setup } from 'xstate';
 import type { Result, ToolSearchError } from '../src/shared/index.js';
 import { describeError } from './describeError.js';
 import { notProvided } from './notProvided.js';
+import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './tasks.js';
 
 /**
  * One tool call on the enforced path, the same for direct, structured and code-mode calls.
  *
- *   requested -> policy -> approval -> hooks -> validating -> executing -> completed | blocked | failed
+ *   policy -> approval -> hooks -> validating -> executing -> completed | blocked | failed
  *
- * Pure: each step is a named actor (`decidePolicy`, `awaitApproval`, `runHooks`, `validateArgs`, `execute`)
- * provided by the gateway; each placeholder rejects, so an unprovided call ends `failed` and never
- * `completed` (fail closed). Policy `allowed` skips approval. The machine itself enforces
+ * Pure: each step is named and provided by the gateway. The steps whose state only their own outcome leaves
+ * (`decidePolicy`, `validateArgs`, `execute`) are tasks (see `tasks.ts`: started on entry with `runTask`, ending
+ * with `<task>.done` / `<task>.error`); the approval and the hooks, which can be left while they run or take a
+ * signal of their own, are invoked actors (`awaitApproval`, `runHooks`). Each placeholder fails, so an unprovided
+ * call ends `failed` (or `blocked`) and never `completed` (fail closed). Policy `allowed` skips approval. The machine itself enforces
  * `approvalTimeoutMs` (an `after` transition, so no answer in time means `blocked` whatever the approver
  * does), and leaving a state aborts the `signal` of its actor. A hook that throws blocks the call and the
  * error is recorded. Hooks may rewrite the arguments; validation sees the final ones. Anything the machine
@@ -100,6 +103,17 @@ export interface ToolCallOutput {
   error?: ToolSearchError;
 }
 
+/** What each task of a call answers with. */
+export interface CallTaskOutputs {
+  decidePolicy: PolicyDecision;
+  validateArgs: ArgsValidation;
+  execute: Result<unknown>;
+}
+export type CallTask = keyof CallTaskOutputs;
+export type ToolCallEvent = TaskEvents<CallTaskOutputs>;
+/** What `runTask` gets in a call: the task and the call's input. */
+export type CallTaskParams = TaskParams<CallActorInput> & { task: CallTask };
+
 type Stopped = Pick<ToolCallContext, 'stage' | 'reason' | 'error'>;
 
 /** Pure: no I/O. */
@@ -132,15 +146,19 @@ export const toolCallMachine = setup({
     context: {} as ToolCallContext,
     input: {} as ToolCallInput,
     output: {} as ToolCallOutput,
+    events: {} as ToolCallEvent,
+  },
+  actions: {
+    /** Starts a task; the gateway provides it. The placeholder fails the task at once (fail closed). */
+    runTask: (args, params: CallTaskParams) => taskNotProvided(args, params),
+    /** Cuts the task of a state being left; the gateway provides it when its tasks have signals of their own. */
+    cutTask: (_, _params: { task: CallTask }) => noCut(),
   },
   actors: {
-    decidePolicy: fromPromise<PolicyDecision, CallActorInput>(notProvided('decidePolicy')),
     awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(
       notProvided('awaitApproval'),
     ),
     runHooks: fromPromise<HooksOutcome, CallActorInput>(notProvided('runHooks')),
-    validateArgs: fromPromise<ArgsValidation, CallActorInput>(notProvided('validateArgs')),
-    execute: fromPromise<Result<unknown>, CallActorInput>(notProvided('execute')),
   },
   guards: {
     noHooksToRun: () => false,
@@ -150,17 +168,26 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: 'toolCall',
-  context: ({ input }) => ({ ...input, requestedArgs: input.args, rewritten: false }),
-  initial: 'requested',
+  // Field by field rather than a spread of the input: the same object, built without the generic copy.
+  context: ({ input }) => ({
+    callId: input.callId,
+    toolId: input.toolId,
+    args: input.args,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    approvalTimeoutMs: input.approvalTimeoutMs,
+    ...(input.call === undefined ? {} : { call: input.call }),
+    requestedArgs: input.args,
+    rewritten: false,
+  }),
+  // The fact "this call was asked for" is the gateway's (`call.requested`): the machine starts at the decision.
+  initial: 'policy',
   states: {
-    // The fact "this call was asked for"; nothing to wait on, so it moves straight to policy.
-    requested: { always: 'policy' },
     policy: {
-      invoke: {
-        id: 'decidePolicy',
-        src: 'decidePolicy',
-        input: actorInput,
-        onDone: [
+      entry: { type: 'runTask', params: ({ context }) => ({ task: 'decidePolicy', input: actorInput({ context }) }) },
+      exit: { type: 'cutTask', params: { task: 'decidePolicy' } },
+      on: {
+        'decidePolicy.done': [
           {
             guard: and([({ event }) => event.output?.decision === 'allowed', 'noHooksToRun']),
             target: 'validating',
@@ -189,7 +216,7 @@ export const toolCallMachine = setup({
             })),
           },
         ],
-        onError: {
+        'decidePolicy.error': {
           target: 'failed',
           actions: assign(({ context, event }) => failedAt('policy', 'call.policyFailed', event.error, context.callId)),
         },
@@ -300,11 +327,10 @@ export const toolCallMachine = setup({
       },
     },
     validating: {
-      invoke: {
-        id: 'validateArgs',
-        src: 'validateArgs',
-        input: actorInput,
-        onDone: [
+      entry: { type: 'runTask', params: ({ context }) => ({ task: 'validateArgs', input: actorInput({ context }) }) },
+      exit: { type: 'cutTask', params: { task: 'validateArgs' } },
+      on: {
+        'validateArgs.done': [
           { guard: ({ event }) => event.output?.ok === true, target: 'executing' },
           {
             target: 'failed',
@@ -322,7 +348,7 @@ export const toolCallMachine = setup({
             }),
           },
         ],
-        onError: {
+        'validateArgs.error': {
           target: 'failed',
           actions: assign(({ context, event }) =>
             failedAt('validation', 'call.validationFailed', event.error, context.callId),
@@ -331,11 +357,10 @@ export const toolCallMachine = setup({
       },
     },
     executing: {
-      invoke: {
-        id: 'execute',
-        src: 'execute',
-        input: actorInput,
-        onDone: [
+      entry: { type: 'runTask', params: ({ context }) => ({ task: 'execute', input: actorInput({ context }) }) },
+      exit: { type: 'cutTask', params: { task: 'execute' } },
+      on: {
+        'execute.done': [
           {
             guard: ({ event }) => event.output?.ok === true,
             target: 'completed',
@@ -354,7 +379,7 @@ export const toolCallMachine = setup({
             }),
           },
         ],
-        onError: {
+        'execute.error': {
           target: 'failed',
           actions: assign(({ context, event }) =>
             failedAt('execution', 'call.executeFailed', event.error, context.callId),

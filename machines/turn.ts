@@ -1,24 +1,26 @@
-import { assign, fromPromise, setup } from 'xstate';
+import { assign, setup } from 'xstate';
 import type { Catalog } from '../src/catalog/index.js';
 import type { ModeSchema } from '../src/events/index.js';
 import type { Result, ToolSearchError } from '../src/shared/index.js';
 import { describeError } from './describeError.js';
-import { notProvided } from './notProvided.js';
+import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './tasks.js';
 
 /**
  * The turn: one request of one session, from policy to the tools the model invoked.
  *
  *   resolvePolicy -> listSources -> index -> expose -> execute -> completed | failed
  *
- * Pure: every I/O step is a named actor (`resolvePolicy`, `listSources`, `indexCatalog`, `expose`,
- * `executeStep`) that the gateway provides with `turnMachine.provide({ actors })`. Each placeholder rejects,
- * so a turn started without its actors ends in `failed` (fail closed). Any actor that rejects fails the turn,
- * with the stage and reason in `context.error`; expected failures of a step (a blocked or failed call) are
- * not rejections but `Result` values, which go to whoever sent the step (the machine only counts steps served).
+ * Pure: every I/O step is a named task (`resolvePolicy`, `listSources`, `indexCatalog`, `expose`,
+ * `executeStep`, see `tasks.ts`) that a state starts on entry with the `runTask` action and that answers with
+ * `<task>.done` or `<task>.error`; the gateway provides `runTask` with `turnMachine.provide({ actions })`. The
+ * placeholder answers `<task>.error` at once, so a turn started without its tasks ends in `failed` (fail closed).
+ * Any task that fails fails the turn, with the stage and reason in `context.error`; expected failures of a step
+ * (a blocked or failed call) are not failures but `Result` values, which go to whoever sent the step (the
+ * machine only counts steps served).
  *
  * Steps come from outside as events: `STEP` queues a step (steps that arrive before `execute` wait in the
  * queue), the queue runs one step at a time in arrival order, `END` completes the turn once the queue is
- * drained, `ABORT` fails it at once and aborts the `signal` of the actor in flight. Time and ids come in
+ * drained, `ABORT` fails it at once, and leaving the state cuts the task in flight (`cutTask`). Time and ids come in
  * through input and events; the machine never reads a clock.
  */
 
@@ -86,8 +88,24 @@ export interface TurnContext {
   error?: TurnError;
 }
 
+/** What each task of a turn answers with. */
+export interface TurnTaskOutputs {
+  resolvePolicy: unknown;
+  listSources: Catalog;
+  indexCatalog: CatalogInfo;
+  expose: ExposureSummary;
+  executeStep: Result<unknown>;
+}
+export type TurnTask = keyof TurnTaskOutputs;
+
 export type TurnEvent =
-  { type: 'STEP'; stepId: string; tool: string; args: unknown } | { type: 'END' } | { type: 'ABORT'; reason: string };
+  | { type: 'STEP'; stepId: string; tool: string; args: unknown }
+  | { type: 'END' }
+  | { type: 'ABORT'; reason: string }
+  | TaskEvents<TurnTaskOutputs>;
+
+/** What `runTask` gets in a turn: the task and its input (see the `*Input` types). */
+export type TurnTaskParams = TaskParams<TurnActorBase> & { task: TurnTask };
 
 export interface TurnOutput {
   outcome: 'completed' | 'failed';
@@ -128,8 +146,8 @@ const base = (context: TurnContext): TurnActorBase => ({
 });
 
 /**
- * Reads a value an earlier stage stored. The state order guarantees it is there; if it is not, the actor
- * input throws, the invoke errors and the turn fails: never runs on without it.
+ * Reads a value an earlier stage stored. The state order guarantees it is there; if it is not, the task's
+ * input throws and the turn's actor errors: it never runs on without it.
  */
 function required<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`${what} missing from the turn context`);
@@ -143,14 +161,11 @@ export const turnMachine = setup({
     events: {} as TurnEvent,
     output: {} as TurnOutput,
   },
-  actors: {
-    resolvePolicy: fromPromise<unknown, TurnActorBase>(notProvided('resolvePolicy')),
-    listSources: fromPromise<Catalog, ListSourcesInput>(notProvided('listSources')),
-    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(notProvided('indexCatalog')),
-    expose: fromPromise<ExposureSummary, ExposeInput>(notProvided('expose')),
-    executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(notProvided('executeStep')),
-  },
   actions: {
+    /** Starts a task; the gateway provides it. The placeholder fails the task at once (fail closed). */
+    runTask: (args, params: TurnTaskParams) => taskNotProvided(args, params),
+    /** Cuts the task of a state being left; the gateway provides it when its tasks have signals of their own. */
+    cutTask: (_, _params: { task: TurnTask }) => noCut(),
     /** ABORT is handled per state so the error names the stage it stopped. */
     recordAbort: assign(({ context, event }, params: { stage: TurnStage }) => ({
       error: {
@@ -190,55 +205,88 @@ export const turnMachine = setup({
   },
   states: {
     resolvePolicy: {
-      on: { ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'resolvePolicy' } } } },
-      invoke: {
-        id: 'resolvePolicy',
-        src: 'resolvePolicy',
-        input: ({ context }) => base(context),
-        onDone: { target: 'listSources', actions: assign({ policy: ({ event }) => event.output }) },
-        onError: {
+      // Each task's input is built field by field: a spread of `base(context)` here cost more than the task's step.
+      entry: { type: 'runTask', params: ({ context }) => ({ task: 'resolvePolicy', input: base(context) }) },
+      exit: { type: 'cutTask', params: { task: 'resolvePolicy' } },
+      on: {
+        ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'resolvePolicy' } } },
+        'resolvePolicy.done': { target: 'listSources', actions: assign({ policy: ({ event }) => event.output }) },
+        'resolvePolicy.error': {
           target: 'failed',
           actions: assign({ error: ({ event }) => failedAt('resolvePolicy', event.error) }),
         },
       },
     },
     listSources: {
-      on: { ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'listSources' } } } },
-      invoke: {
-        id: 'listSources',
-        src: 'listSources',
-        input: ({ context }) => ({ ...base(context), policy: context.policy }),
-        onDone: { target: 'index', actions: assign({ catalog: ({ event }) => event.output }) },
-        onError: { target: 'failed', actions: assign({ error: ({ event }) => failedAt('listSources', event.error) }) },
+      entry: {
+        type: 'runTask',
+        params: ({ context }) => ({
+          task: 'listSources',
+          input: {
+            sessionId: context.sessionId,
+            turnId: context.turnId,
+            turn: context.turn,
+            policy: context.policy,
+          } satisfies ListSourcesInput,
+        }),
+      },
+      exit: { type: 'cutTask', params: { task: 'listSources' } },
+      on: {
+        ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'listSources' } } },
+        'listSources.done': { target: 'index', actions: assign({ catalog: ({ event }) => event.output }) },
+        'listSources.error': {
+          target: 'failed',
+          actions: assign({ error: ({ event }) => failedAt('listSources', event.error) }),
+        },
       },
     },
     index: {
-      on: { ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'index' } } } },
-      invoke: {
-        id: 'indexCatalog',
-        src: 'indexCatalog',
-        input: ({ context }) => ({
-          ...base(context),
-          policy: context.policy,
-          catalog: required(context.catalog, 'catalog'),
+      entry: {
+        type: 'runTask',
+        params: ({ context }) => ({
+          task: 'indexCatalog',
+          input: {
+            sessionId: context.sessionId,
+            turnId: context.turnId,
+            turn: context.turn,
+            policy: context.policy,
+            catalog: required(context.catalog, 'catalog'),
+          } satisfies IndexCatalogInput,
         }),
-        onDone: { target: 'expose', actions: assign({ catalogInfo: ({ event }) => event.output }) },
-        onError: { target: 'failed', actions: assign({ error: ({ event }) => failedAt('index', event.error) }) },
+      },
+      exit: { type: 'cutTask', params: { task: 'indexCatalog' } },
+      on: {
+        ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'index' } } },
+        'indexCatalog.done': { target: 'expose', actions: assign({ catalogInfo: ({ event }) => event.output }) },
+        'indexCatalog.error': {
+          target: 'failed',
+          actions: assign({ error: ({ event }) => failedAt('index', event.error) }),
+        },
       },
     },
     expose: {
-      on: { ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'expose' } } } },
-      invoke: {
-        id: 'expose',
-        src: 'expose',
-        input: ({ context }) => ({
-          ...base(context),
-          policy: context.policy,
-          catalog: required(context.catalog, 'catalog'),
-          catalogInfo: required(context.catalogInfo, 'catalogInfo'),
+      entry: {
+        type: 'runTask',
+        params: ({ context }) => ({
+          task: 'expose',
+          input: {
+            sessionId: context.sessionId,
+            turnId: context.turnId,
+            turn: context.turn,
+            policy: context.policy,
+            catalog: required(context.catalog, 'catalog'),
+            catalogInfo: required(context.catalogInfo, 'catalogInfo'),
+          } satisfies ExposeInput,
         }),
-        onDone: { target: 'execute', actions: assign({ exposure: ({ event }) => event.output }) },
-        onError: { target: 'failed', actions: assign({ error: ({ event }) => failedAt('expose', event.error) }) },
+      },
+      exit: { type: 'cutTask', params: { task: 'expose' } },
+      on: {
+        ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'expose' } } },
+        'expose.done': { target: 'execute', actions: assign({ exposure: ({ event }) => event.output }) },
+        'expose.error': {
+          target: 'failed',
+          actions: assign({ error: ({ event }) => failedAt('expose', event.error) }),
+        },
       },
     },
     execute: {
@@ -252,24 +300,49 @@ export const turnMachine = setup({
             { guard: 'hasQueuedStep', target: 'running' },
             { guard: 'isEnding', target: '#turn.completed' },
           ],
+          // The same as the turn-wide STEP and END followed by the eventless check, in one step: a step that
+          // arrives while none runs starts at once, an END with nothing queued completes the turn.
+          on: {
+            STEP: {
+              guard: 'acceptsSteps',
+              target: 'running',
+              actions: assign({
+                queue: ({ context, event }) => [
+                  ...context.queue,
+                  { stepId: event.stepId, tool: event.tool, args: event.args },
+                ],
+              }),
+            },
+            END: [
+              { guard: 'hasQueuedStep', target: 'running', actions: assign({ ending: true }) },
+              { target: '#turn.completed', actions: assign({ ending: true }) },
+            ],
+          },
         },
         running: {
-          invoke: {
-            id: 'executeStep',
-            src: 'executeStep',
-            input: ({ context }) => ({
-              ...base(context),
-              policy: context.policy,
-              catalog: required(context.catalog, 'catalog'),
-              catalogInfo: required(context.catalogInfo, 'catalogInfo'),
-              exposure: required(context.exposure, 'exposure'),
-              step: required(context.queue[0], 'queued step'),
+          entry: {
+            type: 'runTask',
+            params: ({ context }) => ({
+              task: 'executeStep',
+              input: {
+                sessionId: context.sessionId,
+                turnId: context.turnId,
+                turn: context.turn,
+                policy: context.policy,
+                catalog: required(context.catalog, 'catalog'),
+                catalogInfo: required(context.catalogInfo, 'catalogInfo'),
+                exposure: required(context.exposure, 'exposure'),
+                step: required(context.queue[0], 'queued step'),
+              } satisfies ExecuteStepInput,
             }),
-            onDone: {
+          },
+          exit: { type: 'cutTask', params: { task: 'executeStep' } },
+          on: {
+            'executeStep.done': {
               target: 'waiting',
               actions: assign(({ context }) => ({ queue: context.queue.slice(1), served: context.served + 1 })),
             },
-            onError: {
+            'executeStep.error': {
               target: '#turn.failed',
               actions: assign({ error: ({ event }) => failedAt('execute', event.error) }),
             },

@@ -7,6 +7,7 @@ import {
   type ApprovalAnswer,
   type ArgsValidation,
   type CallActorInput,
+  type CallTaskParams,
   type HooksOutcome,
   type PolicyDecision,
   type ToolCallOutput,
@@ -40,7 +41,7 @@ import {
 import { fail, ok, type Result, type ToolSearchError } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
 import type { StepResult } from './turnEngine.js';
-import { fromTask } from './taskActor.js';
+import { fromTask, runTasks } from './taskActor.js';
 import { traced, tracedMcpCall } from './spans.js';
 import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 
@@ -398,30 +399,15 @@ function bindBusAnswer(
 }
 
 /**
- * The tool-call machine with the enforced path's actors, provided once: every call is an actor of it, with its
- * `CallHandle` in the input. The call's actor is stopped when the step's signal aborts. Only the approval's state
- * can be left while its actor runs (the machine's own approval timeout), so only `awaitApproval` has a signal of
- * its own (`fromPromise`); the others are `fromTask` actors and the hooks and the execution take the step's signal.
+ * The tool-call machine with the enforced path's actors and tasks, provided once: every call is an actor of it,
+ * with its `CallHandle` in the input. The call's actor is stopped when the step's signal aborts. Only the
+ * approval's state can be left while its actor runs (the machine's own approval timeout), so only `awaitApproval`
+ * has a signal of its own (`fromPromise`); the hooks are a `fromTask` actor, the policy decision, the validation
+ * and the execution are tasks (`runTasks`: no child actor per step), and the hooks and the execution take the
+ * step's signal.
  */
 const enforcedCallMachine = toolCallMachine.provide({
   actors: {
-    decidePolicy: fromTask<PolicyDecision, CallActorInput>(async ({ input }) => {
-      const h = handleOf(input);
-      let timer: NodeJS.Timeout | undefined;
-      const bound = new Promise<'timeout'>((resolve) => {
-        timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs);
-      });
-      const got = await Promise.race([h.decisionWait.answer, bound]);
-      clearTimeout(timer);
-      if (got === 'timeout') {
-        h.decisionWait.cancel();
-        h.noEnforcer = true;
-        return { decision: 'blocked', reason: `no policy enforcer answered within ${h.deps.decisionTimeoutMs} ms` };
-      }
-      h.lastEventId = got.id;
-      const d = got.data;
-      return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
-    }),
     awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(
       async ({ input, signal }) => {
         const h = handleOf(input);
@@ -547,23 +533,44 @@ const enforcedCallMachine = toolCallMachine.provide({
       if (verdict.outcome === 'blocked') return { outcome: 'blocked', reason: verdict.reason };
       return verdict.outcome === 'rewritten' ? { outcome: 'rewritten', args: verdict.args } : { outcome: 'continue' };
     }),
-    validateArgs: fromTask<ArgsValidation, CallActorInput>(async ({ input }) => {
-      const { deps, entry } = handleOf(input);
-      return deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args);
-    }),
-    execute: fromTask<Result<unknown>, CallActorInput>(async ({ input }) => {
-      const h = handleOf(input);
-      const signal = h.signal;
-      if (h.entry.source !== 'client') {
-        const available = availability(h.deps, h.run, h.entry);
-        if (!available.ok) return available;
-        // Durable before the tool runs (a sync point): a new owner tells "never started" from "outcome unknown".
-        const started = await h.run.events.emit('call.started', startedFact(h, input.args, 1), h.lastEventId);
-        h.lastEventId = started.id;
-      }
-      const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal), h.span);
-      if (r.ok && r.value === PENDING) h.pending = true;
-      return r;
+  },
+  actions: {
+    runTask: runTasks<CallTaskParams>({
+      decidePolicy: async (input: CallActorInput): Promise<PolicyDecision> => {
+        const h = handleOf(input);
+        let timer: NodeJS.Timeout | undefined;
+        const bound = new Promise<'timeout'>((resolve) => {
+          timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs);
+        });
+        const got = await Promise.race([h.decisionWait.answer, bound]);
+        clearTimeout(timer);
+        if (got === 'timeout') {
+          h.decisionWait.cancel();
+          h.noEnforcer = true;
+          return { decision: 'blocked', reason: `no policy enforcer answered within ${h.deps.decisionTimeoutMs} ms` };
+        }
+        h.lastEventId = got.id;
+        const d = got.data;
+        return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
+      },
+      validateArgs: (input: CallActorInput): ArgsValidation => {
+        const { deps, entry } = handleOf(input);
+        return deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args);
+      },
+      execute: async (input: CallActorInput): Promise<Result<unknown>> => {
+        const h = handleOf(input);
+        const signal = h.signal;
+        if (h.entry.source !== 'client') {
+          const available = availability(h.deps, h.run, h.entry);
+          if (!available.ok) return available;
+          // Durable before the tool runs (a sync point): a new owner tells "never started" from "outcome unknown".
+          const started = await h.run.events.emit('call.started', startedFact(h, input.args, 1), h.lastEventId);
+          h.lastEventId = started.id;
+        }
+        const r = await execute(h.deps, h.run, h.entry, input.args, toolContext(h, signal), h.span);
+        if (r.ok && r.value === PENDING) h.pending = true;
+        return r;
+      },
     }),
   },
   guards: {
@@ -571,6 +578,25 @@ const enforcedCallMachine = toolCallMachine.provide({
     noHooksToRun: ({ context }) => (context.call as CallHandle).deps.opts.staticSources.hooks.length === 0,
   },
 });
+
+/**
+ * Runs `stop` when `signal` aborts; returns what takes it back. The turn's own signal keeps its stops in the turn's
+ * set (`run.onCut`, run right after the turn's cut), so a call costs no listener on the signal; any other signal (a
+ * code run's) gets a listener.
+ */
+function onTurnCut(run: TurnRun, signal: AbortSignal, stop: () => void): () => void {
+  if (signal.aborted) {
+    stop();
+    return () => undefined;
+  }
+  const cuts = signal === run.signal ? run.onCut : undefined;
+  if (cuts !== undefined) {
+    cuts.add(stop);
+    return () => cuts.delete(stop);
+  }
+  signal.addEventListener('abort', stop, { once: true });
+  return () => signal.removeEventListener('abort', stop);
+}
 
 /**
  * The enforced call path, the same for direct, structured and code-mode calls: publish `call.requested`, wait
@@ -697,8 +723,7 @@ async function runCall(
       call: h,
     },
   });
-  const onAbort = () => actor.stop();
-  op.signal.addEventListener('abort', onAbort, { once: true });
+  const stopCut = onTurnCut(run, op.signal, () => actor.stop());
   actor.start();
   let out: ToolCallOutput;
   try {
@@ -715,7 +740,7 @@ async function runCall(
       },
     };
   } finally {
-    op.signal.removeEventListener('abort', onAbort);
+    stopCut();
   }
   await h.approvalDone.catch(() => undefined);
   const durationMs = performance.now() - started;

@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createActor, toPromise, waitFor } from 'xstate';
 import {
   turnMachine,
-  type CatalogInfo,
   type ExecuteStepInput,
   type ExposeInput,
-  type ExposureSummary,
   type IndexCatalogInput,
   type ListSourcesInput,
   type TurnActorBase,
+  type TurnTaskParams,
 } from '../../machines/index.js';
 import {
   makeRedactor,
@@ -16,7 +15,6 @@ import {
   resolveTool,
   SharedMcpServers,
   specSecrets,
-  type Catalog,
   type SourceStatus,
 } from '../catalog/index.js';
 import { pathToFileURL } from 'node:url';
@@ -60,7 +58,7 @@ import { ExposureMemo } from './exposureMemo.js';
 import { runStep } from './runStep.js';
 import { traceHeadersFetch } from '../telemetry/index.js';
 import { SessionTable, type Overload } from './sessionTable.js';
-import { fromTask } from './taskActor.js';
+import { runTasks } from './taskActor.js';
 import { startTurnTrace } from './spans.js';
 import { TurnAnswers, TurnPublisher } from './turnEvents.js';
 import { exposePhase, indexPhase, listSourcesPhase, resolvePolicyPhase } from './turnPhases.js';
@@ -84,46 +82,42 @@ function pendingByToolCallId(session: SessionState, toolCallId: string): string 
 }
 
 /**
- * The turn machine with the engine's actors, provided once: every turn is an actor of it, with its `TurnHandle`
+ * The turn machine with the engine's tasks, provided once: every turn is an actor of it, with its `TurnHandle`
  * in the input; the values the phases return (policy, catalog, index, exposure) travel in the machine's context.
  * The phases and steps take the turn's one signal (`run.signal`), aborted when the turn is aborted or let go: the
- * only times the machine leaves a state while its actor runs (ABORT, a stop), so the cut is the one a signal per
- * actor would give, without an `AbortController` per actor.
+ * only times the machine leaves a state while its task runs (ABORT, a stop), so the cut is the one a signal per
+ * task would give, without an `AbortController` per task (`cutTask` has nothing more to do).
  */
 const engineTurnMachine = turnMachine.provide({
-  actors: {
-    resolvePolicy: fromTask<unknown, TurnActorBase>(({ input }) =>
-      resolvePolicyPhase(handleOf(input).deps, handleOf(input).run),
-    ),
-    listSources: fromTask<Catalog, ListSourcesInput>(({ input }) => {
-      const { deps, run } = handleOf(input);
-      return listSourcesPhase(deps, run, input.policy as EffectivePolicy, run.signal);
-    }),
-    indexCatalog: fromTask<CatalogInfo, IndexCatalogInput>(({ input }) =>
-      indexPhase(handleOf(input).deps, handleOf(input).run, input.catalog),
-    ),
-    expose: fromTask<ExposureSummary, ExposeInput>(({ input }) =>
-      exposePhase(handleOf(input).deps, handleOf(input).run, input.catalog),
-    ),
-    executeStep: fromTask<Result<unknown>, ExecuteStepInput>(async ({ input }) => {
-      const { deps, run } = handleOf(input);
-      let result: StepResult;
-      try {
-        // The model's tool call id of the step, when the front gave one.
-        const toolCallId = run.stepCallIds.get(input.step.stepId);
-        run.stepCallIds.delete(input.step.stepId);
-        result = await runStep(deps, run, turnViewOf(input), input.step, run.signal, toolCallId);
-        // The model acts on the answer: the step's facts are acknowledged first (they were pipelined).
-        await run.events.settled();
-      } catch (err) {
-        result = fail(
-          'turn.stepFailed',
-          `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`,
-        );
-      }
-      run.steps.get(input.step.stepId)?.(result);
-      run.steps.delete(input.step.stepId);
-      return result as Result<unknown>;
+  actions: {
+    runTask: runTasks<TurnTaskParams>({
+      resolvePolicy: (input: TurnActorBase) => resolvePolicyPhase(handleOf(input).deps, handleOf(input).run),
+      listSources: (input: ListSourcesInput) => {
+        const { deps, run } = handleOf(input);
+        return listSourcesPhase(deps, run, input.policy as EffectivePolicy, run.signal);
+      },
+      indexCatalog: (input: IndexCatalogInput) => indexPhase(handleOf(input).deps, handleOf(input).run, input.catalog),
+      expose: (input: ExposeInput) => exposePhase(handleOf(input).deps, handleOf(input).run, input.catalog),
+      executeStep: async (input: ExecuteStepInput) => {
+        const { deps, run } = handleOf(input);
+        let result: StepResult;
+        try {
+          // The model's tool call id of the step, when the front gave one.
+          const toolCallId = run.stepCallIds.get(input.step.stepId);
+          run.stepCallIds.delete(input.step.stepId);
+          result = await runStep(deps, run, turnViewOf(input), input.step, run.signal, toolCallId);
+          // The model acts on the answer: the step's facts are acknowledged first (they were pipelined).
+          await run.events.settled();
+        } catch (err) {
+          result = fail(
+            'turn.stepFailed',
+            `The step ${input.step.tool} broke inside the gateway: ${err instanceof Error ? err.message : String(err)}`,
+          );
+        }
+        run.steps.get(input.step.stepId)?.(result);
+        run.steps.delete(input.step.stepId);
+        return result as Result<unknown>;
+      },
     }),
   },
 });
@@ -429,8 +423,15 @@ export function createEngine(opts: EngineOptions): Engine {
     }
     // The turn's one cut: aborted with the turn (ABORT) or when it is let go; every phase and step takes it.
     const cut = new AbortController();
+    const onCut = new Set<() => void>();
+    const cutTurn = (): void => {
+      cut.abort();
+      for (const stop of [...onCut]) stop();
+      onCut.clear();
+    };
     const run: TurnRun = {
       signal: cut.signal,
+      onCut,
       facts,
       turnId,
       harness,
@@ -663,7 +664,7 @@ export function createEngine(opts: EngineOptions): Engine {
         adoptedWork.letGo = true;
         adoptedWork.controller.abort();
         events.letGo();
-        cut.abort();
+        cutTurn();
         actor.stop();
         for (const resolve of run.steps.values())
           resolve(
@@ -681,7 +682,7 @@ export function createEngine(opts: EngineOptions): Engine {
         liveTurns.delete(turn);
         if (outcome?.failed !== undefined) {
           actor.send({ type: 'ABORT', reason: outcome.failed.reason });
-          cut.abort();
+          cutTurn();
         } else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
         // Calls the adoption went on with: a wait still open is cut (recorded cancelled), each records its end.

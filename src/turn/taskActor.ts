@@ -60,3 +60,30 @@ export function fromTask<TOutput, TInput>(
     restoreSnapshot: (snapshot: unknown) => snapshot as PromiseSnapshot<TOutput, TInput>,
   } as unknown as PromiseActorLogic<TOutput, TInput>;
 }
+
+/**
+ * The `runTask` action of a machine's tasks (see `machines/tasks.ts`), from a function per task: it starts the
+ * task's work and sends `<task>.done` with its output, or `<task>.error` with the reason, back to the machine's
+ * actor while that actor runs (a stopped actor hears nothing more). No child actor, snapshot or subscription per
+ * task: one promise. The work takes its signal from its handle (the turn's or the step's), as `fromTask` does.
+ */
+export function runTasks<P extends { task: string; input: unknown }>(tasks: {
+  [K in P['task']]: (input: Extract<P, { task: K }>['input']) => PromiseLike<unknown> | unknown;
+}): (args: { self: AnyActorRef }, params: P) => void {
+  return ({ self }, params) => {
+    let started: PromiseLike<unknown> | unknown;
+    try {
+      started = (tasks[params.task as P['task']] as (input: unknown) => unknown)(params.input);
+    } catch (err) {
+      started = Promise.reject(err);
+    }
+    Promise.resolve(started).then(
+      (output) => {
+        if (self.getSnapshot().status === 'active') self.send({ type: `${params.task}.done`, output });
+      },
+      (error: unknown) => {
+        if (self.getSnapshot().status === 'active') self.send({ type: `${params.task}.error`, error });
+      },
+    );
+  };
+}

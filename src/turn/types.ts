@@ -139,6 +139,11 @@ export interface OpCtx {
 export interface TurnRun {
   /** Aborted when the turn is aborted or let go: the signal of every phase and step of the turn. */
   readonly signal: AbortSignal;
+  /**
+   * What runs when `signal` aborts, right after it (the calls in flight stop their actors): one set per turn
+   * instead of a listener per call on the signal. See `onTurnCut`.
+   */
+  readonly onCut?: Set<() => void>;
   readonly facts: SessionFacts;
   readonly turnId: string;
   readonly harness: string;

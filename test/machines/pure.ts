@@ -1,4 +1,5 @@
 import { transition } from 'xstate';
+import { ActorNotProvidedError } from '../../machines/notProvided.js';
 import type { AnyStateMachine, EventFromLogic, SnapshotFrom } from 'xstate';
 
 /** Actions as `initialTransition` / `transition` hand them back, without running them. */
@@ -24,19 +25,61 @@ export function step<M extends AnyStateMachine>(
   return [next as SnapshotFrom<M>, actions as ActionLike[]];
 }
 
-/** The actors an action list would start: `{src, input}` each. */
+/** The actors an action list would start and the tasks it would run (`runTask`): `{src, input}` each. */
 export function spawned(actions: readonly ActionLike[]): Array<{ src: unknown; input: unknown }> {
   return actions
-    .filter((a) => a.type === 'xstate.spawnChild')
+    .filter((a) => a.type === 'xstate.spawnChild' || a.type === 'runTask')
     .map((a) => {
+      if (a.type === 'runTask') {
+        const t = a.params as { task: string; input: unknown };
+        return { src: t.task, input: t.input };
+      }
       const p = a.params as { src: unknown; input: unknown };
       return { src: p.src, input: p.input };
     });
 }
 
-/** The ids of the actors an action list would stop. */
+/** How many actors an action list would stop and tasks it would cut (`cutTask`). */
 export function stopped(actions: readonly ActionLike[]): number {
-  return actions.filter((a) => a.type === 'xstate.stopChild').length;
+  return actions.filter((a) => a.type === 'xstate.stopChild' || a.type === 'cutTask').length;
+}
+
+/** A task's work as a test gives it: the task's input and a signal aborted when its state is left. */
+export type TaskFake = (input: never, signal: AbortSignal) => Promise<unknown> | unknown;
+
+/**
+ * `runTask` and `cutTask` for a machine's tasks from fakes by task name: each run gets its own signal, aborted by
+ * `cutTask` when the machine leaves the state; the outcome goes back as `<task>.done` / `<task>.error` while the
+ * actor runs. A task without a fake fails as the machine's placeholder does.
+ */
+export function taskActions(fakes: Record<string, TaskFake | undefined>) {
+  const cuts = new Map<string, AbortController>();
+  return {
+    runTask: (
+      { self }: { self: { send: (e: never) => void; getSnapshot: () => { status: string } } },
+      params: { task: string; input: unknown },
+    ) => {
+      const fake = fakes[params.task];
+      const controller = new AbortController();
+      cuts.set(params.task, controller);
+      const send = (e: { type: string }) => {
+        if (self.getSnapshot().status === 'active') self.send(e as never);
+      };
+      Promise.resolve()
+        .then(() => {
+          if (fake === undefined) throw new ActorNotProvidedError(params.task);
+          return fake(params.input as never, controller.signal);
+        })
+        .then(
+          (output) => send({ type: `${params.task}.done`, output } as { type: string }),
+          (error: unknown) => send({ type: `${params.task}.error`, error } as { type: string }),
+        );
+    },
+    cutTask: (_: unknown, params: { task: string }) => {
+      cuts.get(params.task)?.abort();
+      cuts.delete(params.task);
+    },
+  };
 }
 
 /** The delayed events an action list would schedule: `{event, delay}` each. */

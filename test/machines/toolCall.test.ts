@@ -11,7 +11,19 @@ import type {
   ToolCallInput,
 } from '../../machines/index.js';
 import type { Result } from '../../src/shared/index.js';
-import { deferred, done, elapsed, scheduled, spawned, step, stopped, untilAborted } from './pure.js';
+import { taskDone, taskFailed } from '../../machines/index.js';
+import {
+  deferred,
+  done,
+  elapsed,
+  scheduled,
+  spawned,
+  step,
+  stopped,
+  taskActions,
+  untilAborted,
+  type TaskFake,
+} from './pure.js';
 
 const input: ToolCallInput = {
   callId: 'c-1',
@@ -28,16 +40,16 @@ const start = (): CallSnapshot => initialTransition(m, input)[0];
 const at = (...events: Array<{ type: string; [k: string]: unknown }>): CallSnapshot =>
   events.reduce((s, e) => step(m, s, e)[0], start());
 
-const allowed = done('decidePolicy', { decision: 'allowed' } satisfies PolicyDecision);
-const needsApproval = done('decidePolicy', {
+const allowed = taskDone('decidePolicy', { decision: 'allowed' } satisfies PolicyDecision);
+const needsApproval = taskDone('decidePolicy', {
   decision: 'approvalRequired',
   reason: 'writes files',
 } satisfies PolicyDecision);
 const goOn = done('runHooks', { outcome: 'continue' } satisfies HooksOutcome);
-const valid = done('validateArgs', { ok: true, problems: [] } satisfies ArgsValidation);
+const valid = taskDone('validateArgs', { ok: true, problems: [] } satisfies ArgsValidation);
 
 describe('toolCallMachine, step by step (nothing runs)', () => {
-  it('passes through requested straight to policy, asking decidePolicy about the call', () => {
+  it('starts at policy, asking decidePolicy about the call', () => {
     const [s, actions] = initialTransition(m, input);
     expect(s.value).toBe('policy');
     expect(spawned(actions)).toEqual([
@@ -67,7 +79,7 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('policy blocked ends blocked with the reason', () => {
-    const [s] = step(m, start(), done('decidePolicy', { decision: 'blocked', reason: 'denied by agent policy' }));
+    const [s] = step(m, start(), taskDone('decidePolicy', { decision: 'blocked', reason: 'denied by agent policy' }));
     expect(s.value).toBe('blocked');
     expect(s.output).toEqual({
       outcome: 'blocked',
@@ -81,18 +93,18 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('an unknown policy decision blocks (fail closed)', () => {
-    const [s] = step(m, start(), done('decidePolicy', { decision: 'maybe' }));
+    const [s] = step(m, start(), taskDone('decidePolicy', { decision: 'maybe' }));
     expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'policy', error: { code: 'call.blocked.policy' } });
     expect(s.output?.reason).toContain('mcp:fs:write_file');
   });
 
   it('a policy decision that is not even an object blocks', () => {
-    const [s] = step(m, start(), done('decidePolicy', undefined));
+    const [s] = step(m, start(), taskDone('decidePolicy', undefined));
     expect(s.output?.outcome).toBe('blocked');
   });
 
   it('a decidePolicy rejection fails the call', () => {
-    const [s] = step(m, start(), { type: 'xstate.error.actor.decidePolicy', error: new Error('policy store down') });
+    const [s] = step(m, start(), taskFailed('decidePolicy', new Error('policy store down')));
     expect(s.output).toMatchObject({
       outcome: 'failed',
       stage: 'policy',
@@ -126,7 +138,7 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
 
   it('with no hooks to run, a blocked decision still blocks at policy', () => {
     const noHooks = m.provide({ guards: { noHooksToRun: () => true } });
-    const [s] = step(noHooks, initialTransition(noHooks, input)[0], done('decidePolicy', { decision: 'blocked' }));
+    const [s] = step(noHooks, initialTransition(noHooks, input)[0], taskDone('decidePolicy', { decision: 'blocked' }));
     expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'policy' });
   });
 
@@ -217,7 +229,7 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
 
   it('invalid args fail the call with call.invalidArgs listing each problem', () => {
     const problems = ['/path: must be string', '/mode: must be one of "r", "w"'];
-    const [s] = step(m, at(allowed, goOn), done('validateArgs', { ok: false, problems }));
+    const [s] = step(m, at(allowed, goOn), taskDone('validateArgs', { ok: false, problems }));
     expect(s.value).toBe('failed');
     expect(s.output).toMatchObject({
       outcome: 'failed',
@@ -228,7 +240,7 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('invalid args without listed problems still fail', () => {
-    const [s] = step(m, at(allowed, goOn), done('validateArgs', { ok: false }));
+    const [s] = step(m, at(allowed, goOn), taskDone('validateArgs', { ok: false }));
     expect(s.output).toMatchObject({
       outcome: 'failed',
       error: { code: 'call.invalidArgs', details: { problems: ['arguments rejected'] } },
@@ -236,7 +248,7 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('a validator rejection fails the call', () => {
-    const [s] = step(m, at(allowed, goOn), { type: 'xstate.error.actor.validateArgs', error: new Error('bad schema') });
+    const [s] = step(m, at(allowed, goOn), taskFailed('validateArgs', new Error('bad schema')));
     expect(s.output).toMatchObject({
       outcome: 'failed',
       stage: 'validation',
@@ -245,7 +257,7 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
   });
 
   it('a successful execution completes with the value and the final args', () => {
-    const [s] = step(m, at(allowed, goOn, valid), done('execute', { ok: true, value: { written: 2 } }));
+    const [s] = step(m, at(allowed, goOn, valid), taskDone('execute', { ok: true, value: { written: 2 } }));
     expect(s.value).toBe('completed');
     expect(s.output).toEqual({
       outcome: 'completed',
@@ -258,20 +270,17 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
 
   it('an execution that returns a failure fails with that error', () => {
     const error = { code: 'mcp.serverGone', message: 'MCP server "fs" is gone. Reconnect and retry.' };
-    const [s] = step(m, at(allowed, goOn, valid), done('execute', { ok: false, error }));
+    const [s] = step(m, at(allowed, goOn, valid), taskDone('execute', { ok: false, error }));
     expect(s.output).toMatchObject({ outcome: 'failed', stage: 'execution', error, reason: error.message });
   });
 
   it('an execution that returns nothing usable fails', () => {
-    const [s] = step(m, at(allowed, goOn, valid), done('execute', { ok: false }));
+    const [s] = step(m, at(allowed, goOn, valid), taskDone('execute', { ok: false }));
     expect(s.output).toMatchObject({ outcome: 'failed', error: { code: 'call.executeFailed' } });
   });
 
   it('an execute rejection fails the call', () => {
-    const [s] = step(m, at(allowed, goOn, valid), {
-      type: 'xstate.error.actor.execute',
-      error: new Error('socket hang up'),
-    });
+    const [s] = step(m, at(allowed, goOn, valid), taskFailed('execute', new Error('socket hang up')));
     expect(s.output).toMatchObject({
       outcome: 'failed',
       stage: 'execution',
@@ -281,16 +290,31 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
 });
 
 type CallActors = NonNullable<Parameters<typeof toolCallMachine.provide>[0]['actors']>;
+/** The call's actors (approval, hooks) and the fakes of its tasks (policy, validation, execution). */
+type CallFakes = CallActors & {
+  decidePolicy?: (i: CallActorInput) => Promise<PolicyDecision>;
+  validateArgs?: (i: CallActorInput) => Promise<ArgsValidation>;
+  execute?: (i: CallActorInput) => Promise<Result<unknown>>;
+};
+
+/** The machine with these actors and task fakes. */
+function provided(fakes: CallFakes) {
+  const { decidePolicy, validateArgs, execute, ...actors } = fakes;
+  return toolCallMachine.provide({
+    actors,
+    actions: taskActions({ decidePolicy, validateArgs, execute } as Record<string, TaskFake | undefined>),
+  });
+}
 
 /** A fully permissive set of fakes that records what each actor saw. */
-function fakes(overrides: CallActors = {}) {
+function fakes(overrides: CallFakes = {}) {
   const seen: Record<string, CallActorInput[]> = {};
   const note = (name: string, i: CallActorInput) => (seen[name] ??= []).push(i);
   const actors = {
-    decidePolicy: fromPromise<PolicyDecision, CallActorInput>(async ({ input: i }) => {
+    decidePolicy: async (i: CallActorInput): Promise<PolicyDecision> => {
       note('decidePolicy', i);
       return { decision: 'allowed' };
-    }),
+    },
     awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(async ({ input: i }) => {
       note('awaitApproval', i);
       return { approved: true };
@@ -299,25 +323,25 @@ function fakes(overrides: CallActors = {}) {
       note('runHooks', i);
       return { outcome: 'continue' };
     }),
-    validateArgs: fromPromise<ArgsValidation, CallActorInput>(async ({ input: i }) => {
+    validateArgs: async (i: CallActorInput): Promise<ArgsValidation> => {
       note('validateArgs', i);
       return { ok: true, problems: [] };
-    }),
-    execute: fromPromise<Result<unknown>, CallActorInput>(async ({ input: i }) => {
+    },
+    execute: async (i: CallActorInput): Promise<Result<unknown>> => {
       note('execute', i);
       return { ok: true, value: { echoed: i.args } };
-    }),
+    },
     ...overrides,
   };
   return { actors, seen };
 }
 
-async function run(actors: CallActors, clock?: SimulatedClock) {
-  const actor = createActor(toolCallMachine.provide({ actors }), { input, ...(clock ? { clock } : {}) }).start();
+async function run(actors: CallFakes, clock?: SimulatedClock) {
+  const actor = createActor(provided(actors), { input, ...(clock ? { clock } : {}) }).start();
   return (await waitFor(actor, (s) => s.status === 'done')).output;
 }
 
-const policySays = (decision: PolicyDecision) => fromPromise<PolicyDecision, CallActorInput>(async () => decision);
+const policySays = (decision: PolicyDecision) => async (): Promise<PolicyDecision> => decision;
 
 describe('toolCallMachine, end to end with provided actors', () => {
   it('fails closed when started without its actors', async () => {
@@ -364,7 +388,7 @@ describe('toolCallMachine, end to end with provided actors', () => {
       decidePolicy: policySays({ decision: 'approvalRequired' }),
       awaitApproval: fromPromise<ApprovalAnswer, CallActorInput & { decision: PolicyDecision }>(() => answer.promise),
     });
-    const actor = createActor(toolCallMachine.provide({ actors }), { input }).start();
+    const actor = createActor(provided(actors), { input }).start();
     await waitFor(actor, (s) => s.matches('approval'));
     answer.resolve({ approved: true });
     const s = await waitFor(actor, (x) => x.status === 'done');
@@ -396,7 +420,7 @@ describe('toolCallMachine, end to end with provided actors', () => {
         }),
       ),
     });
-    const actor = createActor(toolCallMachine.provide({ actors }), { input, clock }).start();
+    const actor = createActor(provided(actors), { input, clock }).start();
     await waitFor(actor, (s) => s.matches('approval'));
     clock.increment(input.approvalTimeoutMs - 1);
     expect(actor.getSnapshot().value).toBe('approval');
@@ -449,10 +473,10 @@ describe('toolCallMachine, end to end with provided actors', () => {
 
   it('validation failure: failed with call.invalidArgs and the problems, not executed', async () => {
     const { actors, seen } = fakes({
-      validateArgs: fromPromise<ArgsValidation, CallActorInput>(async () => ({
+      validateArgs: async (): Promise<ArgsValidation> => ({
         ok: false,
         problems: ['/content: must be string'],
-      })),
+      }),
     });
     const output = await run(actors);
     expect(output).toMatchObject({
@@ -465,10 +489,10 @@ describe('toolCallMachine, end to end with provided actors', () => {
 
   it('execute failure: failed with the tool’s error', async () => {
     const { actors } = fakes({
-      execute: fromPromise<Result<unknown>, CallActorInput>(async () => ({
+      execute: async (): Promise<Result<unknown>> => ({
         ok: false,
         error: { code: 'tool.failed', message: 'disk full' },
-      })),
+      }),
     });
     expect(await run(actors)).toMatchObject({
       outcome: 'failed',
@@ -479,9 +503,9 @@ describe('toolCallMachine, end to end with provided actors', () => {
 
   it('execute throw: failed with call.executeFailed', async () => {
     const { actors } = fakes({
-      execute: fromPromise<Result<unknown>, CallActorInput>(async () => {
+      execute: async (): Promise<Result<unknown>> => {
         throw new Error('child died');
-      }),
+      },
     });
     expect(await run(actors)).toMatchObject({ outcome: 'failed', error: { code: 'call.executeFailed' } });
   });

@@ -1,21 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromPromise, initialTransition, waitFor } from 'xstate';
+import { createActor, initialTransition, waitFor } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import { turnMachine } from '../../machines/index.js';
 import type {
   CatalogInfo,
   ExecuteStepInput,
-  ExposeInput,
   ExposureSummary,
-  IndexCatalogInput,
   ListSourcesInput,
-  TurnActorBase,
   TurnInput,
   TurnStage,
 } from '../../machines/index.js';
 import type { Catalog } from '../../src/catalog/index.js';
 import type { Result } from '../../src/shared/index.js';
-import { deferred, done, errored, spawned, step, stopped, untilAborted } from './pure.js';
+import { taskDone, taskFailed } from '../../machines/index.js';
+import { deferred, spawned, step, stopped, taskActions, untilAborted, type TaskFake } from './pure.js';
 
 const input: TurnInput = {
   sessionId: 's-1',
@@ -39,10 +37,10 @@ type TurnSnapshot = SnapshotFrom<typeof turnMachine>;
 /** Walks the pure machine from the start to `execute`, the way the provided actors would. */
 function atExecute(): TurnSnapshot {
   let [s] = initialTransition(turnMachine, input);
-  [s] = step(turnMachine, s, done('resolvePolicy', policy));
-  [s] = step(turnMachine, s, done('listSources', catalog));
-  [s] = step(turnMachine, s, done('indexCatalog', catalogInfo));
-  [s] = step(turnMachine, s, done('expose', exposure));
+  [s] = step(turnMachine, s, taskDone('resolvePolicy', policy));
+  [s] = step(turnMachine, s, taskDone('listSources', catalog));
+  [s] = step(turnMachine, s, taskDone('indexCatalog', catalogInfo));
+  [s] = step(turnMachine, s, taskDone('expose', exposure));
   return s;
 }
 
@@ -58,19 +56,19 @@ describe('turnMachine, step by step (nothing runs)', () => {
   it('walks resolvePolicy -> listSources -> index -> expose -> execute, handing each output on', () => {
     let [s] = initialTransition(turnMachine, input);
     let actions;
-    [s, actions] = step(turnMachine, s, done('resolvePolicy', policy));
+    [s, actions] = step(turnMachine, s, taskDone('resolvePolicy', policy));
     expect(s.value).toBe('listSources');
     expect(spawned(actions)[0]).toMatchObject({ src: 'listSources', input: { policy } });
 
-    [s, actions] = step(turnMachine, s, done('listSources', catalog));
+    [s, actions] = step(turnMachine, s, taskDone('listSources', catalog));
     expect(s.value).toBe('index');
     expect(spawned(actions)[0]).toMatchObject({ src: 'indexCatalog', input: { policy, catalog } });
 
-    [s, actions] = step(turnMachine, s, done('indexCatalog', catalogInfo));
+    [s, actions] = step(turnMachine, s, taskDone('indexCatalog', catalogInfo));
     expect(s.value).toBe('expose');
     expect(spawned(actions)[0]).toMatchObject({ src: 'expose', input: { policy, catalog, catalogInfo } });
 
-    [s, actions] = step(turnMachine, s, done('expose', exposure));
+    [s, actions] = step(turnMachine, s, taskDone('expose', exposure));
     expect(s.value).toEqual({ execute: 'waiting' });
     expect(s.context.exposure).toEqual(exposure);
     expect(spawned(actions)).toEqual([]);
@@ -81,30 +79,34 @@ describe('turnMachine, step by step (nothing runs)', () => {
     {
       stage: 'listSources',
       actor: 'listSources',
-      before: (s) => step(turnMachine, s, done('resolvePolicy', policy))[0],
+      before: (s) => step(turnMachine, s, taskDone('resolvePolicy', policy))[0],
     },
     {
       stage: 'index',
       actor: 'indexCatalog',
       before: (s) =>
-        step(turnMachine, step(turnMachine, s, done('resolvePolicy', policy))[0], done('listSources', catalog))[0],
+        step(
+          turnMachine,
+          step(turnMachine, s, taskDone('resolvePolicy', policy))[0],
+          taskDone('listSources', catalog),
+        )[0],
     },
     {
       stage: 'expose',
       actor: 'expose',
       before: (s) => {
-        let t = step(turnMachine, s, done('resolvePolicy', policy))[0];
-        t = step(turnMachine, t, done('listSources', catalog))[0];
-        return step(turnMachine, t, done('indexCatalog', catalogInfo))[0];
+        let t = step(turnMachine, s, taskDone('resolvePolicy', policy))[0];
+        t = step(turnMachine, t, taskDone('listSources', catalog))[0];
+        return step(turnMachine, t, taskDone('indexCatalog', catalogInfo))[0];
       },
     },
   ];
 
   for (const { stage, actor, before } of stages) {
-    it(`fails at ${stage} when ${actor} rejects, with the stage and reason`, () => {
+    it(`fails at ${stage} when ${actor} fails, with the stage and reason`, () => {
       const s0 = before(initialTransition(turnMachine, input)[0]);
       expect(s0.value).toBe(stage);
-      const [s] = step(turnMachine, s0, errored(actor, new Error('disk on fire')));
+      const [s] = step(turnMachine, s0, taskFailed(actor, new Error('disk on fire')));
       expect(s.value).toBe('failed');
       expect(s.status).toBe('done');
       expect(s.output).toMatchObject({
@@ -113,7 +115,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
       });
     });
 
-    it(`fails at ${stage} on ABORT and stops the actor in flight`, () => {
+    it(`fails at ${stage} on ABORT and cuts the task in flight`, () => {
       const s0 = before(initialTransition(turnMachine, input)[0]);
       const [s, actions] = step(turnMachine, s0, { type: 'ABORT', reason: 'client went away' });
       expect(s.value).toBe('failed');
@@ -129,7 +131,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
   it('keeps a dotted code the gateway put on the error', () => {
     const [s0] = initialTransition(turnMachine, input);
     const fault = Object.assign(new Error('policy file unreadable'), { code: 'config.unreadable' });
-    const [s] = step(turnMachine, s0, errored('resolvePolicy', fault));
+    const [s] = step(turnMachine, s0, taskFailed('resolvePolicy', fault));
     expect(s.output?.error?.code).toBe('config.unreadable');
   });
 
@@ -156,7 +158,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
 
   it('records a finished step and goes back to waiting', () => {
     let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'st-1', tool: 'tool_search', args: {} });
-    [s] = step(turnMachine, s, done('executeStep', okResult(['hit'])));
+    [s] = step(turnMachine, s, taskDone('executeStep', okResult(['hit'])));
     expect(s.value).toEqual({ execute: 'waiting' });
     expect(s.context.queue).toEqual([]);
     expect(s.context.served).toBe(1);
@@ -168,12 +170,12 @@ describe('turnMachine, step by step (nothing runs)', () => {
     [s, actions] = step(turnMachine, s, { type: 'STEP', stepId: 'b', tool: 'tool_call', args: {} });
     expect(spawned(actions)).toEqual([]); // b waits while a is in flight
     expect(s.context.queue.map((q) => q.stepId)).toEqual(['a', 'b']);
-    [s, actions] = step(turnMachine, s, done('executeStep', okResult(1)));
+    [s, actions] = step(turnMachine, s, taskDone('executeStep', okResult(1)));
     expect(s.value).toEqual({ execute: 'running' });
     expect(spawned(actions)).toEqual([
       { src: 'executeStep', input: expect.objectContaining({ step: { stepId: 'b', tool: 'tool_call', args: {} } }) },
     ]);
-    [s] = step(turnMachine, s, done('executeStep', okResult(2)));
+    [s] = step(turnMachine, s, taskDone('executeStep', okResult(2)));
     expect(s.context.served).toBe(2);
     expect(s.context.queue).toEqual([]);
   });
@@ -182,10 +184,10 @@ describe('turnMachine, step by step (nothing runs)', () => {
     let [s] = initialTransition(turnMachine, input);
     [s] = step(turnMachine, s, { type: 'STEP', stepId: 'early', tool: 'tool_search', args: {} });
     expect(s.value).toBe('resolvePolicy');
-    [s] = step(turnMachine, s, done('resolvePolicy', policy));
-    [s] = step(turnMachine, s, done('listSources', catalog));
-    [s] = step(turnMachine, s, done('indexCatalog', catalogInfo));
-    const [t, actions] = step(turnMachine, s, done('expose', exposure));
+    [s] = step(turnMachine, s, taskDone('resolvePolicy', policy));
+    [s] = step(turnMachine, s, taskDone('listSources', catalog));
+    [s] = step(turnMachine, s, taskDone('indexCatalog', catalogInfo));
+    const [t, actions] = step(turnMachine, s, taskDone('expose', exposure));
     expect(t.value).toEqual({ execute: 'running' });
     expect(spawned(actions)[0]?.input).toMatchObject({ step: { stepId: 'early' } });
   });
@@ -207,7 +209,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
     let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
     [s] = step(turnMachine, s, { type: 'END' });
     expect(s.value).toEqual({ execute: 'running' });
-    [s] = step(turnMachine, s, done('executeStep', okResult('x')));
+    [s] = step(turnMachine, s, taskDone('executeStep', okResult('x')));
     expect(s.value).toBe('completed');
     expect(s.output?.served).toBe(1);
   });
@@ -216,10 +218,10 @@ describe('turnMachine, step by step (nothing runs)', () => {
     let [s] = initialTransition(turnMachine, input);
     [s] = step(turnMachine, s, { type: 'END' });
     expect(s.value).toBe('resolvePolicy');
-    [s] = step(turnMachine, s, done('resolvePolicy', policy));
-    [s] = step(turnMachine, s, done('listSources', catalog));
-    [s] = step(turnMachine, s, done('indexCatalog', catalogInfo));
-    [s] = step(turnMachine, s, done('expose', exposure));
+    [s] = step(turnMachine, s, taskDone('resolvePolicy', policy));
+    [s] = step(turnMachine, s, taskDone('listSources', catalog));
+    [s] = step(turnMachine, s, taskDone('indexCatalog', catalogInfo));
+    [s] = step(turnMachine, s, taskDone('expose', exposure));
     expect(s.value).toBe('completed');
   });
 
@@ -230,11 +232,11 @@ describe('turnMachine, step by step (nothing runs)', () => {
     expect(s.context.queue.map((q) => q.stepId)).toEqual(['a']);
   });
 
-  it('fails at execute when executeStep rejects, counting the steps served so far', () => {
+  it('fails at execute when executeStep fails, counting the steps served so far', () => {
     let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
     [s] = step(turnMachine, s, { type: 'STEP', stepId: 'b', tool: 'tool_search', args: {} });
-    [s] = step(turnMachine, s, done('executeStep', okResult(1)));
-    [s] = step(turnMachine, s, errored('executeStep', new Error('bus down')));
+    [s] = step(turnMachine, s, taskDone('executeStep', okResult(1)));
+    [s] = step(turnMachine, s, taskFailed('executeStep', new Error('bus down')));
     expect(s.value).toBe('failed');
     expect(s.output).toMatchObject({
       outcome: 'failed',
@@ -243,7 +245,7 @@ describe('turnMachine, step by step (nothing runs)', () => {
     });
   });
 
-  it('fails at execute on ABORT with a step in flight, stopping it', () => {
+  it('fails at execute on ABORT with a step in flight, cutting it', () => {
     const [s0] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
     const [s, actions] = step(turnMachine, s0, { type: 'ABORT', reason: 'user cancelled' });
     expect(s.value).toBe('failed');
@@ -251,9 +253,9 @@ describe('turnMachine, step by step (nothing runs)', () => {
     expect(s.output?.error).toMatchObject({ stage: 'execute', code: 'turn.aborted' });
   });
 
-  it("goes on after a step whose actor returned no Result (the answer is the sender's business)", () => {
+  it("goes on after a step whose task returned no Result (the answer is the sender's business)", () => {
     let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
-    [s] = step(turnMachine, s, done('executeStep', undefined));
+    [s] = step(turnMachine, s, taskDone('executeStep', undefined));
     expect(s.value).toEqual({ execute: 'waiting' });
     expect(s.context.served).toBe(1);
   });
@@ -261,30 +263,27 @@ describe('turnMachine, step by step (nothing runs)', () => {
   it('passes a failed step result through without failing the turn', () => {
     const blocked: Result<unknown> = { ok: false, error: { code: 'call.blocked.policy', message: 'Blocked: no.' } };
     let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_call', args: {} });
-    [s] = step(turnMachine, s, done('executeStep', blocked));
+    [s] = step(turnMachine, s, taskDone('executeStep', blocked));
     [s] = step(turnMachine, s, { type: 'END' });
     expect(s.output).toMatchObject({ outcome: 'completed', served: 1 });
   });
 });
 
-type TurnActors = NonNullable<Parameters<typeof turnMachine.provide>[0]['actors']>;
-
-/** Fakes for every actor; `executeStep` echoes the step unless replaced. */
-function fakes(overrides: TurnActors = {}) {
+/** Fakes for every task; `executeStep` echoes the step unless replaced. */
+function fakes(overrides: Record<string, TaskFake | undefined> = {}) {
   return {
-    resolvePolicy: fromPromise<unknown, TurnActorBase>(async () => policy),
-    listSources: fromPromise<Catalog, ListSourcesInput>(async () => catalog),
-    indexCatalog: fromPromise<CatalogInfo, IndexCatalogInput>(async () => catalogInfo),
-    expose: fromPromise<ExposureSummary, ExposeInput>(async () => exposure),
-    executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input: i }) =>
-      okResult({ echo: i.step.tool, args: i.step.args }),
-    ),
+    resolvePolicy: async () => policy,
+    listSources: async () => catalog,
+    indexCatalog: async () => catalogInfo,
+    expose: async () => exposure,
+    executeStep: async (i: ExecuteStepInput) => okResult({ echo: i.step.tool, args: i.step.args }),
     ...overrides,
-  };
+  } as Record<string, TaskFake | undefined>;
 }
+const withTasks = (tasks: Record<string, TaskFake | undefined>) => turnMachine.provide({ actions: taskActions(tasks) });
 
-describe('turnMachine, end to end with provided actors', () => {
-  it('fails closed when started without its actors', async () => {
+describe('turnMachine, end to end with provided tasks', () => {
+  it('fails closed when started without its tasks', async () => {
     const actor = createActor(turnMachine, { input }).start();
     const s = await waitFor(actor, (x) => x.status === 'done');
     expect(s.value).toBe('failed');
@@ -297,7 +296,7 @@ describe('turnMachine, end to end with provided actors', () => {
 
   it('fails closed when only executeStep is missing: the first step fails the turn', async () => {
     const { executeStep: _omitted, ...rest } = fakes();
-    const machine = turnMachine.provide({ actors: rest });
+    const machine = withTasks(rest);
     const actor = createActor(machine, { input }).start();
     await waitFor(actor, (x) => x.matches('execute'));
     actor.send({ type: 'STEP', stepId: 'a', tool: 'tool_call', args: {} });
@@ -310,21 +309,21 @@ describe('turnMachine, end to end with provided actors', () => {
     });
   });
 
-  it('runs a whole turn: the actors see the earlier outputs, the steps run in order', async () => {
+  it('runs a whole turn: the tasks see the earlier outputs, the steps run in order', async () => {
     const seen: ListSourcesInput[] = [];
     const ran: string[] = [];
-    const machine = turnMachine.provide({
-      actors: fakes({
-        listSources: fromPromise<Catalog, ListSourcesInput>(async ({ input: i }) => {
+    const machine = withTasks(
+      fakes({
+        listSources: async (i: ListSourcesInput) => {
           seen.push(i);
           return catalog;
-        }),
-        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input: i }) => {
+        },
+        executeStep: async (i: ExecuteStepInput) => {
           ran.push(`${i.step.stepId}:${i.step.tool}`);
           return okResult(i.step.args);
-        }),
+        },
       }),
-    });
+    );
     const actor = createActor(machine, { input }).start();
     actor.send({ type: 'STEP', stepId: '1', tool: 'tool_search', args: { query: 'weather' } });
     actor.send({ type: 'STEP', stepId: '2', tool: 'tool_call', args: { id: 'x' } });
@@ -346,17 +345,17 @@ describe('turnMachine, end to end with provided actors', () => {
     let inFlight = 0;
     let most = 0;
     const gates = [deferred<void>(), deferred<void>(), deferred<void>()];
-    const machine = turnMachine.provide({
-      actors: fakes({
-        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async ({ input: i }) => {
+    const machine = withTasks(
+      fakes({
+        executeStep: async (i: ExecuteStepInput) => {
           inFlight += 1;
           most = Math.max(most, inFlight);
           await gates[Number(i.step.stepId)]?.promise;
           inFlight -= 1;
           return okResult(i.step.stepId);
-        }),
+        },
       }),
-    });
+    );
     const actor = createActor(machine, { input }).start();
     for (const id of ['0', '1', '2']) actor.send({ type: 'STEP', stepId: id, tool: 'tool_search', args: {} });
     actor.send({ type: 'END' });
@@ -372,16 +371,16 @@ describe('turnMachine, end to end with provided actors', () => {
   it('ABORT aborts the signal of the step in flight and fails the turn', async () => {
     let aborted = false;
     const started = deferred<void>();
-    const machine = turnMachine.provide({
-      actors: fakes({
-        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(({ signal }) => {
+    const machine = withTasks(
+      fakes({
+        executeStep: (_: ExecuteStepInput, signal: AbortSignal) => {
           started.resolve();
           return untilAborted(signal, () => {
             aborted = true;
           });
-        }),
+        },
       }),
-    });
+    );
     const actor = createActor(machine, { input }).start();
     actor.send({ type: 'STEP', stepId: 'hang', tool: 'tool_search_code', args: {} });
     await started.promise;
@@ -393,17 +392,17 @@ describe('turnMachine, end to end with provided actors', () => {
 
   it('a source listing that rejects fails the turn with the reason, and no step runs', async () => {
     let ran = 0;
-    const machine = turnMachine.provide({
-      actors: fakes({
-        listSources: fromPromise<Catalog, ListSourcesInput>(async () => {
+    const machine = withTasks(
+      fakes({
+        listSources: async () => {
           throw new Error('catalog directory missing');
-        }),
-        executeStep: fromPromise<Result<unknown>, ExecuteStepInput>(async () => {
+        },
+        executeStep: async () => {
           ran += 1;
           return okResult(null);
-        }),
+        },
       }),
-    });
+    );
     const actor = createActor(machine, { input }).start();
     actor.send({ type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
     const s = await waitFor(actor, (x) => x.status === 'done');
