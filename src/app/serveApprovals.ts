@@ -50,6 +50,15 @@ export interface ServeApprovalsOptions {
   principals?: () => Record<string, Principal>;
 }
 
+/**
+ * Who a NATS public key names as an approver: the principal of `principals` with that `nkey` and the approver right,
+ * else undefined (the bus then says `nkey:<key>`). It names who answered in every approval.resolved an approver
+ * published under its own key (`withPinnedAnswerer`). Pure: no I/O.
+ */
+export function approverNames(principals: Record<string, Principal>): (publicKey: string) => string | undefined {
+  return (publicKey) => Object.values(principals).find((p) => p.nkey === publicKey && p.approver)?.name;
+}
+
 /** The subject an answer to `member`'s approvals is sent on by the principal of `token`. Pure: no I/O. */
 export const approvalAnswerSubject = (token: string, member: string): string =>
   `${APPROVALS_ANSWER_SUBJECT}.${encodeToken(token)}.${encodeToken(member)}`;

@@ -2,6 +2,7 @@ export { openNatsBus, durableName, HEARTBEAT_MS } from './natsBus.js';
 export type { NatsBus, NatsBusOptions, NatsBusStats, BusStatus } from './natsBus.js';
 export { listActors } from './actors.js';
 export { requestAll } from './requestAll.js';
+export { approverAnswerSubject, approverSubjectOf, withPinnedAnswerer } from './answerer.js';
 export type { ActorInfo } from './actors.js';
 export { BusError, isBusError } from './errors.js';
 export { streamNames, streamConfigs } from './streams.js';

@@ -67,7 +67,7 @@ export interface NatsAuthOptions {
 
 /**
  * The exact subjects each role may publish and subscribe to. Facts are named per type token: only the policy role
- * publishes `…call_decided`, only approvers publish `…approval_resolved` (the gateway records its own timeouts and
+ * publishes `…call_decided`, only approvers publish `…approval_resolved.<their own key>` (the gateway records its own timeouts and
  * library answers as `…approval_settled`, which no turn takes for an answer; it records a person's answer taken by
  * its desk only with `gatewayRecordsAnswers`), only a gateway publishes the other
  * facts and the answers; clients publish commands under their own key's token only; only the sandbox role receives
@@ -156,6 +156,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             `${COMMAND_SUBJECT_PREFIX}.>`,
             fact('call.decided'),
             ...(recordsAnswers ? [] : [fact('approval.resolved')]),
+            // An approver's own answer (`…approval_resolved.<its key>`) is never a gateway's to publish.
+            `${fact('approval.resolved')}.*`,
           ],
         },
         subscribe: {
@@ -221,15 +223,16 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
     case 'approver':
       return {
         publish: {
-          // Its answers to a gateway's desk only under its own key's token (`…answer.<pk>.<member>`), so the gateway
-          // knows who answered from the subject, never from the body.
+          // Its answers only under its own key's token: the fact `…approval_resolved.<pk>` (whoever reads it names
+          // the principal of that key, never the body's `by`), and the requests to a gateway's desk
+          // `…answer.<pk>.<member>`. Never the five-token `…approval_resolved`, a gateway's record of an answer.
           allow: [
-            fact('approval.resolved'),
+            `${fact('approval.resolved')}.${p.publicKey}`,
             ...markers,
             APPROVALS_LIST_SUBJECT,
             `${APPROVALS_ANSWER_SUBJECT}.${p.publicKey}.*`,
           ],
-          deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')],
+          deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>'), fact('approval.resolved')],
         },
         subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },
         allowResponses: false,

@@ -115,6 +115,7 @@ async function withApproverBus<T>(
     env: envWithNatsFlags(values, io.env),
     cwd: io.cwd,
     name: 'toolsearch-approver',
+    approver: true,
   });
   if (!opened.ok) return opened;
   const bus = opened.value!;
