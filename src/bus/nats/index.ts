@@ -30,6 +30,7 @@ export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCred
 export {
   ALL_ROLE_PARTS,
   APPROVALS_ANSWER_SUBJECT,
+  APPROVALS_FORWARD_SUBJECT,
   APPROVALS_LIST_SUBJECT,
   authorizationBlock,
   CODE_RUN_SUBJECT,

@@ -49,6 +49,11 @@ export const BRIDGE_PATTERN = 'toolsearch.rpc.bridge.*';
  */
 export const APPROVALS_LIST_SUBJECT = 'toolsearch.rpc.approvals.list';
 export const APPROVALS_ANSWER_SUBJECT = 'toolsearch.rpc.approvals.answer';
+/**
+ * `…approvals.forward.<member>`: a gateway hands an answer its HTTP front authenticated (a person's, with its channel)
+ * to the member that holds the approval. Only gateways publish and serve it.
+ */
+export const APPROVALS_FORWARD_SUBJECT = 'toolsearch.rpc.approvals.forward';
 
 /** Every fact type of the catalogue (everything but the `gateway.*` types). Pure: no I/O. */
 export const factTypes = (): string[] => Object.keys(EventSchemas).filter((t) => !isGatewayType(t));
@@ -135,8 +140,10 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             CODE_RUN_SUBJECT,
             CODE_AVAILABLE_SUBJECT,
             CODE_CANCEL_PATTERN,
-            // Asks the other members for their approvals; never answers one (only approvers send answers).
+            // Asks the other members for their approvals, and hands the member that holds one an answer its HTTP
+            // front authenticated; never sends an approver's answer (`…answer.<pk>.*` is the approvers').
             APPROVALS_LIST_SUBJECT,
+            `${APPROVALS_FORWARD_SUBJECT}.*`,
             `${ACTORS_SUBJECT_ROOT}.gateway.*`,
             api('INFO'),
             ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
@@ -169,6 +176,7 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             APPROVALS_LIST_SUBJECT,
             // `…approvals.answer.<sender>.<member>`: the sender token is pinned by the sender's own rule below.
             `${APPROVALS_ANSWER_SUBJECT}.*.*`,
+            `${APPROVALS_FORWARD_SUBJECT}.*`,
             inbox,
             `${OWNER_SUBJECT_ROOT}.>`,
           ],
