@@ -36,7 +36,7 @@ async function listedOn(m: ApprovalWorld, n: number): Promise<any[]> {
 }
 
 /** The first server-sent events of `m`'s approvals stream until `n` `requested` ones came (bounded). */
-async function streamed(m: ApprovalWorld, n: number): Promise<any[]> {
+async function streamed(m: ApprovalWorld, n: number, onReady: () => void = () => undefined): Promise<any[]> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), 30_000);
   const got: any[] = [];
@@ -47,6 +47,7 @@ async function streamed(m: ApprovalWorld, n: number): Promise<any[]> {
     let buf = '';
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       buf += decoder.decode(chunk, { stream: true });
+      if (buf.includes(': ready\n\n')) onReady();
       for (const block of buf.split('\n\n').slice(0, -1)) {
         const data = /^data: (.*)$/m.exec(block)?.[1];
         if (/^event: requested$/m.test(block) && data !== undefined) got.push(JSON.parse(data));
@@ -79,8 +80,15 @@ describe('approvals over HTTP across gateway members on one NATS server', () => 
   }, 60_000);
 
   it('GET on either member lists both approvals; POST on member 1 for member 2 runs that call once on member 2', async () => {
+    // Member 1's events stream, open before anything is pending: it hears of member 2's approval live.
+    let ready!: () => void;
+    const isReady = new Promise<void>((r) => (ready = r));
+    const live = streamed(members[0]!, 2, ready);
+    // Bounded: the stream itself gives up after 30 s (and then fails the test).
+    await Promise.race([isReady, live.then(() => undefined)]);
     const chats = members.map((m, i) => m.chat(`s-merged-${i}`));
     for (const m of members) await m.pending(1);
+    expect((await live).map((a) => a.sessionId).sort()).toEqual(['s-merged-0', 's-merged-1']);
 
     for (const m of members) {
       const all = await listedOn(m, 2);

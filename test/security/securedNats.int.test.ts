@@ -666,12 +666,14 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     ]);
     expect(answers[0]).not.toHaveProperty('claimedBy');
     // Nor can it send an answer under another principal's key, and the gateway principal sends none at all.
-    for (const [who, token] of [
-      ['approver', keys['client-billing']],
-      ['gateway', keys['gateway']],
+    // Nor may an approver or a client hand a gateway member an answer as if another member's front had taken it.
+    for (const [who, subject] of [
+      ['approver', `toolsearch.rpc.approvals.answer.${keys['client-billing']}.any-member`],
+      ['gateway', `toolsearch.rpc.approvals.answer.${keys['gateway']}.any-member`],
+      ['approver', 'toolsearch.rpc.approvals.forward.any-member'],
+      ['client', 'toolsearch.rpc.approvals.forward.any-member'],
     ] as const) {
       const { nc, errors } = await rawAs(who);
-      const subject = `toolsearch.rpc.approvals.answer.${token}.any-member`;
       nc.publish(subject, JSON.stringify({ approvalId: 'x', approved: true }));
       await nc.flush();
       await waitFor(() => errors.some((e) => e.includes(`Permissions Violation for Publish to "${subject}"`)), subject);
