@@ -49,10 +49,10 @@ export async function requestAll(
       const o = (typeof v === 'object' && v !== null ? v : {}) as { ok?: unknown; value?: unknown };
       if (o.ok !== true) continue;
       replies.push(o.value);
-      if (graceUntil === undefined && opts.enough?.(replies) === true) {
+      if (opts.enough?.(replies) === true) {
         if ((opts.graceMs ?? 0) <= 0) break;
-        graceUntil = Date.now() + (opts.graceMs ?? 0);
-      }
+        graceUntil ??= Date.now() + (opts.graceMs ?? 0);
+      } else graceUntil = undefined; // a late reply named servers not heard yet: wait for them (within maxWaitMs)
     }
   } catch {
     // No responders, a timeout or a closed connection: what came in so far is the answer.
