@@ -439,12 +439,22 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         connection: 'keep-alive',
       });
       // The stream opens with what is pending now (on every member), then each new and settled approval as it happens.
-      followMembers();
-      const listed = await allPending();
-      const t = now();
-      for (const a of listed) {
-        if (opts.desk.get(a.approvalId) === undefined) remote.add(a.approvalId);
-        res.write(sseEvent('requested', withTimeLeft(a, t)));
+      if (members === undefined) {
+        const t = now();
+        for (const a of opts.desk.list()) res.write(sseLine({ type: 'requested', approval: withTimeLeft(a, t) }));
+      } else {
+        // Other members' pending ones come from their listing; this desk's own are read after it, so one asked for or
+        // settled meanwhile is told right (its events reach this stream while the listing runs).
+        followMembers();
+        streams.add(res);
+        const listed = await allPending();
+        const t = now();
+        for (const a of listed) {
+          if (opts.desk.get(a.approvalId) !== undefined || a.member === members.self) continue;
+          remote.add(a.approvalId);
+          res.write(sseEvent('requested', withTimeLeft(a, t)));
+        }
+        for (const a of localList()) res.write(sseEvent('requested', withTimeLeft(a, t)));
       }
       res.write(': ready\n\n');
       streams.add(res);
