@@ -18,7 +18,14 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { deliveredBeforeDurable, isSyncPoint, openMemoryBus, type Envelope, type EventBus } from '../src/bus/index.js';
+import {
+  deliveredBeforeDurable,
+  isSyncPoint,
+  openMemoryBus,
+  type Envelope,
+  type EventBus,
+  type FsyncMode,
+} from '../src/bus/index.js';
 import { openNatsBus, type NatsBus } from '../src/bus/nats/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import type { StaticSources } from '../src/catalog/index.js';
@@ -359,15 +366,18 @@ async function natsRows(server: NatsServer): Promise<void> {
 
 async function logRow(): Promise<void> {
   console.log(
-    '\nEvent log: CPU per tool_call with the JSONL log on and off, beside a bare append + fsync loop (and the log off waiting an fsync at each sync point)',
+    '\nEvent log: CPU per tool_call with the JSONL log on (default fsync: auto) and off, beside a bare append + fsync loop;\n' +
+      '  extras: the log on with every fsync on the thread pool, and the log off waiting an fsync at each sync point',
   );
   const dir = mkdtempSync(join(os.tmpdir(), 'ts-floors-log-'));
   const sources = syntheticSources(1000, 10);
   const target = sources.parts[3]!.entries[5]!.id;
   /** The wall time of one fsync, measured below: the control variant waits that long at each sync point. */
   let waitMs = 0;
-  const make = async (log: boolean, waitAtSync = false) => {
-    const memory = await openMemoryBus({ logPath: log ? join(dir, 'events.jsonl') : false });
+  const make = async (name: string, log: false | FsyncMode, waitAtSync = false) => {
+    const memory = await openMemoryBus(
+      log === false ? { logPath: false } : { logPath: join(dir, `${name}.jsonl`), fsync: log },
+    );
     // The control: no log, but every sync point waits as long as an fsync does (a timer: no I/O, no log work). On a
     // shared machine the wait itself costs CPU afterwards (the process wakes up on cold caches); this shows how much.
     const bus: EventBus = waitAtSync
@@ -390,14 +400,16 @@ async function logRow(): Promise<void> {
       staticSources: sources,
       includeConfigMcp: false,
     });
-    const t = await engine.startTurn({ sessionId: log ? 'on' : waitAtSync ? 'wait' : 'off' });
+    const t = await engine.startTurn({ sessionId: name });
     if (!t.ok) throw new Error(t.error.message);
-    return { bus: memory, engine, turn: t.value, cpu: [] as number[], wall: [] as number[] };
+    return { bus: memory, engine, turn: t.value, cpu: [] as number[], wall: [] as number[], calls: 0 };
   };
-  const on = await make(true);
-  const off = await make(false);
-  const waited = await make(false, true);
-  const CALLS = 40;
+  const on = await make('on', 'auto');
+  const off = await make('off', false);
+  const pool = await make('pool', 'pool');
+  const waited = await make('wait', false, true);
+  const variants = [on, off, pool, waited];
+  const CALLS = QUICK ? 50 : 100;
   let i = 0;
   const calls = async (v: typeof on) => {
     const c0 = cpuUs();
@@ -408,9 +420,8 @@ async function logRow(): Promise<void> {
     }
     v.cpu.push((cpuUs() - c0) / CALLS);
     v.wall.push((performance.now() - t0) / CALLS / 1000);
-    if (v === on) onCalls += CALLS;
+    v.calls += CALLS;
   };
-  let onCalls = 0;
   const line = `${JSON.stringify({ id: 'x'.repeat(36), type: 'call.completed', data: { pad: 'y'.repeat(300) } })}\n`;
   const fd = openSync(join(dir, 'floor.jsonl'), 'a');
   const fsyncCpu: number[] = [];
@@ -427,27 +438,30 @@ async function logRow(): Promise<void> {
   };
   bare();
   waitMs = median(fsyncWall) * 1000;
-  await calls(on);
-  await calls(off);
-  await calls(waited);
-  for (const v of [on, off, waited]) {
+  for (const v of variants) await calls(v); // warm-up
+  for (const v of variants) {
     v.cpu.length = 0;
     v.wall.length = 0;
+    v.calls = 0;
   }
   fsyncCpu.length = 0;
   fsyncWall.length = 0;
+  const before = on.bus.stats();
   const ratios: number[] = [];
+  const poolRatios: number[] = [];
   const waitRatios: number[] = [];
   for (let r = 0; r < CHEAP_ROUNDS; r++) {
     gc();
-    const order = r % 2 === 0 ? [on, off, waited] : [waited, off, on];
+    const order = r % 2 === 0 ? variants : [...variants].reverse();
     for (const v of order) await calls(v);
     bare();
     ratios.push(on.cpu.at(-1)! / off.cpu.at(-1)!);
+    poolRatios.push(pool.cpu.at(-1)! / off.cpu.at(-1)!);
     waitRatios.push(on.cpu.at(-1)! / waited.cpu.at(-1)!);
   }
   closeSync(fd);
-  const fsyncs = on.bus.stats().fsyncs;
+  const after = on.bus.stats();
+  const perCall = (n: number) => round3(n / Math.max(1, on.calls));
   addRow({
     key: 'logOnVsOff',
     value: median(on.cpu),
@@ -461,11 +475,20 @@ async function logRow(): Promise<void> {
     wallMsOn: round3(median(on.wall) * 1000),
     wallMsOff: round3(median(off.wall) * 1000),
     floorFsyncWallMs: round3(median(fsyncWall) * 1000),
-    fsyncsPerCall: round3(fsyncs / Math.max(1, onCalls)),
+    fsyncsPerCall: perCall(after.fsyncs - before.fsyncs),
+    inlineFsyncsPerCall: perCall(after.fsyncInline - before.fsyncInline),
+    writesPerCall: perCall(after.batches - before.batches),
+    fdatasyncInlineMs: after.fsyncInlineMs === undefined ? null : round3(after.fsyncInlineMs),
+    fdatasyncPoolMs: after.fsyncPoolMs === undefined ? null : round3(after.fsyncPoolMs),
+    onAllFsyncsOnPoolUs: round3(median(pool.cpu)),
+    ratioPoolToOff: round3(median(poolRatios)),
     offWaitingAtSyncPointsUs: round3(median(waited.cpu)),
     ratioToOffWaiting: round3(median(waitRatios)),
   });
-  for (const v of [on, off, waited]) {
+  console.log(
+    `  per round, on/off: ${ratios.map((x) => x.toFixed(2)).join(' ')}; on (pool)/off: ${poolRatios.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  for (const v of variants) {
     await v.turn.end();
     await v.engine.close();
     await v.bus.close();
@@ -693,6 +716,8 @@ async function sandboxRow(): Promise<void> {
   const pipes: number[] = [];
   const hotPipes: number[] = [];
   const ratios: number[] = [];
+  const runCpus: number[] = [];
+  const pipeCpus: number[] = [];
   const PER = QUICK ? 6 : 10;
   const settle = () => new Promise((r) => setTimeout(r, 150));
   /**
@@ -701,18 +726,23 @@ async function sandboxRow(): Promise<void> {
    * woken after an idle pays for it, the run's child as well as the echo); the hot round trips right after it are
    * given beside, as `hotPipeMs`.
    */
-  const warmRun = async (pipe?: number[], hot?: number[]): Promise<number> => {
+  /** `cpu` gets this process's CPU time (µs) from the request to the answer: the parent's share of the request path. */
+  const warmRun = async (pipe?: number[], hot?: number[], cpu?: { run: number[]; pipe: number[] }): Promise<number> => {
     await sandbox.warmUp();
     // The pooled child is spawned; let it finish starting before the request, as between a model's turns.
     await settle();
     if (pipe !== undefined && hot !== undefined) {
+      const c0 = cpuUs();
       pipe.push(await echo.roundTrip());
+      cpu?.pipe.push(cpuUs() - c0);
       hot.push(median([await echo.roundTrip(), await echo.roundTrip()]));
       await settle();
     }
+    const c0 = cpuUs();
     const t0 = performance.now();
     const out = await sandbox.run({ body: 'return 1', timeoutMs: 10_000, bridge });
     const ms = performance.now() - t0;
+    cpu?.run.push(cpuUs() - c0);
     if (!out.ok) throw new Error(`${out.error.code}: ${out.error.message}`);
     if (!out.telemetry.pooled) throw new Error('the warm run did not get a pooled child');
     return ms;
@@ -722,11 +752,14 @@ async function sandboxRow(): Promise<void> {
     const rr: number[] = [];
     const pp: number[] = [];
     const hh: number[] = [];
-    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh));
+    const cc = { run: [] as number[], pipe: [] as number[] };
+    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh, cc));
     runs.push(median(rr));
     pipes.push(median(pp));
     hotPipes.push(median(hh));
     ratios.push(median(rr) / median(pp));
+    runCpus.push(median(cc.run));
+    pipeCpus.push(median(cc.pipe));
   }
   echo.close();
   await sandbox.close();
@@ -741,7 +774,14 @@ async function sandboxRow(): Promise<void> {
     met: median(ratios) <= 3,
     hotPipeMs: round3(median(hotPipes)),
     ratioToHotPipe: round3(median(runs) / median(hotPipes)),
+    runParentCpuMs: round3(median(runCpus) / 1000),
+    pipeParentCpuMs: round3(median(pipeCpus) / 1000),
   });
+  console.log(
+    `  (hot round trip ${median(hotPipes).toFixed(2)} ms; this process's CPU from request to answer: the run ` +
+      `${(median(runCpus) / 1000).toFixed(2)} ms (runParentCpuMs), the idle round trip ${(median(pipeCpus) / 1000).toFixed(2)} ms ` +
+      `(pipeParentCpuMs); per-round ratios ${ratios.map((x) => x.toFixed(1)).join(' ')})`,
+  );
 }
 
 // ---------- main ----------

@@ -1,7 +1,19 @@
-import { closeSync, fdatasync, fstatSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { envelopeProblems, isEnvelope } from '../events/index.js';
+import { FsyncPolicy, type FsyncMode, type FsyncStats } from './fsyncPolicy.js';
 import type { Envelope } from './types.js';
 
 /** What reading a JSONL event log gives: the events (first of each id, in file order) and what was skipped. */
@@ -161,6 +173,7 @@ const syncFd = (fd: number): Promise<void> =>
 /**
  * Appends batches of lines to a JSONL log. Writes go to the page cache at once (one write per batch); `sync`
  * batches are then made durable (fdatasync), which also covers every batch written before (group commit).
+ * An fdatasync runs inline or on the thread pool, as `FsyncPolicy` chooses.
  * A file deleted while in use (its folder removed, a stray `rm`) is noticed before the next write: the writer
  * reopens the path (creating the folder again) and reports the gap through `onGap`; if it cannot, writes fail
  * with `log.lost`. Past `rotation.maxBytes` the file is rotated.
@@ -172,6 +185,8 @@ export class EventLogWriter {
   private unsynced = 0;
   private closed = false;
   private syncTimer: NodeJS.Timeout | undefined;
+  /** The fdatasync running on the thread pool, if any: an fd is closed only once it is done. */
+  private poolSync: Promise<void> | undefined;
 
   private constructor(
     readonly file: string,
@@ -179,6 +194,7 @@ export class EventLogWriter {
     private needsNewline: boolean,
     private readonly rotation: EventLogRotation,
     private readonly onGap: (message: string) => void,
+    private readonly policy: FsyncPolicy,
   ) {
     this.fd = fd;
     this.size = fstatSync(fd).size;
@@ -187,11 +203,17 @@ export class EventLogWriter {
   /**
    * Opens (creating directories and the file) for appending; `endsMidLine` says a torn last line is there.
    * A path that cannot be created or written is an `EventLogError` `log.unwritable` naming `--log` and `log.path`.
+   * In `auto` mode the first fdatasync (of what the file holds already) is timed here, inline: its first sample.
    */
   static async open(
     file: string,
     endsMidLine: boolean,
-    opts: { rotation?: EventLogRotation; onGap?: (message: string) => void } = {},
+    opts: {
+      rotation?: EventLogRotation;
+      onGap?: (message: string) => void;
+      fsync?: FsyncMode;
+      inlineFsyncMaxMs?: number;
+    } = {},
   ): Promise<EventLogWriter> {
     let fd: number;
     try {
@@ -199,17 +221,39 @@ export class EventLogWriter {
     } catch (err) {
       throw unwritable(file, err);
     }
-    return new EventLogWriter(
+    const writer = new EventLogWriter(
       file,
       fd,
       endsMidLine,
       opts.rotation ?? { maxBytes: 0, keep: 0 },
       opts.onGap ?? (() => {}),
+      new FsyncPolicy(opts.fsync, opts.inlineFsyncMaxMs),
     );
+    if (writer.policy.mode === 'auto') {
+      // The first inline sample: one fdatasync of what the file holds already, timed here rather than at a sync point.
+      try {
+        writer.syncInline(true);
+      } catch (err) {
+        closeSync(fd);
+        throw unwritable(file, err);
+      }
+    }
+    return writer;
   }
 
   /** Writes the text (whole lines ending in `\n`); with `sync`, waits until it (and all before it) is durable. */
   async append(text: string, sync = true): Promise<number> {
+    const n = this.write(text);
+    if (sync) await this.sync();
+    return n;
+  }
+
+  /**
+   * Writes the text (whole lines ending in `\n`) to the page cache in one write, not yet durable: readable by other
+   * processes at once, lost only if the machine (not the process) crashes before the next `sync`, which comes within
+   * SYNC_DELAY_MS at the latest. Returns the bytes written.
+   */
+  write(text: string): number {
     if (this.closed) throw new EventLogError('log.lost', `the event log ${this.file} is closed`);
     this.reopenIfGone();
     const data = Buffer.from(this.needsNewline ? `\n${text}` : text, 'utf8');
@@ -224,9 +268,11 @@ export class EventLogWriter {
     this.needsNewline = false;
     this.size += data.length;
     this.unsynced += data.length;
-    if (sync || (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes)) await this.sync();
-    else this.syncSoon();
-    if (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes) this.rotate();
+    if (this.rotation.maxBytes > 0 && this.size >= this.rotation.maxBytes) {
+      // The file is complete before it is renamed: make it durable first (inline, whatever the mode).
+      this.syncInline();
+      this.rotate();
+    } else this.syncSoon();
     return data.length;
   }
 
@@ -243,12 +289,76 @@ export class EventLogWriter {
     this.syncTimer.unref();
   }
 
-  /** Makes everything written so far durable. */
-  async sync(): Promise<void> {
-    if (this.unsynced === 0) return;
+  /** Whether the next `sync` runs inline (see `FsyncMode`). */
+  syncsInline(): boolean {
+    return this.policy.inline(performance.now());
+  }
+
+  /**
+   * Makes everything written so far durable. Inline (see `syncsInline`) it is done when this returns, and the promise
+   * is already settled; on the pool it settles once the fdatasync is done.
+   */
+  sync(): Promise<void> {
+    // Nothing new: durable once the fdatasync in flight (if any) is done, as it covers all written so far.
+    if (this.unsynced === 0) return this.poolSync ?? Promise.resolve();
+    if (this.syncsInline()) {
+      try {
+        this.syncInline();
+        return Promise.resolve();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }
     const fd = this.fd;
+    const unsynced = this.unsynced;
     this.unsynced = 0;
-    await syncFd(fd);
+    const t0 = performance.now();
+    const done = syncFd(fd).then(
+      () => this.policy.record(performance.now() - t0, false, t0),
+      (err: unknown) => {
+        if (fd === this.fd) this.unsynced += unsynced; // still not durable: the next sync tries again
+        throw err;
+      },
+    );
+    const tracked = done.finally(() => {
+      if (this.poolSync === tracked) this.poolSync = undefined;
+    });
+    tracked.catch(() => {}); // the caller of sync() hears of a failure through `done`
+    this.poolSync = tracked;
+    return done;
+  }
+
+  /** fdatasync on the loop, timed; `force` even with nothing new written (the first inline sample). */
+  private syncInline(force = false): void {
+    if (this.unsynced === 0 && !force) return;
+    const unsynced = this.unsynced;
+    this.unsynced = 0;
+    const t0 = performance.now();
+    try {
+      fdatasyncSync(this.fd);
+    } catch (err) {
+      this.unsynced += unsynced; // still not durable: the next sync tries again
+      throw err;
+    }
+    this.policy.record(performance.now() - t0, true, t0);
+  }
+
+  /** How the fdatasyncs went so far (a copy). */
+  fsyncStats(): FsyncStats {
+    return this.policy.stats();
+  }
+
+  /** Closes an fd once the fdatasync in flight on it (if any) is done; never fails. */
+  private closeFd(fd: number): void {
+    const close = () => {
+      try {
+        closeSync(fd);
+      } catch {
+        /* already gone */
+      }
+    };
+    if (this.poolSync === undefined) close();
+    else void this.poolSync.then(close, close);
   }
 
   /** The live file was unlinked (nlink 0): open the path again and report the gap. */
@@ -260,11 +370,7 @@ export class EventLogWriter {
       gone = true;
     }
     if (!gone) return;
-    try {
-      closeSync(this.fd);
-    } catch {
-      /* already gone */
-    }
+    this.closeFd(this.fd);
     try {
       this.fd = openAppend(this.file);
     } catch (err) {
@@ -288,7 +394,7 @@ export class EventLogWriter {
 
   /** `<file>` -> `<file>.1`, `<file>.1` -> `<file>.2`, ... ; the oldest beyond `keep` is deleted. */
   private rotate(): void {
-    closeSync(this.fd);
+    this.closeFd(this.fd);
     const { keep } = this.rotation;
     try {
       rmSync(`${this.file}.${keep + 1}`, { force: true });
@@ -317,6 +423,7 @@ export class EventLogWriter {
       await this.sync();
     } finally {
       this.closed = true;
+      await this.poolSync?.catch(() => {});
       closeSync(this.fd);
     }
   }

@@ -10,6 +10,14 @@ export {
   rotatedLogFiles,
 } from './eventLog.js';
 export type { EventLogContents, EventLogRotation } from './eventLog.js';
+export {
+  FSYNC_PROBE_EVERY_MS,
+  FSYNC_SLOW_PROBE_EVERY_MS,
+  FSYNC_WINDOW,
+  FsyncPolicy,
+  INLINE_FSYNC_MAX_MS,
+} from './fsyncPolicy.js';
+export type { FsyncMode, FsyncStats } from './fsyncPolicy.js';
 export { assertPattern, subjectMatches } from './subjectMatch.js';
 export { SubjectTrie } from './subjectTrie.js';
 export { deliveredBeforeDurable, isSyncPoint } from './syncPoints.js';

@@ -2,6 +2,7 @@ import { resolve as resolvePath } from 'node:path';
 import { envelopeProblems, isEnvelope, isGatewayType, subjectFor } from '../events/index.js';
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { EventLogError, EventLogWriter, readEventLog, type EventLogRotation } from './eventLog.js';
+import type { FsyncMode } from './fsyncPolicy.js';
 import { assertPattern, subjectMatches } from './subjectMatch.js';
 import { SubjectTrie } from './subjectTrie.js';
 import { deliveredBeforeDurable, isSyncPoint } from './syncPoints.js';
@@ -15,6 +16,10 @@ export interface MemoryBusOptions {
   logPath?: string | false;
   /** Size rotation of the log (default: none). */
   rotation?: EventLogRotation;
+  /** How sync points are made durable (default `auto`: inline or on the thread pool, as measured; see `FsyncPolicy`). */
+  fsync?: FsyncMode;
+  /** In `auto` mode, the longest median inline fdatasync (ms) still done inline (default 1.5). */
+  inlineFsyncMaxMs?: number;
   /** Called for every warning: skipped log lines on open, subscriber exceptions, a log file that disappeared. */
   onWarning?: (message: string) => void;
 }
@@ -30,6 +35,11 @@ export interface MemoryBusStats {
   /** Batches written (one write each when the log is on; fsync'd when they hold a sync point). */
   batches: number;
   fsyncs: number;
+  /** Of the fsyncs, those done inline on the event loop (the rest ran on the thread pool); see `FsyncMode`. */
+  fsyncInline: number;
+  /** Median time of the last inline fdatasyncs and of the last ones on the thread pool (ms); undefined until timed. */
+  fsyncInlineMs: number | undefined;
+  fsyncPoolMs: number | undefined;
   /** Times the log file was found deleted and reopened (each one a gap in the record, also in `warnings`). */
   logReopened: number;
   bytesWritten: number;
@@ -66,8 +76,12 @@ interface Pending {
   subject: string;
   line: string | undefined;
   sync: boolean;
-  /** Stored and delivered already (an answer delivered before its fsync). */
+  /** May be delivered before its group is committed: a fact, or an answer (`deliveredBeforeDurable`). */
+  early: boolean;
+  /** Stored and delivered already. */
   accepted: boolean;
+  /** Its group is committed: written, and fsync'd when the group held a sync point. */
+  committed: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -141,8 +155,16 @@ class MemoryBusImpl implements MemoryBus {
   private readonly bySession = new Map<string, Envelope[]>();
   private readonly ids = new Set<string>();
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Published, not yet taken in by `drain`. */
   private queue: Pending[] = [];
-  private flushing: Promise<void> | undefined;
+  private drainScheduled = false;
+  /** Taken in, not yet delivered, in publish order: a sync point waiting for its commit, and all behind it. */
+  private held: Pending[] = [];
+  /** Taken in, not yet written: the next commit's group, and whether it holds a sync point. */
+  private group: Pending[] = [];
+  private groupSync = false;
+  /** The commit loop, from its scheduling until the group is empty. */
+  private committing: Promise<void> | undefined;
   private readonly subs = new SubjectTrie<Subscription>();
   private readonly live = new Set<Subscription>();
   private subOrder = 0;
@@ -156,6 +178,9 @@ class MemoryBusImpl implements MemoryBus {
     duplicates: 0,
     batches: 0,
     fsyncs: 0,
+    fsyncInline: 0,
+    fsyncInlineMs: undefined,
+    fsyncPoolMs: undefined,
     logReopened: 0,
     bytesWritten: 0,
     deliveries: 0,
@@ -187,13 +212,31 @@ class MemoryBusImpl implements MemoryBus {
     this.counters.stored++;
   }
 
+  /** Takes a stored event out again (its commit failed). */
+  private unstore(event: Envelope): void {
+    this.ids.delete(event.id);
+    const drop = (list: Envelope[] | undefined) => {
+      const i = list?.lastIndexOf(event) ?? -1;
+      if (i >= 0) list!.splice(i, 1);
+    };
+    drop(this.events);
+    drop(this.bySession.get(event.sessionId));
+    this.counters.stored--;
+    this.counters.published--;
+  }
+
   gap(message: string): void {
     this.counters.logReopened++;
     this.warn(message);
   }
 
   stats(): MemoryBusStats {
-    return { ...this.counters, warnings: [...this.counters.warnings] };
+    const f = this.writer?.fsyncStats();
+    return {
+      ...this.counters,
+      ...(f === undefined ? {} : { fsyncInlineMs: f.inlineMs, fsyncPoolMs: f.poolMs }),
+      warnings: [...this.counters.warnings],
+    };
   }
 
   publish(event: Envelope): Promise<void> {
@@ -203,97 +246,149 @@ class MemoryBusImpl implements MemoryBus {
       const problems = envelopeProblems(event).map((p) => `${p.path}: ${p.message}`);
       return Promise.reject(new ToolSearchFault(`Not an event envelope: ${problems.join('; ')}`));
     }
-    if (this.ids.has(event.id)) {
-      this.counters.duplicates++;
-      return Promise.resolve();
-    }
+    // In flight first: an event delivered early is stored before its group is written, and a duplicate of it
+    // resolves only once it is.
     const inFlight = this.inFlight.get(event.id);
     if (inFlight !== undefined) {
       this.counters.duplicates++;
       return inFlight;
+    }
+    if (this.ids.has(event.id)) {
+      this.counters.duplicates++;
+      return Promise.resolve();
     }
     const subject = subjectFor(event);
     const stored = frozenCopy(event) as Envelope;
     const line = this.writer === undefined ? undefined : JSON.stringify(stored);
     const sync = isSyncPoint(event.type);
     const done = new Promise<void>((resolve, reject) => {
-      this.queue.push({ event: stored, subject, line, sync, accepted: false, resolve, reject });
+      const early = !sync || (this.writer !== undefined && deliveredBeforeDurable(event.type));
+      this.queue.push({
+        event: stored,
+        subject,
+        line,
+        sync,
+        early,
+        accepted: false,
+        committed: false,
+        resolve,
+        reject,
+      });
     });
     this.inFlight.set(event.id, done);
-    this.flushing ??= Promise.resolve().then(() => this.flushLoop());
+    if (!this.drainScheduled) {
+      this.drainScheduled = true;
+      queueMicrotask(() => this.drain());
+    }
     return done;
   }
 
   /**
-   * Group commit: everything queued while the previous group was being fsync'd goes out in one write, fsync'd when
-   * it holds a sync point (a decision, a hand-off to another actor, a terminal event; see `isSyncPoint`). Facts are
-   * delivered and resolved once written; the next sync point makes them durable with itself. A sync point is
-   * delivered once durable, except an answer (`deliveredBeforeDurable`: `call.decided`), which is delivered once
-   * written: what its turn writes in reaction within one turn of the event loop (`call.started`) joins the group,
-   * and one fsync makes both durable before either publisher hears of it.
+   * Takes in what was published (a microtask after the first publish, so one synchronous run goes in together).
+   * Log off: stored, delivered and resolved at once, in order. Log on: each event joins the open group, which is
+   * committed (one write; one fdatasync when it holds a sync point) at the end of this turn of the event loop
+   * (`setImmediate`), so what subscribers publish in reaction, in every session, joins the same group. A fact or an
+   * answer (`deliveredBeforeDurable`: `call.decided`) is delivered at once unless something before it is held; a
+   * sync point is held until its group is committed, and everything published after it waits behind it (delivery
+   * stays in publish order). Every publish of a group resolves once the group is committed.
    */
-  private async flushLoop(): Promise<void> {
+  private drain(): void {
+    this.drainScheduled = false;
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      if (this.writer === undefined) {
+        this.counters.batches++;
+        for (const p of batch) {
+          this.accept(p);
+          this.inFlight.delete(p.event.id);
+          p.resolve();
+        }
+        continue;
+      }
+      for (const p of batch) {
+        this.group.push(p);
+        if (p.sync) this.groupSync = true;
+        if (this.held.length === 0 && p.early) this.accept(p);
+        else this.held.push(p);
+      }
+    }
+    if (this.group.length > 0) this.committing ??= this.commitLoop();
+  }
+
+  /** Commits groups until none is open, each at the end of a turn of the event loop (group commit). */
+  private async commitLoop(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
-        /** Written, waiting for the group's fsync: sync points (and whatever was queued behind one of them). */
-        const held: Pending[] = [];
-        let sync = false;
-        let answered = false;
-        for (let round = 0; round < 2 && this.queue.length > 0; round++) {
-          const batch = this.queue;
-          this.queue = [];
-          if (!(await this.write(batch))) continue;
-          for (const p of batch) {
-            if (p.sync) sync = true;
-            if (held.length === 0 && (!p.sync || (this.writer !== undefined && deliveredBeforeDurable(p.event.type)))) {
-              this.accept(p);
-              if (p.sync) {
-                answered = true;
-                held.push(p); // resolved after the fsync
-              } else p.resolve();
-            } else held.push(p);
-          }
-          // An answer was delivered: let its turn react (microtasks, then this check phase) before the fsync.
-          if (!answered || this.writer === undefined) break;
-          await new Promise((r) => setImmediate(r));
-        }
-        if (sync && this.writer !== undefined) {
-          try {
-            await this.writer.sync();
-            this.counters.fsyncs++;
-          } catch (err) {
-            for (const p of held) {
-              if (!p.accepted) this.inFlight.delete(p.event.id);
-              p.reject(this.appendFailed(err));
-            }
-            continue;
-          }
-        }
-        // Durable first, then delivered: nothing acts on an event before it is on the record.
-        for (const p of held) if (!p.accepted) this.accept(p);
-        for (const p of held) p.resolve();
+      while (this.group.length > 0) {
+        await new Promise<void>((r) => setImmediate(r));
+        await this.commit();
       }
     } finally {
-      this.flushing = undefined;
+      this.committing = undefined;
     }
   }
 
-  /** One write of a batch (no fsync); a failed write rejects the batch. */
-  private async write(batch: Pending[]): Promise<boolean> {
+  /**
+   * One group: one write, and one fdatasync (inline when this disk's is short, else on the thread pool) when it holds
+   * a sync point, which also makes every earlier write durable. Then the held events it freed are delivered (durable
+   * first, then delivered: nothing acts on a sync point before it is on the record) and its publishes resolve.
+   */
+  private async commit(): Promise<void> {
+    const batch = this.group;
+    const sync = this.groupSync;
+    this.group = [];
+    this.groupSync = false;
+    if (batch.length === 0) return;
     this.counters.batches++;
-    if (this.writer === undefined) return true;
     let text = '';
     for (const p of batch) text += `${p.line}\n`;
     try {
-      this.counters.bytesWritten += await this.writer.append(text, false);
-      return true;
-    } catch (err) {
-      for (const p of batch) {
-        this.inFlight.delete(p.event.id);
-        p.reject(this.appendFailed(err));
+      this.counters.bytesWritten += this.writer!.write(text);
+      if (sync) {
+        const inlineBefore = this.writer!.fsyncStats().inline;
+        const durable = this.writer!.sync();
+        // Inline, the fdatasync is done by now (`durable` is settled); on the pool it runs while the loop goes on.
+        if (this.writer!.fsyncStats().inline > inlineBefore) this.counters.fsyncInline++;
+        await durable;
+        this.counters.fsyncs++;
       }
-      return false;
+    } catch (err) {
+      this.failCommit(batch, err);
+      return;
     }
+    for (const p of batch) p.committed = true;
+    this.release();
+    for (const p of batch) {
+      this.inFlight.delete(p.event.id);
+      p.resolve();
+    }
+  }
+
+  /** Delivers held events from the front: committed ones, and facts and answers up to the next uncommitted sync point. */
+  private release(): void {
+    let n = 0;
+    while (n < this.held.length) {
+      const p = this.held[n]!;
+      if (!p.committed && !p.early) break;
+      n++;
+      this.accept(p);
+    }
+    if (n > 0) this.held.splice(0, n);
+  }
+
+  /**
+   * A group that could not be written or made durable: every publish of it is rejected, and events of it delivered
+   * early are taken out of the store again, so the store matches the record and a retry with the same id is written.
+   */
+  private failCommit(batch: Pending[], err: unknown): void {
+    const failed = new Set(batch);
+    this.held = this.held.filter((p) => !failed.has(p));
+    for (const p of batch) {
+      if (p.accepted) this.unstore(p.event);
+      this.inFlight.delete(p.event.id);
+      p.reject(this.appendFailed(err));
+    }
+    this.release();
   }
 
   private appendFailed(err: unknown): ToolSearchFault {
@@ -304,7 +399,6 @@ class MemoryBusImpl implements MemoryBus {
   private accept(p: Pending): void {
     p.accepted = true;
     this.store(p.event);
-    this.inFlight.delete(p.event.id);
     this.counters.published++;
     this.deliver(p.event, p.subject);
   }
@@ -430,7 +524,11 @@ class MemoryBusImpl implements MemoryBus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.flushing;
+    // What was published before closing is committed first (a drain may still be due, then its commit).
+    while (this.drainScheduled || this.committing !== undefined) {
+      if (this.committing !== undefined) await this.committing;
+      else await new Promise<void>((r) => queueMicrotask(r));
+    }
     for (const settle of [...this.openRequests])
       settle(fail('bus.closed', 'The event bus closed before an answer came.'));
     for (const s of this.live) s.active = false;
@@ -466,6 +564,8 @@ export async function openMemoryBus(options: MemoryBusOptions = {}): Promise<Mem
   const made: { bus?: MemoryBusImpl } = {};
   const writer = await EventLogWriter.open(logPath, contents.endsMidLine, {
     ...(options.rotation === undefined ? {} : { rotation: options.rotation }),
+    ...(options.fsync === undefined ? {} : { fsync: options.fsync }),
+    ...(options.inlineFsyncMaxMs === undefined ? {} : { inlineFsyncMaxMs: options.inlineFsyncMaxMs }),
     onGap: (message) => made.bus?.gap(message),
   });
   const bus = new MemoryBusImpl(logPath, writer, options.onWarning);

@@ -36,8 +36,9 @@ const PIPELINED = new Set<string>([
 /**
  * Answers another actor publishes into a turn: the turn acts on them only through its own next sync point
  * (`call.started`, or the turn's end), which cannot be durable before them. The embedded bus hands them to its
- * subscribers once written and makes them durable in the same fsync as what the turn writes in reaction (one
- * fsync per call instead of two); their publisher still hears of them only once they are durable.
+ * subscribers at once and writes them and what the turn publishes in reaction in the same turn of the event loop in
+ * one write and one fsync (one fsync per call instead of two); their publisher still hears of them only once they
+ * are durable.
  */
 const ANSWERS = new Set<string>(['call.decided', 'approval.resolved']);
 

@@ -1,4 +1,4 @@
-// Entry of a tool_search_code child: one process serves exactly one run, then exits.
+// Entry of a tool_search_code child: one process serves exactly one run, then the parent kills it.
 //
 // Plain ESM on purpose: the parent starts it with the permission model and no grant beyond reading this
 // file, so it may import nothing but node: builtins. Protocol: newline-delimited JSON.
@@ -29,11 +29,15 @@ const send = (msg) => {
   process.stdout.write(JSON.stringify(msg) + '\n');
 };
 
-/** The single way out: flush the final message, then exit. */
+/**
+ * The single way out: flush the final message, then wait for the parent's SIGKILL, which comes right after it has
+ * read the message. Exiting here instead would put the teardown of this process (milliseconds of CPU) beside the
+ * parent's handling of the answer on a busy machine. A parent that never kills: exit after a second anyway.
+ */
 const finish = (msg) => {
   if (finished) return;
   finished = true;
-  process.stdout.write(JSON.stringify(msg) + '\n', () => process.exit(0));
+  process.stdout.write(JSON.stringify(msg) + '\n', () => setTimeout(() => process.exit(0), 1000));
 };
 
 // Spawned with an empty environment; bwrap --chdir still sets PWD. Nothing of it is needed here.
@@ -365,8 +369,11 @@ function applyLimits(l) {
   guest.setLimits(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes, limits.maxCalls);
 }
 
-const corrupt = (what) =>
+/** Ends the run: the guest broke its own runtime. Returns false (for `forward`). */
+const corrupt = (what) => {
   finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
+  return false;
+};
 
 function forwardLog(m) {
   if (logsCut || !LEVELS.has(m.level) || typeof m.text !== 'string') return;
@@ -392,16 +399,46 @@ function capResult(value) {
 }
 
 let pumpQueued = false;
-/** After every turn (microtasks drained), forward what the guest emitted; detect a promise that can never settle. */
+let drainQueued = false;
+const hostResolved = Promise.resolve();
+/**
+ * After the guest ran, forward what it emitted: once in a microtask queued behind the guest's own (a body that
+ * settles without waiting is answered in the same turn), and after the turn (microtasks drained), where a run
+ * with nothing left to wait for is found never to settle.
+ */
 function schedulePump() {
-  if (pumpQueued || finished) return;
+  if (finished) return;
+  if (!drainQueued) {
+    drainQueued = true;
+    // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
+    hostResolved.then(drainEarly);
+  }
+  if (pumpQueued) return;
   pumpQueued = true;
   setImmediate(pump);
 }
 
+function drainEarly() {
+  drainQueued = false;
+  if (!finished) forward();
+}
+
 function pump() {
   pumpQueued = false;
-  if (finished) return;
+  if (finished || !forward()) return;
+  if (pending.size === 0) {
+    // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
+    finish({
+      t: 'error',
+      code: 'sandbox.neverSettled',
+      message:
+        'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
+    });
+  }
+}
+
+/** Forwards the guest's outbox to the parent; false when the run ended here (result, error or corruption). */
+function forward() {
   let out;
   try {
     out = guest.drain();
@@ -442,20 +479,15 @@ function pump() {
       }
       pending.add(m.id);
       send({ t: 'req', id: m.id, op: m.op, args: m.args });
-    } else if (m.t === 'result') return finish({ t: 'result', value: capResult(m.value ?? null) });
-    else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
-      return finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
+    } else if (m.t === 'result') {
+      finish({ t: 'result', value: capResult(m.value ?? null) });
+      return false;
+    } else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
+      finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
+      return false;
     } else return corrupt('message');
   }
-  if (pending.size === 0) {
-    // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
-    finish({
-      t: 'error',
-      code: 'sandbox.neverSettled',
-      message:
-        'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
-    });
-  }
+  return true;
 }
 
 const hostFunctionToString = Function.prototype.toString;

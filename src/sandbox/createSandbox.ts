@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createActor, fromPromise, toPromise } from 'xstate';
+import { type Actor, createActor, fromPromise, toPromise } from 'xstate';
 import { sandboxRunMachine, type AcquireChildInput, type RunBodyInput } from '../../machines/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { detectHost, type HostIsolation } from './detectIsolation.js';
-import { type RunLimits, type RunProgress, runOnChild, telemetryOf } from './runOnChild.js';
+import { type RunLimits, type RunProgress, runOnChild, sendRun, telemetryOf } from './runOnChild.js';
 import { SandboxChild, type SpawnSettings, sweepStaleDirs } from './sandboxChild.js';
 import type { CodeOutcome, IsolationReport, RunRequest, Sandbox, SandboxOptions } from './types.js';
 
@@ -14,6 +14,9 @@ interface ChildLease {
   kill(): void;
 }
 
+/** One turn of the event loop later (after every timer and I/O callback already due, before any new timer). */
+const nextTurn = <T>(value: T): Promise<T> => new Promise((resolve) => setImmediate(resolve, value));
+
 /** What the sandbox-run machine's actors share for one run: the request, its progress, how to get a child. */
 interface RunHandle {
   req: RunRequest;
@@ -23,6 +26,8 @@ interface RunHandle {
   pooled?: boolean;
   /** Why no child could be had (the machine then ends `crashed` at `acquire`). */
   acquireError?: { code: string; message: string };
+  /** The caller is handed the outcome first: `runBody` tells the machine a turn later (see `drive`). */
+  answerFirst?: boolean;
 }
 
 /**
@@ -44,7 +49,8 @@ const drivenRunMachine = sandboxRunMachine.provide({
     }),
     runBody: fromPromise<unknown, RunBodyInput>(({ input, signal }) => {
       const h = input.run as RunHandle;
-      return (input.child as ChildLease).run({ ...h.req, signal }, h.progress);
+      const outcome = (input.child as ChildLease).run({ ...h.req, signal }, h.progress);
+      return h.answerFirst === true ? outcome.then(nextTurn) : outcome;
     }),
   },
   actions: {
@@ -158,12 +164,18 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
    * A lease of one child. Its one run starts at the first `run` call; a second call (the machine's `runBody` after
    * the run was handed over ahead of it, see `drive`) gets the same outcome, and its `signal` kills the child too.
    */
-  const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings): ChildLease => {
+  const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings, sent = false): ChildLease => {
     // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
     // for CPU with the run it would delay. The second pooled child serves a request meanwhile.
-    const refill = () => setImmediate(() => fill(settings));
+    let refilled = false;
+    const refill = () => {
+      if (refilled) return;
+      refilled = true;
+      setImmediate(() => fill(settings));
+    };
     const startedAt = Date.now();
     let outcome: Promise<CodeOutcome> | undefined;
+    let over = false;
     // Aborted by the signal of either call: the run then ends at once (bridge calls aborted, child killed).
     const stop = new AbortController();
     return {
@@ -172,13 +184,21 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         const signal = req.signal;
         if (signal?.aborted === true) stop.abort();
         else signal?.addEventListener('abort', () => stop.abort(), { once: true });
-        outcome ??= runOnChild(child, { ...req, signal: stop.signal }, limits, { startedAt, pooled }, progress).finally(
-          refill,
-        );
+        outcome ??= runOnChild(
+          child,
+          { ...req, signal: stop.signal },
+          limits,
+          { startedAt, pooled, sent },
+          progress,
+        ).finally(() => {
+          over = true;
+          refill();
+        });
         return outcome;
       },
+      // After the run is over its child is already killed, or is right after the outcome is handed on (runOnChild).
       kill: () => {
-        child.kill();
+        if (!over) child.kill();
         refill();
       },
     };
@@ -202,51 +222,90 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
    * compiles and runs the body while the parent sets the machine up (its `acquireChild` then takes this lease, and
    * its `runBody` awaits the run already under way). Undefined when no pooled child is ready.
    */
-  const handOver = (req: RunRequest, progress: RunProgress): ChildLease | undefined => {
+  const handOver = (
+    req: RunRequest,
+    progress: RunProgress,
+  ): { lease: ChildLease; answer: Promise<CodeOutcome> } | undefined => {
     const s = known;
     if (s === undefined || !s.ok || closed) return undefined;
     const i = pool.findIndex((c) => c.isReady && !c.hasExited);
     if (i < 0) return undefined;
     const [child] = pool.splice(i, 1);
     if (child === undefined) return undefined;
-    const lease = leaseOf(child, true, s.settings);
-    void lease.run(req, progress);
-    return lease;
+    sendRun(child, req.body, limits);
+    const lease = leaseOf(child, true, s.settings, true);
+    return { lease, answer: lease.run(req, progress) };
   };
 
   /**
    * One run, driven by the sandbox-run machine: its wall clock covers acquiring a child and the run itself. A warm
    * child gets the body just before the machine starts (`handOver`): the clock starts a fraction of a millisecond
-   * after the body did, and the machine's timeout and kill hold for that run as for any other.
+   * after the body did, and the machine's timeout and kill hold for that run as for any other. Such a run's answer
+   * goes to the caller as soon as the child gives it, if the machine is still running the body then (see below).
    */
+  /**
+   * The actor of the next run, constructed ahead of the request (constructing is two thirds of its cost) with the
+   * wall clock of the last run: it starts, and its clock with it, when a request with that clock takes it. Its
+   * handle is filled in by the request.
+   */
+  let nextActor: { actor: Actor<typeof drivenRunMachine>; handle: RunHandle; timeoutMs: number } | undefined;
+  const construct = (timeoutMs: number, handle: RunHandle) =>
+    createActor(drivenRunMachine, { input: { codeRunId: randomUUID(), timeoutMs, run: handle } });
+  const prepareNext = (timeoutMs: number) =>
+    setImmediate(() => {
+      if (closed || nextActor !== undefined) return;
+      const handle = {} as RunHandle;
+      nextActor = { actor: construct(timeoutMs, handle), handle, timeoutMs };
+    });
+  const actorFor = (timeoutMs: number, handle: RunHandle): Actor<typeof drivenRunMachine> => {
+    const next = nextActor;
+    if (next === undefined || next.timeoutMs !== timeoutMs) return construct(timeoutMs, handle);
+    nextActor = undefined;
+    Object.assign(next.handle, handle);
+    return next.actor;
+  };
+
   const drive = async (req: RunRequest): Promise<CodeOutcome> => {
     const startedAt = Date.now();
     const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
     const progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } };
-    const early = req.signal?.aborted === true ? undefined : handOver(req, progress);
-    const handle: RunHandle = {
-      req,
-      progress,
-      acquire: early === undefined ? acquire : () => Promise.resolve(ok(early)),
-    };
-    const actor = createActor(drivenRunMachine, {
-      input: { codeRunId: randomUUID(), timeoutMs, body: req.body, run: handle },
-    });
-    let cancelled = false;
-    const onAbort = () => {
-      cancelled = true;
-      actor.stop();
-    };
     if (req.signal?.aborted === true)
       return {
         ok: false,
         error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' },
         logs: [],
-        telemetry: telemetryOf(handle.progress, 0, false),
+        telemetry: telemetryOf(progress, 0, false),
       };
+    const early = handOver(req, progress);
+    const handle: RunHandle = {
+      req,
+      progress,
+      acquire: early === undefined ? acquire : () => Promise.resolve(ok(early.lease)),
+      answerFirst: early !== undefined,
+    };
+    const actor = actorFor(timeoutMs, handle);
+    let cancelled = false;
+    const onAbort = () => {
+      cancelled = true;
+      actor.stop();
+    };
     req.signal?.addEventListener('abort', onAbort, { once: true });
     actor.start();
-    const out = await toPromise(actor).catch(() => undefined);
+    const done = toPromise(actor).catch(() => undefined);
+    if (early !== undefined) {
+      // The child's outcome reaches the caller before the machine records it (its runBody resolves a turn later),
+      // when the machine is still running the body then: its wall clock has not fired and it was not stopped, so
+      // it settles with this same outcome. Otherwise the machine's own end (timedOut, crashed, cancelled) holds.
+      const answer = await early.answer;
+      const s = actor.getSnapshot();
+      if (!cancelled && s.status === 'active' && s.value === 'running') {
+        req.signal?.removeEventListener('abort', onAbort);
+        prepareNext(timeoutMs);
+        return answer;
+      }
+    }
+    const out = await done;
+    prepareNext(timeoutMs);
     req.signal?.removeEventListener('abort', onAbort);
     const logs = handle.progress.logs;
     const telemetry = () => telemetryOf(handle.progress, Date.now() - startedAt, handle.pooled === true);
@@ -296,6 +355,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     close: async () => {
       closed = true;
       pool.length = 0;
+      nextActor = undefined;
       const exits = [...live].map((c) => {
         c.kill();
         return c.exited;

@@ -135,9 +135,14 @@ export function runOnChild(
   child: SandboxChild,
   req: RunRequest,
   limits: RunLimits,
-  meta: { startedAt: number; pooled: boolean },
+  meta: { startedAt: number; pooled: boolean; sent?: boolean },
   progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } },
 ): Promise<CodeOutcome> {
+  // A warm child gets the body first (`sent`: the caller sent it already), before anything else is set up here: the
+  // child wakes and runs it meanwhile (its answer cannot arrive before this turn of the event loop is over, when the
+  // listener below is in place).
+  const early = meta.sent === true || (child.isReady && req.signal?.aborted !== true);
+  if (early && meta.sent !== true) sendRun(child, req.body, limits);
   return new Promise<CodeOutcome>((resolve) => {
     const { logs, counts } = progress;
     let logBytes = 0;
@@ -147,19 +152,27 @@ export function runOnChild(
     let inFlight = 0;
     let settled = false;
     let aborted = false;
-    const bridgeAbort = new AbortController();
+    // Made at the first bridge call: most runs make none.
+    let bridgeAbort: AbortController | undefined;
 
     const telemetry = (): CodeTelemetry => telemetryOf(progress, Date.now() - meta.startedAt, meta.pooled);
 
+    /**
+     * `answered`: the outcome is the child's own last message, after which it exits by itself; it is killed anyway,
+     * right after the caller has the outcome (the kill is a syscall that would delay it). Any other end (abort, wall
+     * clock, death, protocol breach) kills at once.
+     */
     const settle = (
       outcome: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } },
+      answered = false,
     ) => {
       if (settled) return;
       settled = true;
       req.signal?.removeEventListener('abort', onAbort);
-      bridgeAbort.abort(new Error('the code run settled'));
+      bridgeAbort?.abort(new Error('the code run settled'));
       queue.length = 0;
-      child.kill();
+      if (answered) setImmediate(() => child.kill());
+      else child.kill();
       resolve(
         outcome.ok
           ? { ok: true, value: outcome.value, logs, telemetry: telemetry() }
@@ -213,6 +226,7 @@ export function runOnChild(
       counts[op] += 1;
       queue.push(() => {
         inFlight += 1;
+        bridgeAbort ??= new AbortController();
         void callBridge(req.bridge, op, args, bridgeAbort.signal).then((r) => {
           inFlight -= 1;
           if (settled) return;
@@ -245,33 +259,31 @@ export function runOnChild(
         seenIds.add(id);
         onRequest(id, op as Op, args);
       } else if (m.t === 'result') {
-        settle({ ok: true, value: capValue(m['value'] ?? null, limits.maxResultBytes) });
+        settle({ ok: true, value: capValue(m['value'] ?? null, limits.maxResultBytes) }, true);
       } else if (m.t === 'error' && typeof m['code'] === 'string' && typeof m['message'] === 'string') {
-        settle({ ok: false, error: { code: m['code'].slice(0, 100), message: m['message'].slice(0, 4096) } });
+        settle({ ok: false, error: { code: m['code'].slice(0, 100), message: m['message'].slice(0, 4096) } }, true);
       } else {
         child.fail('sent an unknown message');
       }
     });
 
-    const sendRun = () =>
-      child.send(
-        JSON.stringify({
-          t: 'run',
-          body: req.body,
-          limits: {
-            maxLogBytes: limits.maxLogBytes,
-            maxResultBytes: limits.maxResultBytes,
-            maxArgBytes: limits.maxArgBytes,
-            maxCalls: limits.maxCalls,
-          },
-        }),
-      );
-    // A warm child gets the body now, not after whatever the caller does next in this turn of the event loop.
-    if (child.isReady) sendRun();
-    else
+    if (!early)
       void child.ready.then((ready) => {
         if (settled || !ready) return; // a child that never got ready reports through `exited`
-        sendRun();
+        sendRun(child, req.body, limits);
       });
   });
+}
+
+const limitsJson = new WeakMap<RunLimits, string>();
+
+/** Sends the one run message to a ready child: `{t: 'run', body, limits}`. */
+export function sendRun(child: SandboxChild, body: string, limits: RunLimits): void {
+  let l = limitsJson.get(limits);
+  if (l === undefined) {
+    const { maxLogBytes, maxResultBytes, maxArgBytes, maxCalls } = limits;
+    l = JSON.stringify({ maxLogBytes, maxResultBytes, maxArgBytes, maxCalls });
+    limitsJson.set(limits, l);
+  }
+  child.send(`{"t":"run","body":${JSON.stringify(body)},"limits":${l}}`);
 }

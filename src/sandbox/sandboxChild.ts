@@ -68,6 +68,7 @@ export class SandboxChild {
   #proc: ChildProcess;
   #cwd: string;
   #isReady = false;
+  #killed = false;
   #exit: ChildExit | undefined;
   #stderr = '';
   #protocolError: string | undefined;
@@ -159,7 +160,8 @@ export class SandboxChild {
    * wrapper is not enough: right after a spawn, its init may not yet have set its parent-death signal.
    */
   kill(): void {
-    if (this.#exit !== undefined) return;
+    if (this.#exit !== undefined || this.#killed) return;
+    this.#killed = true;
     // Held until the exit is seen, so the temp directory is removed even if the parent is about to finish.
     this.#proc.ref();
     const pid = this.#proc.pid;

@@ -27,6 +27,18 @@ testEventBus('memory (log off)', async () => {
   return { bus, cleanup: () => bus.close() };
 });
 
+testEventBus('memory (JSONL log, every fdatasync on the thread pool)', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'toolsearch-contract-'));
+  const bus = await openMemoryBus({ logPath: join(dir, 'events.jsonl'), fsync: 'pool' });
+  return {
+    bus,
+    cleanup: async () => {
+      await bus.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+});
+
 testEventBus('memory (JSONL log)', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'toolsearch-contract-'));
   const bus = await openMemoryBus({ logPath: join(dir, 'events.jsonl') });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSandbox, detectIsolation, type CodeOutcome, type Sandbox } from '../../src/sandbox/index.js';
 import { sweepStaleDirs } from '../../src/sandbox/sandboxChild.js';
+import { waitFor } from '../support/waitFor.js';
 import { recordingBridge } from './helpers.js';
 
 let sandbox: Sandbox;
@@ -192,6 +193,54 @@ describe('ordinary bodies', () => {
       pooled.add(o.telemetry.pooled);
     }
     expect(pooled.has(true)).toBe(true);
+  });
+
+  it('holds each warm run to its own wall clock, also right after a run with another one', async () => {
+    const solo = createSandbox({ poolSize: 1 });
+    const bridge = recordingBridge().bridge;
+    try {
+      await solo.warmUp();
+      expect(await solo.run({ body: 'return 1', timeoutMs: 120_000, bridge })).toMatchObject({
+        ok: true,
+        value: 1,
+        telemetry: { pooled: true },
+      });
+      // Twice: once right after a run with another clock, once after one with the same clock.
+      for (let i = 0; i < 2; i++) {
+        await solo.warmUp();
+        const t0 = Date.now();
+        const o = await solo.run({ body: 'for (;;) {}', timeoutMs: 1000, bridge });
+        expect(o).toMatchObject({
+          ok: false,
+          error: { code: 'sandbox.timedOut', message: expect.stringContaining('1000 ms') },
+          telemetry: { pooled: true },
+        });
+        expect(Date.now() - t0).toBeLessThan(20_000);
+      }
+    } finally {
+      await solo.close();
+    }
+  });
+
+  it('kills the child of a run that answered, also one the body keeps busy after its answer', async () => {
+    const mine = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`toolsearch-sbx-${process.pid}-`));
+    const before = new Set(mine());
+    const solo = createSandbox({ poolSize: 0 });
+    try {
+      // Reading `x` while the result is converted starts a microtask loop that never lets the child exit by itself.
+      const spin = 'return { get x() { const spin = () => Promise.resolve().then(spin); spin(); return 1; } }';
+      expect(await solo.run({ body: spin, timeoutMs: 10_000, bridge: recordingBridge().bridge })).toMatchObject({
+        ok: true,
+        value: { x: 1 },
+      });
+      // A child's directory is removed when it has exited.
+      await waitFor(
+        () => mine().every((n) => before.has(n)),
+        'the answered child to be killed (its temp directory removed)',
+      );
+    } finally {
+      await solo.close();
+    }
   });
 
   it('runs several bodies at once', async () => {

@@ -1,0 +1,103 @@
+/**
+ * Where a tool_call's CPU goes with the JSONL event log on or off: one turn per variant (log off, log on with the
+ * default fsync, inline, on the thread pool), warmed up, then serial calls (the floors' log row) in interleaved
+ * rounds, by CPU time. Run it with one variant under `node --cpu-prof` to see that variant's profile.
+ *
+ *   node [--cpu-prof --cpu-prof-dir DIR] --import tsx bench/logProfile.ts [--variants off,auto,inline,pool]
+ *     [--calls 1000] [--rounds 5] [--dir DIR]
+ *
+ * A tool for finding costs, not a figure of record: the floors bench (`--sections log`) is that.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { openMemoryBus, type FsyncMode, type MemoryBus } from '../src/bus/index.js';
+import { parseConfig } from '../src/config/index.js';
+import { createEngine, type Engine, type Turn } from '../src/turn/index.js';
+import { syntheticSources } from './lib/syntheticSources.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string): string => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
+};
+const VARIANTS = opt('variants', 'off,auto').split(',') as ('off' | FsyncMode)[];
+const CALLS = Number(opt('calls', '1000'));
+const ROUNDS = Number(opt('rounds', '1'));
+
+const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
+if (!parsed.ok) throw new Error(parsed.error.message);
+const sources = syntheticSources(1000, 10);
+const target = sources.parts[3]!.entries[5]!.id;
+const dir = mkdtempSync(join(opt('dir', os.tmpdir()), 'ts-logprofile-'));
+
+interface Variant {
+  name: string;
+  bus: MemoryBus;
+  engine: Engine;
+  turn: Turn;
+  cpu: number[];
+  wall: number[];
+  /** Voluntary (blocked: fsync, idle loop) and involuntary (preempted) context switches per call. */
+  vcsw: number[];
+  ivcsw: number[];
+}
+const variants: Variant[] = [];
+for (const v of VARIANTS) {
+  const bus = await openMemoryBus(v === 'off' ? { logPath: false } : { logPath: join(dir, `${v}.jsonl`), fsync: v });
+  const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
+  const started = await engine.startTurn({ sessionId: v });
+  if (!started.ok) throw new Error(started.error.message);
+  variants.push({ name: v, bus, engine, turn: started.value, cpu: [], wall: [], vcsw: [], ivcsw: [] });
+}
+let i = 0;
+const calls = async (v: Variant, n: number): Promise<void> => {
+  const r0 = process.resourceUsage();
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  for (let k = 0; k < n; k++) {
+    const r = await v.turn.invoke('tool_call', { id: target, args: { text: `x${i++}` } });
+    if (!r.ok) throw new Error(JSON.stringify(r));
+  }
+  const c = process.cpuUsage(c0);
+  v.cpu.push((c.user + c.system) / n);
+  v.wall.push(((performance.now() - t0) * 1000) / n);
+  const r1 = process.resourceUsage();
+  v.vcsw.push((r1.voluntaryContextSwitches - r0.voluntaryContextSwitches) / n);
+  v.ivcsw.push((r1.involuntaryContextSwitches - r0.involuntaryContextSwitches) / n);
+};
+for (const v of variants) await calls(v, 200); // warm-up: JIT
+for (const v of variants) {
+  v.cpu.length = 0;
+  v.wall.length = 0;
+}
+const before = variants.map((v) => v.bus.stats());
+for (let r = 0; r < ROUNDS; r++) {
+  const order = r % 2 === 0 ? variants : [...variants].reverse();
+  for (const v of order) await calls(v, CALLS);
+}
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+variants.forEach((v, k) => {
+  const s = v.bus.stats();
+  const b = before[k]!;
+  const n = CALLS * ROUNDS;
+  console.log(
+    `${v.name.padEnd(7)} ${median(v.cpu).toFixed(0).padStart(5)} µs CPU/call (rounds ${v.cpu.map((x) => x.toFixed(0)).join(' ')}), ` +
+      `${median(v.wall).toFixed(0)} µs wall/call, per call: ${median(v.vcsw).toFixed(2)} voluntary and ` +
+      `${median(v.ivcsw).toFixed(2)} involuntary context switches, ${((s.fsyncs - b.fsyncs) / n).toFixed(2)} fsyncs ` +
+      `(${((s.fsyncInline - b.fsyncInline) / n).toFixed(2)} inline), ${((s.batches - b.batches) / n).toFixed(2)} writes, ` +
+      `fdatasync median inline ${s.fsyncInlineMs?.toFixed(3) ?? '—'} ms, pool ${s.fsyncPoolMs?.toFixed(3) ?? '—'} ms`,
+  );
+});
+for (const v of variants) {
+  await v.turn.end();
+  await v.engine.close();
+  await v.bus.close();
+}
+if (process.env.KEEP === undefined) rmSync(dir, { recursive: true, force: true });
+else console.log(dir);
