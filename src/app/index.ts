@@ -16,4 +16,16 @@ export type { StartGatewayOptions, RunningGateway } from './startGateway.js';
 export { startMcpGateway } from './startMcpGateway.js';
 export type { McpGatewayOptions, McpGateway } from './startMcpGateway.js';
 export { approverTokenPath, readApproverToken, writeApproverToken, APPROVER_TOKEN_FILE } from './approverToken.js';
-export { approvalAnswerSubject, pinnedApprover, recordRefusedMessage } from './serveApprovals.js';
+export {
+  approvalAnswerSubject,
+  approverNames,
+  everyMemberHeard,
+  forwardAnswer,
+  listApprovals,
+  LIST_GRACE_MS,
+  LIST_WAIT_MS,
+  mergeListings,
+  pinnedApprover,
+  recordRefusedMessage,
+} from './serveApprovals.js';
+export type { ForwardedAnswer, MemberListing, MergedApproval } from './serveApprovals.js';

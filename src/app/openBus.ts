@@ -12,6 +12,7 @@ import {
 import type { ResolvedConfig } from '../config/index.js';
 import { redactUrl } from '../gateway/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
+import { approverNames } from './serveApprovals.js';
 
 export interface OpenBusOptions {
   config: ResolvedConfig;
@@ -89,6 +90,8 @@ export async function openBus(opts: OpenBusOptions): Promise<Result<OpenedBus>> 
         maxAgeMs: config.nats.maxAgeMs,
         maxBytes: config.nats.maxBytes,
         commandMaxAgeMs: config.nats.commandMaxAgeMs,
+        // An approver's answer names the principal of the key the server pinned in its subject.
+        approverName: approverNames(config.principals),
         connectTimeoutMs: opts.connectTimeoutMs ?? 10_000,
         ...(opts.manageStreams !== undefined ? { manageStreams: opts.manageStreams } : {}),
         ...(opts.streamPrefix !== undefined ? { streamPrefix: opts.streamPrefix } : {}),

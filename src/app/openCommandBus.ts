@@ -1,4 +1,5 @@
 import {
+  approverSubjectOf,
   busConnectOptions,
   isBusError,
   natsConnectSettings,
@@ -25,6 +26,8 @@ export async function openCommandBus(opts: {
   connectTimeoutMs?: number;
   cwd?: string;
   config?: ResolvedConfig['nats'];
+  /** An approver's bus: its `approval.resolved` facts go under its own key's token (`approverSubjectOf`). */
+  approver?: boolean;
 }): Promise<Result<NatsBus | undefined>> {
   // Config nats.url does not switch a command to NATS by itself: the flag or NATS_URL does.
   const { url: _configUrl, ...credentials } = opts.config ?? {};
@@ -44,6 +47,7 @@ export async function openCommandBus(opts: {
         name: opts.name,
         manageStreams: c.principal === 'default' ? 'ifMissing' : false,
         connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
+        ...(opts.approver === true ? { subjectOf: approverSubjectOf(c.principal) } : {}),
         ...(opts.streamPrefix === undefined ? {} : { streamPrefix: opts.streamPrefix }),
       }),
     );

@@ -1,8 +1,15 @@
 import type { EventBus } from '../bus/index.js';
-import { APPROVALS_ANSWER_SUBJECT, APPROVALS_LIST_SUBJECT, DEFAULT_PRINCIPAL_TOKEN } from '../bus/nats/index.js';
+import {
+  APPROVALS_ANSWER_SUBJECT,
+  APPROVALS_FORWARD_SUBJECT,
+  APPROVALS_LIST_SUBJECT,
+  DEFAULT_PRINCIPAL_TOKEN,
+  requestAll,
+  type NatsBus,
+} from '../bus/nats/index.js';
 import type { Principal } from '../config/index.js';
 import { decodeToken, encodeToken } from '../events/index.js';
-import { ApprovalDesk } from '../policy/index.js';
+import { ApprovalDesk, type ApprovalChannel, type PendingApproval } from '../policy/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 
 /** The gateway's opt-in (with `nats-auth --gateway-records-answers`): its desk takes answers on a secured bus. */
@@ -48,6 +55,15 @@ export interface ServeApprovalsOptions {
   members?: () => string[];
   /** The principals in force: an answer's nkey (pinned in its subject) names its approver. */
   principals?: () => Record<string, Principal>;
+}
+
+/**
+ * Who a NATS public key names as an approver: the principal of `principals` with that `nkey` and the approver right,
+ * else undefined (the bus then says `nkey:<key>`). It names who answered in every approval.resolved an approver
+ * published under its own key (`withPinnedAnswerer`). Pure: no I/O.
+ */
+export function approverNames(principals: Record<string, Principal>): (publicKey: string) => string | undefined {
+  return (publicKey) => Object.values(principals).find((p) => p.nkey === publicKey && p.approver)?.name;
 }
 
 /** The subject an answer to `member`'s approvals is sent on by the principal of `token`. Pure: no I/O. */
@@ -157,8 +173,170 @@ export function serveApprovals(bus: EventBus, desk: ApprovalDesk, opts: ServeApp
         : { ok: false, error: { code: r.error.code, message: r.error.message } };
     },
   );
+  // An answer another member's HTTP front took for an approval this member holds.
+  const stopForward = bus.serve(`${APPROVALS_FORWARD_SUBJECT}.${encodeToken(opts.member)}`, async (payload) =>
+    takeForwarded(desk, payload),
+  );
   return () => {
     stopList();
     stopAnswer();
+    stopForward();
   };
+}
+
+/** One gateway member's reply to `…approvals.list`. */
+export interface MemberListing {
+  member: string;
+  /** The live members as that member sees them (the owners bucket); absent: it does not know. */
+  members?: string[];
+  takesAnswers?: boolean;
+  approvals: Array<PendingApproval & { member?: string; timeLeftMs?: number }>;
+}
+
+/** A pending approval as the merged listing shows it: with the member that holds it. */
+export type MergedApproval = PendingApproval & { member: string; timeLeftMs?: number; takesAnswers: boolean };
+
+/** How long a listing waits at most for a live member's reply (then it shows what came: that member died). */
+export const LIST_WAIT_MS = 5000;
+/**
+ * How long a listing still gathers once every member it knows of replied: a member nobody knows of (it takes no
+ * session commands, so it is not in the owners bucket) replies at once like the others, so close behind them.
+ */
+export const LIST_GRACE_MS = 150;
+
+const isListing = (v: unknown): v is MemberListing =>
+  typeof v === 'object' &&
+  v !== null &&
+  typeof (v as MemberListing).member === 'string' &&
+  Array.isArray((v as MemberListing).approvals);
+
+/**
+ * Whether every member the listings name, and every member in `expected` (the owners bucket's live members, when the
+ * asker can read it), has replied. No listing yet: not yet. Pure: no I/O.
+ */
+export function everyMemberHeard(listings: readonly MemberListing[], expected: readonly string[] = []): boolean {
+  if (listings.length === 0) return false;
+  const heard = new Set(listings.map((l) => l.member));
+  return expected.every((m) => heard.has(m)) && listings.every((l) => (l.members ?? []).every((m) => heard.has(m)));
+}
+
+/** The members' listings as one list: each approval once (with its member), oldest first. Pure: no I/O. */
+export function mergeListings(listings: readonly MemberListing[]): MergedApproval[] {
+  const out = new Map<string, MergedApproval>();
+  for (const l of listings)
+    for (const a of l.approvals)
+      if (!out.has(a.approvalId))
+        out.set(a.approvalId, { ...a, member: a.member ?? l.member, takesAnswers: l.takesAnswers === true });
+  return [...out.values()].sort((x, y) => x.requestedAt.localeCompare(y.requestedAt));
+}
+
+/**
+ * The pending approvals of every gateway member on this bus: one request every member hears (`…approvals.list`),
+ * replies gathered until every live member replied (the ones the replies name, and `members`, the owners bucket's
+ * live members when the asker knows them), then `LIST_GRACE_MS` for members nobody named; a member that died is
+ * waited for at most `maxWaitMs`. Each approval once, with the member that holds it. `approval.unreachable`: no
+ * member replied.
+ */
+export async function listApprovals(
+  bus: NatsBus,
+  opts: { maxWaitMs?: number; members?: readonly string[]; graceMs?: number } = {},
+): Promise<Result<{ listings: MemberListing[]; approvals: MergedApproval[] }>> {
+  const maxWaitMs = opts.maxWaitMs ?? LIST_WAIT_MS;
+  const replies = await requestAll(
+    bus.connection,
+    APPROVALS_LIST_SUBJECT,
+    {},
+    {
+      maxWaitMs,
+      graceMs: opts.graceMs ?? LIST_GRACE_MS,
+      enough: (r) => everyMemberHeard(r.filter(isListing), opts.members ?? []),
+    },
+  );
+  const listings = replies.filter(isListing);
+  if (listings.length === 0)
+    return fail(
+      'approval.unreachable',
+      `No gateway answered on ${APPROVALS_LIST_SUBJECT} within ${maxWaitMs} ms: start one (\`toolsearch serve --nats URL\`) or check --nats and the approver's credentials.`,
+    );
+  return ok({ listings, approvals: mergeListings(listings) });
+}
+
+/** A person's answer a gateway's HTTP front authenticated, for an approval another member holds. */
+export interface ForwardedAnswer {
+  approvalId: string;
+  approved: boolean;
+  principal: string;
+  channel: ApprovalChannel;
+  reason?: string;
+  argsDigest?: string;
+  callId?: string;
+}
+
+const FORWARDED_CHANNELS = new Set<string>(['http', 'cli', 'page']);
+
+/**
+ * Hands `answer` to the member that holds its approval (`…approvals.forward.<member>`, which only gateways may publish
+ * on a secured server) and returns that member's verdict: the same codes as its desk's (`approval.unknown`,
+ * `approval.mismatch`, `approval.settled`, `approval.recordRefused`), or `approval.unreachable` when it does not
+ * reply within `timeoutMs`.
+ */
+export async function forwardAnswer(
+  bus: EventBus,
+  member: string,
+  answer: ForwardedAnswer,
+  timeoutMs = 5000,
+): Promise<Result<{ callId: string }>> {
+  const sent = await bus.request(`${APPROVALS_FORWARD_SUBJECT}.${encodeToken(member)}`, answer, { timeoutMs });
+  if (!sent.ok)
+    return fail(
+      'approval.unreachable',
+      `Gateway member ${member}, which holds approval "${answer.approvalId}", did not take the answer: ${sent.error.message}. List the approvals again and retry.`,
+    );
+  const v = (sent.value ?? {}) as { ok?: unknown; callId?: unknown; error?: { code?: unknown; message?: unknown } };
+  if (v.ok === true && typeof v.callId === 'string') return ok({ callId: v.callId });
+  return fail(
+    String(v.error?.code ?? 'approval.failed'),
+    String(v.error?.message ?? `gateway member ${member} refused the answer`),
+  );
+}
+
+/**
+ * The handler of `…approvals.forward.<member>`: an answer another gateway member's HTTP front authenticated, given to
+ * this desk as that front would (its principal and channel; only gateways may send it on a secured server). Pure
+ * apart from the desk.
+ */
+async function takeForwarded(desk: ApprovalDesk, payload: unknown): Promise<unknown> {
+  const p = (typeof payload === 'object' && payload !== null ? payload : {}) as Record<string, unknown>;
+  const str = (k: string): string | undefined => (typeof p[k] === 'string' ? (p[k] as string) : undefined);
+  const approvalId = str('approvalId');
+  const principal = str('principal');
+  const channel = str('channel');
+  if (
+    approvalId === undefined ||
+    typeof p['approved'] !== 'boolean' ||
+    principal === undefined ||
+    principal === '' ||
+    channel === undefined ||
+    !FORWARDED_CHANNELS.has(channel)
+  )
+    return {
+      ok: false,
+      error: {
+        code: 'approval.badAnswer',
+        message:
+          'A forwarded answer is {"approvalId", "approved": true|false, "principal", "channel": "http"|"cli"|"page", "reason"?, "argsDigest"?, "callId"?}.',
+      },
+    };
+  const reason = str('reason')?.slice(0, 500);
+  const r = await desk.answer(approvalId, {
+    approved: p['approved'],
+    principal: principal.slice(0, 200),
+    channel: channel as ApprovalChannel,
+    ...(reason === undefined || reason === '' ? {} : { reason }),
+    ...(str('argsDigest') === undefined ? {} : { argsDigest: str('argsDigest')! }),
+    ...(str('callId') === undefined ? {} : { callId: str('callId')! }),
+  });
+  return r.ok
+    ? { ok: true, approvalId, callId: r.value.callId }
+    : { ok: false, error: { code: r.error.code, message: r.error.message } };
 }

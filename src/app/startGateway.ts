@@ -24,13 +24,13 @@ import type { SessionEventConsumer } from '../gateway/index.js';
 import { startGatewayServer, type GatewayFrontEvent, type GatewayServer } from '../gateway/index.js';
 import { startMockProvider, type MockProvider } from '../gateway/index.js';
 import { createProviderClient, redactUrl } from '../gateway/index.js';
-import type { LoopProgress } from '../gateway/index.js';
+import type { ApprovalMembers, LoopProgress } from '../gateway/index.js';
 import { SharedMcpServers } from '../catalog/index.js';
 import { openStaticSources } from './openStaticSources.js';
 import type { ApprovalDesk } from '../policy/index.js';
 import { approvalRoutes } from '../gateway/index.js';
 import { approverTokenPath, writeApproverToken } from './approverToken.js';
-import { approvalDeskFor, serveApprovals } from './serveApprovals.js';
+import { approvalDeskFor, forwardAnswer, listApprovals, serveApprovals } from './serveApprovals.js';
 import {
   checkFrontExposure,
   createFrontAuth,
@@ -461,22 +461,33 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       );
     };
 
-    // On NATS, approvers list and answer this gateway's approvals over request/reply (`toolsearch approvals --nats`).
+    // On NATS, approvers list and answer this gateway's approvals over request/reply (`toolsearch approvals --nats`),
+    // and this gateway's routes and page list every member's and hand an answer to the member that holds it.
+    let approvalMembers: ApprovalMembers | undefined;
     if (opened.value.kind === 'nats') {
       const ownership = services.ownership;
+      const member = ownership?.memberId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
+      const liveMembers = (): string[] =>
+        ownership === undefined
+          ? [member]
+          : ownership
+              .status()
+              .members.filter((m) => m.live)
+              .map((m) => m.id);
       const stop = serveApprovals(bus, desk, {
-        member: ownership?.memberId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`,
-        ...(ownership === undefined
-          ? {}
-          : {
-              members: () =>
-                ownership
-                  .status()
-                  .members.filter((m) => m.live)
-                  .map((m) => m.id),
-            }),
+        member,
+        ...(ownership === undefined ? {} : { members: liveMembers }),
         principals: () => currentPrincipals(),
       });
+      const natsBus = bus as unknown as NatsBus;
+      approvalMembers = {
+        self: member,
+        list: async () => {
+          const listed = await listApprovals(natsBus, { members: liveMembers() });
+          return listed.ok ? listed.value.approvals : undefined;
+        },
+        forward: (to, answer) => forwardAnswer(bus, to, answer),
+      };
       const previous = parts.metrics;
       parts.metrics = {
         name: 'metrics',
@@ -552,6 +563,7 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
         ...(telemetry !== undefined ? { telemetry } : {}),
         approvals: approvalRoutes({
           desk,
+          ...(approvalMembers === undefined ? {} : { members: approvalMembers }),
           ...(localToken.ok ? { localToken: localToken.value } : {}),
           principals: () => principals,
           // Loopback names always; the listen host unless it is a wildcard; and the names the operator lists.

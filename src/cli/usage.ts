@@ -81,7 +81,7 @@ export const LOG_USAGE = [
   '  --json        the session log as one JSON object on the last line',
 ].join('\n');
 
-export const NATS_AUTH_USAGE = `Usage: toolsearch nats-auth --out DIR [--client NAME]... [--all] [--gateway-records-answers] [--route HOST:PORT]... [--port N] [--stream-prefix P] [--json]
+export const NATS_AUTH_USAGE = `Usage: toolsearch nats-auth --out DIR [--client NAME]... [--approver NAME]... [--all] [--gateway-records-answers] [--route HOST:PORT]... [--port N] [--stream-prefix P] [--json]
 
 Writes what a secured NATS deployment needs:
   DIR/nats-server.conf     a complete nats-server config: JetStream on, the authorization block (one nkey user per
@@ -91,14 +91,17 @@ Writes what a secured NATS deployment needs:
   DIR/<role>.nk            one nkey seed per role: gateway, policy, sandbox, client, approver, auditor; give it to a
                            process with --nats-nkey FILE (or NATS_NKEY, or config nats.nkeyFile)
   DIR/client-NAME.nk       one more client principal per --client NAME, so outside apps are told apart
+  DIR/approver-NAME.nk     one more approver principal per --approver NAME, so the record says which person
+                           answered (an approver's answer names the principal of the key it was published under)
   DIR/all.nk               with --all: one principal for serve --role all (gateway, policy and sandbox in one
                            process, with the union of their rights: it decides its own calls)
-  DIR/principals.json5     the config's principals (client principals by nkey public key): merge it into the
+  DIR/principals.json5     the config's principals (client and approver principals by nkey public key): merge it into the
                            gateway's config to give each client its agents, profiles, sandboxes and owner right
 Seeds already in DIR are kept (run it again with another --client to add one); seed files are written 0600.
 
   --out DIR          where to write (created 0700)
   --client NAME      an extra client principal (letters, digits, _ and -); repeatable
+  --approver NAME    an extra approver principal approver-NAME (letters, digits, _ and -); repeatable
   --all              also write all.nk, the principal of serve --role all (one process with every role)
   --gateway-records-answers
                      let the gateway (and all) publish approval_resolved, so approvals answered over its HTTP API,

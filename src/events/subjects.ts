@@ -195,7 +195,8 @@ export function parseCommandSubject(subject: string): Result<{ principal: string
 /** The pattern of one session's events, or one turn's: for replay filters and subscriptions. Pure: no I/O. */
 export function sessionEventsPattern(sessionId: string, turnId?: string): string {
   const session = `${EVENT_SUBJECT_PREFIX}.${encodeToken(sessionId)}`;
-  return turnId === undefined ? `${session}.>` : `${session}.${encodeToken(turnId)}.*`;
+  // `.>`, not `.*`: an approver's `approval.resolved` has a last token more, its publisher's key.
+  return turnId === undefined ? `${session}.>` : `${session}.${encodeToken(turnId)}.>`;
 }
 
 /** The pattern of one session's gateway events, answers included (or all sessions' without an id). Pure: no I/O. */

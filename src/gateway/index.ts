@@ -67,4 +67,4 @@ export {
   isApprovalPath,
   parseAnswerBody,
 } from './front/approvals.js';
-export type { ApprovalRoutes, ApprovalRoutesOptions, ApproverIdentity } from './front/approvals.js';
+export type { ApprovalMembers, ApprovalRoutes, ApprovalRoutesOptions, ApproverIdentity } from './front/approvals.js';

@@ -369,7 +369,7 @@ function bindBusAnswer(
   callId: string,
   approvalId: string,
   argsDigest: string,
-  onAnswer: (eventId: string) => void,
+  onAnswer: (eventId: string, by: string | undefined) => void,
 ): { answer: Promise<ApprovalDecision>; cancel: () => void } {
   let stopped = false;
   let current: { cancel: () => void } | undefined;
@@ -381,7 +381,7 @@ function bindBusAnswer(
       const e = await wait.answer;
       const d = e.data as EventOf<'approval.resolved'>['data'];
       if (d.approvalId !== approvalId || d.argsDigest !== argsDigest || d.late === true) continue;
-      onAnswer(e.id);
+      onAnswer(e.id, d.by);
       return {
         approved: d.approved === true && d.timedOut !== true,
         ...(d.reason === undefined ? {} : { reason: d.reason }),
@@ -417,8 +417,11 @@ const enforcedCallMachine = toolCallMachine.provide({
         const pattern = approvalPattern(deps.config, entry);
         const reason = input.decision.reason ?? pattern;
         const auto = autoApproved(deps.config, entry, run.facts);
-        const busWait = bindBusAnswer(run, callId, approvalId, argsDigest, (id) => {
+        // Who answered on the bus: the bus names the principal whose key the server pinned in the answer's subject.
+        let busBy: string | undefined;
+        const busWait = bindBusAnswer(run, callId, approvalId, argsDigest, (id, by) => {
           h.lastEventId = id;
+          busBy = by;
         });
         const asked = await run.events.emit(
           'approval.requested',
@@ -490,9 +493,10 @@ const enforcedCallMachine = toolCallMachine.provide({
                 signal,
               });
         busWait.cancel();
-        // An approver's own answer on the bus names whom the server pinned when it announced it to this desk.
+        // An approver's own answer on the bus: the record names whom its fact names (the principal of the key the
+        // server pinned in its subject), else whom the server pinned when the approver announced it to this desk.
         const pinned = outcome.by === 'bus' ? desk?.pinned(approvalId, outcome.approved) : undefined;
-        const end = approvalEnd(outcome, { callId, approvalId, argsDigest, pinnedBy: pinned?.principal });
+        const end = approvalEnd(outcome, { callId, approvalId, argsDigest, pinnedBy: busBy ?? pinned?.principal });
         desk?.close(approvalId, {
           approved: outcome.approved,
           by: end.by,

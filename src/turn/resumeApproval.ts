@@ -43,7 +43,7 @@ function answerOf(
   callId: string,
   approvalId: string,
   argsDigest: string | undefined,
-): { answer: Promise<ApprovalDecision & { eventId: string }>; cancel: () => void } {
+): { answer: Promise<ApprovalDecision & { eventId: string; by?: string }>; cancel: () => void } {
   let stopped = false;
   let current: { cancel: () => void } | undefined;
   const fits = (d: EventOf<'approval.resolved'>['data']) =>
@@ -52,6 +52,8 @@ function answerOf(
     approved: e.data.approved === true && e.data.timedOut !== true,
     ...(e.data.reason === undefined ? {} : { reason: e.data.reason }),
     eventId: e.id,
+    // The bus named whom the server pinned as the publisher of an approver's own answer.
+    ...(typeof e.data.by === 'string' ? { by: e.data.by } : {}),
   });
   const answer = (async () => {
     // Listening first, then reading the stream: an answer is either stored already or delivered to the listener.
@@ -131,10 +133,12 @@ async function awaitRestOfApproval(
     signal,
   });
   bus.cancel();
+  const busBy = outcome.by === 'bus' ? (await bus.answer.catch(() => undefined))?.by : undefined;
   const end = approvalEnd(outcome, {
     callId,
     approvalId,
     argsDigest: asked.argsDigest,
+    ...(busBy === undefined ? {} : { pinnedBy: busBy }),
     reason: outcome.by === 'timeout' ? `no approval within ${asked.timeoutMs} ms of the request` : undefined,
   });
   desk?.close(approvalId, {

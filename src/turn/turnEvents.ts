@@ -154,6 +154,10 @@ export class TurnAnswers {
     const stops = ANSWER_TYPES.map((type) =>
       bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)),
     );
+    // An approver's own answer carries its key as a last token (`…approval_resolved.<key>`, pinned by the server).
+    stops.push(
+      bus.subscribe(`${eventSubject({ sessionId, turnId, type: 'approval.resolved' })}.*`, (e) => this.deliver(e)),
+    );
     this.unsubscribe = () => {
       for (const stop of stops) stop();
     };

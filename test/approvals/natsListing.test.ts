@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pinnedApprover } from '../../src/app/index.js';
-import { everyMemberHeard, mergeListings } from '../../src/cli/commands/approvals.js';
+import { everyMemberHeard, mergeListings, pinnedApprover } from '../../src/app/index.js';
 import type { Principal } from '../../src/config/index.js';
 
 const approval = (approvalId: string, requestedAt: string) =>
@@ -15,8 +14,19 @@ describe('listing approvals of several gateway members', () => {
     expect(everyMemberHeard([a, b])).toBe(true);
     // A member that knows of a third one: wait for it too.
     expect(everyMemberHeard([a, { ...b, members: ['a', 'b', 'c'] }])).toBe(false);
-    // A member that cannot say who is live: wait out the bound.
-    expect(everyMemberHeard([{ member: 'a', approvals: [] }])).toBe(false);
+    // A member that cannot say who is live (it holds no session ownership) is no reason to wait out the bound.
+    expect(everyMemberHeard([{ member: 'a', approvals: [] }])).toBe(true);
+    // The live members the asker read from the owners bucket: each must have replied.
+    expect(everyMemberHeard([{ member: 'a', approvals: [] }], ['a', 'b'])).toBe(false);
+    expect(
+      everyMemberHeard(
+        [
+          { member: 'a', approvals: [] },
+          { member: 'b', approvals: [] },
+        ],
+        ['a', 'b'],
+      ),
+    ).toBe(true);
   });
 
   it('lists each approval once, with the member that holds it, oldest first', () => {

@@ -57,6 +57,8 @@ export async function approvalWorld(
     insecureHttp?: boolean;
     /** A NATS server to run on (one gateway member of it) instead of the embedded bus. */
     nats?: string;
+    /** False: a member that takes no session commands (so it holds no session ownership). */
+    sessionEvents?: boolean;
   } = {},
 ): Promise<ApprovalWorld> {
   const dir = await mkdtemp(join(tmpdir(), 'toolsearch-approvals-'));
@@ -95,6 +97,7 @@ export async function approvalWorld(
     catalogPaths,
     ...(opts.insecureHttp === true ? { insecureHttp: true } : {}),
     ...(opts.nats === undefined ? {} : { nats: opts.nats, env: {} }),
+    ...(opts.sessionEvents === undefined ? {} : { sessionEvents: opts.sessionEvents }),
   });
   if (!started.ok) throw new Error(started.error.message);
   const gw = started.value;

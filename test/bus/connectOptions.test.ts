@@ -100,9 +100,13 @@ describe('rolePermissions', () => {
     const roles = ['gateway', 'policy', 'sandbox', 'client', 'approver', 'auditor'] as const;
     const publishers = (subject: string) => roles.filter((r) => pk(r).publish.allow.includes(subject));
     expect(publishers('toolsearch.evt.*.*.call_decided')).toEqual(['policy']);
-    // Only approvers answer: the gateway (nor `all`) may not, unless `nats-auth --gateway-records-answers`.
-    expect(publishers('toolsearch.evt.*.*.approval_resolved')).toEqual(['approver']);
+    // Only approvers answer, each under its own key's token (whoever reads the fact names that key's principal);
+    // the gateway (nor `all`) may not, unless `nats-auth --gateway-records-answers` (then on the five-token subject).
+    expect(publishers('toolsearch.evt.*.*.approval_resolved.UAPPROVER')).toEqual(['approver']);
+    expect(publishers('toolsearch.evt.*.*.approval_resolved')).toEqual([]);
+    expect(pk('approver').publish.deny).toContain('toolsearch.evt.*.*.approval_resolved');
     expect(pk('gateway').publish.deny).toContain('toolsearch.evt.*.*.approval_resolved');
+    expect(pk('gateway').publish.deny).toContain('toolsearch.evt.*.*.approval_resolved.*');
     expect(pk('all').publish.allow).not.toContain('toolsearch.evt.*.*.approval_resolved');
     expect(pk('all').publish.deny).toContain('toolsearch.evt.*.*.approval_resolved');
     const optIn = (role: 'gateway' | 'all') =>
@@ -110,6 +114,8 @@ describe('rolePermissions', () => {
     for (const role of ['gateway', 'all'] as const) {
       expect(optIn(role).publish.allow).toContain('toolsearch.evt.*.*.approval_resolved');
       expect(optIn(role).publish.deny).not.toContain('toolsearch.evt.*.*.approval_resolved');
+      // Never under an approver's key token.
+      expect(optIn(role).publish.deny).toContain('toolsearch.evt.*.*.approval_resolved.*');
     }
     // The gateway records its own end of a wait as approval_settled, which no turn takes for an answer.
     expect(publishers('toolsearch.evt.*.*.approval_settled')).toEqual(['gateway']);

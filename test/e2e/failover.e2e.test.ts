@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Envelope } from '../../src/bus/index.js';
 import {
+  approverSubjectOf,
   busConnectOptions,
   natsConnectSettings,
   openNatsBus,
@@ -113,7 +114,13 @@ async function busAs(name: string): Promise<NatsBus> {
   const c = natsConnectSettings({ url: server.url, flags: { nkeyFile: join(dir, 'nats-auth', `${name}.nk`) } });
   if (!c.ok || c.value === undefined) throw new Error(`no settings for ${name}`);
   if (name === 'gateway') gatewayCreds = c.value;
-  const bus = await openNatsBus({ ...busConnectOptions(c.value), name: `failover-${name}`, manageStreams: false });
+  const bus = await openNatsBus({
+    ...busConnectOptions(c.value),
+    name: `failover-${name}`,
+    manageStreams: false,
+    // An approver's answers go under its own key's token, the only approval_resolved subject it may publish.
+    ...(name === 'approver' ? { subjectOf: approverSubjectOf(c.value.principal) } : {}),
+  });
   buses.push(bus);
   return bus;
 }

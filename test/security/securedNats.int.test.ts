@@ -27,6 +27,9 @@ import { answerPattern, makeEnvelope } from '../../src/events/index.js';
 import { startGateway, startRoleServices, type RoleServices, type RunningGateway } from '../../src/app/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { approvalsCommand, approveCommand } from '../../src/cli/commands/approvals.js';
+import { approverNames } from '../../src/app/index.js';
+import { approverSubjectOf } from '../../src/bus/nats/index.js';
+import { auditReport } from '../../src/audit/index.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 async function waitFor(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
@@ -172,7 +175,7 @@ beforeAll(async () => {
   witness = join(dir, 'witness.txt');
   shWitness = join(dir, 'sh-ran.txt');
   const out: string[] = [];
-  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--all', '--json'], {
+  const rc = await natsAuthCommand.run(['--out', auth, '--client', 'billing', '--approver', 'b', '--all', '--json'], {
     stdout: (s) => out.push(s),
     stderr: (s) => out.push(s),
     cwd: dir,
@@ -194,6 +197,8 @@ beforeAll(async () => {
       'client-billing': { nkey: keys['client-billing'], owner: true },
       // The approver user, named as \`nats-auth\` suggests in principals.json5: its answers are recorded by this name.
       approver: { nkey: keys['approver'], approver: true },
+      // A second person with the approver right (nats-auth --approver b).
+      'approver-b': { nkey: keys['approver-b'], approver: true },
     },
   };
   writeFileSync(join(dir, 'config.json5'), JSON.stringify(raw));
@@ -502,6 +507,7 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const attacker = await rawAs('client');
     const sandboxAttacker = await rawAs('sandbox');
     const gatewayAttacker = await rawAs('gateway');
+    const policyAttacker = await rawAs('policy');
     const s = await clientSession(client, 'appr-1');
     expect((await s.open({})).ok).toBe(true);
     // Well-formed answers, as a real approver would send them, for the approval the gateway asks for.
@@ -527,12 +533,24 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     const forge = () => {
       for (const e of asked) {
         // A compromised neighbour holding gateway.nk may not answer either (no `--gateway-records-answers`).
-        for (const a of [attacker, sandboxAttacker, gatewayAttacker]) {
-          const forged = JSON.stringify(answerTo('approval.resolved', e, `forged-${n++}`));
-          a.nc.publish('toolsearch.evt.appr-1.t1.approval_resolved', forged);
-          void jetstream(a.nc)
-            .publish('toolsearch.evt.appr-1.t1.approval_resolved', forged)
-            .catch(() => undefined);
+        for (const [a, own] of [
+          [attacker, keys['client']],
+          [sandboxAttacker, keys['sandbox']],
+          [gatewayAttacker, keys['gateway']],
+          [policyAttacker, keys['policy']],
+        ] as const) {
+          // The gateway's record subject, an approver's subject under its own key, and one under an approver's key.
+          for (const subject of [
+            'toolsearch.evt.appr-1.t1.approval_resolved',
+            `toolsearch.evt.appr-1.t1.approval_resolved.${own}`,
+            `toolsearch.evt.appr-1.t1.approval_resolved.${keys['approver']}`,
+          ]) {
+            const forged = JSON.stringify(answerTo('approval.resolved', e, `forged-${n++}`));
+            a.nc.publish(subject, forged);
+            void jetstream(a.nc)
+              .publish(subject, forged)
+              .catch(() => undefined);
+          }
         }
         // The gateway role may publish the gateway's own record of a wait; no turn takes it for an answer.
         const settled = JSON.stringify(answerTo('approval.settled', e, `forged-${n++}`));
@@ -546,11 +564,23 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(asked.length).toBeGreaterThan(0);
     expect(JSON.stringify(r)).toMatch(/approv/i);
     expect(ran()).not.toContain('deploy_service');
-    for (const a of [attacker, sandboxAttacker, gatewayAttacker])
+    for (const [a, own] of [
+      [attacker, keys['client']],
+      [sandboxAttacker, keys['sandbox']],
+      [gatewayAttacker, keys['gateway']],
+      [policyAttacker, keys['policy']],
+    ] as const) {
       expect(a.errors).toContain('Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved"');
+      expect(a.errors).toContain(
+        `Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved.${own}"`,
+      );
+      expect(a.errors).toContain(
+        `Permissions Violation for Publish to "toolsearch.evt.appr-1.t1.approval_resolved.${keys['approver']}"`,
+      );
+    }
 
-    // The approver principal reads approval requests and answers them.
-    const approver = await busAs('approver');
+    // The approver principal reads approval requests and answers them, under its own key's token.
+    const approver = await busAs('approver', { subjectOf: approverSubjectOf(keys['approver']!) });
     approver.subscribe('toolsearch.evt.*.*.approval_requested', (e) => {
       const d = e.data as { callId: string; approvalId: string; argsDigest: string };
       if (answerOnBus === false) return;
@@ -642,7 +672,8 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     expect(replay.code).toBe(1);
     expect(replay.out.join('\n')).toContain('approval.unknown');
     // The approver published its answers itself, recorded with its principal's name via nats.
-    const auditor = await busAs('auditor');
+    // An auditor with the deployment's principals names the approver of each key.
+    const auditor = await busAs('auditor', { approverName: approverNames(config.principals) });
     const facts: Envelope[] = [];
     for await (const e of auditor.replay({ sessionId: 'appr-cli' })) facts.push(e);
     const answers = facts.filter((e) => e.type === 'approval.resolved').map((e) => e.data as Record<string, unknown>);
@@ -658,12 +689,14 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
     ]);
     expect(answers[0]).not.toHaveProperty('claimedBy');
     // Nor can it send an answer under another principal's key, and the gateway principal sends none at all.
-    for (const [who, token] of [
-      ['approver', keys['client-billing']],
-      ['gateway', keys['gateway']],
+    // Nor may an approver or a client hand a gateway member an answer as if another member's front had taken it.
+    for (const [who, subject] of [
+      ['approver', `toolsearch.rpc.approvals.answer.${keys['client-billing']}.any-member`],
+      ['gateway', `toolsearch.rpc.approvals.answer.${keys['gateway']}.any-member`],
+      ['approver', 'toolsearch.rpc.approvals.forward.any-member'],
+      ['client', 'toolsearch.rpc.approvals.forward.any-member'],
     ] as const) {
       const { nc, errors } = await rawAs(who);
-      const subject = `toolsearch.rpc.approvals.answer.${token}.any-member`;
       nc.publish(subject, JSON.stringify({ approvalId: 'x', approved: true }));
       await nc.flush();
       await waitFor(() => errors.some((e) => e.includes(`Permissions Violation for Publish to "${subject}"`)), subject);
@@ -673,6 +706,116 @@ describe('attacks on the secured deployment are refused, and nothing runs', () =
       by: 'approver',
       approved: false,
     });
+  }, 60_000);
+
+  it("an approver's answer names the principal of the key it was published under, whatever its body says", async () => {
+    const client = await busAs('client');
+    const s = await clientSession(client, 'appr-claim');
+    expect((await s.open({})).ok).toBe(true);
+    const asked: Envelope[] = [];
+    const watcher = await busAs('auditor');
+    watcher.subscribe('toolsearch.evt.appr-claim.*.approval_requested', (e) => asked.push(e));
+    await watcher.ready();
+    // Approver A (approver.nk) answers on the bus itself and says it is approver B.
+    const a = await busAs('approver', { subjectOf: approverSubjectOf(keys['approver']!) });
+    const before = ran().filter((r) => r === 'deploy_service').length;
+    const call = s.code(callBody('openclaw:counter:deploy_service'), 'claim-1');
+    await waitFor(() => asked.length > 0, 'the approval_requested of appr-claim');
+    const e = asked[0]!;
+    const d = e.data as { callId: string; approvalId: string; argsDigest: string };
+    await a.publish(
+      makeEnvelope({
+        type: 'approval.resolved',
+        sessionId: e.sessionId,
+        turnId: e.turnId,
+        seq: e.seq + 1,
+        at: new Date(),
+        causationId: e.id,
+        data: { ...d, approved: true, by: 'approver-b', channel: 'nats', reason: 'signed as b' },
+      }),
+    );
+    expect(await call).toMatchObject({ ok: true });
+    expect(ran().filter((r) => r === 'deploy_service').length).toBe(before + 1);
+    // The gateway's record names A, the principal whose key the server pinned in the fact's subject.
+    expect(gateway.approvals.recent().find((r) => r.approvalId === d.approvalId)).toMatchObject({
+      by: 'approver',
+      approved: true,
+    });
+    const replayed = async (bus: NatsBus) => {
+      const out: Envelope[] = [];
+      for await (const x of bus.replay({ sessionId: 'appr-claim' })) out.push(x);
+      return out;
+    };
+    // The gateway's own replay (its turns' fold, the page's session log) and an auditor with the deployment's
+    // principals: A, the claimed name only a note. The audit report says the same.
+    for (const facts of [
+      await replayed(gateway.bus as NatsBus),
+      await replayed(await busAs('auditor', { approverName: approverNames(config.principals) })),
+    ]) {
+      expect(facts.filter((x) => x.type === 'approval.resolved').map((x) => x.data)).toEqual([
+        expect.objectContaining({ approvalId: d.approvalId, approved: true, by: 'approver', claimedBy: 'approver-b' }),
+      ]);
+      const report = auditReport(facts, 'appr-claim');
+      expect(report.detail.calls.find((c) => c.callId === d.callId)?.approval).toMatchObject({
+        status: 'approved',
+        by: 'approver',
+      });
+    }
+    // An auditor without the principals (toolsearch audit reads no config) names A by its key, never B.
+    const plain = await replayed(await busAs('auditor'));
+    expect(plain.filter((x) => x.type === 'approval.resolved').map((x) => x.data)).toEqual([
+      expect.objectContaining({ by: `nkey:${keys['approver']}`, claimedBy: 'approver-b' }),
+    ]);
+  }, 60_000);
+
+  it("an approver cannot answer under another approver's key or on the gateway's record subject: refused, nothing runs", async () => {
+    const client = await busAs('client');
+    const s = await clientSession(client, 'appr-steal');
+    expect((await s.open({})).ok).toBe(true);
+    const asked: Envelope[] = [];
+    const watcher = await busAs('auditor');
+    watcher.subscribe('toolsearch.evt.appr-steal.*.approval_requested', (e) => asked.push(e));
+    await watcher.ready();
+    const { nc, errors } = await rawAs('approver');
+    const asB = `toolsearch.evt.appr-steal.t1.approval_resolved.${keys['approver-b']}`;
+    const plainSubject = 'toolsearch.evt.appr-steal.t1.approval_resolved';
+    const before = ran().filter((r) => r === 'deploy_service').length;
+    let n = 0;
+    const forge = () => {
+      for (const e of asked) {
+        const d = e.data as { callId: string; approvalId: string; argsDigest: string };
+        for (const subject of [asB, plainSubject]) {
+          const forged = JSON.stringify(
+            makeEnvelope({
+              type: 'approval.resolved',
+              id: `steal-${n++}`,
+              sessionId: e.sessionId,
+              turnId: e.turnId,
+              seq: e.seq + 1,
+              at: new Date(),
+              causationId: e.id,
+              data: { ...d, approved: true, by: 'approver-b', channel: 'nats' },
+            }),
+          );
+          nc.publish(subject, forged);
+          void jetstream(nc)
+            .publish(subject, forged)
+            .catch(() => undefined);
+        }
+      }
+    };
+    const timer = setInterval(forge, 100);
+    const r = await s.code(callBody('openclaw:counter:deploy_service'), 'steal-1').finally(() => clearInterval(timer));
+    expect(asked.length).toBeGreaterThan(0);
+    // No answer counted: the approval timed out and the call was blocked, never run.
+    expect(JSON.stringify(r)).toMatch(/approv/i);
+    expect(ran().filter((x) => x === 'deploy_service').length).toBe(before);
+    expect(errors).toContain(`Permissions Violation for Publish to "${asB}"`);
+    expect(errors).toContain(`Permissions Violation for Publish to "${plainSubject}"`);
+    const facts: Envelope[] = [];
+    for await (const x of (await busAs('auditor')).replay({ sessionId: 'appr-steal' })) facts.push(x);
+    expect(facts.filter((x) => x.type === 'approval.resolved')).toEqual([]);
+    expect(facts.some((x) => x.type === 'call.started')).toBe(false);
   }, 60_000);
 
   it('nobody but a sandbox receives code runs, and a client cannot read, consume, purge or write the streams', async () => {

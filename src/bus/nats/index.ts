@@ -2,6 +2,7 @@ export { openNatsBus, durableName, HEARTBEAT_MS } from './natsBus.js';
 export type { NatsBus, NatsBusOptions, NatsBusStats, BusStatus } from './natsBus.js';
 export { listActors } from './actors.js';
 export { requestAll } from './requestAll.js';
+export { approverAnswerSubject, approverSubjectOf, withPinnedAnswerer } from './answerer.js';
 export type { ActorInfo } from './actors.js';
 export { BusError, isBusError } from './errors.js';
 export { streamNames, streamConfigs } from './streams.js';
@@ -29,6 +30,7 @@ export type { NatsConnectAuth, NatsConnectSettings, NatsConnectSources, NatsCred
 export {
   ALL_ROLE_PARTS,
   APPROVALS_ANSWER_SUBJECT,
+  APPROVALS_FORWARD_SUBJECT,
   APPROVALS_LIST_SUBJECT,
   authorizationBlock,
   CODE_RUN_SUBJECT,

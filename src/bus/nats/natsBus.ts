@@ -51,6 +51,7 @@ import {
 } from './subjects.js';
 import { TurnLease, type LeaseHolder } from './turnLease.js';
 import { JsPublisher, type PubAck } from './jsPublisher.js';
+import { withPinnedAnswerer } from './answerer.js';
 import { isSyncPoint } from '../syncPoints.js';
 import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
 
@@ -96,6 +97,12 @@ export interface NatsBusOptions {
   principal?: string;
   /** Command stream max age (bounded retention of message and argument content). Default 3600000 (one hour). */
   commandMaxAgeMs?: number;
+  /**
+   * The principal whose nkey an approver's answer was published under (its subject's last token, pinned by the
+   * server): it names who answered in every `approval.resolved` this bus reads (`withPinnedAnswerer`). Default: none,
+   * `nkey:<key>`.
+   */
+  approverName?: (publicKey: string) => string | undefined;
 }
 
 export type BusStatus =
@@ -1082,7 +1089,7 @@ class NatsBusImpl implements NatsBus {
           }
           // Settled by the subscriber once handled (kept alive meanwhile): a member that dies first leaves it to
           // be delivered again. The subscriber dedupes, so a redelivery is handed over again.
-          const env = decodeEnvelope(m.data, m.headers);
+          const env = this.#decode(m.subject, m.data, m.headers);
           if (env === undefined) {
             this.#opts.onStatus?.({ type: 'undecodable', subject: m.subject });
             m.term();
@@ -1241,7 +1248,7 @@ class NatsBusImpl implements NatsBus {
     onEvent: (e: Envelope, info?: DeliveryInfo) => void,
     live: boolean,
   ): void {
-    const env = decodeEnvelope(data, hdrs);
+    const env = this.#decode(subject, data, hdrs);
     if (env === undefined) {
       this.#opts.onStatus?.({ type: 'undecodable', subject });
       return;
@@ -1253,6 +1260,12 @@ class NatsBusImpl implements NatsBus {
     } catch (e) {
       this.#opts.onStatus?.({ type: 'subscriptionError', subject, message: `callback threw: ${describe(e)}` });
     }
+  }
+
+  /** An envelope as read: an approver's answer names whom the server pinned in its subject (`withPinnedAnswerer`). */
+  #decode(subject: string, data: Uint8Array, hdrs: Msg['headers'] | (() => Msg['headers'])): Envelope | undefined {
+    const env = decodeEnvelope(data, hdrs);
+    return env === undefined ? undefined : withPinnedAnswerer(subject, env, this.#opts.approverName);
   }
 
   #streamOf(pattern: string): string | undefined {
@@ -1375,7 +1388,7 @@ class NatsBusImpl implements NatsBus {
       const messages = await consumer.consume({ max_messages: 256 });
       try {
         for await (const m of messages) {
-          const env = decodeEnvelope(m.data, m.headers);
+          const env = this.#decode(m.subject, m.data, m.headers);
           if (env !== undefined) yield env;
           else this.#opts.onStatus?.({ type: 'undecodable', subject: m.subject });
           if (m.info.pending === 0) break;

@@ -3,7 +3,8 @@ import { decodeJson, encodeJson } from './codec.js';
 
 /**
  * Sends one request that every server of `subject` hears (servers without a queue group) and gathers their
- * replies: it stops once `enough(replies)` says every expected server answered, or at `maxWaitMs`, whichever comes
+ * replies: it stops once `enough(replies)` says every expected server answered (then `graceMs` more, for servers
+ * nobody expected: each server replies at once, so theirs come close behind), or at `maxWaitMs`, whichever comes
  * first, so a listing is never an unbounded wait and never just the first reply. Each reply is what the server's
  * handler returned (the `{ok, value}` wrapper of `NatsBus.serve` removed); a reply that is not one is skipped.
  */
@@ -11,7 +12,7 @@ export async function requestAll(
   connection: NatsConnection,
   subject: string,
   payload: unknown,
-  opts: { maxWaitMs: number; enough?: (replies: readonly unknown[]) => boolean },
+  opts: { maxWaitMs: number; enough?: (replies: readonly unknown[]) => boolean; graceMs?: number },
 ): Promise<unknown[]> {
   const replies: unknown[] = [];
   let it: AsyncIterable<{ data: Uint8Array }>;
@@ -20,21 +21,44 @@ export async function requestAll(
   } catch {
     return replies;
   }
+  const iter = it[Symbol.asyncIterator]();
+  let graceUntil: number | undefined;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    for await (const m of it) {
+    for (;;) {
+      const next = iter.next();
+      // A reply still awaited when the grace ends is dropped: its later end must not be an unhandled rejection.
+      next.catch(() => undefined);
+      const got =
+        graceUntil === undefined
+          ? await next
+          : await Promise.race([
+              next,
+              new Promise<'grace'>((resolve) => {
+                timer = setTimeout(() => resolve('grace'), Math.max(0, graceUntil! - Date.now()));
+              }),
+            ]);
+      clearTimeout(timer);
+      if (got === 'grace' || got.done === true) break;
       let v: unknown;
       try {
-        v = decodeJson(m.data);
+        v = decodeJson(got.value.data);
       } catch {
         continue;
       }
       const o = (typeof v === 'object' && v !== null ? v : {}) as { ok?: unknown; value?: unknown };
       if (o.ok !== true) continue;
       replies.push(o.value);
-      if (opts.enough?.(replies) === true) break;
+      if (opts.enough?.(replies) === true) {
+        if ((opts.graceMs ?? 0) <= 0) break;
+        graceUntil ??= Date.now() + (opts.graceMs ?? 0);
+      } else graceUntil = undefined; // a late reply named servers not heard yet: wait for them (within maxWaitMs)
     }
   } catch {
     // No responders, a timeout or a closed connection: what came in so far is the answer.
+  } finally {
+    clearTimeout(timer);
+    void iter.return?.()?.catch(() => undefined);
   }
   return replies;
 }

@@ -49,6 +49,11 @@ export const BRIDGE_PATTERN = 'toolsearch.rpc.bridge.*';
  */
 export const APPROVALS_LIST_SUBJECT = 'toolsearch.rpc.approvals.list';
 export const APPROVALS_ANSWER_SUBJECT = 'toolsearch.rpc.approvals.answer';
+/**
+ * `…approvals.forward.<member>`: a gateway hands an answer its HTTP front authenticated (a person's, with its channel)
+ * to the member that holds the approval. Only gateways publish and serve it.
+ */
+export const APPROVALS_FORWARD_SUBJECT = 'toolsearch.rpc.approvals.forward';
 
 /** Every fact type of the catalogue (everything but the `gateway.*` types). Pure: no I/O. */
 export const factTypes = (): string[] => Object.keys(EventSchemas).filter((t) => !isGatewayType(t));
@@ -67,7 +72,7 @@ export interface NatsAuthOptions {
 
 /**
  * The exact subjects each role may publish and subscribe to. Facts are named per type token: only the policy role
- * publishes `…call_decided`, only approvers publish `…approval_resolved` (the gateway records its own timeouts and
+ * publishes `…call_decided`, only approvers publish `…approval_resolved.<their own key>` (the gateway records its own timeouts and
  * library answers as `…approval_settled`, which no turn takes for an answer; it records a person's answer taken by
  * its desk only with `gatewayRecordsAnswers`), only a gateway publishes the other
  * facts and the answers; clients publish commands under their own key's token only; only the sandbox role receives
@@ -135,8 +140,10 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             CODE_RUN_SUBJECT,
             CODE_AVAILABLE_SUBJECT,
             CODE_CANCEL_PATTERN,
-            // Asks the other members for their approvals; never answers one (only approvers send answers).
+            // Asks the other members for their approvals, and hands the member that holds one an answer its HTTP
+            // front authenticated; never sends an approver's answer (`…answer.<pk>.*` is the approvers').
             APPROVALS_LIST_SUBJECT,
+            `${APPROVALS_FORWARD_SUBJECT}.*`,
             `${ACTORS_SUBJECT_ROOT}.gateway.*`,
             api('INFO'),
             ...streams.flatMap((n) => [api(`STREAM.INFO.${n}`), api(`STREAM.CREATE.${n}`), api(`STREAM.UPDATE.${n}`)]),
@@ -156,6 +163,8 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             `${COMMAND_SUBJECT_PREFIX}.>`,
             fact('call.decided'),
             ...(recordsAnswers ? [] : [fact('approval.resolved')]),
+            // An approver's own answer (`…approval_resolved.<its key>`) is never a gateway's to publish.
+            `${fact('approval.resolved')}.*`,
           ],
         },
         subscribe: {
@@ -167,6 +176,7 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
             APPROVALS_LIST_SUBJECT,
             // `…approvals.answer.<sender>.<member>`: the sender token is pinned by the sender's own rule below.
             `${APPROVALS_ANSWER_SUBJECT}.*.*`,
+            `${APPROVALS_FORWARD_SUBJECT}.*`,
             inbox,
             `${OWNER_SUBJECT_ROOT}.>`,
             // Turn writer leases: a member watches them to learn that another member took one of its turns over.
@@ -223,15 +233,16 @@ export function rolePermissions(p: NatsPrincipalKey, streamPrefix = '', opts: Na
     case 'approver':
       return {
         publish: {
-          // Its answers to a gateway's desk only under its own key's token (`…answer.<pk>.<member>`), so the gateway
-          // knows who answered from the subject, never from the body.
+          // Its answers only under its own key's token: the fact `…approval_resolved.<pk>` (whoever reads it names
+          // the principal of that key, never the body's `by`), and the requests to a gateway's desk
+          // `…answer.<pk>.<member>`. Never the five-token `…approval_resolved`, a gateway's record of an answer.
           allow: [
-            fact('approval.resolved'),
+            `${fact('approval.resolved')}.${p.publicKey}`,
             ...markers,
             APPROVALS_LIST_SUBJECT,
             `${APPROVALS_ANSWER_SUBJECT}.${p.publicKey}.*`,
           ],
-          deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>')],
+          deny: ['$KV.>', api('STREAM.>'), api('CONSUMER.>'), fact('approval.resolved')],
         },
         subscribe: { allow: [fact('approval.requested'), inbox], deny: [] },
         allowResponses: false,

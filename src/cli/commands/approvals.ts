@@ -3,10 +3,11 @@ import {
   approvalAnswerSubject,
   approverTokenPath,
   DEFAULT_GATEWAY_PORT,
+  listApprovals,
   openCommandBus,
   readApproverToken,
 } from '../../app/index.js';
-import { APPROVALS_LIST_SUBJECT, requestAll, type NatsBus } from '../../bus/nats/index.js';
+import type { NatsBus } from '../../bus/nats/index.js';
 import { makeEnvelope } from '../../events/index.js';
 import { loadConfig, type ResolvedConfig } from '../../config/index.js';
 import { CLI_USER_AGENT, isLoopbackHost } from '../../gateway/index.js';
@@ -115,6 +116,7 @@ async function withApproverBus<T>(
     env: envWithNatsFlags(values, io.env),
     cwd: io.cwd,
     name: 'toolsearch-approver',
+    approver: true,
   });
   if (!opened.ok) return opened;
   const bus = opened.value!;
@@ -123,65 +125,6 @@ async function withApproverBus<T>(
   } finally {
     await bus.close();
   }
-}
-
-/** One gateway member's reply to `…approvals.list`. */
-interface MemberListing {
-  member: string;
-  /** The live members as that member sees them (the owners bucket); absent: it does not know. */
-  members?: string[];
-  takesAnswers?: boolean;
-  approvals: Array<PendingApproval & { member?: string; timeLeftMs?: number }>;
-}
-
-/** How long a listing waits at most for the members it was told of (then it shows what came). */
-const LIST_WAIT_MS = 5000;
-
-/**
- * The pending approvals of every gateway member: one request every member hears, replies gathered until each live
- * member (as the replies name them) answered, or `LIST_WAIT_MS`. Each approval is listed once, with the member that
- * holds it.
- */
-async function listOverNats(bus: NatsBus): Promise<Result<{ listings: MemberListing[]; approvals: MergedApproval[] }>> {
-  const replies = await requestAll(
-    bus.connection,
-    APPROVALS_LIST_SUBJECT,
-    {},
-    { maxWaitMs: LIST_WAIT_MS, enough: (r) => everyMemberHeard(r.filter(isListing)) },
-  );
-  const listings = replies.filter(isListing);
-  if (listings.length === 0)
-    return fail(
-      'approval.unreachable',
-      `No gateway answered on ${APPROVALS_LIST_SUBJECT} within ${LIST_WAIT_MS} ms: start one (\`toolsearch serve --nats URL\`) or check --nats and the approver's credentials.`,
-    );
-  return ok({ listings, approvals: mergeListings(listings) });
-}
-
-const isListing = (v: unknown): v is MemberListing =>
-  typeof v === 'object' &&
-  v !== null &&
-  typeof (v as MemberListing).member === 'string' &&
-  Array.isArray((v as MemberListing).approvals);
-
-/** Whether every member the listings name has replied (a listing that names no members: wait on). Pure: no I/O. */
-export function everyMemberHeard(listings: readonly MemberListing[]): boolean {
-  if (listings.length === 0 || listings.some((l) => l.members === undefined)) return false;
-  const heard = new Set(listings.map((l) => l.member));
-  return listings.every((l) => (l.members ?? []).every((m) => heard.has(m)));
-}
-
-/** A pending approval as an approver lists it over NATS: with the member that holds it. */
-export type MergedApproval = PendingApproval & { member: string; timeLeftMs?: number; takesAnswers: boolean };
-
-/** The members' listings as one list: each approval once (with its member), oldest first. Pure: no I/O. */
-export function mergeListings(listings: readonly MemberListing[]): MergedApproval[] {
-  const out = new Map<string, MergedApproval>();
-  for (const l of listings)
-    for (const a of l.approvals)
-      if (!out.has(a.approvalId))
-        out.set(a.approvalId, { ...a, member: a.member ?? l.member, takesAnswers: l.takesAnswers === true });
-  return [...out.values()].sort((x, y) => x.requestedAt.localeCompare(y.requestedAt));
 }
 
 /**
@@ -214,7 +157,7 @@ async function answerOverNats(
   answer: { approved: boolean; reason?: string },
 ): Promise<Result<Record<string, unknown>>> {
   return withApproverBus(where, values, io, async (bus) => {
-    const listed = await listOverNats(bus);
+    const listed = await listApprovals(bus);
     if (!listed.ok) return listed;
     const a = listed.value.approvals.find((x) => x.approvalId === id);
     if (a === undefined)
@@ -315,7 +258,7 @@ export const approvalsCommand: Command = {
     const listed =
       w.kind === 'http'
         ? await http(w, '/v1/approvals')
-        : await withApproverBus(w, v, io, async (bus) => listOverNats(bus));
+        : await withApproverBus(w, v, io, async (bus) => listApprovals(bus));
     if (!listed.ok) return reportFailure(io, json, listed.error, EXIT_FAILED);
     const approvals = (listed.value['approvals'] ?? []) as Array<PendingApproval & { timeLeftMs?: number }>;
     if (json) io.stdout(JSON.stringify({ ok: true, approvals }));

@@ -72,6 +72,7 @@ export const natsAuthCommand: Command = {
       {
         out: { type: 'string' },
         client: { type: 'string', multiple: true },
+        approver: { type: 'string', multiple: true },
         all: { type: 'boolean' },
         'gateway-records-answers': { type: 'boolean' },
         route: { type: 'string', multiple: true },
@@ -96,6 +97,14 @@ export const natsAuthCommand: Command = {
     if (bad !== undefined) {
       io.stderr(
         `nats-auth: --client "${bad}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --client billing).`,
+      );
+      return EXIT_USAGE;
+    }
+    const approvers = strs(v['approver']);
+    const badApprover = approvers.find((c) => !CLIENT_NAME.test(c));
+    if (badApprover !== undefined) {
+      io.stderr(
+        `nats-auth: --approver "${badApprover}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --approver alice).`,
       );
       return EXIT_USAGE;
     }
@@ -127,6 +136,8 @@ export const natsAuthCommand: Command = {
       };
       for (const role of NATS_ROLES) add(role, role);
       for (const c of [...new Set(clients)]) add(`client-${c}`, 'client');
+      // One approver principal per person: an approver's answer names the principal of the key it was published under.
+      for (const a of [...new Set(approvers)]) add(`approver-${a}`, 'approver');
       // Only when asked: one principal with every right of the gateway, policy and sandbox roles (serve --role all).
       if (v['all'] === true) add('all', 'all');
       writeFileSync(

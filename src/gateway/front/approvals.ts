@@ -22,8 +22,34 @@ export interface ApproverIdentity {
   principal: string;
 }
 
+/**
+ * The other gateway members on the same NATS bus: the routes list every member's pending approvals and hand an answer
+ * to the member that holds its approval, so any member's page and routes show and answer them all.
+ */
+export interface ApprovalMembers {
+  /** This member's id (the owners bucket's). */
+  self: string;
+  /** Every member's pending approvals (this one's included), each once with its member; undefined: none replied. */
+  list(): Promise<Array<PendingApproval & { member: string }> | undefined>;
+  /** Hands a person's answer, as this front authenticated it, to `member`, which holds the approval. */
+  forward(
+    member: string,
+    answer: {
+      approvalId: string;
+      approved: boolean;
+      principal: string;
+      channel: ApprovalChannel;
+      reason?: string;
+      argsDigest?: string;
+      callId?: string;
+    },
+  ): Promise<Result<{ callId: string }>>;
+}
+
 export interface ApprovalRoutesOptions {
   desk: ApprovalDesk;
+  /** The other gateway members on the bus (NATS): listings merge theirs, answers reach the member that holds one. */
+  members?: ApprovalMembers;
   /** The local approver token of the embedded gateway (its bearer is principal `local`). */
   localToken?: string;
   /** The principals in force (API keys with the `approver` right may answer). */
@@ -271,6 +297,84 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
     const line = sseLine(e.type === 'requested' ? { type: 'requested', approval: withTimeLeft(e.approval, now()) } : e);
     for (const res of streams) res.write(line);
   });
+  // Every member's pending approvals (this one's first-hand), each with its member; this desk's alone without members.
+  const members = opts.members;
+  const localList = (): Array<PendingApproval & { member?: string }> =>
+    opts.desk.list().map((a) => (members === undefined ? a : { ...a, member: members.self }));
+  const allPending = async (): Promise<Array<PendingApproval & { member?: string }>> => {
+    if (members === undefined) return localList();
+    const merged = await members.list().catch(() => undefined);
+    if (merged === undefined) return localList();
+    const ids = new Set(merged.map((a) => a.approvalId));
+    // This desk's own are never missed (a reply of this member that came late).
+    return [...merged, ...localList().filter((a) => !ids.has(a.approvalId))];
+  };
+  // Other members' approvals, live: their facts say when one is asked for (then the listing is read again) and when
+  // one settles. This member's own come from its desk.
+  const remote = new Set<string>();
+  let stopRemote: (() => void) | undefined;
+  let relist: NatsTimer | undefined;
+  const tellRemote = (list: Array<PendingApproval & { member?: string }>) => {
+    const t = now();
+    for (const a of list) {
+      if (opts.desk.get(a.approvalId) !== undefined || remote.has(a.approvalId)) continue;
+      remote.add(a.approvalId);
+      broadcast(sseEvent('requested', withTimeLeft(a, t)));
+    }
+  };
+  const followMembers = () => {
+    if (stopRemote !== undefined || opts.bus === undefined || members === undefined) return;
+    const bus = opts.bus;
+    const asked = bus.subscribe(`${EVENT_SUBJECT_PREFIX}.*.*.${typeToken('approval.requested')}`, () => {
+      relist ??= setTimeout(() => {
+        relist = undefined;
+        void allPending().then(tellRemote);
+      }, 50);
+    });
+    const settled = (e: Envelope) => {
+      const d = e.data as {
+        approvalId?: string;
+        callId?: string;
+        approved?: boolean;
+        by?: string;
+        channel?: string;
+        reason?: string;
+        late?: boolean;
+      };
+      if (d.approvalId === undefined || d.late === true || !remote.delete(d.approvalId)) return;
+      broadcast(
+        sseEvent('settled', {
+          approvalId: d.approvalId,
+          callId: d.callId ?? '',
+          sessionId: e.sessionId,
+          turnId: e.turnId,
+          approved: d.approved === true,
+          by: d.by ?? 'unknown',
+          ...(d.channel === undefined ? {} : { channel: d.channel }),
+          ...(d.reason === undefined ? {} : { reason: d.reason }),
+          at: e.at,
+        }),
+      );
+    };
+    const resolvedSubject = `${EVENT_SUBJECT_PREFIX}.*.*.${typeToken('approval.resolved')}`;
+    const stops = [
+      asked,
+      bus.subscribe(resolvedSubject, settled),
+      // An approver's own answer, under its key's token.
+      bus.subscribe(`${resolvedSubject}.*`, settled),
+      bus.subscribe(`${EVENT_SUBJECT_PREFIX}.*.*.${typeToken('approval.settled')}`, settled),
+    ];
+    stopRemote = () => {
+      for (const stop of stops) stop();
+    };
+  };
+  const unfollowMembers = () => {
+    stopRemote?.();
+    stopRemote = undefined;
+    if (relist !== undefined) clearTimeout(relist);
+    relist = undefined;
+    remote.clear();
+  };
   const heartbeat = setInterval(() => {
     for (const res of streams) res.write(': keep-alive\n\n');
   }, 15_000);
@@ -319,9 +423,10 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
     }
     const method = req.method ?? 'GET';
     if (path === '/v1/approvals' && method === 'GET') {
+      const listed = await allPending();
       const t = now();
       sendJson(res, 200, {
-        approvals: opts.desk.list().map((a) => withTimeLeft(a, t)),
+        approvals: listed.map((a) => withTimeLeft(a, t)),
         recent: opts.desk.recent(20),
         principal: who.value.principal,
       });
@@ -333,15 +438,33 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
         'cache-control': 'no-store',
         connection: 'keep-alive',
       });
-      const t = now();
-      // The stream opens with what is pending now, then each new and settled approval as it happens.
-      for (const a of opts.desk.list()) res.write(sseLine({ type: 'requested', approval: withTimeLeft(a, t) }));
+      // The stream opens with what is pending now (on every member), then each new and settled approval as it happens.
+      if (members === undefined) {
+        const t = now();
+        for (const a of opts.desk.list()) res.write(sseLine({ type: 'requested', approval: withTimeLeft(a, t) }));
+      } else {
+        // Other members' pending ones come from their listing; this desk's own are read after it, so one asked for or
+        // settled meanwhile is told right (its events reach this stream while the listing runs).
+        followMembers();
+        streams.add(res);
+        const listed = await allPending();
+        const t = now();
+        for (const a of listed) {
+          if (opts.desk.get(a.approvalId) !== undefined || a.member === members.self) continue;
+          remote.add(a.approvalId);
+          res.write(sseEvent('requested', withTimeLeft(a, t)));
+        }
+        for (const a of localList()) res.write(sseEvent('requested', withTimeLeft(a, t)));
+      }
       res.write(': ready\n\n');
       streams.add(res);
       follow();
       res.on('close', () => {
         streams.delete(res);
-        if (streams.size === 0) unfollow();
+        if (streams.size === 0) {
+          unfollow();
+          unfollowMembers();
+        }
       });
       return true;
     }
@@ -349,7 +472,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
     if (m !== null) {
       const id = decodeURIComponent(m[1] as string);
       if (method === 'GET') {
-        const a = opts.desk.get(id);
+        const a = opts.desk.get(id) ?? (await allPending()).find((x) => x.approvalId === id);
         if (a === undefined) sendError(res, 404, `No approval "${id}" is pending on this gateway.`, 'approval.unknown');
         else sendJson(res, 200, withTimeLeft(a, now()));
         return true;
@@ -367,17 +490,32 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
       }
       const a = answer.value;
       const channel = answerChannel(req.headers);
-      const r = await opts.desk.answer(id, {
+      const given = {
         approved: a.approved,
         principal: who.value.principal,
         channel,
         ...(a.reason === undefined ? {} : { reason: a.reason }),
         ...(a.argsDigest === undefined ? {} : { argsDigest: a.argsDigest }),
         ...(a.callId === undefined ? {} : { callId: a.callId }),
-      });
+      };
+      let r: Result<{ callId: string }> = await opts.desk.answer(id, given);
+      // Not this member's: the member that holds it takes the answer, as this front authenticated it.
+      if (!r.ok && r.error.code === 'approval.unknown' && members !== undefined) {
+        const held = (await allPending()).find((x) => x.approvalId === id);
+        if (held?.member !== undefined && held.member !== members.self)
+          r = await members.forward(held.member, { approvalId: id, ...given });
+      }
       if (!r.ok) {
         const status =
-          r.error.code === 'approval.unknown' ? 404 : r.error.code === 'approval.recordRefused' ? 403 : 409;
+          r.error.code === 'approval.unknown'
+            ? 404
+            : r.error.code === 'approval.recordRefused'
+              ? 403
+              : r.error.code === 'approval.unreachable'
+                ? 503
+                : r.error.code === 'approval.badAnswer'
+                  ? 400
+                  : 409;
         sendError(res, status, r.error.message, r.error.code);
         return true;
       }
@@ -408,7 +546,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
       const report = auditReport(events, sessionId);
       sendJson(res, 200, {
         sessionId,
-        approvals: opts.desk.list({ sessionId }).map((a) => withTimeLeft(a, now())),
+        approvals: (await allPending()).filter((a) => a.sessionId === sessionId).map((a) => withTimeLeft(a, now())),
         report,
       });
       return true;
@@ -428,6 +566,7 @@ export function approvalRoutes(opts: ApprovalRoutesOptions): ApprovalRoutes {
       clearInterval(heartbeat);
       stopWatch();
       unfollow();
+      unfollowMembers();
       for (const stop of stops) stop();
       for (const res of streams) res.end();
       streams.clear();
@@ -442,6 +581,8 @@ export function sseLine(e: DeskEvent): string {
 
 /** One server-sent event: its name and its JSON data. Pure: no I/O. */
 const sseEvent = (name: string, data: unknown): string => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+
+type NatsTimer = ReturnType<typeof setTimeout>;
 
 /** How long session activity is gathered before the stream tells of it (one `activity` per session per window). */
 const ACTIVITY_MS = 250;

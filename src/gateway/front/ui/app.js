@@ -239,6 +239,7 @@ function renderApprovals() {
           el('dd', {}, a.sessionId),
           el('dt', {}, 'agent / profile'),
           el('dd', {}, `${a.agentId} / ${a.profile}`),
+          ...(a.member ? [el('dt', {}, 'gateway'), el('dd', {}, a.member)] : []),
           el('dt', {}, 'reason'),
           el('dd', {}, a.reason || ''),
           el('dt', {}, 'time left'),
