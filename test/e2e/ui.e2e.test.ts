@@ -84,8 +84,9 @@ describe('the operator page in a real headless chromium', () => {
     // The session log: the final call with its source and outcome, approved by the local user through the page.
     await page.waitForFunction(
       () => {
-        const t = document.querySelector('#calls')?.textContent ?? '';
-        return t.includes('openclaw:ops:deploy_service') && t.includes('approved by local via page');
+        // The page hears the call's outcome after its approval (both live from the stream): wait for both.
+        const tds = [...document.querySelectorAll('#calls tbody tr td')].map((td) => td.textContent ?? '');
+        return tds[0] === 'openclaw:ops:deploy_service' && tds[2] === 'ok' && tds[3] === 'approved by local via page';
       },
       { timeout: 15_000 },
     );
