@@ -28,4 +28,4 @@ export {
   pinnedApprover,
   recordRefusedMessage,
 } from './serveApprovals.js';
-export type { ForwardedAnswer, MemberListing, MergedApproval } from './serveApprovals.js';
+export type { MemberListing, MergedApproval } from './serveApprovals.js';

@@ -9,7 +9,7 @@ import {
 } from '../bus/nats/index.js';
 import type { Principal } from '../config/index.js';
 import { decodeToken, encodeToken } from '../events/index.js';
-import { ApprovalDesk, type ApprovalChannel, type PendingApproval } from '../policy/index.js';
+import { ApprovalDesk, type ApprovalChannel, type ForwardedAnswer, type PendingApproval } from '../policy/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 
 /** The gateway's opt-in (with `nats-auth --gateway-records-answers`): its desk takes answers on a secured bus. */
@@ -259,17 +259,6 @@ export async function listApprovals(
       `No gateway answered on ${APPROVALS_LIST_SUBJECT} within ${maxWaitMs} ms: start one (\`toolsearch serve --nats URL\`) or check --nats and the approver's credentials.`,
     );
   return ok({ listings, approvals: mergeListings(listings) });
-}
-
-/** A person's answer a gateway's HTTP front authenticated, for an approval another member holds. */
-export interface ForwardedAnswer {
-  approvalId: string;
-  approved: boolean;
-  principal: string;
-  channel: ApprovalChannel;
-  reason?: string;
-  argsDigest?: string;
-  callId?: string;
 }
 
 const FORWARDED_CHANNELS = new Set<string>(['http', 'cli', 'page']);

@@ -3,6 +3,17 @@ import { fail, ok, type Result } from '../shared/index.js';
 /** Where a person's answer came in; set by the gateway from how it came, never by the sender. */
 export type ApprovalChannel = 'http' | 'cli' | 'page' | 'mcp' | 'nats';
 
+/** A person's answer a gateway's HTTP front authenticated, handed to the gateway member that holds the approval. */
+export interface ForwardedAnswer {
+  approvalId: string;
+  approved: boolean;
+  principal: string;
+  channel: ApprovalChannel;
+  reason?: string;
+  argsDigest?: string;
+  callId?: string;
+}
+
 /**
  * What an approver sees of one pending call: the tool, the session, who runs it, why approval is needed, how long
  * is left, and the arguments (secret-marked ones redacted). Only this process holds the arguments; the recorded

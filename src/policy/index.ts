@@ -51,6 +51,7 @@ export type {
   ApprovalChannel,
   DeskEntry,
   DeskEvent,
+  ForwardedAnswer,
   PendingApproval,
   PinnedAnswer,
   SettledApproval,

@@ -4,7 +4,7 @@ import { auditReport } from '../../audit/index.js';
 import type { EventBus } from '../../bus/index.js';
 import type { Principal } from '../../config/index.js';
 import { EVENT_SUBJECT_PREFIX, typeToken, type Envelope } from '../../events/index.js';
-import type { ApprovalChannel, ApprovalDesk, DeskEvent, PendingApproval } from '../../policy/index.js';
+import type { ApprovalChannel, ApprovalDesk, DeskEvent, ForwardedAnswer, PendingApproval } from '../../policy/index.js';
 import { fail, ok, type Result } from '../../shared/index.js';
 import { bearerToken, hashApiKey, isLoopbackHost } from './auth.js';
 import { parseJsonBody, readBody, sendError, sendJson } from './http.js';
@@ -32,18 +32,7 @@ export interface ApprovalMembers {
   /** Every member's pending approvals (this one's included), each once with its member; undefined: none replied. */
   list(): Promise<Array<PendingApproval & { member: string }> | undefined>;
   /** Hands a person's answer, as this front authenticated it, to `member`, which holds the approval. */
-  forward(
-    member: string,
-    answer: {
-      approvalId: string;
-      approved: boolean;
-      principal: string;
-      channel: ApprovalChannel;
-      reason?: string;
-      argsDigest?: string;
-      callId?: string;
-    },
-  ): Promise<Result<{ callId: string }>>;
+  forward(member: string, answer: ForwardedAnswer): Promise<Result<{ callId: string }>>;
 }
 
 export interface ApprovalRoutesOptions {
