@@ -63,12 +63,21 @@ async function turn(url: string, session: string, content: string): Promise<Answ
 
 const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(0.99 * xs.length))] ?? 0;
 
-function repositoryConfig(maxLive: number): ResolvedConfig {
+function repositoryConfig(
+  maxLive: number,
+  start: { maxStarting: number; maxStartQueue: number } | undefined = undefined,
+): ResolvedConfig {
   const loaded = loadConfig({ cwd: repoRoot });
   if (!loaded.ok) throw new Error(loaded.error.message);
   const c = loaded.value.config;
-  return { ...c, session: { ...c.session, maxLive, maxPerPrincipal: maxLive } };
+  return { ...c, session: { ...c.session, maxLive, maxPerPrincipal: maxLive, ...start } };
 }
+
+/**
+ * Fewer start places than clients starting sessions at once: a fast machine finishes turns before the live
+ * sessions are all busy, so the start bound is what makes overload certain here.
+ */
+const START_BOUND = { maxStarting: 4, maxStartQueue: 2 };
 
 async function readLog(path: string): Promise<Envelope[]> {
   return (await readFile(path, 'utf8'))
@@ -99,7 +108,7 @@ describe('the gateway under load (repository config)', () => {
   it(`opens ${SESSIONS} sessions within the RSS and process bounds, answers overload with 429 and keeps a complete log`, async () => {
     const logPath = join(dir, 'load.jsonl');
     const started = await startGateway({
-      config: repositoryConfig(MAX_LIVE),
+      config: repositoryConfig(MAX_LIVE, START_BOUND),
       cwd: repoRoot,
       port: 0,
       logPath,
