@@ -93,18 +93,15 @@ export const natsAuthCommand: Command = {
       return EXIT_USAGE;
     }
     const clients = strs(v['client']);
-    const bad = clients.find((c) => !CLIENT_NAME.test(c));
-    if (bad !== undefined) {
-      io.stderr(
-        `nats-auth: --client "${bad}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --client billing).`,
-      );
-      return EXIT_USAGE;
-    }
     const approvers = strs(v['approver']);
-    const badApprover = approvers.find((c) => !CLIENT_NAME.test(c));
-    if (badApprover !== undefined) {
+    for (const [flag, names, example] of [
+      ['client', clients, 'billing'],
+      ['approver', approvers, 'alice'],
+    ] as const) {
+      const bad = names.find((c) => !CLIENT_NAME.test(c));
+      if (bad === undefined) continue;
       io.stderr(
-        `nats-auth: --approver "${badApprover}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --approver alice).`,
+        `nats-auth: --${flag} "${bad}" is not a principal name: use 1 to 64 letters, digits, _ and - (e.g. --${flag} ${example}).`,
       );
       return EXIT_USAGE;
     }
