@@ -65,7 +65,6 @@ export async function replayAll(
   return out;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export const loose = (r: unknown): any => r;
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

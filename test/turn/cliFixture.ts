@@ -7,7 +7,7 @@ import { PLUGIN_SOURCE } from './fixture.js';
 export interface CapturedIo extends CliIo {
   out: string[];
   err: string[];
-  lastJson(): any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  lastJson(): any;
 }
 
 export function captureIo(cwd: string): CapturedIo {

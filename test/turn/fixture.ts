@@ -173,5 +173,5 @@ export const types = (events: Envelope[]) => events.map((e) => e.type);
 export { readEventLog };
 
 /** Loose views of a step result, for assertions. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+
 export const loose = (r: unknown): any => r;
