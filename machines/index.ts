@@ -47,4 +47,9 @@ export type {
   AcquireChildInput,
   RunBodyInput,
   KillChildParams,
+  SandboxRunTask,
+  SandboxRunTaskOutputs,
+  SandboxRunTaskParams,
+  SandboxRunCutParams,
+  SandboxRunEvent,
 } from './sandboxRun.js';

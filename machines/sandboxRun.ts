@@ -1,7 +1,7 @@
-import { assign, fromPromise, setup } from 'xstate';
+import { assign, setup } from 'xstate';
 import type { ToolSearchError } from '../src/shared/index.js';
 import { describeError } from './describeError.js';
-import { notProvided } from './notProvided.js';
+import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './tasks.js';
 
 /**
  * One `tool_search_code` run in one isolated child.
@@ -9,13 +9,14 @@ import { notProvided } from './notProvided.js';
  *   acquiring -> running -> settled | timedOut | crashed
  *
  * Pure: `acquireChild` (take a warm child or spawn one) and `runBody` (send the body, serve the bridge,
- * resolve with the outcome; reject when the child dies) are actors the sandbox provides; their placeholders
- * reject, so an unprovided run ends `crashed`. The machine enforces the wall clock itself: `timeoutMs` after
- * entering `acquiring`, and again after entering `running`, it moves to `timedOut`, which stops the actor in
- * flight (its `signal` aborts). Leaving `running`, however it ends, runs the `killChild` action: a child
- * serves one run and is then killed. `killChild` is a no-op placeholder the sandbox must provide (it is an
- * action, not an actor, so it cannot fail the run); `runBody` should also kill on `signal` abort, so each
- * layer holds alone.
+ * resolve with the outcome; reject when the child dies) are tasks the sandbox provides (see `tasks.ts`: started
+ * on entry with `runTask`, answering `<task>.done` / `<task>.error`); the placeholder fails the task, so an
+ * unprovided run ends `crashed`. The machine enforces the wall clock itself: `timeoutMs` after entering
+ * `acquiring`, and again after entering `running`, it moves to `timedOut`; leaving a state runs `cutTask` for
+ * its task, which the sandbox makes abort the task's work when it is still under way. Leaving `running`,
+ * however it ends, runs the `killChild` action: a child serves one run and is then killed. `killChild` is a
+ * no-op placeholder the sandbox must provide (it is an action, not a task, so it cannot fail the run); the cut
+ * `runBody` should also kill, so each layer holds alone.
  */
 
 export interface SandboxRunInput {
@@ -66,6 +67,22 @@ export interface RunBodyInput {
   run?: unknown;
 }
 
+/** What each task of a run answers with (the machine does not look inside). */
+export interface SandboxRunTaskOutputs {
+  acquireChild: unknown;
+  runBody: unknown;
+}
+export type SandboxRunTask = keyof SandboxRunTaskOutputs;
+export type SandboxRunEvent = TaskEvents<SandboxRunTaskOutputs>;
+/** What `runTask` gets in a run: the task and its input. */
+export type SandboxRunTaskParams =
+  (TaskParams<AcquireChildInput> & { task: 'acquireChild' }) | (TaskParams<RunBodyInput> & { task: 'runBody' });
+/** What `cutTask` gets: the task of the state being left and the sandbox's handle of the run. */
+export interface SandboxRunCutParams {
+  task: SandboxRunTask;
+  run?: unknown;
+}
+
 export interface KillChildParams {
   codeRunId: string;
   child: unknown;
@@ -89,12 +106,13 @@ export const sandboxRunMachine = setup({
     context: {} as SandboxRunContext,
     input: {} as SandboxRunInput,
     output: {} as SandboxRunOutput,
-  },
-  actors: {
-    acquireChild: fromPromise<unknown, AcquireChildInput>(notProvided('acquireChild')),
-    runBody: fromPromise<unknown, RunBodyInput>(notProvided('runBody')),
+    events: {} as SandboxRunEvent,
   },
   actions: {
+    /** Starts a task; the sandbox provides it. The placeholder fails the task at once (fail closed). */
+    runTask: (args, params: SandboxRunTaskParams) => taskNotProvided(args, params),
+    /** Cuts the task of a state being left; the sandbox provides it (aborts the work still under way). */
+    cutTask: (_, _params: SandboxRunCutParams) => noCut(),
     killChild: (_args, _params: KillChildParams) => {
       // Placeholder: the sandbox provides the real kill (SIGKILL) with machine.provide({ actions }).
     },
@@ -108,12 +126,14 @@ export const sandboxRunMachine = setup({
   initial: 'acquiring',
   states: {
     acquiring: {
-      invoke: {
-        id: 'acquireChild',
-        src: 'acquireChild',
-        input: ({ context }) => ({ codeRunId: context.codeRunId, run: context.run }),
-        onDone: { target: 'running', actions: assign({ child: ({ event }) => event.output }) },
-        onError: {
+      entry: {
+        type: 'runTask',
+        params: ({ context }) => ({ task: 'acquireChild', input: { codeRunId: context.codeRunId, run: context.run } }),
+      },
+      exit: { type: 'cutTask', params: ({ context }) => ({ task: 'acquireChild', run: context.run }) },
+      on: {
+        'acquireChild.done': { target: 'running', actions: assign({ child: ({ event }) => event.output }) },
+        'acquireChild.error': {
           target: 'crashed',
           actions: assign(({ context, event }) => ({
             stage: 'acquire' as const,
@@ -124,17 +144,26 @@ export const sandboxRunMachine = setup({
       after: { runTimeout: { target: 'timedOut', actions: assign(({ context }) => timedOutAt('acquire', context)) } },
     },
     running: {
-      invoke: {
-        id: 'runBody',
-        src: 'runBody',
-        input: ({ context }) => ({
-          codeRunId: context.codeRunId,
-          child: context.child,
-          run: context.run,
-          ...(context.body === undefined ? {} : { body: context.body }),
+      entry: {
+        type: 'runTask',
+        params: ({ context }) => ({
+          task: 'runBody',
+          input: {
+            codeRunId: context.codeRunId,
+            child: context.child,
+            run: context.run,
+            ...(context.body === undefined ? {} : { body: context.body }),
+          },
         }),
-        onDone: { target: 'settled', actions: assign({ result: ({ event }) => event.output }) },
-        onError: {
+      },
+      // The kill first, then the cut: the order an invoked actor's stop had.
+      exit: [
+        { type: 'killChild', params: ({ context }) => ({ codeRunId: context.codeRunId, child: context.child }) },
+        { type: 'cutTask', params: ({ context }) => ({ task: 'runBody', run: context.run }) },
+      ],
+      on: {
+        'runBody.done': { target: 'settled', actions: assign({ result: ({ event }) => event.output }) },
+        'runBody.error': {
           target: 'crashed',
           actions: assign(({ context, event }) => ({
             stage: 'run' as const,
@@ -143,7 +172,6 @@ export const sandboxRunMachine = setup({
         },
       },
       after: { runTimeout: { target: 'timedOut', actions: assign(({ context }) => timedOutAt('run', context)) } },
-      exit: { type: 'killChild', params: ({ context }) => ({ codeRunId: context.codeRunId, child: context.child }) },
     },
     settled: { type: 'final', entry: assign({ outcome: 'settled' as const }) },
     timedOut: { type: 'final', entry: assign({ outcome: 'timedOut' as const }) },

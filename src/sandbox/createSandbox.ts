@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { type Actor, createActor, fromPromise, toPromise } from 'xstate';
-import { sandboxRunMachine, type AcquireChildInput, type RunBodyInput } from '../../machines/index.js';
+import { type Actor, createActor, toPromise } from 'xstate';
+import {
+  sandboxRunMachine,
+  taskDone,
+  taskFailed,
+  type SandboxRunCutParams,
+  type SandboxRunTaskParams,
+} from '../../machines/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { detectHost, type HostIsolation } from './detectIsolation.js';
 import { type RunLimits, type RunProgress, runOnChild, sendRun, telemetryOf } from './runOnChild.js';
@@ -17,10 +23,17 @@ interface ChildLease {
 /** One turn of the event loop later (after every timer and I/O callback already due, before any new timer). */
 const nextTurn = <T>(value: T): Promise<T> => new Promise((resolve) => setImmediate(resolve, value));
 
-/** What the sandbox-run machine's actors share for one run: the request, its progress, how to get a child. */
+/** What the sandbox-run machine's tasks share for one run: the request, its progress, how to get a child. */
 interface RunHandle {
   req: RunRequest;
   progress: RunProgress;
+  /**
+   * The run's one abort controller: aborted when the machine leaves a state whose task is still under way (the
+   * wall clock), or when the caller cancels. Both tasks and the child's run take its signal.
+   */
+  cut: AbortController;
+  /** The task under way, until its outcome is sent to the machine. */
+  pending?: SandboxRunCutParams['task'];
   acquire(signal: AbortSignal): Promise<Result<ChildLease>>;
   /** Whether the child came from the warm pool. */
   pooled?: boolean;
@@ -30,30 +43,53 @@ interface RunHandle {
   answerFirst?: boolean;
 }
 
+/** The work of the sandbox-run machine's tasks, for one run's handle. */
+const acquireChild = async (h: RunHandle): Promise<ChildLease> => {
+  const lease = await h.acquire(h.cut.signal);
+  if (!lease.ok) {
+    h.acquireError = { code: lease.error.code, message: lease.error.message };
+    throw new Error(lease.error.message);
+  }
+  h.pooled = lease.value.pooled;
+  // Acquiring was left (the wall clock, a cancel) while the child was on its way: nobody runs it.
+  if (h.cut.signal.aborted) lease.value.kill();
+  return lease.value;
+};
+const runBody = (h: RunHandle, child: ChildLease): Promise<CodeOutcome> => {
+  const outcome = child.run({ ...h.req, signal: h.cut.signal }, h.progress);
+  return h.answerFirst === true ? outcome.then(nextTurn) : outcome;
+};
+
 /**
- * The sandbox-run machine with the sandbox's actors, provided once: it drives every run (acquire a child, run the
- * body, the wall clock, the kill), with the run's `RunHandle` in the input.
+ * The sandbox-run machine with the sandbox's tasks, provided once: it drives every run (acquire a child, run the
+ * body, the wall clock, the kill), with the run's `RunHandle` in the input. A task's outcome goes back to the
+ * machine while its actor runs; a state left first cuts its task (the run's signal aborts).
  */
 const drivenRunMachine = sandboxRunMachine.provide({
-  actors: {
-    acquireChild: fromPromise<unknown, AcquireChildInput>(async ({ input, signal }) => {
-      const h = input.run as RunHandle;
-      const lease = await h.acquire(signal);
-      if (!lease.ok) {
-        h.acquireError = { code: lease.error.code, message: lease.error.message };
-        throw new Error(lease.error.message);
-      }
-      h.pooled = lease.value.pooled;
-      if (signal.aborted) lease.value.kill();
-      return lease.value;
-    }),
-    runBody: fromPromise<unknown, RunBodyInput>(({ input, signal }) => {
-      const h = input.run as RunHandle;
-      const outcome = (input.child as ChildLease).run({ ...h.req, signal }, h.progress);
-      return h.answerFirst === true ? outcome.then(nextTurn) : outcome;
-    }),
-  },
   actions: {
+    runTask: ({ self }, params: SandboxRunTaskParams) => {
+      const h = params.input.run as RunHandle;
+      const task = params.task;
+      h.pending = task;
+      let work: Promise<unknown>;
+      try {
+        work = task === 'acquireChild' ? acquireChild(h) : runBody(h, params.input.child as ChildLease);
+      } catch (err) {
+        work = Promise.reject(err);
+      }
+      const send = (event: { type: string }) => {
+        if (h.pending === task) h.pending = undefined;
+        if (self.getSnapshot().status === 'active') self.send(event as never);
+      };
+      work.then(
+        (output) => send(taskDone(task, output)),
+        (error: unknown) => send(taskFailed(task, error)),
+      );
+    },
+    cutTask: (_args, params: SandboxRunCutParams) => {
+      const h = params.run as RunHandle | undefined;
+      if (h !== undefined && h.pending === params.task) h.cut.abort();
+    },
     killChild: (_args, params) => {
       (params.child as ChildLease | undefined)?.kill();
     },
@@ -162,7 +198,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
 
   /**
    * A lease of one child. Its one run starts at the first `run` call; a second call (the machine's `runBody` after
-   * the run was handed over ahead of it, see `drive`) gets the same outcome, and its `signal` kills the child too.
+   * the run was handed over ahead of it, see `drive`) gets the same outcome. Both carry the run's signal.
    */
   const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings, sent = false): ChildLease => {
     // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
@@ -176,21 +212,12 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     const startedAt = Date.now();
     let outcome: Promise<CodeOutcome> | undefined;
     let over = false;
-    // Aborted by the signal of either call: the run then ends at once (bridge calls aborted, child killed).
-    const stop = new AbortController();
     return {
       pooled,
+      // Both calls carry the run's one signal (`RunHandle.cut`): when it aborts the run ends at once (bridge calls
+      // aborted, child killed).
       run: (req: RunRequest, progress: RunProgress) => {
-        const signal = req.signal;
-        if (signal?.aborted === true) stop.abort();
-        else signal?.addEventListener('abort', () => stop.abort(), { once: true });
-        outcome ??= runOnChild(
-          child,
-          { ...req, signal: stop.signal },
-          limits,
-          { startedAt, pooled, sent },
-          progress,
-        ).finally(() => {
+        outcome ??= runOnChild(child, req, limits, { startedAt, pooled, sent }, progress).finally(() => {
           over = true;
           refill();
         });
@@ -225,6 +252,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   const handOver = (
     req: RunRequest,
     progress: RunProgress,
+    signal: AbortSignal,
   ): { lease: ChildLease; answer: Promise<CodeOutcome> } | undefined => {
     const s = known;
     if (s === undefined || !s.ok || closed) return undefined;
@@ -234,7 +262,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     if (child === undefined) return undefined;
     sendRun(child, req.body, limits);
     const lease = leaseOf(child, true, s.settings, true);
-    return { lease, answer: lease.run(req, progress) };
+    return { lease, answer: lease.run({ ...req, signal }, progress) };
   };
 
   /**
@@ -276,17 +304,21 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         logs: [],
         telemetry: telemetryOf(progress, 0, false),
       };
-    const early = handOver(req, progress);
+    const cut = new AbortController();
+    const early = handOver(req, progress, cut.signal);
     const handle: RunHandle = {
       req,
       progress,
+      cut,
       acquire: early === undefined ? acquire : () => Promise.resolve(ok(early.lease)),
       answerFirst: early !== undefined,
     };
     const actor = actorFor(timeoutMs, handle);
     let cancelled = false;
+    // A stopped actor runs no exit action: the cancel aborts the run's signal itself (the task's work, the child).
     const onAbort = () => {
       cancelled = true;
+      cut.abort();
       actor.stop();
     };
     req.signal?.addEventListener('abort', onAbort, { once: true });

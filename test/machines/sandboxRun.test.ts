@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, fromPromise, initialTransition, SimulatedClock, waitFor } from 'xstate';
-import { sandboxRunMachine } from '../../machines/index.js';
-import type { AcquireChildInput, KillChildParams, RunBodyInput, SandboxRunInput } from '../../machines/index.js';
-import { deferred, done, elapsed, errored, scheduled, spawned, step, stopped, untilAborted } from './pure.js';
+import { createActor, initialTransition, SimulatedClock, waitFor } from 'xstate';
+import { sandboxRunMachine, taskDone as done, taskFailed as errored } from '../../machines/index.js';
+import type { KillChildParams, RunBodyInput, SandboxRunInput } from '../../machines/index.js';
+import { deferred, elapsed, scheduled, spawned, step, stopped, taskActions, untilAborted } from './pure.js';
 
 const input: SandboxRunInput = { codeRunId: 'run-1', timeoutMs: 10_000, body: 'return 1 + 1' };
 const m = sandboxRunMachine;
@@ -87,17 +87,19 @@ function fakes() {
   const killed: KillChildParams[] = [];
   const machine = (runBody: (i: RunBodyInput, signal: AbortSignal) => Promise<unknown>) =>
     sandboxRunMachine.provide({
-      actors: {
-        acquireChild: fromPromise<unknown, AcquireChildInput>(async () => child),
-        runBody: fromPromise<unknown, RunBodyInput>(({ input: i, signal }) => runBody(i, signal)),
+      actions: {
+        ...taskActions({
+          acquireChild: async () => child,
+          runBody: (i: RunBodyInput, signal: AbortSignal) => runBody(i, signal),
+        }),
+        killChild: (_, params) => void killed.push(params),
       },
-      actions: { killChild: (_, params) => void killed.push(params) },
     });
   return { killed, machine };
 }
 
-describe('sandboxRunMachine, end to end with provided actors', () => {
-  it('without its actors a run ends crashed, never settled', async () => {
+describe('sandboxRunMachine, end to end with provided tasks', () => {
+  it('without its tasks a run ends crashed, never settled', async () => {
     const actor = createActor(sandboxRunMachine, { input }).start();
     const s = await waitFor(actor, (x) => x.status === 'done');
     expect(s.output).toMatchObject({
@@ -146,6 +148,36 @@ describe('sandboxRunMachine, end to end with provided actors', () => {
     expect(s.output).toMatchObject({ outcome: 'timedOut', stage: 'run', error: { code: 'sandbox.timedOut' } });
     expect(aborted).toBe(true);
     expect(killed).toEqual([{ codeRunId: 'run-1', child }]);
+  });
+
+  it('an acquire that outlasts the wall clock is cut (its signal aborts) and its late child is dropped', async () => {
+    const clock = new SimulatedClock();
+    const killed: KillChildParams[] = [];
+    const late = deferred<unknown>();
+    let acquireAborted = false;
+    const actor = createActor(
+      sandboxRunMachine.provide({
+        actions: {
+          ...taskActions({
+            acquireChild: (_: unknown, signal: AbortSignal) => {
+              signal.addEventListener('abort', () => (acquireAborted = true));
+              return late.promise;
+            },
+          }),
+          killChild: (_, params) => void killed.push(params),
+        },
+      }),
+      { input, clock },
+    ).start();
+    await Promise.resolve();
+    clock.increment(input.timeoutMs);
+    const s = await waitFor(actor, (x) => x.status === 'done');
+    expect(s.output).toMatchObject({ outcome: 'timedOut', stage: 'acquire', error: { code: 'sandbox.timedOut' } });
+    expect(acquireAborted).toBe(true);
+    late.resolve(child);
+    await new Promise((r) => setImmediate(r));
+    expect(actor.getSnapshot().output).toEqual(s.output);
+    expect(killed).toEqual([]); // never running: the machine has no child to kill
   });
 
   it('a child that dies crashes the run, keeping a code the sandbox chose', async () => {
