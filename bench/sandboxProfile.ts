@@ -1,0 +1,124 @@
+/**
+ * Where a warm sandbox run's time goes in this process: the load of the floors' sandbox row (a pooled child that
+ * has settled, `return 1`), with the V8 sampling profiler on only from the request to the answer (the refill's
+ * spawn and the idle wait between runs stay out of it), summed by self time per function and per file.
+ *
+ *   node --import tsx bench/sandboxProfile.ts [--runs 200] [--top 30] [--interval 50] [--out FILE.cpuprofile]
+ *
+ * Prints the median wall and CPU time per run and the top self-time entries. A tool for finding costs, not a
+ * figure of record: the floors bench is that.
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import type { Profiler } from 'node:inspector';
+import { ok } from '../src/shared/index.js';
+import { createSandbox } from '../src/sandbox/index.js';
+
+const args = process.argv.slice(2);
+const opt = (name: string, dflt: string): string => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
+};
+const RUNS = Number(opt('runs', '200'));
+const TOP = Number(opt('top', '30'));
+const INTERVAL = Number(opt('interval', '50'));
+const OUT = opt('out', '');
+
+const cpuUs = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
+const bridge = {
+  search: async () => ok({ results: [], matched: 0, catalogSize: 0 }),
+  describe: async () => ok({}),
+  call: async () => ok({}),
+};
+const hold = setInterval(() => {}, 60_000);
+const sandbox = createSandbox({ poolSize: 1 });
+const avail = await sandbox.available();
+if (!avail.ok) {
+  console.log(`the sandbox is unavailable: ${avail.reason}`);
+  process.exit(0);
+}
+const session = new Session();
+session.connect();
+await session.post('Profiler.enable');
+await session.post('Profiler.setSamplingInterval', { interval: INTERVAL });
+const settle = () => new Promise((r) => setTimeout(r, 150));
+
+const profiles: Profiler.Profile[] = [];
+const walls: number[] = [];
+const cpus: number[] = [];
+for (let i = 0; i < RUNS + 5; i++) {
+  await sandbox.warmUp();
+  await settle();
+  const profiled = i >= 5;
+  if (profiled) await session.post('Profiler.start');
+  const c0 = cpuUs();
+  const t0 = performance.now();
+  const out = await sandbox.run({ body: 'return 1', timeoutMs: 10_000, bridge });
+  const ms = performance.now() - t0;
+  const cpu = cpuUs() - c0;
+  if (profiled) {
+    profiles.push((await session.post('Profiler.stop')).profile);
+    walls.push(ms);
+    cpus.push(cpu);
+  }
+  if (!out.ok || !out.telemetry.pooled) throw new Error(`bad run: ${JSON.stringify(out)}`);
+}
+session.disconnect();
+await sandbox.close();
+clearInterval(hold);
+console.log(`${RUNS} warm runs: wall p50 ${median(walls).toFixed(3)} ms, this process's CPU p50 ${(median(cpus) / 1000).toFixed(3)} ms`);
+if (OUT !== '') writeFileSync(OUT, JSON.stringify(profiles[profiles.length - 1]));
+
+const placeOf = (cf: { functionName: string; url: string }): string =>
+  cf.url.includes('node_modules/')
+    ? cf.url
+        .split('node_modules/')
+        .pop()!
+        .split('/')
+        .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
+        .join('/')
+    : cf.url === ''
+      ? cf.functionName
+      : cf.url.split('/').slice(-2).join('/');
+const fn = new Map<string, number>();
+const file = new Map<string, number>();
+const inclusive = new Map<string, number>();
+let total = 0;
+for (const profile of profiles) {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  profile.samples?.forEach((id, i) => {
+    const t = profile.timeDeltas?.[i + 1] ?? 0;
+    const cf = byId.get(id)!.callFrame;
+    if (cf.functionName === '(idle)' || cf.functionName === '(program)' && false) return;
+    total += t;
+    const where = placeOf(cf);
+    const name = `${cf.functionName || '(anonymous)'}  ${where}${cf.url === '' ? '' : `:${cf.lineNumber + 1}`}`;
+    fn.set(name, (fn.get(name) ?? 0) + t);
+    file.set(where, (file.get(where) ?? 0) + t);
+    const seen = new Set<string>();
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const f = byId.get(at)!.callFrame;
+      const k = `${f.functionName || '(anonymous)'}  ${placeOf(f)}${f.url === '' ? '' : `:${f.lineNumber + 1}`}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      inclusive.set(k, (inclusive.get(k) ?? 0) + t);
+    }
+  });
+}
+const show = (title: string, m: Map<string, number>): void => {
+  console.log(`\n${title} (per run, of ${(total / profiles.length / 1000).toFixed(3)} ms sampled, idle excluded)`);
+  for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`  ${(v / profiles.length).toFixed(0).padStart(6)} µs  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+};
+show('self time by function', fn);
+show('self time by file', file);
+show('inclusive time by function', inclusive);
