@@ -30,14 +30,17 @@ const send = (msg) => {
 };
 
 /**
- * The single way out: flush the final message, then wait for the parent's SIGKILL, which comes right after it has
- * read the message. Exiting here instead would put the teardown of this process (milliseconds of CPU) beside the
- * parent's handling of the answer on a busy machine. A parent that never kills: exit after a second anyway.
+ * The single way out: write the final message (a message, or its line already serialized), then wait for the
+ * parent's SIGKILL, which comes right after it has read the message. Exiting here instead would put the teardown of
+ * this process (milliseconds of CPU) beside the parent's handling of the answer on a busy machine. A parent that
+ * never kills: exit after a second anyway. That timer is armed before the write (stdout is a pipe, written
+ * synchronously): the parent's wake-up lands on this CPU, so nothing is left to do here once the line is out.
  */
 const finish = (msg) => {
   if (finished) return;
   finished = true;
-  process.stdout.write(JSON.stringify(msg) + '\n', () => setTimeout(() => process.exit(0), 1000));
+  setTimeout(() => process.exit(0), 1000);
+  process.stdout.write(typeof msg === 'string' ? msg + '\n' : JSON.stringify(msg) + '\n');
 };
 
 // Spawned with an empty environment; bwrap --chdir still sets PWD. Nothing of it is needed here.
@@ -480,7 +483,10 @@ function forward() {
       pending.add(m.id);
       send({ t: 'req', id: m.id, op: m.op, args: m.args });
     } else if (m.t === 'result') {
-      finish({ t: 'result', value: capResult(m.value ?? null) });
+      // A line that cannot exceed the cap (3 bytes per UTF-16 unit at most) goes on as the guest runtime wrote it
+      // (its JSON just parsed): no second serialization. A longer one is measured and cut.
+      if (line.length * 3 <= limits.maxResultBytes + MARKER_ROOM && m.value !== undefined) finish(line);
+      else finish({ t: 'result', value: capResult(m.value ?? null) });
       return false;
     } else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
       finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
@@ -577,6 +583,8 @@ function rehearse() {
   const fn = new vm.Script(`(${wrapped})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(ctx);
   if (hostFunctionToString.call(fn) !== wrapped) return Promise.resolve();
   JSON.parse(JSON.stringify({ t: 'run', body: 'return 1', limits }));
+  // The first timer of a process sets up the timer lists: here, not when the answer is out (see finish).
+  clearTimeout(setTimeout(() => {}, 1000));
   g.start(fn);
   return new Promise((resolve) =>
     setImmediate(() => {

@@ -5,27 +5,66 @@ import {
   taskDone,
   taskFailed,
   type SandboxRunCutParams,
+  type SandboxRunOutput,
   type SandboxRunTaskParams,
 } from '../../machines/index.js';
 import { fail, ok, type Result } from '../shared/index.js';
 import { detectHost, type HostIsolation } from './detectIsolation.js';
-import { type RunLimits, type RunProgress, runOnChild, sendRun, telemetryOf } from './runOnChild.js';
+import { attachRun, type ChildRun, type RunLimits, type RunProgress, telemetryOf } from './runOnChild.js';
 import { SandboxChild, type SpawnSettings, sweepStaleDirs } from './sandboxChild.js';
 import type { CodeOutcome, IsolationReport, RunRequest, Sandbox, SandboxOptions } from './types.js';
 
 /** One child, taken from the pool or spawned for this run. Serves one run; kill() is idempotent. */
 interface ChildLease {
   readonly pooled: boolean;
-  run(req: RunRequest, progress: RunProgress): Promise<CodeOutcome>;
+  /** The lease's one run, attached to its child (a second call returns the same run); the body goes out with `start`. */
+  run(signal: AbortSignal, progress: RunProgress): ChildRun;
   kill(): void;
 }
 
-/** One turn of the event loop later (after every timer and I/O callback already due, before any new timer). */
-const nextTurn = <T>(value: T): Promise<T> => new Promise((resolve) => setImmediate(resolve, value));
+/** A timer set through a `RunClock` while it held them. */
+class HeldTimer {
+  timer: NodeJS.Timeout | undefined;
+  constructor(
+    readonly fn: () => void,
+    readonly ms: number,
+  ) {}
+}
+
+/**
+ * The clock of one run's machine: the timers set through it before `release` are held, then armed at `release`,
+ * each for its full delay; after that it is the plain timer clock. A machine started ahead of its request (see
+ * `PreparedRun`) waits with its wall clock held: the request starts the clock.
+ */
+class RunClock {
+  #held: Set<HeldTimer> | undefined = new Set();
+
+  setTimeout(fn: () => void, ms: number): HeldTimer | NodeJS.Timeout {
+    if (this.#held === undefined) return setTimeout(fn, ms);
+    const t = new HeldTimer(fn, ms);
+    this.#held.add(t);
+    return t;
+  }
+
+  clearTimeout(id: HeldTimer | NodeJS.Timeout): void {
+    if (!(id instanceof HeldTimer)) clearTimeout(id);
+    else if (this.#held?.delete(id) !== true) clearTimeout(id.timer);
+  }
+
+  release(): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    for (const t of held) t.timer = setTimeout(t.fn, t.ms);
+  }
+}
 
 /** What the sandbox-run machine's tasks share for one run: the request, its progress, how to get a child. */
 interface RunHandle {
-  req: RunRequest;
+  /** Undefined until the request takes the run (its machine is started ahead of it, see `PreparedRun`). */
+  req?: RunRequest;
+  /** When the request came. */
+  startedAt: number;
   progress: RunProgress;
   /**
    * The run's one abort controller: aborted when the machine leaves a state whose task is still under way (the
@@ -39,8 +78,13 @@ interface RunHandle {
   pooled?: boolean;
   /** Why no child could be had (the machine then ends `crashed` at `acquire`). */
   acquireError?: { code: string; message: string };
-  /** The caller is handed the outcome first: `runBody` tells the machine a turn later (see `drive`). */
-  answerFirst?: boolean;
+  /**
+   * The `acquireChild` task, entered before the request: it waits here for a warm child (`take`, which ends it at
+   * once, ahead of the request or at it) or for the request to start its work (`start`: the pool or a spawn).
+   */
+  parked?: { start(): void; take(lease: ChildLease): void };
+  /** The body's run on the child, attached by `runBody` (the body goes out when the request is there). */
+  run?: ChildRun;
 }
 
 /** The work of the sandbox-run machine's tasks, for one run's handle. */
@@ -55,9 +99,19 @@ const acquireChild = async (h: RunHandle): Promise<ChildLease> => {
   if (h.cut.signal.aborted) lease.value.kill();
   return lease.value;
 };
+
+/** One turn of the event loop later (after every timer and I/O callback already due, before any new timer). */
+const nextTurn = <T>(value: T): Promise<T> => new Promise((resolve) => setImmediate(resolve, value));
+
+/**
+ * The body's run: attached to the child at once, its body written when the request is there (now, or when `drive`
+ * gets it). The machine hears of the outcome a turn after `drive` has it (see `drive`).
+ */
 const runBody = (h: RunHandle, child: ChildLease): Promise<CodeOutcome> => {
-  const outcome = child.run({ ...h.req, signal: h.cut.signal }, h.progress);
-  return h.answerFirst === true ? outcome.then(nextTurn) : outcome;
+  const run = child.run(h.cut.signal, h.progress);
+  h.run = run;
+  if (h.req !== undefined) run.start(h.req.body, h.req.bridge, h.startedAt);
+  return run.outcome.then(nextTurn);
 };
 
 /**
@@ -71,20 +125,31 @@ const drivenRunMachine = sandboxRunMachine.provide({
       const h = params.input.run as RunHandle;
       const task = params.task;
       h.pending = task;
-      let work: Promise<unknown>;
-      try {
-        work = task === 'acquireChild' ? acquireChild(h) : runBody(h, params.input.child as ChildLease);
-      } catch (err) {
-        work = Promise.reject(err);
-      }
       const send = (event: { type: string }) => {
         if (h.pending === task) h.pending = undefined;
         if (self.getSnapshot().status === 'active') self.send(event as never);
       };
-      work.then(
-        (output) => send(taskDone(task, output)),
-        (error: unknown) => send(taskFailed(task, error)),
-      );
+      const start = () => {
+        let work: Promise<unknown>;
+        try {
+          work = task === 'acquireChild' ? acquireChild(h) : runBody(h, params.input.child as ChildLease);
+        } catch (err) {
+          work = Promise.reject(err);
+        }
+        work.then(
+          (output) => send(taskDone(task, output)),
+          (error: unknown) => send(taskFailed(task, error)),
+        );
+      };
+      if (task !== 'acquireChild') start();
+      else
+        h.parked = {
+          start,
+          take: (lease) => {
+            h.pooled = lease.pooled;
+            send(taskDone(task, lease));
+          },
+        };
     },
     cutTask: (_args, params: SandboxRunCutParams) => {
       const h = params.run as RunHandle | undefined;
@@ -172,16 +237,27 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
         pool.splice(i, 1);
         if (!child.isReady) startFailures += 1;
         fill(settings);
+      } else if (nextRun?.child === child) {
+        // The child the next run had taken died before the request: that run is dropped, a new one prepared.
+        const run = nextRun;
+        nextRun = undefined;
+        run.actor.stop();
+        fill(settings);
+        prepareNext(run.timeoutMs);
       }
     });
     void child.ready.then((ready) => {
-      if (ready) startFailures = 0;
+      if (!ready) return;
+      startFailures = 0;
+      if (nextRun !== undefined) reserve(nextRun);
     });
     return child;
   };
 
+  /** Warm children: the pool and the one the next run has taken (see `reserve`). */
+  const warmCount = () => pool.length + (nextRun?.child !== undefined ? 1 : 0);
   const fill = (settings: SpawnSettings) => {
-    while (!closed && pool.length < poolSize && startFailures < MAX_START_FAILURES) pool.push(spawnChild(settings));
+    while (!closed && warmCount() < poolSize && startFailures < MAX_START_FAILURES) pool.push(spawnChild(settings));
   };
 
   void setup.then((s) => {
@@ -196,11 +272,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
   let known: Setup | undefined;
   void setup.then((s) => (known = s));
 
-  /**
-   * A lease of one child. Its one run starts at the first `run` call; a second call (the machine's `runBody` after
-   * the run was handed over ahead of it, see `drive`) gets the same outcome. Both carry the run's signal.
-   */
-  const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings, sent = false): ChildLease => {
+  /** A lease of one child: its one run, and the kill. */
+  const leaseOf = (child: SandboxChild, pooled: boolean, settings: SpawnSettings): ChildLease => {
     // The refill waits until this run is over: a spawn blocks the event loop for milliseconds and competes
     // for CPU with the run it would delay. The second pooled child serves a request meanwhile.
     let refilled = false;
@@ -209,21 +282,23 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       refilled = true;
       setImmediate(() => fill(settings));
     };
-    const startedAt = Date.now();
-    let outcome: Promise<CodeOutcome> | undefined;
+    let run: ChildRun | undefined;
     let over = false;
     return {
       pooled,
-      // Both calls carry the run's one signal (`RunHandle.cut`): when it aborts the run ends at once (bridge calls
+      // The run carries the run's one signal (`RunHandle.cut`): when it aborts the run ends at once (bridge calls
       // aborted, child killed).
-      run: (req: RunRequest, progress: RunProgress) => {
-        outcome ??= runOnChild(child, req, limits, { startedAt, pooled, sent }, progress).finally(() => {
-          over = true;
-          refill();
-        });
-        return outcome;
+      run: (signal: AbortSignal, progress: RunProgress) => {
+        if (run === undefined) {
+          run = attachRun(child, limits, pooled, signal, progress);
+          void run.outcome.finally(() => {
+            over = true;
+            refill();
+          });
+        }
+        return run;
       },
-      // After the run is over its child is already killed, or is right after the outcome is handed on (runOnChild).
+      // After the run is over its child is already killed, or is right after the outcome is handed on (attachRun).
       kill: () => {
         if (!over) child.kill();
         refill();
@@ -244,93 +319,119 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     return ok(lease);
   };
 
-  /**
-   * A warm child that is ready, handed the run at once, before the machine that drives the run is built: the child
-   * compiles and runs the body while the parent sets the machine up (its `acquireChild` then takes this lease, and
-   * its `runBody` awaits the run already under way). Undefined when no pooled child is ready.
-   */
-  const handOver = (
-    req: RunRequest,
-    progress: RunProgress,
-    signal: AbortSignal,
-  ): { lease: ChildLease; answer: Promise<CodeOutcome> } | undefined => {
-    const s = known;
-    if (s === undefined || !s.ok || closed) return undefined;
+  /** A pooled child that is ready, taken out of the pool; undefined when none is. */
+  const takeReady = (): SandboxChild | undefined => {
     const i = pool.findIndex((c) => c.isReady && !c.hasExited);
-    if (i < 0) return undefined;
-    const [child] = pool.splice(i, 1);
-    if (child === undefined) return undefined;
-    sendRun(child, req.body, limits);
-    const lease = leaseOf(child, true, s.settings, true);
-    return { lease, answer: lease.run({ ...req, signal }, progress) };
+    return i < 0 ? undefined : pool.splice(i, 1)[0];
   };
 
   /**
-   * One run, driven by the sandbox-run machine: its wall clock covers acquiring a child and the run itself. A warm
-   * child gets the body just before the machine starts (`handOver`): the clock starts a fraction of a millisecond
-   * after the body did, and the machine's timeout and kill hold for that run as for any other. Such a run's answer
-   * goes to the caller as soon as the child gives it, if the machine is still running the body then (see below).
+   * The machine of the next run, started ahead of the request with the wall clock of the last run, its clock held
+   * (see RunClock): starting a machine, moving it to `running` and attaching the run to its child are most of a
+   * run's cost in this process, and they are done here, off the request's path. The machine waits in `acquiring`
+   * until a pooled child is ready, takes it (`reserve`) and waits in `running`, the run attached, for the request,
+   * which then only writes its body. A request with another clock gives the child back and starts its own machine.
    */
-  /**
-   * The actor of the next run, constructed ahead of the request (constructing is two thirds of its cost) with the
-   * wall clock of the last run: it starts, and its clock with it, when a request with that clock takes it. Its
-   * handle is filled in by the request.
-   */
-  let nextActor: { actor: Actor<typeof drivenRunMachine>; handle: RunHandle; timeoutMs: number } | undefined;
-  const construct = (timeoutMs: number, handle: RunHandle) =>
-    createActor(drivenRunMachine, { input: { codeRunId: randomUUID(), timeoutMs, run: handle } });
+  interface PreparedRun {
+    actor: Actor<typeof drivenRunMachine>;
+    handle: RunHandle;
+    clock: RunClock;
+    timeoutMs: number;
+    /** The machine's output (undefined if it was stopped). */
+    done: Promise<SandboxRunOutput | undefined>;
+    /** The warm child this run took ahead of its request. */
+    child?: SandboxChild;
+  }
+  let nextRun: PreparedRun | undefined;
+  const prepare = (timeoutMs: number): PreparedRun => {
+    const handle: RunHandle = {
+      startedAt: 0,
+      progress: { logs: [], counts: { search: 0, describe: 0, call: 0 } },
+      cut: new AbortController(),
+      acquire,
+    };
+    const clock = new RunClock();
+    const input = { codeRunId: randomUUID(), timeoutMs, run: handle };
+    const actor = createActor(drivenRunMachine, { input, clock }).start();
+    const done = toPromise(actor).catch(() => undefined);
+    return { actor, handle, clock, timeoutMs, done };
+  };
+  /** The next run takes a ready pooled child ahead of its request, if it has none yet. */
+  const reserve = (run: PreparedRun) => {
+    const s = known;
+    const parked = run.handle.parked;
+    if (s === undefined || !s.ok || closed || run.child !== undefined || parked === undefined) return;
+    const child = takeReady();
+    if (child === undefined) return;
+    run.child = child;
+    run.handle.parked = undefined;
+    parked.take(leaseOf(child, true, s.settings));
+  };
   const prepareNext = (timeoutMs: number) =>
     setImmediate(() => {
-      if (closed || nextActor !== undefined) return;
-      const handle = {} as RunHandle;
-      nextActor = { actor: construct(timeoutMs, handle), handle, timeoutMs };
+      if (closed || nextRun !== undefined) return;
+      nextRun = prepare(timeoutMs);
+      reserve(nextRun);
     });
-  const actorFor = (timeoutMs: number, handle: RunHandle): Actor<typeof drivenRunMachine> => {
-    const next = nextActor;
-    if (next === undefined || next.timeoutMs !== timeoutMs) return construct(timeoutMs, handle);
-    nextActor = undefined;
-    Object.assign(next.handle, handle);
-    return next.actor;
+  const takeRun = (timeoutMs: number): PreparedRun => {
+    const next = nextRun;
+    if (next !== undefined) {
+      nextRun = undefined;
+      if (next.timeoutMs === timeoutMs) return next;
+      // Another clock: the child goes back to the pool unused (no body was written to it).
+      next.actor.stop();
+      next.handle.run?.detach();
+      if (next.child !== undefined) pool.unshift(next.child);
+    }
+    return prepare(timeoutMs);
   };
 
+  /**
+   * One run, driven by the sandbox-run machine: its wall clock covers acquiring a child and the run itself, from
+   * the request on. The machine prepared ahead (see `PreparedRun`) is already `running` on a warm child: the request
+   * writes its body to the child and starts the clock. Otherwise the machine takes a warm child now, or the clock
+   * starts and the machine acquires one (waiting for the setup, spawning one).
+   */
   const drive = async (req: RunRequest): Promise<CodeOutcome> => {
     const startedAt = Date.now();
     const timeoutMs = Number.isFinite(req.timeoutMs) && req.timeoutMs > 0 ? req.timeoutMs : 10_000;
-    const progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } };
     if (req.signal?.aborted === true)
       return {
         ok: false,
         error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' },
         logs: [],
-        telemetry: telemetryOf(progress, 0, false),
+        telemetry: telemetryOf({ logs: [], counts: { search: 0, describe: 0, call: 0 } }, 0, false),
       };
-    const cut = new AbortController();
-    const early = handOver(req, progress, cut.signal);
-    const handle: RunHandle = {
-      req,
-      progress,
-      cut,
-      acquire: early === undefined ? acquire : () => Promise.resolve(ok(early.lease)),
-      answerFirst: early !== undefined,
-    };
-    const actor = actorFor(timeoutMs, handle);
+    const { actor, handle, clock, done } = takeRun(timeoutMs);
+    handle.req = req;
+    handle.startedAt = startedAt;
     let cancelled = false;
     // A stopped actor runs no exit action: the cancel aborts the run's signal itself (the task's work, the child).
     const onAbort = () => {
       cancelled = true;
-      cut.abort();
+      handle.cut.abort();
       actor.stop();
     };
     req.signal?.addEventListener('abort', onAbort, { once: true });
-    actor.start();
-    const done = toPromise(actor).catch(() => undefined);
-    if (early !== undefined) {
-      // The child's outcome reaches the caller before the machine records it (its runBody resolves a turn later),
-      // when the machine is still running the body then: its wall clock has not fired and it was not stopped, so
-      // it settles with this same outcome. Otherwise the machine's own end (timedOut, crashed, cancelled) holds.
-      const answer = await early.answer;
-      const s = actor.getSnapshot();
-      if (!cancelled && s.status === 'active' && s.value === 'running') {
+    const parked = handle.parked;
+    handle.parked = undefined;
+    if (handle.run !== undefined) handle.run.start(req.body, req.bridge, startedAt);
+    else if (parked !== undefined) {
+      const s = known;
+      const warm = s?.ok === true && !closed ? takeReady() : undefined;
+      if (warm !== undefined && s?.ok === true) parked.take(leaseOf(warm, true, s.settings));
+    }
+    clock.release();
+    if (handle.run === undefined) parked?.start();
+    else {
+      // The body runs on a warm child already. Its outcome goes to the caller as soon as the child gives it, when
+      // the machine is still running the body then (no wall clock fired, no cancel); the machine hears of it a
+      // turn later (runBody). A child's answer comes in the poll phase: the machine hears of it in the check
+      // phase right after, before any timer can fire, so it settles with this same outcome and kills the child.
+      // Otherwise the machine's own end (timedOut, crashed, cancelled) holds.
+      const answer = await handle.run.outcome;
+      const state = actor.getSnapshot();
+      if (!cancelled && state.status === 'active' && state.value === 'running') {
         req.signal?.removeEventListener('abort', onAbort);
         prepareNext(timeoutMs);
         return answer;
@@ -379,7 +480,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       // Pooled children do not hold the event loop; this wait does, or a caller awaiting only it would exit.
       const hold = setInterval(() => {}, 60_000);
       try {
-        await Promise.all(pool.map((c) => c.ready));
+        await Promise.all([...pool, ...(nextRun?.child !== undefined ? [nextRun.child] : [])].map((c) => c.ready));
       } finally {
         clearInterval(hold);
       }
@@ -387,7 +488,8 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     close: async () => {
       closed = true;
       pool.length = 0;
-      nextActor = undefined;
+      nextRun?.actor.stop();
+      nextRun = undefined;
       const exits = [...live].map((c) => {
         c.kill();
         return c.exited;

@@ -126,159 +126,204 @@ export const telemetryOf = (progress: RunProgress, durationMs: number, pooled: b
   pooled,
 });
 
+/** One run attached to its child: the body goes out with `start`; `outcome` settles once, never rejects. */
+export interface ChildRun {
+  readonly outcome: Promise<CodeOutcome>;
+  /**
+   * Writes the body to the child (now if it is ready, else when it is) and serves its bridge calls with `bridge`;
+   * `startedAt` is when the request came (the telemetry counts from there). Once; later calls do nothing.
+   */
+  start(body: string, bridge: Bridge, startedAt: number): void;
+  /** Before `start` only: lets go of the child unused (no listener left, not killed); the outcome never settles. */
+  detach(): void;
+}
+
 /**
- * Serves one run on one child: sends the body, answers bridge requests (counted, limited, aborted when the
- * run settles), collects capped logs into `progress`, and kills the child at the end or when `signal` aborts
- * (the sandbox-run machine aborts it at the wall clock). Never rejects.
+ * Serves one run on one child: attached first (listeners, limits, the kill on abort or death), so the request
+ * only has to write the body (`start`); then answers bridge requests (counted, limited, aborted when the run
+ * settles), collects capped logs into `progress`, and kills the child at the end or when `signal` aborts (the
+ * sandbox-run machine aborts it at the wall clock).
  */
+export function attachRun(
+  child: SandboxChild,
+  limits: RunLimits,
+  pooled: boolean,
+  signal: AbortSignal | undefined,
+  progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } },
+): ChildRun {
+  const { logs, counts } = progress;
+  let logBytes = 0;
+  let logsCut = false;
+  const seenIds = new Set<number>();
+  const queue: Array<() => void> = [];
+  let inFlight = 0;
+  let settled = false;
+  let aborted = false;
+  let detached = false;
+  let bridge: Bridge | undefined;
+  let startedAt = Date.now();
+  // Made at the first bridge call: most runs make none.
+  let bridgeAbort: AbortController | undefined;
+  let resolve!: (o: CodeOutcome) => void;
+  const outcome = new Promise<CodeOutcome>((r) => (resolve = r));
+
+  const telemetry = (): CodeTelemetry => telemetryOf(progress, Date.now() - startedAt, pooled);
+
+  /**
+   * `answered`: the outcome is the child's own last message, after which it waits for the kill; it is killed right
+   * after the caller has the outcome (the kill is a syscall that would delay it). Any other end (abort, wall clock,
+   * death, protocol breach) kills at once.
+   */
+  const settle = (
+    end: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } },
+    answered = false,
+  ) => {
+    if (settled) return;
+    settled = true;
+    signal?.removeEventListener('abort', onAbort);
+    bridgeAbort?.abort(new Error('the code run settled'));
+    queue.length = 0;
+    if (answered) setImmediate(() => child.kill());
+    else child.kill();
+    resolve(
+      end.ok
+        ? { ok: true, value: end.value, logs, telemetry: telemetry() }
+        : { ok: false, error: end.error, logs, telemetry: telemetry() },
+    );
+  };
+
+  const onAbort = () => {
+    aborted = true;
+    settle({ ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' } });
+  };
+
+  const addLog = (level: LogLine['level'], text: string) => {
+    if (logsCut) return;
+    const bytes = Buffer.byteLength(text) + 1;
+    if (logBytes + bytes > limits.maxLogBytes + MARKER_ROOM) {
+      logsCut = true;
+      logs.push({ level: 'warn', text: '[logs truncated]' });
+      return;
+    }
+    logBytes += bytes;
+    logs.push({ level, text });
+  };
+
+  const pump = () => {
+    while (inFlight < limits.maxConcurrentCalls && queue.length > 0) queue.shift()?.();
+  };
+
+  const onRequest = (id: number, op: Op, args: Record<string, unknown>) => {
+    if (counts.search + counts.describe + counts.call >= limits.maxCalls) {
+      child.send(
+        responseLine(id, {
+          ok: false,
+          error: {
+            code: 'sandbox.tooManyCalls',
+            message: `This run already made ${limits.maxCalls} tools.* calls, the limit per run.`,
+          },
+        }),
+      );
+      return;
+    }
+    counts[op] += 1;
+    queue.push(() => {
+      inFlight += 1;
+      bridgeAbort ??= new AbortController();
+      void callBridge(bridge as Bridge, op, args, bridgeAbort.signal).then((r) => {
+        inFlight -= 1;
+        if (settled) return;
+        child.send(responseLine(id, r));
+        pump();
+      });
+    });
+    pump();
+  };
+
+  const onMessage = (m: ChildMessage, lineLength: number) => {
+    if (settled) return;
+    if (bridge === undefined) return child.fail('spoke before it was given a run');
+    if (m.t === 'log' && typeof m['level'] === 'string' && LEVELS.has(m['level']) && typeof m['text'] === 'string') {
+      addLog(m['level'] as LogLine['level'], m['text']);
+    } else if (m.t === 'req') {
+      const id = m['id'];
+      const op = m['op'];
+      const args = m['args'];
+      if (
+        typeof id !== 'number' ||
+        !Number.isSafeInteger(id) ||
+        seenIds.has(id) ||
+        typeof op !== 'string' ||
+        !OPS.has(op) ||
+        !isRecord(args)
+      ) {
+        child.fail('sent a malformed bridge request');
+        return;
+      }
+      seenIds.add(id);
+      onRequest(id, op as Op, args);
+    } else if (m.t === 'result') {
+      // A line that cannot exceed the cap (3 bytes per UTF-16 unit at most) is not measured again.
+      const value = m['value'] ?? null;
+      const small = lineLength * 3 <= limits.maxResultBytes + MARKER_ROOM;
+      settle({ ok: true, value: small ? value : capValue(value, limits.maxResultBytes) }, true);
+    } else if (m.t === 'error' && typeof m['code'] === 'string' && typeof m['message'] === 'string') {
+      settle({ ok: false, error: { code: m['code'].slice(0, 100), message: m['message'].slice(0, 4096) } }, true);
+    } else {
+      child.fail('sent an unknown message');
+    }
+  };
+
+  if (signal?.aborted === true) onAbort();
+  else {
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.listen(onMessage);
+    void child.exited.then((exit) => {
+      if (!settled && !aborted && !detached) settle({ ok: false, error: exitError(exit) });
+    });
+  }
+
+  return {
+    outcome,
+    start: (body, b, at) => {
+      if (bridge !== undefined || detached) return;
+      bridge = b;
+      startedAt = at;
+      if (settled) return;
+      if (child.isReady) sendRun(child, body, limits);
+      else
+        void child.ready.then((ready) => {
+          if (settled || !ready) return; // a child that never got ready reports through `exited`
+          sendRun(child, body, limits);
+        });
+    },
+    detach: () => {
+      if (bridge !== undefined || settled) return;
+      detached = true;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      child.listen(undefined);
+    },
+  };
+}
+
+/** `attachRun` and `start` at once: the run of `req` on `child`. Never rejects. */
 export function runOnChild(
   child: SandboxChild,
   req: RunRequest,
   limits: RunLimits,
-  meta: { startedAt: number; pooled: boolean; sent?: boolean },
-  progress: RunProgress = { logs: [], counts: { search: 0, describe: 0, call: 0 } },
+  meta: { startedAt: number; pooled: boolean },
+  progress?: RunProgress,
 ): Promise<CodeOutcome> {
-  // A warm child gets the body first (`sent`: the caller sent it already), before anything else is set up here: the
-  // child wakes and runs it meanwhile (its answer cannot arrive before this turn of the event loop is over, when the
-  // listener below is in place).
-  const early = meta.sent === true || (child.isReady && req.signal?.aborted !== true);
-  if (early && meta.sent !== true) sendRun(child, req.body, limits);
-  return new Promise<CodeOutcome>((resolve) => {
-    const { logs, counts } = progress;
-    let logBytes = 0;
-    let logsCut = false;
-    const seenIds = new Set<number>();
-    const queue: Array<() => void> = [];
-    let inFlight = 0;
-    let settled = false;
-    let aborted = false;
-    // Made at the first bridge call: most runs make none.
-    let bridgeAbort: AbortController | undefined;
-
-    const telemetry = (): CodeTelemetry => telemetryOf(progress, Date.now() - meta.startedAt, meta.pooled);
-
-    /**
-     * `answered`: the outcome is the child's own last message, after which it exits by itself; it is killed anyway,
-     * right after the caller has the outcome (the kill is a syscall that would delay it). Any other end (abort, wall
-     * clock, death, protocol breach) kills at once.
-     */
-    const settle = (
-      outcome: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } },
-      answered = false,
-    ) => {
-      if (settled) return;
-      settled = true;
-      req.signal?.removeEventListener('abort', onAbort);
-      bridgeAbort?.abort(new Error('the code run settled'));
-      queue.length = 0;
-      if (answered) setImmediate(() => child.kill());
-      else child.kill();
-      resolve(
-        outcome.ok
-          ? { ok: true, value: outcome.value, logs, telemetry: telemetry() }
-          : { ok: false, error: outcome.error, logs, telemetry: telemetry() },
-      );
-    };
-
-    const onAbort = () => {
-      aborted = true;
-      settle({ ok: false, error: { code: 'sandbox.aborted', message: 'The code run was cancelled.' } });
-    };
-    if (req.signal?.aborted === true) {
-      onAbort();
-      return;
-    }
-    req.signal?.addEventListener('abort', onAbort, { once: true });
-
-    void child.exited.then((exit) => {
-      if (!settled && !aborted) settle({ ok: false, error: exitError(exit) });
-    });
-
-    const addLog = (level: LogLine['level'], text: string) => {
-      if (logsCut) return;
-      const bytes = Buffer.byteLength(text) + 1;
-      if (logBytes + bytes > limits.maxLogBytes + MARKER_ROOM) {
-        logsCut = true;
-        logs.push({ level: 'warn', text: '[logs truncated]' });
-        return;
-      }
-      logBytes += bytes;
-      logs.push({ level, text });
-    };
-
-    const pump = () => {
-      while (inFlight < limits.maxConcurrentCalls && queue.length > 0) queue.shift()?.();
-    };
-
-    const onRequest = (id: number, op: Op, args: Record<string, unknown>) => {
-      if (counts.search + counts.describe + counts.call >= limits.maxCalls) {
-        child.send(
-          responseLine(id, {
-            ok: false,
-            error: {
-              code: 'sandbox.tooManyCalls',
-              message: `This run already made ${limits.maxCalls} tools.* calls, the limit per run.`,
-            },
-          }),
-        );
-        return;
-      }
-      counts[op] += 1;
-      queue.push(() => {
-        inFlight += 1;
-        bridgeAbort ??= new AbortController();
-        void callBridge(req.bridge, op, args, bridgeAbort.signal).then((r) => {
-          inFlight -= 1;
-          if (settled) return;
-          child.send(responseLine(id, r));
-          pump();
-        });
-      });
-      pump();
-    };
-
-    child.listen((m: ChildMessage) => {
-      if (settled) return;
-      if (m.t === 'log' && typeof m['level'] === 'string' && LEVELS.has(m['level']) && typeof m['text'] === 'string') {
-        addLog(m['level'] as LogLine['level'], m['text']);
-      } else if (m.t === 'req') {
-        const id = m['id'];
-        const op = m['op'];
-        const args = m['args'];
-        if (
-          typeof id !== 'number' ||
-          !Number.isSafeInteger(id) ||
-          seenIds.has(id) ||
-          typeof op !== 'string' ||
-          !OPS.has(op) ||
-          !isRecord(args)
-        ) {
-          child.fail('sent a malformed bridge request');
-          return;
-        }
-        seenIds.add(id);
-        onRequest(id, op as Op, args);
-      } else if (m.t === 'result') {
-        settle({ ok: true, value: capValue(m['value'] ?? null, limits.maxResultBytes) }, true);
-      } else if (m.t === 'error' && typeof m['code'] === 'string' && typeof m['message'] === 'string') {
-        settle({ ok: false, error: { code: m['code'].slice(0, 100), message: m['message'].slice(0, 4096) } }, true);
-      } else {
-        child.fail('sent an unknown message');
-      }
-    });
-
-    if (!early)
-      void child.ready.then((ready) => {
-        if (settled || !ready) return; // a child that never got ready reports through `exited`
-        sendRun(child, req.body, limits);
-      });
-  });
+  const run = attachRun(child, limits, meta.pooled, req.signal, progress);
+  run.start(req.body, req.bridge, meta.startedAt);
+  return run.outcome;
 }
 
 const limitsJson = new WeakMap<RunLimits, string>();
 
 /** Sends the one run message to a ready child: `{t: 'run', body, limits}`. */
-export function sendRun(child: SandboxChild, body: string, limits: RunLimits): void {
+function sendRun(child: SandboxChild, body: string, limits: RunLimits): void {
   let l = limitsJson.get(limits);
   if (l === undefined) {
     const { maxLogBytes, maxResultBytes, maxArgBytes, maxCalls } = limits;

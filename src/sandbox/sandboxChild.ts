@@ -72,7 +72,7 @@ export class SandboxChild {
   #exit: ChildExit | undefined;
   #stderr = '';
   #protocolError: string | undefined;
-  #onMessage: ((m: ChildMessage) => void) | undefined;
+  #onMessage: ((m: ChildMessage, lineLength: number) => void) | undefined;
 
   constructor(settings: SpawnSettings) {
     this.#cwd = mkdtempSync(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
@@ -144,8 +144,8 @@ export class SandboxChild {
     return this.#exit !== undefined;
   }
 
-  /** Route the child's messages (after `ready`) to one run. */
-  listen(onMessage: (m: ChildMessage) => void): void {
+  /** Route the child's messages (after `ready`) to one run, with the length of the line each came in; undefined: none. */
+  listen(onMessage: ((m: ChildMessage, lineLength: number) => void) | undefined): void {
     this.#onMessage = onMessage;
   }
 
@@ -198,7 +198,7 @@ export class SandboxChild {
       return;
     }
     if (this.#onMessage === undefined) return this.#breakProtocol('spoke before it was given a run');
-    this.#onMessage(message);
+    this.#onMessage(message, line.length);
   }
 
   /** Pooled children must not keep the parent's event loop alive; a run keeps it alive with its own timer. */
