@@ -13,7 +13,7 @@
  * nothing from ../shared.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -710,7 +710,55 @@ async function tracingRow(): Promise<void> {
 
 // ---------- 7. the warm sandbox: a trivial run vs one pipe round trip to a warm echo child ----------
 
-async function echoChild(): Promise<{ roundTrip: () => Promise<number>; close: () => void }> {
+/**
+ * CPU time and run-queue wait of a process's main thread so far, in ms (`/proc/<pid>/schedstat`, nanoseconds):
+ * where a child's share of a round trip is read from outside it. Undefined where there is no such file.
+ */
+const schedstat = (pid: number | 'self' | undefined): { cpu: number; wait: number } | undefined => {
+  if (pid === undefined) return undefined;
+  try {
+    const [cpu, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map(Number);
+    return cpu === undefined || wait === undefined ? undefined : { cpu: cpu / 1e6, wait: wait / 1e6 };
+  } catch {
+    return undefined;
+  }
+};
+const parentPid = (pid: string): number | undefined => {
+  try {
+    // The command name may hold spaces or parentheses: the fields after the last ')' are fixed.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+};
+/** The pid of the node process of this process's one warm sandbox child (under its wrappers), if /proc shows it. */
+function sandboxNodePid(): number | undefined {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    // The node process itself, not its wrappers (whose arguments name the entry too).
+    if (!/(^|\/)node$/.test(argv[0] ?? '') || !argv.some((a) => a.endsWith('/child.mjs'))) continue;
+    for (let at: number | undefined = Number(name), hops = 0; at !== undefined && at > 1 && hops < 8; hops++) {
+      at = parentPid(String(at));
+      if (at === process.pid) return Number(name);
+    }
+  }
+  return undefined;
+}
+
+async function echoChild(): Promise<{ roundTrip: () => Promise<number>; close: () => void; pid: number | undefined }> {
   const child = spawn(process.execPath, ['-e', "process.stdin.on('data', (d) => process.stdout.write(d))"], {
     stdio: ['pipe', 'pipe', 'ignore'],
   });
@@ -727,7 +775,7 @@ async function echoChild(): Promise<{ roundTrip: () => Promise<number>; close: (
       child.stdin.write('{"op":"ping"}\n');
     });
   await roundTrip();
-  return { roundTrip, close: () => child.kill('SIGKILL') };
+  return { roundTrip, close: () => child.kill('SIGKILL'), pid: child.pid };
 }
 
 async function sandboxRow(): Promise<void> {
@@ -751,53 +799,84 @@ async function sandboxRow(): Promise<void> {
   const pipes: number[] = [];
   const hotPipes: number[] = [];
   const ratios: number[] = [];
-  const runCpus: number[] = [];
-  const pipeCpus: number[] = [];
-  const PER = QUICK ? 6 : 10;
+  /** This process's CPU, the child's CPU and its run-queue wait (ms), for the run and for the round trip. */
+  type Split = Record<
+    'runCpu' | 'runChildCpu' | 'runChildWait' | 'pipeCpu' | 'pipeChildCpu' | 'pipeChildWait',
+    number[]
+  >;
+  const newSplit = (): Split => ({
+    runCpu: [],
+    runChildCpu: [],
+    runChildWait: [],
+    pipeCpu: [],
+    pipeChildCpu: [],
+    pipeChildWait: [],
+  });
+  /** The per-round medians. */
+  const all = newSplit();
+  const PER = QUICK ? 6 : 8;
   const settle = () => new Promise((r) => setTimeout(r, 150));
   /**
    * One sample: the pool refilled and settled (as between a model's turns), then the floor, then the run. The floor
    * is the echo child's first round trip after the same 150 ms idle as the pooled child the run goes to (a process
    * woken after an idle pays for it, the run's child as well as the echo); the hot round trips right after it are
-   * given beside, as `hotPipeMs`.
+   * given beside, as `hotPipeMs`. `s` gets the CPU split: this process's CPU from the request to the answer
+   * (process.cpuUsage), and the child's own CPU and run-queue wait over the same window (its main thread's
+   * /proc/<pid>/schedstat, read just before and just after).
    */
-  /** `cpu` gets this process's CPU time (µs) from the request to the answer: the parent's share of the request path. */
-  const warmRun = async (pipe?: number[], hot?: number[], cpu?: { run: number[]; pipe: number[] }): Promise<number> => {
+  const warmRun = async (pipe?: number[], hot?: number[], s?: Split): Promise<number> => {
     await sandbox.warmUp();
     // The pooled child is spawned; let it finish starting before the request, as between a model's turns.
     await settle();
     if (pipe !== undefined && hot !== undefined) {
+      const e0 = schedstat(echo.pid);
       const c0 = cpuUs();
       pipe.push(await echo.roundTrip());
-      cpu?.pipe.push(cpuUs() - c0);
+      const c1 = cpuUs();
+      const e1 = schedstat(echo.pid);
+      s?.pipeCpu.push((c1 - c0) / 1000);
+      if (e0 !== undefined && e1 !== undefined) {
+        s?.pipeChildCpu.push(e1.cpu - e0.cpu);
+        s?.pipeChildWait.push(e1.wait - e0.wait);
+      }
       hot.push(median([await echo.roundTrip(), await echo.roundTrip()]));
       await settle();
     }
+    const pid = s !== undefined ? sandboxNodePid() : undefined;
+    const k0 = schedstat(pid);
     const c0 = cpuUs();
     const t0 = performance.now();
     const out = await sandbox.run({ body: 'return 1', timeoutMs: 10_000, bridge });
     const ms = performance.now() - t0;
-    cpu?.run.push(cpuUs() - c0);
+    const c1 = cpuUs();
+    const k1 = schedstat(pid);
+    s?.runCpu.push((c1 - c0) / 1000);
+    if (k0 !== undefined && k1 !== undefined) {
+      s?.runChildCpu.push(k1.cpu - k0.cpu);
+      s?.runChildWait.push(k1.wait - k0.wait);
+    }
     if (!out.ok) throw new Error(`${out.error.code}: ${out.error.message}`);
     if (!out.telemetry.pooled) throw new Error('the warm run did not get a pooled child');
     return ms;
   };
   await warmRun();
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < CHEAP_ROUNDS; r++) {
     const rr: number[] = [];
     const pp: number[] = [];
     const hh: number[] = [];
-    const cc = { run: [] as number[], pipe: [] as number[] };
-    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh, cc));
+    const ss = newSplit();
+    for (let k = 0; k < PER; k++) rr.push(await warmRun(pp, hh, ss));
     runs.push(median(rr));
     pipes.push(median(pp));
     hotPipes.push(median(hh));
     ratios.push(median(rr) / median(pp));
-    runCpus.push(median(cc.run));
-    pipeCpus.push(median(cc.pipe));
+    for (const key of Object.keys(all) as Array<keyof Split>) if (ss[key].length > 0) all[key].push(median(ss[key]));
   }
   echo.close();
   await sandbox.close();
+  const m = (xs: number[]) => (xs.length > 0 ? round3(median(xs)) : null);
+  const runTotal = m(all.runCpu.map((c, i) => c + (all.runChildCpu[i] ?? NaN)));
+  const pipeTotal = m(all.pipeCpu.map((c, i) => c + (all.pipeChildCpu[i] ?? NaN)));
   addRow({
     key: 'sandboxWarmVsPipe',
     value: median(runs),
@@ -809,13 +888,23 @@ async function sandboxRow(): Promise<void> {
     met: median(ratios) <= 3,
     hotPipeMs: round3(median(hotPipes)),
     ratioToHotPipe: round3(median(runs) / median(hotPipes)),
-    runParentCpuMs: round3(median(runCpus) / 1000),
-    pipeParentCpuMs: round3(median(pipeCpus) / 1000),
+    runParentCpuMs: m(all.runCpu),
+    pipeParentCpuMs: m(all.pipeCpu),
+    runChildCpuMs: m(all.runChildCpu),
+    pipeChildCpuMs: m(all.pipeChildCpu),
+    runChildWaitMs: m(all.runChildWait),
+    pipeChildWaitMs: m(all.pipeChildWait),
+    runCpuMs: runTotal,
+    pipeCpuMs: pipeTotal,
+    cpuRatio: runTotal !== null && pipeTotal !== null ? round3(runTotal / pipeTotal) : null,
   });
+  const f = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
   console.log(
-    `  (hot round trip ${median(hotPipes).toFixed(2)} ms; this process's CPU from request to answer: the run ` +
-      `${(median(runCpus) / 1000).toFixed(2)} ms (runParentCpuMs), the idle round trip ${(median(pipeCpus) / 1000).toFixed(2)} ms ` +
-      `(pipeParentCpuMs); per-round ratios ${ratios.map((x) => x.toFixed(1)).join(' ')})`,
+    `  (hot round trip ${median(hotPipes).toFixed(2)} ms; CPU from request to answer, this process + the child: the run ` +
+      `${f(m(all.runCpu))} + ${f(m(all.runChildCpu))} ms (runParentCpuMs, runChildCpuMs), the idle round trip ` +
+      `${f(m(all.pipeCpu))} + ${f(m(all.pipeChildCpu))} ms: ${f(runTotal !== null && pipeTotal !== null ? runTotal / pipeTotal : null)}x ` +
+      `(cpuRatio); the child waited for a CPU ${f(m(all.runChildWait))} ms in the run, the echo ${f(m(all.pipeChildWait))} ms; ` +
+      `per-round ratios ${ratios.map((x) => x.toFixed(1)).join(' ')})`,
   );
 }
 

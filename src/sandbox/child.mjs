@@ -343,6 +343,12 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
       apply(then, r, [
         (value) => {
           let json;
+          // A number, boolean, null, undefined or short string is its own JSON: convert would return it unchanged.
+          const t = typeof value;
+          if (value === null || value === undefined || t === 'boolean' || (t === 'number' && isFiniteN(value)) || (t === 'string' && value.length <= limits.maxResultBytes)) {
+            finishWith('{"t":"result","value":' + (value === undefined ? 'null' : stringify(value)) + '}');
+            return;
+          }
           try { const c = convert(value, limits.maxResultBytes, 'cut'); json = stringify(c === undefined ? null : c); }
           catch (x) { finishWith('{"t":"error","code":"sandbox.resultNotSerializable","message":' + str('The return value could not be turned into JSON: ' + header(x)) + '}'); return; }
           finishWith('{"t":"result","value":' + json + '}');

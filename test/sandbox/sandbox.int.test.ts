@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,37 @@ afterAll(() => sandbox.close());
 
 const run = async (body: string, bridge = recordingBridge().bridge, timeoutMs = 10_000): Promise<CodeOutcome> =>
   sandbox.run({ body, timeoutMs, bridge });
+
+/** This process's sandbox children's temp directories. */
+const childDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`toolsearch-sbx-${process.pid}-`));
+
+/** The pids of the node processes of this process's sandbox children (inside their wrappers), from /proc. */
+function sandboxProcesses(): number[] {
+  const parentOf = (pid: number): number | undefined => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return undefined;
+    }
+  };
+  const descends = (pid: number): boolean => {
+    for (let at = parentOf(pid), hops = 0; at !== undefined && at > 1 && hops < 8; at = parentOf(at), hops++)
+      if (at === process.pid) return true;
+    return false;
+  };
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return /(^|\/)node$/.test(argv[0] ?? '') && argv.some((a) => a.endsWith('/child.mjs')) && descends(pid);
+      } catch {
+        return false;
+      }
+    });
+}
 
 const valueOf = (o: CodeOutcome): unknown => {
   if (!o.ok) throw new Error(`run failed: ${o.error.code}: ${o.error.message}`);
@@ -222,9 +253,34 @@ describe('ordinary bodies', () => {
     }
   });
 
+  it('a warm child killed from outside while the next run holds it: that run is prepared again on a new child', async () => {
+    const before = new Set(sandboxProcesses());
+    const solo = createSandbox({ poolSize: 1 });
+    const bridge = recordingBridge().bridge;
+    try {
+      // The first run leaves the next one prepared; it takes the refilled child once that child is ready.
+      expect(await solo.run({ body: 'return 1', timeoutMs: 10_000, bridge })).toMatchObject({ ok: true });
+      await solo.warmUp();
+      const victims = sandboxProcesses().filter((p) => !before.has(p));
+      expect(victims.length).toBeGreaterThan(0);
+      const dirs = childDirs();
+      for (const pid of victims) process.kill(pid, 'SIGKILL');
+      // The sandbox has seen the death when it removed that child's directory (a request that comes before it
+      // has seen it gets sandbox.crashed, as with any child that dies under a run).
+      await waitFor(() => dirs.some((d) => !childDirs().includes(d)), 'the sandbox to see the kill');
+      await solo.warmUp();
+      expect(await solo.run({ body: 'return 2', timeoutMs: 10_000, bridge })).toMatchObject({
+        ok: true,
+        value: 2,
+        telemetry: { pooled: true },
+      });
+    } finally {
+      await solo.close();
+    }
+  });
+
   it('kills the child of a run that answered, also one the body keeps busy after its answer', async () => {
-    const mine = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`toolsearch-sbx-${process.pid}-`));
-    const before = new Set(mine());
+    const before = new Set(childDirs());
     const solo = createSandbox({ poolSize: 0 });
     try {
       // Reading `x` while the result is converted starts a microtask loop that never lets the child exit by itself.
@@ -235,7 +291,7 @@ describe('ordinary bodies', () => {
       });
       // A child's directory is removed when it has exited.
       await waitFor(
-        () => mine().every((n) => before.has(n)),
+        () => childDirs().every((n) => before.has(n)),
         'the answered child to be killed (its temp directory removed)',
       );
     } finally {
