@@ -77,8 +77,8 @@ export function readBenchQueries(file: string): BenchQuery[] {
   });
 }
 
-/** The MCP test sets that judge (none until a new one is committed: every older one has been seen). */
-const JUDGED_TEST_SETS: readonly string[] = [];
+/** The MCP test sets that judge: committed before the ranking change they measure, never used to tune. */
+const JUDGED_TEST_SETS: readonly string[] = ['mcp-test5.jsonl'];
 
 /**
  * Every set the retrieval bench reports; undefined parts are skipped when ../shared is absent. `wanted`: which sets
