@@ -32,6 +32,8 @@ const CHAT_FILLER: ReadonlySet<string> = new Set(
     ' ',
   ),
 );
+/** The model of no tools: what `rerankFactor` is given when it does not look at operations (see `rank`). */
+const NO_OPERATIONS = OperationModel.learn([]);
 /** Planned queries kept (cleared whenever the index changes). */
 const PLAN_CACHE_MAX = 1_000;
 /** An owner word names a server when at most this share (or 2) of the tools outside that server use it. */
@@ -671,7 +673,9 @@ export class SearchIndex {
       queryStamp,
     );
     const top: { id: string; score: number }[] = [];
-    const ops = this.operations();
+    // The operation model tells siblings apart, which only a request asking for a number needs: not learned (nor
+    // relearned after a change, as an overlay's tools make) for the others.
+    const ops = q.number !== 0 ? this.operations() : NO_OPERATIONS;
     const siblings =
       q.number !== 0
         ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])

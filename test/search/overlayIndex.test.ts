@@ -95,6 +95,79 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
     }
   });
 
+  it('ranks exactly as a full index over base + client tools, on many random catalogs, client tools and queries', () => {
+    // A seeded generator over a small vocabulary, so that tools tie on their scores (the order of equal candidates
+    // counts), client tools share words with the base (document frequencies and idf change), bring new words
+    // (prefixes, typos, synonyms of query words), name servers and sometimes teach a new operation word.
+    let seed = 20261201;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)] as T;
+    const OPS = ['create', 'list', 'get', 'delete', 'remove', 'add', 'fetch', 'update', 'send', 'frobnicate'];
+    const OBJECTS = ['issue', 'order', 'user', 'file', 'branch', 'ticket', 'page', 'comment', 'invoice', 'message'];
+    const OTHER = ['shop', 'team', 'repo', 'backend', 'calendar', 'lookup', 'status', 'report', 'screenshot'];
+    const tool = (k: number): { name: string; description: string; parameters: object } => {
+      const op = pick(OPS);
+      const obj = pick(OBJECTS);
+      const plural = rand(4) === 0 ? 's' : '';
+      const name = rand(5) === 0 ? `${obj}${plural}_${op}` : `${op}_${obj}${plural}${rand(3) === 0 ? `_${k}` : ''}`;
+      const opening = rand(4) === 0 ? pick(OPS) : op;
+      return {
+        name,
+        description: `${opening} ${pick(['a', 'the', 'all'])} ${obj}${plural} ${pick(['in', 'of', 'for'])} the ${pick(OTHER)} ${rand(2) === 0 ? pick(OTHER) : ''}`,
+        parameters: { type: 'object', properties: { [pick(['id', 'text', 'query', 'owner'])]: { type: 'string' } } },
+      };
+    };
+    const query = (): string => {
+      const words = [
+        rand(3) === 0 ? '' : pick(OPS),
+        pick(['', 'a', 'all', 'my', 'the', 'one']),
+        pick(OBJECTS) + (rand(3) === 0 ? 's' : ''),
+        rand(3) === 0 ? pick(OTHER) : '',
+        rand(5) === 0 ? pick(['srv1', 'app', 'github', 'shop']) : '',
+      ];
+      if (rand(6) === 0) words.push(pick(['ordr', 'isue', 'screen', 'look up', 'invo', 'cale']));
+      const q = words.filter((w) => w !== '').join(' ');
+      return q === '' ? 'order' : q;
+    };
+    let compared = 0;
+    for (let catalog = 0; catalog < 5; catalog++) {
+      const baseEntries = [
+        ...fixtureEntries(),
+        ...[0, 1, 2, 3, 4].flatMap((s) =>
+          clientToolSource(
+            Array.from({ length: 10 + rand(30) }, (_, k) => tool(k)),
+            `srv${s}`,
+          ).entries.map((e) => ({ ...e, id: e.id.replace(/^client:/, 'mcp:'), source: 'mcp' as const })),
+        ),
+      ];
+      const shared = new SearchIndex(baseEntries);
+      const probes = Array.from({ length: 20 }, query);
+      const before = probes.map((q) => shared.rankIds(q, 20));
+      for (let turn = 0; turn < 10; turn++) {
+        const { entries: extra } = clientToolSource(
+          Array.from({ length: 1 + rand(4) }, (_, k) => tool(100 + turn * 10 + k)),
+          pick(['app', 'shop']),
+        );
+        const overlay = new OverlayIndex(shared, extra);
+        const fresh = new SearchIndex([...baseEntries, ...extra]);
+        for (let k = 0; k < 12; k++) {
+          const q = query();
+          const limit = 1 + rand(20);
+          expect(overlay.search(q, { limit }), q).toEqual(fresh.search(q, { limit }));
+          compared++;
+        }
+        const q = query();
+        expect(overlay.explain(q, 20), q).toEqual(fresh.explain(q, 20));
+      }
+      // The shared index answers as it did before any overlay.
+      expect(probes.map((q) => shared.rankIds(q, 20))).toEqual(before);
+    }
+    expect(compared).toBe(600);
+  });
+
   it('refuses to be changed, and fits only sources the base does not hold', () => {
     const { entries } = clientToolSource([{ name: 'x' }], 'app');
     const overlay = new OverlayIndex(base, entries);
