@@ -1,5 +1,6 @@
 import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
+import { buildMeta, type ToolMeta } from './descriptor.js';
 import { sourceKeyOf, type RankTrace, type SearchIndex } from './searchIndex.js';
 import type { SearchAnswer, SearchOptions } from './types.js';
 
@@ -25,6 +26,8 @@ export type SearchIndexView = Pick<
  */
 export class OverlayIndex implements SearchIndexView {
   private readonly sources: string[];
+  /** The tools' ranking metadata, made on the first query and reused by the next ones. */
+  private metas: ToolMeta[] | undefined;
 
   constructor(
     private readonly base: SearchIndex,
@@ -34,9 +37,8 @@ export class OverlayIndex implements SearchIndexView {
   }
 
   /** Whether `extra` can overlay `base`: none of its sources is in the base. Pure: no I/O. */
-  static fits(base: SearchIndexView, extra: readonly ToolEntry[]): boolean {
-    const held = new Set(base.sourceKeys());
-    return extra.every((e) => !held.has(sourceKeyOf(e)));
+  static fits(base: SearchIndex, extra: readonly ToolEntry[]): boolean {
+    return extra.every((e) => !base.hasSource(sourceKeyOf(e)));
   }
 
   get settings(): SearchIndex['settings'] {
@@ -48,7 +50,7 @@ export class OverlayIndex implements SearchIndexView {
     // The base's caches (query plans, the operation model) stand for its own tools: set aside while the overlay is
     // in, and put back once it holds exactly those tools again, so neither this turn nor the next relearns them.
     const derived = this.base.takeDerived();
-    this.base.addEntries(this.extra);
+    this.base.addEntries(this.extra, (this.metas ??= this.extra.map(buildMeta)));
     try {
       return fn(this.base);
     } finally {

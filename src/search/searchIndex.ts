@@ -147,21 +147,30 @@ export class SearchIndex {
     return out;
   }
 
+  /** Whether the index holds tools of this source (`${source}:${owner}`). */
+  hasSource(sourceKey: string): boolean {
+    return this.bySource.has(sourceKey);
+  }
+
   /** Source keys (`${source}:${owner}`) present in the index. */
   sourceKeys(): string[] {
     return [...this.bySource.keys()];
   }
 
-  /** Adds entries; an entry whose id is already indexed replaces the old one. */
-  addEntries(entries: readonly ToolEntry[]): void {
+  /**
+   * Adds entries; an entry whose id is already indexed replaces the old one. `metas`: the entries' `buildMeta`, when
+   * the caller made them already (an overlay adds the same tools for each of its queries).
+   */
+  addEntries(entries: readonly ToolEntry[], metas?: readonly ToolMeta[]): void {
     if (entries.length === 0) return;
     this.plans.clear();
     this.seenOnce.clear();
     this.expansions.clear();
     this.opModel = undefined;
-    for (const entry of entries) {
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as ToolEntry;
       if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
-      const meta = buildMeta(entry);
+      const meta = metas?.[i] ?? buildMeta(entry);
       this.addedSinceModel?.push(meta);
       const slot = this.freeSlots.pop() ?? this.slots.length;
       this.slots[slot] = meta;

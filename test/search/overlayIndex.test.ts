@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { clientToolSource } from '../../src/catalog/index.js';
 import { OverlayIndex, SearchIndex } from '../../src/search/index.js';
+import { buildMeta, type ToolMeta } from '../../src/search/descriptor.js';
+import { OperationModel } from '../../src/search/operations.js';
 import { fixtureEntries } from './fixture.js';
 
 const QUERIES = [
@@ -166,6 +168,64 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
       expect(probes.map((q) => shared.rankIds(q, 20))).toEqual(before);
     }
     expect(compared).toBe(600);
+  });
+
+  it("reads an overlay's operation model through the base's when its tools keep every operation word", () => {
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)] as T;
+    const OPS = ['create', 'list', 'get', 'delete', 'remove', 'add', 'fetch', 'drop', 'update', 'frobnicate'];
+    const OBJECTS = ['issue', 'order', 'user', 'file', 'branch', 'ticket', 'page', 'comment'];
+    const tool = (k: number): { name: string; description: string } => {
+      const op = pick(OPS);
+      const obj = pick(OBJECTS);
+      const opening = rand(3) === 0 ? pick(OPS) : op;
+      // Some names hold two operation words (an operation word's share of names it stands alone in can fall).
+      const r = rand(5);
+      const name = r === 0 ? `${obj}_${op}_${k}` : r === 1 ? `${op}_${pick(OPS)}_${obj}_${k}` : `${op}_${obj}s_${k}`;
+      return { name, description: `${opening} the ${obj} ${pick(OBJECTS)} for the ${pick(['shop', 'team', 'repo'])}` };
+    };
+    const readThrough = { yes: 0, no: 0 };
+    for (let catalog = 0; catalog < 16; catalog++) {
+      const baseMetas = [0, 1, 2, 3].flatMap(
+        (s) =>
+          clientToolSource(
+            Array.from({ length: 3 + rand(10) }, (_, k) => tool(k)),
+            `srv${s}`,
+          ).entries,
+      );
+      const baseModel = OperationModel.learn(baseMetas.map(buildMeta));
+      const metasOfBase = [...(baseModel as unknown as { byMeta: Map<ToolMeta, unknown> }).byMeta.keys()];
+      for (let turn = 0; turn < 10; turn++) {
+        const extra = clientToolSource(
+          Array.from({ length: 1 + rand(4) }, (_, k) => tool(100 + turn * 10 + k)),
+          'app',
+        ).entries.map(buildMeta);
+        const all = [...metasOfBase, ...extra];
+        const extended = OperationModel.learn(all, baseModel, extra);
+        const learned = OperationModel.learn(all);
+        if ((extended as unknown as { parent?: unknown }).parent !== undefined) readThrough.yes++;
+        else readThrough.no++;
+        // What ranking reads first, before anything makes the read-through model learn its counts.
+        const slots = all.map((_, i) => i);
+        const names = (set: Set<ToolMeta>): string[] => [...set].map((m) => m.entry.name).sort();
+        expect(names(extended.siblingsAmong(slots, all))).toEqual(names(learned.siblingsAmong(slots, all)));
+        expect(names(extended.siblingsAmong(slots.slice(-12), all))).toEqual(
+          names(learned.siblingsAmong(slots.slice(-12), all)),
+        );
+        for (const m of all) expect(extended.opsOf(m), m.entry.name).toEqual(learned.opsOf(m));
+        for (const op of OPS) expect(extended.isOperation(op), op).toBe(learned.isOperation(op));
+        expect(extended.openings).toEqual(learned.openings);
+        expect(extended.equivalents).toEqual(learned.equivalents);
+        for (const op of OPS) expect(extended.requested([op]), op).toEqual(learned.requested([op]));
+      }
+    }
+    // Both ways are taken: tools that keep the operation words, and tools that teach or unteach one.
+    expect(readThrough.yes).toBeGreaterThan(20);
+    expect(readThrough.no).toBeGreaterThan(3);
   });
 
   it('refuses to be changed, and fits only sources the base does not hold', () => {
