@@ -147,6 +147,11 @@ export class SearchIndex {
     return out;
   }
 
+  /** Whether some indexed tool has this term. */
+  hasTerm(term: string): boolean {
+    return this.postings.get(term) !== undefined;
+  }
+
   /** Whether the index holds tools of this source (`${source}:${owner}`). */
   hasSource(sourceKey: string): boolean {
     return this.bySource.has(sourceKey);
@@ -232,9 +237,10 @@ export class SearchIndex {
   /**
    * Takes the caches derived from the indexed tools (query plans, expansions, the operation model) out of the
    * index, which starts with empty ones; `restoreDerived` puts them back once the index holds exactly the same
-   * tools again (an OverlayIndex adds its tools for one query and takes them out).
+   * tools again (an OverlayIndex adds its tools for one query and takes them out). `keepExpansion`: the words whose
+   * expansions the tools about to be added leave as they are (no new term among them), read from the ones taken.
    */
-  takeDerived(): DerivedCaches {
+  takeDerived(keepExpansion?: (term: string) => boolean): DerivedCaches {
     const d = {
       plans: this.plans,
       seenOnce: this.seenOnce,
@@ -245,7 +251,7 @@ export class SearchIndex {
     };
     this.plans = new Map();
     this.seenOnce = new Set();
-    this.expansions = new Map();
+    this.expansions = keepExpansion === undefined ? new Map() : new ReadThrough(d.expansions, keepExpansion);
     this.opModel = undefined;
     return d;
   }
@@ -553,7 +559,11 @@ export class SearchIndex {
     return out;
   }
 
-  /** What one typed term is searched as, memoized until the index changes (queries share their words). */
+  /**
+   * What one typed term is searched as, memoized until the index changes (queries share their words). An overlay
+   * keeps the expansions its tools' new terms cannot reach (`expansionReaches` in overlayIndex.ts mirrors the
+   * ways below a term is found: keep the two in step).
+   */
   private expand(t: string): Expansion[] {
     const known = this.expansions.get(t);
     if (known !== undefined) return known;
@@ -814,6 +824,20 @@ function numberAsked(words: readonly string[], owners: ReadonlySet<string>): num
 /** BM25's inverse document frequency of a term found in `df` of `n` tools. */
 function idfOf(df: number, n: number): number {
   return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+}
+
+/** A map that also reads, for the keys `keep` allows, the entries of another (which it never changes). */
+class ReadThrough<V> extends Map<string, V> {
+  constructor(
+    private readonly under: ReadonlyMap<string, V>,
+    private readonly keep: (key: string) => boolean,
+  ) {
+    super();
+  }
+
+  override get(key: string): V | undefined {
+    return super.get(key) ?? (this.keep(key) ? this.under.get(key) : undefined);
+  }
 }
 
 /** A bounded min-heap of (slot, score): keeps the `capacity` highest scores offered. */
