@@ -2,7 +2,7 @@
  * The overlay's cost at the search level: a shared index of 1,000 synthetic tools, and per "turn" one new client
  * tool laid over it (OverlayIndex) and one new query, vs the same query on the shared index alone. CPU per turn.
  *
- *   node --import tsx bench/overlaySearch.ts [--turns 5000] [--rounds 6]
+ *   node --import tsx bench/overlaySearch.ts [--turns 5000] [--rounds 6] [--searches 1] [--many]
  */
 import { clientToolSource } from '../src/catalog/index.js';
 import { OverlayIndex, SearchIndex } from '../src/search/index.js';
@@ -16,6 +16,8 @@ const num = (name: string, d: number): number => {
 const turns = num('turns', 5000);
 const rounds = num('rounds', 6);
 const searches = num('searches', 1);
+/** `--many`: the queries ask for many things ("all ... files"), so ranking reads the operation model. */
+const many = args.includes('--many');
 const base = new SearchIndex(syntheticSources(1000, 10).parts.flatMap((p) => p.entries));
 const cpu = (): number => {
   const u = process.cpuUsage();
@@ -41,7 +43,14 @@ const run = (overlay: boolean): number => {
       index = new OverlayIndex(base, entries);
     }
     for (let s = 0; s < searches; s++) {
-      const r = index.search(s === 0 ? `look up order ${i}` : `create issue ${i} ${s}`, { limit: 3 });
+      const q = many
+        ? s === 0
+          ? `look up all orders ${i}`
+          : `list all files ${i} ${s}`
+        : s === 0
+          ? `look up order ${i}`
+          : `create issue ${i} ${s}`;
+      const r = index.search(q, { limit: 3 });
       if (!r.ok) throw new Error(r.error.message);
     }
   }
