@@ -12,6 +12,7 @@
 // drains it after every turn of the event loop, calling guest functions with primitive arguments only.
 // So no host object or host error can reach guest code. vm is not a security boundary on its own: the
 // permission model, the empty environment, the OS network cut and the parent's SIGKILL hold without it.
+import { clearImmediate } from 'node:timers';
 import vm from 'node:vm';
 
 const GUEST_FILE = 'tool_search_code.js';
@@ -39,6 +40,9 @@ const send = (msg) => {
 const finish = (msg) => {
   if (finished) return;
   finished = true;
+  // Nothing is left for the pump to do: dropped, so nothing runs here after the write.
+  if (pumpQueued !== undefined) clearImmediate(pumpQueued);
+  pumpQueued = undefined;
   setTimeout(() => process.exit(0), 1000);
   process.stdout.write(typeof msg === 'string' ? msg + '\n' : JSON.stringify(msg) + '\n');
 };
@@ -407,7 +411,8 @@ function capResult(value) {
   return `${kept}…[truncated ${bytes - Buffer.byteLength(kept)} bytes]`;
 }
 
-let pumpQueued = false;
+/** The pump queued for after this turn, if any (dropped once the run is finished). */
+let pumpQueued;
 let drainQueued = false;
 const hostResolved = Promise.resolve();
 /**
@@ -422,9 +427,8 @@ function schedulePump() {
     // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
     hostResolved.then(drainEarly);
   }
-  if (pumpQueued) return;
-  pumpQueued = true;
-  setImmediate(pump);
+  if (pumpQueued !== undefined) return;
+  pumpQueued = setImmediate(pump);
 }
 
 function drainEarly() {
@@ -433,7 +437,7 @@ function drainEarly() {
 }
 
 function pump() {
-  pumpQueued = false;
+  pumpQueued = undefined;
   if (finished || !forward()) return;
   if (pending.size === 0) {
     // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
