@@ -1,5 +1,13 @@
 import { resolve as resolvePath } from 'node:path';
-import { envelopeProblems, isEnvelope, isGatewayType, subjectFor } from '../events/index.js';
+import {
+  EVENT_SUBJECT_PREFIX,
+  encodeToken,
+  envelopeProblems,
+  isEnvelope,
+  isGatewayType,
+  subjectFor,
+  typeToken,
+} from '../events/index.js';
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { EventLogError, EventLogWriter, readEventLog, type EventLogRotation } from './eventLog.js';
 import type { FsyncMode } from './fsyncPolicy.js';
@@ -73,7 +81,8 @@ interface Server {
 }
 interface Pending {
   event: Envelope;
-  subject: string;
+  /** The tokens of its subject (`subjectTokens`). */
+  tokens: readonly string[];
   line: string | undefined;
   sync: boolean;
   /** May be delivered before its group is committed: a fact, or an answer (`deliveredBeforeDurable`). */
@@ -86,6 +95,35 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** One promise shared by the publishes taken in together (see `publish`). */
+interface Batch {
+  done: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { done, resolve, reject };
+}
+
+const [FACT0, FACT1] = EVENT_SUBJECT_PREFIX.split('.') as [string, string];
+
+/**
+ * The tokens of an event's subject (`subjectFor`): for a turn's fact built from the event's own id strings (the
+ * trie's lookups then hash strings the engine made once, not new ones split from a subject string), else split.
+ * Pure: no I/O.
+ */
+function subjectTokens(event: Envelope): readonly string[] {
+  if (event.principal !== undefined || isGatewayType(event.type)) return subjectFor(event).split('.');
+  return [FACT0, FACT1, encodeToken(event.sessionId), encodeToken(event.turnId), typeToken(event.type)];
+}
+
 const deepFreeze = <T>(value: T): T => {
   if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
     Object.freeze(value);
@@ -95,8 +133,7 @@ const deepFreeze = <T>(value: T): T => {
 };
 
 /**
- * One frozen copy of a JSON value, made in one pass (JSON semantics: `undefined` members are left out): the record
- * every subscriber shares, so none can rewrite it and the publisher's object stays its own. Pure: no I/O.
+ * One frozen copy of a JSON value, made in one pass (JSON semantics: `undefined` members are left out). Pure: no I/O.
  */
 function frozenCopy(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
@@ -118,6 +155,49 @@ function frozenCopy(value: unknown): unknown {
     out[key] = frozenCopy(v);
   }
   return Object.freeze(out);
+}
+
+/**
+ * Freezes a value that is plain JSON data through and through (null, booleans, strings, finite numbers, arrays
+ * without holes, objects of the plain prototype), children first, and says whether it was: a value JSON would
+ * change (an `undefined` member, a Date, a NaN, a class instance) is left to `frozenCopy`, though its plain parts may
+ * be frozen already. Pure: no I/O.
+ */
+function freezePlain(value: unknown): boolean {
+  if (value === null) return true;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object':
+      break;
+    default:
+      return false;
+  }
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      if (v === undefined || !freezePlain(v)) return false;
+    }
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return false;
+    const o = value as Record<string, unknown>;
+    for (const key of Object.keys(o)) if (!freezePlain(o[key])) return false;
+  }
+  if (!Object.isFrozen(value)) Object.freeze(value);
+  return true;
+}
+
+/**
+ * The record of a published event every subscriber shares, frozen so none can rewrite it: the publisher's own object,
+ * frozen in place (no copy per event), when it is plain JSON data; otherwise one frozen copy with JSON's semantics,
+ * so a subscriber always sees what the log (and a NATS subscriber) would. Pure: no I/O.
+ */
+function sharedRecord(event: Envelope): Envelope {
+  return freezePlain(event) ? event : (frozenCopy(event) as Envelope);
 }
 
 const cloneJson = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
@@ -157,6 +237,8 @@ class MemoryBusImpl implements MemoryBus {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Published, not yet taken in by `drain`. */
   private queue: Pending[] = [];
+  /** The promise the publishes in `queue` share, until `drain` takes them in. */
+  private batch: Batch | undefined;
   private drainScheduled = false;
   /** Taken in, not yet delivered, in publish order: a sync point waiting for its commit, and all behind it. */
   private held: Pending[] = [];
@@ -257,31 +339,33 @@ class MemoryBusImpl implements MemoryBus {
       this.counters.duplicates++;
       return Promise.resolve();
     }
-    const subject = subjectFor(event);
-    const stored = frozenCopy(event) as Envelope;
+    const stored = sharedRecord(event);
+    const tokens = subjectTokens(stored);
     const line = this.writer === undefined ? undefined : JSON.stringify(stored);
-    const sync = isSyncPoint(event.type);
-    const done = new Promise<void>((resolve, reject) => {
-      const early = !sync || (this.writer !== undefined && deliveredBeforeDurable(event.type));
-      this.queue.push({
-        event: stored,
-        subject,
-        line,
-        sync,
-        early,
-        accepted: false,
-        committed: false,
-        resolve,
-        reject,
-      });
+    const sync = isSyncPoint(stored.type);
+    // One promise for every publish of this synchronous run: they are taken in together, and (log on) committed in
+    // one group, so they settle together.
+    const batch = (this.batch ??= newBatch());
+    this.queue.push({
+      event: stored,
+      tokens,
+      line,
+      sync,
+      early: !sync || (this.writer !== undefined && deliveredBeforeDurable(stored.type)),
+      accepted: false,
+      committed: false,
+      resolve: batch.resolve,
+      reject: batch.reject,
     });
-    this.inFlight.set(event.id, done);
+    this.inFlight.set(stored.id, batch.done);
     if (!this.drainScheduled) {
       this.drainScheduled = true;
-      queueMicrotask(() => this.drain());
+      queueMicrotask(this.drainNow);
     }
-    return done;
+    return batch.done;
   }
+
+  private readonly drainNow = (): void => this.drain();
 
   /**
    * Takes in what was published (a microtask after the first publish, so one synchronous run goes in together).
@@ -294,6 +378,7 @@ class MemoryBusImpl implements MemoryBus {
    */
   private drain(): void {
     this.drainScheduled = false;
+    this.batch = undefined;
     while (this.queue.length > 0) {
       const batch = this.queue;
       this.queue = [];
@@ -400,21 +485,22 @@ class MemoryBusImpl implements MemoryBus {
     p.accepted = true;
     this.store(p.event);
     this.counters.published++;
-    this.deliver(p.event, p.subject);
+    this.deliver(p.event, p.tokens);
   }
 
-  private deliver(event: Envelope, subject: string): void {
-    const matching = this.subs.match(subject);
+  private deliver(event: Envelope, tokens: readonly string[]): void {
+    const matching = this.subs.matchTokens(tokens);
     if (matching.length === 0) return;
     const targets =
       matching.length === 1 && matching[0]!.queue === undefined
         ? matching
         : pickRoundRobin(matching, (s) => s.pattern, this.cursors);
+    const info: DeliveryInfo = { subject: tokens.join('.') };
     for (const sub of targets) {
       if (!sub.active) continue;
       this.counters.deliveries++;
       try {
-        sub.onEvent(event, { subject });
+        sub.onEvent(event, info);
       } catch (err) {
         this.counters.subscriberErrors++;
         this.warn(`subscriber of "${sub.pattern}" threw on ${event.type} ${event.id}: ${errorText(err)}`);
