@@ -164,30 +164,22 @@ function frozenCopy(value: unknown): unknown {
  * be frozen already. Pure: no I/O.
  */
 function freezePlain(value: unknown): boolean {
+  if (typeof value !== 'object')
+    return (
+      typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))
+    );
   if (value === null) return true;
-  switch (typeof value) {
-    case 'string':
-    case 'boolean':
-      return true;
-    case 'number':
-      return Number.isFinite(value);
-    case 'object':
-      break;
-    default:
-      return false;
-  }
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const v: unknown = value[i];
-      if (v === undefined || !freezePlain(v)) return false;
-    }
+    // A hole or an `undefined` element reads as undefined, which is not plain.
+    for (let i = 0; i < value.length; i++) if (!freezePlain(value[i])) return false;
   } else {
     const proto: unknown = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) return false;
+    // for…in without a list of keys: a plain prototype has no enumerable members, so only own ones come.
     const o = value as Record<string, unknown>;
-    for (const key of Object.keys(o)) if (!freezePlain(o[key])) return false;
+    for (const key in o) if (!freezePlain(o[key])) return false;
   }
-  if (!Object.isFrozen(value)) Object.freeze(value);
+  Object.freeze(value);
   return true;
 }
 
