@@ -95,7 +95,7 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-/** One promise shared by the publishes taken in together (see `publish`). */
+/** One promise shared by the publishes taken in together with the log off (see `publish`). */
 interface Batch {
   done: Promise<void>;
   resolve: () => void;
@@ -243,7 +243,7 @@ class MemoryBusImpl implements MemoryBus {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Published, not yet taken in by `drain`. */
   private queue: Pending[] = [];
-  /** The promise the publishes in `queue` share, until `drain` takes them in. */
+  /** The promise the publishes in `queue` share with the log off, until `drain` takes them in. */
   private batch: Batch | undefined;
   private drainScheduled = false;
   /** Taken in, not yet delivered, in publish order: a sync point waiting for its commit, and all behind it. */
@@ -349,26 +349,36 @@ class MemoryBusImpl implements MemoryBus {
     const tokens = subjectTokens(stored);
     const line = this.writer === undefined ? undefined : JSON.stringify(stored);
     const sync = isSyncPoint(stored.type);
-    // One promise for every publish of this synchronous run: they are taken in together, and (log on) committed in
-    // one group, so they settle together.
-    const batch = (this.batch ??= newBatch());
-    this.queue.push({
-      event: stored,
-      tokens,
-      line,
-      sync,
-      early: !sync || (this.writer !== undefined && deliveredBeforeDurable(stored.type)),
-      accepted: false,
-      committed: false,
-      resolve: batch.resolve,
-      reject: batch.reject,
-    });
-    this.inFlight.set(stored.id, batch.done);
+    const early = !sync || (this.writer !== undefined && deliveredBeforeDurable(stored.type));
+    let done: Promise<void>;
+    if (this.writer === undefined) {
+      // Log off: one promise for every publish of this synchronous run, which `drain` takes in (and settles) together.
+      const batch = (this.batch ??= newBatch());
+      const { resolve, reject } = batch;
+      this.queue.push({ event: stored, tokens, line, sync, early, accepted: false, committed: false, resolve, reject });
+      done = batch.done;
+    } else {
+      // Log on: each its own, settled when its group is committed (see `commit`).
+      done = new Promise<void>((resolve, reject) => {
+        this.queue.push({
+          event: stored,
+          tokens,
+          line,
+          sync,
+          early,
+          accepted: false,
+          committed: false,
+          resolve,
+          reject,
+        });
+      });
+    }
+    this.inFlight.set(stored.id, done);
     if (!this.drainScheduled) {
       this.drainScheduled = true;
       queueMicrotask(this.drainNow);
     }
-    return batch.done;
+    return done;
   }
 
   private readonly drainNow = (): void => this.drain();
