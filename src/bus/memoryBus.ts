@@ -1,18 +1,11 @@
 import { resolve as resolvePath } from 'node:path';
-import {
-  EVENT_SUBJECT_PREFIX,
-  encodeToken,
-  envelopeProblems,
-  isEnvelope,
-  isGatewayType,
-  subjectFor,
-  typeToken,
-} from '../events/index.js';
+import { envelopeProblems, isEnvelope, isGatewayType } from '../events/index.js';
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { EventLogError, EventLogWriter, readEventLog, type EventLogRotation } from './eventLog.js';
 import type { FsyncMode } from './fsyncPolicy.js';
 import { assertPattern, subjectMatches } from './subjectMatch.js';
 import { SubjectTrie } from './subjectTrie.js';
+import { subjectTokens } from './subjectTokens.js';
 import { deliveredBeforeDurable, isSyncPoint } from './syncPoints.js';
 import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 
@@ -110,32 +103,6 @@ function newBatch(): Batch {
     reject = rej;
   });
   return { done, resolve, reject };
-}
-
-const [FACT0, FACT1] = EVENT_SUBJECT_PREFIX.split('.') as [string, string];
-
-/** Subject tokens of recent ids (a turn's events share their session and turn ids); emptied when it grows large. */
-const idTokens = new Map<string, string>();
-const ID_TOKENS_MAX = 8192;
-
-/** `encodeToken`, remembered per id string: a lookup of a string whose hash is known instead of a regex test. */
-function tokenOf(id: string): string {
-  let token = idTokens.get(id);
-  if (token === undefined) {
-    token = encodeToken(id);
-    if (idTokens.size >= ID_TOKENS_MAX) idTokens.clear();
-    idTokens.set(id, token);
-  }
-  return token;
-}
-
-/**
- * The tokens of an event's subject (`subjectFor`): for a turn's fact built from the event's own id strings (the
- * trie's lookups then hash strings the engine made once, not new ones split from a subject string), else split.
- */
-function subjectTokens(event: Envelope): readonly string[] {
-  if (event.principal !== undefined || isGatewayType(event.type)) return subjectFor(event).split('.');
-  return [FACT0, FACT1, tokenOf(event.sessionId), tokenOf(event.turnId), typeToken(event.type)];
 }
 
 const deepFreeze = <T>(value: T): T => {

@@ -54,7 +54,8 @@ import { sharedTurnSubject, TurnSubscriptions, type TurnListener } from './turnS
 import { JsPublisher, type JsPublishOptions, type PubAck } from './jsPublisher.js';
 import { withPinnedAnswerer } from './answerer.js';
 import { isSyncPoint } from '../syncPoints.js';
-import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
+import { subjectOf } from '../subjectTokens.js';
+import { envelopeProblems, isEnvelope } from '../../events/index.js';
 
 export interface NatsBusOptions {
   /** One server URL, or use `servers` for a cluster. */
@@ -391,7 +392,7 @@ class NatsBusImpl implements NatsBus {
     this.streams = streams;
     this.#opts = opts;
     this.#publishTimeoutMs = opts.publishTimeoutMs ?? 10_000;
-    this.#subjectOf = opts.subjectOf ?? subjectFor;
+    this.#subjectOf = opts.subjectOf ?? subjectOf;
     const pub = new JsPublisher(nc, opts.auth?.inboxPrefix);
     this.#pub = pub;
     this.#turnSubs = new TurnSubscriptions<EventListener>(nc, {
