@@ -1,10 +1,12 @@
 /**
- * Where a tool_call's CPU goes with the JSONL event log on or off: one turn per variant (log off, log on with the
- * default fsync, inline, on the thread pool), warmed up, then serial calls (the floors' log row) in interleaved
- * rounds, by CPU time. Run it with one variant under `node --cpu-prof` to see that variant's profile.
+ * Where a tool_call's CPU goes with the JSONL event log on or off: per variant (log off, log on with the default
+ * fsync, inline, on the thread pool) `--sessions` sessions with one open turn each (default 1: the serial case of
+ * the floors' log row; 50: its concurrent case), warmed up, then calls in interleaved rounds (each session makes its
+ * calls one after another, the sessions at once), by CPU time. Run it with one variant under `node --cpu-prof` to
+ * see that variant's profile.
  *
  *   node [--cpu-prof --cpu-prof-dir DIR] --import tsx bench/logProfile.ts [--variants off,auto,inline,pool]
- *     [--calls 1000] [--rounds 5] [--dir DIR]
+ *     [--sessions 1] [--calls 1000] [--rounds 5] [--dir DIR]
  *
  * A tool for finding costs, not a figure of record: the floors bench (`--sections log`) is that.
  */
@@ -25,6 +27,7 @@ const opt = (name: string, dflt: string): string => {
 const VARIANTS = opt('variants', 'off,auto').split(',') as ('off' | FsyncMode)[];
 const CALLS = Number(opt('calls', '1000'));
 const ROUNDS = Number(opt('rounds', '1'));
+const SESSIONS = Number(opt('sessions', '1'));
 
 const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
 if (!parsed.ok) throw new Error(parsed.error.message);
@@ -36,7 +39,7 @@ interface Variant {
   name: string;
   bus: MemoryBus;
   engine: Engine;
-  turn: Turn;
+  turns: Turn[];
   cpu: number[];
   wall: number[];
   /** Voluntary (blocked: fsync, idle loop) and involuntary (preempted) context switches per call. */
@@ -47,19 +50,30 @@ const variants: Variant[] = [];
 for (const v of VARIANTS) {
   const bus = await openMemoryBus(v === 'off' ? { logPath: false } : { logPath: join(dir, `${v}.jsonl`), fsync: v });
   const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
-  const started = await engine.startTurn({ sessionId: v });
-  if (!started.ok) throw new Error(started.error.message);
-  variants.push({ name: v, bus, engine, turn: started.value, cpu: [], wall: [], vcsw: [], ivcsw: [] });
+  const turns: Turn[] = [];
+  for (let s = 0; s < SESSIONS; s++) {
+    const started = await engine.startTurn({ sessionId: `${v}${s}` });
+    if (!started.ok) throw new Error(started.error.message);
+    turns.push(started.value);
+  }
+  variants.push({ name: v, bus, engine, turns, cpu: [], wall: [], vcsw: [], ivcsw: [] });
 }
 let i = 0;
 const calls = async (v: Variant, n: number): Promise<void> => {
   const r0 = process.resourceUsage();
   const c0 = process.cpuUsage();
   const t0 = performance.now();
-  for (let k = 0; k < n; k++) {
-    const r = await v.turn.invoke('tool_call', { id: target, args: { text: `x${i++}` } });
-    if (!r.ok) throw new Error(JSON.stringify(r));
-  }
+  // `n` calls in all, shared out among the sessions.
+  const each = Math.max(1, Math.round(n / v.turns.length));
+  n = each * v.turns.length;
+  await Promise.all(
+    v.turns.map(async (turn) => {
+      for (let k = 0; k < each; k++) {
+        const r = await turn.invoke('tool_call', { id: target, args: { text: `x${i++}` } });
+        if (!r.ok) throw new Error(JSON.stringify(r));
+      }
+    }),
+  );
   const c = process.cpuUsage(c0);
   v.cpu.push((c.user + c.system) / n);
   v.wall.push(((performance.now() - t0) * 1000) / n);
@@ -71,6 +85,8 @@ for (const v of variants) await calls(v, 200); // warm-up: JIT
 for (const v of variants) {
   v.cpu.length = 0;
   v.wall.length = 0;
+  v.vcsw.length = 0;
+  v.ivcsw.length = 0;
 }
 const before = variants.map((v) => v.bus.stats());
 for (let r = 0; r < ROUNDS; r++) {
@@ -85,7 +101,7 @@ const median = (xs: number[]): number => {
 variants.forEach((v, k) => {
   const s = v.bus.stats();
   const b = before[k]!;
-  const n = CALLS * ROUNDS;
+  const n = Math.max(1, Math.round(CALLS / SESSIONS)) * SESSIONS * ROUNDS;
   console.log(
     `${v.name.padEnd(7)} ${median(v.cpu).toFixed(0).padStart(5)} µs CPU/call (rounds ${v.cpu.map((x) => x.toFixed(0)).join(' ')}), ` +
       `${median(v.wall).toFixed(0)} µs wall/call, per call: ${median(v.vcsw).toFixed(2)} voluntary and ` +
@@ -95,7 +111,7 @@ variants.forEach((v, k) => {
   );
 });
 for (const v of variants) {
-  await v.turn.end();
+  for (const turn of v.turns) await turn.end();
   await v.engine.close();
   await v.bus.close();
 }
