@@ -473,7 +473,7 @@ async function logRow(): Promise<void> {
 
   // ---- concurrent: 50 sessions, each a fresh turn per round making calls one after another ----
   const SESSIONS = 50;
-  const CALLS_EACH = QUICK ? 4 : 8;
+  const CALLS_EACH = QUICK ? 8 : 20;
   const cOn = await open('on', 'auto');
   const cOff = await open('off', false);
   const concurrent = async (v: Variant, measure: boolean) => {

@@ -1,20 +1,32 @@
 /**
  * Where a tool_call's CPU goes with the JSONL event log on or off: per variant (log off, log on with the default
- * fsync, inline, on the thread pool) `--sessions` sessions with one open turn each (default 1: the serial case of
+ * fsync, inline, on the thread pool; and the log off with a wait at each point where the log would fdatasync, to
+ * tell what waiting costs from what the log's code costs: `timer` a setTimeout, `sleep` the thread blocked in
+ * `Atomics.wait` (no event loop wake-up, no thread pool), both `--wait-ms` long (default: a bare fdatasync's median
+ * wall time, measured first), `bareInline` / `barePool` a bare append + fdatasync of another file, inline or on the
+ * thread pool) `--sessions` sessions with one open turn each (default 1: the serial case of
  * the floors' log row; 50: its concurrent case), warmed up, then calls in interleaved rounds (each session makes its
  * calls one after another, the sessions at once), by CPU time. Run it with one variant under `node --cpu-prof` to
  * see that variant's profile.
  *
  *   node [--cpu-prof --cpu-prof-dir DIR] --import tsx bench/logProfile.ts [--variants off,auto,inline,pool]
- *     [--sessions 1] [--calls 1000] [--rounds 5] [--dir DIR]
+ *     [--sessions 1] [--calls 1000] [--rounds 5] [--dir DIR] [--wait-ms MS]
+ *   (all variants: --variants off,auto,inline,pool,timer,sleep,bareInline,barePool)
  *
  * A tool for finding costs, not a figure of record: the floors bench (`--sections log`) is that.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { openMemoryBus, type FsyncMode, type MemoryBus } from '../src/bus/index.js';
+import {
+  deliveredBeforeDurable,
+  isSyncPoint,
+  openMemoryBus,
+  type EventBus,
+  type FsyncMode,
+  type MemoryBus,
+} from '../src/bus/index.js';
 import { parseConfig } from '../src/config/index.js';
 import { createEngine, type Engine, type Turn } from '../src/turn/index.js';
 import { syntheticSources } from './lib/syntheticSources.js';
@@ -24,7 +36,9 @@ const opt = (name: string, dflt: string): string => {
   const i = args.indexOf(`--${name}`);
   return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
 };
-const VARIANTS = opt('variants', 'off,auto').split(',') as ('off' | FsyncMode)[];
+type Wait = 'timer' | 'sleep' | 'bareInline' | 'barePool';
+const WAITS = ['timer', 'sleep', 'bareInline', 'barePool'];
+const VARIANTS = opt('variants', 'off,auto').split(',') as ('off' | FsyncMode | Wait)[];
 const CALLS = Number(opt('calls', '1000'));
 const ROUNDS = Number(opt('rounds', '1'));
 const SESSIONS = Number(opt('sessions', '1'));
@@ -34,6 +48,43 @@ if (!parsed.ok) throw new Error(parsed.error.message);
 const sources = syntheticSources(1000, 10);
 const target = sources.parts[3]!.entries[5]!.id;
 const dir = mkdtempSync(join(opt('dir', os.tmpdir()), 'ts-logprofile-'));
+
+// The bare append + fdatasync the wait variants use (another file, no log code), and its median wall time.
+const bareFd = openSync(join(dir, 'bare.jsonl'), 'a');
+const bareLine = Buffer.from(`${JSON.stringify({ id: 'x'.repeat(36), data: 'y'.repeat(600) })}\n`);
+const bareTimes: number[] = [];
+for (let k = 0; k < 50; k++) {
+  const t0 = performance.now();
+  writeSync(bareFd, bareLine);
+  fdatasyncSync(bareFd);
+  bareTimes.push(performance.now() - t0);
+}
+const WAIT_MS = Number(opt('wait-ms', String([...bareTimes].sort((a, b) => a - b)[25])));
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+const waits: Record<Wait, () => Promise<void> | void> = {
+  timer: () => new Promise<void>((r) => setTimeout(r, WAIT_MS)),
+  sleep: () => void Atomics.wait(sleeper, 0, 0, WAIT_MS),
+  bareInline: () => {
+    writeSync(bareFd, bareLine);
+    fdatasyncSync(bareFd);
+  },
+  barePool: () => {
+    writeSync(bareFd, bareLine);
+    return new Promise<void>((resolve, reject) => fdatasync(bareFd, (err) => (err === null ? resolve() : reject(err))));
+  },
+};
+/** The log off, waiting at each point where the log would fdatasync (sync points, except answers). */
+const waiting = (memory: MemoryBus, wait: () => Promise<void> | void): EventBus => ({
+  publish: async (e) => {
+    if (isSyncPoint(e.type) && !deliveredBeforeDurable(e.type)) await wait();
+    return memory.publish(e);
+  },
+  subscribe: (p, cb, o) => memory.subscribe(p, cb, o),
+  serve: (sub, h, o) => memory.serve(sub, h, o),
+  request: (sub, p, o) => memory.request(sub, p, o),
+  replay: (f) => memory.replay(f),
+  close: () => memory.close(),
+});
 
 interface Variant {
   name: string;
@@ -48,8 +99,16 @@ interface Variant {
 }
 const variants: Variant[] = [];
 for (const v of VARIANTS) {
-  const bus = await openMemoryBus(v === 'off' ? { logPath: false } : { logPath: join(dir, `${v}.jsonl`), fsync: v });
-  const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
+  const isWait = WAITS.includes(v);
+  const bus = await openMemoryBus(
+    v === 'off' || isWait ? { logPath: false } : { logPath: join(dir, `${v}.jsonl`), fsync: v as FsyncMode },
+  );
+  const engine = createEngine({
+    config: parsed.value.config,
+    bus: isWait ? waiting(bus, waits[v as Wait]) : bus,
+    staticSources: sources,
+    includeConfigMcp: false,
+  });
   const turns: Turn[] = [];
   for (let s = 0; s < SESSIONS; s++) {
     const started = await engine.startTurn({ sessionId: `${v}${s}` });
@@ -115,5 +174,8 @@ for (const v of variants) {
   await v.engine.close();
   await v.bus.close();
 }
+closeSync(bareFd);
+if (WAITS.some((w) => VARIANTS.includes(w as Wait)))
+  console.log(`(timer and sleep variants wait ${WAIT_MS.toFixed(3)} ms)`);
 if (process.env.KEEP === undefined) rmSync(dir, { recursive: true, force: true });
 else console.log(dir);
