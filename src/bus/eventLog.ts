@@ -325,19 +325,19 @@ export class EventLogWriter {
     this.syncTimer.unref();
   }
 
-  /** Whether the next `sync` runs inline (see `FsyncMode`; `lone`: see `FsyncPolicy.inline`). */
-  syncsInline(lone = false): boolean {
-    return this.policy.inline(performance.now(), lone);
+  /** Whether the next `sync` runs inline (see `FsyncMode`). */
+  syncsInline(): boolean {
+    return this.policy.inline(performance.now());
   }
 
   /**
    * Makes everything written so far durable. Inline (see `syncsInline`) it is done when this returns, and the promise
-   * is already settled; on the pool it settles once the fdatasync is done. `lone`: one turn alone awaits it.
+   * is already settled; on the pool it settles once the fdatasync is done.
    */
-  sync(lone = false): Promise<void> {
+  sync(): Promise<void> {
     // Nothing new: durable once the fdatasync in flight (if any) is done, as it covers all written so far.
     if (this.unsynced === 0) return this.poolSync ?? Promise.resolve();
-    if (this.syncsInline(lone)) {
+    if (this.syncsInline()) {
       try {
         this.syncInline();
         return Promise.resolve();

@@ -74,18 +74,12 @@ export class FsyncPolicy {
     readonly inlineMaxMs: number = INLINE_FSYNC_MAX_MS,
   ) {}
 
-  /**
-   * Whether the next fdatasync, at `now` (ms), runs inline. `lone`: it is awaited by one turn alone (no other turn's
-   * sync point shares it), so the loop has nothing of the bus's to run while it waits: inline then costs no other
-   * session anything and saves the hop to the pool and back, so it runs inline whenever its median is within the bound
-   * (the pool is not timed against it meanwhile).
-   */
-  inline(now: number, lone = false): boolean {
+  /** Whether the next fdatasync, at `now` (ms), runs inline. */
+  inline(now: number): boolean {
     if (this.mode !== 'auto') return this.mode === 'inline';
     const i = this.inlineTimes.median();
     const p = this.poolTimes.median();
     if (i === undefined) return true;
-    if (lone && i <= this.inlineMaxMs) return true;
     if (p === undefined) return false;
     if (i <= this.inlineMaxMs && i <= p) return now - this.lastPoolAt < FSYNC_PROBE_EVERY_MS;
     const every = i <= 4 * this.inlineMaxMs ? FSYNC_PROBE_EVERY_MS : FSYNC_SLOW_PROBE_EVERY_MS;

@@ -100,17 +100,6 @@ interface Group {
   reject: (err: unknown) => void;
 }
 
-/** Whether the sync points of a group all belong to one turn (one waiter: see `FsyncPolicy.inline`). Pure: no I/O. */
-function loneTurn(items: readonly Pending[]): boolean {
-  let turn: Envelope | undefined;
-  for (const p of items) {
-    if (!p.sync) continue;
-    if (turn === undefined) turn = p.event;
-    else if (p.event.turnId !== turn.turnId || p.event.sessionId !== turn.sessionId) return false;
-  }
-  return true;
-}
-
 function newGroup(): Group {
   const g = { items: [], sync: false } as unknown as Group;
   g.done = new Promise<void>((resolve, reject) => {
@@ -397,7 +386,7 @@ class MemoryBusImpl implements MemoryBus {
       this.counters.bytesWritten += writer.writeLines(lines);
       if (g.sync) {
         const inlineBefore = writer.inlineSyncs;
-        const durable = writer.sync(loneTurn(batch));
+        const durable = writer.sync();
         // Inline, the fdatasync is done by now (`durable` is settled); on the pool it runs while the loop goes on.
         if (writer.inlineSyncs > inlineBefore) this.counters.fsyncInline++;
         await durable;

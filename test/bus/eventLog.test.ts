@@ -67,20 +67,6 @@ describe('memory bus: one commit per turn of the event loop', () => {
     }
   });
 
-  it('fdatasyncs inline for one turn waiting alone (auto), on the pool first when several turns share it', async () => {
-    const dir = await tempDir();
-    // A bound no disk reaches: only the lone-turn rule and the first-samples rule decide. At open the writer times
-    // one fdatasync inline; with no pool time yet, a shared fdatasync goes to the pool, a lone turn's stays inline.
-    const lone = await openMemoryBus({ logPath: join(dir, 'lone.jsonl'), inlineFsyncMaxMs: 1e9 });
-    await lone.publish(sampleEvent('s', 't1', 1));
-    expect(lone.stats()).toMatchObject({ fsyncs: 1, fsyncInline: 1 });
-    await lone.close();
-    const shared = await openMemoryBus({ logPath: join(dir, 'shared.jsonl'), inlineFsyncMaxMs: 1e9 });
-    await Promise.all([shared.publish(sampleEvent('s', 't1', 1)), shared.publish(sampleEvent('s', 't2', 1))]);
-    expect(shared.stats()).toMatchObject({ fsyncs: 1, fsyncInline: 0 });
-    await shared.close();
-  });
-
   it('delivers a sync point only once it is in the file, and what was published after it only after it', async () => {
     for (const fsync of ['inline', 'pool'] as const) {
       const file = join(await tempDir(), 'events.jsonl');

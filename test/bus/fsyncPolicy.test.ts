@@ -85,18 +85,6 @@ describe('FsyncPolicy (auto): inline or on the thread pool, as measured', () => 
     expect(p.stats().inlineMs).toBe(0.1);
   });
 
-  it("runs a lone turn's fdatasync inline while inline is within the bound, even when the pool is faster", () => {
-    const p = new FsyncPolicy();
-    let { t } = run(p, 200, { inline: 1.2, pool: 0.3 }); // a saturated machine: the pool wins for a shared fsync
-    expect(p.inline(t)).toBe(false);
-    expect(p.inline(t, true)).toBe(true); // one turn waits alone: nothing else for the loop to run meanwhile
-    // Past the bound a lone turn goes to the pool too (the loop is never stalled longer than the bound).
-    for (let k = 0; k < FSYNC_WINDOW; k++, t++) p.record(INLINE_FSYNC_MAX_MS * 3, true, t);
-    expect(p.stats().inlineMs).toBe(INLINE_FSYNC_MAX_MS * 3);
-    expect(p.inline(t, true)).toBe(false);
-    expect(new FsyncPolicy('pool').inline(0, true)).toBe(false);
-  });
-
   it('always inline, or always on the pool, when told so', () => {
     expect(run(new FsyncPolicy('inline'), 5, { inline: 50, pool: 0.1 }).ways).toEqual(Array(5).fill('inline'));
     expect(run(new FsyncPolicy('pool'), 5, { inline: 0.1, pool: 50 }).ways).toEqual(Array(5).fill('pool'));
