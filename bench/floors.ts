@@ -9,7 +9,10 @@
  * With --json the last line is `{"rows": [{key, value, floor, ratio, unit, rounds, spread, ...}]}`: for a key
  * `AVsB`, value is A, floor is B and ratio = A / B; `cpuPerEventUs`, `acksPerCall` and `tracingCpuPerSpanUs`
  * have a value alone (floor and ratio null). `spread` is (max - min) / median of the per-round figure the row's
- * ratio (or value) is made of. Starts its own nats-server (temp store, free port) when one is installed; needs
+ * ratio (or value) is made of. `logOnVsOff` is CPU per tool_call with the event log on and off at 50 concurrent
+ * sessions each making calls (sessions share fdatasyncs, as in a gateway), the bare append + fdatasync loop beside it
+ * as `floorFsync`, and the serial case (one call at a time, each waiting for its own fdatasync) beside it as
+ * `serial*` (see `logRow`). Starts its own nats-server (temp store, free port) when one is installed; needs
  * nothing from ../shared.
  */
 import { spawn } from 'node:child_process';
