@@ -117,7 +117,7 @@ export function loadSets(wanted: (name: string, role: 'dev' | 'test') => boolean
       queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)),
     });
   }
-  // The first three test sets have been looked at (mcp-test while tuning, mcp-test2 and mcp-test3 once each as the
+  // The first four test sets have been looked at (mcp-test while tuning, mcp-test2 to mcp-test4 once each as the
   // judge), so they are dev sets now.
   sets.push({
     name: 'MCP dev bench/testset/mcp-test.jsonl',
@@ -137,9 +137,15 @@ export function loadSets(wanted: (name: string, role: 'dev' | 'test') => boolean
     entries,
     queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test3.jsonl')),
   });
+  sets.push({
+    name: 'MCP dev bench/testset/mcp-test4.jsonl',
+    role: 'dev',
+    entries,
+    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test4.jsonl')),
+  });
   // The judge: written and committed before the ranking change it measures, run once after it, never used to tune.
-  const judged = path.join(repoRoot, 'bench', 'testset', 'mcp-test4.jsonl');
-  const judgedName = 'MCP TEST bench/testset/mcp-test4.jsonl';
+  const judged = path.join(repoRoot, 'bench', 'testset', 'mcp-test5.jsonl');
+  const judgedName = 'MCP TEST bench/testset/mcp-test5.jsonl';
   if (wanted(judgedName, 'test') && existsSync(judged))
     sets.push({ name: judgedName, role: 'test', entries, queries: readBenchQueries(judged) });
   return sets;
