@@ -76,7 +76,6 @@ interface Pending {
   event: Envelope;
   /** The tokens of its subject (`subjectTokens`). */
   tokens: readonly string[];
-  line: string | undefined;
   sync: boolean;
   /** May be delivered before its group is committed: a fact, or an answer (`deliveredBeforeDurable`). */
   early: boolean;
@@ -84,6 +83,21 @@ interface Pending {
   accepted: boolean;
   /** Its group is committed: written, and fsync'd when the group held a sync point. */
   committed: boolean;
+  /** Log on: the group it is written with (its publish resolves with the group). */
+  group: Group | undefined;
+  /** Log off: the publishes taken in together share one promise (`Batch`), settled once they are taken in. */
+  resolve: (() => void) | undefined;
+}
+
+/**
+ * One commit of the log: its events (written in one write) and whether it holds a sync point (then one fdatasync).
+ * Every publish of the group shares one promise, settled once the group is committed: a commit wakes only what
+ * awaits one of its publishes, with no promise per event.
+ */
+interface Group {
+  items: Pending[];
+  sync: boolean;
+  done: Promise<void>;
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -92,17 +106,23 @@ interface Pending {
 interface Batch {
   done: Promise<void>;
   resolve: () => void;
-  reject: (err: unknown) => void;
 }
 
 function newBatch(): Batch {
   let resolve!: () => void;
-  let reject!: (err: unknown) => void;
-  const done = new Promise<void>((res, rej) => {
+  const done = new Promise<void>((res) => {
     resolve = res;
-    reject = rej;
   });
-  return { done, resolve, reject };
+  return { done, resolve };
+}
+
+function newGroup(): Group {
+  const g = { items: [], sync: false } as unknown as Group;
+  g.done = new Promise<void>((resolve, reject) => {
+    g.resolve = resolve;
+    g.reject = reject;
+  });
+  return g;
 }
 
 const deepFreeze = <T>(value: T): T => {
@@ -215,9 +235,8 @@ class MemoryBusImpl implements MemoryBus {
   private drainScheduled = false;
   /** Taken in, not yet delivered, in publish order: a sync point waiting for its commit, and all behind it. */
   private held: Pending[] = [];
-  /** Taken in, not yet written: the next commit's group, and whether it holds a sync point. */
-  private group: Pending[] = [];
-  private groupSync = false;
+  /** The group that what is published now joins (log on): created by the first publish after a commit took the last. */
+  private openGroup: Group | undefined;
   /** The commit loop, from its scheduling until the group is empty. */
   private committing: Promise<void> | undefined;
   private readonly subs = new SubjectTrie<Subscription>();
@@ -314,31 +333,36 @@ class MemoryBusImpl implements MemoryBus {
     }
     const stored = sharedRecord(event);
     const tokens = subjectTokens(stored);
-    const line = this.writer === undefined ? undefined : JSON.stringify(stored);
     const sync = isSyncPoint(stored.type);
-    const early = !sync || (this.writer !== undefined && deliveredBeforeDurable(stored.type));
     let done: Promise<void>;
     if (this.writer === undefined) {
       // Log off: one promise for every publish of this synchronous run, which `drain` takes in (and settles) together.
       const batch = (this.batch ??= newBatch());
-      const { resolve, reject } = batch;
-      this.queue.push({ event: stored, tokens, line, sync, early, accepted: false, committed: false, resolve, reject });
+      this.queue.push({
+        event: stored,
+        tokens,
+        sync,
+        early: !sync,
+        accepted: false,
+        committed: false,
+        group: undefined,
+        resolve: batch.resolve,
+      });
       done = batch.done;
     } else {
-      // Log on: each its own, settled when its group is committed (see `commit`).
-      done = new Promise<void>((resolve, reject) => {
-        this.queue.push({
-          event: stored,
-          tokens,
-          line,
-          sync,
-          early,
-          accepted: false,
-          committed: false,
-          resolve,
-          reject,
-        });
+      // The open group is sealed only by a commit, which first takes in the queue: this event is written with it.
+      const group = (this.openGroup ??= newGroup());
+      this.queue.push({
+        event: stored,
+        tokens,
+        sync,
+        early: !sync || deliveredBeforeDurable(stored.type),
+        accepted: false,
+        committed: false,
+        group,
+        resolve: undefined,
       });
+      done = group.done;
     }
     this.inFlight.set(stored.id, done);
     if (!this.drainScheduled) {
@@ -370,24 +394,25 @@ class MemoryBusImpl implements MemoryBus {
         for (const p of batch) {
           this.accept(p);
           this.inFlight.delete(p.event.id);
-          p.resolve();
+          p.resolve!();
         }
         continue;
       }
       for (const p of batch) {
-        this.group.push(p);
-        if (p.sync) this.groupSync = true;
+        const g = p.group!;
+        g.items.push(p);
+        if (p.sync) g.sync = true;
         if (this.held.length === 0 && p.early) this.accept(p);
         else this.held.push(p);
       }
     }
-    if (this.group.length > 0) this.committing ??= this.commitLoop();
+    if (this.openGroup !== undefined) this.committing ??= this.commitLoop();
   }
 
   /** Commits groups until none is open, each at the end of a turn of the event loop (group commit). */
   private async commitLoop(): Promise<void> {
     try {
-      while (this.group.length > 0) {
+      while (this.openGroup !== undefined) {
         await new Promise<void>((r) => setImmediate(r));
         await this.commit();
       }
@@ -402,34 +427,35 @@ class MemoryBusImpl implements MemoryBus {
    * first, then delivered: nothing acts on a sync point before it is on the record) and its publishes resolve.
    */
   private async commit(): Promise<void> {
-    const batch = this.group;
-    const sync = this.groupSync;
-    this.group = [];
-    this.groupSync = false;
-    if (batch.length === 0) return;
+    // Published before now but not yet taken in (its drain is still due): it belongs to this group.
+    if (this.queue.length > 0) this.drain();
+    const g = this.openGroup;
+    this.openGroup = undefined;
+    if (g === undefined) return;
+    const batch = g.items;
     this.counters.batches++;
-    let text = '';
-    for (const p of batch) text += `${p.line}\n`;
+    // One line per event, serialized once, encoded by the writer straight into its batch buffer.
+    const lines = new Array<string>(batch.length);
+    for (let k = 0; k < batch.length; k++) lines[k] = JSON.stringify(batch[k]!.event);
+    const writer = this.writer!;
     try {
-      this.counters.bytesWritten += this.writer!.write(text);
-      if (sync) {
-        const inlineBefore = this.writer!.fsyncStats().inline;
-        const durable = this.writer!.sync();
+      this.counters.bytesWritten += writer.writeLines(lines);
+      if (g.sync) {
+        const inlineBefore = writer.inlineSyncs;
+        const durable = writer.sync();
         // Inline, the fdatasync is done by now (`durable` is settled); on the pool it runs while the loop goes on.
-        if (this.writer!.fsyncStats().inline > inlineBefore) this.counters.fsyncInline++;
+        if (writer.inlineSyncs > inlineBefore) this.counters.fsyncInline++;
         await durable;
         this.counters.fsyncs++;
       }
     } catch (err) {
-      this.failCommit(batch, err);
+      this.failCommit(g, err);
       return;
     }
     for (const p of batch) p.committed = true;
     this.release();
-    for (const p of batch) {
-      this.inFlight.delete(p.event.id);
-      p.resolve();
-    }
+    for (const p of batch) this.inFlight.delete(p.event.id);
+    g.resolve();
   }
 
   /** Delivers held events from the front: committed ones, and facts and answers up to the next uncommitted sync point. */
@@ -448,14 +474,13 @@ class MemoryBusImpl implements MemoryBus {
    * A group that could not be written or made durable: every publish of it is rejected, and events of it delivered
    * early are taken out of the store again, so the store matches the record and a retry with the same id is written.
    */
-  private failCommit(batch: Pending[], err: unknown): void {
-    const failed = new Set(batch);
-    this.held = this.held.filter((p) => !failed.has(p));
-    for (const p of batch) {
+  private failCommit(g: Group, err: unknown): void {
+    this.held = this.held.filter((p) => p.group !== g);
+    for (const p of g.items) {
       if (p.accepted) this.unstore(p.event);
       this.inFlight.delete(p.event.id);
-      p.reject(this.appendFailed(err));
     }
+    g.reject(this.appendFailed(err));
     this.release();
   }
 

@@ -29,10 +29,13 @@ const MAX_EQUIVALENTS = 6;
  * tools of the same object, the one that does what was asked. Pure: no I/O.
  */
 export class OperationModel {
-  /** Operation word -> number of tool descriptions it opens. */
-  readonly openings: ReadonlyMap<string, number>;
-  /** Operation word -> equivalent operation words and their credit (0..1). */
-  readonly equivalents: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  /**
+   * Which words are operation words (the keys of `openings`): what ranking reads. A model read through its parent
+   * (see `readThrough`) has its parent's, the same words.
+   */
+  private readonly opWords: ReadonlyMap<string, number>;
+  private learnedOpenings: ReadonlyMap<string, number> | undefined;
+  private learnedEquivalents: ReadonlyMap<string, ReadonlyMap<string, number>> | undefined;
   private readonly byMeta = new Map<ToolMeta, readonly string[]>();
   private readonly objectKeys = new Map<ToolMeta, readonly number[]>();
   private readonly keyIds = new Map<string, number>();
@@ -40,14 +43,32 @@ export class OperationModel {
   private readonly keyCounts = new Map<number, number>();
 
   private constructor(
-    openings: Map<string, number>,
-    equivalents: Map<string, Map<string, number>>,
+    openings: ReadonlyMap<string, number>,
+    equivalents: ReadonlyMap<string, ReadonlyMap<string, number>> | undefined,
     private readonly words: NameWords,
     /** Tools per source the model was learned from: a source whose tools are all the same reuses their name words. */
     private readonly groupSizes: ReadonlyMap<string, number>,
+    /**
+     * A model of some of these tools with the same operation words: its tools' operations and object keys are read
+     * from it. `full` learns this model's counts and equivalents, when asked for (ranking never asks).
+     */
+    private readonly parent?: { model: OperationModel; full: () => OperationModel },
   ) {
-    this.openings = openings;
-    this.equivalents = equivalents;
+    this.opWords = openings;
+    if (parent === undefined) {
+      this.learnedOpenings = openings;
+      this.learnedEquivalents = equivalents;
+    }
+  }
+
+  /** Operation word -> number of tool descriptions it opens. */
+  get openings(): ReadonlyMap<string, number> {
+    return (this.learnedOpenings ??= this.parent!.full().openings);
+  }
+
+  /** Operation word -> equivalent operation words and their credit (0..1). */
+  get equivalents(): ReadonlyMap<string, ReadonlyMap<string, number>> {
+    return (this.learnedEquivalents ??= this.parent!.full().equivalents);
   }
 
   /**
@@ -58,7 +79,7 @@ export class OperationModel {
    * `metas` to find them).
    */
   static learn(metas: Iterable<ToolMeta>, previous?: OperationModel, added?: readonly ToolMeta[]): OperationModel {
-    const list = [...metas];
+    const list: readonly ToolMeta[] = Array.isArray(metas) ? metas : [...metas];
     const extra =
       previous === undefined
         ? undefined
@@ -75,6 +96,14 @@ export class OperationModel {
       const before = previous.words;
       words = { get: (m) => own.words.get(m) ?? before.get(m) };
       groupSizes = new Map([...previous.groupSizes, ...own.groupSizes]);
+      // A few tools (an overlay's) that leave every operation word as it was: the previous model, read through.
+      if (previous.tally?.metas !== undefined && keepsOperationWords(previous, previous.tally, extra, words)) {
+        let full: OperationModel | undefined;
+        return new OperationModel(previous.opWords, undefined, words, groupSizes, {
+          model: previous,
+          full: () => (full ??= OperationModel.learn(list)),
+        });
+      }
     } else {
       ({ words, groupSizes } = nameWordsOf(
         list,
@@ -90,14 +119,10 @@ export class OperationModel {
     const { pairs, uses, besideOp } = tally;
     const ops = new Map(tally.ops);
     for (const [w, others] of pairs) {
-      if (ops.has(w) || besideOp.has(w)) continue;
+      if (ops.has(w) || besideOp.has(w) || !pairOperation(others)) continue;
       let n = 0;
-      let top = 0;
-      for (const c of others.values()) {
-        n += c;
-        top = Math.max(top, c);
-      }
-      if (n >= MIN_PAIRS && top / n >= MIN_CONSISTENCY) ops.set(w, n);
+      for (const c of others.values()) n += c;
+      ops.set(w, n);
     }
     const equivalents = new Map<string, Map<string, number>>();
     const addEq = (a: string, b: string, share: number): void => {
@@ -206,26 +231,27 @@ export class OperationModel {
 
   /** Is this stemmed word one the catalog uses for an operation. */
   isOperation(term: string): boolean {
-    return this.openings.has(term);
+    return this.opWords.has(term);
   }
 
   /** The operation words of a tool: its name's operation words, else the word its description opens with. */
   opsOf(meta: ToolMeta): readonly string[] {
-    const known = this.byMeta.get(meta);
+    const known = this.byMeta.get(meta) ?? this.parent?.model.byMeta.get(meta);
     if (known !== undefined) return known;
     // The operation word that opens the name, else the one that ends it (pods_list), else any: in
     // create-todo-task-list, "list" is the object's, not the operation.
     const words = this.words.get(meta) ?? meta.nameOnly;
     const first = words[0];
     const last = words[words.length - 1];
+    const opWords = this.opWords;
     let ops =
-      first !== undefined && this.openings.has(first)
+      first !== undefined && opWords.has(first)
         ? [first]
-        : last !== undefined && this.openings.has(last)
+        : last !== undefined && opWords.has(last)
           ? [last]
-          : words.filter((w) => this.openings.has(w));
+          : words.filter((w) => opWords.has(w));
     if (ops.length === 0) {
-      const opening = openingOf(meta, this.openings);
+      const opening = openingOf(meta, opWords);
       ops = opening === undefined ? [] : [opening];
     }
     this.byMeta.set(meta, ops);
@@ -260,15 +286,17 @@ export class OperationModel {
 
   /** The distinct (server, object word) keys of a tool's name, as numbers; an object word is not an operation. */
   private objectKeysOf(m: ToolMeta): readonly number[] {
-    const known = this.objectKeys.get(m);
+    const known = this.objectKeys.get(m) ?? this.parent?.model.objectKeys.get(m);
     if (known !== undefined) return known;
     const keys: number[] = [];
     const add = (words: readonly string[]): void => {
       for (const w of words) {
-        if (this.openings.has(w)) continue;
+        if (this.opWords.has(w)) continue;
         const text = `${m.sourceKey}\u0000${w}`;
-        let id = this.keyIds.get(text);
-        if (id === undefined) this.keyIds.set(text, (id = this.keyIds.size));
+        // A key the parent numbered keeps its number; a new one is numbered below zero, apart from the parent's.
+        let id = this.parent?.model.keyIds.get(text) ?? this.keyIds.get(text);
+        if (id === undefined)
+          this.keyIds.set(text, (id = this.parent === undefined ? this.keyIds.size : -1 - this.keyIds.size));
         if (!keys.includes(id)) keys.push(id);
       }
     };
@@ -288,7 +316,7 @@ export class OperationModel {
   requested(typed: readonly string[]): Map<string, number> {
     const out = new Map<string, number>();
     // The first operation word of a request is its operation ("add a task to my to do list": add, not list).
-    const t = typed.find((w) => this.openings.has(w));
+    const t = typed.find((w) => this.opWords.has(w));
     if (t === undefined) return out;
     out.set(t, 1);
     for (const [o, credit] of this.equivalents.get(t) ?? []) if ((out.get(o) ?? 0) < credit) out.set(o, credit);
@@ -318,6 +346,63 @@ interface Tally {
   pairs: ReadonlyMap<string, ReadonlyMap<string, number>>;
   uses: ReadonlyMap<string, number>;
   besideOp: { has(word: string): boolean };
+}
+
+/**
+ * Whether the model learned over `previous`'s tools and `extra` (whole sources it did not see, named by `words`)
+ * has exactly `previous`'s operation words: every word the new tools' counts touch keeps its standing as a
+ * candidate, an operation word, and an operation word learned from pairs, so the rest stands as `previous` learned
+ * it. Counts the new tools only; copies nothing of `t`.
+ */
+function keepsOperationWords(
+  previous: OperationModel,
+  t: Tally,
+  extra: readonly ToolMeta[],
+  words: NameWords,
+): boolean {
+  const dOpened = new Map<string, number>();
+  const dNamed = new Map<string, number>();
+  countOpenedNamed(extra, words, dOpened, dNamed);
+  const sum = (base: ReadonlyMap<string, number>, d: ReadonlyMap<string, number>, w: string): number =>
+    (base.get(w) ?? 0) + (d.get(w) ?? 0);
+  for (const d of [dOpened, dNamed])
+    for (const w of d.keys()) {
+      const candidate = sum(t.opened, dOpened, w) >= MIN_OPENINGS && sum(t.named, dNamed, w) >= 1;
+      if (candidate !== t.candidates.has(w)) return false;
+    }
+  const dAlone = new Map<string, number>();
+  countAlone(extra, words, t.candidates, dAlone);
+  for (const d of [dAlone, dNamed, dOpened])
+    for (const w of d.keys()) {
+      if (!t.candidates.has(w)) continue;
+      if (sum(t.alone, dAlone, w) >= MIN_ALONE_SHARE * sum(t.named, dNamed, w) !== t.ops.has(w)) return false;
+    }
+  // Operation words learned from pairs: only a word whose pairs or standing beside an operation changed can change.
+  const dPairs = new Map<string, Map<string, number>>();
+  const dBeside = new Set<string>();
+  countPairs(extra, words, t.ops, dPairs, new Map(), dBeside);
+  for (const w of new Set([...dPairs.keys(), ...dBeside])) {
+    if (t.ops.has(w)) continue;
+    let learned = false;
+    if (!t.besideOp.has(w) && !dBeside.has(w)) {
+      const merged = new Map(t.pairs.get(w));
+      for (const [o, c] of dPairs.get(w) ?? []) merged.set(o, (merged.get(o) ?? 0) + c);
+      learned = pairOperation(merged);
+    }
+    if (learned !== previous.isOperation(w)) return false;
+  }
+  return true;
+}
+
+/** Whether a name word's pairs (opening word -> count) make it an operation word (see `learn`). */
+function pairOperation(others: ReadonlyMap<string, number>): boolean {
+  let n = 0;
+  let top = 0;
+  for (const c of others.values()) {
+    n += c;
+    top = Math.max(top, c);
+  }
+  return n >= MIN_PAIRS && top / n >= MIN_CONSISTENCY;
 }
 
 function newSourcesOf(previous: OperationModel, list: readonly ToolMeta[]): ToolMeta[] | undefined {

@@ -1,5 +1,8 @@
 import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
+import { buildMeta, type ToolMeta } from './descriptor.js';
+import { lexicalRelatives } from './lexicon.js';
+import { synonymsOf } from './synonyms.js';
 import { sourceKeyOf, type RankTrace, type SearchIndex } from './searchIndex.js';
 import type { SearchAnswer, SearchOptions } from './types.js';
 
@@ -25,6 +28,15 @@ export type SearchIndexView = Pick<
  */
 export class OverlayIndex implements SearchIndexView {
   private readonly sources: string[];
+  /** The tools' ranking metadata, made on the first query and reused by the next ones. */
+  private metas: ToolMeta[] | undefined;
+  /** Their terms the base does not know, made with the metadata. */
+  private newTerms: string[] = [];
+  /** Whether the base's expansion of a query word holds with the tools in: none of their new terms reaches it. */
+  private readonly keepsExpansion = (word: string): boolean => {
+    for (const term of this.newTerms) if (expansionReaches(word, term, this.base)) return false;
+    return true;
+  };
 
   constructor(
     private readonly base: SearchIndex,
@@ -34,9 +46,8 @@ export class OverlayIndex implements SearchIndexView {
   }
 
   /** Whether `extra` can overlay `base`: none of its sources is in the base. Pure: no I/O. */
-  static fits(base: SearchIndexView, extra: readonly ToolEntry[]): boolean {
-    const held = new Set(base.sourceKeys());
-    return extra.every((e) => !held.has(sourceKeyOf(e)));
+  static fits(base: SearchIndex, extra: readonly ToolEntry[]): boolean {
+    return extra.every((e) => !base.hasSource(sourceKeyOf(e)));
   }
 
   get settings(): SearchIndex['settings'] {
@@ -47,14 +58,23 @@ export class OverlayIndex implements SearchIndexView {
     if (this.extra.length === 0) return fn(this.base);
     // The base's caches (query plans, the operation model) stand for its own tools: set aside while the overlay is
     // in, and put back once it holds exactly those tools again, so neither this turn nor the next relearns them.
-    const derived = this.base.takeDerived();
-    this.base.addEntries(this.extra);
+    const derived = this.base.takeDerived(this.keepsExpansion);
+    this.metas ??= this.metasOf(this.extra);
+    this.base.addEntries(this.extra, this.metas);
     try {
       return fn(this.base);
     } finally {
       for (const s of this.sources) this.base.removeSource(s);
       this.base.restoreDerived(derived);
     }
+  }
+
+  private metasOf(extra: readonly ToolEntry[]): ToolMeta[] {
+    const metas = extra.map(buildMeta);
+    const terms = new Set<string>();
+    for (const m of metas) for (const t of m.terms) if (!this.base.hasTerm(t)) terms.add(t);
+    this.newTerms = [...terms];
+    return metas;
   }
 
   get size(): number {
@@ -98,4 +118,26 @@ export class OverlayIndex implements SearchIndexView {
   suggest(ref: string, n = 3): string[] {
     return this.with((i) => i.suggest(ref, n));
   }
+}
+
+/**
+ * Whether `SearchIndex.expand(word)` can find `term` once it is indexed: the word itself, a synonym, a lexical
+ * relative, a longer word it starts (3+ letters) or, for a 5+ letter word the index does not know, a typo fix (one
+ * edit away). Errs on the side of yes: then the expansion is made again. Pure: no I/O.
+ */
+function expansionReaches(word: string, term: string, index: SearchIndex): boolean {
+  if (term === word) return true;
+  if (word.length >= 3 && term.startsWith(word)) return true;
+  if (word.length >= 5 && !index.hasTerm(word) && withinOneEdit(word, term)) return true;
+  return synonymsOf(word).includes(term) || lexicalRelatives(word).includes(term);
+}
+
+/** Whether two strings are at most one insertion, deletion or substitution apart. Pure: no I/O. */
+function withinOneEdit(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1) return false;
+  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
+  let i = 0;
+  while (i < s.length && s[i] === l[i]) i++;
+  if (s.length === l.length) return s.slice(i + 1) === l.slice(i + 1);
+  return s.slice(i) === l.slice(i + 1);
 }

@@ -25,10 +25,13 @@ export class PostingList {
     this.length++;
   }
 
-  /** Removes a slot (order is not kept: the last entry takes its place). */
+  /**
+   * Removes a slot (order is not kept: the last entry takes its place). A slot is in a list once; it is looked for
+   * from the end, where the latest tools (an overlay's) are.
+   */
   remove(slot: number): void {
     const { slots } = this;
-    for (let i = 0; i < this.length; i++) {
+    for (let i = this.length - 1; i >= 0; i--) {
       if (slots[i] === slot) {
         this.length--;
         slots[i] = slots[this.length] as number;

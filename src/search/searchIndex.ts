@@ -32,6 +32,8 @@ const CHAT_FILLER: ReadonlySet<string> = new Set(
     ' ',
   ),
 );
+/** The model of no tools: what `rerankFactor` is given when it does not look at operations (see `rank`). */
+const NO_OPERATIONS = OperationModel.learn([]);
 /** Planned queries kept (cleared whenever the index changes). */
 const PLAN_CACHE_MAX = 1_000;
 /** An owner word names a server when at most this share (or 2) of the tools outside that server use it. */
@@ -147,21 +149,35 @@ export class SearchIndex {
     return out;
   }
 
+  /** Whether some indexed tool has this term. */
+  hasTerm(term: string): boolean {
+    return this.postings.get(term) !== undefined;
+  }
+
+  /** Whether the index holds tools of this source (`${source}:${owner}`). */
+  hasSource(sourceKey: string): boolean {
+    return this.bySource.has(sourceKey);
+  }
+
   /** Source keys (`${source}:${owner}`) present in the index. */
   sourceKeys(): string[] {
     return [...this.bySource.keys()];
   }
 
-  /** Adds entries; an entry whose id is already indexed replaces the old one. */
-  addEntries(entries: readonly ToolEntry[]): void {
+  /**
+   * Adds entries; an entry whose id is already indexed replaces the old one. `metas`: the entries' `buildMeta`, when
+   * the caller made them already (an overlay adds the same tools for each of its queries).
+   */
+  addEntries(entries: readonly ToolEntry[], metas?: readonly ToolMeta[]): void {
     if (entries.length === 0) return;
     this.plans.clear();
     this.seenOnce.clear();
     this.expansions.clear();
     this.opModel = undefined;
-    for (const entry of entries) {
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as ToolEntry;
       if (this.slotOf.has(entry.id)) this.removeIds([entry.id]);
-      const meta = buildMeta(entry);
+      const meta = metas?.[i] ?? buildMeta(entry);
       this.addedSinceModel?.push(meta);
       const slot = this.freeSlots.pop() ?? this.slots.length;
       this.slots[slot] = meta;
@@ -224,9 +240,10 @@ export class SearchIndex {
   /**
    * Takes the caches derived from the indexed tools (query plans, expansions, the operation model) out of the
    * index, which starts with empty ones; `restoreDerived` puts them back once the index holds exactly the same
-   * tools again (an OverlayIndex adds its tools for one query and takes them out).
+   * tools again (an OverlayIndex adds its tools for one query and takes them out). `keepExpansion`: the words whose
+   * expansions the tools about to be added leave as they are (no new term among them), read from the ones taken.
    */
-  takeDerived(): DerivedCaches {
+  takeDerived(keepExpansion?: (term: string) => boolean): DerivedCaches {
     const d = {
       plans: this.plans,
       seenOnce: this.seenOnce,
@@ -237,7 +254,7 @@ export class SearchIndex {
     };
     this.plans = new Map();
     this.seenOnce = new Set();
-    this.expansions = new Map();
+    this.expansions = keepExpansion === undefined ? new Map() : new ReadThrough(d.expansions, keepExpansion);
     this.opModel = undefined;
     return d;
   }
@@ -579,7 +596,11 @@ export class SearchIndex {
     return out;
   }
 
-  /** What one typed term is searched as, memoized until the index changes (queries share their words). */
+  /**
+   * What one typed term is searched as, memoized until the index changes (queries share their words). An overlay
+   * keeps the expansions its tools' new terms cannot reach (`expansionReaches` in overlayIndex.ts mirrors the
+   * ways below a term is found: keep the two in step).
+   */
   private expand(t: string): Expansion[] {
     const known = this.expansions.get(t);
     if (known !== undefined) return known;
@@ -708,11 +729,13 @@ export class SearchIndex {
       queryStamp,
     );
     const top: { id: string; score: number }[] = [];
-    const ops = this.operations();
-    const siblings =
-      q.number !== 0 || q.requested.size > 0
-        ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])
-        : undefined;
+    // The operation model tells siblings apart, which only a request asking for a number or naming an operation
+    // needs: not learned (nor relearned after a change, as an overlay's tools make) for the others.
+    const readsOperations = q.number !== 0 || q.requested.size > 0;
+    const ops = readsOperations ? this.operations() : NO_OPERATIONS;
+    const siblings = readsOperations
+      ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])
+      : undefined;
     for (let k = 0; k < heap.size; k++) {
       const slot = heap.slots[k] as number;
       const meta = this.slots[slot] as ToolMeta;
@@ -853,6 +876,20 @@ function numberAsked(words: readonly string[], owners: ReadonlySet<string>): num
 /** BM25's inverse document frequency of a term found in `df` of `n` tools. */
 function idfOf(df: number, n: number): number {
   return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+}
+
+/** A map that also reads, for the keys `keep` allows, the entries of another (which it never changes). */
+class ReadThrough<V> extends Map<string, V> {
+  constructor(
+    private readonly under: ReadonlyMap<string, V>,
+    private readonly keep: (key: string) => boolean,
+  ) {
+    super();
+  }
+
+  override get(key: string): V | undefined {
+    return super.get(key) ?? (this.keep(key) ? this.under.get(key) : undefined);
+  }
 }
 
 /** A bounded min-heap of (slot, score): keeps the `capacity` highest scores offered. */

@@ -7,7 +7,7 @@ import {
   type CatalogPart,
   type ToolEntry,
 } from '../catalog/index.js';
-import { checkTool, filterCatalog, type EffectivePolicy } from '../policy/index.js';
+import { checkTool, type EffectivePolicy } from '../policy/index.js';
 
 /** A catalog made of a memoized one plus a per-turn source (a client's tools), and the entries it adds. */
 interface Overlay {
@@ -212,17 +212,20 @@ export class CatalogMemo {
 
   get(parts: readonly CatalogPart[], policy: EffectivePolicy): { full: Catalog; filtered: Catalog } {
     const last = parts.at(-1);
-    if (
-      parts.length > 1 &&
-      last !== undefined &&
-      last.key.startsWith('client:') &&
-      !parts.slice(0, -1).some((p) => p.key === last.key)
-    ) {
-      const base = this.getPlain(parts.slice(0, -1), policy);
-      const own = partCatalog(last);
-      const baseIds = entriesById(base.full);
-      if (!own.entries.some((e) => baseIds.has(e.id)))
-        return { full: combine(base.full, own), filtered: combine(base.filtered, filterOwn(own, policy)) };
+    if (parts.length > 1 && last !== undefined && last.key.startsWith('client:')) {
+      const others = parts.slice(0, -1);
+      if (!others.some((p) => p.key === last.key)) {
+        const base = this.getPlain(others, policy);
+        const own = partCatalog(last);
+        const baseIds = entriesById(base.full);
+        if (!own.entries.some((e) => baseIds.has(e.id))) {
+          const full = combine(base.full, own);
+          const ownFiltered = filterOwn(own, policy);
+          // A policy that keeps every tool: the filtered catalog is the full one (one composition, one fingerprint).
+          if (base.filtered === base.full && ownFiltered === own) return { full, filtered: full };
+          return { full, filtered: combine(base.filtered, ownFiltered) };
+        }
+      }
     }
     return this.getPlain(parts, policy);
   }
@@ -262,7 +265,8 @@ export class CatalogMemo {
     const policyKey = JSON.stringify(policy);
     let filtered = slot.filtered.get(policyKey);
     if (filtered === undefined) {
-      filtered = filterCatalog(slot.full, policy);
+      // The same catalog when the policy keeps every tool: filtering it would make a copy of the same content.
+      filtered = filterOwn(slot.full, policy);
       if (slot.filtered.size >= 16) slot.filtered.clear();
       slot.filtered.set(policyKey, filtered);
     }

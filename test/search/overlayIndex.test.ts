@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { clientToolSource } from '../../src/catalog/index.js';
 import { OverlayIndex, SearchIndex } from '../../src/search/index.js';
+import { buildMeta, type ToolMeta } from '../../src/search/descriptor.js';
+import { OperationModel } from '../../src/search/operations.js';
 import { fixtureEntries } from './fixture.js';
 
 const QUERIES = [
@@ -93,6 +95,145 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
       expect(grown.explain(q, 5), q).toEqual(fresh.explain(q, 5));
       expect(replaced.rankIds(q, 10), q).toEqual(freshReplaced.rankIds(q, 10));
     }
+  });
+
+  it('ranks exactly as a full index over base + client tools, on many random catalogs, client tools and queries', () => {
+    // A seeded generator over a small vocabulary, so that tools tie on their scores (the order of equal candidates
+    // counts), client tools share words with the base (document frequencies and idf change), bring new words
+    // (prefixes, typos, synonyms of query words), name servers and sometimes teach a new operation word.
+    let seed = 20261201;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)] as T;
+    const OPS = ['create', 'list', 'get', 'delete', 'remove', 'add', 'fetch', 'update', 'send', 'frobnicate'];
+    const OBJECTS = ['issue', 'order', 'user', 'file', 'branch', 'ticket', 'page', 'comment', 'invoice', 'message'];
+    const OTHER = ['shop', 'team', 'repo', 'backend', 'calendar', 'lookup', 'status', 'report', 'screenshot'];
+    // Words only client tools bring: each reachable from a query word some way (lexical relatives of comment,
+    // invoice, shipment and refund; longer words of screen, ship, wareh; one edit from parcl, shipmnt, refnd).
+    const CLIENT_ONLY = ['remark', 'bill', 'parcel', 'shipment', 'cargo', 'screenshot', 'refund', 'warehouse'];
+    const tool = (k: number, client = false): { name: string; description: string; parameters: object } => {
+      const op = pick(OPS);
+      const obj = client && rand(2) === 0 ? pick(CLIENT_ONLY) : pick(OBJECTS);
+      const plural = rand(4) === 0 ? 's' : '';
+      const name = rand(5) === 0 ? `${obj}${plural}_${op}` : `${op}_${obj}${plural}${rand(3) === 0 ? `_${k}` : ''}`;
+      const opening = rand(4) === 0 ? pick(OPS) : op;
+      return {
+        name,
+        description: `${opening} ${pick(['a', 'the', 'all'])} ${obj}${plural} ${pick(['in', 'of', 'for'])} the ${pick(OTHER)} ${rand(2) === 0 ? pick(OTHER) : ''}`,
+        parameters: { type: 'object', properties: { [pick(['id', 'text', 'query', 'owner'])]: { type: 'string' } } },
+      };
+    };
+    const query = (): string => {
+      const words = [
+        rand(3) === 0 ? '' : pick(OPS),
+        pick(['', 'a', 'all', 'my', 'the', 'one']),
+        pick(OBJECTS) + (rand(3) === 0 ? 's' : ''),
+        rand(3) === 0 ? pick(OTHER) : '',
+        rand(5) === 0 ? pick(['srv1', 'app', 'github', 'shop']) : '',
+      ];
+      if (rand(6) === 0) words.push(pick(['ordr', 'isue', 'screen', 'look up', 'invo', 'cale']));
+      if (rand(3) === 0)
+        words.push(pick(['comment', 'invoice', 'shipment', 'refund', 'screen', 'ship', 'wareh', 'parcl', 'shipmnt']));
+      const q = words.filter((w) => w !== '').join(' ');
+      return q === '' ? 'order' : q;
+    };
+    let compared = 0;
+    for (let catalog = 0; catalog < 5; catalog++) {
+      const baseEntries = [
+        ...fixtureEntries(),
+        ...[0, 1, 2, 3, 4].flatMap((s) =>
+          clientToolSource(
+            Array.from({ length: 10 + rand(30) }, (_, k) => tool(k)),
+            `srv${s}`,
+          ).entries.map((e) => ({ ...e, id: e.id.replace(/^client:/, 'mcp:'), source: 'mcp' as const })),
+        ),
+      ];
+      const shared = new SearchIndex(baseEntries);
+      const probes = Array.from({ length: 20 }, query);
+      const before = probes.map((q) => shared.rankIds(q, 20));
+      for (let turn = 0; turn < 10; turn++) {
+        const { entries: extra } = clientToolSource(
+          Array.from({ length: 1 + rand(4) }, (_, k) => tool(100 + turn * 10 + k, true)),
+          pick(['app', 'shop']),
+        );
+        const overlay = new OverlayIndex(shared, extra);
+        const fresh = new SearchIndex([...baseEntries, ...extra]);
+        for (let k = 0; k < 12; k++) {
+          const q = query();
+          const limit = 1 + rand(20);
+          // Half the queries were asked of the shared index first (as other turns do): its cached expansions of
+          // their words are there for the overlay to reuse, or not.
+          if (rand(2) === 0) shared.rankIds(q, limit);
+          expect(overlay.search(q, { limit }), q).toEqual(fresh.search(q, { limit }));
+          compared++;
+        }
+        const q = query();
+        expect(overlay.explain(q, 20), q).toEqual(fresh.explain(q, 20));
+      }
+      // The shared index answers as it did before any overlay.
+      expect(probes.map((q) => shared.rankIds(q, 20))).toEqual(before);
+    }
+    expect(compared).toBe(600);
+  });
+
+  it("reads an overlay's operation model through the base's when its tools keep every operation word", () => {
+    let seed = 7;
+    const rand = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return Math.floor((seed / 2147483648) * n);
+    };
+    const pick = <T>(xs: readonly T[]): T => xs[rand(xs.length)] as T;
+    const OPS = ['create', 'list', 'get', 'delete', 'remove', 'add', 'fetch', 'drop', 'update', 'frobnicate'];
+    const OBJECTS = ['issue', 'order', 'user', 'file', 'branch', 'ticket', 'page', 'comment'];
+    const tool = (k: number): { name: string; description: string } => {
+      const op = pick(OPS);
+      const obj = pick(OBJECTS);
+      const opening = rand(3) === 0 ? pick(OPS) : op;
+      // Some names hold two operation words (an operation word's share of names it stands alone in can fall).
+      const r = rand(5);
+      const name = r === 0 ? `${obj}_${op}_${k}` : r === 1 ? `${op}_${pick(OPS)}_${obj}_${k}` : `${op}_${obj}s_${k}`;
+      return { name, description: `${opening} the ${obj} ${pick(OBJECTS)} for the ${pick(['shop', 'team', 'repo'])}` };
+    };
+    const readThrough = { yes: 0, no: 0 };
+    for (let catalog = 0; catalog < 16; catalog++) {
+      const baseMetas = [0, 1, 2, 3].flatMap(
+        (s) =>
+          clientToolSource(
+            Array.from({ length: 3 + rand(10) }, (_, k) => tool(k)),
+            `srv${s}`,
+          ).entries,
+      );
+      const baseModel = OperationModel.learn(baseMetas.map(buildMeta));
+      const metasOfBase = [...(baseModel as unknown as { byMeta: Map<ToolMeta, unknown> }).byMeta.keys()];
+      for (let turn = 0; turn < 10; turn++) {
+        const extra = clientToolSource(
+          Array.from({ length: 1 + rand(4) }, (_, k) => tool(100 + turn * 10 + k)),
+          'app',
+        ).entries.map(buildMeta);
+        const all = [...metasOfBase, ...extra];
+        const extended = OperationModel.learn(all, baseModel, extra);
+        const learned = OperationModel.learn(all);
+        if ((extended as unknown as { parent?: unknown }).parent !== undefined) readThrough.yes++;
+        else readThrough.no++;
+        // What ranking reads first, before anything makes the read-through model learn its counts.
+        const slots = all.map((_, i) => i);
+        const names = (set: Set<ToolMeta>): string[] => [...set].map((m) => m.entry.name).sort();
+        expect(names(extended.siblingsAmong(slots, all))).toEqual(names(learned.siblingsAmong(slots, all)));
+        expect(names(extended.siblingsAmong(slots.slice(-12), all))).toEqual(
+          names(learned.siblingsAmong(slots.slice(-12), all)),
+        );
+        for (const m of all) expect(extended.opsOf(m), m.entry.name).toEqual(learned.opsOf(m));
+        for (const op of OPS) expect(extended.isOperation(op), op).toBe(learned.isOperation(op));
+        expect(extended.openings).toEqual(learned.openings);
+        expect(extended.equivalents).toEqual(learned.equivalents);
+        for (const op of OPS) expect(extended.requested([op]), op).toEqual(learned.requested([op]));
+      }
+    }
+    // Both ways are taken: tools that keep the operation words, and tools that teach or unteach one.
+    expect(readThrough.yes).toBeGreaterThan(20);
+    expect(readThrough.no).toBeGreaterThan(3);
   });
 
   it('refuses to be changed, and fits only sources the base does not hold', () => {

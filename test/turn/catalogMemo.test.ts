@@ -92,6 +92,25 @@ describe('CatalogMemo with per-turn client tools', () => {
     expect(got.full.entries.map((e) => e.id)).toContain('client:app:secret_tool');
   });
 
+  it('gives the full catalog as the filtered one when the policy keeps every tool, with or without client tools', () => {
+    const memo = new CatalogMemo();
+    const all = resolvePolicy({});
+    const plain = memo.get(base, all);
+    expect(plain.filtered).toBe(plain.full);
+    expect({ ...plain.filtered }).toEqual({ ...filterCatalog(buildCatalog(base), all) });
+    const parts = [...base, clientPart(['lookup_order'])];
+    const withClient = memo.get(parts, all);
+    expect(withClient.filtered).toBe(withClient.full);
+    expect({ ...withClient.filtered, fingerprint: '' }).toEqual({
+      ...filterCatalog(buildCatalog(parts), all),
+      fingerprint: '',
+    });
+    expect(withClient.filtered.fingerprint).toBe(overlayFingerprint(plain.filtered.fingerprint, parts.at(-1)!.entries));
+    // A policy that denies a base tool: two catalogs again.
+    const some = memo.get(parts, policy);
+    expect(some.filtered).not.toBe(some.full);
+  });
+
   it('makes the by-id map and the counts once per catalog, not per turn', () => {
     const memo = new CatalogMemo();
     const a = memo.get(base, policy).filtered;
