@@ -175,23 +175,30 @@ export class TurnAnswers {
     } else if (!this.early.has(key)) this.early.set(key, e);
   }
 
-  /** A promise of the first answer with this key (`call.decided:<callId>`, `approval.resolved:<callId>`). */
-  expect(key: string): { answer: Promise<Envelope>; cancel: () => void } {
-    const got = this.early.get(key);
-    if (got !== undefined) {
+  /**
+   * A promise of the first answer with this key (`call.decided:<callId>`, `approval.resolved:<callId>`); `got` is
+   * that answer once it arrived, so a waiter that comes later reads it without a timer for its bound.
+   */
+  expect(key: string): AnswerWait {
+    const early = this.early.get(key);
+    if (early !== undefined) {
       this.early.delete(key);
-      return { answer: Promise.resolve(got), cancel: () => {} };
+      return { answer: Promise.resolve(early), cancel: () => {}, got: early };
     }
-    let cancel = () => {};
-    const answer = new Promise<Envelope>((resolve, reject) => {
-      this.waiting.set(key, resolve);
-      cancel = () => {
-        if (this.waiting.get(key) === resolve) this.waiting.delete(key);
+    const wait: AnswerWait = { answer: undefined as unknown as Promise<Envelope>, cancel: () => {}, got: undefined };
+    wait.answer = new Promise<Envelope>((resolve, reject) => {
+      const deliver = (e: Envelope): void => {
+        wait.got = e;
+        resolve(e);
+      };
+      this.waiting.set(key, deliver);
+      wait.cancel = () => {
+        if (this.waiting.get(key) === deliver) this.waiting.delete(key);
         reject(new Error('cancelled'));
       };
     });
-    answer.catch(() => undefined);
-    return { answer, cancel };
+    wait.answer.catch(() => undefined);
+    return wait;
   }
 
   close(): void {
@@ -199,6 +206,13 @@ export class TurnAnswers {
     this.waiting.clear();
     this.early.clear();
   }
+}
+
+/** A wait for one answer: the promise, how to stop waiting, and the answer once it arrived. */
+export interface AnswerWait {
+  answer: Promise<Envelope>;
+  cancel: () => void;
+  got: Envelope | undefined;
 }
 
 const ANSWER_TYPES = ['call.decided', 'approval.resolved'] as const;
