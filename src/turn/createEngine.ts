@@ -374,7 +374,9 @@ export function createEngine(opts: EngineOptions): Engine {
     const harness = req.harness ?? config.harness;
     const clientId = req.clientId ?? 'client';
     const events = new TurnPublisher(opts.bus, facts.sessionId, turnId, deps.now, deps.newId, session);
-    const answers = new TurnAnswers(opts.bus, facts.sessionId, turnId, (e) => events.fold(e));
+    const answers = new TurnAnswers(opts.bus, facts.sessionId, turnId, (e) => events.fold(e), {
+      eager: resume !== undefined,
+    });
     const trace = startTurnTrace(opts.telemetry, facts.sessionId, turnId, req.trace);
     if (trace !== undefined) {
       events.tracing = trace;

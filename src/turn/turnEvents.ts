@@ -132,35 +132,55 @@ export class TurnPublisher {
 }
 
 /**
- * Answers other actors publish into this turn (`call.decided`, `approval.resolved`), awaited by key. One bus
- * subscription per turn; a waiter is registered before the request is published, so an answer delivered at once
- * is never missed. The first answer for a key wins.
+ * Answers other actors publish into this turn (`call.decided`, `approval.resolved`), awaited by key. A waiter is
+ * registered before the request is published, so an answer delivered at once is never missed. The first answer for
+ * a key wins.
+ *
+ * Only the answer types are subscribed to, not every event of the turn (on NATS that halves what comes back to this
+ * process), and each type only from the first wait for it on: an answer answers a request this turn publishes after
+ * that wait, so a turn without calls subscribes to nothing and one without approvals to decisions only. A turn taken
+ * over (`eager`) subscribes to both at once, since answers to requests of the previous owner may come at any time.
  */
 export class TurnAnswers {
   private readonly waiting = new Map<string, (e: Envelope) => void>();
   private readonly early = new Map<string, Envelope>();
-  private readonly unsubscribe: () => void;
+  private readonly stops: Array<() => void> = [];
+  private decisions = false;
+  private approvals = false;
+  private closed = false;
   /** Live tracing: sees each answer as it arrives. */
   observe: ((e: Envelope) => void) | undefined;
 
   /** `fold`: where each answer goes first (the turn's state), before its waiter hears of it. */
   constructor(
-    bus: EventBus,
-    sessionId: string,
-    turnId: string,
+    private readonly bus: EventBus,
+    private readonly sessionId: string,
+    private readonly turnId: string,
     private readonly fold: (e: Envelope) => void,
+    opts: { eager?: boolean } = {},
   ) {
-    // Only the two answer types, not every event of the turn: on NATS that halves what comes back to this process.
-    const stops = ANSWER_TYPES.map((type) =>
-      bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)),
-    );
+    if (opts.eager === true) {
+      this.listen('call.decided');
+      this.listen('approval.resolved');
+    }
+  }
+
+  /** Subscribes to one answer type, once. */
+  private listen(type: AnswerType): void {
+    if (this.closed) return;
+    const on = (e: Envelope): void => this.deliver(e);
+    const subject = eventSubject({ sessionId: this.sessionId, turnId: this.turnId, type });
+    if (type === 'call.decided') {
+      if (this.decisions) return;
+      this.decisions = true;
+      this.stops.push(this.bus.subscribe(subject, on));
+      return;
+    }
+    if (this.approvals) return;
+    this.approvals = true;
+    this.stops.push(this.bus.subscribe(subject, on));
     // An approver's own answer carries its key as a last token (`…approval_resolved.<key>`, pinned by the server).
-    stops.push(
-      bus.subscribe(`${eventSubject({ sessionId, turnId, type: 'approval.resolved' })}.*`, (e) => this.deliver(e)),
-    );
-    this.unsubscribe = () => {
-      for (const stop of stops) stop();
-    };
+    this.stops.push(this.bus.subscribe(`${subject}.*`, on));
   }
 
   private deliver(e: Envelope): void {
@@ -180,6 +200,7 @@ export class TurnAnswers {
    * that answer once it arrived, so a waiter that comes later reads it without a timer for its bound.
    */
   expect(key: string): AnswerWait {
+    this.listen(key.startsWith('call.decided:') ? 'call.decided' : 'approval.resolved');
     const early = this.early.get(key);
     if (early !== undefined) {
       this.early.delete(key);
@@ -202,7 +223,9 @@ export class TurnAnswers {
   }
 
   close(): void {
-    this.unsubscribe();
+    this.closed = true;
+    for (const stop of this.stops) stop();
+    this.stops.length = 0;
     this.waiting.clear();
     this.early.clear();
   }
@@ -215,7 +238,8 @@ export interface AnswerWait {
   got: Envelope | undefined;
 }
 
-const ANSWER_TYPES = ['call.decided', 'approval.resolved'] as const;
+/** The answer types a turn waits for. */
+type AnswerType = 'call.decided' | 'approval.resolved';
 
 function answerKey(e: Envelope): string | undefined {
   if (e.type !== 'call.decided' && e.type !== 'approval.resolved') return undefined;
