@@ -103,19 +103,26 @@ export class TurnPublisher {
     return event;
   }
 
-  private readonly unsettled = new Set<Promise<void>>();
+  /** Publishes handed to the bus and not settled yet, and who waits for them to be. */
+  private unsettled = 0;
+  private readonly waiters: Array<() => void> = [];
   private failure: { error: unknown } | undefined;
 
   private track(published: Promise<void>): void {
-    this.unsettled.add(published);
-    published.then(
-      () => this.unsettled.delete(published),
-      (error: unknown) => {
-        this.unsettled.delete(published);
-        this.failure ??= { error };
-      },
-    );
+    this.unsettled++;
+    published.then(this.onSettled, this.onFailed);
   }
+
+  // Shared by every publish (no closure per event).
+  private readonly onSettled = (): void => {
+    if (--this.unsettled > 0) return;
+    for (const wake of this.waiters.splice(0)) wake();
+  };
+
+  private readonly onFailed = (error: unknown): void => {
+    this.failure ??= { error };
+    this.onSettled();
+  };
 
   private reportFailure(): void {
     const f = this.failure;
@@ -126,7 +133,7 @@ export class TurnPublisher {
 
   /** Resolves once every event emitted so far is accepted by the bus; throws the first failure of an unawaited one. */
   async settled(): Promise<void> {
-    while (this.unsettled.size > 0) await Promise.allSettled([...this.unsettled]);
+    if (this.unsettled > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.reportFailure();
   }
 }
