@@ -77,6 +77,9 @@ export function readBenchQueries(file: string): BenchQuery[] {
   });
 }
 
+/** The MCP test sets that judge: committed before the ranking change they measure, never used to tune. */
+const JUDGED_TEST_SETS: readonly string[] = ['mcp-test5.jsonl'];
+
 /**
  * Every set the retrieval bench reports; undefined parts are skipped when ../shared is absent. `wanted`: which sets
  * the caller will run, by name and role; the MCP test set is not even read when it is not wanted (a run of the dev
@@ -117,31 +120,24 @@ export function loadSets(wanted: (name: string, role: 'dev' | 'test') => boolean
       queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)),
     });
   }
-  // The first three test sets have been looked at (mcp-test while tuning, mcp-test2 and mcp-test3 once each as the
-  // judge), so they are dev sets now.
-  sets.push({
-    name: 'MCP dev bench/testset/mcp-test.jsonl',
-    role: 'dev',
-    entries,
-    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test.jsonl')),
-  });
-  sets.push({
-    name: 'MCP dev bench/testset/mcp-test2.jsonl',
-    role: 'dev',
-    entries,
-    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test2.jsonl')),
-  });
-  sets.push({
-    name: 'MCP dev bench/testset/mcp-test3.jsonl',
-    role: 'dev',
-    entries,
-    queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', 'mcp-test3.jsonl')),
-  });
-  // The judge: written and committed before the ranking change it measures, run once after it, never used to tune.
-  const judged = path.join(repoRoot, 'bench', 'testset', 'mcp-test4.jsonl');
-  const judgedName = 'MCP TEST bench/testset/mcp-test4.jsonl';
-  if (wanted(judgedName, 'test') && existsSync(judged))
-    sets.push({ name: judgedName, role: 'test', entries, queries: readBenchQueries(judged) });
+  // The former test sets have been looked at (mcp-test while tuning, mcp-test2, mcp-test3 and mcp-test4 once each as
+  // the judge), so they are dev sets now.
+  for (const f of ['mcp-test.jsonl', 'mcp-test2.jsonl', 'mcp-test3.jsonl', 'mcp-test4.jsonl']) {
+    sets.push({
+      name: `MCP dev bench/testset/${f}`,
+      role: 'dev',
+      entries,
+      queries: readBenchQueries(path.join(repoRoot, 'bench', 'testset', f)),
+    });
+  }
+  // The judged test sets: written and committed before the ranking change they measure, run once after it, never used
+  // to tune; a file is not even read when its set is not wanted.
+  for (const f of JUDGED_TEST_SETS) {
+    const file = path.join(repoRoot, 'bench', 'testset', f);
+    const name = `MCP TEST bench/testset/${f}`;
+    if (wanted(name, 'test') && existsSync(file))
+      sets.push({ name, role: 'test', entries, queries: readBenchQueries(file) });
+  }
   return sets;
 }
 

@@ -263,13 +263,19 @@ export class OperationModel {
     const known = this.objectKeys.get(m);
     if (known !== undefined) return known;
     const keys: number[] = [];
-    for (const w of this.words.get(m) ?? m.nameOnly) {
-      if (this.openings.has(w)) continue;
-      const text = `${m.sourceKey}\u0000${w}`;
-      let id = this.keyIds.get(text);
-      if (id === undefined) this.keyIds.set(text, (id = this.keyIds.size));
-      if (!keys.includes(id)) keys.push(id);
-    }
+    const add = (words: readonly string[]): void => {
+      for (const w of words) {
+        if (this.openings.has(w)) continue;
+        const text = `${m.sourceKey}\u0000${w}`;
+        let id = this.keyIds.get(text);
+        if (id === undefined) this.keyIds.set(text, (id = this.keyIds.size));
+        if (!keys.includes(id)) keys.push(id);
+      }
+    };
+    add(this.words.get(m) ?? m.nameOnly);
+    // A name of an operation and the server's common word only (create-event, list-events on a calendar server
+    // whose names mostly say "event"): that word is its object.
+    if (keys.length === 0) add(m.nameOnly);
     this.objectKeys.set(m, keys);
     return keys;
   }

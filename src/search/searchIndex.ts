@@ -77,6 +77,8 @@ export class SearchIndex {
   /** nameKey -> ids, lowercased id -> id: exact matches without a scan. */
   private readonly byNameKey = new Map<string, Set<string>>();
   private readonly byLowerId = new Map<string, string>();
+  /** Words of tool names as written (lowercased, not stemmed) -> how many times the indexed names use them. */
+  private readonly nameWordCounts = new Map<string, number>();
   /** Owner term -> number of sources whose owner has it, and number of tools of those sources. */
   private readonly ownerTermSources = new Map<string, Set<string>>();
   private readonly ownerTermTools = new Map<string, number>();
@@ -173,6 +175,7 @@ export class SearchIndex {
       ids.add(entry.id);
       for (const t of meta.ownerTerms) increment(this.ownerTermTools, t, 1);
       addTo(this.byNameKey, meta.nameKey, entry.id);
+      for (const w of meta.nameWords) increment(this.nameWordCounts, w, 1);
       this.byLowerId.set(meta.lowerId, entry.id);
       const { terms, weights } = meta;
       for (let i = 0; i < terms.length; i++) this.postings.add(terms[i] as string, slot, weights[i] as number);
@@ -278,6 +281,7 @@ export class SearchIndex {
         for (const t of meta.ownerTerms) removeFrom(this.ownerTermSources, t, meta.sourceKey);
       }
       for (const t of meta.ownerTerms) increment(this.ownerTermTools, t, -1);
+      for (const w of meta.nameWords) increment(this.nameWordCounts, w, -1);
       const named = this.byNameKey.get(meta.nameKey);
       named?.delete(id);
       if (named !== undefined && named.size === 0) this.byNameKey.delete(meta.nameKey);
@@ -444,12 +448,14 @@ export class SearchIndex {
       note =
         'The query has only very common words; results may be weak. Name the action and the object, e.g. "create issue".';
     }
-    // Words the catalog writes as one ("to do" -> todo, "web hook" -> webhook).
+    // Words a tool's name writes as one ("to do" -> todo, "web hook" -> webhook). Only a name's own word, as written:
+    // the stem of a chance join ("for me" -> "forme" -> form, "website s") is another word.
     for (let i = 0; i + 1 < words.length; i++) {
       const a = words[i] as string;
       const b = words[i + 1] as string;
       const joined = stem(a + b);
-      if (a.length + b.length >= 4 && this.postings.get(joined) !== undefined) typed.push(joined);
+      if (a.length + b.length >= 4 && this.nameWordCounts.has(a + b) && this.postings.get(joined) !== undefined)
+        typed.push(joined);
     }
     typed = unique(typed).slice(0, 30); // one bit per typed term in the match mask, two kept for implicit verbs
     const expansions: Expansion[][] = [];
@@ -514,10 +520,41 @@ export class SearchIndex {
       allTerms,
       implicitFrom,
       number: numberAsked(words, new Set(ownerMentions)),
+      requested: this.requestedOps(content),
       asksDelete: namesDeletion(content),
     };
     if (note !== undefined) plan.note = note;
     return plan;
+  }
+
+  /**
+   * The operations a request asks for, read from its content words (lowercased, stop words out, not stemmed): the
+   * first word that is an operation of the catalog, or stands for one (its synonyms and WordNet relatives that the
+   * catalog uses as operations: "erase" for delete), with that operation's learned equivalents and their credits.
+   * Participles ("migrations applied", "files changed") describe things, not the action asked for. Empty when the
+   * request names no operation.
+   */
+  private requestedOps(content: readonly string[]): Map<string, number> {
+    const ops = this.operations();
+    const out = new Map<string, number>();
+    const put = (op: string, credit: number): void => {
+      if ((out.get(op) ?? 0) < credit) out.set(op, credit);
+    };
+    for (const w of content) {
+      if (w.length > 4 && (w.endsWith('ed') || w.endsWith('ing'))) continue;
+      const t = stem(w);
+      const direct = ops.isOperation(t);
+      const related: string[] = [];
+      for (const r of synonymsOf(t)) if (ops.isOperation(r)) related.push(r);
+      for (const r of lexicalRelatives(t)) if (ops.isOperation(r)) related.push(r);
+      if (!direct && related.length === 0) continue;
+      if (direct) put(t, 1);
+      for (const r of related) put(r, direct ? 0.6 : 0.85);
+      for (const base of direct ? [t] : related)
+        for (const [o, credit] of ops.equivalents.get(base) ?? []) put(o, direct ? credit : credit * 0.85);
+      break;
+    }
+    return out;
   }
 
   /**
@@ -673,7 +710,7 @@ export class SearchIndex {
     const top: { id: string; score: number }[] = [];
     const ops = this.operations();
     const siblings =
-      q.number !== 0
+      q.number !== 0 || q.requested.size > 0
         ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])
         : undefined;
     for (let k = 0; k < heap.size; k++) {
@@ -773,17 +810,30 @@ function selectCandidates(
   }
 }
 
-const MANY_WORDS: ReadonlySet<string> = new Set(['all', 'every', 'list', 'several', 'multiple', 'many', 'batch']);
-const ONE_WORDS: ReadonlySet<string> = new Set([
-  'one',
-  'single',
-  'a',
-  'an',
-  'this',
-  'that',
-  'specific',
-  'particular',
-  'id',
+/**
+ * Words of number in a request, with their weight: a quantifier ("all", "every") says more than a plural, and an
+ * article ("a", "an", which also stands before the object's owner: "every status of an asana project") says less
+ * than "one" or "this".
+ */
+const MANY_WORDS: ReadonlyMap<string, number> = new Map([
+  ['all', 2],
+  ['every', 2],
+  ['several', 2],
+  ['multiple', 2],
+  ['many', 2],
+  ['batch', 2],
+  ['list', 1],
+]);
+const ONE_WORDS: ReadonlyMap<string, number> = new Map([
+  ['one', 1],
+  ['single', 1],
+  ['a', 0.5],
+  ['an', 0.5],
+  ['this', 1],
+  ['that', 1],
+  ['specific', 1],
+  ['particular', 1],
+  ['id', 1],
 ]);
 
 /** The number a request asks for (see QueryPlan.number), from its words as written. Pure: no I/O. */
@@ -791,8 +841,10 @@ function numberAsked(words: readonly string[], owners: ReadonlySet<string>): num
   let many = 0;
   let one = 0;
   for (const w of words) {
-    if (MANY_WORDS.has(w)) many++;
-    else if (ONE_WORDS.has(w)) one++;
+    const m = MANY_WORDS.get(w);
+    const o = ONE_WORDS.get(w);
+    if (m !== undefined) many += m;
+    else if (o !== undefined) one += o;
     else if (isPluralWord(w) && !owners.has(stem(w))) many++;
   }
   return Math.sign(many - one);

@@ -373,6 +373,42 @@ export function approvalEnd(
 }
 
 /**
+ * Ends an approval wait the same way for a live call and a taken-over one: who answered (for an approver's own answer
+ * on the bus, the principal the bus fact names, else the one the server pinned when the approver announced its
+ * answer to this desk), the desk's entry closed with it, and the fact to record (`approvalEnd`).
+ */
+export function closeApproval(
+  desk: ApprovalDesk | undefined,
+  outcome: ApprovalOutcome & { principal?: string; channel?: string; claimedBy?: string },
+  a: {
+    callId: string;
+    approvalId: string;
+    argsDigest: string | undefined;
+    busBy: string | undefined;
+    reason?: string | undefined;
+    at: string;
+  },
+): ReturnType<typeof approvalEnd> {
+  const pinnedBy =
+    outcome.by === 'bus' ? (a.busBy ?? desk?.pinned(a.approvalId, outcome.approved)?.principal) : undefined;
+  const end = approvalEnd(outcome, {
+    callId: a.callId,
+    approvalId: a.approvalId,
+    argsDigest: a.argsDigest,
+    ...(pinnedBy === undefined ? {} : { pinnedBy }),
+    ...(a.reason === undefined ? {} : { reason: a.reason }),
+  });
+  desk?.close(a.approvalId, {
+    approved: outcome.approved,
+    by: end.by,
+    ...(outcome.channel === undefined ? {} : { channel: outcome.channel }),
+    ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+    at: a.at,
+  });
+  return end;
+}
+
+/**
  * An approver's `approval.resolved` from the bus, bound to this call: only an answer naming this approval and
  * these arguments counts (a forged or replayed one, for another approval or other arguments, is passed over and
  * the wait goes on). Resolves with the decision; `cancel` stops waiting.
@@ -506,15 +542,11 @@ const enforcedCallMachine = toolCallMachine.provide({
                 signal,
               });
         busWait.cancel();
-        // An approver's own answer on the bus: the record names whom its fact names (the principal of the key the
-        // server pinned in its subject), else whom the server pinned when the approver announced it to this desk.
-        const pinned = outcome.by === 'bus' ? desk?.pinned(approvalId, outcome.approved) : undefined;
-        const end = approvalEnd(outcome, { callId, approvalId, argsDigest, pinnedBy: busBy ?? pinned?.principal });
-        desk?.close(approvalId, {
-          approved: outcome.approved,
-          by: end.by,
-          ...(outcome.channel === undefined ? {} : { channel: outcome.channel }),
-          ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
+        const end = closeApproval(desk, outcome, {
+          callId,
+          approvalId,
+          argsDigest,
+          busBy,
           at: deps.now().toISOString(),
         });
         if (end.fact !== undefined) {

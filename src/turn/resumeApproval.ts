@@ -10,11 +10,11 @@ import {
 } from '../policy/index.js';
 import { fail, type Result } from '../shared/index.js';
 import {
-  approvalEnd,
   approvalRequest,
   approvalView,
   askDesk,
   availability,
+  closeApproval,
   execute,
   startedFact,
   toolContext,
@@ -134,18 +134,12 @@ async function awaitRestOfApproval(
   });
   bus.cancel();
   const busBy = outcome.by === 'bus' ? (await bus.answer.catch(() => undefined))?.by : undefined;
-  const end = approvalEnd(outcome, {
+  const end = closeApproval(desk, outcome, {
     callId,
     approvalId,
     argsDigest: asked.argsDigest,
-    ...(busBy === undefined ? {} : { pinnedBy: busBy }),
+    busBy,
     reason: outcome.by === 'timeout' ? `no approval within ${asked.timeoutMs} ms of the request` : undefined,
-  });
-  desk?.close(approvalId, {
-    approved: outcome.approved,
-    by: end.by,
-    ...(outcome.channel === undefined ? {} : { channel: outcome.channel }),
-    ...(outcome.reason === undefined ? {} : { reason: outcome.reason }),
     at: deps.now().toISOString(),
   });
   if (letGo()) return undefined;

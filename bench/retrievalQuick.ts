@@ -1,0 +1,85 @@
+/**
+ * Quick dev-set check while tuning: this project's ranker only, every dev set (never a test set), r@1/r@5 per set
+ * and in total, paired at rank 1 and 5 against the previous ranker's stored ranks (exact McNemar).
+ * Run: node --import tsx bench/retrievalQuick.ts [--only SETPREFIX] [--misses SETPREFIX] [--save FILE] [--against FILE]
+ * --save writes this run's per-query ranks (JSON) and --against compares with such a file instead of the stored ranks.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { SearchIndex } from '../src/search/index.js';
+import { repoRoot } from './lib/paths.js';
+import { loadSets, setFingerprint } from './lib/retrievalSets.js';
+import { mcnemar } from './lib/stats.js';
+
+const argv = process.argv.slice(2);
+const option = (name: string): string | undefined => {
+  const at = argv.indexOf(name);
+  return at >= 0 ? argv[at + 1] : undefined;
+};
+const only = option('--only');
+const missesFor = option('--misses');
+const against = option('--against');
+const storedFile = against ?? path.join(repoRoot, 'bench', 'baselines', 'previous-ranker.json');
+const stored = existsSync(storedFile)
+  ? (JSON.parse(readFileSync(storedFile, 'utf8')) as { sets: Record<string, { fingerprint: string; ranks: number[] }> })
+  : undefined;
+const sets = loadSets((name, role) => role === 'dev' && (only === undefined || name.includes(only))).filter(
+  (s) => s.role === 'dev' && (only === undefined || s.name.includes(only)),
+);
+const saved: Record<string, { fingerprint: string; ranks: number[] }> = {};
+let all1 = 0;
+let all5 = 0;
+let allN = 0;
+const totals = { w1: 0, l1: 0, w5: 0, l5: 0 };
+const mcpTotals = { w1: 0, l1: 0, h1: 0, p1: 0, n: 0 };
+for (const set of sets) {
+  const index = new SearchIndex(set.entries);
+  const ranks = set.queries.map((q) => index.rankIds(q.query, 10).findIndex((id) => q.gold.includes(id)));
+  const fp = setFingerprint(set);
+  saved[set.name] = { fingerprint: fp, ranks };
+  const h1 = ranks.filter((r) => r === 0).length;
+  const h5 = ranks.filter((r) => r >= 0 && r < 5).length;
+  all1 += h1;
+  all5 += h5;
+  allN += ranks.length;
+  let line = `${set.name.slice(0, 44).padEnd(44)} n=${String(ranks.length).padStart(4)} r@1 ${(h1 / ranks.length).toFixed(3)} r@5 ${(h5 / ranks.length).toFixed(3)}`;
+  const prev = stored?.sets[set.name];
+  if (prev !== undefined && prev.fingerprint === fp) {
+    const m1 = mcnemar(
+      ranks.map((r) => r === 0),
+      prev.ranks.map((r) => r === 0),
+    );
+    const m5 = mcnemar(
+      ranks.map((r) => r >= 0 && r < 5),
+      prev.ranks.map((r) => r >= 0 && r < 5),
+    );
+    totals.w1 += m1.wins;
+    totals.l1 += m1.losses;
+    totals.w5 += m5.wins;
+    totals.l5 += m5.losses;
+    if (!set.name.startsWith('MetaTool')) {
+      mcpTotals.w1 += m1.wins;
+      mcpTotals.l1 += m1.losses;
+      mcpTotals.h1 += h1;
+      mcpTotals.p1 += prev.ranks.filter((r) => r === 0).length;
+      mcpTotals.n += ranks.length;
+    }
+    line += `  @1 +${m1.wins}/-${m1.losses} p=${m1.p.toFixed(3)}  @5 +${m5.wins}/-${m5.losses}`;
+  }
+  console.log(line);
+  if (missesFor !== undefined && set.name.includes(missesFor)) {
+    set.queries.forEach((q, i) => {
+      const r = ranks[i] as number;
+      const p = prev?.fingerprint === fp ? prev.ranks[i] : undefined;
+      if (r !== 0 || (p !== undefined && p !== r))
+        console.log(
+          `  [${r < 0 ? '-' : r + 1}${p !== undefined && p !== r ? ` was ${p < 0 ? '-' : p + 1}` : ''}] ${q.kind ?? ''} ${q.query}  gold=${q.gold.join('|')}  top=${index.rankIds(q.query, 3).join(', ')}`,
+        );
+    });
+  }
+}
+console.log(
+  `ALL n=${allN} hits@1 ${all1} hits@5 ${all5}  paired @1 +${totals.w1}/-${totals.l1}  @5 +${totals.w5}/-${totals.l5}  | MCP r@1 ${(mcpTotals.h1 / Math.max(1, mcpTotals.n)).toFixed(3)} (prev ${(mcpTotals.p1 / Math.max(1, mcpTotals.n)).toFixed(3)}) +${mcpTotals.w1}/-${mcpTotals.l1}`,
+);
+const save = option('--save');
+if (save !== undefined) writeFileSync(save, JSON.stringify({ sets: saved }));

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { SearchIndex } from '../../src/search/index.js';
+import { fixtureEntries, mcpTool } from './fixture.js';
+
+describe('ranking among sibling tools', () => {
+  const extra = [
+    mcpTool('mail', [
+      'create-mail-rule',
+      'Create a message rule by its conditions and actions. Outlook carries out the actions when an incoming message meets the conditions.',
+      ['body', 'mailFolderId'],
+    ]),
+    mcpTool('mail', ['delete-mail-rule', 'Delete the specified message rule.', ['mailFolderId', 'messageRuleId']]),
+    mcpTool('mail', [
+      'update-mail-rule',
+      'Change the properties of a message rule.',
+      ['mailFolderId', 'messageRuleId'],
+    ]),
+    mcpTool('mail', ['list-mail-rules', 'Get all the message rules of the inbox.', ['mailFolderId']]),
+    mcpTool('mail', ['delete-mail-folder', 'Delete a mail folder.', ['mailFolderId']]),
+    mcpTool('mail', ['delete-mail-message', 'Delete a mail message.', ['messageId']]),
+    mcpTool('tasks', ['tasks_get_project_status', 'Get a project status update', ['status_gid']]),
+    mcpTool('tasks', ['tasks_get_project_statuses', 'Get the status updates of a project', ['project_gid']]),
+    mcpTool('tasks', ['tasks_create_project_status', 'Create a project status update', ['project_gid', 'text']]),
+    mcpTool('tasks', ['tasks_delete_project_status', 'Delete a project status update', ['status_gid']]),
+    // A calendar server whose names mostly say "event": that word is still the object of its tools.
+    mcpTool('calendar', ['create-event', 'Create a calendar event', ['summary', 'start', 'end']]),
+    mcpTool('calendar', ['create-events', 'Create calendar events in one request', ['events']]),
+    mcpTool('calendar', ['list-events', 'List the events of a calendar', ['calendarId']]),
+    mcpTool('calendar', ['get-event', 'Get one calendar event', ['eventId']]),
+    mcpTool('calendar', ['delete-event', 'Delete a calendar event', ['eventId']]),
+    mcpTool('forms', ['fill_form', 'Fill the fields of a web form', ['fields']]),
+    mcpTool('library', ['recommend_books', 'Recommend books a reader may like', ['genre']]),
+    mcpTool('library', ['list_loans', 'List the books a reader has on loan', ['reader']]),
+  ];
+  const idx = new SearchIndex([...fixtureEntries(), ...extra]);
+
+  it('lets the operation a request asks for in its own words decide, over words the other sibling happens to say', () => {
+    // create-mail-rule says "Outlook" in its description; "remove" asks for the deleting sibling.
+    expect(idx.rankIds('remove a message rule from outlook')[0]).toBe('mcp:mail:delete-mail-rule');
+    expect(idx.rankIds('erase the message rule')[0]).toBe('mcp:mail:delete-mail-rule');
+    // The operation itself weighs, not only the words: the deleting sibling's re-ranking factor is the larger one,
+    // though create-mail-rule matches one more word of the request.
+    const factor = (id: string): number =>
+      idx.explain('remove a message rule from outlook', 10).find((t) => t.id === id)?.factor ?? 0;
+    expect(factor('mcp:mail:delete-mail-rule')).toBeGreaterThan(factor('mcp:mail:create-mail-rule'));
+  });
+
+  it('weighs a quantifier above an article when it reads the number a request asks for', () => {
+    expect(idx.rankIds('show every status update of a tasks project')[0]).toBe('mcp:tasks:tasks_get_project_statuses');
+    expect(idx.rankIds('show one status update')[0]).toBe('mcp:tasks:tasks_get_project_status');
+  });
+
+  it("treats the word most of a server's names share as their object", () => {
+    expect(idx.rankIds('create a calendar event for tomorrow')[0]).toBe('mcp:calendar:create-event');
+    expect(idx.rankIds('create several calendar events')[0]).toBe('mcp:calendar:create-events');
+  });
+
+  it('joins two words only into a word a tool name writes', () => {
+    // "for me" is not the word "forme" (stemmed "form"): no form tool for a book request.
+    expect(idx.rankIds('recommend books for me')).not.toContain('mcp:forms:fill_form');
+    expect(idx.rankIds('recommend books for me')[0]).toBe('mcp:library:recommend_books');
+  });
+});
