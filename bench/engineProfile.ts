@@ -126,11 +126,25 @@ if (OUT !== '') writeFileSync(OUT, JSON.stringify(profile));
 const dt = new Map<number, number>();
 profile.samples?.forEach((id, i) => dt.set(id, (dt.get(id) ?? 0) + (profile.timeDeltas?.[i] ?? 0)));
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const parentOf = new Map<number, number>();
+for (const n of profile.nodes) for (const c of n.children ?? []) parentOf.set(c, n.id);
+/** A sample of the profiler's own work (the inspector session's `post`, e.g. stopping and serializing the profile). */
+const ownWork = (id: number): boolean => {
+  for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at))
+    if (byId.get(at)!.callFrame.url === 'node:inspector') return true;
+  return false;
+};
 const fn = new Map<string, number>();
 const file = new Map<string, number>();
 let total = 0;
+let profiler = 0;
 for (const [id, t] of dt) {
   const cf = byId.get(id)!.callFrame;
+  // Not the engine's: left out of the shares (it showed as a `dispatch` entry of several percent).
+  if (ownWork(id)) {
+    profiler += t;
+    continue;
+  }
   total += t;
   const where = placeOf(cf);
   const name = `${cf.functionName || '(anonymous)'}  ${where}${cf.url === '' ? '' : `:${cf.lineNumber + 1}`}`;
@@ -142,5 +156,6 @@ const show = (title: string, m: Map<string, number>): void => {
   for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, TOP))
     console.log(`  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
 };
+console.log(`\n(the profiler's own work, left out below: ${(profiler / 1000).toFixed(0)} ms)`);
 show('self time by function', fn);
 show('self time by file or package', file);

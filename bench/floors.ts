@@ -9,7 +9,10 @@
  * With --json the last line is `{"rows": [{key, value, floor, ratio, unit, rounds, spread, ...}]}`: for a key
  * `AVsB`, value is A, floor is B and ratio = A / B; `cpuPerEventUs`, `acksPerCall` and `tracingCpuPerSpanUs`
  * have a value alone (floor and ratio null). `spread` is (max - min) / median of the per-round figure the row's
- * ratio (or value) is made of. Starts its own nats-server (temp store, free port) when one is installed; needs
+ * ratio (or value) is made of. `logOnVsOff` is CPU per tool_call with the event log on and off at 50 concurrent
+ * sessions each making calls (sessions share fdatasyncs, as in a gateway), the bare append + fdatasync loop beside it
+ * as `floorFsync`, and the serial case (one call at a time, each waiting for its own fdatasync) beside it as
+ * `serial*` (see `logRow`). Starts its own nats-server (temp store, free port) when one is installed; needs
  * nothing from ../shared.
  */
 import { spawn } from 'node:child_process';
@@ -25,6 +28,7 @@ import {
   type Envelope,
   type EventBus,
   type FsyncMode,
+  type MemoryBusStats,
 } from '../src/bus/index.js';
 import { openNatsBus, type NatsBus } from '../src/bus/nats/index.js';
 import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
@@ -304,21 +308,32 @@ async function natsRows(server: NatsServer): Promise<void> {
     return { ms: performance.now() - t0, cpu: cpuUs() - c0 };
   };
   await floor(500);
+  // Each load is bracketed by floors (floor, load, floor, load, ..., floor: one more floor than loads), and its ratio
+  // is taken to the mean of the two floors beside it, so the machine's load drifting between a load and its floor
+  // (other processes on a shared machine) weighs on both sides alike.
   const ours: number[] = [];
   const floors: number[] = [];
   const ratios: number[] = [];
   const cpuPerEvent: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    gc();
-    const a = r % 2 === 0 ? await load() : undefined;
+  const floorPerMsg: number[] = [];
+  const floorRate = async (): Promise<number> => {
     const f = await floor(payloads.length);
-    const b = a ?? (await load());
+    floorPerMsg.push(f.cpu / payloads.length);
+    return payloads.length / (f.ms / 1000);
+  };
+  let before = await floorRate();
+  // The noisiest row (two processes' wall time on a shared machine): as many rounds as the cheap rows get.
+  for (let r = 0; r < CHEAP_ROUNDS; r++) {
+    gc();
+    const b = await load();
+    const after = await floorRate();
     const evps = b.events / (b.ms / 1000);
-    const fps = payloads.length / (f.ms / 1000);
+    const fps = (before + after) / 2;
     ours.push(evps);
     floors.push(fps);
     ratios.push(evps / fps);
     cpuPerEvent.push(b.cpu / b.events);
+    before = after;
   }
   addRow({
     key: 'natsVsPipelinedFloor',
@@ -330,7 +345,12 @@ async function natsRows(server: NatsServer): Promise<void> {
     target: '>= 0.4x',
     met: median(ratios) >= 0.4,
     cpuUsPerEvent: round3(median(cpuPerEvent)),
+    floorCpuUsPerMsg: round3(median(floorPerMsg)),
   });
+  console.log(
+    `  (per-round ratios ${ratios.map((x) => x.toFixed(2)).join(' ')}; this process's CPU: ${median(cpuPerEvent).toFixed(1)} µs per ` +
+      `event, the floor ${median(floorPerMsg).toFixed(1)} µs per message)`,
+  );
 
   // Acks a call waits for: serial ack round trips on the call's path (engine and its embedded enforcer share this
   // bus). The bus counts a turn's rounds: a publish sent while none of the turn's acks is outstanding starts one,
@@ -377,17 +397,52 @@ async function natsRows(server: NatsServer): Promise<void> {
 
 // ---------- 3. the event log: per call with the log on and off, beside a bare append + fsync loop ----------
 
+/**
+ * The log row, measured the way a gateway runs: 50 concurrent sessions (as the cpuPerEventUs row), each with an open
+ * turn making `tool_call`s one after another, all sessions at once; CPU per call with the JSONL log on (default
+ * fsync: auto) and off, in interleaved rounds (ABBA). Sessions share fdatasyncs there (group commit across
+ * sessions): the row's value, floor and ratio are these concurrent figures. Beside them, printed and in the row
+ * (`serial*`): one turn making calls one after another on one session, where every call waits for its own
+ * fdatasync (no other session to share it with), the log on, off, on with every fdatasync on the thread pool, and
+ * off but waiting as long as an fsync at each sync point (a timer: what waiting alone costs); and `floorFsync`, a
+ * bare append + fdatasync loop (CPU per append + fsync).
+ */
 async function logRow(): Promise<void> {
   console.log(
-    '\nEvent log: CPU per tool_call with the JSONL log on (default fsync: auto) and off, beside a bare append + fsync loop;\n' +
-      '  extras: the log on with every fsync on the thread pool, and the log off waiting an fsync at each sync point',
+    '\nEvent log: CPU per tool_call with the JSONL log on (default fsync: auto) and off, 50 concurrent sessions each\n' +
+      '  making calls (the row), beside a bare append + fsync loop; then the serial case (one session, one call at a\n' +
+      '  time: every call waits for its own fsync), with extras: on with every fsync on the pool, off waiting an fsync\n' +
+      '  at each sync point',
   );
   const dir = mkdtempSync(join(os.tmpdir(), 'ts-floors-log-'));
   const sources = syntheticSources(1000, 10);
   const target = sources.parts[3]!.entries[5]!.id;
-  /** The wall time of one fsync, measured below: the control variant waits that long at each sync point. */
-  let waitMs = 0;
-  const make = async (name: string, log: false | FsyncMode, waitAtSync = false) => {
+  const engineConfig = config({ tools: { toolSearch: { mode: 'tools' } } });
+  let i = 0;
+
+  // The floor: a bare append + fdatasync loop, serial.
+  const line = `${JSON.stringify({ id: 'x'.repeat(36), type: 'call.completed', data: { pad: 'y'.repeat(300) } })}\n`;
+  const fd = openSync(join(dir, 'floor.jsonl'), 'a');
+  const fsyncCpu: number[] = [];
+  const fsyncWall: number[] = [];
+  const FLOOR_N = QUICK ? 50 : 100;
+  const bare = () => {
+    const c0 = cpuUs();
+    const t0 = performance.now();
+    for (let k = 0; k < FLOOR_N; k++) {
+      writeSync(fd, line);
+      fsyncSync(fd);
+    }
+    fsyncCpu.push((cpuUs() - c0) / FLOOR_N);
+    fsyncWall.push((performance.now() - t0) / FLOOR_N);
+  };
+  bare();
+  /** The wall time of one fsync (ms): the serial control waits that long at each sync point. */
+  const waitMs = median(fsyncWall);
+  fsyncCpu.length = 0;
+  fsyncWall.length = 0;
+
+  const open = async (name: string, log: false | FsyncMode, waitAtSync = false) => {
     const memory = await openMemoryBus(
       log === false ? { logPath: false } : { logPath: join(dir, `${name}.jsonl`), fsync: log },
     );
@@ -407,102 +462,155 @@ async function logRow(): Promise<void> {
           close: () => memory.close(),
         }
       : memory;
-    const engine = createEngine({
-      config: config({ tools: { toolSearch: { mode: 'tools' } } }),
-      bus,
-      staticSources: sources,
-      includeConfigMcp: false,
-    });
-    const t = await engine.startTurn({ sessionId: name });
-    if (!t.ok) throw new Error(t.error.message);
-    return { bus: memory, engine, turn: t.value, cpu: [] as number[], wall: [] as number[], calls: 0 };
+    const engine = createEngine({ config: engineConfig, bus, staticSources: sources, includeConfigMcp: false });
+    return { name, bus: memory, engine, cpu: [] as number[], wall: [] as number[], calls: 0 };
   };
-  const on = await make('on', 'auto');
-  const off = await make('off', false);
-  const pool = await make('pool', 'pool');
-  const waited = await make('wait', false, true);
-  const variants = [on, off, pool, waited];
-  const CALLS = QUICK ? 50 : 100;
-  let i = 0;
-  const calls = async (v: typeof on) => {
-    const c0 = cpuUs();
-    const t0 = performance.now();
-    for (let k = 0; k < CALLS; k++) {
-      const r = await v.turn.invoke('tool_call', { id: target, args: { text: `x${i++}` } });
+  type Variant = Awaited<ReturnType<typeof open>>;
+  const startTurn = async (v: Variant, sessionId: string) => {
+    const t = await v.engine.startTurn({ sessionId });
+    if (!t.ok) throw new Error(t.error.message);
+    return t.value;
+  };
+  type OpenTurn = Awaited<ReturnType<typeof startTurn>>;
+  const callsOn = async (t: OpenTurn, n: number) => {
+    for (let k = 0; k < n; k++) {
+      const r = await t.invoke('tool_call', { id: target, args: { text: `x${i++}` } });
       if (!r.ok) throw new Error(JSON.stringify(r));
     }
-    v.cpu.push((cpuUs() - c0) / CALLS);
-    v.wall.push((performance.now() - t0) / CALLS / 1000);
-    v.calls += CALLS;
   };
-  const line = `${JSON.stringify({ id: 'x'.repeat(36), type: 'call.completed', data: { pad: 'y'.repeat(300) } })}\n`;
-  const fd = openSync(join(dir, 'floor.jsonl'), 'a');
-  const fsyncCpu: number[] = [];
-  const fsyncWall: number[] = [];
-  const bare = () => {
+  const fsyncFigures = (v: Variant, before: MemoryBusStats) => {
+    const after = v.bus.stats();
+    const perCall = (n: number) => round3(n / Math.max(1, v.calls));
+    return {
+      fsyncsPerCall: perCall(after.fsyncs - before.fsyncs),
+      inlineFsyncsPerCall: perCall(after.fsyncInline - before.fsyncInline),
+      writesPerCall: perCall(after.batches - before.batches),
+      fdatasyncInlineMs: after.fsyncInlineMs === undefined ? null : round3(after.fsyncInlineMs),
+      fdatasyncPoolMs: after.fsyncPoolMs === undefined ? null : round3(after.fsyncPoolMs),
+    };
+  };
+
+  // ---- concurrent: 50 sessions, each a fresh turn per round making calls one after another ----
+  const SESSIONS = 50;
+  const CALLS_EACH = QUICK ? 8 : 20;
+  const cOn = await open('on', 'auto');
+  const cOff = await open('off', false);
+  const concurrent = async (v: Variant, measure: boolean) => {
+    const turns = await Promise.all(Array.from({ length: SESSIONS }, (_, s) => startTurn(v, `c${s}`)));
+    gc();
     const c0 = cpuUs();
     const t0 = performance.now();
-    for (let k = 0; k < CALLS; k++) {
-      writeSync(fd, line);
-      fsyncSync(fd);
-    }
-    fsyncCpu.push((cpuUs() - c0) / CALLS);
-    fsyncWall.push((performance.now() - t0) / CALLS / 1000);
+    await Promise.all(turns.map((t) => callsOn(t, CALLS_EACH)));
+    const cpu = cpuUs() - c0;
+    const wall = performance.now() - t0;
+    await Promise.all(turns.map((t) => t.end()));
+    if (!measure) return;
+    v.cpu.push(cpu / (SESSIONS * CALLS_EACH));
+    v.wall.push(wall / (SESSIONS * CALLS_EACH));
+    v.calls += SESSIONS * CALLS_EACH;
   };
-  bare();
-  waitMs = median(fsyncWall) * 1000;
-  for (const v of variants) await calls(v); // warm-up
-  for (const v of variants) {
-    v.cpu.length = 0;
-    v.wall.length = 0;
-    v.calls = 0;
-  }
-  fsyncCpu.length = 0;
-  fsyncWall.length = 0;
-  const before = on.bus.stats();
+  for (const v of [cOn, cOff]) await concurrent(v, false); // warm-up: index built, JIT warm
+  const cBefore = cOn.bus.stats();
   const ratios: number[] = [];
+  for (let r = 0; r < CHEAP_ROUNDS; r++) {
+    const order = r % 2 === 0 ? [cOn, cOff] : [cOff, cOn];
+    for (const v of order) await concurrent(v, true);
+    bare();
+    ratios.push(cOn.cpu.at(-1)! / cOff.cpu.at(-1)!);
+  }
+  const cFsync = fsyncFigures(cOn, cBefore);
+  const groupEvents = (() => {
+    const s = cOn.bus.stats();
+    return round3((s.published - cBefore.published) / Math.max(1, s.fsyncs - cBefore.fsyncs));
+  })();
+  for (const v of [cOn, cOff]) {
+    await v.engine.close();
+    await v.bus.close();
+  }
+
+  // ---- serial: one session, one turn, one call at a time: every call waits for its own fsync ----
+  const sOn = await open('serialOn', 'auto');
+  const sOff = await open('serialOff', false);
+  const sPool = await open('serialPool', 'pool');
+  const sWait = await open('serialWait', false, true);
+  const serial = [sOn, sOff, sPool, sWait];
+  const serialTurns = new Map<Variant, OpenTurn>();
+  for (const v of serial) serialTurns.set(v, await startTurn(v, v.name));
+  const CALLS = QUICK ? 50 : 100;
+  const serialCalls = async (v: Variant, measure: boolean) => {
+    const c0 = cpuUs();
+    const t0 = performance.now();
+    await callsOn(serialTurns.get(v)!, CALLS);
+    if (!measure) return;
+    v.cpu.push((cpuUs() - c0) / CALLS);
+    v.wall.push((performance.now() - t0) / CALLS);
+    v.calls += CALLS;
+  };
+  for (const v of serial) await serialCalls(v, false); // warm-up
+  const sBefore = sOn.bus.stats();
+  const sRatios: number[] = [];
   const poolRatios: number[] = [];
   const waitRatios: number[] = [];
   for (let r = 0; r < CHEAP_ROUNDS; r++) {
     gc();
-    const order = r % 2 === 0 ? variants : [...variants].reverse();
-    for (const v of order) await calls(v);
+    const order = r % 2 === 0 ? serial : [...serial].reverse();
+    for (const v of order) await serialCalls(v, true);
     bare();
-    ratios.push(on.cpu.at(-1)! / off.cpu.at(-1)!);
-    poolRatios.push(pool.cpu.at(-1)! / off.cpu.at(-1)!);
-    waitRatios.push(on.cpu.at(-1)! / waited.cpu.at(-1)!);
+    sRatios.push(sOn.cpu.at(-1)! / sOff.cpu.at(-1)!);
+    poolRatios.push(sPool.cpu.at(-1)! / sOff.cpu.at(-1)!);
+    waitRatios.push(sOn.cpu.at(-1)! / sWait.cpu.at(-1)!);
   }
   closeSync(fd);
-  const after = on.bus.stats();
-  const perCall = (n: number) => round3(n / Math.max(1, on.calls));
+  const sFsync = fsyncFigures(sOn, sBefore);
+  const ms = (xs: number[]) => round3(median(xs));
+
   addRow({
     key: 'logOnVsOff',
-    value: median(on.cpu),
-    floor: median(off.cpu),
+    value: median(cOn.cpu),
+    floor: median(cOff.cpu),
     ratio: median(ratios),
     unit: 'µs CPU/call',
     perRound: ratios,
     target: '<= 1.3x',
     met: median(ratios) <= 1.3,
-    floorFsync: round3(median(fsyncCpu)),
-    wallMsOn: round3(median(on.wall) * 1000),
-    wallMsOff: round3(median(off.wall) * 1000),
-    floorFsyncWallMs: round3(median(fsyncWall) * 1000),
-    fsyncsPerCall: perCall(after.fsyncs - before.fsyncs),
-    inlineFsyncsPerCall: perCall(after.fsyncInline - before.fsyncInline),
-    writesPerCall: perCall(after.batches - before.batches),
-    fdatasyncInlineMs: after.fsyncInlineMs === undefined ? null : round3(after.fsyncInlineMs),
-    fdatasyncPoolMs: after.fsyncPoolMs === undefined ? null : round3(after.fsyncPoolMs),
-    onAllFsyncsOnPoolUs: round3(median(pool.cpu)),
-    ratioPoolToOff: round3(median(poolRatios)),
-    offWaitingAtSyncPointsUs: round3(median(waited.cpu)),
-    ratioToOffWaiting: round3(median(waitRatios)),
+    sessions: SESSIONS,
+    floorFsync: ms(fsyncCpu),
+    floorFsyncWallMs: ms(fsyncWall),
+    wallMsOn: ms(cOn.wall),
+    wallMsOff: ms(cOff.wall),
+    ...cFsync,
+    eventsPerFsync: groupEvents,
+    serialOnUs: ms(sOn.cpu),
+    serialOffUs: ms(sOff.cpu),
+    serialRatio: ms(sRatios),
+    serialSpread: round3(spreadOf(sRatios)),
+    serialWallMsOn: ms(sOn.wall),
+    serialWallMsOff: ms(sOff.wall),
+    serialFsyncsPerCall: sFsync.fsyncsPerCall,
+    serialInlineFsyncsPerCall: sFsync.inlineFsyncsPerCall,
+    serialWritesPerCall: sFsync.writesPerCall,
+    serialFdatasyncInlineMs: sFsync.fdatasyncInlineMs,
+    serialFdatasyncPoolMs: sFsync.fdatasyncPoolMs,
+    serialOnAllFsyncsOnPoolUs: ms(sPool.cpu),
+    serialRatioPoolToOff: ms(poolRatios),
+    serialOffWaitingAtSyncPointsUs: ms(sWait.cpu),
+    serialRatioToOffWaiting: ms(waitRatios),
   });
+  const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
   console.log(
-    `  per round, on/off: ${ratios.map((x) => x.toFixed(2)).join(' ')}; on (pool)/off: ${poolRatios.map((x) => x.toFixed(2)).join(' ')}`,
+    `  concurrent (${SESSIONS} sessions x ${CALLS_EACH} calls per round): per round on/off ${list(ratios)}; ` +
+      `${cFsync.fsyncsPerCall} fsyncs and ${cFsync.writesPerCall} writes per call, ${groupEvents} events per fsync; ` +
+      `floorFsync ${median(fsyncCpu).toFixed(0)} µs CPU per append + fsync`,
   );
-  for (const v of variants) {
-    await v.turn.end();
+  console.log(
+    `  serial (one session, one call at a time): on ${median(sOn.cpu).toFixed(0)} µs, off ${median(sOff.cpu).toFixed(0)} µs, ` +
+      `ratio ${median(sRatios).toFixed(2)} (per round ${list(sRatios)}, spread ${(spreadOf(sRatios) * 100).toFixed(0)}%); ` +
+      `on (pool)/off ${median(poolRatios).toFixed(2)}; on / off waiting an fsync at each sync point ${median(waitRatios).toFixed(2)} ` +
+      `(${median(sWait.cpu).toFixed(0)} µs); ${sFsync.fsyncsPerCall} fsyncs (${sFsync.inlineFsyncsPerCall} inline) and ` +
+      `${sFsync.writesPerCall} writes per call`,
+  );
+  for (const v of serial) {
+    await serialTurns.get(v)!.end();
     await v.engine.close();
     await v.bus.close();
   }

@@ -22,6 +22,12 @@ import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './task
  * The guard `noHooksToRun` lets the gateway say that no `before_tool_call` hook is registered: the call then goes
  * from policy (or approval) straight to validating, without an actor that would only answer `continue`. Its
  * placeholder says false, so a machine started without it runs `hooks` (and, unprovided, blocks there).
+ *
+ * The guard `argsValid` lets the gateway's validator, which is pure, pass arguments it accepts at once: with no hooks
+ * to run, the decision (or the approval) then goes straight to executing, in the same step, rather than through
+ * `validating` and a second event that only says "valid". It answers true only for arguments it accepts; anything
+ * else (rejected arguments, a validator that cannot say) goes through `validating`, whose task names the problems
+ * or the failure. Its placeholder says false.
  */
 
 export interface ToolCallInput {
@@ -114,10 +120,11 @@ export type ToolCallEvent = TaskEvents<CallTaskOutputs>;
 /** What `runTask` gets in a call: the task and the call's input. */
 export type CallTaskParams = TaskParams<CallActorInput> & { task: CallTask };
 
-type Stopped = Pick<ToolCallContext, 'stage' | 'reason' | 'error'>;
+type Stopped = Pick<ToolCallContext, 'outcome' | 'stage' | 'reason' | 'error'>;
 
 /** Pure: no I/O. */
 const blockedAt = (stage: CallStage, code: string, reason: string, details?: Record<string, unknown>): Stopped => ({
+  outcome: 'blocked',
   stage,
   reason,
   error: { code, message: `Blocked: ${reason}.`, ...(details === undefined ? {} : { details }) },
@@ -126,7 +133,7 @@ const blockedAt = (stage: CallStage, code: string, reason: string, details?: Rec
 /** Pure: no I/O. */
 const failedAt = (stage: CallStage, code: string, error: unknown, callId: string): Stopped => {
   const described = describeError(error, code, `tool call ${callId} failed at ${stage}`);
-  return { stage, reason: described.message, error: described };
+  return { outcome: 'failed', stage, reason: described.message, error: described };
 };
 
 const actorInput = ({ context }: { context: ToolCallContext }): CallActorInput => ({
@@ -162,6 +169,7 @@ export const toolCallMachine = setup({
   },
   guards: {
     noHooksToRun: () => false,
+    argsValid: () => false,
   },
   delays: {
     approvalTimeout: ({ context }) => context.approvalTimeoutMs,
@@ -188,6 +196,11 @@ export const toolCallMachine = setup({
       exit: { type: 'cutTask', params: { task: 'decidePolicy' } },
       on: {
         'decidePolicy.done': [
+          {
+            guard: and([({ event }) => event.output?.decision === 'allowed', 'noHooksToRun', 'argsValid']),
+            target: 'executing',
+            actions: assign({ decision: ({ event }) => event.output }),
+          },
           {
             guard: and([({ event }) => event.output?.decision === 'allowed', 'noHooksToRun']),
             target: 'validating',
@@ -231,6 +244,11 @@ export const toolCallMachine = setup({
           decision: context.decision ?? { decision: 'approvalRequired' },
         }),
         onDone: [
+          {
+            guard: and([({ event }) => event.output?.approved === true, 'noHooksToRun', 'argsValid']),
+            target: 'executing',
+            actions: assign({ approval: ({ event }) => event.output }),
+          },
           {
             guard: and([({ event }) => event.output?.approved === true, 'noHooksToRun']),
             target: 'validating',
@@ -314,6 +332,7 @@ export const toolCallMachine = setup({
           actions: assign(({ context, event }) => {
             const cause = describeError(event.error, 'call.blocked.hookFailed', `before_tool_call hook threw`);
             return {
+              outcome: 'blocked' as const,
               stage: 'hooks' as const,
               reason: cause.message,
               error: {
@@ -341,6 +360,7 @@ export const toolCallMachine = setup({
                 `Invalid arguments for ${context.toolId}: ${problems.join('; ')}. ` +
                 'Call tool_describe for its input schema and call again with corrected arguments.';
               return {
+                outcome: 'failed' as const,
                 stage: 'validation' as const,
                 reason: message,
                 error: { code: 'call.invalidArgs', message, details: { problems } },
@@ -364,7 +384,10 @@ export const toolCallMachine = setup({
           {
             guard: ({ event }) => event.output?.ok === true,
             target: 'completed',
-            actions: assign({ value: ({ event }) => (event.output?.ok ? event.output.value : undefined) }),
+            actions: assign({
+              outcome: 'completed' as const,
+              value: ({ event }) => (event.output?.ok ? event.output.value : undefined),
+            }),
           },
           {
             target: 'failed',
@@ -375,7 +398,7 @@ export const toolCallMachine = setup({
                 output !== undefined && !output.ok && typeof output.error?.code === 'string'
                   ? output.error
                   : { code: 'call.executeFailed', message: `${context.toolId} returned no usable result.` };
-              return { stage: 'execution' as const, reason: error.message, error };
+              return { outcome: 'failed' as const, stage: 'execution' as const, reason: error.message, error };
             }),
           },
         ],
@@ -387,9 +410,11 @@ export const toolCallMachine = setup({
         },
       },
     },
-    completed: { type: 'final', entry: assign({ outcome: 'completed' as const }) },
-    blocked: { type: 'final', entry: assign({ outcome: 'blocked' as const }) },
-    failed: { type: 'final', entry: assign({ outcome: 'failed' as const }) },
+    // Each transition into a final state records its outcome with the rest of what it assigns (one context change,
+    // not a second one on entry).
+    completed: { type: 'final' },
+    blocked: { type: 'final' },
+    failed: { type: 'final' },
   },
   output: ({ context }) => {
     const outcome = context.outcome ?? 'failed';

@@ -315,7 +315,8 @@ export const turnMachine = setup({
             },
             END: [
               { guard: 'hasQueuedStep', target: 'running', actions: assign({ ending: true }) },
-              { target: '#turn.completed', actions: assign({ ending: true }) },
+              // Nothing is queued: the turn completes now, and a final state has no later step to refuse.
+              { target: '#turn.completed' },
             ],
           },
         },

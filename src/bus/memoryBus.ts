@@ -1,10 +1,11 @@
 import { resolve as resolvePath } from 'node:path';
-import { envelopeProblems, isEnvelope, isGatewayType, subjectFor } from '../events/index.js';
+import { envelopeProblems, isEnvelope, isGatewayType } from '../events/index.js';
 import { fail, ok, ToolSearchFault, type Result } from '../shared/index.js';
 import { EventLogError, EventLogWriter, readEventLog, type EventLogRotation } from './eventLog.js';
 import type { FsyncMode } from './fsyncPolicy.js';
 import { assertPattern, subjectMatches } from './subjectMatch.js';
 import { SubjectTrie } from './subjectTrie.js';
+import { subjectTokens } from './subjectTokens.js';
 import { deliveredBeforeDurable, isSyncPoint } from './syncPoints.js';
 import type { DeliveryInfo, Envelope, EventBus, SubscribeOptions } from './types.js';
 
@@ -73,8 +74,8 @@ interface Server {
 }
 interface Pending {
   event: Envelope;
-  subject: string;
-  line: string | undefined;
+  /** The tokens of its subject (`subjectTokens`). */
+  tokens: readonly string[];
   sync: boolean;
   /** May be delivered before its group is committed: a fact, or an answer (`deliveredBeforeDurable`). */
   early: boolean;
@@ -82,8 +83,46 @@ interface Pending {
   accepted: boolean;
   /** Its group is committed: written, and fsync'd when the group held a sync point. */
   committed: boolean;
+  /** Log on: the group it is written with (its publish resolves with the group). */
+  group: Group | undefined;
+  /** Log off: the publishes taken in together share one promise (`Batch`), settled once they are taken in. */
+  resolve: (() => void) | undefined;
+}
+
+/**
+ * One commit of the log: its events (written in one write) and whether it holds a sync point (then one fdatasync).
+ * Every publish of the group shares one promise, settled once the group is committed: a commit wakes only what
+ * awaits one of its publishes, with no promise per event.
+ */
+interface Group {
+  items: Pending[];
+  sync: boolean;
+  done: Promise<void>;
   resolve: () => void;
   reject: (err: unknown) => void;
+}
+
+/** One promise shared by the publishes taken in together with the log off (see `publish`). */
+interface Batch {
+  done: Promise<void>;
+  resolve: () => void;
+}
+
+function newBatch(): Batch {
+  let resolve!: () => void;
+  const done = new Promise<void>((res) => {
+    resolve = res;
+  });
+  return { done, resolve };
+}
+
+function newGroup(): Group {
+  const g = { items: [], sync: false } as unknown as Group;
+  g.done = new Promise<void>((resolve, reject) => {
+    g.resolve = resolve;
+    g.reject = reject;
+  });
+  return g;
 }
 
 const deepFreeze = <T>(value: T): T => {
@@ -95,8 +134,7 @@ const deepFreeze = <T>(value: T): T => {
 };
 
 /**
- * One frozen copy of a JSON value, made in one pass (JSON semantics: `undefined` members are left out): the record
- * every subscriber shares, so none can rewrite it and the publisher's object stays its own. Pure: no I/O.
+ * One frozen copy of a JSON value, made in one pass (JSON semantics: `undefined` members are left out). Pure: no I/O.
  */
 function frozenCopy(value: unknown): unknown {
   if (value === null || typeof value !== 'object') return value;
@@ -118,6 +156,41 @@ function frozenCopy(value: unknown): unknown {
     out[key] = frozenCopy(v);
   }
   return Object.freeze(out);
+}
+
+/**
+ * Freezes a value that is plain JSON data through and through (null, booleans, strings, finite numbers, arrays
+ * without holes, objects of the plain prototype), children first, and says whether it was: a value JSON would
+ * change (an `undefined` member, a Date, a NaN, a class instance) is left to `frozenCopy`, though its plain parts may
+ * be frozen already. Pure: no I/O.
+ */
+function freezePlain(value: unknown): boolean {
+  if (typeof value !== 'object')
+    return (
+      typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))
+    );
+  if (value === null) return true;
+  if (Array.isArray(value)) {
+    // A hole or an `undefined` element reads as undefined, which is not plain.
+    for (let i = 0; i < value.length; i++) if (!freezePlain(value[i])) return false;
+  } else {
+    const proto: unknown = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) return false;
+    // for…in without a list of keys: a plain prototype has no enumerable members, so only own ones come.
+    const o = value as Record<string, unknown>;
+    for (const key in o) if (!freezePlain(o[key])) return false;
+  }
+  Object.freeze(value);
+  return true;
+}
+
+/**
+ * The record of a published event every subscriber shares, frozen so none can rewrite it: the publisher's own object,
+ * frozen in place (no copy per event), when it is plain JSON data; otherwise one frozen copy with JSON's semantics,
+ * so a subscriber always sees what the log (and a NATS subscriber) would. Pure: no I/O.
+ */
+function sharedRecord(event: Envelope): Envelope {
+  return freezePlain(event) ? event : (frozenCopy(event) as Envelope);
 }
 
 const cloneJson = (value: unknown): unknown => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
@@ -157,12 +230,13 @@ class MemoryBusImpl implements MemoryBus {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Published, not yet taken in by `drain`. */
   private queue: Pending[] = [];
+  /** The promise the publishes in `queue` share with the log off, until `drain` takes them in. */
+  private batch: Batch | undefined;
   private drainScheduled = false;
   /** Taken in, not yet delivered, in publish order: a sync point waiting for its commit, and all behind it. */
   private held: Pending[] = [];
-  /** Taken in, not yet written: the next commit's group, and whether it holds a sync point. */
-  private group: Pending[] = [];
-  private groupSync = false;
+  /** The group that what is published now joins (log on): created by the first publish after a commit took the last. */
+  private openGroup: Group | undefined;
   /** The commit loop, from its scheduling until the group is empty. */
   private committing: Promise<void> | undefined;
   private readonly subs = new SubjectTrie<Subscription>();
@@ -257,31 +331,48 @@ class MemoryBusImpl implements MemoryBus {
       this.counters.duplicates++;
       return Promise.resolve();
     }
-    const subject = subjectFor(event);
-    const stored = frozenCopy(event) as Envelope;
-    const line = this.writer === undefined ? undefined : JSON.stringify(stored);
-    const sync = isSyncPoint(event.type);
-    const done = new Promise<void>((resolve, reject) => {
-      const early = !sync || (this.writer !== undefined && deliveredBeforeDurable(event.type));
+    const stored = sharedRecord(event);
+    const tokens = subjectTokens(stored);
+    const sync = isSyncPoint(stored.type);
+    let done: Promise<void>;
+    if (this.writer === undefined) {
+      // Log off: one promise for every publish of this synchronous run, which `drain` takes in (and settles) together.
+      const batch = (this.batch ??= newBatch());
       this.queue.push({
         event: stored,
-        subject,
-        line,
+        tokens,
         sync,
-        early,
+        early: !sync,
         accepted: false,
         committed: false,
-        resolve,
-        reject,
+        group: undefined,
+        resolve: batch.resolve,
       });
-    });
-    this.inFlight.set(event.id, done);
+      done = batch.done;
+    } else {
+      // The open group is sealed only by a commit, which first takes in the queue: this event is written with it.
+      const group = (this.openGroup ??= newGroup());
+      this.queue.push({
+        event: stored,
+        tokens,
+        sync,
+        early: !sync || deliveredBeforeDurable(stored.type),
+        accepted: false,
+        committed: false,
+        group,
+        resolve: undefined,
+      });
+      done = group.done;
+    }
+    this.inFlight.set(stored.id, done);
     if (!this.drainScheduled) {
       this.drainScheduled = true;
-      queueMicrotask(() => this.drain());
+      queueMicrotask(this.drainNow);
     }
     return done;
   }
+
+  private readonly drainNow = (): void => this.drain();
 
   /**
    * Takes in what was published (a microtask after the first publish, so one synchronous run goes in together).
@@ -294,6 +385,7 @@ class MemoryBusImpl implements MemoryBus {
    */
   private drain(): void {
     this.drainScheduled = false;
+    this.batch = undefined;
     while (this.queue.length > 0) {
       const batch = this.queue;
       this.queue = [];
@@ -302,24 +394,25 @@ class MemoryBusImpl implements MemoryBus {
         for (const p of batch) {
           this.accept(p);
           this.inFlight.delete(p.event.id);
-          p.resolve();
+          p.resolve!();
         }
         continue;
       }
       for (const p of batch) {
-        this.group.push(p);
-        if (p.sync) this.groupSync = true;
+        const g = p.group!;
+        g.items.push(p);
+        if (p.sync) g.sync = true;
         if (this.held.length === 0 && p.early) this.accept(p);
         else this.held.push(p);
       }
     }
-    if (this.group.length > 0) this.committing ??= this.commitLoop();
+    if (this.openGroup !== undefined) this.committing ??= this.commitLoop();
   }
 
   /** Commits groups until none is open, each at the end of a turn of the event loop (group commit). */
   private async commitLoop(): Promise<void> {
     try {
-      while (this.group.length > 0) {
+      while (this.openGroup !== undefined) {
         await new Promise<void>((r) => setImmediate(r));
         await this.commit();
       }
@@ -334,34 +427,35 @@ class MemoryBusImpl implements MemoryBus {
    * first, then delivered: nothing acts on a sync point before it is on the record) and its publishes resolve.
    */
   private async commit(): Promise<void> {
-    const batch = this.group;
-    const sync = this.groupSync;
-    this.group = [];
-    this.groupSync = false;
-    if (batch.length === 0) return;
+    // Published before now but not yet taken in (its drain is still due): it belongs to this group.
+    if (this.queue.length > 0) this.drain();
+    const g = this.openGroup;
+    this.openGroup = undefined;
+    if (g === undefined) return;
+    const batch = g.items;
     this.counters.batches++;
-    let text = '';
-    for (const p of batch) text += `${p.line}\n`;
+    // One line per event, serialized once, encoded by the writer straight into its batch buffer.
+    const lines = new Array<string>(batch.length);
+    for (let k = 0; k < batch.length; k++) lines[k] = JSON.stringify(batch[k]!.event);
+    const writer = this.writer!;
     try {
-      this.counters.bytesWritten += this.writer!.write(text);
-      if (sync) {
-        const inlineBefore = this.writer!.fsyncStats().inline;
-        const durable = this.writer!.sync();
+      this.counters.bytesWritten += writer.writeLines(lines);
+      if (g.sync) {
+        const inlineBefore = writer.inlineSyncs;
+        const durable = writer.sync();
         // Inline, the fdatasync is done by now (`durable` is settled); on the pool it runs while the loop goes on.
-        if (this.writer!.fsyncStats().inline > inlineBefore) this.counters.fsyncInline++;
+        if (writer.inlineSyncs > inlineBefore) this.counters.fsyncInline++;
         await durable;
         this.counters.fsyncs++;
       }
     } catch (err) {
-      this.failCommit(batch, err);
+      this.failCommit(g, err);
       return;
     }
     for (const p of batch) p.committed = true;
     this.release();
-    for (const p of batch) {
-      this.inFlight.delete(p.event.id);
-      p.resolve();
-    }
+    for (const p of batch) this.inFlight.delete(p.event.id);
+    g.resolve();
   }
 
   /** Delivers held events from the front: committed ones, and facts and answers up to the next uncommitted sync point. */
@@ -380,14 +474,13 @@ class MemoryBusImpl implements MemoryBus {
    * A group that could not be written or made durable: every publish of it is rejected, and events of it delivered
    * early are taken out of the store again, so the store matches the record and a retry with the same id is written.
    */
-  private failCommit(batch: Pending[], err: unknown): void {
-    const failed = new Set(batch);
-    this.held = this.held.filter((p) => !failed.has(p));
-    for (const p of batch) {
+  private failCommit(g: Group, err: unknown): void {
+    this.held = this.held.filter((p) => p.group !== g);
+    for (const p of g.items) {
       if (p.accepted) this.unstore(p.event);
       this.inFlight.delete(p.event.id);
-      p.reject(this.appendFailed(err));
     }
+    g.reject(this.appendFailed(err));
     this.release();
   }
 
@@ -400,21 +493,22 @@ class MemoryBusImpl implements MemoryBus {
     p.accepted = true;
     this.store(p.event);
     this.counters.published++;
-    this.deliver(p.event, p.subject);
+    this.deliver(p.event, p.tokens);
   }
 
-  private deliver(event: Envelope, subject: string): void {
-    const matching = this.subs.match(subject);
+  private deliver(event: Envelope, tokens: readonly string[]): void {
+    const matching = this.subs.matchTokens(tokens);
     if (matching.length === 0) return;
     const targets =
       matching.length === 1 && matching[0]!.queue === undefined
         ? matching
         : pickRoundRobin(matching, (s) => s.pattern, this.cursors);
+    const info: DeliveryInfo = { subject: tokens.join('.') };
     for (const sub of targets) {
       if (!sub.active) continue;
       this.counters.deliveries++;
       try {
-        sub.onEvent(event, { subject });
+        sub.onEvent(event, info);
       } catch (err) {
         this.counters.subscriberErrors++;
         this.warn(`subscriber of "${sub.pattern}" threw on ${event.type} ${event.id}: ${errorText(err)}`);

@@ -70,6 +70,20 @@ export interface EnvelopeInput<K extends EventType> {
   principal?: string;
 }
 
+/** The last time written and its ISO text: a turn's events mostly fall in the same millisecond. */
+let lastMs = NaN;
+let lastIso = '';
+
+/** `at.toISOString()`, computed once per millisecond (it costs more than the rest of an envelope). */
+function isoOf(at: Date): string {
+  const ms = at.getTime();
+  if (ms !== lastMs) {
+    lastIso = at.toISOString();
+    lastMs = ms;
+  }
+  return lastIso;
+}
+
 /** The envelope schema version `makeEnvelope` writes. */
 export const ENVELOPE_VERSION = 2;
 
@@ -84,7 +98,7 @@ export function makeEnvelope<K extends EventType>(input: EnvelopeInput<K>): Even
     sessionId: input.sessionId,
     turnId: input.turnId,
     seq: input.seq,
-    at: typeof input.at === 'string' ? input.at : input.at.toISOString(),
+    at: typeof input.at === 'string' ? input.at : isoOf(input.at),
     causationId: input.causationId,
     data: input.data,
   };

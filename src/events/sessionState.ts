@@ -1,5 +1,6 @@
 import type { Envelope } from './envelope.js';
 import type { AnyEvent } from './registry.js';
+import { withKey, without } from './idRecord.js';
 
 /**
  * What a session knows across its turns: the fold of every turn's events. Client calls handed back in one turn
@@ -28,19 +29,15 @@ export function evolveSession(state: SessionState, envelope: Envelope): SessionS
     case 'call.pending':
       return {
         ...state,
-        pendingClientCalls: {
-          ...state.pendingClientCalls,
-          [e.data.callId]: {
-            toolId: e.data.toolId,
-            turnId: e.turnId,
-            ...(e.data.toolCallId === undefined ? {} : { toolCallId: e.data.toolCallId }),
-          },
-        },
+        pendingClientCalls: withKey(state.pendingClientCalls, e.data.callId, {
+          toolId: e.data.toolId,
+          turnId: e.turnId,
+          ...(e.data.toolCallId === undefined ? {} : { toolCallId: e.data.toolCallId }),
+        }),
       };
     case 'client.result.received': {
       if (!Object.hasOwn(state.pendingClientCalls, e.data.callId)) return state;
-      const { [e.data.callId]: _answered, ...rest } = state.pendingClientCalls;
-      return { ...state, pendingClientCalls: rest };
+      return { ...state, pendingClientCalls: without(state.pendingClientCalls, e.data.callId) };
     }
     default:
       return state;

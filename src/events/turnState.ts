@@ -2,6 +2,7 @@ import type { BySource, ModeSchema, ResultOriginSchema, SourceKindSchema } from 
 import type { Envelope } from './envelope.js';
 import type { AnyEvent } from './registry.js';
 import type { TurnCompletedCounters, TurnStarted } from './turnEvents.js';
+import { withKey, without } from './idRecord.js';
 
 /**
  * A call requested and not ended yet (no `call.completed|failed|blocked|pending|outcomeUnknown`), and how far it
@@ -137,12 +138,23 @@ export interface TurnState {
     | { status: 'interrupted'; code: string; reason: string };
 }
 
-/** The state of a turn before its first event. Pure: no I/O. */
+/**
+ * The state of a turn before its first event. Pure: no I/O.
+ *
+ * Every member is there from the start, the optional ones `undefined` until their event: each fold copies the state
+ * (`{ ...state, member }`), and V8 copies an object whose members stay the same cheaply, but one that gains a member
+ * in the copy through a slow generic path (about 50 times the cost at this size).
+ */
 export function initialTurnState(sessionId: string, turnId: string): TurnState {
   return {
     sessionId,
     turnId,
     status: 'running',
+    started: undefined,
+    listed: undefined,
+    unavailableSources: undefined,
+    catalog: undefined,
+    exposure: undefined,
     searches: 0,
     describes: 0,
     calls: 0,
@@ -158,19 +170,10 @@ export function initialTurnState(sessionId: string, turnId: string): TurnState {
     openCodeRuns: {},
     toolCalls: {},
     clientResults: {},
+    catalogChanged: undefined,
+    outcome: undefined,
   };
 }
-
-/**
- * The record without `key` (the same record when it has none). A loop, not a rest pattern with a computed key,
- * which V8 runs through a slow generic path: this is on every call's end. Pure: no I/O.
- */
-const without = <T>(record: Readonly<Record<string, T>>, key: string): Readonly<Record<string, T>> => {
-  if (!Object.hasOwn(record, key)) return record;
-  const rest: Record<string, T> = {};
-  for (const k in record) if (k !== key && Object.hasOwn(record, k)) rest[k] = record[k]!;
-  return rest;
-};
 
 const approvalsWithout = (state: TurnState, callId: string): TurnState['pendingApprovals'] => {
   const all = state.pendingApprovals;
@@ -188,7 +191,7 @@ const markToolCall = (
   if (toolCallId === undefined) return state.toolCalls;
   const was = state.toolCalls[toolCallId];
   if (was === undefined) return state.toolCalls;
-  return { ...state.toolCalls, [toolCallId]: { ...was, ...change } };
+  return withKey(state.toolCalls, toolCallId, { ...was, ...change });
 };
 
 /** A call ended: no longer pending, nor its approvals; its invocation record says how (`ended`). */
@@ -216,7 +219,8 @@ const answered = (
   return {
     ...state,
     pendingApprovals: without(state.pendingApprovals, approvalId),
-    ...(call === undefined ? {} : { pendingCalls: { ...state.pendingCalls, [d.callId]: { ...call, approval } } }),
+    pendingCalls:
+      call === undefined ? state.pendingCalls : withKey(state.pendingCalls, d.callId, { ...call, approval }),
   };
 };
 
@@ -229,7 +233,7 @@ const bridgeOp = (state: TurnState, codeRunId: string, op: 'search' | 'describe'
       : op === 'describe'
         ? { ...run, describes: run.describes + 1 }
         : { ...run, calls: run.calls + 1 };
-  return { ...state, openCodeRuns: { ...state.openCodeRuns, [codeRunId]: next } };
+  return { ...state, openCodeRuns: withKey(state.openCodeRuns, codeRunId, next) };
 };
 
 /**
@@ -247,8 +251,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       const unavailable = e.data.sources
         .filter((s) => !s.ok)
         .map((s) => ({ key: s.key, reason: (s.reason ?? 'unavailable').slice(0, 300) }));
-      const { unavailableSources: _previous, ...rest } = state;
-      return { ...rest, listed: e.data.total, ...(unavailable.length > 0 ? { unavailableSources: unavailable } : {}) };
+      return { ...state, listed: e.data.total, unavailableSources: unavailable.length > 0 ? unavailable : undefined };
     }
     case 'catalog.indexed':
       return {
@@ -271,36 +274,36 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return { ...state, describes: state.describes + 1 };
     case 'call.requested': {
       const t = e.data.toolCallId;
+      // Every member of a pending call from the start, for the same reason as the turn's (`initialTurnState`).
+      const call: PendingCall = {
+        toolId: e.data.toolId,
+        source: e.data.source,
+        origin: e.data.origin,
+        phase: 'requested',
+        decision: undefined,
+        rerunSafe: undefined,
+        args: undefined,
+        attempt: undefined,
+        toolCallId: t,
+        via: e.data.via,
+        argsDigest: e.data.argsDigest,
+        approval: undefined,
+      };
       return {
         ...state,
         calls: state.calls + 1,
-        pendingCalls: {
-          ...state.pendingCalls,
-          [e.data.callId]: {
-            toolId: e.data.toolId,
-            source: e.data.source,
-            origin: e.data.origin,
-            phase: 'requested',
-            via: e.data.via,
-            argsDigest: e.data.argsDigest,
-            ...(t === undefined ? {} : { toolCallId: t }),
-          },
-        },
-        ...(t === undefined
-          ? {}
-          : {
-              toolCalls: {
-                ...state.toolCalls,
-                [t]: {
-                  kind: 'call',
-                  id: e.data.callId,
-                  toolId: e.data.toolId,
-                  toolName: e.data.toolName,
-                  argsDigest: e.data.argsDigest,
-                  status: 'requested',
-                },
-              },
-            }),
+        pendingCalls: withKey(state.pendingCalls, e.data.callId, call),
+        toolCalls:
+          t === undefined
+            ? state.toolCalls
+            : withKey(state.toolCalls, t, {
+                kind: 'call',
+                id: e.data.callId,
+                toolId: e.data.toolId,
+                toolName: e.data.toolName,
+                argsDigest: e.data.argsDigest,
+                status: 'requested',
+              }),
       };
     }
     case 'call.decided': {
@@ -309,10 +312,11 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       if (call === undefined || call.phase !== 'requested') return state;
       return {
         ...state,
-        pendingCalls: {
-          ...state.pendingCalls,
-          [e.data.callId]: { ...call, phase: 'decided', decision: e.data.decision },
-        },
+        pendingCalls: withKey(state.pendingCalls, e.data.callId, {
+          ...call,
+          phase: 'decided',
+          decision: e.data.decision,
+        }),
         toolCalls: markToolCall(state, call.toolCallId, { status: 'decided', decision: e.data.decision }),
       };
     }
@@ -321,16 +325,13 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       if (call === undefined) return state;
       return {
         ...state,
-        pendingCalls: {
-          ...state.pendingCalls,
-          [e.data.callId]: {
-            ...call,
-            phase: 'started',
-            rerunSafe: e.data.rerunSafe,
-            ...(e.data.args === undefined ? {} : { args: e.data.args }),
-            attempt: e.data.attempt ?? 1,
-          },
-        },
+        pendingCalls: withKey(state.pendingCalls, e.data.callId, {
+          ...call,
+          phase: 'started',
+          rerunSafe: e.data.rerunSafe,
+          args: e.data.args === undefined ? call.args : e.data.args,
+          attempt: e.data.attempt ?? 1,
+        }),
         toolCalls: markToolCall(state, call.toolCallId, { status: 'started' }),
       };
     }
@@ -350,15 +351,12 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
         ...(t === undefined
           ? {}
           : {
-              toolCalls: {
-                ...state.toolCalls,
-                [t]: {
-                  kind: 'call',
-                  id: e.data.callId,
-                  status: 'rejected',
-                  error: { code: e.data.code, message: e.data.reason },
-                },
-              },
+              toolCalls: withKey(state.toolCalls, t, {
+                kind: 'call',
+                id: e.data.callId,
+                status: 'rejected',
+                error: { code: e.data.code, message: e.data.reason },
+              }),
             }),
       };
     }
@@ -367,18 +365,15 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       if (call === undefined) return state;
       return {
         ...state,
-        pendingApprovals: {
-          ...state.pendingApprovals,
-          [e.data.approvalId]: {
-            callId: e.data.callId,
-            toolId: e.data.toolId,
-            at: e.at,
-            timeoutMs: e.data.timeoutMs,
-            ...(e.data.argsDigest === undefined ? {} : { argsDigest: e.data.argsDigest }),
-            seq: e.seq,
-            eventId: e.id,
-          },
-        },
+        pendingApprovals: withKey(state.pendingApprovals, e.data.approvalId, {
+          callId: e.data.callId,
+          toolId: e.data.toolId,
+          at: e.at,
+          timeoutMs: e.data.timeoutMs,
+          ...(e.data.argsDigest === undefined ? {} : { argsDigest: e.data.argsDigest }),
+          seq: e.seq,
+          eventId: e.id,
+        }),
       };
     }
     case 'approval.resolved': {
@@ -405,7 +400,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return {
         ...ended,
         selected: [...state.selected, { id: e.data.toolId, source: 'client' }],
-        pendingClientCalls: { ...state.pendingClientCalls, [e.data.callId]: { toolId: e.data.toolId } },
+        pendingClientCalls: withKey(state.pendingClientCalls, e.data.callId, { toolId: e.data.toolId }),
       };
     }
     case 'call.failed':
@@ -420,20 +415,22 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return {
         ...state,
         pendingClientCalls: without(state.pendingClientCalls, e.data.callId),
-        clientResults: { ...state.clientResults, [e.data.callId]: true },
+        clientResults: withKey(state.clientResults, e.data.callId, true as const),
       };
     case 'code.requested': {
       const t = e.data.toolCallId;
       return {
         ...state,
         codeRuns: state.codeRuns + 1,
-        openCodeRuns: {
-          ...state.openCodeRuns,
-          [e.data.codeRunId]: { searches: 0, describes: 0, calls: 0, ...(t === undefined ? {} : { toolCallId: t }) },
-        },
+        openCodeRuns: withKey(state.openCodeRuns, e.data.codeRunId, {
+          searches: 0,
+          describes: 0,
+          calls: 0,
+          ...(t === undefined ? {} : { toolCallId: t }),
+        }),
         ...(t === undefined
           ? {}
-          : { toolCalls: { ...state.toolCalls, [t]: { kind: 'code', id: e.data.codeRunId, status: 'running' } } }),
+          : { toolCalls: withKey(state.toolCalls, t, { kind: 'code', id: e.data.codeRunId, status: 'running' }) }),
       };
     }
     case 'code.bridge.requested':
@@ -466,7 +463,7 @@ export function evolveTurn(state: TurnState, envelope: Envelope): TurnState {
       return {
         ...state,
         adoptions: state.adoptions + 1,
-        ...(e.data.catalogChanged === undefined ? {} : { catalogChanged: { ...e.data.catalogChanged } }),
+        catalogChanged: e.data.catalogChanged === undefined ? state.catalogChanged : { ...e.data.catalogChanged },
       };
     default:
       return state;

@@ -71,6 +71,11 @@ const refText = (ref: unknown): string =>
  * reference) is an error; the caller records it as an attempted call with `rejectCall`. Pure: no I/O.
  */
 export function resolveForCall(view: TurnView, ref: unknown): Result<ToolEntry> {
+  // An exact id, the usual reference, from the catalog's map by id; anything else as `resolveTool` resolves it.
+  if (typeof ref === 'string') {
+    const hit = view.byId.get(ref.trim());
+    if (hit !== undefined) return ok(hit);
+  }
   return resolveTool(view.catalog.entries, ref);
 }
 
@@ -160,7 +165,11 @@ interface CallHandle {
   entry: ToolEntry;
   callId: string;
   argsDigest: string;
-  decisionWait: { answer: Promise<EventOf<'call.decided'>>; cancel: () => void };
+  decisionWait: {
+    answer: Promise<EventOf<'call.decided'>>;
+    cancel: () => void;
+    got?: EventOf<'call.decided'> | undefined;
+  };
   /** The cause of the call's next event: the last event of this call. */
   lastEventId: string;
   /** No enforcer answered in time: blocked, fail closed. */
@@ -180,6 +189,10 @@ interface CallHandle {
 }
 
 const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
+
+/** The call's arguments against its tool's input schema (compiled once per tool version). */
+const validationOf = ({ deps, entry }: CallHandle, args: Record<string, unknown>): ArgsValidation =>
+  deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, args);
 
 /** Arguments a `call.started` keeps: only a re-run-safe call's, and only when no secret had to be left out. */
 const MAX_KEPT_ARGS_BYTES = 64 * 1024;
@@ -574,12 +587,16 @@ const enforcedCallMachine = toolCallMachine.provide({
     runTask: runTasks<CallTaskParams>({
       decidePolicy: async (input: CallActorInput): Promise<PolicyDecision> => {
         const h = handleOf(input);
-        let timer: NodeJS.Timeout | undefined;
-        const bound = new Promise<'timeout'>((resolve) => {
-          timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs);
-        });
-        const got = await Promise.race([h.decisionWait.answer, bound]);
-        clearTimeout(timer);
+        // Mostly the enforcer has answered by now (the request was awaited): no timer is needed for its bound.
+        let got: EventOf<'call.decided'> | 'timeout' | undefined = h.decisionWait.got;
+        if (got === undefined) {
+          let timer: NodeJS.Timeout | undefined;
+          const bound = new Promise<'timeout'>((resolve) => {
+            timer = setTimeout(() => resolve('timeout'), h.deps.decisionTimeoutMs);
+          });
+          got = await Promise.race([h.decisionWait.answer, bound]);
+          clearTimeout(timer);
+        }
         if (got === 'timeout') {
           h.decisionWait.cancel();
           h.noEnforcer = true;
@@ -589,10 +606,7 @@ const enforcedCallMachine = toolCallMachine.provide({
         const d = got.data;
         return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
       },
-      validateArgs: (input: CallActorInput): ArgsValidation => {
-        const { deps, entry } = handleOf(input);
-        return deps.validator.check(`${entry.id}\u0000${entryDigest(entry)}`, entry.inputSchema, input.args);
-      },
+      validateArgs: (input: CallActorInput): ArgsValidation => validationOf(handleOf(input), input.args),
       execute: async (input: CallActorInput): Promise<Result<unknown>> => {
         const h = handleOf(input);
         const signal = h.signal;
@@ -612,6 +626,14 @@ const enforcedCallMachine = toolCallMachine.provide({
   guards: {
     // No plugin registered a before_tool_call hook: nothing for the hooks state to run.
     noHooksToRun: ({ context }) => (context.call as CallHandle).deps.opts.staticSources.hooks.length === 0,
+    // The same check as `validateArgs`, passing only what it accepts; a validator that throws leaves it to the task.
+    argsValid: ({ context }) => {
+      try {
+        return validationOf(context.call as CallHandle, context.args).ok;
+      } catch {
+        return false;
+      }
+    },
   },
 });
 
@@ -780,7 +802,8 @@ async function runCall(
   }
   await h.approvalDone.catch(() => undefined);
   const durationMs = performance.now() - started;
-  const common = { callId, toolId: entry.id, source: entry.source, origin: entry.origin };
+  // Each outcome's fact is built whole: a spread of the common members followed by new ones takes V8's slow path.
+  const { id: toolId, source, origin } = entry;
 
   if (out.outcome === 'completed' && h.pending) {
     await run.events.emit(
@@ -796,7 +819,11 @@ async function runCall(
     return { ok: true, pending: true, callId, toolName: entry.name, args: out.args };
   }
   if (out.outcome === 'completed') {
-    await run.events.emit('call.completed', { ...common, durationMs, resultBytes: bytesOf(out.value) }, h.lastEventId);
+    await run.events.emit(
+      'call.completed',
+      { callId, toolId, source, origin, durationMs, resultBytes: bytesOf(out.value) },
+      h.lastEventId,
+    );
     return { ok: true, value: out.value };
   }
   if (out.outcome === 'blocked') {
@@ -816,7 +843,7 @@ async function runCall(
       : out.error !== undefined
         ? { ...out.error, message: clean(out.error.message) }
         : { code: 'call.blocked', message: `Blocked: ${reason}.` };
-    await run.events.emit('call.blocked', { ...common, stage, reason }, h.lastEventId);
+    await run.events.emit('call.blocked', { callId, toolId, source, origin, stage, reason }, h.lastEventId);
     return {
       ok: false,
       error: {
@@ -832,7 +859,7 @@ async function runCall(
       : { code: 'call.failed', message: `${entry.id} failed.` };
   await run.events.emit(
     'call.failed',
-    { ...common, error: { code: error.code, message: error.message }, durationMs },
+    { callId, toolId, source, origin, error: { code: error.code, message: error.message }, durationMs },
     h.lastEventId,
   );
   return { ok: false, error };

@@ -374,7 +374,9 @@ export function createEngine(opts: EngineOptions): Engine {
     const harness = req.harness ?? config.harness;
     const clientId = req.clientId ?? 'client';
     const events = new TurnPublisher(opts.bus, facts.sessionId, turnId, deps.now, deps.newId, session);
-    const answers = new TurnAnswers(opts.bus, facts.sessionId, turnId, (e) => events.fold(e));
+    const answers = new TurnAnswers(opts.bus, facts.sessionId, turnId, (e) => events.fold(e), {
+      eager: resume !== undefined,
+    });
     const trace = startTurnTrace(opts.telemetry, facts.sessionId, turnId, req.trace);
     if (trace !== undefined) {
       events.tracing = trace;
@@ -539,14 +541,12 @@ export function createEngine(opts: EngineOptions): Engine {
       };
     }
 
-    const adoptedWork: AdoptedWork = {
-      controller: new AbortController(),
-      letGo: false,
-      tasks: [],
-      results: new Map(),
-      argsWaits: new Map(),
-    };
-    if (resume !== undefined)
+    // Only an adopted turn goes on with calls of its adoption; a new one has none (and no controller to make).
+    const adoptedWork: AdoptedWork | undefined =
+      resume === undefined
+        ? undefined
+        : { controller: new AbortController(), letGo: false, tasks: [], results: new Map(), argsWaits: new Map() };
+    if (resume !== undefined && adoptedWork !== undefined)
       await continueAdopted(resume, run, ready.context as unknown as ExecuteStepInput, adoptedWork);
     // The turn's start facts were pipelined: the caller hears of the turn once they are acknowledged.
     const unrecorded = await events.settled().then(
@@ -579,7 +579,7 @@ export function createEngine(opts: EngineOptions): Engine {
         }
         // The invocation of a call the adoption goes on with, sent again: it brings the call's arguments.
         const waiting =
-          typeof invokeOpts?.toolCallId === 'string' ? adoptedWork.argsWaits.get(invokeOpts.toolCallId) : undefined;
+          typeof invokeOpts?.toolCallId === 'string' ? adoptedWork?.argsWaits.get(invokeOpts.toolCallId) : undefined;
         if (waiting !== undefined) {
           const a = (typeof args === 'object' && args !== null ? args : {}) as Record<string, unknown>;
           const given = (toolName === 'tool_call' ? a['args'] : a) as Record<string, unknown> | undefined;
@@ -595,12 +595,12 @@ export function createEngine(opts: EngineOptions): Engine {
                 `Tool call ${invokeOpts!.toolCallId} is waiting for its approval with other arguments; send it again with the same tool and arguments, or use a new tool call id.`,
               ),
             );
-          adoptedWork.argsWaits.delete(invokeOpts!.toolCallId!);
+          adoptedWork?.argsWaits.delete(invokeOpts!.toolCallId!);
           waiting.give(given);
         }
         // The same invocation as a call the adoption goes on with (a retry after the takeover): that call's result.
         const again =
-          typeof invokeOpts?.toolCallId === 'string' ? adoptedWork.results.get(invokeOpts.toolCallId) : undefined;
+          typeof invokeOpts?.toolCallId === 'string' ? adoptedWork?.results.get(invokeOpts.toolCallId) : undefined;
         if (again !== undefined) return again;
         // Internal to this turn (the key of its waiting invoker): a counter, never recorded.
         const stepId = `step-${++stepCount}`;
@@ -661,8 +661,10 @@ export function createEngine(opts: EngineOptions): Engine {
         if (ended) return;
         ended = true;
         liveTurns.delete(turn);
-        adoptedWork.letGo = true;
-        adoptedWork.controller.abort();
+        if (adoptedWork !== undefined) {
+          adoptedWork.letGo = true;
+          adoptedWork.controller.abort();
+        }
         events.letGo();
         cutTurn();
         actor.stop();
@@ -686,7 +688,7 @@ export function createEngine(opts: EngineOptions): Engine {
         } else actor.send({ type: 'END' });
         await toPromise(actor).catch(() => undefined);
         // Calls the adoption went on with: a wait still open is cut (recorded cancelled), each records its end.
-        if (adoptedWork.tasks.length > 0) {
+        if (adoptedWork !== undefined && adoptedWork.tasks.length > 0) {
           adoptedWork.controller.abort();
           await Promise.race([
             Promise.allSettled(adoptedWork.tasks),

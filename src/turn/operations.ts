@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { resolveTool } from '../catalog/index.js';
+import { resolveForCall } from './callPath.js';
 import { describeEntry, type DescribedTool, type SearchAnswer } from '../search/index.js';
 import type { Result } from '../shared/index.js';
 import { SpanName } from '../telemetry/index.js';
@@ -77,7 +77,7 @@ export async function describeTool(
 ): Promise<Result<DescribedTool>> {
   return traced(run, SpanName.describe, op.parentSpan, async () => {
     const t0 = performance.now();
-    const resolved = resolveTool(view.catalog.entries, ref);
+    const resolved = resolveForCall(view, ref);
     const answer: Result<DescribedTool> = resolved.ok ? { ok: true, value: describeEntry(resolved.value) } : resolved;
     await run.events.emit(
       'describe.performed',

@@ -103,19 +103,26 @@ export class TurnPublisher {
     return event;
   }
 
-  private readonly unsettled = new Set<Promise<void>>();
+  /** Publishes handed to the bus and not settled yet, and who waits for them to be. */
+  private unsettled = 0;
+  private readonly waiters: Array<() => void> = [];
   private failure: { error: unknown } | undefined;
 
   private track(published: Promise<void>): void {
-    this.unsettled.add(published);
-    published.then(
-      () => this.unsettled.delete(published),
-      (error: unknown) => {
-        this.unsettled.delete(published);
-        this.failure ??= { error };
-      },
-    );
+    this.unsettled++;
+    published.then(this.onSettled, this.onFailed);
   }
+
+  // Shared by every publish (no closure per event).
+  private readonly onSettled = (): void => {
+    if (--this.unsettled > 0) return;
+    for (const wake of this.waiters.splice(0)) wake();
+  };
+
+  private readonly onFailed = (error: unknown): void => {
+    this.failure ??= { error };
+    this.onSettled();
+  };
 
   private reportFailure(): void {
     const f = this.failure;
@@ -126,41 +133,61 @@ export class TurnPublisher {
 
   /** Resolves once every event emitted so far is accepted by the bus; throws the first failure of an unawaited one. */
   async settled(): Promise<void> {
-    while (this.unsettled.size > 0) await Promise.allSettled([...this.unsettled]);
+    if (this.unsettled > 0) await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.reportFailure();
   }
 }
 
 /**
- * Answers other actors publish into this turn (`call.decided`, `approval.resolved`), awaited by key. One bus
- * subscription per turn; a waiter is registered before the request is published, so an answer delivered at once
- * is never missed. The first answer for a key wins.
+ * Answers other actors publish into this turn (`call.decided`, `approval.resolved`), awaited by key. A waiter is
+ * registered before the request is published, so an answer delivered at once is never missed. The first answer for
+ * a key wins.
+ *
+ * Only the answer types are subscribed to, not every event of the turn (on NATS that halves what comes back to this
+ * process), and each type only from the first wait for it on: an answer answers a request this turn publishes after
+ * that wait, so a turn without calls subscribes to nothing and one without approvals to decisions only. A turn taken
+ * over (`eager`) subscribes to both at once, since answers to requests of the previous owner may come at any time.
  */
 export class TurnAnswers {
   private readonly waiting = new Map<string, (e: Envelope) => void>();
   private readonly early = new Map<string, Envelope>();
-  private readonly unsubscribe: () => void;
+  private readonly stops: Array<() => void> = [];
+  private decisions = false;
+  private approvals = false;
+  private closed = false;
   /** Live tracing: sees each answer as it arrives. */
   observe: ((e: Envelope) => void) | undefined;
 
   /** `fold`: where each answer goes first (the turn's state), before its waiter hears of it. */
   constructor(
-    bus: EventBus,
-    sessionId: string,
-    turnId: string,
+    private readonly bus: EventBus,
+    private readonly sessionId: string,
+    private readonly turnId: string,
     private readonly fold: (e: Envelope) => void,
+    opts: { eager?: boolean } = {},
   ) {
-    // Only the two answer types, not every event of the turn: on NATS that halves what comes back to this process.
-    const stops = ANSWER_TYPES.map((type) =>
-      bus.subscribe(eventSubject({ sessionId, turnId, type }), (e) => this.deliver(e)),
-    );
+    if (opts.eager === true) {
+      this.listen('call.decided');
+      this.listen('approval.resolved');
+    }
+  }
+
+  /** Subscribes to one answer type, once. */
+  private listen(type: AnswerType): void {
+    if (this.closed) return;
+    const on = (e: Envelope): void => this.deliver(e);
+    const subject = eventSubject({ sessionId: this.sessionId, turnId: this.turnId, type });
+    if (type === 'call.decided') {
+      if (this.decisions) return;
+      this.decisions = true;
+      this.stops.push(this.bus.subscribe(subject, on));
+      return;
+    }
+    if (this.approvals) return;
+    this.approvals = true;
+    this.stops.push(this.bus.subscribe(subject, on));
     // An approver's own answer carries its key as a last token (`…approval_resolved.<key>`, pinned by the server).
-    stops.push(
-      bus.subscribe(`${eventSubject({ sessionId, turnId, type: 'approval.resolved' })}.*`, (e) => this.deliver(e)),
-    );
-    this.unsubscribe = () => {
-      for (const stop of stops) stop();
-    };
+    this.stops.push(this.bus.subscribe(`${subject}.*`, on));
   }
 
   private deliver(e: Envelope): void {
@@ -175,33 +202,51 @@ export class TurnAnswers {
     } else if (!this.early.has(key)) this.early.set(key, e);
   }
 
-  /** A promise of the first answer with this key (`call.decided:<callId>`, `approval.resolved:<callId>`). */
-  expect(key: string): { answer: Promise<Envelope>; cancel: () => void } {
-    const got = this.early.get(key);
-    if (got !== undefined) {
+  /**
+   * A promise of the first answer with this key (`call.decided:<callId>`, `approval.resolved:<callId>`); `got` is
+   * that answer once it arrived, so a waiter that comes later reads it without a timer for its bound.
+   */
+  expect(key: string): AnswerWait {
+    this.listen(key.startsWith('call.decided:') ? 'call.decided' : 'approval.resolved');
+    const early = this.early.get(key);
+    if (early !== undefined) {
       this.early.delete(key);
-      return { answer: Promise.resolve(got), cancel: () => {} };
+      return { answer: Promise.resolve(early), cancel: () => {}, got: early };
     }
-    let cancel = () => {};
-    const answer = new Promise<Envelope>((resolve, reject) => {
-      this.waiting.set(key, resolve);
-      cancel = () => {
-        if (this.waiting.get(key) === resolve) this.waiting.delete(key);
+    const wait: AnswerWait = { answer: undefined as unknown as Promise<Envelope>, cancel: () => {}, got: undefined };
+    wait.answer = new Promise<Envelope>((resolve, reject) => {
+      const deliver = (e: Envelope): void => {
+        wait.got = e;
+        resolve(e);
+      };
+      this.waiting.set(key, deliver);
+      wait.cancel = () => {
+        if (this.waiting.get(key) === deliver) this.waiting.delete(key);
         reject(new Error('cancelled'));
       };
     });
-    answer.catch(() => undefined);
-    return { answer, cancel };
+    wait.answer.catch(() => undefined);
+    return wait;
   }
 
   close(): void {
-    this.unsubscribe();
+    this.closed = true;
+    for (const stop of this.stops) stop();
+    this.stops.length = 0;
     this.waiting.clear();
     this.early.clear();
   }
 }
 
-const ANSWER_TYPES = ['call.decided', 'approval.resolved'] as const;
+/** A wait for one answer: the promise, how to stop waiting, and the answer once it arrived. */
+export interface AnswerWait {
+  answer: Promise<Envelope>;
+  cancel: () => void;
+  got: Envelope | undefined;
+}
+
+/** The answer types a turn waits for. */
+type AnswerType = 'call.decided' | 'approval.resolved';
 
 function answerKey(e: Envelope): string | undefined {
   if (e.type !== 'call.decided' && e.type !== 'approval.resolved') return undefined;

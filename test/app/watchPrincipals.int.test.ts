@@ -1,3 +1,4 @@
+import { pbkdf2 } from 'node:crypto';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,26 @@ describe('watchPrincipals', () => {
       renameSync(join(dir, 'next.json5'), file);
       await until(() => seen.length === 2, 'the principals of the renamed file');
       expect(Object.keys(seen[1]!)).toEqual(['b']);
+    } finally {
+      watch.close();
+    }
+  });
+
+  it('sees a file written at once after the watch starts, while the thread pool is busy', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'ts-watch-'));
+    const file = join(dir, 'toolsearch.config.json5');
+    const seen: Array<Record<string, Principal>> = [];
+    // Every thread of the pool busy for a while: a first stat made there would run after the write below.
+    const busy = Array.from(
+      { length: 8 },
+      () => new Promise((r) => pbkdf2('x', 'salt', 400_000, 32, 'sha256', () => r(undefined))),
+    );
+    const watch = watchPrincipals(file, (p) => seen.push(p), { intervalMs: 50 });
+    try {
+      writeFileSync(file, `{ principals: { c: { keySha256: '${'c'.repeat(64)}' } } }`);
+      await Promise.all(busy);
+      await until(() => seen.length === 1, 'the principals of a file written right after the watch started');
+      expect(Object.keys(seen[0]!)).toEqual(['c']);
     } finally {
       watch.close();
     }

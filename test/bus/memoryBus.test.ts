@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openMemoryBus, readEventLog, type Envelope } from '../../src/bus/index.js';
-import { sessionEventsPattern } from '../../src/events/index.js';
+import { sessionEventsPattern, subjectFor } from '../../src/events/index.js';
 import { sampleEvent, testEventBus } from './contract.js';
 
 const dirs: string[] = [];
@@ -225,16 +225,46 @@ describe('memory bus: delivery', () => {
     await bus.close();
   });
 
-  it('hands subscribers frozen copies, so no one can rewrite the record', async () => {
+  it('hands every subscriber the published event frozen, so no one can rewrite the record', async () => {
+    const bus = await openMemoryBus({ logPath: false });
+    const seen: Envelope[] = [];
+    const subjects: string[] = [];
+    bus.subscribe('>', (e, info) => {
+      seen.push(e);
+      subjects.push(info!.subject);
+    });
+    bus.subscribe('toolsearch.evt.*.*.*', (e) => seen.push(e));
+    const e = sampleEvent('s', 't', 1);
+    const copy = structuredClone(e);
+    await bus.publish(e);
+    // Shared, not copied: the publisher's own object, frozen through and through.
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toBe(seen[1]);
+    expect(seen[0]).toEqual(copy);
+    expect(Object.isFrozen(seen[0])).toBe(true);
+    expect(Object.isFrozen(seen[0]!.data)).toBe(true);
+    expect(() => {
+      (seen[0]!.data as { reason: string }).reason = 'rewritten';
+    }).toThrow(TypeError);
+    expect(subjects).toEqual([subjectFor(e)]);
+    const [stored] = await collect(bus.replay({ sessionId: 's' }));
+    expect(stored).toEqual(copy);
+    await bus.close();
+  });
+
+  it('hands subscribers a frozen JSON copy of an event that is not plain JSON, as the log and NATS would', async () => {
     const bus = await openMemoryBus({ logPath: false });
     let seen: Envelope | undefined;
     bus.subscribe('>', (e) => (seen = e));
-    const e = sampleEvent('s', 't', 1);
+    const at = new Date('2026-01-02T03:04:05.000Z');
+    const e = { ...sampleEvent('s', 't', 1), data: { reason: 'x', when: at, gone: undefined, list: [1, undefined] } };
     await bus.publish(e);
-    expect(seen).toEqual(e);
     expect(seen).not.toBe(e);
-    expect(Object.isFrozen(seen)).toBe(true);
+    expect(seen!.data).toEqual({ reason: 'x', when: '2026-01-02T03:04:05.000Z', list: [1, null] });
+    expect('gone' in (seen!.data as object)).toBe(false);
     expect(Object.isFrozen(seen!.data)).toBe(true);
+    // The publisher's Date stays its own.
+    expect(Object.isFrozen(at)).toBe(false);
     await bus.close();
   });
 

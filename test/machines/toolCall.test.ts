@@ -142,6 +142,56 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
     expect(s.output).toMatchObject({ outcome: 'blocked', stage: 'policy' });
   });
 
+  it('with no hooks to run and arguments the validator accepts (argsValid), policy or approval goes straight to executing', () => {
+    const checked: unknown[] = [];
+    const quick = m.provide({
+      guards: {
+        noHooksToRun: () => true,
+        argsValid: ({ context }) => {
+          checked.push(context.args);
+          return true;
+        },
+      },
+    });
+    const [s, actions] = step(quick, initialTransition(quick, input)[0], allowed);
+    expect(s.value).toBe('executing');
+    expect(s.context.decision).toEqual({ decision: 'allowed' });
+    expect(spawned(actions)).toEqual([{ src: 'execute', input: expect.objectContaining({ args: input.args }) }]);
+    expect(checked).toEqual([input.args]);
+    const asked = step(quick, initialTransition(quick, input)[0], needsApproval)[0];
+    expect(asked.value).toBe('approval');
+    const [granted, more] = step(quick, asked, done('awaitApproval', { approved: true }));
+    expect(granted.value).toBe('executing');
+    expect(spawned(more).map((a) => a.src)).toEqual(['execute']);
+    // A denial still blocks, whatever the arguments.
+    const [denied] = step(quick, asked, done('awaitApproval', { approved: false, reason: 'no' }));
+    expect(denied.output).toMatchObject({ outcome: 'blocked', stage: 'approval' });
+  });
+
+  it('arguments argsValid does not accept still go through validating, which names the problems', () => {
+    const strict = m.provide({ guards: { noHooksToRun: () => true, argsValid: () => false } });
+    const [s, actions] = step(strict, initialTransition(strict, input)[0], allowed);
+    expect(s.value).toBe('validating');
+    expect(spawned(actions).map((a) => a.src)).toEqual(['validateArgs']);
+    const [f] = step(strict, s, taskDone('validateArgs', { ok: false, problems: ['args.path: must be string'] }));
+    expect(f.output).toMatchObject({ outcome: 'failed', stage: 'validation', error: { code: 'call.invalidArgs' } });
+  });
+
+  it('with hooks to run, argsValid is not asked: the hooks may rewrite the arguments first', () => {
+    let asked = 0;
+    const hooked = m.provide({
+      guards: {
+        argsValid: () => {
+          asked++;
+          return true;
+        },
+      },
+    });
+    const [s] = step(hooked, initialTransition(hooked, input)[0], allowed);
+    expect(s.value).toBe('hooks');
+    expect(asked).toBe(0);
+  });
+
   it('approval denied blocks with the approver reason', () => {
     const [s] = step(m, at(needsApproval), done('awaitApproval', { approved: false, reason: 'not on a Friday' }));
     expect(s.output).toMatchObject({

@@ -22,7 +22,6 @@ export interface JsPublishOptions {
   headers?: string;
   /** `Nats-Expected-Last-Subject-Sequence`: the publish is refused unless the subject's last message has this sequence. */
   expect?: { lastSubjectSequence: number };
-  timeout: number;
 }
 
 /**
@@ -47,8 +46,12 @@ export function publishHeaders(opts: Pick<JsPublishOptions, 'msgID' | 'expect' |
   return new RawHeaders(Buffer.from(`${block}\r\n\r\n`)) as unknown as MsgHdrs;
 }
 
+/** One publish, from `publish` until its ack (or its failure): queued for the next write, then waiting. */
 interface Waiting {
   subject: string;
+  data: Uint8Array;
+  headers: MsgHdrs;
+  token: string;
   deadline: number;
   resolve: (ack: PubAck) => void;
   reject: (err: unknown) => void;
@@ -76,7 +79,7 @@ export class JsPublisher {
   readonly #base: string;
   readonly #sub: Subscription;
   readonly #waiting = new Map<string, Waiting>();
-  #queue: { subject: string; data: Uint8Array; headers: MsgHdrs; token: string }[] = [];
+  #queue: Waiting[] = [];
   /** Pings to send with the next write, and pings sent whose PONG has not come (answered or given up together). */
   #pings: Ping[] = [];
   #pingsOut = new Set<Ping>();
@@ -90,7 +93,8 @@ export class JsPublisher {
     this.#sub = nc.subscribe(`${this.#base}*`, { callback: (err, msg) => this.#answer(err, msg) });
   }
 
-  publish(subject: string, data: Uint8Array, opts: JsPublishOptions): Promise<PubAck> {
+  /** Resolves with the ack of a publish that JetStream stores within `timeoutMs`; rejects otherwise. */
+  publish(subject: string, data: Uint8Array, opts: JsPublishOptions, timeoutMs: number): Promise<PubAck> {
     let headers: MsgHdrs;
     try {
       headers = publishHeaders(opts);
@@ -99,8 +103,10 @@ export class JsPublisher {
     }
     const token = (this.#next++).toString(36);
     return new Promise<PubAck>((resolve, reject) => {
-      this.#waiting.set(token, { subject, deadline: Date.now() + opts.timeout, resolve, reject });
-      this.#queue.push({ subject, data, headers, token });
+      // One record for the queue and the wait: no other object per publish.
+      const w: Waiting = { subject, data, headers, token, deadline: Date.now() + timeoutMs, resolve, reject };
+      this.#waiting.set(token, w);
+      this.#queue.push(w);
       this.#schedule();
       this.#sweep ??= setInterval(() => this.#expire(), SWEEP_MS);
     });
@@ -162,13 +168,12 @@ export class JsPublisher {
     const queue = this.#queue;
     this.#queue = [];
     for (const q of queue) {
-      if (!this.#waiting.has(q.token)) continue; // failed or timed out before it was sent
+      if (this.#waiting.get(q.token) !== q) continue; // failed or timed out before it was sent
       try {
         this.#nc.publish(q.subject, q.data, { reply: `${this.#base}${q.token}`, headers: q.headers });
       } catch (err) {
-        const w = this.#waiting.get(q.token);
         this.#settle(q.token);
-        w?.reject(err);
+        q.reject(err);
       }
     }
     if (this.#pings.length > 0) {

@@ -50,10 +50,12 @@ import {
   turnMarkerSubject,
 } from './subjects.js';
 import { TurnLease, type LeaseHolder } from './turnLease.js';
-import { JsPublisher, type PubAck } from './jsPublisher.js';
+import { sharedTurnSubject, TurnSubscriptions, type TurnListener } from './turnSubscriptions.js';
+import { JsPublisher, type JsPublishOptions, type PubAck } from './jsPublisher.js';
 import { withPinnedAnswerer } from './answerer.js';
 import { isSyncPoint } from '../syncPoints.js';
-import { envelopeProblems, isEnvelope, subjectFor } from '../../events/index.js';
+import { subjectOf } from '../subjectTokens.js';
+import { envelopeProblems, isEnvelope } from '../../events/index.js';
 
 export interface NatsBusOptions {
   /** One server URL, or use `servers` for a cluster. */
@@ -355,6 +357,8 @@ class NatsBusImpl implements NatsBus {
   readonly #chains = new Map<string, Promise<unknown>>();
   /** The turns this bus writes: lease, seqs written, acks outstanding. */
   readonly #leases = new Map<string, TurnLease>();
+  /** Core subscriptions to one turn's subjects, sharing one server subscription per session (`TurnSubscriptions`). */
+  readonly #turnSubs: TurnSubscriptions<EventListener>;
   /** The leases watched for takeovers, by lease subject (one subscription for all: `#watchLeases`). */
   readonly #byLeaseSubject = new Map<string, TurnLease>();
   #leaseWatch: Subscription | undefined;
@@ -363,7 +367,7 @@ class NatsBusImpl implements NatsBus {
   #heardCleared = false;
   readonly #writerId = randomUUID();
   readonly #stats: NatsBusStats = { published: 0, acks: 0, ackRounds: 0, pings: 0 };
-  readonly #stops = new Set<() => void>();
+  readonly #stops = new Set<{ stop: (() => void) | undefined }>();
   readonly #pendingSetups = new Set<Promise<unknown>>();
   readonly #durables = new Map<string, Promise<void>>();
   /** Deliveries subscribers settle themselves, kept alive until settled (released when the bus closes). */
@@ -388,9 +392,16 @@ class NatsBusImpl implements NatsBus {
     this.streams = streams;
     this.#opts = opts;
     this.#publishTimeoutMs = opts.publishTimeoutMs ?? 10_000;
-    this.#subjectOf = opts.subjectOf ?? subjectFor;
+    this.#subjectOf = opts.subjectOf ?? subjectOf;
     const pub = new JsPublisher(nc, opts.auth?.inboxPrefix);
     this.#pub = pub;
+    this.#turnSubs = new TurnSubscriptions<EventListener>(nc, {
+      message: (msg, listeners) => this.#deliverToTurn(msg, listeners),
+      error: (err, listeners) => {
+        for (const l of listeners)
+          this.#opts.onStatus?.({ type: 'subscriptionError', subject: l.pattern, message: err.message });
+      },
+    });
     void (async () => {
       for await (const s of nc.status()) {
         if (s.type === 'disconnect') {
@@ -612,22 +623,60 @@ class NatsBusImpl implements NatsBus {
   ): Promise<void> {
     l.seqs.set(event.seq, event.id);
     const { data, headers } = encodeEnvelope(event);
-    const ack = this.#send(l, event, subject, data, { msgID: event.id, headers }, deadline);
+    const opts = { msgID: event.id, headers };
+    this.#stats.acks++;
+    if (l.outstanding++ === 0) this.#stats.ackRounds++;
+    const remaining = deadline - Date.now();
+    // The usual case in one promise reaction past the publish's own (no retry wrapper, no closure kept per publish);
+    // a transient failure goes on to the retries from the reaction.
+    const ack: Promise<void> =
+      this.#connected && !this.#closed && remaining > 0
+        ? this.#pub.publish(subject, data, opts, Math.max(50, Math.min(remaining, 2000))).then(
+            () => this.#heldAcked(key, l, ack, event),
+            (e: unknown) =>
+              isTransient(e)
+                ? this.#withRetry(
+                    event,
+                    deadline,
+                    (timeout) => this.#pub.publish(subject, data, opts, timeout),
+                    e,
+                  ).then(
+                    () => this.#heldAcked(key, l, ack, event),
+                    (err: unknown) => this.#heldFailed(key, l, ack, event, poison, err),
+                  )
+                : this.#heldFailed(key, l, ack, event, poison, this.#refused(event, e)),
+          )
+        : this.#withRetry(event, deadline, (timeout) => this.#pub.publish(subject, data, opts, timeout)).then(
+            () => this.#heldAcked(key, l, ack, event),
+            (err: unknown) => this.#heldFailed(key, l, ack, event, poison, err),
+          );
     l.unacked.add(ack);
-    return ack.then(
-      () => {
-        l.unacked.delete(ack);
-        this.#stats.published++;
-        if (key !== undefined) this.#settled(key, l, event);
-      },
-      (e: unknown) => {
-        l.unacked.delete(ack);
-        if (l.seqs.get(event.seq) === event.id) l.seqs.delete(event.seq);
-        if (poison) l.failure ??= e;
-        if (key !== undefined) this.#settled(key, l, event);
-        throw e;
-      },
-    );
+    return ack;
+  }
+
+  /** A publish under the held lease acknowledged (see `#sendHeld`). */
+  #heldAcked(key: string | undefined, l: TurnLease, ack: Promise<void>, event: Envelope): void {
+    l.outstanding--;
+    l.unacked.delete(ack);
+    this.#stats.published++;
+    if (key !== undefined) this.#settled(key, l, event);
+  }
+
+  /** A publish under the held lease that failed for good: its seq is free again; rethrows `e` (see `#sendHeld`). */
+  #heldFailed(
+    key: string | undefined,
+    l: TurnLease,
+    ack: Promise<void>,
+    event: Envelope,
+    poison: boolean,
+    e: unknown,
+  ): never {
+    l.outstanding--;
+    l.unacked.delete(ack);
+    if (l.seqs.get(event.seq) === event.id) l.seqs.delete(event.seq);
+    if (poison) l.failure ??= e;
+    if (key !== undefined) this.#settled(key, l, event);
+    throw e;
   }
 
   /**
@@ -750,21 +799,18 @@ class NatsBusImpl implements NatsBus {
     event: Envelope,
     subject: string,
     data: Uint8Array,
-    opts: { msgID: string; headers?: string; expect?: { lastSubjectSequence: number } },
+    opts: JsPublishOptions,
     deadline: number,
   ): Promise<PubAck> {
     this.#stats.acks++;
-    const op = (timeout: number) => this.#pub.publish(subject, data, { ...opts, timeout });
     const remaining = deadline - Date.now();
     const ack =
       this.#connected && !this.#closed && remaining > 0
-        ? this.#pub
-            .publish(subject, data, { ...opts, timeout: Math.max(50, Math.min(remaining, 2000)) })
-            .catch((e: unknown) => {
-              if (!isTransient(e)) throw this.#refused(event, e);
-              return this.#withRetry(event, deadline, op, e);
-            })
-        : this.#withRetry(event, deadline, op);
+        ? this.#pub.publish(subject, data, opts, Math.max(50, Math.min(remaining, 2000))).catch((e: unknown) => {
+            if (!isTransient(e)) throw this.#refused(event, e);
+            return this.#withRetry(event, deadline, (timeout) => this.#pub.publish(subject, data, opts, timeout), e);
+          })
+        : this.#withRetry(event, deadline, (timeout) => this.#pub.publish(subject, data, opts, timeout));
     if (l === undefined) return ack;
     if (l.outstanding++ === 0) this.#stats.ackRounds++;
     ack.then(l.answered, l.answered);
@@ -1029,6 +1075,11 @@ class NatsBusImpl implements NatsBus {
     const stream = this.#streamOf(pattern);
     if (opts?.queue !== undefined && stream !== undefined)
       return this.#subscribeWork(stream, pattern, opts.queue, onEvent, opts);
+    // One turn's subjects (its answers): a listener of the session's shared subscription. It needs no stop of its
+    // own at close: closing stops the shared subscriptions.
+    const shared = opts?.queue === undefined ? sharedTurnSubject(pattern) : undefined;
+    if (shared !== undefined)
+      return this.#turnSubs.add(shared.subject, shared.turn, { pattern, onEvent, seen: undefined });
     const seen = new RecentIds(SEEN_LIMIT);
     const sub = this.connection.subscribe(pattern, {
       ...(opts?.queue !== undefined ? { queue: opts.queue } : {}),
@@ -1262,6 +1313,30 @@ class NatsBusImpl implements NatsBus {
     }
   }
 
+  /** A message of a turn's shared subscription (`TurnSubscriptions`), decoded once for the listeners of its turn. */
+  #deliverToTurn(msg: Msg, listeners: readonly EventListener[]): void {
+    // A stream's republish is never taken by a live subscription (see `subscribe`).
+    if (msg.headers?.get('Nats-Stream')) return;
+    const subject = msg.subject;
+    const env = this.#decode(subject, msg.data, msg.headers);
+    if (env === undefined) {
+      this.#opts.onStatus?.({ type: 'undecodable', subject });
+      return;
+    }
+    this.#hear(env);
+    const info: DeliveryInfo = { subject };
+    for (const l of listeners) {
+      if (l.stopped === true) continue; // stopped by a listener before it, while this message is handed over
+      // a retried publish: already handed over (a set only for a listener that heard something)
+      if (!(l.seen ??= new RecentIds(SEEN_LIMIT)).add(env.id)) continue;
+      try {
+        l.onEvent(env, info);
+      } catch (e) {
+        this.#opts.onStatus?.({ type: 'subscriptionError', subject, message: `callback threw: ${describe(e)}` });
+      }
+    }
+  }
+
   /** An envelope as read: an approver's answer names whom the server pinned in its subject (`withPinnedAnswerer`). */
   #decode(subject: string, data: Uint8Array, hdrs: Msg['headers'] | (() => Msg['headers'])): Envelope | undefined {
     const env = decodeEnvelope(data, hdrs);
@@ -1463,7 +1538,16 @@ class NatsBusImpl implements NatsBus {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const stop of [...this.#stops]) stop();
+    this.#turnSubs.close();
+    for (const entry of [...this.#stops]) {
+      const stop = entry.stop;
+      entry.stop = undefined;
+      try {
+        stop?.();
+      } catch {
+        /* already closed */
+      }
+    }
     this.#stops.clear();
     // Deliveries still in hand are not settled: the server delivers them again after their ack wait.
     this.#held.clear();
@@ -1484,19 +1568,21 @@ class NatsBusImpl implements NatsBus {
   }
 
   #track(stop: () => void): () => void {
-    let done = false;
-    const once = () => {
-      if (done) return;
-      done = true;
-      this.#stops.delete(once);
+    // An entry in `#stops` and an unnamed function to stop it: a turn subscribes and stops a few times, and a named
+    // closure (which the loader names with a property definition each time one is made) would cost more than it does.
+    const entry: { stop: (() => void) | undefined } = { stop };
+    this.#stops.add(entry);
+    return () => {
+      const s = entry.stop;
+      if (s === undefined) return;
+      entry.stop = undefined;
+      this.#stops.delete(entry);
       try {
-        stop();
+        s();
       } catch {
         /* already closed */
       }
     };
-    this.#stops.add(once);
-    return once;
   }
 
   #assertOpen(): void {
@@ -1572,6 +1658,12 @@ function publishOnce(nc: NatsConnection, subject: string, body: string): void {
   } catch {
     /* closed or draining */
   }
+}
+
+/** A subscriber of one turn's subject (see `TurnSubscriptions`), with the ids it was handed. */
+interface EventListener extends TurnListener {
+  readonly onEvent: (e: Envelope, info?: DeliveryInfo) => void;
+  seen: RecentIds | undefined;
 }
 
 /** A bounded set of recently seen ids (insertion order eviction). */
