@@ -16,6 +16,7 @@ import { openMemoryBus } from '../src/bus/index.js';
 import { parseConfig } from '../src/config/index.js';
 import { createEngine, type Engine } from '../src/turn/index.js';
 import { syntheticSources } from './lib/syntheticSources.js';
+import { placeOf } from './lib/cpuProfile.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -78,20 +79,6 @@ for (let r = 0; r < 4; r++) {
   const per = (cpuUs() - c0) / (bus.stats().published - e0);
   console.log(`block ${r + 1}: ${per.toFixed(1)} µs CPU/event (${SESSIONS} sessions, ${perBlock * SESSIONS} turns)`);
 }
-/** Where a frame's cost goes: its package for node_modules, else its function and file. */
-const placeOf = (cf: { functionName: string; url: string; lineNumber: number }): string => {
-  const where = cf.url.includes('node_modules/')
-    ? cf.url
-        .split('node_modules/')
-        .pop()!
-        .split('/')
-        .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
-        .join('/')
-    : cf.url === ''
-      ? cf.functionName
-      : cf.url.split('/').slice(-2).join('/');
-  return where;
-};
 if (ALLOC) {
   const { profile: heap } = await session.post('HeapProfiler.stopSampling');
   session.disconnect();

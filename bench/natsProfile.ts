@@ -18,6 +18,7 @@ import { parseConfig } from '../src/config/index.js';
 import { createEngine, type Engine } from '../src/turn/index.js';
 import { startNatsServer } from '../test/support/natsServer.js';
 import { syntheticSources } from './lib/syntheticSources.js';
+import { placeOf, frameLabel } from './lib/cpuProfile.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -130,17 +131,6 @@ try {
     `load: ${(r.cpu / r.events).toFixed(1)} µs CPU/event, ${((r.events * 1000) / r.ms).toFixed(0)} events/s, ${r.events} events`,
   );
   if (OUT !== '') writeFileSync(OUT, JSON.stringify(profile));
-  const placeOf = (cf: { functionName: string; url: string }): string =>
-    cf.url.includes('node_modules/')
-      ? cf.url
-          .split('node_modules/')
-          .pop()!
-          .split('/')
-          .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
-          .join('/')
-      : cf.url === ''
-        ? cf.functionName
-        : cf.url.split('/').slice(-2).join('/');
   // Samples counted, not their time deltas: on a loaded machine a sample taken after the thread waited for a core
   // carries that wait, so deltas charge the functions the thread happened to resume in.
   const dt = new Map<number, number>();
@@ -155,7 +145,7 @@ try {
     if (cf.functionName === '(idle)' || (cf.functionName === 'dispatch' && cf.url === '')) continue;
     total += t;
     const where = placeOf(cf);
-    const name = `${cf.functionName || '(anonymous)'}  ${where}${cf.url === '' ? '' : `:${cf.lineNumber + 1}`}`;
+    const name = frameLabel(cf);
     fn.set(name, (fn.get(name) ?? 0) + t);
     file.set(where, (file.get(where) ?? 0) + t);
   }

@@ -13,6 +13,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { ok } from '../src/shared/index.js';
 import { createSandbox } from '../src/sandbox/index.js';
+import { placeOf, frameLabel } from './lib/cpuProfile.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -82,17 +83,6 @@ console.log(
 );
 if (OUT !== '') writeFileSync(OUT, JSON.stringify(profile));
 
-const placeOf = (cf: { functionName: string; url: string }): string =>
-  cf.url.includes('node_modules/')
-    ? cf.url
-        .split('node_modules/')
-        .pop()!
-        .split('/')
-        .slice(0, cf.url.includes('node_modules/@') ? 2 : 1)
-        .join('/')
-    : cf.url === ''
-      ? cf.functionName
-      : cf.url.split('/').slice(-2).join('/');
 const fn = new Map<string, number>();
 const file = new Map<string, number>();
 const inclusive = new Map<string, number>();
@@ -112,13 +102,13 @@ let total = 0;
     if (cf.functionName === '(idle)') return;
     total += t;
     const where = placeOf(cf);
-    const name = `${cf.functionName || '(anonymous)'}  ${where}${cf.url === '' ? '' : `:${cf.lineNumber + 1}`}`;
+    const name = frameLabel(cf);
     fn.set(name, (fn.get(name) ?? 0) + t);
     file.set(where, (file.get(where) ?? 0) + t);
     const seen = new Set<string>();
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const f = byId.get(at)!.callFrame;
-      const k = `${f.functionName || '(anonymous)'}  ${placeOf(f)}${f.url === '' ? '' : `:${f.lineNumber + 1}`}`;
+      const k = frameLabel(f);
       if (seen.has(k)) continue;
       seen.add(k);
       inclusive.set(k, (inclusive.get(k) ?? 0) + t);

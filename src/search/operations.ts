@@ -183,26 +183,11 @@ export class OperationModel {
     if (t === undefined || t.metas === undefined) return undefined;
     if (extra.length === 0) return t;
     // Only the counts the new tools add are made; every word they touch must keep its standing.
-    const dOpened = new Map<string, number>();
-    const dNamed = new Map<string, number>();
-    countOpenedNamed(extra, words, dOpened, dNamed);
-    const sum = (base: ReadonlyMap<string, number>, d: ReadonlyMap<string, number>, w: string): number =>
-      (base.get(w) ?? 0) + (d.get(w) ?? 0);
-    for (const d of [dOpened, dNamed])
-      for (const w of d.keys()) {
-        const candidate = sum(t.opened, dOpened, w) >= MIN_OPENINGS && sum(t.named, dNamed, w) >= 1;
-        if (candidate !== t.candidates.has(w)) return undefined;
-      }
-    const dAlone = new Map<string, number>();
-    countAlone(extra, words, t.candidates, dAlone);
+    const d = standingKept(t, extra, words);
+    if (d === undefined) return undefined;
     const ops = new Map(t.ops);
-    for (const d of [dAlone, dNamed, dOpened])
-      for (const w of d.keys()) {
-        if (!t.candidates.has(w)) continue;
-        const op = sum(t.alone, dAlone, w) >= MIN_ALONE_SHARE * sum(t.named, dNamed, w);
-        if (op !== t.ops.has(w)) return undefined;
-        if (op) ops.set(w, sum(t.opened, dOpened, w));
-      }
+    for (const counts of [d.alone, d.named, d.opened])
+      for (const w of counts.keys()) if (t.candidates.has(w) && t.ops.has(w)) ops.set(w, sumOf(t.opened, d.opened, w));
     // Pairs, uses and words beside an operation: the base's, with the new tools' added (copied where they touch).
     const dPairs = new Map<string, Map<string, number>>();
     const uses = new Map(t.uses);
@@ -348,6 +333,39 @@ interface Tally {
   besideOp: { has(word: string): boolean };
 }
 
+/** A count of the base tally and the new tools' together. */
+const sumOf = (base: ReadonlyMap<string, number>, d: ReadonlyMap<string, number>, w: string): number =>
+  (base.get(w) ?? 0) + (d.get(w) ?? 0);
+
+/**
+ * The opening, name and alone counts `extra` adds to tally `t`, when every word they touch keeps its standing as a
+ * candidate and as an operation word (then the model over both is `t`'s with these counts added); else undefined.
+ */
+function standingKept(
+  t: Tally,
+  extra: readonly ToolMeta[],
+  words: NameWords,
+): { opened: Map<string, number>; named: Map<string, number>; alone: Map<string, number> } | undefined {
+  const opened = new Map<string, number>();
+  const named = new Map<string, number>();
+  countOpenedNamed(extra, words, opened, named);
+  for (const d of [opened, named])
+    for (const w of d.keys()) {
+      const candidate = sumOf(t.opened, opened, w) >= MIN_OPENINGS && sumOf(t.named, named, w) >= 1;
+      if (candidate !== t.candidates.has(w)) return undefined;
+    }
+  const alone = new Map<string, number>();
+  countAlone(extra, words, t.candidates, alone);
+  for (const d of [alone, named, opened])
+    for (const w of d.keys())
+      if (
+        t.candidates.has(w) &&
+        sumOf(t.alone, alone, w) >= MIN_ALONE_SHARE * sumOf(t.named, named, w) !== t.ops.has(w)
+      )
+        return undefined;
+  return { opened, named, alone };
+}
+
 /**
  * Whether the model learned over `previous`'s tools and `extra` (whole sources it did not see, named by `words`)
  * has exactly `previous`'s operation words: every word the new tools' counts touch keeps its standing as a
@@ -360,23 +378,7 @@ function keepsOperationWords(
   extra: readonly ToolMeta[],
   words: NameWords,
 ): boolean {
-  const dOpened = new Map<string, number>();
-  const dNamed = new Map<string, number>();
-  countOpenedNamed(extra, words, dOpened, dNamed);
-  const sum = (base: ReadonlyMap<string, number>, d: ReadonlyMap<string, number>, w: string): number =>
-    (base.get(w) ?? 0) + (d.get(w) ?? 0);
-  for (const d of [dOpened, dNamed])
-    for (const w of d.keys()) {
-      const candidate = sum(t.opened, dOpened, w) >= MIN_OPENINGS && sum(t.named, dNamed, w) >= 1;
-      if (candidate !== t.candidates.has(w)) return false;
-    }
-  const dAlone = new Map<string, number>();
-  countAlone(extra, words, t.candidates, dAlone);
-  for (const d of [dAlone, dNamed, dOpened])
-    for (const w of d.keys()) {
-      if (!t.candidates.has(w)) continue;
-      if (sum(t.alone, dAlone, w) >= MIN_ALONE_SHARE * sum(t.named, dNamed, w) !== t.ops.has(w)) return false;
-    }
+  if (standingKept(t, extra, words) === undefined) return false;
   // Operation words learned from pairs: only a word whose pairs or standing beside an operation changed can change.
   const dPairs = new Map<string, Map<string, number>>();
   const dBeside = new Set<string>();
