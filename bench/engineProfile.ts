@@ -14,9 +14,10 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { openMemoryBus } from '../src/bus/index.js';
 import { parseConfig } from '../src/config/index.js';
-import { createEngine, type Engine } from '../src/turn/index.js';
+import { createEngine } from '../src/turn/index.js';
 import { syntheticSources } from './lib/syntheticSources.js';
 import { placeOf } from './lib/cpuProfile.js';
+import { cpuUs, scriptedTurn } from './lib/load.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -36,24 +37,10 @@ const target = sources.parts[3]!.entries[5]!.id;
 const bus = await openMemoryBus({ logPath: false });
 const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
 
-async function scriptedTurn(e: Engine, sessionId: string, i: number): Promise<void> {
-  const started = await e.startTurn({ sessionId });
-  if (!started.ok) throw new Error(started.error.message);
-  const t = started.value;
-  const s = await t.invoke('tool_search', { query: 'search issue', limit: 3 });
-  const d = await t.invoke('tool_describe', { id: target });
-  const c = await t.invoke('tool_call', { id: target, args: { text: `x${i}` } });
-  if (!s.ok || !d.ok || !c.ok) throw new Error(`a step failed: ${JSON.stringify([s, d, c]).slice(0, 300)}`);
-  await t.end({ promptBytes: 1000 });
-}
 let turn = 0;
 const blocks = async (n: number): Promise<void> => {
   for (let k = 0; k < n; k++)
-    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => scriptedTurn(engine, `s${s}`, turn++)));
-};
-const cpuUs = (): number => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
+    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => scriptedTurn(engine, `s${s}`, target, turn++)));
 };
 
 await blocks(4); // warm-up: index built, JIT warm

@@ -35,10 +35,11 @@ import { parseConfig, type ResolvedConfig } from '../src/config/index.js';
 import type { StaticSources } from '../src/catalog/index.js';
 import { createSandbox } from '../src/sandbox/index.js';
 import { ok } from '../src/shared/index.js';
-import { createEngine, type Engine } from '../src/turn/index.js';
+import { createEngine } from '../src/turn/index.js';
 import { startNatsServer, type NatsServer } from '../test/support/natsServer.js';
 import { syntheticSources } from './lib/syntheticSources.js';
 import { engineRunner, measurePerSpan, perSpanLine } from './tracing.js';
+import { cpuUs, scriptedTurn } from './lib/load.js';
 
 const args = process.argv.slice(2);
 const numArg = (name: string, dflt: number): number => {
@@ -77,10 +78,6 @@ const spreadOf = (xs: number[]): number => {
   return m === 0 || !Number.isFinite(m) ? 0 : (Math.max(...xs) - Math.min(...xs)) / Math.abs(m);
 };
 const round3 = (n: number): number => Math.round(n * 1000) / 1000;
-const cpuUs = (): number => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-};
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
 function config(raw: Record<string, unknown>): ResolvedConfig {
@@ -123,18 +120,6 @@ function addRow(r: RowInput): void {
 }
 
 // ---------- the scripted turn ----------
-
-/** search, describe, call, end: the turn every load row runs. */
-async function scriptedTurn(engine: Engine, sessionId: string, target: string, i: number): Promise<void> {
-  const started = await engine.startTurn({ sessionId });
-  if (!started.ok) throw new Error(started.error.message);
-  const t = started.value;
-  const s = await t.invoke('tool_search', { query: 'search issue', limit: 3 });
-  const d = await t.invoke('tool_describe', { id: target });
-  const c = await t.invoke('tool_call', { id: target, args: { text: `x${i}` } });
-  if (!s.ok || !d.ok || !c.ok) throw new Error(`a step failed: ${JSON.stringify([s, d, c]).slice(0, 300)}`);
-  await t.end({ promptBytes: 1000 });
-}
 
 /** Publishes counted: events accepted by the bus and their JSON sizes. */
 function counting(bus: EventBus): { bus: EventBus; count: () => number; payloads: Envelope[] } {

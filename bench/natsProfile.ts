@@ -15,10 +15,11 @@ import { Session } from 'node:inspector/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { openNatsBus } from '../src/bus/nats/index.js';
 import { parseConfig } from '../src/config/index.js';
-import { createEngine, type Engine } from '../src/turn/index.js';
+import { createEngine } from '../src/turn/index.js';
 import { startNatsServer } from '../test/support/natsServer.js';
 import { syntheticSources } from './lib/syntheticSources.js';
 import { placeOf, frameLabel } from './lib/cpuProfile.js';
+import { cpuUs, scriptedTurn } from './lib/load.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -58,21 +59,7 @@ if (transport?.send !== undefined) {
     send(f);
   };
 }
-const cpuUs = (): number => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-};
 
-async function scriptedTurn(e: Engine, sessionId: string, i: number): Promise<void> {
-  const started = await e.startTurn({ sessionId });
-  if (!started.ok) throw new Error(started.error.message);
-  const t = started.value;
-  const s = await t.invoke('tool_search', { query: 'search issue', limit: 3 });
-  const d = await t.invoke('tool_describe', { id: target });
-  const c = await t.invoke('tool_call', { id: target, args: { text: `x${i}` } });
-  if (!s.ok || !d.ok || !c.ok) throw new Error(`a step failed: ${JSON.stringify([s, d, c]).slice(0, 300)}`);
-  await t.end({ promptBytes: 1000 });
-}
 let turn = 0;
 const load = async (turns: number): Promise<{ events: number; cpu: number; ms: number }> => {
   const e0 = bus.stats().published;
@@ -84,7 +71,7 @@ const load = async (turns: number): Promise<{ events: number; cpu: number; ms: n
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: SESSIONS }, async (_, s) => {
-      for (let t = 0; t < turns; t++) await scriptedTurn(engine, `p${s}`, turn++);
+      for (let t = 0; t < turns; t++) await scriptedTurn(engine, `p${s}`, target, turn++);
     }),
   );
   const ev = bus.stats().published - e0;

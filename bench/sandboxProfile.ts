@@ -14,6 +14,7 @@ import { Session } from 'node:inspector/promises';
 import { ok } from '../src/shared/index.js';
 import { createSandbox } from '../src/sandbox/index.js';
 import { placeOf, frameLabel } from './lib/cpuProfile.js';
+import { cpuUs } from './lib/load.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -25,10 +26,6 @@ const TOP = Number(opt('top', '30'));
 const INTERVAL = Number(opt('interval', '50'));
 const OUT = opt('out', '');
 
-const cpuUs = (): number => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-};
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? NaN;
