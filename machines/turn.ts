@@ -166,6 +166,10 @@ export const turnMachine = setup({
     runTask: (args, params: TurnTaskParams) => taskNotProvided(args, params),
     /** Cuts the task of a state being left; the gateway provides it when its tasks have signals of their own. */
     cutTask: (_, _params: { task: TurnTask }) => noCut(),
+    /** A state's task failed: the error names the stage. */
+    recordFailure: assign(({ event }, params: { stage: TurnStage }) => ({
+      error: failedAt(params.stage, 'error' in event ? event.error : undefined),
+    })),
     /** ABORT is handled per state so the error names the stage it stopped. */
     recordAbort: assign(({ context, event }, params: { stage: TurnStage }) => ({
       error: {
@@ -213,7 +217,7 @@ export const turnMachine = setup({
         'resolvePolicy.done': { target: 'listSources', actions: assign({ policy: ({ event }) => event.output }) },
         'resolvePolicy.error': {
           target: 'failed',
-          actions: assign({ error: ({ event }) => failedAt('resolvePolicy', event.error) }),
+          actions: { type: 'recordFailure', params: { stage: 'resolvePolicy' } },
         },
       },
     },
@@ -234,10 +238,7 @@ export const turnMachine = setup({
       on: {
         ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'listSources' } } },
         'listSources.done': { target: 'index', actions: assign({ catalog: ({ event }) => event.output }) },
-        'listSources.error': {
-          target: 'failed',
-          actions: assign({ error: ({ event }) => failedAt('listSources', event.error) }),
-        },
+        'listSources.error': { target: 'failed', actions: { type: 'recordFailure', params: { stage: 'listSources' } } },
       },
     },
     index: {
@@ -258,10 +259,7 @@ export const turnMachine = setup({
       on: {
         ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'index' } } },
         'indexCatalog.done': { target: 'expose', actions: assign({ catalogInfo: ({ event }) => event.output }) },
-        'indexCatalog.error': {
-          target: 'failed',
-          actions: assign({ error: ({ event }) => failedAt('index', event.error) }),
-        },
+        'indexCatalog.error': { target: 'failed', actions: { type: 'recordFailure', params: { stage: 'index' } } },
       },
     },
     expose: {
@@ -283,10 +281,7 @@ export const turnMachine = setup({
       on: {
         ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'expose' } } },
         'expose.done': { target: 'execute', actions: assign({ exposure: ({ event }) => event.output }) },
-        'expose.error': {
-          target: 'failed',
-          actions: assign({ error: ({ event }) => failedAt('expose', event.error) }),
-        },
+        'expose.error': { target: 'failed', actions: { type: 'recordFailure', params: { stage: 'expose' } } },
       },
     },
     execute: {
@@ -345,7 +340,7 @@ export const turnMachine = setup({
             },
             'executeStep.error': {
               target: '#turn.failed',
-              actions: assign({ error: ({ event }) => failedAt('execute', event.error) }),
+              actions: { type: 'recordFailure', params: { stage: 'execute' } },
             },
           },
         },
