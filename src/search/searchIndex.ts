@@ -506,7 +506,11 @@ export class SearchIndex {
     // A request without an action verb asks for information: listing and getting tools gain a little.
     const implicitFrom = typed.length;
     const content = words.filter((w) => !STOP_WORDS.has(w));
-    if (note === undefined && !hasActionVerb(content)) {
+    // A question ("which branches are protected", "who can see my calendar") asks for information whatever verbs it
+    // holds: they describe the state asked about.
+    const question = asksQuestion(words);
+    const informational = question || !hasActionVerb(content);
+    if (note === undefined && informational) {
       for (const term of RETRIEVAL_VERBS) {
         const list = this.postings.get(term);
         if (list === undefined || typed.includes(term)) continue;
@@ -537,7 +541,7 @@ export class SearchIndex {
       allTerms,
       implicitFrom,
       number: numberAsked(words, new Set(ownerMentions)),
-      requested: this.requestedOps(content),
+      requested: question ? this.retrievalOps() : this.requestedOps(content),
       asksDelete: namesDeletion(content),
     };
     if (note !== undefined) plan.note = note;
@@ -570,6 +574,21 @@ export class SearchIndex {
       for (const base of direct ? [t] : related)
         for (const [o, credit] of ops.equivalents.get(base) ?? []) put(o, direct ? credit : credit * 0.85);
       break;
+    }
+    return out;
+  }
+
+  /** The catalog's retrieval operations (listing, getting) and their learned equivalents: what a question asks for. */
+  private retrievalOps(): Map<string, number> {
+    const ops = this.operations();
+    const out = new Map<string, number>();
+    const put = (op: string, credit: number): void => {
+      if ((out.get(op) ?? 0) < credit) out.set(op, credit);
+    };
+    for (const t of RETRIEVAL_VERBS) {
+      if (!ops.isOperation(t)) continue;
+      put(t, 1);
+      for (const [o, credit] of ops.equivalents.get(t) ?? []) put(o, credit);
     }
     return out;
   }
@@ -871,6 +890,21 @@ function numberAsked(words: readonly string[], owners: ReadonlySet<string>): num
     else if (isPluralWord(w) && !owners.has(stem(w))) many++;
   }
   return Math.sign(many - one);
+}
+
+/** Words that open a question: a request opening with one asks for information (see `asksQuestion`). */
+const QUESTION_OPENERS: ReadonlySet<string> = new Set(
+  'what whats which who whom whose where when is are was were does did has have'.split(' '),
+);
+/** "how" opens a question with these after it ("how often", "how big"); "how do I ..." asks for an action. */
+const HOW_QUESTIONS: ReadonlySet<string> = new Set('often long big large old far fast well'.split(' '));
+
+/** Whether a request (its words as written, lowercased) is a question: it opens with a question word. */
+function asksQuestion(words: readonly string[]): boolean {
+  const first = words[0];
+  if (first === undefined) return false;
+  if (QUESTION_OPENERS.has(first)) return true;
+  return first === 'how' && HOW_QUESTIONS.has(words[1] ?? '');
 }
 
 /** BM25's inverse document frequency of a term found in `df` of `n` tools. */

@@ -258,18 +258,26 @@ const PHRASES: readonly (readonly [string, string])[] = [
 const PHRASE_TABLE: readonly (readonly [readonly string[], readonly string[]])[] = PHRASES.map(
   ([from, to]) => [from.split(' '), to.split(' ')] as const,
 );
+/** The idioms of PHRASES that are verbs of an operation (the first ones, up to "right now"). */
+const VERB_IDIOMS = PHRASES.findIndex(([from]) => from === 'right now');
+/** Forms of "be": an operation idiom after one is a participle ("which rules are set up") and describes a state. */
+const BE_FORMS: ReadonlySet<string> = new Set(['is', 'are', 'was', 'were', 'be', 'been', 'being']);
 
-/** Rewrites idioms and abbreviations in a list of lowercased words (see PHRASES). Pure: no I/O. */
+/**
+ * Rewrites idioms and abbreviations in a list of lowercased words (see PHRASES). An operation idiom after a form of
+ * "be" is left out: it describes what is, not the operation asked for. Pure: no I/O.
+ */
 export function rewritePhrases(words: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < words.length;) {
     let matched = false;
-    for (const [from, to] of PHRASE_TABLE) {
+    for (let p = 0; p < PHRASE_TABLE.length; p++) {
+      const [from, to] = PHRASE_TABLE[p] as (typeof PHRASE_TABLE)[number];
       if (i + from.length > words.length) continue;
       let k = 0;
       while (k < from.length && words[i + k] === from[k]) k++;
       if (k === from.length) {
-        out.push(...to);
+        if (p >= VERB_IDIOMS || !BE_FORMS.has(words[i - 1] ?? '')) out.push(...to);
         i += from.length;
         matched = true;
         break;

@@ -45,6 +45,15 @@ describe('ranking among sibling tools', () => {
     expect(factor('mcp:mail:delete-mail-rule')).toBeGreaterThan(factor('mcp:mail:create-mail-rule'));
   });
 
+  it('reads a question as a request for information, whatever verbs it holds', () => {
+    // "change" names an operation of the catalog; the question asks which rules there are.
+    expect(idx.rankIds('which message rules change my inbox')[0]).toBe('mcp:mail:list-mail-rules');
+    expect(idx.rankIds('change a message rule of my inbox')[0]).toBe('mcp:mail:update-mail-rule');
+    // "set up" after a form of "be" describes what is; as a command it asks for a creation.
+    expect(idx.rankIds('which message rules are set up')[0]).toBe('mcp:mail:list-mail-rules');
+    expect(idx.rankIds('set up a message rule')[0]).toBe('mcp:mail:create-mail-rule');
+  });
+
   it('weighs a quantifier above an article when it reads the number a request asks for', () => {
     expect(idx.rankIds('show every status update of a tasks project')[0]).toBe('mcp:tasks:tasks_get_project_statuses');
     expect(idx.rankIds('show one status update')[0]).toBe('mcp:tasks:tasks_get_project_status');
