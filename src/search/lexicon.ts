@@ -7,10 +7,11 @@ import { readFileSync } from 'node:fs';
  * that needs it. Expansion goes through the index's own vocabulary, so only words the catalog uses are searched.
  */
 let table: Map<string, readonly string[]> | undefined;
+let broaderTable: Map<string, readonly string[]> | undefined;
 
-function load(): Map<string, readonly string[]> {
+function load(file: string): Map<string, readonly string[]> {
   const map = new Map<string, readonly string[]>();
-  const text = readFileSync(new URL('./lexicon.txt', import.meta.url), 'utf8');
+  const text = readFileSync(new URL(file, import.meta.url), 'utf8');
   let at = 0;
   while (at < text.length) {
     const end = text.indexOf('\n', at);
@@ -26,6 +27,15 @@ const NONE: readonly string[] = [];
 
 /** The stems associated with a stem (most common senses only); empty when WordNet has none. */
 export function lexicalRelatives(term: string): readonly string[] {
-  table ??= load();
+  table ??= load('./lexicon.txt');
   return table.get(term) ?? NONE;
+}
+
+/**
+ * The stems more loosely related to a stem (lexicon-broader.txt, from the same WordNet senses): forms derived from
+ * it or it from them, broader words and, for a sense with few, narrower ones. Empty when WordNet has none.
+ */
+export function broaderRelatives(term: string): readonly string[] {
+  broaderTable ??= load('./lexicon-broader.txt');
+  return broaderTable.get(term) ?? NONE;
 }

@@ -1,7 +1,7 @@
 import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
 import { buildMeta, type ToolMeta } from './descriptor.js';
-import { lexicalRelatives } from './lexicon.js';
+import { broaderRelatives, lexicalRelatives } from './lexicon.js';
 import { synonymsOf } from './synonyms.js';
 import { sourceKeyOf, type RankTrace, type SearchIndex } from './searchIndex.js';
 import type { SearchAnswer, SearchOptions } from './types.js';
@@ -129,7 +129,9 @@ function expansionReaches(word: string, term: string, index: SearchIndex): boole
   if (term === word) return true;
   if (word.length >= 3 && term.startsWith(word)) return true;
   if (word.length >= 5 && !index.hasTerm(word) && withinOneEdit(word, term)) return true;
-  return synonymsOf(word).includes(term) || lexicalRelatives(word).includes(term);
+  return (
+    synonymsOf(word).includes(term) || lexicalRelatives(word).includes(term) || broaderRelatives(word).includes(term)
+  );
 }
 
 /** Whether two strings are at most one insertion, deletion or substitution apart. Pure: no I/O. */

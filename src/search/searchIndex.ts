@@ -8,7 +8,7 @@ import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
 import type { CallMemory } from './callMemory.js';
 import { OperationModel } from './operations.js';
-import { lexicalRelatives } from './lexicon.js';
+import { broaderRelatives, lexicalRelatives } from './lexicon.js';
 import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
 import { isPluralWord, splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
@@ -638,6 +638,9 @@ export class SearchIndex {
     // "comment", "untag" finds "unlabel". A word that is also in the catalog keeps most of the weight itself.
     const lexicalCredit = this.postings.get(t) === undefined ? WEIGHTS.lexicalOnly : WEIGHTS.lexical;
     for (const rel of lexicalRelatives(t)) add(rel, lexicalCredit);
+    // Broader words of the same senses (WordNet hypernyms: "altitude" finds "elevation"), weaker still.
+    const broaderCredit = this.postings.get(t) === undefined ? WEIGHTS.broaderOnly : WEIGHTS.broader;
+    for (const rel of broaderRelatives(t)) add(rel, broaderCredit);
     if (t.length >= 3) {
       for (const [term, list] of this.postings.withPrefix(t, MAX_PREFIX_EXPANSIONS)) {
         if (byTerm.has(term)) continue;

@@ -165,7 +165,9 @@ describe('SearchIndex maintenance', () => {
     expect(idx.size).toBe(fixtureEntries().length + 1);
     expect(idx.rankIds('bug report')[0]).toBe('mcp:jira:create_ticket');
     expect(idx.removeSource('mcp:jira')).toBe(1);
-    expect(idx.rankIds('bug report')).toEqual([]);
+    // Words WordNet relates to "bug report" may still match other tools weakly: never the removed one.
+    expect(idx.rankIds('bug report')).not.toContain('mcp:jira:create_ticket');
+    expect(idx.rankIds('jira ticket')).not.toContain('mcp:jira:create_ticket');
     expect(idx.get('mcp:jira:create_ticket')).toBeUndefined();
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SearchIndex, tokenize } from '../../src/search/index.js';
-import { lexicalRelatives } from '../../src/search/lexicon.js';
+import { broaderRelatives, lexicalRelatives } from '../../src/search/lexicon.js';
 import { mcpTool } from './fixture.js';
 
 function top(index: SearchIndex, query: string): string[] {
@@ -29,6 +29,23 @@ describe('vocabulary gaps', () => {
     const catalogWords = new Set(index.entries().flatMap((e) => tokenize(`${e.name} ${e.description}`)));
     expect(catalogWords.has('remark')).toBe(false);
     expect(top(index, 'leave a remark on a record')[0]).toBe('mcp:records:create_comment');
+  });
+
+  it('reaches a broader word of the same sense, below a word the tool itself uses', () => {
+    expect(broaderRelatives('altitud')).toContain('elevation');
+    const index = new SearchIndex([
+      mcpTool('maps', ['maps_elevation', 'Get the elevation of locations on the earth']),
+      mcpTool('maps', ['maps_geocode', 'Convert an address into coordinates of a location']),
+      mcpTool('charts', ['generate_histogram_chart', 'Generate a histogram chart of values']),
+    ]);
+    expect(index.hasTerm('altitud')).toBe(false);
+    expect(top(index, 'altitude of these gps points')[0]).toBe('mcp:maps:maps_elevation');
+    // The broader word stands in weakly: a tool saying the typed word itself comes first.
+    const withAltitude = new SearchIndex([
+      ...index.entries(),
+      mcpTool('flight', ['get_altitude', 'Get the altitude of an aircraft']),
+    ]);
+    expect(top(withAltitude, 'altitude of these gps points')[0]).toBe('mcp:flight:get_altitude');
   });
 
   it('matches the far part of a long description, below tools whose name says it', () => {
