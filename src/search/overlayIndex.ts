@@ -2,6 +2,7 @@ import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
 import { buildMeta, type ToolMeta } from './descriptor.js';
 import { lexicalRelatives } from './lexicon.js';
+import type { OperationModel } from './operations.js';
 import { synonymsOf } from './synonyms.js';
 import { sourceKeyOf, type RankTrace, type SearchIndex } from './searchIndex.js';
 import type { SearchAnswer, SearchOptions } from './types.js';
@@ -30,6 +31,11 @@ export class OverlayIndex implements SearchIndexView {
   private readonly sources: string[];
   /** The tools' ranking metadata, made on the first query and reused by the next ones. */
   private metas: ToolMeta[] | undefined;
+  /**
+   * The operation model of base + tools, learned by the first query that read it and set for the next ones: the base
+   * is never changed but by overlays, which put it back as it was, so the model holds for as long as this overlay.
+   */
+  private model: OperationModel | undefined;
   /** Their terms the base does not know, made with the metadata. */
   private newTerms: string[] = [];
   /** Whether the base's expansion of a query word holds with the tools in: none of their new terms reaches it. */
@@ -39,7 +45,7 @@ export class OverlayIndex implements SearchIndexView {
   };
 
   constructor(
-    private readonly base: SearchIndex,
+    readonly base: SearchIndex,
     private readonly extra: readonly ToolEntry[],
   ) {
     this.sources = extra.length === 1 ? [sourceKeyOf(extra[0]!)] : [...new Set(extra.map((e) => sourceKeyOf(e)))];
@@ -61,9 +67,11 @@ export class OverlayIndex implements SearchIndexView {
     const derived = this.base.takeDerived(this.keepsExpansion);
     this.metas ??= this.metasOf(this.extra);
     this.base.addEntries(this.extra, this.metas);
+    if (this.model !== undefined) this.base.useOperations(this.model);
     try {
       return fn(this.base);
     } finally {
+      this.model ??= this.base.learnedOperations();
       for (const s of this.sources) this.base.removeSource(s);
       this.base.restoreDerived(derived);
     }

@@ -42,6 +42,10 @@ export class PostingList {
   }
 }
 
+const MAX_SPARE = 64;
+/** Lists larger than this are left to the collector rather than kept for a term of a few tools. */
+const MAX_SPARE_CAPACITY = 64;
+
 /**
  * An inverted index from terms to posting lists. Exact lookups go through a Map; MiniSearch's radix tree
  * (SearchableMap) holds the same vocabulary for prefix and typo (edit distance) lookups of query words.
@@ -49,6 +53,12 @@ export class PostingList {
 export class Postings {
   private readonly lists = new Map<string, PostingList>();
   private readonly tree = new SearchableMap<PostingList>();
+  /**
+   * Emptied lists of removed terms, taken by the next new terms: an overlay adds and removes the same few terms for
+   * each query, and would otherwise make two typed arrays per term each time. A removed term's list is no longer
+   * referenced (the index drops its plans and expansions whenever it removes a tool), so it can be reused.
+   */
+  private readonly spare: PostingList[] = [];
 
   get(term: string): PostingList | undefined {
     return this.lists.get(term);
@@ -57,7 +67,7 @@ export class Postings {
   add(term: string, slot: number, weight: number): void {
     let list = this.lists.get(term);
     if (list === undefined) {
-      list = new PostingList();
+      list = this.spare.pop() ?? new PostingList();
       this.lists.set(term, list);
       this.tree.set(term, list);
     }
@@ -71,6 +81,7 @@ export class Postings {
     if (list.length === 0) {
       this.lists.delete(term);
       this.tree.delete(term);
+      if (this.spare.length < MAX_SPARE && list.slots.length <= MAX_SPARE_CAPACITY) this.spare.push(list);
     }
   }
 

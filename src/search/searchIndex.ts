@@ -259,6 +259,19 @@ export class SearchIndex {
     return d;
   }
 
+  /** The operation model of the tools indexed now, when it has been learned since they last changed. */
+  learnedOperations(): OperationModel | undefined {
+    return this.opModel;
+  }
+
+  /**
+   * Sets the operation model of the tools indexed now: one `learnedOperations` gave for exactly these tools (an
+   * overlay's, learned by its first query and set for the next ones).
+   */
+  useOperations(model: OperationModel): void {
+    this.opModel = model;
+  }
+
   /** Puts back what `takeDerived` took: only valid when the indexed tools are the same as then. */
   restoreDerived(d: DerivedCaches): void {
     this.plans = d.plans;
