@@ -5,6 +5,8 @@ export class PostingList {
   slots: Int32Array;
   weights: Float32Array;
   length = 0;
+  /** Held by an overlay for its own new term (see `Postings.add`): kept by it between queries, never reused for another term. */
+  held = false;
 
   constructor(capacity = 4) {
     this.slots = new Int32Array(capacity);
@@ -64,10 +66,24 @@ export class Postings {
     return this.lists.get(term);
   }
 
-  add(term: string, slot: number, weight: number): void {
+  /**
+   * `own`: the lists of an overlay's new terms, kept by the overlay from one query to the next: a term this index
+   * does not have gets that same (emptied) list object again, so what the overlay derived from it before (its
+   * expansions and query plans) still reads the live list.
+   */
+  add(term: string, slot: number, weight: number, own?: Map<string, PostingList>): void {
     let list = this.lists.get(term);
     if (list === undefined) {
-      list = this.spare.pop() ?? new PostingList();
+      if (own === undefined) list = this.spare.pop() ?? new PostingList();
+      else {
+        const held = own.get(term);
+        if (held !== undefined && held.length === 0) list = held;
+        else {
+          list = this.spare.pop() ?? new PostingList();
+          list.held = true;
+          own.set(term, list);
+        }
+      }
       this.lists.set(term, list);
       this.tree.set(term, list);
     }
@@ -81,7 +97,7 @@ export class Postings {
     if (list.length === 0) {
       this.lists.delete(term);
       this.tree.delete(term);
-      if (this.spare.length < MAX_SPARE && list.slots.length <= MAX_SPARE_CAPACITY) this.spare.push(list);
+      if (!list.held && this.spare.length < MAX_SPARE && list.slots.length <= MAX_SPARE_CAPACITY) this.spare.push(list);
     }
   }
 
