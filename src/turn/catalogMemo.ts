@@ -216,6 +216,8 @@ export class CatalogMemo {
    * part (`clientPartKey`), least recently used beyond `maxComposed`: what a turn keeps of another session's tools.
    */
   private readonly composed = new Map<string, { full: Catalog; filtered: Catalog }>();
+  /** Keys of client tool sets composed once and not kept (yet): the same set again is kept. */
+  private readonly seenOnce = new Set<string>();
   composedBuilds = 0;
   composedReuses = 0;
 
@@ -263,8 +265,15 @@ export class CatalogMemo {
             base.filtered === base.full && ownFiltered === own
               ? { full, filtered: full }
               : { full, filtered: combine(base.filtered, ownFiltered) };
-          this.composed.set(key, made);
           this.composedBuilds++;
+          // Kept from the second time the same tools come: tools new each turn are never kept (what is kept lives
+          // long, and keeping each turn's would only make the collector copy them until they are dropped).
+          if (!this.seenOnce.delete(key)) {
+            if (this.seenOnce.size >= this.maxComposed) this.seenOnce.clear();
+            this.seenOnce.add(key);
+            return made;
+          }
+          this.composed.set(key, made);
           while (this.composed.size > this.maxComposed) {
             const oldest = this.composed.keys().next();
             if (oldest.done === true) break;

@@ -164,7 +164,11 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
   it('gives the same catalog and overlay to the same tools, and ranks as a full index over base + tools', () => {
     const memo = new CatalogMemo();
     const store = new IndexStore({});
+    // Tools seen once are not kept (tools new each turn would only live long): the same tools a second time are.
+    const once = memo.get([...base, tools([order, refund])], policy);
     const first = memo.get([...base, tools([order, refund])], policy);
+    expect(first.filtered).not.toBe(once.filtered);
+    expect(first.filtered.fingerprint).toBe(once.filtered.fingerprint);
     const one = store.get(first.filtered).index;
     for (let turn = 0; turn < 4; turn++) {
       const parts = [...base, tools([{ ...order, parameters: structuredClone(order.parameters) }, { ...refund }])];
@@ -176,7 +180,7 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
       const full = fresh(parts);
       for (const q of QUERIES) expect(index.search(q, { limit: 10 }), q).toEqual(full.search(q, { limit: 10 }));
     }
-    expect(memo.composedBuilds).toBe(1);
+    expect(memo.composedBuilds).toBe(2);
     expect(memo.composedReuses).toBe(4);
     expect(store.overlays).toBe(1);
     expect(store.overlayReuses).toBe(4);
@@ -220,7 +224,8 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
     expect(entriesById(last).has('client:app:refund_payment')).toBe(false);
     const hits = store.get(last).index.search('refund payment', { limit: 20 });
     expect(hits.ok && hits.value.results.map((r) => r.id)).not.toContain('client:app:refund_payment');
-    expect(memo.composedBuilds).toBe(4);
+    // Four sets, each seen once, and the last one again: composed again, then kept.
+    expect(memo.composedBuilds).toBe(5);
   });
 
   it('keys on the status too: a refused tool changes the warnings, so the same accepted tools compose again', () => {
@@ -234,13 +239,17 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
     expect(x.sources.at(-1)?.warnings).toBeUndefined();
   });
 
-  it('keeps at most maxComposed client tool sets: older ones (ended sessions) are dropped, least recently used first', () => {
+  it('keeps at most maxComposed client tool sets, from their second time: older ones (ended sessions) are dropped, least recently used first', () => {
     const memo = new CatalogMemo(32, 4);
-    const kept = memo.get([...base, tools([order])], policy).filtered;
-    for (let s = 0; s < 3; s++) memo.get([...base, tools([{ name: `session_${s}_tool` }])], policy);
+    const twice = (specs: Parameters<typeof tools>[0]) => {
+      memo.get([...base, tools(specs)], policy);
+      return memo.get([...base, tools(specs)], policy).filtered;
+    };
+    const kept = twice([order]);
+    for (let s = 0; s < 3; s++) twice([{ name: `session_${s}_tool` }]);
     // Used again: the most recent now; four more sets drop it.
     expect(memo.get([...base, tools([order])], policy).filtered).toBe(kept);
-    for (let s = 3; s < 7; s++) memo.get([...base, tools([{ name: `session_${s}_tool` }])], policy);
+    for (let s = 3; s < 7; s++) twice([{ name: `session_${s}_tool` }]);
     const builds = memo.composedBuilds;
     const again = memo.get([...base, tools([order])], policy).filtered;
     expect(again).not.toBe(kept);
@@ -248,10 +257,23 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
     expect(memo.composedBuilds).toBe(builds + 1);
   });
 
+  it('keeps nothing of tools that are new each turn', () => {
+    const memo = new CatalogMemo(32, 4);
+    const store = new IndexStore({});
+    for (let turn = 0; turn < 10; turn++) {
+      const { filtered } = memo.get([...base, tools([{ name: `lookup_${turn}` }])], policy);
+      expect(store.get(filtered).index.size).toBe(filtered.entries.length);
+    }
+    expect(memo.composedBuilds).toBe(10);
+    expect(memo.composedReuses).toBe(0);
+    expect((memo as unknown as { composed: Map<string, unknown> }).composed.size).toBe(0);
+  });
+
   it('gives a new overlay when the shared index was rebuilt since (evicted, then built again)', () => {
     const memo = new CatalogMemo();
     const store = new IndexStore({}, 1);
     const parts = [...base, tools([order])];
+    memo.get(parts, policy);
     const { filtered } = memo.get(parts, policy);
     const first = store.get(filtered).index;
     store.get(memo.get([staticPart('other', 3)], policy).filtered); // evicts the base's index (max 1)
