@@ -5,7 +5,7 @@
  * phase (start, search, end), and the ratio's median and quartiles over the rounds. `--profile file` writes a CPU
  * profile of the timed rounds (sampling every 100 µs).
  *
- *   node --import tsx bench/clientToolProfile.ts [--rounds 10] [--turns 200] [--profile out.cpuprofile] [--only client|plain]
+ *   node --import tsx bench/clientToolProfile.ts [--rounds 10] [--turns 200] [--profile out.cpuprofile] [--only client|plain] [--same]
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -23,6 +23,8 @@ const rounds = num('rounds', 10);
 const perSide = num('turns', 200);
 /** `--only client|plain`: run one side only (a profile of that side). */
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined;
+/** `--same`: the client sends the same tool every turn (as clients re-send their tools), not a new one each turn. */
+const same = args.includes('--same');
 const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
 if (!parsed.ok) throw new Error(parsed.error.message);
 const sources = syntheticSources(1000, 10);
@@ -38,7 +40,11 @@ const cpu = (): number => {
 const withTool = await make();
 const plain = await make();
 let n = 0;
+/** With --profile: when each side ran (monotonic µs, the profile's clock), to split the profile's samples by side. */
+const spans: { side: string; from: number; to: number }[] = [];
+const now = (): number => Number(process.hrtime.bigint() / 1000n);
 const run = async (v: typeof plain, client: boolean, count: number, record: boolean): Promise<void> => {
+  const from = now();
   const start = cpu();
   for (let k = 0; k < count; k++) {
     const i = n++;
@@ -49,8 +55,8 @@ const run = async (v: typeof plain, client: boolean, count: number, record: bool
         ? {
             clientTools: [
               {
-                name: `lookup_order_${i}`,
-                description: `Look up order ${i} in the shop backend`,
+                name: same ? 'lookup_order' : `lookup_order_${i}`,
+                description: same ? 'Look up an order in the shop backend' : `Look up order ${i} in the shop backend`,
                 parameters: { type: 'object', properties: { id: { type: 'string' } } },
               },
             ],
@@ -73,6 +79,7 @@ const run = async (v: typeof plain, client: boolean, count: number, record: bool
   if (record) {
     v.turns += count;
     v.perRound.push((cpu() - start) / count);
+    spans.push({ side: client ? 'client' : 'plain', from, to: now() });
   }
 };
 await run(withTool, true, 100, false);
@@ -113,6 +120,7 @@ for (let r = 0; r < rounds; r++) {
 if (session !== undefined) {
   const { profile } = await session.post('Profiler.stop');
   writeFileSync(args[pi + 1]!, JSON.stringify(profile));
+  writeFileSync(`${args[pi + 1]!}.sides.json`, JSON.stringify(spans));
   session.disconnect();
 }
 const q = (xs: number[], p: number): number => {

@@ -2,9 +2,13 @@ import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
 import { buildMeta, type ToolMeta } from './descriptor.js';
 import { broaderRelatives, lexicalRelatives } from './lexicon.js';
+import type { PostingList } from './postings.js';
 import { synonymsOf } from './synonyms.js';
-import { sourceKeyOf, type RankTrace, type SearchIndex } from './searchIndex.js';
+import { sourceKeyOf, type DerivedCaches, type RankTrace, type SearchIndex } from './searchIndex.js';
 import type { SearchAnswer, SearchOptions } from './types.js';
+
+/** The query plans an overlay keeps between its queries (its expansions: four times as many), beyond which it drops them. */
+const OWN_PLANS_MAX = 64;
 
 /**
  * The read-only face of a search index: what a turn asks of the shared index of its catalog, or of an overlay of
@@ -30,6 +34,15 @@ export class OverlayIndex implements SearchIndexView {
   private readonly sources: string[];
   /** The tools' ranking metadata, made on the first query and reused by the next ones. */
   private metas: ToolMeta[] | undefined;
+  /**
+   * What its queries derived from base + tools (query plans, expansions, the operation model), set aside when they
+   * are taken out and set again for the next query: the base is never changed but by overlays, which put it back as
+   * it was, and the lists of the tools' new terms are this overlay's own (`lists`), so these hold for as long as the
+   * overlay. A memoized overlay (the same client tools again) reuses them from turn to turn.
+   */
+  private own: DerivedCaches | undefined;
+  /** The posting lists of the tools' terms the base does not have, the same objects for every query. */
+  private readonly lists = new Map<string, PostingList>();
   /** Their terms the base does not know, made with the metadata. */
   private newTerms: string[] = [];
   /** Whether the base's expansion of a query word holds with the tools in: none of their new terms reaches it. */
@@ -39,7 +52,7 @@ export class OverlayIndex implements SearchIndexView {
   };
 
   constructor(
-    private readonly base: SearchIndex,
+    readonly base: SearchIndex,
     private readonly extra: readonly ToolEntry[],
   ) {
     this.sources = extra.length === 1 ? [sourceKeyOf(extra[0]!)] : [...new Set(extra.map((e) => sourceKeyOf(e)))];
@@ -60,10 +73,21 @@ export class OverlayIndex implements SearchIndexView {
     // in, and put back once it holds exactly those tools again, so neither this turn nor the next relearns them.
     const derived = this.base.takeDerived(this.keepsExpansion);
     this.metas ??= this.metasOf(this.extra);
-    this.base.addEntries(this.extra, this.metas);
+    this.base.addEntries(this.extra, this.metas, this.lists);
+    if (this.own !== undefined) this.base.useDerived(this.own);
     try {
       return fn(this.base);
     } finally {
+      // Set aside before the tools are taken out (taking them out clears the index's caches), within small bounds:
+      // up to 64 overlays are kept, so each keeps fewer plans and expansions than the shared index.
+      const own = this.base.takeDerived();
+      if (own.plans.size > OWN_PLANS_MAX) {
+        own.plans.clear();
+        own.seenOnce.clear();
+      }
+      if (own.seenOnce.size > OWN_PLANS_MAX) own.seenOnce.clear();
+      if (own.expansions.size > OWN_PLANS_MAX * 4) own.expansions.clear();
+      this.own = own;
       for (const s of this.sources) this.base.removeSource(s);
       this.base.restoreDerived(derived);
     }

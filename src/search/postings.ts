@@ -5,6 +5,8 @@ export class PostingList {
   slots: Int32Array;
   weights: Float32Array;
   length = 0;
+  /** Held by an overlay for its own new term (see `Postings.add`): kept by it between queries, never reused for another term. */
+  held = false;
 
   constructor(capacity = 4) {
     this.slots = new Int32Array(capacity);
@@ -42,6 +44,10 @@ export class PostingList {
   }
 }
 
+const MAX_SPARE = 64;
+/** Lists larger than this are left to the collector rather than kept for a term of a few tools. */
+const MAX_SPARE_CAPACITY = 64;
+
 /**
  * An inverted index from terms to posting lists. Exact lookups go through a Map; MiniSearch's radix tree
  * (SearchableMap) holds the same vocabulary for prefix and typo (edit distance) lookups of query words.
@@ -49,15 +55,35 @@ export class PostingList {
 export class Postings {
   private readonly lists = new Map<string, PostingList>();
   private readonly tree = new SearchableMap<PostingList>();
+  /**
+   * Emptied lists of removed terms, taken by the next new terms: an overlay adds and removes the same few terms for
+   * each query, and would otherwise make two typed arrays per term each time. A removed term's list is no longer
+   * referenced (the index drops its plans and expansions whenever it removes a tool), so it can be reused.
+   */
+  private readonly spare: PostingList[] = [];
 
   get(term: string): PostingList | undefined {
     return this.lists.get(term);
   }
 
-  add(term: string, slot: number, weight: number): void {
+  /**
+   * `own`: the lists of an overlay's new terms, kept by the overlay from one query to the next: a term this index
+   * does not have gets that same (emptied) list object again, so what the overlay derived from it before (its
+   * expansions and query plans) still reads the live list.
+   */
+  add(term: string, slot: number, weight: number, own?: Map<string, PostingList>): void {
     let list = this.lists.get(term);
     if (list === undefined) {
-      list = new PostingList();
+      if (own === undefined) list = this.spare.pop() ?? new PostingList();
+      else {
+        const held = own.get(term);
+        if (held !== undefined && held.length === 0) list = held;
+        else {
+          list = this.spare.pop() ?? new PostingList();
+          list.held = true;
+          own.set(term, list);
+        }
+      }
       this.lists.set(term, list);
       this.tree.set(term, list);
     }
@@ -71,6 +97,7 @@ export class Postings {
     if (list.length === 0) {
       this.lists.delete(term);
       this.tree.delete(term);
+      if (!list.held && this.spare.length < MAX_SPARE && list.slots.length <= MAX_SPARE_CAPACITY) this.spare.push(list);
     }
   }
 

@@ -3,7 +3,7 @@ import { fail, ok } from '../shared/index.js';
 import type { Result } from '../shared/index.js';
 import { buildMeta, unique } from './descriptor.js';
 import type { ToolMeta } from './descriptor.js';
-import { Postings } from './postings.js';
+import { Postings, type PostingList } from './postings.js';
 import { rerankFactor, WEIGHTS } from './rerank.js';
 import type { Expansion, QueryPlan } from './rerank.js';
 import type { CallMemory } from './callMemory.js';
@@ -168,7 +168,7 @@ export class SearchIndex {
    * Adds entries; an entry whose id is already indexed replaces the old one. `metas`: the entries' `buildMeta`, when
    * the caller made them already (an overlay adds the same tools for each of its queries).
    */
-  addEntries(entries: readonly ToolEntry[], metas?: readonly ToolMeta[]): void {
+  addEntries(entries: readonly ToolEntry[], metas?: readonly ToolMeta[], own?: Map<string, PostingList>): void {
     if (entries.length === 0) return;
     this.plans.clear();
     this.seenOnce.clear();
@@ -194,7 +194,7 @@ export class SearchIndex {
       for (const w of meta.nameWords) increment(this.nameWordCounts, w, 1);
       this.byLowerId.set(meta.lowerId, entry.id);
       const { terms, weights } = meta;
-      for (let i = 0; i < terms.length; i++) this.postings.add(terms[i] as string, slot, weights[i] as number);
+      for (let i = 0; i < terms.length; i++) this.postings.add(terms[i] as string, slot, weights[i] as number, own);
     }
     this.ensureScratch(this.slots.length);
   }
@@ -257,6 +257,18 @@ export class SearchIndex {
     this.expansions = keepExpansion === undefined ? new Map() : new ReadThrough(d.expansions, keepExpansion);
     this.opModel = undefined;
     return d;
+  }
+
+  /**
+   * Sets the caches derived from the tools indexed now: what `takeDerived` took when the index last held exactly
+   * these tools (an overlay's, made by its earlier queries and set again for the next ones). Call it after the tools
+   * are added, since adding clears them.
+   */
+  useDerived(d: Pick<DerivedCaches, 'plans' | 'seenOnce' | 'expansions' | 'opModel'>): void {
+    this.plans = d.plans;
+    this.seenOnce = d.seenOnce;
+    this.expansions = d.expansions;
+    this.opModel = d.opModel;
   }
 
   /** Puts back what `takeDerived` took: only valid when the indexed tools are the same as then. */

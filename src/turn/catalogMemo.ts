@@ -183,6 +183,19 @@ export function catalogSize(catalog: Catalog): number {
 }
 
 /**
+ * A cheap identity of a client part: its key and status and each entry as JSON (the entries of a request's client
+ * tools are plain JSON: name, description, schema). Equal keys mean equal entries, so the catalog composed for one
+ * stands for the other; a changed name, description or schema, a tool more or less, gives another key. Not a
+ * digest: a memo key only, never recorded (the fingerprint stays `overlayFingerprint`). Pure: no I/O.
+ */
+export function clientPartKey(part: CatalogPart): string {
+  const s = part.status;
+  let key = `${part.key}|${s.ok}|${s.toolCount}|${s.reason ?? ''}|${s.warnings?.join('\u0001') ?? ''}`;
+  for (const e of part.entries) key += `\u0000${JSON.stringify(e)}`;
+  return key;
+}
+
+/**
  * Catalogs of turns, memoized: building and filtering a 10,000-tool catalog costs tens of milliseconds, and most
  * turns list the same sources under the same policy. The key is the digest of every part's entries (entry digests
  * are cached per entry object) plus each part's status; the filtered catalog is keyed by the policy on top. A
@@ -198,8 +211,24 @@ export class CatalogMemo {
   private readonly partKeys = new WeakMap<readonly unknown[], string>();
   /** The last lookup's parts (by identity) and policy key: a turn listing the same part objects skips the hashing. */
   private last: { parts: readonly CatalogPart[]; partKeys: string[]; key: string } | undefined;
+  /**
+   * Catalogs composed of a memoized one and a turn's client tools, by the base's key, the policy and the client
+   * part (`clientPartKey`), least recently used beyond `maxComposed`: what a turn keeps of another session's tools.
+   */
+  private readonly composed = new Map<string, { full: Catalog; filtered: Catalog }>();
+  /** Keys of client tool sets composed once and not kept (yet): the same set again is kept. */
+  private readonly seenOnce = new Set<string>();
+  composedBuilds = 0;
+  composedReuses = 0;
 
-  constructor(private readonly max = 32) {}
+  /**
+   * `max`: catalogs of distinct source listings kept; `maxComposed`: compositions with client tools kept (each holds
+   * only its client tools and what is derived from them; the base catalog is shared).
+   */
+  constructor(
+    private readonly max = 32,
+    private readonly maxComposed = 64,
+  ) {}
 
   private keyOfPart(part: CatalogPart): string {
     let entriesKey = this.partKeys.get(part.entries);
@@ -216,18 +245,46 @@ export class CatalogMemo {
       const others = parts.slice(0, -1);
       if (!others.some((p) => p.key === last.key)) {
         const base = this.getPlain(others, policy);
+        // The same client tools over the same base and policy (a client sends its tools with every request): the
+        // catalogs composed for them before, with their fingerprint, maps, counts and overlay index.
+        const key = `${base.key}\n${base.policyKey}\n${clientPartKey(last)}`;
+        const known = this.composed.get(key);
+        if (known !== undefined) {
+          this.composed.delete(key);
+          this.composed.set(key, known);
+          this.composedReuses++;
+          return known;
+        }
         const own = partCatalog(last);
         const baseIds = entriesById(base.full);
         if (!own.entries.some((e) => baseIds.has(e.id))) {
           const full = combine(base.full, own);
           const ownFiltered = filterOwn(own, policy);
           // A policy that keeps every tool: the filtered catalog is the full one (one composition, one fingerprint).
-          if (base.filtered === base.full && ownFiltered === own) return { full, filtered: full };
-          return { full, filtered: combine(base.filtered, ownFiltered) };
+          const made =
+            base.filtered === base.full && ownFiltered === own
+              ? { full, filtered: full }
+              : { full, filtered: combine(base.filtered, ownFiltered) };
+          this.composedBuilds++;
+          // Kept from the second time the same tools come: tools new each turn are never kept (what is kept lives
+          // long, and keeping each turn's would only make the collector copy them until they are dropped).
+          if (!this.seenOnce.delete(key)) {
+            if (this.seenOnce.size >= this.maxComposed) this.seenOnce.clear();
+            this.seenOnce.add(key);
+            return made;
+          }
+          this.composed.set(key, made);
+          while (this.composed.size > this.maxComposed) {
+            const oldest = this.composed.keys().next();
+            if (oldest.done === true) break;
+            this.composed.delete(oldest.value);
+          }
+          return made;
         }
       }
     }
-    return this.getPlain(parts, policy);
+    const { full, filtered } = this.getPlain(parts, policy);
+    return { full, filtered };
   }
 
   private keyOf(parts: readonly CatalogPart[]): string {
@@ -247,7 +304,10 @@ export class CatalogMemo {
     return key;
   }
 
-  private getPlain(parts: readonly CatalogPart[], policy: EffectivePolicy): { full: Catalog; filtered: Catalog } {
+  private getPlain(
+    parts: readonly CatalogPart[],
+    policy: EffectivePolicy,
+  ): { full: Catalog; filtered: Catalog; key: string; policyKey: string } {
     const key = this.keyOf(parts);
     let slot = this.builds.get(key);
     if (slot === undefined) {
@@ -270,6 +330,6 @@ export class CatalogMemo {
       if (slot.filtered.size >= 16) slot.filtered.clear();
       slot.filtered.set(policyKey, filtered);
     }
-    return { full: slot.full, filtered };
+    return { full: slot.full, filtered, key, policyKey };
   }
 }

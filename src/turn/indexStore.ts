@@ -13,13 +13,20 @@ import { overlayOf } from './catalogMemo.js';
  * turn whose catalog is unchanged reuses its index. Each fingerprint has its own index, never updated in place,
  * so concurrent sessions with different catalogs cannot see each other's tools. Least recently used beyond `max`.
  * A catalog with per-turn client tools laid over a memoized one (`overlayOf`) gets the base's shared index with
- * those tools as an overlay (`OverlayIndex`): no index is built for them.
+ * those tools as an overlay (`OverlayIndex`): no index is built for them, and the same composed catalog (the same
+ * client tools again) gets the same overlay.
  */
 export class IndexStore {
   private readonly indexes = new Map<string, SearchIndex>();
+  /**
+   * The overlay made for a composed catalog, while that catalog object lives (CatalogMemo gives the same object to
+   * turns with the same client tools): its tools' metadata and operation model are made once, not per turn.
+   */
+  private readonly overlaysOf = new WeakMap<Catalog, OverlayIndex>();
   builds = 0;
   reuses = 0;
   overlays = 0;
+  overlayReuses = 0;
 
   constructor(
     private readonly settings: Partial<SearchSettings> & { callMemory?: CallMemory },
@@ -30,9 +37,17 @@ export class IndexStore {
     const overlay = overlayOf(catalog);
     if (overlay !== undefined && !this.indexes.has(catalog.fingerprint)) {
       const { index: base, reused } = this.shared(overlay.base);
+      const known = this.overlaysOf.get(catalog);
+      // Over the same shared index: one rebuilt since (evicted, then built again) gets a new overlay.
+      if (known !== undefined && known.base === base) {
+        this.overlayReuses++;
+        return { index: known, reused };
+      }
       if (OverlayIndex.fits(base, overlay.extra)) {
         this.overlays++;
-        return { index: new OverlayIndex(base, overlay.extra), reused };
+        const made = new OverlayIndex(base, overlay.extra);
+        this.overlaysOf.set(catalog, made);
+        return { index: made, reused };
       }
     }
     return this.shared(catalog);

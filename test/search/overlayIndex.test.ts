@@ -236,6 +236,37 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
     expect(readThrough.no).toBeGreaterThan(3);
   });
 
+  it('answers as a fresh index turn after turn when the same overlay is asked again, between other overlays and the base', () => {
+    // A memoized overlay (the same client tools re-sent) keeps what its queries derived (plans, expansions, the
+    // operation model) and its new terms' lists from one query to the next; other overlays and the base's own
+    // queries run in between, as other sessions' turns do.
+    const shared = new SearchIndex(fixtureEntries());
+    const tools = (tag: string) =>
+      clientToolSource(
+        [
+          { name: `lookup_order${tag}`, description: 'Look up an order and its shipment in the shop backend' },
+          { name: `frobnicate_parcel${tag}`, description: 'Frobnicate a parcel so the warehouse sees it' },
+          { name: `frobnicate_invoice${tag}`, description: 'Frobnicate the invoice of an order' },
+        ],
+        'app',
+      ).entries;
+    const mine = tools('');
+    const overlay = new OverlayIndex(shared, mine);
+    const other = new OverlayIndex(shared, tools('_x'));
+    const fresh = new SearchIndex([...fixtureEntries(), ...mine]);
+    const freshOther = new SearchIndex([...fixtureEntries(), ...tools('_x')]);
+    const freshBase = new SearchIndex(fixtureEntries());
+    const asked = [...QUERIES, 'frobnicate parcel', 'shipment', 'wareh', 'parcl', 'all the orders', 'frobnicate'];
+    for (let turn = 0; turn < 4; turn++)
+      for (const q of asked) {
+        // Each query several times: its plan is kept from its second search on.
+        expect(overlay.search(q, { limit: 10 }), `${turn} ${q}`).toEqual(fresh.search(q, { limit: 10 }));
+        expect(other.rankIds(q, 10), q).toEqual(freshOther.rankIds(q, 10));
+        expect(shared.rankIds(q, 10), q).toEqual(freshBase.rankIds(q, 10));
+        expect(overlay.explain(q, 5), q).toEqual(fresh.explain(q, 5));
+      }
+  });
+
   it('refuses to be changed, and fits only sources the base does not hold', () => {
     const { entries } = clientToolSource([{ name: 'x' }], 'app');
     const overlay = new OverlayIndex(base, entries);

@@ -10,6 +10,7 @@ import {
   sourceCounts,
 } from '../../src/turn/catalogMemo.js';
 import { IndexStore } from '../../src/turn/indexStore.js';
+import { SearchIndex } from '../../src/search/index.js';
 import { mcpTool } from '../search/fixture.js';
 
 const staticPart = (server: string, n: number): CatalogPart => {
@@ -134,5 +135,151 @@ describe('CatalogMemo with per-turn client tools', () => {
     }
     expect(store.builds).toBe(1);
     expect(store.overlays).toBe(5);
+  });
+});
+
+describe('CatalogMemo and IndexStore with the same client tools again (a client re-sends its tools each request)', () => {
+  const base = [staticPart('fs', 20), staticPart('web', 15)];
+  const policy = resolvePolicy({ global: { deny: ['mcp:web:tool_1*'] } });
+  // A new part each turn, as each request brings its own objects: only the content is the same.
+  const tools = (
+    specs: { name: string; description?: string; parameters?: Record<string, unknown> }[],
+  ): CatalogPart => {
+    const { entries } = clientToolSource(specs, 'app');
+    return {
+      key: 'client:app',
+      status: { key: 'client:app', source: 'client', owner: 'app', ok: true, toolCount: entries.length, durationMs: 0 },
+      entries,
+    };
+  };
+  const order = {
+    name: 'lookup_order',
+    description: 'Look up an order in the shop backend',
+    parameters: { type: 'object', properties: { id: { type: 'string' } } },
+  };
+  const refund = { name: 'refund_payment', description: 'Refund a payment of an order' };
+  const fresh = (parts: CatalogPart[]) => new SearchIndex(filterCatalog(buildCatalog(parts), policy).entries);
+  const QUERIES = ['look up order', 'refund payment', 'order', 'does thing 3 on fs', 'lookup'];
+
+  it('gives the same catalog and overlay to the same tools, and ranks as a full index over base + tools', () => {
+    const memo = new CatalogMemo();
+    const store = new IndexStore({});
+    // Tools seen once are not kept (tools new each turn would only live long): the same tools a second time are.
+    const once = memo.get([...base, tools([order, refund])], policy);
+    const first = memo.get([...base, tools([order, refund])], policy);
+    expect(first.filtered).not.toBe(once.filtered);
+    expect(first.filtered.fingerprint).toBe(once.filtered.fingerprint);
+    const one = store.get(first.filtered).index;
+    for (let turn = 0; turn < 4; turn++) {
+      const parts = [...base, tools([{ ...order, parameters: structuredClone(order.parameters) }, { ...refund }])];
+      const again = memo.get(parts, policy);
+      expect(again.filtered).toBe(first.filtered);
+      expect(again.full).toBe(first.full);
+      const { index } = store.get(again.filtered);
+      expect(index).toBe(one);
+      const full = fresh(parts);
+      for (const q of QUERIES) expect(index.search(q, { limit: 10 }), q).toEqual(full.search(q, { limit: 10 }));
+    }
+    expect(memo.composedBuilds).toBe(2);
+    expect(memo.composedReuses).toBe(4);
+    expect(store.overlays).toBe(1);
+    expect(store.overlayReuses).toBe(4);
+    expect(store.builds).toBe(1);
+  });
+
+  it('gives a new catalog, fingerprint and overlay when a description or a schema changes, and drops a removed tool', () => {
+    const memo = new CatalogMemo();
+    const store = new IndexStore({});
+    const seen = new Set<string>();
+    type Spec = { name: string; description?: string; parameters?: Record<string, unknown> };
+    const variants: Spec[][] = [
+      [order, refund],
+      [{ ...order, description: 'Look up an order and its shipment' }, refund],
+      [{ ...order, parameters: { type: 'object', properties: { orderId: { type: 'string' } } } }, refund],
+      [order], // the client no longer sends refund_payment
+    ];
+    for (const specs of variants) {
+      const parts = [...base, tools(specs)];
+      const got = memo.get(parts, policy);
+      expect(seen.has(got.filtered.fingerprint)).toBe(false);
+      seen.add(got.filtered.fingerprint);
+      // The fingerprint is the one a memo that never saw the other variants gives (a rebuild elsewhere agrees).
+      expect(new CatalogMemo().get(parts, policy).filtered.fingerprint).toBe(got.filtered.fingerprint);
+      expect({ ...got.filtered, fingerprint: '' }).toEqual({
+        ...filterCatalog(buildCatalog(parts), policy),
+        fingerprint: '',
+      });
+      const { index } = store.get(got.filtered);
+      const full = fresh(parts);
+      for (const q of [...QUERIES, 'shipment'])
+        expect(index.search(q, { limit: 10 }), q).toEqual(full.search(q, { limit: 10 }));
+      expect(index.get('client:app:lookup_order')?.description).toBe(specs[0]!.description);
+      expect(entriesById(got.filtered).get('client:app:lookup_order')?.inputSchema).toEqual(
+        specs[0]!.parameters ?? { type: 'object', properties: {} },
+      );
+    }
+    // After the client dropped it: neither the catalog, its by-id map nor a search has refund_payment.
+    const last = memo.get([...base, tools([order])], policy).filtered;
+    expect(last.entries.some((e) => e.name === 'refund_payment')).toBe(false);
+    expect(entriesById(last).has('client:app:refund_payment')).toBe(false);
+    const hits = store.get(last).index.search('refund payment', { limit: 20 });
+    expect(hits.ok && hits.value.results.map((r) => r.id)).not.toContain('client:app:refund_payment');
+    // Four sets, each seen once, and the last one again: composed again, then kept.
+    expect(memo.composedBuilds).toBe(5);
+  });
+
+  it('keys on the status too: a refused tool changes the warnings, so the same accepted tools compose again', () => {
+    const memo = new CatalogMemo();
+    const a = tools([order]);
+    const b = { ...tools([order]), status: { ...a.status, warnings: ['clientTools[1] refused: ...'] } };
+    const x = memo.get([...base, a], policy).full;
+    const y = memo.get([...base, b], policy).full;
+    expect(y).not.toBe(x);
+    expect(y.sources.at(-1)?.warnings).toEqual(['clientTools[1] refused: ...']);
+    expect(x.sources.at(-1)?.warnings).toBeUndefined();
+  });
+
+  it('keeps at most maxComposed client tool sets, from their second time: older ones (ended sessions) are dropped, least recently used first', () => {
+    const memo = new CatalogMemo(32, 4);
+    const twice = (specs: Parameters<typeof tools>[0]) => {
+      memo.get([...base, tools(specs)], policy);
+      return memo.get([...base, tools(specs)], policy).filtered;
+    };
+    const kept = twice([order]);
+    for (let s = 0; s < 3; s++) twice([{ name: `session_${s}_tool` }]);
+    // Used again: the most recent now; four more sets drop it.
+    expect(memo.get([...base, tools([order])], policy).filtered).toBe(kept);
+    for (let s = 3; s < 7; s++) twice([{ name: `session_${s}_tool` }]);
+    const builds = memo.composedBuilds;
+    const again = memo.get([...base, tools([order])], policy).filtered;
+    expect(again).not.toBe(kept);
+    expect(again.fingerprint).toBe(kept.fingerprint);
+    expect(memo.composedBuilds).toBe(builds + 1);
+  });
+
+  it('keeps nothing of tools that are new each turn', () => {
+    const memo = new CatalogMemo(32, 4);
+    const store = new IndexStore({});
+    for (let turn = 0; turn < 10; turn++) {
+      const { filtered } = memo.get([...base, tools([{ name: `lookup_${turn}` }])], policy);
+      expect(store.get(filtered).index.size).toBe(filtered.entries.length);
+    }
+    expect(memo.composedBuilds).toBe(10);
+    expect(memo.composedReuses).toBe(0);
+    expect((memo as unknown as { composed: Map<string, unknown> }).composed.size).toBe(0);
+  });
+
+  it('gives a new overlay when the shared index was rebuilt since (evicted, then built again)', () => {
+    const memo = new CatalogMemo();
+    const store = new IndexStore({}, 1);
+    const parts = [...base, tools([order])];
+    memo.get(parts, policy);
+    const { filtered } = memo.get(parts, policy);
+    const first = store.get(filtered).index;
+    store.get(memo.get([staticPart('other', 3)], policy).filtered); // evicts the base's index (max 1)
+    const second = store.get(memo.get(parts, policy).filtered).index;
+    expect(second).not.toBe(first);
+    expect(second.search('look up order', { limit: 5 })).toEqual(fresh(parts).search('look up order', { limit: 5 }));
+    expect(store.builds).toBe(3);
   });
 });
