@@ -252,6 +252,40 @@ export function spanIdFor(name: string, key: string, keySuffix = ''): string {
   return hex8(a) + hex8(b);
 }
 
+/**
+ * `spanIdFor(name, key, '#' + i)` for i = 0 … n-1 (the source spans of one listing), hashing `name` and `key` once.
+ * Pure: no I/O.
+ */
+export function spanIdsFor(name: string, key: string, n: number): string[] {
+  let a0 = 0x811c9dc5;
+  let b0 = 0x050c5d1f;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    a0 = Math.imul(a0 ^ c, 0x01000193);
+    b0 = Math.imul(b0 ^ c, 0x01000193) ^ (a0 >>> 15);
+  }
+  a0 = Math.imul(a0 ^ 10, 0x01000193);
+  b0 = Math.imul(b0 ^ 10, 0x01000193) ^ (a0 >>> 15);
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a0 = Math.imul(a0 ^ c, 0x01000193);
+    b0 = Math.imul(b0 ^ c, 0x01000193) ^ (a0 >>> 15);
+  }
+  const out = new Array<string>(n);
+  for (let k = 0; k < n; k++) {
+    const suffix = `#${k}`;
+    let a = a0;
+    let b = b0;
+    for (let i = 0; i < suffix.length; i++) {
+      const c = suffix.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+    }
+    out[k] = a === 0 && b === 0 ? '0000000000000001' : hex8(a) + hex8(b);
+  }
+  return out;
+}
+
 const HEX_CODES = Array.from('0123456789abcdef', (ch) => ch.charCodeAt(0));
 /** A 32-bit value as 8 lowercase hex digits. Pure: no I/O. */
 function hex8(v: number): string {
@@ -327,6 +361,16 @@ function putToolExecution(
 
 function facts(attrs: SpanAttrs, errorCode?: string): SpanFacts {
   return errorCode === undefined ? { attrs } : { attrs, errorCode };
+}
+
+/**
+ * `applySpanFacts(span, fn(a, b))`, deferred on a light span: the facts are computed when the span is exported (off
+ * the turn's path), from inputs that never change (events, values); any other span gets them now. Call it right
+ * before `span.end`.
+ */
+export function deferSpanFacts<A, B = undefined>(span: Span, fn: (a: A, b: B) => SpanFacts, a: A, b?: B): void {
+  if (span instanceof LightSpan) span.deferFacts(fn, a, b as B);
+  else applySpanFacts(span, fn(a, b as B));
 }
 
 /** Sets a span's attributes and, with an error code, marks it ERROR: how the live engine applies facts. */

@@ -12,9 +12,10 @@ import {
   PARENT_SPAN_KEY,
   SpanName,
   mcpCallSpanName,
-  applySpanFacts,
+  deferSpanFacts,
   callSpanName,
   spanIdFor,
+  spanIdsFor,
   spanOf,
   extractParent,
   hrNow,
@@ -192,9 +193,11 @@ export class TurnTrace {
 
   /** The oldest running span of `name` under `parent` still waiting for its opening event; it takes `e`. */
   private claim(name: TracedName, parent: Span | undefined, e: Envelope): Rec | undefined {
-    const i = this.waiting.findIndex((r) => r.name === name && (parent === undefined || r.parent === parent));
-    if (i < 0) return undefined;
-    const rec = this.waiting[i]!;
+    const w = this.waiting;
+    let i = 0;
+    while (i < w.length && (w[i]!.name !== name || (parent !== undefined && w[i]!.parent !== parent))) i++;
+    if (i === w.length) return undefined;
+    const rec = w[i]!;
     this.waiting.splice(i, 1);
     rec.event = e;
     return rec;
@@ -216,7 +219,7 @@ export class TurnTrace {
       if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
     }
-    const t = now();
+    // The clock is read only by the events that start, end or time a span (one read per event).
     const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
     const phase = PHASE_OF_EVENT[e.type];
     if (phase !== undefined) {
@@ -224,7 +227,7 @@ export class TurnTrace {
       if (e.type === 'tools.exposed') {
         this.exposed = e as EventOf<'tools.exposed'>;
         // No event names execute: its id is derived from the event that opens it, as the rebuild derives it.
-        this.execute ??= this.child(SpanName.execute, this.turn, t, spanIdFor(SpanName.execute, e.id));
+        this.execute ??= this.child(SpanName.execute, this.turn, now(), spanIdFor(SpanName.execute, e.id));
       }
       return this.headersOf(rec?.span ?? this.turn);
     }
@@ -266,7 +269,7 @@ export class TurnTrace {
       case 'call.requested': {
         const rec = this.claim(SpanName.call, this.parentNamed(data.codeRunId), e);
         if (rec === undefined || typeof data.callId !== 'string') return this.headersOf(this.workParent());
-        rec.lastAt = t;
+        rec.lastAt = now();
         rec.span.updateName(callSpanName((e as EventOf<'call.requested'>).data.toolName));
         this.calls.set(data.callId, rec);
         return this.headersOf(rec.span);
@@ -282,6 +285,7 @@ export class TurnTrace {
     }
     const call = typeof data.callId === 'string' ? this.calls.get(data.callId) : undefined;
     if (call === undefined) return this.headersOf(this.turn);
+    const t = now();
     const previous = call.lastAt;
     call.lastAt = t;
     switch (e.type) {
@@ -300,13 +304,13 @@ export class TurnTrace {
         const a = call.approvals?.get(resolved.data.approvalId);
         if (a === undefined) break;
         call.approvals!.delete(resolved.data.approvalId);
-        applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested, resolved }));
+        deferSpanFacts(a.span, approvalSpanFacts, { requested: a.requested, resolved });
         a.span.end(t);
         return this.headersOf(a.span);
       }
       case 'hook.ran': {
         const span = this.child(SpanName.hook, call.span, previous, spanIdFor(SpanName.hook, e.id));
-        applySpanFacts(span, hookSpanFacts(e as EventOf<'hook.ran'>));
+        deferSpanFacts(span, hookSpanFacts, e as EventOf<'hook.ran'>);
         span.end(t);
         break;
       }
@@ -338,24 +342,24 @@ export class TurnTrace {
         this.endPhase(rec, end);
         return;
       case SpanName.search:
-        if (rec.event !== undefined) applySpanFacts(span, searchSpanFacts(rec.event as EventOf<'search.performed'>));
+        if (rec.event !== undefined) deferSpanFacts(span, searchSpanFacts, rec.event as EventOf<'search.performed'>);
         break;
       case SpanName.describe:
         if (rec.event !== undefined)
-          applySpanFacts(span, describeSpanFacts(rec.event as EventOf<'describe.performed'>));
+          deferSpanFacts(span, describeSpanFacts, rec.event as EventOf<'describe.performed'>);
         break;
       case SpanName.call: {
         if (rec.event?.type === 'call.rejected') {
-          applySpanFacts(span, rejectedCallSpanFacts(rec.event as EventOf<'call.rejected'>));
+          deferSpanFacts(span, rejectedCallSpanFacts, rec.event as EventOf<'call.rejected'>);
           break;
         }
         const requested = rec.event as EventOf<'call.requested'> | undefined;
         if (requested !== undefined) {
-          applySpanFacts(span, callSpanFacts({ requested, decided: rec.decided, end: rec.end as CallEnd | undefined }));
+          deferSpanFacts(span, callSpanFacts, { requested, decided: rec.decided, end: rec.end as CallEnd | undefined });
           this.calls.delete(requested.data.callId);
         }
         for (const a of rec.approvals?.values() ?? []) {
-          applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested }));
+          deferSpanFacts(a.span, approvalSpanFacts, { requested: a.requested });
           a.span.end(end);
         }
         rec.approvals?.clear();
@@ -364,7 +368,7 @@ export class TurnTrace {
       case SpanName.code: {
         const requested = rec.event as EventOf<'code.requested'> | undefined;
         if (requested !== undefined) {
-          applySpanFacts(span, codeSpanFacts({ requested, end: rec.end as CodeEnd | undefined }));
+          deferSpanFacts(span, codeSpanFacts, { requested, end: rec.end as CodeEnd | undefined });
           this.codes.delete(requested.data.codeRunId);
         }
         break;
@@ -380,29 +384,25 @@ export class TurnTrace {
     const e = rec.event!;
     switch (rec.name) {
       case SpanName.resolvePolicy:
-        applySpanFacts(rec.span, resolvePolicySpanFacts(e as EventOf<'policy.resolved'>));
+        deferSpanFacts(rec.span, resolvePolicySpanFacts, e as EventOf<'policy.resolved'>);
         break;
       case SpanName.listSources: {
         const listed = e as EventOf<'sources.listed'>;
-        applySpanFacts(rec.span, listSourcesSpanFacts(listed));
+        deferSpanFacts(rec.span, listSourcesSpanFacts, listed);
         const sources = listed.data.sources;
+        const ids = spanIdsFor(SpanName.source, listed.id, sources.length);
         for (let i = 0; i < sources.length; i++) {
-          const child = this.child(
-            SpanName.source,
-            rec.span,
-            rec.startedAt,
-            spanIdFor(SpanName.source, listed.id, `#${i}`),
-          );
-          applySpanFacts(child, sourceSpanFacts(listed, i));
+          const child = this.child(SpanName.source, rec.span, rec.startedAt, ids[i]);
+          deferSpanFacts(child, sourceSpanFacts, listed, i);
           child.end(hrPlusMs(rec.startedAt, sources[i]!.durationMs, end));
         }
         break;
       }
       case SpanName.index:
-        applySpanFacts(rec.span, indexSpanFacts(e as EventOf<'catalog.indexed'>));
+        deferSpanFacts(rec.span, indexSpanFacts, e as EventOf<'catalog.indexed'>);
         break;
       case SpanName.expose:
-        applySpanFacts(rec.span, exposeSpanFacts(e as EventOf<'tools.exposed'>));
+        deferSpanFacts(rec.span, exposeSpanFacts, e as EventOf<'tools.exposed'>);
         break;
       default:
         break;
@@ -428,27 +428,24 @@ export class TurnTrace {
       if (rec.event !== undefined) this.endPhase(rec, t);
       else {
         if (end?.type === 'turn.failed' && this.exposed === undefined)
-          applySpanFacts(rec.span, failedPhaseSpanFacts(end));
+          deferSpanFacts(rec.span, failedPhaseSpanFacts, end);
         rec.ended = true;
         this.running.delete(rec);
         rec.span.end(t);
       }
     }
     if (this.execute !== undefined && this.exposed !== undefined) {
-      applySpanFacts(this.execute, executeSpanFacts(this.exposed, end));
+      deferSpanFacts(this.execute, executeSpanFacts, this.exposed, end);
       this.execute.end(t);
     }
-    applySpanFacts(
-      this.turn,
-      turnSpanFacts({
-        sessionId: this.sessionId,
-        turnId: this.turnId,
-        started: this.started,
-        exposed: this.exposed,
-        end,
-        derived: countersFromTurnState(state),
-      }),
-    );
+    deferSpanFacts(this.turn, turnSpanFacts, {
+      sessionId: this.sessionId,
+      turnId: this.turnId,
+      started: this.started,
+      exposed: this.exposed,
+      end,
+      derived: countersFromTurnState(state),
+    });
     this.turn.end(t);
     this.headerCache.clear();
   }
