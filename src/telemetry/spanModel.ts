@@ -320,11 +320,24 @@ function baseAttrs(turn: TurnRef, a: Envelope | undefined, b?: Envelope, c?: Env
   const attrs: SpanAttrs = {};
   attrs[Attr.sessionId] = turn.sessionId;
   attrs[Attr.turnId] = turn.turnId;
-  const ids: string[] = [];
-  if (a !== undefined) ids.push(a.id);
-  if (b !== undefined) ids.push(b.id);
-  if (c !== undefined) ids.push(c.id);
-  if (ids.length > 0) attrs[Attr.eventIds] = ids;
+  // An array of the exact length (a pushed-to array would reserve room for more).
+  const ids =
+    a === undefined
+      ? b === undefined
+        ? c === undefined
+          ? undefined
+          : [c.id]
+        : c === undefined
+          ? [b.id]
+          : [b.id, c.id]
+      : b === undefined
+        ? c === undefined
+          ? [a.id]
+          : [a.id, c.id]
+        : c === undefined
+          ? [a.id, b.id]
+          : [a.id, b.id, c.id];
+  if (ids !== undefined) attrs[Attr.eventIds] = ids;
   return attrs;
 }
 

@@ -110,8 +110,8 @@ export class TurnTrace {
   private readonly calls = new Map<string, Rec>();
   private readonly codes = new Map<string, Rec>();
   private readonly answers = new Set<string>();
-  /** W3C headers of each span of the turn, computed once (a plain Map: the turn's lifetime). */
-  private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
+  /** W3C headers of each SDK span of the turn, computed once (a light span keeps its own); made when first needed. */
+  private headerCache: Map<Span, TraceHeaders | undefined> | undefined;
   private started: EventOf<'turn.started'> | undefined;
   /** The span id of the caller's span the turn hangs under, if any. */
   private remoteParent: string | undefined;
@@ -144,10 +144,11 @@ export class TurnTrace {
   /** W3C headers of a span (`envelope.trace`), computed once per span. */
   private headersOf(span: Span): TraceHeaders | undefined {
     if (span instanceof LightSpan) return span.headers();
-    let h = this.headerCache.get(span);
-    if (h === undefined && !this.headerCache.has(span)) {
+    const cache = (this.headerCache ??= new Map());
+    let h = cache.get(span);
+    if (h === undefined && !cache.has(span)) {
       h = injectTraceHeaders(span);
-      this.headerCache.set(span, h);
+      cache.set(span, h);
     }
     return h;
   }
@@ -447,7 +448,7 @@ export class TurnTrace {
       derived: countersFromTurnState(state),
     });
     this.turn.end(t);
-    this.headerCache.clear();
+    this.headerCache?.clear();
   }
 }
 
