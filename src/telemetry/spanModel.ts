@@ -249,7 +249,7 @@ export function spanIdFor(name: string, key: string, keySuffix = ''): string {
     b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
   }
   if (a === 0 && b === 0) return '0000000000000001';
-  return hex8(a) + hex8(b);
+  return hex16(a, b);
 }
 
 /**
@@ -281,24 +281,32 @@ export function spanIdsFor(name: string, key: string, n: number): string[] {
       a = Math.imul(a ^ c, 0x01000193);
       b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
     }
-    out[k] = a === 0 && b === 0 ? '0000000000000001' : hex8(a) + hex8(b);
+    out[k] = a === 0 && b === 0 ? '0000000000000001' : hex16(a, b);
   }
   return out;
 }
 
 const HEX_CODES = Array.from('0123456789abcdef', (ch) => ch.charCodeAt(0));
-/** A 32-bit value as 8 lowercase hex digits. Pure: no I/O. */
-function hex8(v: number): string {
+/** Two 32-bit values as 16 lowercase hex digits, one flat string (a `+` of two would be a rope, flattened later). Pure: no I/O. */
+function hex16(a: number, b: number): string {
   const h = HEX_CODES;
   return String.fromCharCode(
-    h[(v >>> 28) & 15]!,
-    h[(v >>> 24) & 15]!,
-    h[(v >>> 20) & 15]!,
-    h[(v >>> 16) & 15]!,
-    h[(v >>> 12) & 15]!,
-    h[(v >>> 8) & 15]!,
-    h[(v >>> 4) & 15]!,
-    h[v & 15]!,
+    h[(a >>> 28) & 15]!,
+    h[(a >>> 24) & 15]!,
+    h[(a >>> 20) & 15]!,
+    h[(a >>> 16) & 15]!,
+    h[(a >>> 12) & 15]!,
+    h[(a >>> 8) & 15]!,
+    h[(a >>> 4) & 15]!,
+    h[a & 15]!,
+    h[(b >>> 28) & 15]!,
+    h[(b >>> 24) & 15]!,
+    h[(b >>> 20) & 15]!,
+    h[(b >>> 16) & 15]!,
+    h[(b >>> 12) & 15]!,
+    h[(b >>> 8) & 15]!,
+    h[(b >>> 4) & 15]!,
+    h[b & 15]!,
   );
 }
 

@@ -106,9 +106,11 @@ export class TurnTrace {
   execute: Span | undefined;
   /** Spans started and not yet given their opening event, oldest first. */
   private readonly waiting: Rec[] = [];
-  private readonly running = new Set<Rec>();
+  /** The phases started, in order (ended or not: `ended` says); the turn's end closes those still open. */
+  private readonly phases: Rec[] = [];
   private readonly calls = new Map<string, Rec>();
-  private readonly codes = new Map<string, Rec>();
+  /** Code runs by id, made at the first (code mode only). */
+  private codes: Map<string, Rec> | undefined;
   private readonly answers = new Set<string>();
   /** W3C headers of each SDK span of the turn, computed once (a light span keeps its own); made when first needed. */
   private headerCache: Map<Span, TraceHeaders | undefined> | undefined;
@@ -164,7 +166,7 @@ export class TurnTrace {
     const t = now();
     const span = this.child(name, p, t);
     const rec: Rec = { name, span, parent: p, startedAt: t, ended: false, lastAt: t };
-    this.running.add(rec);
+    if (isPhase(name)) this.phases.push(rec);
     this.waiting.push(rec);
     // No async wrapper: `fn` runs now, and the span ends in the microtask that sees its promise settle.
     let result: Promise<T>;
@@ -206,7 +208,7 @@ export class TurnTrace {
 
   /** The parent a search/describe/call/code event names: its code run's span, else execute, else the turn. */
   private parentNamed(codeRunId: unknown): Span {
-    return (typeof codeRunId === 'string' ? this.codes.get(codeRunId)?.span : undefined) ?? this.workParent();
+    return (typeof codeRunId === 'string' ? this.codes?.get(codeRunId)?.span : undefined) ?? this.workParent();
   }
 
   /**
@@ -257,13 +259,13 @@ export class TurnTrace {
       case 'code.requested': {
         const rec = this.claim(SpanName.code, undefined, e);
         if (rec === undefined || typeof data.codeRunId !== 'string') return this.headersOf(this.workParent());
-        this.codes.set(data.codeRunId, rec);
+        (this.codes ??= new Map()).set(data.codeRunId, rec);
         return this.headersOf(rec.span);
       }
       case 'code.bridge.requested':
       case 'code.settled':
       case 'code.timedOut': {
-        const rec = typeof data.codeRunId === 'string' ? this.codes.get(data.codeRunId) : undefined;
+        const rec = typeof data.codeRunId === 'string' ? this.codes?.get(data.codeRunId) : undefined;
         if (rec !== undefined && e.type !== 'code.bridge.requested') rec.end ??= e;
         return this.headersOf(rec?.span ?? this.workParent());
       }
@@ -370,7 +372,7 @@ export class TurnTrace {
         const requested = rec.event as EventOf<'code.requested'> | undefined;
         if (requested !== undefined) {
           deferSpanFacts(span, codeSpanFacts, { requested, end: rec.end as CodeEnd | undefined });
-          this.codes.delete(requested.data.codeRunId);
+          this.codes?.delete(requested.data.codeRunId);
         }
         break;
       }
@@ -378,7 +380,6 @@ export class TurnTrace {
         break;
     }
     rec.ended = true;
-    this.running.delete(rec);
     span.end(end);
   }
   private endPhase(rec: Rec, end: HrTime = now()): void {
@@ -409,7 +410,6 @@ export class TurnTrace {
         break;
     }
     rec.ended = true;
-    this.running.delete(rec);
     rec.span.end(end);
   }
 
@@ -424,14 +424,13 @@ export class TurnTrace {
     this.waiting.length = 0;
     const end = this.end;
     const t = now();
-    for (const rec of [...this.running]) {
-      if (!isPhase(rec.name)) continue;
+    for (const rec of this.phases) {
+      if (rec.ended) continue;
       if (rec.event !== undefined) this.endPhase(rec, t);
       else {
         if (end?.type === 'turn.failed' && this.exposed === undefined)
           deferSpanFacts(rec.span, failedPhaseSpanFacts, end);
         rec.ended = true;
-        this.running.delete(rec);
         rec.span.end(t);
       }
     }
