@@ -53,7 +53,8 @@ import {
  * engine wraps each piece of real work (phase, search, describe, call, code run) in `traced`, and the turn's
  * TurnTrace sees every event the turn publishes or receives (`observe`). A span's attributes come only from the
  * `*SpanFacts` functions applied to those events, so the live trace and the one rebuilt from the events agree in
- * names, parents and attributes. Which span an event belongs to is read from the event itself, never from an
+ * names, parents and attributes; on light spans they are handed over as the function and its events
+ * (`deferSpanFacts`) and computed when the span is exported, so the turn's path builds no attribute object. Which span an event belongs to is read from the event itself, never from an
  * async context (no AsyncLocalStorage: it would slow every promise of the process, and a sandbox bridge callback
  * runs in whatever context its child process was started in): a phase's event goes to that phase; an event that
  * opens an id (`call.requested`, `code.requested`) or a search/describe goes to the oldest running span of its
