@@ -18,7 +18,7 @@ export {
 export type { AttrName, SpanAttrs, SpanNameValue, TurnCounters } from './attributes.js';
 export { hrNow, hrPlusMs, msToHr } from './clock.js';
 export { LightSpan } from './lightSpan.js';
-export type { LightSpanShared } from './lightSpan.js';
+export type { LightSpanShared, DeferredFacts } from './lightSpan.js';
 export { argsAttrs, canonicalJson, jsonBytes } from './digest.js';
 export { createTelemetry, spanOf, PooledIdGenerator, ParentOrAlwaysOnSampler } from './setup.js';
 export type { Telemetry, TelemetryOptions, TelemetryStats, StartSpanOptions } from './setup.js';
@@ -63,8 +63,10 @@ export {
   TURN_PHASES,
   traceIdFor,
   spanIdFor,
+  spanIdsFor,
   toolIdParts,
   applySpanFacts,
+  deferSpanFacts,
   countersFromCompleted,
   countersFromEvents,
   countersFromTurnState,

@@ -13,6 +13,7 @@ import {
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
+import { Attr } from './attributes.js';
 import { hrNow } from './clock.js';
 
 /*
@@ -21,7 +22,13 @@ import { hrNow } from './clock.js';
  * metrics, span limits, id validation by regex): its trace id, flags and state are its parent's, its id comes from
  * the id pool, and the project writes only attribute values it built itself (strings, numbers, booleans, string
  * arrays). `LightSpan` is both the API `Span` the code holds and the SDK `ReadableSpan` the processors and exporters
- * read, handed to the processors when it ends. Root spans (where sampling is decided) stay SDK spans.
+ * read, handed to the processors when it ends.
+ *
+ * A span's facts (its attributes and error status, from the span model) can be handed over as the function that
+ * computes them and its inputs (`deferFacts`, right before `end`): they are computed when an exporter first reads the
+ * span, in the batch, off the turn's path, and the span waiting in the batch holds only those inputs (events the bus
+ * keeps anyway), not a built attribute object. The result is what applying the facts at `end` would have given: the
+ * inputs are immutable events and values, and nothing can change an ended span.
  */
 
 const EMPTY_LINKS: Link[] = [];
@@ -31,6 +38,13 @@ const EMPTY_EVENTS: TimedEvent[] = [];
 /** Shared until the span ends or is given a status (each replaced, never changed in place). */
 const NOT_ENDED: HrTime = Object.freeze([0, 0]) as unknown as HrTime;
 const UNSET_STATUS: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
+
+/** What a span's deferred facts compute (the span model's `SpanFacts`). */
+export interface DeferredFacts {
+  attrs: Attributes | object;
+  /** Dotted error code: `error.type`, `toolsearch.error.code` and status ERROR (as `markError` sets them). */
+  errorCode?: string;
+}
 
 /** What every light span of one Telemetry shares. */
 export interface LightSpanShared {
@@ -47,22 +61,29 @@ const toHr = (t: TimeInput | undefined): HrTime => {
   return [s, Math.round((ms - s * 1000) * 1e6)];
 };
 
+/** Sets each defined value of `from` on `into` (existing keys keep their place). */
+function mergeInto(into: Attributes, from: Attributes): void {
+  for (const k in from) {
+    const v = from[k];
+    if (v !== undefined) into[k] = v;
+  }
+}
+
 /** A recording span that is its own ReadableSpan. */
 export class LightSpan implements Span, ReadableSpan {
   name: string;
   readonly kind: SpanKind;
   readonly startTime: HrTime;
   endTime: HrTime = NOT_ENDED;
-  attributes: Attributes = EMPTY_ATTRIBUTES;
-  status: SpanStatus = UNSET_STATUS;
-  readonly links: Link[] = EMPTY_LINKS;
+  private attrs: Attributes = EMPTY_ATTRIBUTES;
+  private statusValue: SpanStatus = UNSET_STATUS;
   events: TimedEvent[] = EMPTY_EVENTS;
   ended = false;
-  readonly droppedAttributesCount = 0;
-  readonly droppedEventsCount = 0;
-  readonly droppedLinksCount = 0;
-  private traceparentText: string | undefined;
   private headersObject: { traceparent: string; tracestate?: string } | undefined;
+  /** Deferred facts (`deferFacts`): the function and its inputs, until a reader needs them. */
+  private factsOf: ((a: never, b: never) => DeferredFacts) | undefined;
+  private factsA: unknown;
+  private factsB: unknown;
 
   constructor(
     private readonly shared: LightSpanShared,
@@ -77,6 +98,26 @@ export class LightSpan implements Span, ReadableSpan {
     this.startTime = toHr(startTime);
   }
 
+  get attributes(): Attributes {
+    if (this.factsOf !== undefined) this.applyDeferred();
+    return this.attrs;
+  }
+  get status(): SpanStatus {
+    if (this.factsOf !== undefined) this.applyDeferred();
+    return this.statusValue;
+  }
+  get links(): Link[] {
+    return EMPTY_LINKS;
+  }
+  get droppedAttributesCount(): number {
+    return 0;
+  }
+  get droppedEventsCount(): number {
+    return 0;
+  }
+  get droppedLinksCount(): number {
+    return 0;
+  }
   get resource(): Resource {
     return this.shared.resource;
   }
@@ -98,13 +139,44 @@ export class LightSpan implements Span, ReadableSpan {
   }
   /** `traceparent` of this span, formatted once (W3C: version 00, the ids, the flags). */
   traceparent(): string {
-    return (this.traceparentText ??= `00-${this.context.traceId}-${this.context.spanId}-0${(this.context.traceFlags & 0xff).toString(16)}`);
+    return this.headers().traceparent;
   }
   setAttribute(key: string, value: AttributeValue): this {
     if (this.ended || value === undefined) return this;
-    if (this.attributes === EMPTY_ATTRIBUTES) this.attributes = {};
-    this.attributes[key] = value;
+    if (this.factsOf !== undefined) this.applyDeferred();
+    if (this.attrs === EMPTY_ATTRIBUTES) this.attrs = {};
+    this.attrs[key] = value;
     return this;
+  }
+  /**
+   * Hands over the span's facts as `fn(a, b)`, computed when the span is first read (`attributes`, `status`) and
+   * applied as `adoptAttributes` and `markError` would have applied them now. Call it right before `end`: the inputs
+   * must not change afterwards (events and values the caller never touches again). A second call, or one on an
+   * ended span, applies the pending facts first.
+   */
+  deferFacts<A, B>(fn: (a: A, b: B) => DeferredFacts, a: A, b: B): this {
+    if (this.ended) return this;
+    if (this.factsOf !== undefined) this.applyDeferred();
+    this.factsOf = fn as (a: never, b: never) => DeferredFacts;
+    this.factsA = a;
+    this.factsB = b;
+    return this;
+  }
+  private applyDeferred(): void {
+    const fn = this.factsOf!;
+    const f = (fn as (a: unknown, b: unknown) => DeferredFacts)(this.factsA, this.factsB);
+    this.factsOf = undefined;
+    this.factsA = undefined;
+    this.factsB = undefined;
+    const attrs = f.attrs as Attributes;
+    if (this.attrs === EMPTY_ATTRIBUTES) this.attrs = attrs;
+    else mergeInto(this.attrs, attrs);
+    const code = f.errorCode;
+    if (code !== undefined) {
+      this.attrs[Attr.errorType] = code;
+      this.attrs[Attr.errorCode] = code;
+      this.statusValue = { code: SpanStatusCode.ERROR, message: code };
+    }
   }
   /**
    * Takes `attributes` as the span's own when it has none yet (no copy: the caller hands the object over and
@@ -112,8 +184,9 @@ export class LightSpan implements Span, ReadableSpan {
    */
   adoptAttributes(attributes: Attributes): this {
     if (this.ended) return this;
-    if (this.attributes === EMPTY_ATTRIBUTES) {
-      this.attributes = attributes;
+    if (this.factsOf !== undefined) this.applyDeferred();
+    if (this.attrs === EMPTY_ATTRIBUTES) {
+      this.attrs = attributes;
       return this;
     }
     return this.setAttributes(attributes);
@@ -121,21 +194,18 @@ export class LightSpan implements Span, ReadableSpan {
   /** The W3C headers naming this span, built once. */
   headers(): { traceparent: string; tracestate?: string } {
     if (this.headersObject === undefined) {
-      const ts = this.context.traceState?.serialize();
-      this.headersObject =
-        ts === undefined || ts === ''
-          ? { traceparent: this.traceparent() }
-          : { traceparent: this.traceparent(), tracestate: ts };
+      const c = this.context;
+      const traceparent = `00-${c.traceId}-${c.spanId}-0${(c.traceFlags & 0xff).toString(16)}`;
+      const ts = c.traceState?.serialize();
+      this.headersObject = ts === undefined || ts === '' ? { traceparent } : { traceparent, tracestate: ts };
     }
     return this.headersObject;
   }
   setAttributes(attributes: Attributes): this {
     if (this.ended) return this;
-    if (this.attributes === EMPTY_ATTRIBUTES) this.attributes = {};
-    for (const k in attributes) {
-      const v = attributes[k];
-      if (v !== undefined) this.attributes[k] = v;
-    }
+    if (this.factsOf !== undefined) this.applyDeferred();
+    if (this.attrs === EMPTY_ATTRIBUTES) this.attrs = {};
+    mergeInto(this.attrs, attributes);
     return this;
   }
   addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
@@ -158,7 +228,9 @@ export class LightSpan implements Span, ReadableSpan {
     return this;
   }
   setStatus(status: SpanStatus): this {
-    if (!this.ended) this.status = status;
+    if (this.ended) return this;
+    if (this.factsOf !== undefined) this.applyDeferred();
+    this.statusValue = status;
     return this;
   }
   updateName(name: string): this {

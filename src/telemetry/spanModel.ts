@@ -249,22 +249,64 @@ export function spanIdFor(name: string, key: string, keySuffix = ''): string {
     b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
   }
   if (a === 0 && b === 0) return '0000000000000001';
-  return hex8(a) + hex8(b);
+  return hex16(a, b);
+}
+
+/**
+ * `spanIdFor(name, key, '#' + i)` for i = 0 … n-1 (the source spans of one listing), hashing `name` and `key` once.
+ * Pure: no I/O.
+ */
+export function spanIdsFor(name: string, key: string, n: number): string[] {
+  let a0 = 0x811c9dc5;
+  let b0 = 0x050c5d1f;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    a0 = Math.imul(a0 ^ c, 0x01000193);
+    b0 = Math.imul(b0 ^ c, 0x01000193) ^ (a0 >>> 15);
+  }
+  a0 = Math.imul(a0 ^ 10, 0x01000193);
+  b0 = Math.imul(b0 ^ 10, 0x01000193) ^ (a0 >>> 15);
+  for (let i = 0; i < key.length; i++) {
+    const c = key.charCodeAt(i);
+    a0 = Math.imul(a0 ^ c, 0x01000193);
+    b0 = Math.imul(b0 ^ c, 0x01000193) ^ (a0 >>> 15);
+  }
+  const out = new Array<string>(n);
+  for (let k = 0; k < n; k++) {
+    const suffix = `#${k}`;
+    let a = a0;
+    let b = b0;
+    for (let i = 0; i < suffix.length; i++) {
+      const c = suffix.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
+    }
+    out[k] = a === 0 && b === 0 ? '0000000000000001' : hex16(a, b);
+  }
+  return out;
 }
 
 const HEX_CODES = Array.from('0123456789abcdef', (ch) => ch.charCodeAt(0));
-/** A 32-bit value as 8 lowercase hex digits. Pure: no I/O. */
-function hex8(v: number): string {
+/** Two 32-bit values as 16 lowercase hex digits, one flat string (a `+` of two would be a rope, flattened later). Pure: no I/O. */
+function hex16(a: number, b: number): string {
   const h = HEX_CODES;
   return String.fromCharCode(
-    h[(v >>> 28) & 15]!,
-    h[(v >>> 24) & 15]!,
-    h[(v >>> 20) & 15]!,
-    h[(v >>> 16) & 15]!,
-    h[(v >>> 12) & 15]!,
-    h[(v >>> 8) & 15]!,
-    h[(v >>> 4) & 15]!,
-    h[v & 15]!,
+    h[(a >>> 28) & 15]!,
+    h[(a >>> 24) & 15]!,
+    h[(a >>> 20) & 15]!,
+    h[(a >>> 16) & 15]!,
+    h[(a >>> 12) & 15]!,
+    h[(a >>> 8) & 15]!,
+    h[(a >>> 4) & 15]!,
+    h[a & 15]!,
+    h[(b >>> 28) & 15]!,
+    h[(b >>> 24) & 15]!,
+    h[(b >>> 20) & 15]!,
+    h[(b >>> 16) & 15]!,
+    h[(b >>> 12) & 15]!,
+    h[(b >>> 8) & 15]!,
+    h[(b >>> 4) & 15]!,
+    h[b & 15]!,
   );
 }
 
@@ -286,11 +328,24 @@ function baseAttrs(turn: TurnRef, a: Envelope | undefined, b?: Envelope, c?: Env
   const attrs: SpanAttrs = {};
   attrs[Attr.sessionId] = turn.sessionId;
   attrs[Attr.turnId] = turn.turnId;
-  const ids: string[] = [];
-  if (a !== undefined) ids.push(a.id);
-  if (b !== undefined) ids.push(b.id);
-  if (c !== undefined) ids.push(c.id);
-  if (ids.length > 0) attrs[Attr.eventIds] = ids;
+  // An array of the exact length (a pushed-to array would reserve room for more).
+  const ids =
+    a === undefined
+      ? b === undefined
+        ? c === undefined
+          ? undefined
+          : [c.id]
+        : c === undefined
+          ? [b.id]
+          : [b.id, c.id]
+      : b === undefined
+        ? c === undefined
+          ? [a.id]
+          : [a.id, c.id]
+        : c === undefined
+          ? [a.id, b.id]
+          : [a.id, b.id, c.id];
+  if (ids !== undefined) attrs[Attr.eventIds] = ids;
   return attrs;
 }
 
@@ -327,6 +382,16 @@ function putToolExecution(
 
 function facts(attrs: SpanAttrs, errorCode?: string): SpanFacts {
   return errorCode === undefined ? { attrs } : { attrs, errorCode };
+}
+
+/**
+ * `applySpanFacts(span, fn(a, b))`, deferred on a light span: the facts are computed when the span is exported (off
+ * the turn's path), from inputs that never change (events, values); any other span gets them now. Call it right
+ * before `span.end`.
+ */
+export function deferSpanFacts<A, B = undefined>(span: Span, fn: (a: A, b: B) => SpanFacts, a: A, b?: B): void {
+  if (span instanceof LightSpan) span.deferFacts(fn, a, b as B);
+  else applySpanFacts(span, fn(a, b as B));
 }
 
 /** Sets a span's attributes and, with an error code, marks it ERROR: how the live engine applies facts. */

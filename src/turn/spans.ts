@@ -12,9 +12,10 @@ import {
   PARENT_SPAN_KEY,
   SpanName,
   mcpCallSpanName,
-  applySpanFacts,
+  deferSpanFacts,
   callSpanName,
   spanIdFor,
+  spanIdsFor,
   spanOf,
   extractParent,
   hrNow,
@@ -52,7 +53,8 @@ import {
  * engine wraps each piece of real work (phase, search, describe, call, code run) in `traced`, and the turn's
  * TurnTrace sees every event the turn publishes or receives (`observe`). A span's attributes come only from the
  * `*SpanFacts` functions applied to those events, so the live trace and the one rebuilt from the events agree in
- * names, parents and attributes. Which span an event belongs to is read from the event itself, never from an
+ * names, parents and attributes; on light spans they are handed over as the function and its events
+ * (`deferSpanFacts`) and computed when the span is exported, so the turn's path builds no attribute object. Which span an event belongs to is read from the event itself, never from an
  * async context (no AsyncLocalStorage: it would slow every promise of the process, and a sandbox bridge callback
  * runs in whatever context its child process was started in): a phase's event goes to that phase; an event that
  * opens an id (`call.requested`, `code.requested`) or a search/describe goes to the oldest running span of its
@@ -105,12 +107,14 @@ export class TurnTrace {
   execute: Span | undefined;
   /** Spans started and not yet given their opening event, oldest first. */
   private readonly waiting: Rec[] = [];
-  private readonly running = new Set<Rec>();
+  /** The phases started, in order (ended or not: `ended` says); the turn's end closes those still open. */
+  private readonly phases: Rec[] = [];
   private readonly calls = new Map<string, Rec>();
-  private readonly codes = new Map<string, Rec>();
+  /** Code runs by id, made at the first (code mode only). */
+  private codes: Map<string, Rec> | undefined;
   private readonly answers = new Set<string>();
-  /** W3C headers of each span of the turn, computed once (a plain Map: the turn's lifetime). */
-  private readonly headerCache = new Map<Span, TraceHeaders | undefined>();
+  /** W3C headers of each SDK span of the turn, computed once (a light span keeps its own); made when first needed. */
+  private headerCache: Map<Span, TraceHeaders | undefined> | undefined;
   private started: EventOf<'turn.started'> | undefined;
   /** The span id of the caller's span the turn hangs under, if any. */
   private remoteParent: string | undefined;
@@ -143,10 +147,11 @@ export class TurnTrace {
   /** W3C headers of a span (`envelope.trace`), computed once per span. */
   private headersOf(span: Span): TraceHeaders | undefined {
     if (span instanceof LightSpan) return span.headers();
-    let h = this.headerCache.get(span);
-    if (h === undefined && !this.headerCache.has(span)) {
+    const cache = (this.headerCache ??= new Map());
+    let h = cache.get(span);
+    if (h === undefined && !cache.has(span)) {
       h = injectTraceHeaders(span);
-      this.headerCache.set(span, h);
+      cache.set(span, h);
     }
     return h;
   }
@@ -162,7 +167,7 @@ export class TurnTrace {
     const t = now();
     const span = this.child(name, p, t);
     const rec: Rec = { name, span, parent: p, startedAt: t, ended: false, lastAt: t };
-    this.running.add(rec);
+    if (isPhase(name)) this.phases.push(rec);
     this.waiting.push(rec);
     // No async wrapper: `fn` runs now, and the span ends in the microtask that sees its promise settle.
     let result: Promise<T>;
@@ -192,9 +197,11 @@ export class TurnTrace {
 
   /** The oldest running span of `name` under `parent` still waiting for its opening event; it takes `e`. */
   private claim(name: TracedName, parent: Span | undefined, e: Envelope): Rec | undefined {
-    const i = this.waiting.findIndex((r) => r.name === name && (parent === undefined || r.parent === parent));
-    if (i < 0) return undefined;
-    const rec = this.waiting[i]!;
+    const w = this.waiting;
+    let i = 0;
+    while (i < w.length && (w[i]!.name !== name || (parent !== undefined && w[i]!.parent !== parent))) i++;
+    if (i === w.length) return undefined;
+    const rec = w[i]!;
     this.waiting.splice(i, 1);
     rec.event = e;
     return rec;
@@ -202,7 +209,7 @@ export class TurnTrace {
 
   /** The parent a search/describe/call/code event names: its code run's span, else execute, else the turn. */
   private parentNamed(codeRunId: unknown): Span {
-    return (typeof codeRunId === 'string' ? this.codes.get(codeRunId)?.span : undefined) ?? this.workParent();
+    return (typeof codeRunId === 'string' ? this.codes?.get(codeRunId)?.span : undefined) ?? this.workParent();
   }
 
   /**
@@ -216,7 +223,7 @@ export class TurnTrace {
       if (this.answers.has(e.id)) return undefined;
       this.answers.add(e.id);
     }
-    const t = now();
+    // The clock is read only by the events that start, end or time a span (one read per event).
     const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
     const phase = PHASE_OF_EVENT[e.type];
     if (phase !== undefined) {
@@ -224,7 +231,7 @@ export class TurnTrace {
       if (e.type === 'tools.exposed') {
         this.exposed = e as EventOf<'tools.exposed'>;
         // No event names execute: its id is derived from the event that opens it, as the rebuild derives it.
-        this.execute ??= this.child(SpanName.execute, this.turn, t, spanIdFor(SpanName.execute, e.id));
+        this.execute ??= this.child(SpanName.execute, this.turn, now(), spanIdFor(SpanName.execute, e.id));
       }
       return this.headersOf(rec?.span ?? this.turn);
     }
@@ -253,20 +260,20 @@ export class TurnTrace {
       case 'code.requested': {
         const rec = this.claim(SpanName.code, undefined, e);
         if (rec === undefined || typeof data.codeRunId !== 'string') return this.headersOf(this.workParent());
-        this.codes.set(data.codeRunId, rec);
+        (this.codes ??= new Map()).set(data.codeRunId, rec);
         return this.headersOf(rec.span);
       }
       case 'code.bridge.requested':
       case 'code.settled':
       case 'code.timedOut': {
-        const rec = typeof data.codeRunId === 'string' ? this.codes.get(data.codeRunId) : undefined;
+        const rec = typeof data.codeRunId === 'string' ? this.codes?.get(data.codeRunId) : undefined;
         if (rec !== undefined && e.type !== 'code.bridge.requested') rec.end ??= e;
         return this.headersOf(rec?.span ?? this.workParent());
       }
       case 'call.requested': {
         const rec = this.claim(SpanName.call, this.parentNamed(data.codeRunId), e);
         if (rec === undefined || typeof data.callId !== 'string') return this.headersOf(this.workParent());
-        rec.lastAt = t;
+        rec.lastAt = now();
         rec.span.updateName(callSpanName((e as EventOf<'call.requested'>).data.toolName));
         this.calls.set(data.callId, rec);
         return this.headersOf(rec.span);
@@ -282,6 +289,7 @@ export class TurnTrace {
     }
     const call = typeof data.callId === 'string' ? this.calls.get(data.callId) : undefined;
     if (call === undefined) return this.headersOf(this.turn);
+    const t = now();
     const previous = call.lastAt;
     call.lastAt = t;
     switch (e.type) {
@@ -300,13 +308,13 @@ export class TurnTrace {
         const a = call.approvals?.get(resolved.data.approvalId);
         if (a === undefined) break;
         call.approvals!.delete(resolved.data.approvalId);
-        applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested, resolved }));
+        deferSpanFacts(a.span, approvalSpanFacts, { requested: a.requested, resolved });
         a.span.end(t);
         return this.headersOf(a.span);
       }
       case 'hook.ran': {
         const span = this.child(SpanName.hook, call.span, previous, spanIdFor(SpanName.hook, e.id));
-        applySpanFacts(span, hookSpanFacts(e as EventOf<'hook.ran'>));
+        deferSpanFacts(span, hookSpanFacts, e as EventOf<'hook.ran'>);
         span.end(t);
         break;
       }
@@ -338,24 +346,24 @@ export class TurnTrace {
         this.endPhase(rec, end);
         return;
       case SpanName.search:
-        if (rec.event !== undefined) applySpanFacts(span, searchSpanFacts(rec.event as EventOf<'search.performed'>));
+        if (rec.event !== undefined) deferSpanFacts(span, searchSpanFacts, rec.event as EventOf<'search.performed'>);
         break;
       case SpanName.describe:
         if (rec.event !== undefined)
-          applySpanFacts(span, describeSpanFacts(rec.event as EventOf<'describe.performed'>));
+          deferSpanFacts(span, describeSpanFacts, rec.event as EventOf<'describe.performed'>);
         break;
       case SpanName.call: {
         if (rec.event?.type === 'call.rejected') {
-          applySpanFacts(span, rejectedCallSpanFacts(rec.event as EventOf<'call.rejected'>));
+          deferSpanFacts(span, rejectedCallSpanFacts, rec.event as EventOf<'call.rejected'>);
           break;
         }
         const requested = rec.event as EventOf<'call.requested'> | undefined;
         if (requested !== undefined) {
-          applySpanFacts(span, callSpanFacts({ requested, decided: rec.decided, end: rec.end as CallEnd | undefined }));
+          deferSpanFacts(span, callSpanFacts, { requested, decided: rec.decided, end: rec.end as CallEnd | undefined });
           this.calls.delete(requested.data.callId);
         }
         for (const a of rec.approvals?.values() ?? []) {
-          applySpanFacts(a.span, approvalSpanFacts({ requested: a.requested }));
+          deferSpanFacts(a.span, approvalSpanFacts, { requested: a.requested });
           a.span.end(end);
         }
         rec.approvals?.clear();
@@ -364,8 +372,8 @@ export class TurnTrace {
       case SpanName.code: {
         const requested = rec.event as EventOf<'code.requested'> | undefined;
         if (requested !== undefined) {
-          applySpanFacts(span, codeSpanFacts({ requested, end: rec.end as CodeEnd | undefined }));
-          this.codes.delete(requested.data.codeRunId);
+          deferSpanFacts(span, codeSpanFacts, { requested, end: rec.end as CodeEnd | undefined });
+          this.codes?.delete(requested.data.codeRunId);
         }
         break;
       }
@@ -373,42 +381,36 @@ export class TurnTrace {
         break;
     }
     rec.ended = true;
-    this.running.delete(rec);
     span.end(end);
   }
   private endPhase(rec: Rec, end: HrTime = now()): void {
     const e = rec.event!;
     switch (rec.name) {
       case SpanName.resolvePolicy:
-        applySpanFacts(rec.span, resolvePolicySpanFacts(e as EventOf<'policy.resolved'>));
+        deferSpanFacts(rec.span, resolvePolicySpanFacts, e as EventOf<'policy.resolved'>);
         break;
       case SpanName.listSources: {
         const listed = e as EventOf<'sources.listed'>;
-        applySpanFacts(rec.span, listSourcesSpanFacts(listed));
+        deferSpanFacts(rec.span, listSourcesSpanFacts, listed);
         const sources = listed.data.sources;
+        const ids = spanIdsFor(SpanName.source, listed.id, sources.length);
         for (let i = 0; i < sources.length; i++) {
-          const child = this.child(
-            SpanName.source,
-            rec.span,
-            rec.startedAt,
-            spanIdFor(SpanName.source, listed.id, `#${i}`),
-          );
-          applySpanFacts(child, sourceSpanFacts(listed, i));
+          const child = this.child(SpanName.source, rec.span, rec.startedAt, ids[i]);
+          deferSpanFacts(child, sourceSpanFacts, listed, i);
           child.end(hrPlusMs(rec.startedAt, sources[i]!.durationMs, end));
         }
         break;
       }
       case SpanName.index:
-        applySpanFacts(rec.span, indexSpanFacts(e as EventOf<'catalog.indexed'>));
+        deferSpanFacts(rec.span, indexSpanFacts, e as EventOf<'catalog.indexed'>);
         break;
       case SpanName.expose:
-        applySpanFacts(rec.span, exposeSpanFacts(e as EventOf<'tools.exposed'>));
+        deferSpanFacts(rec.span, exposeSpanFacts, e as EventOf<'tools.exposed'>);
         break;
       default:
         break;
     }
     rec.ended = true;
-    this.running.delete(rec);
     rec.span.end(end);
   }
 
@@ -423,34 +425,30 @@ export class TurnTrace {
     this.waiting.length = 0;
     const end = this.end;
     const t = now();
-    for (const rec of [...this.running]) {
-      if (!isPhase(rec.name)) continue;
+    for (const rec of this.phases) {
+      if (rec.ended) continue;
       if (rec.event !== undefined) this.endPhase(rec, t);
       else {
         if (end?.type === 'turn.failed' && this.exposed === undefined)
-          applySpanFacts(rec.span, failedPhaseSpanFacts(end));
+          deferSpanFacts(rec.span, failedPhaseSpanFacts, end);
         rec.ended = true;
-        this.running.delete(rec);
         rec.span.end(t);
       }
     }
     if (this.execute !== undefined && this.exposed !== undefined) {
-      applySpanFacts(this.execute, executeSpanFacts(this.exposed, end));
+      deferSpanFacts(this.execute, executeSpanFacts, this.exposed, end);
       this.execute.end(t);
     }
-    applySpanFacts(
-      this.turn,
-      turnSpanFacts({
-        sessionId: this.sessionId,
-        turnId: this.turnId,
-        started: this.started,
-        exposed: this.exposed,
-        end,
-        derived: countersFromTurnState(state),
-      }),
-    );
+    deferSpanFacts(this.turn, turnSpanFacts, {
+      sessionId: this.sessionId,
+      turnId: this.turnId,
+      started: this.started,
+      exposed: this.exposed,
+      end,
+      derived: countersFromTurnState(state),
+    });
     this.turn.end(t);
-    this.headerCache.clear();
+    this.headerCache?.clear();
   }
 }
 

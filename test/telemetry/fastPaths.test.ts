@@ -6,6 +6,9 @@ import {
   Attr,
   ParentOrAlwaysOnSampler,
   PooledIdGenerator,
+  SpanName,
+  spanIdFor,
+  spanIdsFor,
   counterAttrs,
   createTelemetry,
   injectTraceHeaders,
@@ -103,6 +106,16 @@ describe('putCounterAttrs', () => {
     for (const c of [full, { searches: 1, catalogBySource: { mcp: 2 } }, {}]) {
       const expected = Object.entries(counterAttrs(c)).filter(([, v]) => v !== undefined);
       expect(Object.entries(putCounterAttrs({ [Attr.sessionId]: 's' }, c)).slice(1)).toEqual(expected);
+    }
+  });
+});
+
+describe('spanIdsFor', () => {
+  it('gives the ids spanIdFor gives for the suffixes #0 … #n-1', () => {
+    for (const key of ['', 'e-1', '0b7c1f0e-6d7a-4a35-9a55-4d1f6f0f1e2a']) {
+      const ids = spanIdsFor(SpanName.source, key, 12);
+      expect(ids).toEqual(Array.from({ length: 12 }, (_, i) => spanIdFor(SpanName.source, key, `#${i}`)));
+      expect(new Set(ids).size).toBe(12);
     }
   });
 });
