@@ -46,15 +46,63 @@ export function publishHeaders(opts: Pick<JsPublishOptions, 'msgID' | 'expect' |
   return new RawHeaders(Buffer.from(`${block}\r\n\r\n`)) as unknown as MsgHdrs;
 }
 
-/** One publish, from `publish` until its ack (or its failure): queued for the next write, then waiting. */
+/**
+ * Who hears how a publish ended, once: its ack, or its failure. One object for many publishes, told which one by the
+ * publish's own record (`ctx`), so a publish needs no promise or closure of its own.
+ */
+export interface AckHandler<C> {
+  acked(ctx: C, ack: PubAck): void;
+  failed(ctx: C, err: unknown): void;
+}
+
+/** One publish, from `send` until its ack (or its failure): queued for the next write, then waiting. */
 interface Waiting {
   subject: string;
   data: Uint8Array;
   headers: MsgHdrs;
   token: string;
   deadline: number;
-  resolve: (ack: PubAck) => void;
-  reject: (err: unknown) => void;
+  handler: AckHandler<unknown>;
+  ctx: unknown;
+}
+
+/** `publish`'s handler: the publish's record is its promise's resolve and reject. */
+const SETTLE: AckHandler<{ resolve: (ack: PubAck) => void; reject: (err: unknown) => void }> = {
+  acked: (c, ack) => c.resolve(ack),
+  failed: (c, err) => c.reject(err),
+};
+
+const decoder = new TextDecoder();
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const KEY_STREAM = Buffer.from('"stream"');
+const KEY_SEQ = Buffer.from('"seq"');
+const KEY_DUPLICATE = Buffer.from('"duplicate"');
+const TRUE = Buffer.from('true');
+
+/** Whether `b` holds `part` at `at`. Pure: no I/O. */
+function holds(b: Uint8Array, at: number, part: Uint8Array): boolean {
+  if (at + part.length > b.length) return false;
+  for (let k = 0; k < part.length; k++) if (b[at + k] !== part[k]) return false;
+  return true;
+}
+
+/** The index of the first byte at or after `at` that is not JSON whitespace. Pure: no I/O. */
+function skipSpace(b: Uint8Array, at: number): number {
+  while (at < b.length && (b[at] === 0x20 || b[at] === 0x0a || b[at] === 0x0d || b[at] === 0x09)) at++;
+  return at;
+}
+
+/** After `at` (and whitespace), `byte`: the index past it, or -1. Pure: no I/O. */
+function expectByte(b: Uint8Array, at: number, byte: number): number {
+  const i = skipSpace(b, at);
+  return b[i] === byte ? i + 1 : -1;
+}
+
+/** After `at` (and whitespace), the key `key` and its colon: the index past them, or -1. Pure: no I/O. */
+function expectKey(b: Uint8Array, at: number, key: Uint8Array): number {
+  const i = skipSpace(b, at);
+  return holds(b, i, key) ? expectByte(b, i + key.length, 0x3a) : -1;
 }
 
 interface Ping {
@@ -62,9 +110,55 @@ interface Ping {
   resolve: () => void;
 }
 
+/** The stream name of the last ack read, as bytes and as the string handed on: `readAck` decodes a new one only. */
+export interface AckStreamName {
+  bytes: Uint8Array | undefined;
+  name: string;
+}
+
+/**
+ * The ack as the server writes it for a stored publish, read from its bytes: `{"stream":"<name>", "seq":<n>}`, with
+ * `,"duplicate": true` before the brace for a duplicate (whitespace between tokens as JSON allows). Undefined for
+ * anything else (an error, a domain, other fields, an escaped name), which the caller parses as JSON. `last` is
+ * updated. Pure: no I/O.
+ */
+export function readAck(b: Uint8Array, last: AckStreamName): PubAck | undefined {
+  let i = expectByte(b, 0, 0x7b);
+  if (i < 0 || (i = expectKey(b, i, KEY_STREAM)) < 0 || (i = expectByte(b, i, QUOTE)) < 0) return undefined;
+  const from = i;
+  while (i < b.length && b[i] !== QUOTE) {
+    if (b[i] === BACKSLASH) return undefined;
+    i++;
+  }
+  if (i === from || i === b.length) return undefined;
+  const nameEnd = i;
+  if ((i = expectByte(b, i + 1, 0x2c)) < 0 || (i = expectKey(b, i, KEY_SEQ)) < 0) return undefined;
+  i = skipSpace(b, i);
+  const digits = i;
+  let seq = 0;
+  for (; i < b.length && b[i]! >= 0x30 && b[i]! <= 0x39; i++) seq = seq * 10 + (b[i]! - 0x30);
+  if (i === digits || i - digits > 15) return undefined;
+  let duplicate = false;
+  const comma = expectByte(b, i, 0x2c);
+  if (comma >= 0) {
+    const value = expectKey(b, comma, KEY_DUPLICATE);
+    if (value < 0) return undefined;
+    i = skipSpace(b, value);
+    if (!holds(b, i, TRUE)) return undefined;
+    duplicate = true;
+    i += TRUE.length;
+  }
+  if ((i = expectByte(b, i, 0x7d)) < 0 || skipSpace(b, i) !== b.length) return undefined;
+  const known = last.bytes;
+  if (known === undefined || known.length !== nameEnd - from || !holds(b, from, known)) {
+    last.bytes = b.slice(from, nameEnd);
+    last.name = decoder.decode(last.bytes);
+  }
+  return { stream: last.name, seq, duplicate };
+}
+
 /** How often outstanding acks are checked against their deadlines. */
 const SWEEP_MS = 50;
-const decoder = new TextDecoder();
 
 /**
  * JetStream publishes with their acks, on one connection, cheaper than a request per publish: every publish of one
@@ -86,6 +180,8 @@ export class JsPublisher {
   #flushScheduled = false;
   #sweep: NodeJS.Timeout | undefined;
   #next = 0;
+  /** The stream named by the last ack read (one stream answers nearly all). */
+  readonly #ackStream: AckStreamName = { bytes: undefined, name: '' };
 
   constructor(nc: NatsConnection, inboxPrefix?: string) {
     this.#nc = nc;
@@ -95,21 +191,46 @@ export class JsPublisher {
 
   /** Resolves with the ack of a publish that JetStream stores within `timeoutMs`; rejects otherwise. */
   publish(subject: string, data: Uint8Array, opts: JsPublishOptions, timeoutMs: number): Promise<PubAck> {
+    return new Promise<PubAck>((resolve, reject) => {
+      this.send(subject, data, opts, timeoutMs, SETTLE, { resolve, reject });
+    });
+  }
+
+  /**
+   * `publish` without a promise: `handler` hears, once, of the ack of a publish that JetStream stores within
+   * `timeoutMs` (`acked`) or of its failure (`failed`, also for headers the message id cannot make, before this
+   * returns), each with `ctx`.
+   */
+  send<C>(
+    subject: string,
+    data: Uint8Array,
+    opts: JsPublishOptions,
+    timeoutMs: number,
+    handler: AckHandler<C>,
+    ctx: C,
+  ): void {
     let headers: MsgHdrs;
     try {
       headers = publishHeaders(opts);
     } catch (e) {
-      return Promise.reject(e);
+      handler.failed(ctx, e);
+      return;
     }
     const token = (this.#next++).toString(36);
-    return new Promise<PubAck>((resolve, reject) => {
-      // One record for the queue and the wait: no other object per publish.
-      const w: Waiting = { subject, data, headers, token, deadline: Date.now() + timeoutMs, resolve, reject };
-      this.#waiting.set(token, w);
-      this.#queue.push(w);
-      this.#schedule();
-      this.#sweep ??= setInterval(() => this.#expire(), SWEEP_MS);
-    });
+    // One record for the queue and the wait: no other object per publish.
+    const w: Waiting = {
+      subject,
+      data,
+      headers,
+      token,
+      deadline: Date.now() + timeoutMs,
+      handler: handler as AckHandler<unknown>,
+      ctx,
+    };
+    this.#waiting.set(token, w);
+    this.#queue.push(w);
+    this.#schedule();
+    this.#sweep ??= setInterval(() => this.#expire(), SWEEP_MS);
   }
 
   #schedule(): void {
@@ -137,7 +258,7 @@ export class JsPublisher {
     const waiting = [...this.#waiting.values()];
     this.#waiting.clear();
     this.#queue = [];
-    for (const w of waiting) w.reject(err);
+    for (const w of waiting) w.handler.failed(w.ctx, err);
     this.#maybeStopSweep();
   }
 
@@ -146,7 +267,7 @@ export class JsPublisher {
     for (const [token, w] of this.#waiting) {
       if (w.subject !== subject) continue;
       this.#settle(token);
-      w.reject(err);
+      w.handler.failed(w.ctx, err);
       return;
     }
   }
@@ -173,7 +294,7 @@ export class JsPublisher {
         this.#nc.publish(q.subject, q.data, { reply: `${this.#base}${q.token}`, headers: q.headers });
       } catch (err) {
         this.#settle(q.token);
-        q.reject(err);
+        q.handler.failed(q.ctx, err);
       }
     }
     if (this.#pings.length > 0) {
@@ -196,26 +317,39 @@ export class JsPublisher {
     const w = this.#waiting.get(token);
     if (w === undefined) return; // timed out already
     this.#settle(token);
-    if (msg.data.length === 0 && msg.headers?.code === 503) {
-      w.reject(new NoRespondersError(w.subject));
+    const data = msg.data;
+    if (data.length === 0 && msg.headers?.code === 503) {
+      w.handler.failed(w.ctx, new NoRespondersError(w.subject));
+      return;
+    }
+    const ack = readAck(data, this.#ackStream);
+    if (ack !== undefined) {
+      w.handler.acked(w.ctx, ack);
       return;
     }
     let v: { stream?: unknown; seq?: unknown; duplicate?: unknown; error?: unknown };
     try {
-      v = JSON.parse(decoder.decode(msg.data)) as typeof v;
+      v = JSON.parse(decoder.decode(data)) as typeof v;
     } catch (e) {
-      w.reject(new Error(`JetStream answered a publish to ${w.subject} with something that is not JSON`, { cause: e }));
+      w.handler.failed(
+        w.ctx,
+        new Error(`JetStream answered a publish to ${w.subject} with something that is not JSON`, { cause: e }),
+      );
       return;
     }
     if (v.error !== undefined && v.error !== null) {
-      w.reject(new JetStreamApiError(v.error as ConstructorParameters<typeof JetStreamApiError>[0]));
+      w.handler.failed(w.ctx, new JetStreamApiError(v.error as ConstructorParameters<typeof JetStreamApiError>[0]));
       return;
     }
     if (typeof v.stream !== 'string' || v.stream === '') {
-      w.reject(new Error(`JetStream answered a publish to ${w.subject} with an invalid ack`));
+      w.handler.failed(w.ctx, new Error(`JetStream answered a publish to ${w.subject} with an invalid ack`));
       return;
     }
-    w.resolve({ stream: v.stream, seq: typeof v.seq === 'number' ? v.seq : 0, duplicate: v.duplicate === true });
+    w.handler.acked(w.ctx, {
+      stream: v.stream,
+      seq: typeof v.seq === 'number' ? v.seq : 0,
+      duplicate: v.duplicate === true,
+    });
   }
 
   #settle(token: string): void {
@@ -228,7 +362,7 @@ export class JsPublisher {
     for (const [token, w] of this.#waiting) {
       if (w.deadline > now) continue;
       this.#settle(token);
-      w.reject(new TimeoutError());
+      w.handler.failed(w.ctx, new TimeoutError());
     }
     for (const p of [...this.#pings, ...this.#pingsOut]) {
       if (p.deadline > now) continue;

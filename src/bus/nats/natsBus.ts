@@ -51,7 +51,7 @@ import {
 } from './subjects.js';
 import { TurnLease, type LeaseHolder } from './turnLease.js';
 import { sharedTurnSubject, TurnSubscriptions, type TurnListener } from './turnSubscriptions.js';
-import { JsPublisher, type JsPublishOptions, type PubAck } from './jsPublisher.js';
+import { JsPublisher, type AckHandler, type JsPublishOptions, type PubAck } from './jsPublisher.js';
 import { withPinnedAnswerer } from './answerer.js';
 import { isSyncPoint } from '../syncPoints.js';
 import { subjectOf } from '../subjectTokens.js';
@@ -611,7 +611,9 @@ class NatsBusImpl implements NatsBus {
   /**
    * Sends one event under the held lease: its seq is taken here, its ack counts as outstanding (a failed fact, the
    * `poison`, fails the turn's next sync point, since nobody may await it). With `key`, the publish also ends here
-   * (`#settled`); without, its caller ends it.
+   * (`#settled`); without, its caller ends it. The usual case costs one record and one promise: the publisher tells
+   * `#held` of the ack, which does the bookkeeping and settles the promise (no reaction of its own in between); a
+   * transient failure goes on to the retries from there.
    */
   #sendHeld(
     key: string | undefined,
@@ -623,60 +625,63 @@ class NatsBusImpl implements NatsBus {
   ): Promise<void> {
     l.seqs.set(event.seq, event.id);
     const { data, headers } = encodeEnvelope(event);
-    const opts = { msgID: event.id, headers };
     this.#stats.acks++;
     if (l.outstanding++ === 0) this.#stats.ackRounds++;
-    const remaining = deadline - Date.now();
-    // The usual case in one promise reaction past the publish's own (no retry wrapper, no closure kept per publish);
-    // a transient failure goes on to the retries from the reaction.
-    const ack: Promise<void> =
-      this.#connected && !this.#closed && remaining > 0
-        ? this.#pub.publish(subject, data, opts, Math.max(50, Math.min(remaining, 2000))).then(
-            () => this.#heldAcked(key, l, ack, event),
-            (e: unknown) =>
-              isTransient(e)
-                ? this.#withRetry(
-                    event,
-                    deadline,
-                    (timeout) => this.#pub.publish(subject, data, opts, timeout),
-                    e,
-                  ).then(
-                    () => this.#heldAcked(key, l, ack, event),
-                    (err: unknown) => this.#heldFailed(key, l, ack, event, poison, err),
-                  )
-                : this.#heldFailed(key, l, ack, event, poison, this.#refused(event, e)),
-          )
-        : this.#withRetry(event, deadline, (timeout) => this.#pub.publish(subject, data, opts, timeout)).then(
-            () => this.#heldAcked(key, l, ack, event),
-            (err: unknown) => this.#heldFailed(key, l, ack, event, poison, err),
-          );
+    const h = new HeldSend(key, l, event, subject, data, { msgID: event.id, headers }, deadline, poison);
+    const ack = new Promise<void>((resolve, reject) => {
+      h.resolve = resolve;
+      h.reject = reject;
+    });
+    h.ack = ack;
     l.unacked.add(ack);
+    const remaining = deadline - Date.now();
+    if (this.#connected && !this.#closed && remaining > 0)
+      this.#pub.send(subject, data, h.opts, Math.max(50, Math.min(remaining, 2000)), this.#heldAcks, h);
+    else this.#retryHeld(h, undefined);
     return ack;
   }
 
-  /** A publish under the held lease acknowledged (see `#sendHeld`). */
-  #heldAcked(key: string | undefined, l: TurnLease, ack: Promise<void>, event: Envelope): void {
-    l.outstanding--;
-    l.unacked.delete(ack);
-    this.#stats.published++;
-    if (key !== undefined) this.#settled(key, l, event);
+  /** How a held publish ended, told by the publisher (see `#sendHeld`). */
+  readonly #heldAcks: AckHandler<HeldSend> = {
+    acked: (h) => this.#heldAcked(h),
+    failed: (h, e) => {
+      if (isTransient(e)) this.#retryHeld(h, e);
+      else this.#heldFailed(h, this.#refused(h.event, e));
+    },
+  };
+
+  /** A held publish retried until its deadline (NATS away, or a transient failure `firstErr` of the first attempt). */
+  #retryHeld(h: HeldSend, firstErr: unknown): void {
+    this.#withRetry(
+      h.event,
+      h.deadline,
+      (timeout) => this.#pub.publish(h.subject, h.data, h.opts, timeout),
+      firstErr,
+    ).then(
+      () => this.#heldAcked(h),
+      (err: unknown) => this.#heldFailed(h, err),
+    );
   }
 
-  /** A publish under the held lease that failed for good: its seq is free again; rethrows `e` (see `#sendHeld`). */
-  #heldFailed(
-    key: string | undefined,
-    l: TurnLease,
-    ack: Promise<void>,
-    event: Envelope,
-    poison: boolean,
-    e: unknown,
-  ): never {
+  /** A publish under the held lease acknowledged (see `#sendHeld`). */
+  #heldAcked(h: HeldSend): void {
+    const l = h.l;
     l.outstanding--;
-    l.unacked.delete(ack);
+    l.unacked.delete(h.ack);
+    this.#stats.published++;
+    if (h.key !== undefined) this.#settled(h.key, l, h.event);
+    h.resolve();
+  }
+
+  /** A publish under the held lease that failed for good: its seq is free again; its promise rejects with `e`. */
+  #heldFailed(h: HeldSend, e: unknown): void {
+    const { l, event } = h;
+    l.outstanding--;
+    l.unacked.delete(h.ack);
     if (l.seqs.get(event.seq) === event.id) l.seqs.delete(event.seq);
-    if (poison) l.failure ??= e;
-    if (key !== undefined) this.#settled(key, l, event);
-    throw e;
+    if (h.poison) l.failure ??= e;
+    if (h.key !== undefined) this.#settled(h.key, l, event);
+    h.reject(e);
   }
 
   /**
@@ -1664,6 +1669,23 @@ function publishOnce(nc: NatsConnection, subject: string, body: string): void {
 interface EventListener extends TurnListener {
   readonly onEvent: (e: Envelope, info?: DeliveryInfo) => void;
   seen: RecentIds | undefined;
+}
+
+/** One publish under a turn's held lease, from `#sendHeld` until it is acknowledged or fails for good. */
+class HeldSend {
+  ack!: Promise<void>;
+  resolve!: () => void;
+  reject!: (err: unknown) => void;
+  constructor(
+    readonly key: string | undefined,
+    readonly l: TurnLease,
+    readonly event: Envelope,
+    readonly subject: string,
+    readonly data: Uint8Array,
+    readonly opts: JsPublishOptions,
+    readonly deadline: number,
+    readonly poison: boolean,
+  ) {}
 }
 
 /** A bounded set of recently seen ids (insertion order eviction). */
