@@ -222,6 +222,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       maxOldSpaceMb: positive(options.maxOldSpaceMb, 64),
       maxAddressSpaceMb: options.maxAddressSpaceMb === 0 ? 0 : positive(options.maxAddressSpaceMb, 1024),
       maxLineBytes,
+      limits,
     };
     return { ok: true, host, report, settings };
   });
