@@ -396,11 +396,11 @@ const hostResolved = Promise.resolve();
 
 /**
  * One run's host side over a guest runtime `g` in its context `ctx`: the body compiled and started, bridge answers
- * delivered, the guest's outbox forwarded through `write` (whole lines), and the final message once. `onFinish` runs
- * just before that last write. The real run and the rehearsal are two sessions made here, so the rehearsal runs the
+ * delivered, the guest's outbox forwarded through `write` (whole lines), and the final message once. `afterFinal`
+ * runs right after that last write. The real run and the rehearsal are two sessions made here, so the rehearsal runs the
  * very functions the request then runs.
  */
-function openSession(g, ctx, write, onFinish) {
+function openSession(g, ctx, write, afterFinal) {
   let finished = false;
   let started = false;
   const pending = new Set();
@@ -414,7 +414,7 @@ function openSession(g, ctx, write, onFinish) {
 
   /**
    * The single way out: write the final message (a message, or its line already serialized), then wait for the
-   * parent's SIGKILL, which comes right after it has read the message (see `onFinish` of the real run).
+   * parent's SIGKILL, which comes right after it has read the message (see `afterFinal` of the real run).
    */
   const finish = (msg) => {
     if (finished) return;
@@ -422,8 +422,8 @@ function openSession(g, ctx, write, onFinish) {
     // Nothing is left for the pump to do: dropped, so nothing runs here after the write.
     if (pumpQueued !== undefined) clearImmediate(pumpQueued);
     pumpQueued = undefined;
-    onFinish();
     write(typeof msg === 'string' ? msg + '\n' : JSON.stringify(msg) + '\n');
+    afterFinal();
   };
 
   /** Ends the run: the guest broke its own runtime. Returns false (for `forward`). */
@@ -504,7 +504,9 @@ function openSession(g, ctx, write, onFinish) {
 
   const drainEarly = () => {
     drainQueued = false;
-    if (!finished) forward();
+    // Still under way: the pump looks again after this turn. A body that settled without waiting is answered here,
+    // and no pump is ever queued for it.
+    if (!finished && forward() && pumpQueued === undefined) pumpQueued = setImmediate(pump);
   };
 
   const pump = () => {
@@ -522,19 +524,15 @@ function openSession(g, ctx, write, onFinish) {
   };
 
   /**
-   * After the guest ran, forward what it emitted: once in a microtask queued behind the guest's own (a body that
-   * settles without waiting is answered in the same turn), and after the turn (microtasks drained), where a run
-   * with nothing left to wait for is found never to settle.
+   * After the guest ran, forward what it emitted: in a microtask queued behind the guest's own (a body that settles
+   * without waiting is answered in the same turn), then, if the run is still under way, after the turn (microtasks
+   * drained, see `drainEarly`), where a run with nothing left to wait for is found never to settle.
    */
   const schedulePump = () => {
-    if (finished) return;
-    if (!drainQueued) {
-      drainQueued = true;
-      // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
-      hostResolved.then(drainEarly);
-    }
-    if (pumpQueued !== undefined) return;
-    pumpQueued = setImmediate(pump);
+    if (finished || drainQueued) return;
+    drainQueued = true;
+    // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
+    hostResolved.then(drainEarly);
   };
 
   const run = (body) => {
@@ -602,16 +600,28 @@ function lineReader(onMessage) {
   };
 }
 
+/** What the child sleeps on once it has answered (see `sleepUntilKilled`); nothing ever wakes it. */
+const asleep = new Int32Array(new SharedArrayBuffer(4));
+
 /**
- * The real run: the guest's runtime in its context, its lines to stdout. Its last write is preceded by the exit
- * timer: exiting right away would put the teardown of this process (milliseconds of CPU) beside the parent's
- * handling of the answer on a busy machine, so the child waits for the parent's SIGKILL, and exits after a second
- * anyway if none came. The timer is armed before the write (stdout is a pipe, written synchronously): the parent's
- * wake-up lands on this CPU, so nothing is left to do here once the line is out.
+ * After the answer: wait for the parent's SIGKILL, which comes right after it has read the answer, and exit after a
+ * second anyway if none came. Exiting right away would put the teardown of this process (milliseconds of CPU)
+ * beside the parent's handling of the answer. The wait blocks this thread at once (`Atomics.wait`), so the process
+ * is off its CPU as soon as the line is out: the parent, woken by that write, finds the CPU free instead of waiting
+ * for this process to unwind its turn. Only when the line is fully in the pipe: a long one still being written (the
+ * pipe was full) needs the event loop, so then the wait is a timer.
  */
-const session = openSession(guest, context, writeOut, () => {
-  setTimeout(() => process.exit(0), 1000);
-});
+const sleepUntilKilled = () => {
+  if (process.stdout.writableLength > 0) {
+    setTimeout(() => process.exit(0), 1000);
+    return;
+  }
+  Atomics.wait(asleep, 0, 0, 1000);
+  process.exit(0);
+};
+
+/** The real run: the guest's runtime in its context, its lines to stdout. */
+const session = openSession(guest, context, writeOut, sleepUntilKilled);
 
 let hello = false;
 let rehearsed = false;
@@ -640,7 +650,7 @@ process.stdin.on('end', () => process.exit(0));
  * copy of the runtime (the same compiled script run in a context of its own) whose lines go nowhere; the guest's
  * context and runtime stay untouched. A fresh process otherwise pays on the request for the first use of every
  * function on that path: the line reader, the compiler, the vm calls, the runtime's functions, the forwarding of its
- * lines and the first timer.
+ * lines and the wait after the answer.
  */
 function rehearse() {
   const ctx = newGuestContext();
@@ -654,7 +664,7 @@ function rehearse() {
       (line) => {
         if (line.startsWith('{"t":"result"')) answered = true;
       },
-      () => clearTimeout(setTimeout(() => {}, 1000)),
+      () => Atomics.wait(asleep, 0, 0, 0),
     ),
   );
   read('{"t":"run","body":"return 1"}\n');

@@ -180,11 +180,18 @@ export function attachRun(
   ) => {
     if (settled) return;
     settled = true;
-    signal?.removeEventListener('abort', onAbort);
     bridgeAbort?.abort(new Error('the code run settled'));
     queue.length = 0;
-    if (answered) setImmediate(() => child.kill());
-    else child.kill();
+    // An abort after this finds the run settled and does nothing: its listener goes with the kill.
+    if (answered)
+      setImmediate(() => {
+        signal?.removeEventListener('abort', onAbort);
+        child.kill();
+      });
+    else {
+      signal?.removeEventListener('abort', onAbort);
+      child.kill();
+    }
     resolve(
       end.ok
         ? { ok: true, value: end.value, logs, telemetry: telemetry() }
