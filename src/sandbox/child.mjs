@@ -2,8 +2,8 @@
 //
 // Plain ESM on purpose: the parent starts it with the permission model and no grant beyond reading this
 // file, so it may import nothing but node: builtins. Protocol: newline-delimited JSON.
-//   parent -> child (stdin):  {t:'run', body, limits} once, then {t:'res', id, ok, value | error}
-//   child -> parent (stdout): {t:'ready'}, {t:'req', id, op, args}, {t:'log', level, text},
+//   parent -> child (stdin):  {t:'hello', limits} at spawn, {t:'run', body} once, then {t:'res', id, ok, value | error}
+//   child -> parent (stdout): {t:'ready'} (after the hello), {t:'req', id, op, args}, {t:'log', level, text},
 //                             finally {t:'result', value} or {t:'error', code, message}
 //
 // The guest body runs in a vm context created with DONT_CONTEXTIFY (its global is an ordinary guest global,
@@ -20,32 +20,8 @@ const OPS = new Set(['search', 'describe', 'call']);
 const LEVELS = new Set(['log', 'warn', 'error']);
 const MARKER_ROOM = 4096;
 
-let finished = false;
-const pending = new Set();
-let logBytes = 0;
-let logsCut = false;
-let limits = { maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1048576, maxCalls: 1000 };
-
-const send = (msg) => {
-  process.stdout.write(JSON.stringify(msg) + '\n');
-};
-
-/**
- * The single way out: write the final message (a message, or its line already serialized), then wait for the
- * parent's SIGKILL, which comes right after it has read the message. Exiting here instead would put the teardown of
- * this process (milliseconds of CPU) beside the parent's handling of the answer on a busy machine. A parent that
- * never kills: exit after a second anyway. That timer is armed before the write (stdout is a pipe, written
- * synchronously): the parent's wake-up lands on this CPU, so nothing is left to do here once the line is out.
- */
-const finish = (msg) => {
-  if (finished) return;
-  finished = true;
-  // Nothing is left for the pump to do: dropped, so nothing runs here after the write.
-  if (pumpQueued !== undefined) clearImmediate(pumpQueued);
-  pumpQueued = undefined;
-  setTimeout(() => process.exit(0), 1000);
-  process.stdout.write(typeof msg === 'string' ? msg + '\n' : JSON.stringify(msg) + '\n');
-};
+/** The limits of the run, from the parent's hello (these defaults are the parent's too). */
+const limits = { maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1048576, maxCalls: 1000 };
 
 // Spawned with an empty environment; bwrap --chdir still sets PWD. Nothing of it is needed here.
 for (const key of Object.keys(process.env)) delete process.env[key];
@@ -54,19 +30,27 @@ for (const key of Object.keys(process.env)) delete process.env[key];
 process.on('unhandledRejection', () => {});
 process.on('uncaughtException', () => {});
 
+const writeOut = (line) => {
+  process.stdout.write(line);
+};
+
 if (vm.constants?.DONT_CONTEXTIFY === undefined || !process.execArgv.includes('--experimental-vm-modules')) {
   // Without these the guest could reach host objects (see the header); refuse rather than run weaker.
-  send({
-    t: 'fatal',
-    message: 'this Node lacks vm.constants.DONT_CONTEXTIFY or was started without --experimental-vm-modules',
-  });
+  writeOut(
+    JSON.stringify({
+      t: 'fatal',
+      message: 'this Node lacks vm.constants.DONT_CONTEXTIFY or was started without --experimental-vm-modules',
+    }) + '\n',
+  );
   process.exit(70);
 }
 
-const context = vm.createContext(vm.constants.DONT_CONTEXTIFY, {
-  name: 'tool_search_code',
-  codeGeneration: { strings: false, wasm: false },
-});
+const newGuestContext = () =>
+  vm.createContext(vm.constants.DONT_CONTEXTIFY, {
+    name: 'tool_search_code',
+    codeGeneration: { strings: false, wasm: false },
+  });
+const context = newGuestContext();
 const GuestError = vm.runInContext('Error', context);
 
 /** import() in guest code rejects with a guest-realm error (the host default would leak a host error). */
@@ -78,7 +62,6 @@ const importModuleDynamically = () => {
   throw e;
 };
 
-// Runs inside the guest realm. Everything it builds (tools, console, promises, errors) belongs to the guest.
 const BOOTSTRAP = String.raw`(function bootstrap() {
   'use strict';
   const limits = { __proto__: null, maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1048576, maxCalls: 1000 };
@@ -372,34 +355,18 @@ const BOOTSTRAP = String.raw`(function bootstrap() {
   });
 })`;
 
+// Compiled once: the guest's runtime and the rehearsal's throwaway copy (see `rehearse`) are two runs of one script,
+// each in its own context, so they share its compiled code and no object.
+const bootstrapScript = new vm.Script(BOOTSTRAP, { filename: 'bootstrap.js', importModuleDynamically });
+
 /** Guest API: {deliver, drain, setLimits, start}, guest functions the host calls with primitives only. */
-const guest = vm.runInContext(BOOTSTRAP, context, { filename: 'bootstrap.js', importModuleDynamically })();
+const guest = bootstrapScript.runInContext(context)();
 
 function applyLimits(l) {
   for (const k of Object.keys(limits)) {
     if (Number.isSafeInteger(l?.[k]) && l[k] > 0) limits[k] = l[k];
   }
   guest.setLimits(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes, limits.maxCalls);
-}
-
-/** Ends the run: the guest broke its own runtime. Returns false (for `forward`). */
-const corrupt = (what) => {
-  finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
-  return false;
-};
-
-function forwardLog(m) {
-  if (logsCut || !LEVELS.has(m.level) || typeof m.text !== 'string') return;
-  const bytes = Buffer.byteLength(m.text) + 1;
-  if (logBytes + bytes > limits.maxLogBytes) {
-    logsCut = true;
-    const room = Math.max(0, limits.maxLogBytes - logBytes);
-    if (room > 0) send({ t: 'log', level: m.level, text: Buffer.from(m.text).subarray(0, room).toString() });
-    send({ t: 'log', level: 'warn', text: '[logs truncated]' });
-    return;
-  }
-  logBytes += bytes;
-  send({ t: 'log', level: m.level, text: m.text });
 }
 
 /** Hard cap behind the guest's own (approximate) one; room is left for the guest's truncation markers. */
@@ -409,101 +376,6 @@ function capResult(value) {
   if (bytes <= limits.maxResultBytes + MARKER_ROOM) return value;
   const kept = Buffer.from(text).subarray(0, limits.maxResultBytes).toString();
   return `${kept}…[truncated ${bytes - Buffer.byteLength(kept)} bytes]`;
-}
-
-/** The pump queued for after this turn, if any (dropped once the run is finished). */
-let pumpQueued;
-let drainQueued = false;
-const hostResolved = Promise.resolve();
-/**
- * After the guest ran, forward what it emitted: once in a microtask queued behind the guest's own (a body that
- * settles without waiting is answered in the same turn), and after the turn (microtasks drained), where a run
- * with nothing left to wait for is found never to settle.
- */
-function schedulePump() {
-  if (finished) return;
-  if (!drainQueued) {
-    drainQueued = true;
-    // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
-    hostResolved.then(drainEarly);
-  }
-  if (pumpQueued !== undefined) return;
-  pumpQueued = setImmediate(pump);
-}
-
-function drainEarly() {
-  drainQueued = false;
-  if (!finished) forward();
-}
-
-function pump() {
-  pumpQueued = undefined;
-  if (finished || !forward()) return;
-  if (pending.size === 0) {
-    // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
-    finish({
-      t: 'error',
-      code: 'sandbox.neverSettled',
-      message:
-        'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
-    });
-  }
-}
-
-/** Forwards the guest's outbox to the parent; false when the run ended here (result, error or corruption). */
-function forward() {
-  let out;
-  try {
-    out = guest.drain();
-  } catch {
-    return corrupt('drain');
-  }
-  if (typeof out !== 'string') return corrupt('drain');
-  for (const line of out.split('\n')) {
-    if (line === '') continue;
-    let m;
-    try {
-      m = JSON.parse(line);
-    } catch {
-      return corrupt('message');
-    }
-    if (m === null || typeof m !== 'object') return corrupt('message');
-    if (m.t === 'log') forwardLog(m);
-    else if (m.t === 'req') {
-      if (
-        !Number.isSafeInteger(m.id) ||
-        pending.has(m.id) ||
-        !OPS.has(m.op) ||
-        m.args === null ||
-        typeof m.args !== 'object'
-      )
-        return corrupt('request');
-      if (Buffer.byteLength(line) > limits.maxArgBytes + 256) {
-        guest.deliver(
-          m.id,
-          false,
-          JSON.stringify({
-            code: 'sandbox.argsTooLarge',
-            message: `The arguments of tools.${m.op} exceed ${limits.maxArgBytes} bytes as JSON.`,
-          }),
-        );
-        schedulePump();
-        continue;
-      }
-      pending.add(m.id);
-      send({ t: 'req', id: m.id, op: m.op, args: m.args });
-    } else if (m.t === 'result') {
-      // A line that cannot exceed the cap (3 bytes per UTF-16 unit at most) goes on as the guest runtime wrote it
-      // (its JSON just parsed): no second serialization. A longer one is measured and cut.
-      if (line.length * 3 <= limits.maxResultBytes + MARKER_ROOM && m.value !== undefined) finish(line);
-      else finish({ t: 'result', value: capResult(m.value ?? null) });
-      return false;
-    } else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
-      finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
-      return false;
-    } else return corrupt('message');
-  }
-  return true;
 }
 
 const hostFunctionToString = Function.prototype.toString;
@@ -520,15 +392,155 @@ function bodySyntaxError(body) {
   return "SyntaxError: Unexpected token '}': the body closes the function it runs in. Write statements only, ending with return.";
 }
 
-let started = false;
-function onMessage(m) {
-  if (m?.t === 'run' && !started && typeof m.body === 'string') {
-    started = true;
-    applyLimits(m.limits);
-    let fn;
-    const wrapped = `async function () {\n${m.body}\n}`;
+const hostResolved = Promise.resolve();
+
+/**
+ * One run's host side over a guest runtime `g` in its context `ctx`: the body compiled and started, bridge answers
+ * delivered, the guest's outbox forwarded through `write` (whole lines), and the final message once. `afterFinal`
+ * runs right after that last write. The real run and the rehearsal are two sessions made here, so the rehearsal runs the
+ * very functions the request then runs.
+ */
+function openSession(g, ctx, write, afterFinal) {
+  let finished = false;
+  let started = false;
+  const pending = new Set();
+  let logBytes = 0;
+  let logsCut = false;
+  /** The pump queued for after this turn, if any (dropped once the run is finished). */
+  let pumpQueued;
+  let drainQueued = false;
+
+  const send = (msg) => write(JSON.stringify(msg) + '\n');
+
+  /**
+   * The single way out: write the final message (a message, or its line already serialized), then wait for the
+   * parent's SIGKILL, which comes right after it has read the message (see `afterFinal` of the real run).
+   */
+  const finish = (msg) => {
+    if (finished) return;
+    finished = true;
+    // Nothing is left for the pump to do: dropped, so nothing runs here after the write.
+    if (pumpQueued !== undefined) clearImmediate(pumpQueued);
+    pumpQueued = undefined;
+    write(typeof msg === 'string' ? msg + '\n' : JSON.stringify(msg) + '\n');
+    afterFinal();
+  };
+
+  /** Ends the run: the guest broke its own runtime. Returns false (for `forward`). */
+  const corrupt = (what) => {
+    finish({ t: 'error', code: 'sandbox.guestError', message: `The body corrupted the sandbox runtime (${what}).` });
+    return false;
+  };
+
+  const forwardLog = (m) => {
+    if (logsCut || !LEVELS.has(m.level) || typeof m.text !== 'string') return;
+    const bytes = Buffer.byteLength(m.text) + 1;
+    if (logBytes + bytes > limits.maxLogBytes) {
+      logsCut = true;
+      const room = Math.max(0, limits.maxLogBytes - logBytes);
+      if (room > 0) send({ t: 'log', level: m.level, text: Buffer.from(m.text).subarray(0, room).toString() });
+      send({ t: 'log', level: 'warn', text: '[logs truncated]' });
+      return;
+    }
+    logBytes += bytes;
+    send({ t: 'log', level: m.level, text: m.text });
+  };
+
+  /** Forwards the guest's outbox to the parent; false when the run ended here (result, error or corruption). */
+  const forward = () => {
+    let out;
     try {
-      fn = new vm.Script(`(${wrapped})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(context);
+      out = g.drain();
+    } catch {
+      return corrupt('drain');
+    }
+    if (typeof out !== 'string') return corrupt('drain');
+    for (const line of out.split('\n')) {
+      if (line === '') continue;
+      let m;
+      try {
+        m = JSON.parse(line);
+      } catch {
+        return corrupt('message');
+      }
+      if (m === null || typeof m !== 'object') return corrupt('message');
+      if (m.t === 'log') forwardLog(m);
+      else if (m.t === 'req') {
+        if (
+          !Number.isSafeInteger(m.id) ||
+          pending.has(m.id) ||
+          !OPS.has(m.op) ||
+          m.args === null ||
+          typeof m.args !== 'object'
+        )
+          return corrupt('request');
+        if (Buffer.byteLength(line) > limits.maxArgBytes + 256) {
+          g.deliver(
+            m.id,
+            false,
+            JSON.stringify({
+              code: 'sandbox.argsTooLarge',
+              message: `The arguments of tools.${m.op} exceed ${limits.maxArgBytes} bytes as JSON.`,
+            }),
+          );
+          schedulePump();
+          continue;
+        }
+        pending.add(m.id);
+        send({ t: 'req', id: m.id, op: m.op, args: m.args });
+      } else if (m.t === 'result') {
+        // A line that cannot exceed the cap (3 bytes per UTF-16 unit at most) goes on as the guest runtime wrote it
+        // (its JSON just parsed): no second serialization. A longer one is measured and cut.
+        if (line.length * 3 <= limits.maxResultBytes + MARKER_ROOM && m.value !== undefined) finish(line);
+        else finish({ t: 'result', value: capResult(m.value ?? null) });
+        return false;
+      } else if (m.t === 'error' && typeof m.code === 'string' && typeof m.message === 'string') {
+        finish({ t: 'error', code: m.code, message: m.message.slice(0, 4096) });
+        return false;
+      } else return corrupt('message');
+    }
+    return true;
+  };
+
+  const drainEarly = () => {
+    drainQueued = false;
+    // Still under way: the pump looks again after this turn. A body that settled without waiting is answered here,
+    // and no pump is ever queued for it.
+    if (!finished && forward() && pumpQueued === undefined) pumpQueued = setImmediate(pump);
+  };
+
+  const pump = () => {
+    pumpQueued = undefined;
+    if (finished || !forward()) return;
+    if (pending.size === 0) {
+      // The guest has no timers or I/O: with no tools.* call pending and the microtask queue empty, nothing can settle it.
+      finish({
+        t: 'error',
+        code: 'sandbox.neverSettled',
+        message:
+          'The body awaits a promise that can never settle (no tools.* call is pending). Return a value or await a tools.* call.',
+      });
+    }
+  };
+
+  /**
+   * After the guest ran, forward what it emitted: in a microtask queued behind the guest's own (a body that settles
+   * without waiting is answered in the same turn), then, if the run is still under way, after the turn (microtasks
+   * drained, see `drainEarly`), where a run with nothing left to wait for is found never to settle.
+   */
+  const schedulePump = () => {
+    if (finished || drainQueued) return;
+    drainQueued = true;
+    // A host promise reaction, not queueMicrotask (which sets up an async resource per call).
+    hostResolved.then(drainEarly);
+  };
+
+  const run = (body) => {
+    started = true;
+    let fn;
+    const wrapped = `async function () {\n${body}\n}`;
+    try {
+      fn = new vm.Script(`(${wrapped})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(ctx);
     } catch (e) {
       // Compile errors are raised host-side by vm; report the text only.
       const text = e instanceof Error ? `${e.name}: ${e.message}` : 'the body does not compile';
@@ -543,75 +555,137 @@ function onMessage(m) {
     } catch {
       source = undefined;
     }
-    if (source !== wrapped) return finish({ t: 'error', code: 'sandbox.guestError', message: bodySyntaxError(m.body) });
+    if (source !== wrapped) return finish({ t: 'error', code: 'sandbox.guestError', message: bodySyntaxError(body) });
     try {
-      guest.start(fn);
+      g.start(fn);
     } catch {
       return corrupt('start');
     }
     schedulePump();
-  } else if (m?.t === 'res' && started && pending.has(m.id)) {
-    pending.delete(m.id);
-    const payload = m.ok ? JSON.stringify(m.value ?? null) : JSON.stringify(m.error ?? {});
-    try {
-      guest.deliver(m.id, m.ok === true, payload);
-    } catch {
-      return corrupt('deliver');
+  };
+
+  /** A message for the run: the run itself (once), then bridge answers to its pending requests. */
+  return (m) => {
+    if (m?.t === 'run' && !started && typeof m.body === 'string') run(m.body);
+    else if (m?.t === 'res' && started && pending.has(m.id)) {
+      pending.delete(m.id);
+      const payload = m.ok ? JSON.stringify(m.value ?? null) : JSON.stringify(m.error ?? {});
+      try {
+        g.deliver(m.id, m.ok === true, payload);
+      } catch {
+        return corrupt('deliver');
+      }
+      schedulePump();
     }
-    schedulePump();
-  }
+  };
 }
 
-let buffered = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  buffered += chunk;
-  let nl;
-  while ((nl = buffered.indexOf('\n')) >= 0) {
-    const line = buffered.slice(0, nl);
-    buffered = buffered.slice(nl + 1);
-    let m;
-    try {
-      m = JSON.parse(line);
-    } catch {
-      continue;
+/** A reader of newline-delimited JSON chunks (strings), each parsed line handed to `onMessage`; bad lines skipped. */
+function lineReader(onMessage) {
+  let buffered = '';
+  return (chunk) => {
+    buffered += chunk;
+    let nl;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl);
+      buffered = buffered.slice(nl + 1);
+      let m;
+      try {
+        m = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      onMessage(m);
     }
-    onMessage(m);
+  };
+}
+
+/** What the child sleeps on once it has answered (see `sleepUntilKilled`); nothing ever wakes it. */
+const asleep = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * After the answer: wait for the parent's SIGKILL, which comes right after it has read the answer, and exit after a
+ * second anyway if none came. Exiting right away would put the teardown of this process (milliseconds of CPU)
+ * beside the parent's handling of the answer. The wait blocks this thread at once (`Atomics.wait`), so the process
+ * is off its CPU as soon as the line is out: the parent, woken by that write, finds the CPU free instead of waiting
+ * for this process to unwind its turn. Only when the line is fully in the pipe: a long one still being written (the
+ * pipe was full) needs the event loop, so then the wait is a timer.
+ */
+const sleepUntilKilled = () => {
+  if (process.stdout.writableLength > 0) {
+    setTimeout(() => process.exit(0), 1000);
+    return;
   }
-});
+  Atomics.wait(asleep, 0, 0, 1000);
+  process.exit(0);
+};
+
+/** The real run: the guest's runtime in its context, its lines to stdout. */
+const session = openSession(guest, context, writeOut, sleepUntilKilled);
+
+let hello = false;
+let rehearsed = false;
+const readyIfDone = () => {
+  if (hello && rehearsed) writeOut('{"t":"ready"}\n');
+};
+
+process.stdin.setEncoding('utf8');
+process.stdin.on(
+  'data',
+  lineReader((m) => {
+    if (m?.t === 'hello' && !hello) {
+      // The parent's first line, written at spawn: the run's limits, set here ahead of the request. Reading it is
+      // the stdin path's first use, which the request's line then finds warm.
+      hello = true;
+      applyLimits(m.limits);
+      readyIfDone();
+    } else if (hello) session(m);
+  }),
+);
 // The parent went away (or closed our stdin): nothing left to serve.
 process.stdin.on('end', () => process.exit(0));
 
-// The run path, once, before the request: a throwaway body through a throwaway copy of the runtime in a context
-// of its own (the guest's context and runtime stay untouched). A fresh process otherwise pays on the request for
-// the first use of the compiler, the vm calls, the runtime's functions, JSON and the protocol code.
+/**
+ * The run path, once, before the request: a throwaway body (`return 1`) through a session of its own, on a throwaway
+ * copy of the runtime (the same compiled script run in a context of its own) whose lines go nowhere; the guest's
+ * context and runtime stay untouched. A fresh process otherwise pays on the request for the first use of every
+ * function on that path: the line reader, the compiler, the vm calls, the runtime's functions, the forwarding of its
+ * lines and the wait after the answer.
+ */
 function rehearse() {
-  const ctx = vm.createContext(vm.constants.DONT_CONTEXTIFY, { codeGeneration: { strings: false, wasm: false } });
-  const g = vm.runInContext(BOOTSTRAP, ctx, { filename: 'bootstrap.js', importModuleDynamically })();
+  const ctx = newGuestContext();
+  const g = bootstrapScript.runInContext(ctx)();
   g.setLimits(limits.maxLogBytes, limits.maxResultBytes, limits.maxArgBytes, limits.maxCalls);
-  const wrapped = 'async function () {\nreturn 1\n}';
-  const fn = new vm.Script(`(${wrapped})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(ctx);
-  if (hostFunctionToString.call(fn) !== wrapped) return Promise.resolve();
-  JSON.parse(JSON.stringify({ t: 'run', body: 'return 1', limits }));
-  // The first timer of a process sets up the timer lists: here, not when the answer is out (see finish).
-  clearTimeout(setTimeout(() => {}, 1000));
-  g.start(fn);
-  return new Promise((resolve) =>
-    setImmediate(() => {
-      for (const line of g.drain().split('\n')) if (line !== '') JSON.stringify(JSON.parse(line));
-      resolve();
-    }),
+  let answered = false;
+  const read = lineReader(
+    openSession(
+      g,
+      ctx,
+      (line) => {
+        if (line.startsWith('{"t":"result"')) answered = true;
+      },
+      () => Atomics.wait(asleep, 0, 0, 0),
+    ),
   );
+  read('{"t":"run","body":"return 1"}\n');
+  return new Promise((resolve) => setImmediate(() => resolve(answered)));
 }
 
-let rehearsed;
-try {
-  rehearsed = rehearse();
-} catch {
-  rehearsed = Promise.resolve();
-}
-// Ready either way: a rehearsal that failed only leaves the first use to the request.
-rehearsed.then(
-  () => send({ t: 'ready' }),
-  () => send({ t: 'ready' }),
+// Ready either way once the hello is in: a rehearsal that failed only leaves the first use to the request.
+const rehearsal = (() => {
+  try {
+    return rehearse();
+  } catch {
+    return Promise.resolve(false);
+  }
+})();
+rehearsal.then(
+  () => {
+    rehearsed = true;
+    readyIfDone();
+  },
+  () => {
+    rehearsed = true;
+    readyIfDone();
+  },
 );

@@ -222,6 +222,7 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
       maxOldSpaceMb: positive(options.maxOldSpaceMb, 64),
       maxAddressSpaceMb: options.maxAddressSpaceMb === 0 ? 0 : positive(options.maxAddressSpaceMb, 1024),
       maxLineBytes,
+      limits,
     };
     return { ok: true, host, report, settings };
   });
@@ -415,13 +416,15 @@ export function createSandbox(options: SandboxOptions = {}): Sandbox {
     req.signal?.addEventListener('abort', onAbort, { once: true });
     const parked = handle.parked;
     handle.parked = undefined;
+    // The clock first, the body's write last: the child woken by that write may be placed on this CPU, and then
+    // runs once this process waits.
+    clock.release();
     if (handle.run !== undefined) handle.run.start(req.body, req.bridge, startedAt);
     else if (parked !== undefined) {
       const s = known;
       const warm = s?.ok === true && !closed ? takeReady() : undefined;
       if (warm !== undefined && s?.ok === true) parked.take(leaseOf(warm, true, s.settings));
     }
-    clock.release();
     if (handle.run === undefined) parked?.start();
     else {
       // The body runs on a warm child already. Its outcome goes to the caller as soon as the child gives it, when

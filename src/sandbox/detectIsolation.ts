@@ -5,6 +5,7 @@ import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
 import { bwrapArgs, childCommand, type OsWrapper, unshareArgs } from './childCommand.js';
+import { helloLine } from './sandboxChild.js';
 import type { IsolationReport } from './types.js';
 
 /** What the host offers, with the paths the spawner needs. */
@@ -25,7 +26,12 @@ const NET_CHECK = "process.exit(Object.keys(require('os').networkInterfaces()).e
 /** The child entry, resolved through symlinks because the permission grant matches real paths. */
 export const childEntry = (): string => realpathSync(fileURLToPath(new URL('./child.mjs', import.meta.url)));
 
-const run = (file: string, args: string[], cwd?: string): Promise<{ ok: boolean; stdout: string; stderr: string }> =>
+const run = (
+  file: string,
+  args: string[],
+  cwd?: string,
+  input = '',
+): Promise<{ ok: boolean; stdout: string; stderr: string }> =>
   new Promise((resolve) => {
     const child = execFile(
       file,
@@ -33,7 +39,9 @@ const run = (file: string, args: string[], cwd?: string): Promise<{ ok: boolean;
       { env: {}, timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1 << 20, ...(cwd ? { cwd } : {}) },
       (error, stdout, stderr) => resolve({ ok: error === null, stdout: String(stdout), stderr: String(stderr) }),
     );
-    child.stdin?.end();
+    // A probe that exits before reading its input breaks the pipe: its exit status says what happened.
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(input);
   });
 
 const which = (name: string): string | undefined => {
@@ -91,8 +99,9 @@ async function childStarts(
     wrapper: host.wrapper,
     ...(host.prlimit !== undefined ? { addressSpace: { prlimit: host.prlimit, mb: PROBE_AS_MB } } : {}),
   });
-  // stdin is empty, so the child says ready and exits on end of input.
-  const result = await run(cmd.file, cmd.args, cwd);
+  // stdin holds only the hello, so the child says ready and exits on end of input.
+  const hello = helloLine({ maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1 << 20, maxCalls: 1000 });
+  const result = await run(cmd.file, cmd.args, cwd, `${hello}\n`);
   return { ok: result.stdout.startsWith('{"t":"ready"}'), stderr: result.stderr.slice(-500) };
 }
 

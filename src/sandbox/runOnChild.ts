@@ -180,11 +180,18 @@ export function attachRun(
   ) => {
     if (settled) return;
     settled = true;
-    signal?.removeEventListener('abort', onAbort);
     bridgeAbort?.abort(new Error('the code run settled'));
     queue.length = 0;
-    if (answered) setImmediate(() => child.kill());
-    else child.kill();
+    // An abort after this finds the run settled and does nothing: its listener goes with the kill.
+    if (answered)
+      setImmediate(() => {
+        signal?.removeEventListener('abort', onAbort);
+        child.kill();
+      });
+    else {
+      signal?.removeEventListener('abort', onAbort);
+      child.kill();
+    }
     resolve(
       end.ok
         ? { ok: true, value: end.value, logs, telemetry: telemetry() }
@@ -290,11 +297,11 @@ export function attachRun(
       bridge = b;
       startedAt = at;
       if (settled) return;
-      if (child.isReady) sendRun(child, body, limits);
+      if (child.isReady) sendRun(child, body);
       else
         void child.ready.then((ready) => {
           if (settled || !ready) return; // a child that never got ready reports through `exited`
-          sendRun(child, body, limits);
+          sendRun(child, body);
         });
     },
     detach: () => {
@@ -320,15 +327,7 @@ export function runOnChild(
   return run.outcome;
 }
 
-const limitsJson = new WeakMap<RunLimits, string>();
-
-/** Sends the one run message to a ready child: `{t: 'run', body, limits}`. */
-function sendRun(child: SandboxChild, body: string, limits: RunLimits): void {
-  let l = limitsJson.get(limits);
-  if (l === undefined) {
-    const { maxLogBytes, maxResultBytes, maxArgBytes, maxCalls } = limits;
-    l = JSON.stringify({ maxLogBytes, maxResultBytes, maxArgBytes, maxCalls });
-    limitsJson.set(limits, l);
-  }
-  child.send(`{"t":"run","body":${JSON.stringify(body)},"limits":${l}}`);
+/** Sends the one run message to a ready child: `{t: 'run', body}` (its limits went with the hello at spawn). */
+function sendRun(child: SandboxChild, body: string): void {
+  child.send(`{"t":"run","body":${JSON.stringify(body)}}`);
 }

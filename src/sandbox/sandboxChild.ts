@@ -25,7 +25,29 @@ export interface SpawnSettings {
   maxOldSpaceMb: number;
   maxAddressSpaceMb: number;
   maxLineBytes: number;
+  /** The run's limits, sent to the child in its hello at spawn (it applies them ahead of the request). */
+  limits: ChildLimits;
 }
+
+/** The limits the child enforces itself (the parent enforces its own again). */
+export interface ChildLimits {
+  maxLogBytes: number;
+  maxResultBytes: number;
+  maxArgBytes: number;
+  maxCalls: number;
+}
+
+/** The first line the child reads: `{t: 'hello', limits}`. */
+export const helloLine = (l: ChildLimits): string =>
+  JSON.stringify({
+    t: 'hello',
+    limits: {
+      maxLogBytes: l.maxLogBytes,
+      maxResultBytes: l.maxResultBytes,
+      maxArgBytes: l.maxArgBytes,
+      maxCalls: l.maxCalls,
+    },
+  });
 
 const STDERR_TAIL = 4096;
 const DIR_PREFIX = 'toolsearch-sbx-';
@@ -133,6 +155,8 @@ export class SandboxChild {
     });
     // A broken pipe to a dying child is expected; its exit reports what happened.
     this.#proc.stdin?.on('error', () => {});
+    // Written now, read by the child when it starts: the child answers `ready` only after it.
+    this.#proc.stdin?.write(`${helloLine(settings.limits)}\n`);
     this.#unref();
   }
 

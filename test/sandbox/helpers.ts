@@ -97,6 +97,7 @@ export async function runFixture(
     maxOldSpaceMb: 64,
     maxAddressSpaceMb: 1024,
     maxLineBytes: 1 << 20,
+    limits: { maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 1 << 20, maxCalls: 1000 },
   });
   const limits = {
     maxLogBytes: 65536,

@@ -226,6 +226,29 @@ describe('ordinary bodies', () => {
     expect(pooled.has(true)).toBe(true);
   });
 
+  it('gives a pooled child its limits at spawn: the guest itself refuses the call past maxCalls', async () => {
+    const solo = createSandbox({ poolSize: 1, maxCalls: 3 });
+    try {
+      await solo.warmUp();
+      const rec = recordingBridge();
+      const o = await solo.run({
+        body: `const out = [];
+          for (let i = 0; i < 5; i++) { try { await tools.describe("mcp:fs:read"); out.push("ok"); } catch (e) { out.push(e.message); } }
+          return out;`,
+        timeoutMs: 10_000,
+        bridge: rec.bridge,
+      });
+      expect(o.ok && o.telemetry.pooled).toBe(true);
+      // The guest runtime's own message (the parent's says less): the limit reached the child before the request.
+      const refused =
+        'This run already made 3 tools.* calls, the limit per run. Do more per call or narrow the search.';
+      expect(valueOf(o)).toEqual(['ok', 'ok', 'ok', refused, refused]);
+      expect(rec.calls).toHaveLength(3);
+    } finally {
+      await solo.close();
+    }
+  });
+
   it('holds each warm run to its own wall clock, also right after a run with another one', async () => {
     const solo = createSandbox({ poolSize: 1 });
     const bridge = recordingBridge().bridge;
