@@ -3,7 +3,7 @@
  * every gold id is a tool of the 1,144-tool MCP catalog, and that no query repeats one of another set (word
  * overlap, Jaccard >= 0.6, with a gold id in common). Prints counts by kind and gold ids per server.
  *
- *   node --import tsx bench/testset/checkTestset.ts [bench/testset/mcp-test5.jsonl]
+ *   node --import tsx bench/testset/checkTestset.ts [bench/testset/mcp-test6.jsonl]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -73,7 +73,7 @@ function jaccard(a: Set<string>, b: Set<string>): number {
   return common / (a.size + b.size - common);
 }
 
-const file = path.resolve(process.argv[2] ?? path.join(repoRoot, 'bench', 'testset', 'mcp-test5.jsonl'));
+const file = path.resolve(process.argv[2] ?? path.join(repoRoot, 'bench', 'testset', 'mcp-test6.jsonl'));
 const errors: string[] = [];
 const notes: string[] = [];
 const rows = readRows(file, errors);
