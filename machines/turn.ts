@@ -166,6 +166,12 @@ export const turnMachine = setup({
     runTask: (args, params: TurnTaskParams) => taskNotProvided(args, params),
     /** Cuts the task of a state being left; the gateway provides it when its tasks have signals of their own. */
     cutTask: (_, _params: { task: TurnTask }) => noCut(),
+    /** The exposure the turn's steps are served with. */
+    recordExposure: assign(({ event }) => ({
+      exposure: event.type === 'expose.done' ? event.output : undefined,
+    })),
+    /** The step running (the queue's first) was served. */
+    recordServed: assign(({ context }) => ({ queue: context.queue.slice(1), served: context.served + 1 })),
     /** A state's task failed: the error names the stage. */
     recordFailure: assign(({ event }, params: { stage: TurnStage }) => ({
       error: failedAt(params.stage, 'error' in event ? event.error : undefined),
@@ -183,6 +189,8 @@ export const turnMachine = setup({
   },
   guards: {
     hasQueuedStep: ({ context }) => context.queue.length > 0,
+    /** Besides the step running (the queue's first), another one is queued. */
+    hasNextStep: ({ context }) => context.queue.length > 1,
     isEnding: ({ context }) => context.ending,
     acceptsSteps: ({ context }) => !context.ending,
   },
@@ -280,7 +288,12 @@ export const turnMachine = setup({
       exit: { type: 'cutTask', params: { task: 'expose' } },
       on: {
         ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'expose' } } },
-        'expose.done': { target: 'execute', actions: assign({ exposure: ({ event }) => event.output }) },
+        // Straight to where the turn goes on: a queued step starts, an END with nothing queued completes the turn.
+        'expose.done': [
+          { guard: 'hasQueuedStep', target: 'execute.running', actions: 'recordExposure' },
+          { guard: 'isEnding', target: 'completed', actions: 'recordExposure' },
+          { target: 'execute', actions: 'recordExposure' },
+        ],
         'expose.error': { target: 'failed', actions: { type: 'recordFailure', params: { stage: 'expose' } } },
       },
     },
@@ -288,15 +301,10 @@ export const turnMachine = setup({
       on: { ABORT: { target: 'failed', actions: { type: 'recordAbort', params: { stage: 'execute' } } } },
       initial: 'waiting',
       states: {
-        // Eventless: re-checked after every event, so a queued STEP starts at once and END completes
-        // only when nothing is queued or in flight.
+        // Nothing queued, nothing running. Every way in and out is a direct transition (no eventless re-check after
+        // each event, which would add a microstep and a snapshot per step): a step that arrives starts at once, an
+        // END completes the turn.
         waiting: {
-          always: [
-            { guard: 'hasQueuedStep', target: 'running' },
-            { guard: 'isEnding', target: '#turn.completed' },
-          ],
-          // The same as the turn-wide STEP and END followed by the eventless check, in one step: a step that
-          // arrives while none runs starts at once, an END with nothing queued completes the turn.
           on: {
             STEP: {
               guard: 'acceptsSteps',
@@ -334,10 +342,13 @@ export const turnMachine = setup({
           },
           exit: { type: 'cutTask', params: { task: 'executeStep' } },
           on: {
-            'executeStep.done': {
-              target: 'waiting',
-              actions: assign(({ context }) => ({ queue: context.queue.slice(1), served: context.served + 1 })),
-            },
+            // The step served leaves the queue; the next queued one starts at once (the state is entered again, its
+            // task with it), else an END received meanwhile completes the turn, else the turn waits.
+            'executeStep.done': [
+              { guard: 'hasNextStep', target: 'running', reenter: true, actions: 'recordServed' },
+              { guard: 'isEnding', target: '#turn.completed', actions: 'recordServed' },
+              { target: 'waiting', actions: 'recordServed' },
+            ],
             'executeStep.error': {
               target: '#turn.failed',
               actions: { type: 'recordFailure', params: { stage: 'execute' } },

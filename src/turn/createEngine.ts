@@ -101,6 +101,10 @@ const engineTurnMachine = turnMachine.provide({
       executeStep: async (input: ExecuteStepInput) => {
         const { deps, run } = handleOf(input);
         let result: StepResult;
+        // The step's work starts once the transition that started it is over, not inside the machine's action: the
+        // actors it makes (its call's, as a continued call makes with no await before it) are not created while
+        // XState runs the turn's action.
+        await undefined;
         try {
           // The model's tool call id of the step, when the front gave one.
           const toolCallId = run.stepCallIds.get(input.step.stepId);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createActor, initialTransition, waitFor } from 'xstate';
+import { createActor, getMicrosteps, initialTransition, waitFor } from 'xstate';
 import type { SnapshotFrom } from 'xstate';
 import { turnMachine } from '../../machines/index.js';
 import type {
@@ -7,6 +7,7 @@ import type {
   ExecuteStepInput,
   ExposureSummary,
   ListSourcesInput,
+  TurnEvent,
   TurnInput,
   TurnStage,
 } from '../../machines/index.js';
@@ -178,6 +179,25 @@ describe('turnMachine, step by step (nothing runs)', () => {
     [s] = step(turnMachine, s, taskDone('executeStep', okResult(2)));
     expect(s.context.served).toBe(2);
     expect(s.context.queue).toEqual([]);
+  });
+
+  it("a step's end starts the next queued step, or completes an ending turn, in one microstep", () => {
+    let [s] = step(turnMachine, atExecute(), { type: 'STEP', stepId: 'a', tool: 'tool_search', args: {} });
+    [s] = step(turnMachine, s, { type: 'STEP', stepId: 'b', tool: 'tool_call', args: {} });
+    const next = getMicrosteps(turnMachine, s, taskDone('executeStep', okResult(1)) as TurnEvent);
+    expect(next).toHaveLength(1);
+    const [t, actions] = next[0]!;
+    // The finished step's task is cut as its state is left and the next one's starts as it is entered again.
+    expect(stopped(actions)).toBe(1);
+    expect(spawned(actions)).toEqual([
+      { src: 'executeStep', input: expect.objectContaining({ step: expect.objectContaining({ stepId: 'b' }) }) },
+    ]);
+    expect(t.context.queue.map((q) => q.stepId)).toEqual(['b']);
+    const [u] = step(turnMachine, t, { type: 'END' });
+    const last = getMicrosteps(turnMachine, u, taskDone('executeStep', okResult(2)) as TurnEvent);
+    expect(last).toHaveLength(1);
+    expect(last[0]![0].status).toBe('done');
+    expect(last[0]![0].output).toMatchObject({ outcome: 'completed', served: 2 });
   });
 
   it('queues steps that arrive before execute and runs them once exposed', () => {
