@@ -11,11 +11,7 @@
  * their events is the instructions per event with start-up, compilation and warm-up taken out. Run it in two
  * checkouts to compare them (the same count of events in both).
  */
-import { openMemoryBus } from '../src/bus/index.js';
-import { parseConfig } from '../src/config/index.js';
-import { createEngine } from '../src/turn/index.js';
-import { syntheticSources } from './lib/syntheticSources.js';
-import { cpuUs, scriptedTurn } from './lib/load.js';
+import { cpuUs, openScriptedLoad } from './lib/load.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -26,22 +22,11 @@ const SESSIONS = Number(opt('sessions', '50'));
 const BLOCKS = Number(opt('blocks', '2'));
 const WARM = Number(opt('warm', '4'));
 
-const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
-if (!parsed.ok) throw new Error(parsed.error.message);
-const sources = syntheticSources(1000, 10);
-const target = sources.parts[3]!.entries[5]!.id;
-const bus = await openMemoryBus({ logPath: false });
-const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
-let turn = 0;
-const blocks = async (n: number): Promise<void> => {
-  for (let k = 0; k < n; k++)
-    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => scriptedTurn(engine, `s${s}`, target, turn++)));
-};
+const { bus, blocks, close } = await openScriptedLoad(SESSIONS);
 await blocks(WARM);
 const e0 = bus.stats().published;
 const c0 = cpuUs();
 await blocks(BLOCKS);
 const events = bus.stats().published - e0;
 console.log(JSON.stringify({ events, cpuPerEvent: (cpuUs() - c0) / events }));
-await engine.close();
-await bus.close();
+await close();

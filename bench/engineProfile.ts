@@ -12,12 +12,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { openMemoryBus } from '../src/bus/index.js';
-import { parseConfig } from '../src/config/index.js';
-import { createEngine } from '../src/turn/index.js';
-import { syntheticSources } from './lib/syntheticSources.js';
 import { placeOf } from './lib/cpuProfile.js';
-import { cpuUs, scriptedTurn } from './lib/load.js';
+import { cpuUs, openScriptedLoad } from './lib/load.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, dflt: string): string => {
@@ -30,18 +26,7 @@ const TOP = Number(opt('top', '30'));
 const OUT = opt('out', '');
 const ALLOC = args.includes('--alloc');
 
-const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } });
-if (!parsed.ok) throw new Error(parsed.error.message);
-const sources = syntheticSources(1000, 10);
-const target = sources.parts[3]!.entries[5]!.id;
-const bus = await openMemoryBus({ logPath: false });
-const engine = createEngine({ config: parsed.value.config, bus, staticSources: sources, includeConfigMcp: false });
-
-let turn = 0;
-const blocks = async (n: number): Promise<void> => {
-  for (let k = 0; k < n; k++)
-    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => scriptedTurn(engine, `s${s}`, target, turn++)));
-};
+const { bus, blocks, close } = await openScriptedLoad(SESSIONS);
 
 await blocks(4); // warm-up: index built, JIT warm
 const session = new Session();
@@ -69,8 +54,7 @@ for (let r = 0; r < 4; r++) {
 if (ALLOC) {
   const { profile: heap } = await session.post('HeapProfiler.stopSampling');
   session.disconnect();
-  await engine.close();
-  await bus.close();
+  await close();
   // Bytes allocated by function, a builtin (Set, Map, Array...) counted under the JS function that called it.
   const bytes = new Map<string, number>();
   let all = 0;
@@ -92,8 +76,7 @@ if (ALLOC) {
 }
 const { profile } = await session.post('Profiler.stop');
 session.disconnect();
-await engine.close();
-await bus.close();
+await close();
 if (OUT !== '') writeFileSync(OUT, JSON.stringify(profile));
 
 // Self time per function and per file.

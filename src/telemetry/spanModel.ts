@@ -227,29 +227,9 @@ export function traceIdFor(sessionId: string, turnId: string): string {
  * `spanIdFor(n, k + '#1')`). Never all zeros. Pure: no I/O.
  */
 export function spanIdFor(name: string, key: string, keySuffix = ''): string {
-  // The hash of `${name}\n${key}${keySuffix}`, read from the strings as they are: no joined string is built (reading
-  // one char by char from a concatenation is slow until it is flattened).
-  let a = 0x811c9dc5;
-  let b = 0x050c5d1f;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
-  }
-  a = Math.imul(a ^ 10, 0x01000193);
-  b = Math.imul(b ^ 10, 0x01000193) ^ (a >>> 15);
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
-  }
-  for (let i = 0; i < keySuffix.length; i++) {
-    const c = keySuffix.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
-  }
-  if (a === 0 && b === 0) return '0000000000000001';
-  return hex16(a, b);
+  hashStart(name, key);
+  hashFeed(keySuffix);
+  return hashId();
 }
 
 /**
@@ -257,33 +237,46 @@ export function spanIdFor(name: string, key: string, keySuffix = ''): string {
  * Pure: no I/O.
  */
 export function spanIdsFor(name: string, key: string, n: number): string[] {
-  let a0 = 0x811c9dc5;
-  let b0 = 0x050c5d1f;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    a0 = Math.imul(a0 ^ c, 0x01000193);
-    b0 = Math.imul(b0 ^ c, 0x01000193) ^ (a0 >>> 15);
-  }
-  a0 = Math.imul(a0 ^ 10, 0x01000193);
-  b0 = Math.imul(b0 ^ 10, 0x01000193) ^ (a0 >>> 15);
-  for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
-    a0 = Math.imul(a0 ^ c, 0x01000193);
-    b0 = Math.imul(b0 ^ c, 0x01000193) ^ (a0 >>> 15);
-  }
+  hashStart(name, key);
+  const a0 = hashA;
+  const b0 = hashB;
   const out = new Array<string>(n);
   for (let k = 0; k < n; k++) {
-    const suffix = `#${k}`;
-    let a = a0;
-    let b = b0;
-    for (let i = 0; i < suffix.length; i++) {
-      const c = suffix.charCodeAt(i);
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15);
-    }
-    out[k] = a === 0 && b === 0 ? '0000000000000001' : hex16(a, b);
+    hashA = a0;
+    hashB = b0;
+    hashFeed(`#${k}`);
+    out[k] = hashId();
   }
   return out;
+}
+
+// The span-id hash's two 32-bit lanes, kept in module state so that feeding a string allocates nothing. The strings
+// are read as they are: no joined string is built (reading one char by char from a concatenation is slow until it is
+// flattened).
+let hashA = 0;
+let hashB = 0;
+
+/** Starts the hash of `${name}\n${key}`. */
+function hashStart(name: string, key: string): void {
+  hashA = 0x811c9dc5;
+  hashB = 0x050c5d1f;
+  hashFeed(name);
+  hashChar(10);
+  hashFeed(key);
+}
+
+function hashFeed(s: string): void {
+  for (let i = 0; i < s.length; i++) hashChar(s.charCodeAt(i));
+}
+
+function hashChar(c: number): void {
+  hashA = Math.imul(hashA ^ c, 0x01000193);
+  hashB = Math.imul(hashB ^ c, 0x01000193) ^ (hashA >>> 15);
+}
+
+/** The hash so far as a span id (never all zeros, which OpenTelemetry reads as no id). */
+function hashId(): string {
+  return hashA === 0 && hashB === 0 ? '0000000000000001' : hex16(hashA, hashB);
 }
 
 const HEX_CODES = Array.from('0123456789abcdef', (ch) => ch.charCodeAt(0));
