@@ -17,12 +17,10 @@ import { parseConfig } from '../src/config/index.js';
 import { createEngine } from '../src/turn/index.js';
 import { syntheticSources } from './lib/syntheticSources.js';
 import { cpuUs, scriptedTurn } from './lib/load.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 const other = opt('other', '');
 if (other === '') {
   console.error('bench/compareEngines: give --other DIR, a checkout to compare with (e.g. an export of main).');

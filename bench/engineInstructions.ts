@@ -12,12 +12,10 @@
  * checkouts to compare them (the same count of events in both).
  */
 import { cpuUs, openScriptedLoad } from './lib/load.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 const SESSIONS = Number(opt('sessions', '50'));
 const BLOCKS = Number(opt('blocks', '2'));
 const WARM = Number(opt('warm', '4'));

@@ -14,12 +14,10 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { placeOf } from './lib/cpuProfile.js';
 import { cpuUs, openScriptedLoad } from './lib/load.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 const SESSIONS = Number(opt('sessions', '50'));
 const TURNS = Number(opt('turns', '2000'));
 const TOP = Number(opt('top', '30'));

@@ -30,12 +30,10 @@ import {
 import { parseConfig } from '../src/config/index.js';
 import { createEngine, type Engine, type Turn } from '../src/turn/index.js';
 import { syntheticSources } from './lib/syntheticSources.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 type Wait = 'timer' | 'sleep' | 'bareInline' | 'barePool';
 const WAITS = ['timer', 'sleep', 'bareInline', 'barePool'];
 const VARIANTS = opt('variants', 'off,auto').split(',') as ('off' | FsyncMode | Wait)[];

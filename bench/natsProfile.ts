@@ -23,12 +23,10 @@ import { startNatsServer } from '../test/support/natsServer.js';
 import { syntheticSources } from './lib/syntheticSources.js';
 import { placeOf, frameLabel } from './lib/cpuProfile.js';
 import { cpuUs, scriptedTurn } from './lib/load.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 const SESSIONS = Number(opt('sessions', '50'));
 const TURNS = Number(opt('turns', '4'));
 const ROUNDS = Number(opt('rounds', '6'));

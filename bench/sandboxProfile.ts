@@ -15,12 +15,10 @@ import { ok } from '../src/shared/index.js';
 import { createSandbox } from '../src/sandbox/index.js';
 import { placeOf, frameLabel } from './lib/cpuProfile.js';
 import { cpuUs } from './lib/load.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 const RUNS = Number(opt('runs', '200'));
 const TOP = Number(opt('top', '30'));
 const INTERVAL = Number(opt('interval', '50'));

@@ -13,12 +13,10 @@ import { Session } from 'node:inspector/promises';
 import { createTelemetry } from '../src/telemetry/index.js';
 import { frameLabel, placeOf } from './lib/cpuProfile.js';
 import { engineRunner, ReadingExporter, type Runner } from './tracing.js';
+import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
-const opt = (name: string, dflt: string): string => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? (args[i + 1] ?? dflt) : dflt;
-};
+const opt = optionReader(args);
 const BLOCKS = Number(opt('blocks', '8'));
 const TURNS = Number(opt('turns', '200'));
 const TOP = Number(opt('top', '40'));
