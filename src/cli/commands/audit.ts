@@ -5,11 +5,12 @@ import { readEventLog, type Envelope } from '../../bus/index.js';
 import { busConnectOptions, openNatsBus, scrubSecrets, type NatsConnectSettings } from '../../bus/nats/index.js';
 import { fail, ok, type Failure, type Result } from '../../shared/index.js';
 import { parseCommandArgs, str } from '../args.js';
+import { PRINCIPALS_FLAG_HELP, approverNamesFromFile } from '../principalsFlag.js';
 import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
-  'Usage: toolsearch audit (--nats URL | --log FILE) --session ID [--stream-prefix P] [--json]',
+  'Usage: toolsearch audit (--nats URL | --log FILE) --session ID [--stream-prefix P] [--principals FILE] [--json]',
   '',
   "Replays one session's events into the report an auditor asks for: tool schemas seen up front, every search",
   '(query, result ids), every describe, every final call (id, source, arguments digest, decision, approval, hook',
@@ -22,6 +23,7 @@ const USAGE = [
   '  --log FILE          replay from a JSONL event log (the embedded bus, e.g. .toolsearch/events.jsonl)',
   '  --session ID        the session to audit',
   '  --stream-prefix P   prefix of the stream names (a deployment that opened its bus with one)',
+  PRINCIPALS_FLAG_HELP,
   '  --json              print the report as one JSON object on the last line',
 ].join('\n');
 
@@ -87,6 +89,7 @@ async function fromNats(
   connect: NatsConnectSettings,
   streamPrefix: string,
   sessionId: string,
+  approverName?: (publicKey: string) => string | undefined,
 ): Promise<Result<Envelope[]>> {
   // A cluster may be given as a comma-separated list: one reachable node is enough.
   const servers = connect.servers;
@@ -103,6 +106,7 @@ async function fromNats(
       name: `toolsearch-audit-${process.pid}`,
       connectTimeoutMs: 10_000,
       manageStreams: false,
+      ...(approverName !== undefined ? { approverName } : {}),
     });
   } catch (err) {
     return fail(
@@ -138,6 +142,7 @@ export const auditCommand: Command = {
         log: { type: 'string' },
         session: { type: 'string' },
         'stream-prefix': { type: 'string' },
+        principals: { type: 'string' },
         json: { type: 'boolean' },
       },
       { positionals: false },
@@ -185,10 +190,12 @@ export const auditCommand: Command = {
       );
     }
 
+    const names = approverNamesFromFile(str(values['principals']), io.cwd);
+    if (!names.ok) return failWith(io, json, names, EXIT_USAGE);
     const events =
       origin.kind === 'log'
         ? await fromLog(origin.file, sessionId, io)
-        : await fromNats(origin.connect, origin.streamPrefix, sessionId);
+        : await fromNats(origin.connect, origin.streamPrefix, sessionId, names.value);
     if (!events.ok) return failWith(io, json, events);
     if (events.value.length === 0) {
       return failWith(

@@ -11,10 +11,11 @@ import {
 } from '../../telemetry/index.js';
 import { parseCommandArgs, str } from '../args.js';
 import { NATS_FLAG_HELP, NATS_FLAG_OPTIONS, natsSettingsFromCli } from '../natsFlags.js';
+import { PRINCIPALS_FLAG_HELP, approverNamesFromFile } from '../principalsFlag.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, reportFailure, type CliIo, type Command } from '../io.js';
 
 const USAGE = [
-  'Usage: toolsearch traces --session ID (--log FILE | --nats URL) [--format jaeger|otlp] [--traces-dir DIR | --out DIR|-] [--json]',
+  'Usage: toolsearch traces --session ID (--log FILE | --nats URL) [--format jaeger|otlp] [--traces-dir DIR | --out DIR|-] [--principals FILE] [--json]',
   '',
   "Rebuilds a session's trace from its events, one trace per turn, with the span names, parents and attributes",
   'of the live spans, so a session whose live export was lost can still be opened in Jaeger',
@@ -30,6 +31,7 @@ const USAGE = [
   `  --traces-dir DIR    where to write (default ${DEFAULT_TRACES_DIR}/); the file is session-<id>.rebuilt.jaeger.json`,
   '                      or session-<id>.rebuilt.otlp.jsonl, and its path is printed',
   '  --out DIR|-         same as --traces-dir; "-" prints the trace to stdout instead of writing a file',
+  PRINCIPALS_FLAG_HELP,
   '  --json              print one JSON object on the last line {ok, path, format, sessionId, turns, spans, events}',
 ].join('\n');
 
@@ -43,6 +45,7 @@ const options = {
   format: { type: 'string' },
   'traces-dir': { type: 'string' },
   out: { type: 'string' },
+  principals: { type: 'string' },
   json: { type: 'boolean' },
 } as const;
 
@@ -100,6 +103,7 @@ async function loadFromNats(
   connect: NatsConnectSettings,
   sessionId: string,
   streamPrefix: string | undefined,
+  approverName?: (publicKey: string) => string | undefined,
 ): Promise<Loaded> {
   const url = connect.display;
   const problem = await reachable(connect.servers[0] ?? url, 3000);
@@ -117,6 +121,7 @@ async function loadFromNats(
       name: 'toolsearch-traces',
       connectTimeoutMs: 5000,
       manageStreams: false,
+      ...(approverName !== undefined ? { approverName } : {}),
       ...(streamPrefix !== undefined ? { streamPrefix } : {}),
     });
   } catch (err) {
@@ -179,9 +184,11 @@ export const tracesCommand: Command = {
     const dest = outArg ?? dirArg ?? DEFAULT_TRACES_DIR;
     const abs = (p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p));
 
+    const names = approverNamesFromFile(str(v['principals']), io.cwd);
+    if (!names.ok) return failWith(io, json, names.error.code, names.error.message, EXIT_USAGE);
     const loaded =
       natsUrl !== undefined
-        ? await natsThen(natsUrl, (c) => loadFromNats(c, sessionId, str(v['stream-prefix'])))
+        ? await natsThen(natsUrl, (c) => loadFromNats(c, sessionId, str(v['stream-prefix']), names.value))
         : await loadFromLog(abs(logArg ?? DEFAULT_EVENT_LOG), sessionId);
     if (!loaded.ok) return failWith(io, json, loaded.code, loaded.message);
     for (const w of loaded.warnings) io.stderr(`warning: ${w}`);
