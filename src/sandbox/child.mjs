@@ -12,6 +12,7 @@
 // drains it after every turn of the event loop, calling guest functions with primitive arguments only.
 // So no host object or host error can reach guest code. vm is not a security boundary on its own: the
 // permission model, the empty environment, the OS network cut and the parent's SIGKILL hold without it.
+import { readSync, writeSync } from 'node:fs';
 import { clearImmediate } from 'node:timers';
 import vm from 'node:vm';
 
@@ -26,12 +27,30 @@ const limits = { maxLogBytes: 65536, maxResultBytes: 262144, maxArgBytes: 104857
 // Spawned with an empty environment; bwrap --chdir still sets PWD. Nothing of it is needed here.
 for (const key of Object.keys(process.env)) delete process.env[key];
 
+/** What the child sleeps on (see `sleepUntilKilled` and `writeOut`); nothing ever wakes it. */
+const asleep = new Int32Array(new SharedArrayBuffer(4));
+
 // A rejection or exception left behind by guest code must not crash the child; the run still settles.
 process.on('unhandledRejection', () => {});
 process.on('uncaughtException', () => {});
 
+/**
+ * Protocol lines go out with a blocking write on fd 1 (the parent's pipe) and come in with blocking reads on fd 0
+ * (`serve`), not through process.stdout and process.stdin: a stream is several layers of JavaScript per line, run
+ * cold by a fresh process, and a warm run's answer is a single line each way. A full pipe blocks the write until the
+ * parent reads (the parent's wall clock still holds).
+ */
 const writeOut = (line) => {
-  process.stdout.write(line);
+  const bytes = Buffer.from(line);
+  for (let at = 0; at < bytes.length;) {
+    try {
+      at += writeSync(1, bytes, at);
+    } catch (e) {
+      // Gone: the parent closed the pipe or was killed; nothing can be delivered any more.
+      if (e?.code !== 'EAGAIN' && e?.code !== 'EINTR') process.exit(0);
+      Atomics.wait(asleep, 0, 0, 1);
+    }
+  }
 };
 
 if (vm.constants?.DONT_CONTEXTIFY === undefined || !process.execArgv.includes('--experimental-vm-modules')) {
@@ -61,6 +80,16 @@ const importModuleDynamically = () => {
   Object.defineProperty(e, 'code', { value: 'sandbox.importBlocked', enumerable: true });
   throw e;
 };
+
+/**
+ * How a body is compiled. A script with its own import() hook gets a host-defined option of its own (a new symbol),
+ * registered with Node's module machinery on the run's path. Only a body whose text holds `import` can contain an
+ * import() call (a keyword cannot be spelled with escapes, and guest code cannot make code from strings), so only
+ * such a body is compiled with the hook; any other has no import() for the host default to answer.
+ */
+const WITH_IMPORT_HOOK = { filename: GUEST_FILE, importModuleDynamically };
+const WITHOUT_IMPORT = { filename: GUEST_FILE };
+const bodyOptions = (body) => (body.includes('import') ? WITH_IMPORT_HOOK : WITHOUT_IMPORT);
 
 const BOOTSTRAP = String.raw`(function bootstrap() {
   'use strict';
@@ -540,7 +569,7 @@ function openSession(g, ctx, write, afterFinal) {
     let fn;
     const wrapped = `async function () {\n${body}\n}`;
     try {
-      fn = new vm.Script(`(${wrapped})`, { filename: GUEST_FILE, importModuleDynamically }).runInContext(ctx);
+      fn = new vm.Script(`(${wrapped})`, bodyOptions(body)).runInContext(ctx);
     } catch (e) {
       // Compile errors are raised host-side by vm; report the text only.
       const text = e instanceof Error ? `${e.name}: ${e.message}` : 'the body does not compile';
@@ -565,7 +594,7 @@ function openSession(g, ctx, write, afterFinal) {
   };
 
   /** A message for the run: the run itself (once), then bridge answers to its pending requests. */
-  return (m) => {
+  const onMessage = (m) => {
     if (m?.t === 'run' && !started && typeof m.body === 'string') run(m.body);
     else if (m?.t === 'res' && started && pending.has(m.id)) {
       pending.delete(m.id);
@@ -578,44 +607,51 @@ function openSession(g, ctx, write, afterFinal) {
       schedulePump();
     }
   };
+  /** Whether the pump is queued for this turn (the reader waits for it: it may find the run never settles). */
+  onMessage.pumpQueued = () => pumpQueued !== undefined;
+  return onMessage;
 }
 
-/** A reader of newline-delimited JSON chunks (strings), each parsed line handed to `onMessage`; bad lines skipped. */
+/**
+ * A reader of newline-delimited JSON in byte chunks (`(bytes, length)`), each parsed line handed to `onMessage`; bad
+ * lines skipped. Lines are decoded whole, so a character split across two reads stays intact.
+ */
 function lineReader(onMessage) {
-  let buffered = '';
-  return (chunk) => {
-    buffered += chunk;
-    let nl;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      let m;
-      try {
-        m = JSON.parse(line);
-      } catch {
-        continue;
-      }
-      onMessage(m);
+  let parts = [];
+  const deliver = (line) => {
+    let m;
+    try {
+      m = JSON.parse(line);
+    } catch {
+      return;
     }
+    onMessage(m);
+  };
+  return (bytes, length) => {
+    let start = 0;
+    for (let nl = bytes.indexOf(10, 0); nl >= 0 && nl < length; nl = bytes.indexOf(10, start)) {
+      if (parts.length === 0) deliver(bytes.toString('utf8', start, nl));
+      else {
+        parts.push(Buffer.from(bytes.subarray(start, nl)));
+        const line = Buffer.concat(parts).toString('utf8');
+        parts = [];
+        deliver(line);
+      }
+      start = nl + 1;
+    }
+    // The rest of a line that goes on in the next read (copied: the read buffer is reused).
+    if (start < length) parts.push(Buffer.from(bytes.subarray(start, length)));
   };
 }
-
-/** What the child sleeps on once it has answered (see `sleepUntilKilled`); nothing ever wakes it. */
-const asleep = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * After the answer: wait for the parent's SIGKILL, which comes right after it has read the answer, and exit after a
  * second anyway if none came. Exiting right away would put the teardown of this process (milliseconds of CPU)
  * beside the parent's handling of the answer. The wait blocks this thread at once (`Atomics.wait`), so the process
  * is off its CPU as soon as the line is out: the parent, woken by that write, finds the CPU free instead of waiting
- * for this process to unwind its turn. Only when the line is fully in the pipe: a long one still being written (the
- * pipe was full) needs the event loop, so then the wait is a timer.
+ * for this process to unwind its turn. The write is blocking (see `writeOut`): the line is all in the pipe by then.
  */
 const sleepUntilKilled = () => {
-  if (process.stdout.writableLength > 0) {
-    setTimeout(() => process.exit(0), 1000);
-    return;
-  }
   Atomics.wait(asleep, 0, 0, 1000);
   process.exit(0);
 };
@@ -624,29 +660,46 @@ const sleepUntilKilled = () => {
 const session = openSession(guest, context, writeOut, sleepUntilKilled);
 
 let hello = false;
-let rehearsed = false;
-const readyIfDone = () => {
-  if (hello && rehearsed) writeOut('{"t":"ready"}\n');
-};
 
-process.stdin.setEncoding('utf8');
-process.stdin.on(
-  'data',
-  lineReader((m) => {
-    if (m?.t === 'hello' && !hello) {
-      // The parent's first line, written at spawn: the run's limits, set here ahead of the request. Reading it is
-      // the stdin path's first use, which the request's line then finds warm.
-      hello = true;
-      applyLimits(m.limits);
-      readyIfDone();
-    } else if (hello) session(m);
-  }),
-);
-// The parent went away (or closed our stdin): nothing left to serve.
-process.stdin.on('end', () => process.exit(0));
+/** Lines from the parent: its hello first (the run's limits), then the run and the answers to its bridge calls. */
+const readParent = lineReader((m) => {
+  if (m?.t === 'hello' && !hello) {
+    // The parent's first line, written at spawn: the run's limits, set here ahead of the request.
+    hello = true;
+    applyLimits(m.limits);
+    writeOut('{"t":"ready"}\n');
+  } else if (hello) session(m);
+});
+const readBuffer = Buffer.allocUnsafe(65536);
 
 /**
- * The run path, once, before the request: a throwaway body (`return 1`) through a session of its own, on a throwaway
+ * Reads what the parent writes, blocking this thread until it comes: the child has nothing else to wait for (the guest
+ * has no timers and no I/O; its bridge calls are answered here). One read per turn of the event loop, so that what a
+ * line started (the guest's microtasks, the forwarding of its lines) runs before the next read; a pump queued for this
+ * turn (see `openSession`) runs first too, as it may find the run can never settle.
+ */
+function serve() {
+  if (session.pumpQueued()) {
+    setImmediate(serve);
+    return;
+  }
+  let n;
+  try {
+    n = readSync(0, readBuffer, 0, readBuffer.length, null);
+  } catch (e) {
+    if (e?.code !== 'EAGAIN' && e?.code !== 'EINTR') process.exit(0);
+    Atomics.wait(asleep, 0, 0, 1);
+    n = -1;
+  }
+  // The parent went away (or closed our stdin): nothing left to serve.
+  if (n === 0) process.exit(0);
+  if (n > 0) readParent(readBuffer, n);
+  setImmediate(serve);
+}
+
+/**
+ * The run path, once, before the request: a throwaway body (`return 'rehearsal'`, a text no request is expected to
+ * send, so that a request's compile finds nothing of it in V8's compilation cache) through a session of its own, on a throwaway
  * copy of the runtime (the same compiled script run in a context of its own) whose lines go nowhere; the guest's
  * context and runtime stay untouched. A fresh process otherwise pays on the request for the first use of every
  * function on that path: the line reader, the compiler, the vm calls, the runtime's functions, the forwarding of its
@@ -667,11 +720,13 @@ function rehearse() {
       () => Atomics.wait(asleep, 0, 0, 0),
     ),
   );
-  read('{"t":"run","body":"return 1"}\n');
+  const line = Buffer.from('{"t":"run","body":"return \'rehearsal\'"}\n');
+  read(line, line.length);
   return new Promise((resolve) => setImmediate(() => resolve(answered)));
 }
 
-// Ready either way once the hello is in: a rehearsal that failed only leaves the first use to the request.
+// Served either way once the rehearsal is over: a rehearsal that failed only leaves the first use to the request. The
+// parent's hello, written at spawn, is the first line read; the child answers it with `ready`.
 const rehearsal = (() => {
   try {
     return rehearse();
@@ -679,13 +734,4 @@ const rehearsal = (() => {
     return Promise.resolve(false);
   }
 })();
-rehearsal.then(
-  () => {
-    rehearsed = true;
-    readyIfDone();
-  },
-  () => {
-    rehearsed = true;
-    readyIfDone();
-  },
-);
+rehearsal.then(serve, serve);

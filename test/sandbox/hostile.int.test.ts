@@ -135,6 +135,22 @@ describe('hostile bodies are contained', () => {
     });
   });
 
+  // A body is compiled with the import() hook only when its text holds `import` (see child.mjs): one that spells the
+  // keyword with escapes must not compile, and a body naming it outside code still runs (through the hook's path).
+  it('an import() spelled with escapes does not compile; a body naming import only in a string still runs', async () => {
+    for (const body of ['return await \\u0069mport("fs")', 'return await imp\\u006frt("fs")']) {
+      expect(await run(body)).toMatchObject({
+        ok: false,
+        error: { code: 'sandbox.guestError', message: expect.stringContaining('SyntaxError') },
+      });
+    }
+    expect(await run('return "import"')).toMatchObject({ ok: true, value: 'import' });
+    expect(await run(attempt('return await import("fs")'))).toMatchObject({
+      ok: true,
+      value: expect.stringContaining('import() is not available'),
+    });
+  });
+
   it('removes WebAssembly, SharedArrayBuffer, Atomics, WeakRef and the engine console', async () => {
     const o = await run(
       'return [typeof WebAssembly, typeof SharedArrayBuffer, typeof Atomics, typeof WeakRef, typeof FinalizationRegistry, typeof console.table]',

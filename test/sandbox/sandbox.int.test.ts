@@ -139,6 +139,16 @@ describe('ordinary bodies', () => {
     expect(o.telemetry).toMatchObject({ searchCount: 1, describeCount: 1, callCount: 1 });
   });
 
+  it('reads a body and a bridge answer longer than one read, with multi-byte characters across the reads', async () => {
+    // 270 KB as UTF-8: the child reads its input 64 KiB at a time, so lines and characters are split across reads.
+    const text = 'é€𝄞'.repeat(30_000);
+    const o = await run(
+      `const s = ${JSON.stringify(text)}; const r = await tools.call("mcp:fs:read", {path: s});
+       return [s.length, r.echo.path === s, r.echo.path.length];`,
+    );
+    expect(valueOf(o)).toEqual([text.length, true, text.length]);
+  });
+
   it('rejects a refused call in the guest with an Error carrying the code and message, by id and by bare name', async () => {
     const o = await run(`
       const out = [];
