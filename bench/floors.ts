@@ -2,7 +2,7 @@
  * The engine beside its floors: every figure of the "near its floors" table, each measured in this process beside
  * the floor it is held to, in several interleaved rounds (median and spread). CPU time (process.cpuUsage, user +
  * system of this process) is the figure of record on a shared machine; wall time only where the figure is a rate
- * or a latency across processes (NATS throughput, the sandbox round trip).
+ * or a latency across processes (NATS throughput; the sandbox row gives its wall ratio beside its CPU ratio).
  *
  *   npm run bench -- --only floors [--json] [--rounds N] [--quick]
  *
@@ -884,7 +884,7 @@ async function echoChild(): Promise<{ roundTrip: () => Promise<number>; close: (
 
 async function sandboxRow(): Promise<void> {
   console.log(
-    '\nSandbox: a warm trivial run (return 1) vs one pipe round trip to a warm echo child idle as long (wall, ms)',
+    '\nSandbox: a warm trivial run (return 1) vs one pipe round trip to a warm echo child idle as long (CPU of both processes, ms; wall beside)',
   );
   const sandbox = createSandbox({ poolSize: 1 });
   const avail = await sandbox.available();
@@ -903,6 +903,9 @@ async function sandboxRow(): Promise<void> {
   const pipes: number[] = [];
   const hotPipes: number[] = [];
   const ratios: number[] = [];
+  /** Per round: the CPU ratio (both processes, run over round trip) and the 1-minute load average at its end. */
+  const cpuRatios: number[] = [];
+  const loads: number[] = [];
   /** This process's CPU, the child's CPU and its run-queue wait (ms), for the run and for the round trip. */
   type Split = Record<
     'runCpu' | 'runChildCpu' | 'runChildWait' | 'pipeCpu' | 'pipeChildCpu' | 'pipeChildWait',
@@ -974,6 +977,9 @@ async function sandboxRow(): Promise<void> {
     pipes.push(median(pp));
     hotPipes.push(median(hh));
     ratios.push(median(rr) / median(pp));
+    loads.push(os.loadavg()[0] ?? NaN);
+    if (ss.runChildCpu.length > 0 && ss.pipeChildCpu.length > 0)
+      cpuRatios.push((median(ss.runCpu) + median(ss.runChildCpu)) / (median(ss.pipeCpu) + median(ss.pipeChildCpu)));
     for (const key of Object.keys(all) as Array<keyof Split>) if (ss[key].length > 0) all[key].push(median(ss[key]));
   }
   echo.close();
@@ -981,15 +987,31 @@ async function sandboxRow(): Promise<void> {
   const m = (xs: number[]) => (xs.length > 0 ? round3(median(xs)) : null);
   const runTotal = m(all.runCpu.map((c, i) => c + (all.runChildCpu[i] ?? NaN)));
   const pipeTotal = m(all.pipeCpu.map((c, i) => c + (all.pipeChildCpu[i] ?? NaN)));
+  // CPU of both processes is the figure of record (the issue's rule on a shared machine): a busy machine delays the
+  // child's wake-up, which the wall ratio counts and the CPU ratio does not. Wall only where /proc cannot show the
+  // child's CPU.
+  const byCpu = runTotal !== null && pipeTotal !== null && cpuRatios.length === ratios.length;
+  const wallRatio = median(ratios);
+  const cpuRatio = byCpu ? median(cpuRatios) : null;
   addRow({
     key: 'sandboxWarmVsPipe',
-    value: median(runs),
-    floor: median(pipes),
-    ratio: median(ratios),
-    unit: 'ms wall',
-    perRound: ratios,
+    value: byCpu ? runTotal : median(runs),
+    floor: byCpu ? pipeTotal : median(pipes),
+    ratio: byCpu ? cpuRatio : wallRatio,
+    unit: byCpu ? 'ms CPU, both procs' : 'ms wall',
+    figure: byCpu ? 'cpu' : 'wall',
+    perRound: byCpu ? cpuRatios : ratios,
     target: '<= 3x',
-    met: median(ratios) <= 3,
+    met: (byCpu ? (cpuRatio as number) : wallRatio) <= 3,
+    cpuRatio: cpuRatio === null ? null : round3(cpuRatio),
+    cpuPerRound: cpuRatios.map(round3),
+    wallMs: round3(median(runs)),
+    wallFloorMs: round3(median(pipes)),
+    wallRatio: round3(wallRatio),
+    wallPerRound: ratios.map(round3),
+    wallSpread: round3(spreadOf(ratios)),
+    wallMet: wallRatio <= 3,
+    loadPerRound: loads.map((x) => Math.round(x * 10) / 10),
     hotPipeMs: round3(median(hotPipes)),
     ratioToHotPipe: round3(median(runs) / median(hotPipes)),
     runParentCpuMs: m(all.runCpu),
@@ -1000,15 +1022,16 @@ async function sandboxRow(): Promise<void> {
     pipeChildWaitMs: m(all.pipeChildWait),
     runCpuMs: runTotal,
     pipeCpuMs: pipeTotal,
-    cpuRatio: runTotal !== null && pipeTotal !== null ? round3(runTotal / pipeTotal) : null,
   });
   const f = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
+  const byLoad = ratios.map((r, i) => [loads[i] ?? NaN, r] as const).sort((a, b) => a[0] - b[0]);
   console.log(
-    `  (hot round trip ${median(hotPipes).toFixed(2)} ms; CPU from request to answer, this process + the child: the run ` +
-      `${f(m(all.runCpu))} + ${f(m(all.runChildCpu))} ms (runParentCpuMs, runChildCpuMs), the idle round trip ` +
-      `${f(m(all.pipeCpu))} + ${f(m(all.pipeChildCpu))} ms: ${f(runTotal !== null && pipeTotal !== null ? runTotal / pipeTotal : null)}x ` +
-      `(cpuRatio); the child waited for a CPU ${f(m(all.runChildWait))} ms in the run, the echo ${f(m(all.pipeChildWait))} ms; ` +
-      `per-round ratios ${ratios.map((x) => x.toFixed(1)).join(' ')})`,
+    `  (CPU from request to answer, this process + the child: the run ${f(m(all.runCpu))} + ${f(m(all.runChildCpu))} ms ` +
+      `(runParentCpuMs, runChildCpuMs), the idle round trip ${f(m(all.pipeCpu))} + ${f(m(all.pipeChildCpu))} ms; ` +
+      `per-round CPU ratios ${cpuRatios.map((x) => x.toFixed(2)).join(' ')}. Wall ${median(runs).toFixed(2)} vs ` +
+      `${median(pipes).toFixed(2)} ms: ${wallRatio.toFixed(2)}x (wallRatio; hot round trip ${median(hotPipes).toFixed(2)} ms); ` +
+      `the child waited for a CPU ${f(m(all.runChildWait))} ms in the run, the echo ${f(m(all.pipeChildWait))} ms; ` +
+      `wall ratio by the round's load average: ${byLoad.map(([l, r]) => `${r.toFixed(1)}@${l.toFixed(1)}`).join(' ')})`,
   );
 }
 
