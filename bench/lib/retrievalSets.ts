@@ -78,7 +78,7 @@ export function readBenchQueries(file: string): BenchQuery[] {
 }
 
 /** The MCP test sets that judge: committed before the ranking change they measure, never used to tune. */
-const JUDGED_TEST_SETS: readonly string[] = ['mcp-test7.jsonl'];
+export const JUDGED_TEST_SETS: readonly string[] = ['mcp-test7.jsonl'];
 
 /**
  * Every set the retrieval bench reports; undefined parts are skipped when ../shared is absent. `wanted`: which sets
