@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Span } from '@opentelemetry/api';
 import { createActor, fromPromise, toPromise } from 'xstate';
@@ -17,6 +16,7 @@ import {
   entryDigest,
   rerunSafe,
   resolveTool,
+  sha256Hex,
   type ToolContext,
   type ToolEntry,
 } from '../catalog/index.js';
@@ -48,7 +48,7 @@ import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 /** Marks an execution handed back to the client. */
 const PENDING = Symbol('pending client call');
 
-const digest = (value: unknown): string => createHash('sha256').update(canonicalJson(value)).digest('hex');
+const digest = (value: unknown): string => sha256Hex(canonicalJson(value));
 
 /** The digest a call's facts keep of its arguments (secret-marked values left out first). Pure: no I/O. */
 export const argsDigestOf = (entry: ToolEntry, args: Record<string, unknown>): string =>
