@@ -19,6 +19,10 @@ import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './task
  * error is recorded. Hooks may rewrite the arguments; validation sees the final ones. Anything the machine
  * does not recognise (an unknown decision, a rewrite without args) blocks rather than goes on.
  *
+ * A decision the gateway already has when the call starts (the enforcer answered while the request was recorded)
+ * comes in the input (`decision`): the call goes on from it in its first step, by the same routes as a decision
+ * `decidePolicy` answers, without the task.
+ *
  * The guard `noHooksToRun` lets the gateway say that no `before_tool_call` hook is registered: the call then goes
  * from policy (or approval) straight to validating, without an actor that would only answer `continue`. Its
  * placeholder says false, so a machine started without it runs `hooks` (and, unprovided, blocks there).
