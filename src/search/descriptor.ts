@@ -26,6 +26,11 @@ export interface ToolMeta {
   nameWords: readonly string[];
   /** Whether its name says it works on many things at once: a plural word (list_issues, getMocks, read_multiple_files). */
   plural: boolean;
+  /**
+   * The name's words that are not the owner's, each as its term and whether it is written as a plural
+   * (asana_get_tags_for_task -> tag plural, task singular): what a request's own numbers are matched against.
+   */
+  nameNumbers: readonly (readonly [string, boolean])[];
   /** Terms of the description's opening in order: where its operation is read ("Removes a collection"). */
   lead: readonly string[];
   /** The sanitized search result, made on first use. */
@@ -119,6 +124,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     deletes: namesDeletion(nameWords),
     nameWords,
     plural: nameWords.some((w) => isPluralWord(w) && !ownerTerms.includes(stem(w))),
+    nameNumbers: nameWords.filter((w) => !ownerTerms.includes(stem(w))).map((w) => [stem(w), isPluralWord(w)] as const),
     lead,
   };
 }
