@@ -81,6 +81,8 @@ describe('ranking among sibling tools', () => {
     // "rename" and "withdraw" are no tool's operation: they ask for an update and a deletion.
     expect(idx.rankIds('rename a board label')[0]).toBe('mcp:board:board_update_label');
     expect(idx.rankIds('withdraw a board label')[0]).toBe('mcp:board:board_delete_label');
+    // "a new name" renames: "new" does not ask for a creation there.
+    expect(idx.rankIds('give a board label a new name')[0]).toBe('mcp:board:board_update_label');
   });
 
   it('joins two words only into a word a tool name writes', () => {
