@@ -192,10 +192,11 @@ export function rerankFactor(
   // Among siblings, a word the request writes as a plural is better met by a name that writes it so too: "the tags of
   // this asana task" wants get_tags_for_task, not get_tasks_for_tag. (A singular says less: "mock servers".)
   if (hasSibling && q.pluralTerms.size > 0) {
+    // A name word is an object word when it is no operation of the tool's (list_ of list_labels is not "lists").
     const toolOps = ops.opsOf(meta);
     let agree = 0;
-    for (const [term, plural] of meta.nameNumbers)
-      if (q.pluralTerms.has(term) && !toolOps.includes(term)) agree += plural ? 1 : -1;
+    for (const t of q.pluralTerms)
+      if (meta.nameOnly.includes(t) && !toolOps.includes(t)) agree += meta.namePlurals.includes(t) ? 1 : -1;
     if (agree !== 0) factor *= agree > 0 ? 1 + WEIGHTS.agree : 1 - WEIGHTS.agree;
   }
   // Among siblings, the operation the request asks for (in the catalog's own operation words, see
