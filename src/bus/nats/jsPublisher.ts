@@ -36,14 +36,77 @@ class RawHeaders {
 }
 
 const LINE_BREAK = /[\r\n]/;
+/** What the client refuses in a subject (its own check, applied before a publish is written here). */
+const WHITESPACE = /[ \n\r\t]/;
 
-/** The NATS header block of a JetStream publish. Throws for a message id a header cannot carry. Pure: no I/O. */
-export function publishHeaders(opts: Pick<JsPublishOptions, 'msgID' | 'expect' | 'headers'>): MsgHdrs {
+/** The NATS header block of a JetStream publish, as text. Throws for a message id a header cannot carry. Pure: no I/O. */
+export function headerBlock(opts: Pick<JsPublishOptions, 'msgID' | 'expect' | 'headers'>): string {
   if (LINE_BREAK.test(opts.msgID)) throw new Error('a JetStream message id cannot contain \\r or \\n');
   let block = `NATS/1.0\r\nNats-Msg-Id: ${opts.msgID.trim()}`;
   if (opts.expect !== undefined) block += `\r\nNats-Expected-Last-Subject-Sequence: ${opts.expect.lastSubjectSequence}`;
   if (opts.headers !== undefined) block += opts.headers;
-  return new RawHeaders(Buffer.from(`${block}\r\n\r\n`)) as unknown as MsgHdrs;
+  return `${block}\r\n\r\n`;
+}
+
+/** A publish's body: JSON text (encoded to UTF-8 together with the rest of its write) or bytes. */
+export type PublishData = string | Uint8Array;
+
+/**
+ * The part of the client's protocol handler a batch of publishes is written through: `sendCommand` queues bytes for
+ * the connection's next write, as the client's own `publish` does with the frame it builds, and the counters are the
+ * ones its `stats()` reads. An internal of nats.js (v3); without it, each publish goes through the client's `publish`.
+ */
+interface WireProtocol {
+  sendCommand(cmd: Uint8Array): void;
+  outMsgs: number;
+  outBytes: number;
+  info?: { headers?: boolean; max_payload?: number };
+}
+
+/** The connection's protocol handler, when it has what `WireProtocol` names. */
+function wireOf(nc: NatsConnection): WireProtocol | undefined {
+  const p = (nc as unknown as { protocol?: Partial<WireProtocol> }).protocol;
+  return typeof p?.sendCommand === 'function' && typeof p.outMsgs === 'number' && typeof p.outBytes === 'number'
+    ? (p as WireProtocol)
+    : undefined;
+}
+
+/**
+ * The publishes of one write, gathered as the client would frame them (`HPUB <subject> <reply> <hlen> <len>`, the
+ * header block, the body, CRLF), as one text: one UTF-8 encoding and one buffer for the whole write instead of a
+ * frame line, a header block and a body buffer per publish, copied together again by the client. A body given as
+ * bytes is kept apart as it is.
+ */
+class Frames {
+  #text = '';
+  #parts: Uint8Array[] | undefined;
+  #msgs = 0;
+  #bytes = 0;
+
+  /** `head`: the frame line and the header block; `len`: header block and body, in bytes. */
+  add(head: string, data: PublishData, len: number): void {
+    if (typeof data === 'string') this.#text += `${head}${data}\r\n`;
+    else {
+      (this.#parts ??= []).push(Buffer.from(this.#text + head), data);
+      this.#text = '\r\n';
+    }
+    this.#msgs++;
+    this.#bytes += len;
+  }
+
+  /** Hands what is gathered to the connection (counted as the client's own publishes are), and starts again. */
+  writeTo(wire: WireProtocol): void {
+    if (this.#msgs === 0) return;
+    const text = Buffer.from(this.#text);
+    const buf = this.#parts === undefined ? text : Buffer.concat([...this.#parts, text]);
+    wire.outMsgs += this.#msgs;
+    wire.outBytes += this.#bytes;
+    this.#text = '';
+    this.#parts = undefined;
+    this.#msgs = 0;
+    this.#bytes = 0;
+    wire.sendCommand(buf);
+  }
 }
 
 /**
@@ -58,8 +121,10 @@ export interface AckHandler<C> {
 /** One publish, from `send` until its ack (or its failure): queued for the next write, then waiting. */
 interface Waiting {
   subject: string;
-  data: Uint8Array;
-  headers: MsgHdrs;
+  data: PublishData;
+  /** The header block (`headerBlock`) and its length in bytes. */
+  hdr: string;
+  hlen: number;
   token: string;
   deadline: number;
   handler: AckHandler<unknown>;
@@ -182,15 +247,20 @@ export class JsPublisher {
   #next = 0;
   /** The stream named by the last ack read (one stream answers nearly all). */
   readonly #ackStream: AckStreamName = { bytes: undefined, name: '' };
+  /** Where publishes are written framed here (`Frames`); undefined: through the client's `publish`. */
+  readonly #wire: WireProtocol | undefined;
+  readonly #frames = new Frames();
 
   constructor(nc: NatsConnection, inboxPrefix?: string) {
     this.#nc = nc;
     this.#base = `${createInbox(inboxPrefix)}.`;
+    // A reply subject the client would refuse (an inbox prefix with whitespace) leaves every publish to it.
+    this.#wire = WHITESPACE.test(this.#base) ? undefined : wireOf(nc);
     this.#sub = nc.subscribe(`${this.#base}*`, { callback: (err, msg) => this.#answer(err, msg) });
   }
 
   /** Resolves with the ack of a publish that JetStream stores within `timeoutMs`; rejects otherwise. */
-  publish(subject: string, data: Uint8Array, opts: JsPublishOptions, timeoutMs: number): Promise<PubAck> {
+  publish(subject: string, data: PublishData, opts: JsPublishOptions, timeoutMs: number): Promise<PubAck> {
     return new Promise<PubAck>((resolve, reject) => {
       this.send(subject, data, opts, timeoutMs, SETTLE, { resolve, reject });
     });
@@ -203,15 +273,15 @@ export class JsPublisher {
    */
   send<C>(
     subject: string,
-    data: Uint8Array,
+    data: PublishData,
     opts: JsPublishOptions,
     timeoutMs: number,
     handler: AckHandler<C>,
     ctx: C,
   ): void {
-    let headers: MsgHdrs;
+    let hdr: string;
     try {
-      headers = publishHeaders(opts);
+      hdr = headerBlock(opts);
     } catch (e) {
       handler.failed(ctx, e);
       return;
@@ -221,7 +291,8 @@ export class JsPublisher {
     const w: Waiting = {
       subject,
       data,
-      headers,
+      hdr,
+      hlen: Buffer.byteLength(hdr),
       token,
       deadline: Date.now() + timeoutMs,
       handler: handler as AckHandler<unknown>,
@@ -288,15 +359,37 @@ export class JsPublisher {
     this.#flushScheduled = false;
     const queue = this.#queue;
     this.#queue = [];
+    const nc = this.#nc;
+    // Framed here while the client would take them as they are (open, headers, within the payload limit, a subject
+    // it accepts); anything else through its `publish`, with its checks and errors, after what is gathered before it.
+    // A connection whose `publish` was wrapped (instrumentation, a fault injected) gets every publish through it.
+    const wire =
+      this.#wire?.info?.headers === true && !Object.hasOwn(nc, 'publish') && !nc.isClosed() && !nc.isDraining()
+        ? this.#wire
+        : undefined;
+    const max = wire?.info?.max_payload ?? 0;
+    const frames = this.#frames;
     for (const q of queue) {
       if (this.#waiting.get(q.token) !== q) continue; // failed or timed out before it was sent
+      if (wire !== undefined) {
+        const len = q.hlen + (typeof q.data === 'string' ? Buffer.byteLength(q.data) : q.data.length);
+        if (len <= max && q.subject !== '' && !WHITESPACE.test(q.subject)) {
+          frames.add(`HPUB ${q.subject} ${this.#base}${q.token} ${q.hlen} ${len}\r\n${q.hdr}`, q.data, len);
+          continue;
+        }
+        frames.writeTo(wire);
+      }
       try {
-        this.#nc.publish(q.subject, q.data, { reply: `${this.#base}${q.token}`, headers: q.headers });
+        nc.publish(q.subject, typeof q.data === 'string' ? Buffer.from(q.data) : q.data, {
+          reply: `${this.#base}${q.token}`,
+          headers: new RawHeaders(Buffer.from(q.hdr)) as unknown as MsgHdrs,
+        });
       } catch (err) {
         this.#settle(q.token);
         q.handler.failed(q.ctx, err);
       }
     }
+    if (wire !== undefined) frames.writeTo(wire);
     if (this.#pings.length > 0) {
       const pings = this.#pings;
       this.#pings = [];
