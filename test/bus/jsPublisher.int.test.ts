@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { JsPublisher, readAck, type AckStreamName, type PubAck } from '../../src/bus/nats/jsPublisher.js';
+import { FLUSH_AT, JsPublisher, readAck, type AckStreamName, type PubAck } from '../../src/bus/nats/jsPublisher.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 
 const bytes = (s: string): Uint8Array => Buffer.from(s);
@@ -178,6 +178,24 @@ describe('JsPublisher against a real server', () => {
       }
       // Counted as the client counts its own publishes.
       expect(nc.stats().outMsgs - before).toBeGreaterThanOrEqual(bodies.length);
+    } finally {
+      pub.close();
+    }
+  });
+  it('hands a long turn of the event loop its publishes to the connection as they come, FLUSH_AT at a time', async () => {
+    const pub = new JsPublisher(nc);
+    try {
+      const out = () => nc.stats().outMsgs;
+      const before = out();
+      const acks: Promise<PubAck>[] = [];
+      for (let i = 0; i < FLUSH_AT - 1; i++) acks.push(pub.publish('acks.f', `{"n":${i}}`, { msgID: `f${i}` }, 10_000));
+      expect(out() - before).toBe(0); // held for the end of this turn of the loop
+      acks.push(pub.publish('acks.f', '{"n":"last"}', { msgID: `f${FLUSH_AT - 1}` }, 10_000));
+      expect(out() - before).toBe(FLUSH_AT); // handed over without waiting for it
+      acks.push(pub.publish('acks.f', '{"n":"after"}', { msgID: 'f-after' }, 10_000));
+      expect(out() - before).toBe(FLUSH_AT);
+      const stored = await Promise.all(acks);
+      expect(stored.map((a) => a.seq)).toEqual(stored.map((_, i) => stored[0]!.seq + i)); // in call order
     } finally {
       pub.close();
     }
