@@ -562,10 +562,10 @@ export async function measurePerSpan(
 }
 
 /** One line with the per-span figure, its rounds' spread and the floors measured beside it. */
-export function perSpanLine(ps: PerSpanResult): string {
+export function perSpanLine(ps: PerSpanResult, via = 'through a BatchSpanProcessor to a reading exporter'): string {
   return (
     `${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
-    `${ps.spans} spans a turn, through a BatchSpanProcessor to a reading exporter; trimmed mean (middle half) of ` +
+    `${ps.spans} spans a turn, ${via}; trimmed mean (middle half) of ` +
     `${ps.rounds} rounds of ABBA blocks of ${ps.turnsPerRound} turns, collections included, 95% interval ` +
     `${ps.ci95[0].toFixed(1)}..${ps.ci95[1].toFixed(1)}, median ${ps.medianUs.toFixed(1)}; ` +
     `rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}, ` +
@@ -683,7 +683,9 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       // Where it goes: the same measure with no processor at all, so spans end unread (no batch, no export, their
       // facts never computed). The figure of record minus this is what exporting costs.
       const bare = await measurePerSpan(engineRunner('tools'), { telemetry: () => createTelemetry({ otlp: false }) });
-      console.log(`  the same with no exporter (spans ended unread, facts never computed): ${perSpanLine(bare)}`);
+      console.log(
+        `  the same with no exporter: ${perSpanLine(bare, 'no exporter (spans end unread, facts never computed)')}`,
+      );
     }
     if (collector() === undefined) console.log('  (run with --expose-gc, as npm run bench does, for the collections)');
   }
