@@ -56,9 +56,9 @@ export class Postings {
   private readonly lists = new Map<string, PostingList>();
   private readonly tree = new SearchableMap<PostingList>();
   /**
-   * An overlay's new terms (see `add`) not yet in the tree, in the order they came: put in (all, in that order) only
-   * when a prefix or typo lookup could find one of them, so an overlay whose queries reach none of its new terms by
-   * prefix or typo never changes the tree. A lookup finds the same terms either way.
+   * An overlay's new terms (see `add`) not yet in the tree, in the order they came: put in only when a prefix or typo
+   * lookup could find one of them (see `settle`), so an overlay whose queries reach none of its new terms that way
+   * never changes the tree (a radix tree insertion and removal per term and query). Lookups find the same terms.
    */
   private readonly pending = new Set<string>();
   /**
@@ -130,17 +130,25 @@ export class Postings {
     return out;
   }
 
-  /** Puts every pending term in the tree, in the order they came, when a lookup could find one of them. */
+  /**
+   * Puts the pending terms in the tree, in the order they came, up to the last one a lookup could find: the terms a
+   * prefix lookup finds, and their order, are then the ones it would find had every pending term been put in (the
+   * others do not start with the prefix, so they change nothing below it), and later ones keep their order.
+   */
   private settle(found: (term: string) => boolean): void {
-    let any = false;
-    for (const t of this.pending)
-      if (found(t)) {
-        any = true;
-        break;
-      }
-    if (!any) return;
-    for (const t of this.pending) this.tree.set(t, this.lists.get(t) as PostingList);
-    this.pending.clear();
+    let upTo = -1;
+    let k = 0;
+    for (const t of this.pending) {
+      if (found(t)) upTo = k;
+      k++;
+    }
+    if (upTo < 0) return;
+    k = 0;
+    for (const t of this.pending) {
+      if (k++ > upTo) break;
+      this.tree.set(t, this.lists.get(t) as PostingList);
+      this.pending.delete(t);
+    }
   }
 }
 
