@@ -3,11 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditReport, sessionLogFrom } from '../../src/audit/index.js';
-import { openNatsBus } from '../../src/bus/nats/index.js';
 import { auditCommand } from '../../src/cli/commands/audit.js';
 import { auditSession } from '../audit/reportSession.js';
-import { startNatsServer, type NatsServer } from '../support/natsServer.js';
-import { runCaptured } from './support.js';
+import type { NatsServer } from '../support/natsServer.js';
+import { natsWithEvents, runCaptured } from './support.js';
 
 const audit = (argv: string[], cwd: string, env: NodeJS.ProcessEnv = {}) =>
   runCaptured(auditCommand.run, argv, cwd, env);
@@ -20,18 +19,10 @@ const SID = 'sess audit.1*>';
 const events = auditSession(SID);
 
 beforeAll(async () => {
-  server = await startNatsServer({ jetstream: true });
+  // Delivered out of order (turns interleaved, reversed) and with a retried publish: the audit must not care.
+  server = await natsWithEvents(prefix, [...[...events].reverse(), events[5]!, ...auditSession('another session')]);
   cwd = mkdtempSync(join(tmpdir(), 'toolsearch-audit-nats-'));
   writeFileSync(join(cwd, 'toolsearch.config.json5'), '{ broken: ');
-  const bus = await openNatsBus({ url: server.url, streamPrefix: prefix });
-  try {
-    // Delivered out of order (turns interleaved, reversed) and with a retried publish: the audit must not care.
-    for (const e of [...events].reverse()) await bus.publish(e);
-    await bus.publish(events[5]!);
-    for (const e of auditSession('another session')) await bus.publish(e);
-  } finally {
-    await bus.close();
-  }
 }, 60_000);
 afterAll(async () => {
   await server?.close();

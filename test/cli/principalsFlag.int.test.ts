@@ -2,12 +2,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approverSubjectOf, openNatsBus } from '../../src/bus/nats/index.js';
+import { approverSubjectOf } from '../../src/bus/nats/index.js';
 import { auditCommand } from '../../src/cli/commands/audit.js';
 import { tracesCommand } from '../../src/cli/commands/traces.js';
 import { auditSession } from '../audit/reportSession.js';
-import { startNatsServer, type NatsServer } from '../support/natsServer.js';
-import { runCaptured } from './support.js';
+import type { NatsServer } from '../support/natsServer.js';
+import { natsWithEvents, runCaptured } from './support.js';
 
 const KEY = `UA${'A'.repeat(54)}`;
 let server: NatsServer;
@@ -16,18 +16,12 @@ const prefix = `PRINC${process.pid}_`;
 const SID = 'sess-approver';
 
 beforeAll(async () => {
-  server = await startNatsServer({ jetstream: true });
+  // Every approval.resolved goes under the approver's own key, as `toolsearch approve --nats` publishes it.
+  server = await natsWithEvents(prefix, auditSession(SID), { subjectOf: approverSubjectOf(KEY) });
   cwd = mkdtempSync(join(tmpdir(), 'toolsearch-principals-flag-'));
   writeFileSync(join(cwd, 'approver.json5'), `{ principals: { alice: { nkey: '${KEY}', approver: true } } }`);
   writeFileSync(join(cwd, 'plain.json5'), `{ principals: { alice: { nkey: '${KEY}' } } }`);
   writeFileSync(join(cwd, 'broken.json5'), '{ principals: ');
-  // Every approval.resolved goes under the approver's own key, as `toolsearch approve --nats` publishes it.
-  const bus = await openNatsBus({ url: server.url, streamPrefix: prefix, subjectOf: approverSubjectOf(KEY) });
-  try {
-    for (const e of auditSession(SID)) await bus.publish(e);
-  } finally {
-    await bus.close();
-  }
 }, 60_000);
 afterAll(async () => {
   await server?.close();

@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli } from '../../src/cli/main.js';
 import type { CliIo } from '../../src/cli/io.js';
+import { openNatsBus, type NatsBusOptions } from '../../src/bus/nats/index.js';
+import type { Envelope } from '../../src/events/index.js';
+import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 
 export interface Captured {
   code: number;
@@ -81,4 +84,28 @@ export function snapshotDir(): string {
     }),
   );
   return dir;
+}
+
+/**
+ * A JetStream nats-server holding `events`, published in the given order under `streamPrefix` by one bus
+ * (`bus`: more bus options, e.g. the subjects an approver publishes on); the bus is closed before it returns.
+ */
+export async function natsWithEvents(
+  streamPrefix: string,
+  events: Iterable<Envelope>,
+  bus: Omit<NatsBusOptions, 'url' | 'streamPrefix'> = {},
+): Promise<NatsServer> {
+  const server = await startNatsServer({ jetstream: true });
+  try {
+    const b = await openNatsBus({ ...bus, url: server.url, streamPrefix });
+    try {
+      for (const e of events) await b.publish(e);
+    } finally {
+      await b.close();
+    }
+  } catch (e) {
+    await server.close();
+    throw e;
+  }
+  return server;
 }

@@ -1,44 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openNatsBus } from '../../src/bus/nats/index.js';
 import { tracesCommand } from '../../src/cli/commands/traces.js';
 import { rebuildTraceFromEvents, spansToJaeger, type JaegerFile } from '../../src/telemetry/index.js';
-import { freePort, startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { freePort, type NatsServer } from '../support/natsServer.js';
 import { codeTurn, toolsTurn } from '../telemetry/rebuildEvents.js';
+import { natsWithEvents, runCaptured } from './support.js';
 
 let server: NatsServer;
 const prefix = `TRACES${process.pid}`;
 const events = [...toolsTurn('s-nats', 't1', 0).events, ...codeTurn('s-nats', 't2', 4000).events];
 
 beforeAll(async () => {
-  server = await startNatsServer({ jetstream: true });
-  const bus = await openNatsBus({ url: server.url, streamPrefix: prefix });
-  try {
-    // Published turn by turn (the bus chains one turn's publishes in order); another session alongside.
-    for (const e of events) await bus.publish(e);
-    for (const e of toolsTurn('s-else', 't1', 0).events) await bus.publish(e);
-  } finally {
-    await bus.close();
-  }
+  // Published turn by turn (the bus chains one turn's publishes in order); another session alongside.
+  server = await natsWithEvents(prefix, [...events, ...toolsTurn('s-else', 't1', 0).events]);
 });
 afterAll(async () => {
   await server?.close();
 });
 
-async function traces(argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await tracesCommand.run(argv, {
-    stdout: (s) => {
-      out += `${s}\n`;
-    },
-    stderr: (s) => {
-      err += `${s}\n`;
-    },
-    cwd: process.cwd(),
-    env: {},
-  });
-  return { code, out, err };
-}
+const traces = (argv: string[]) => runCaptured(tracesCommand.run, argv, process.cwd());
 
 describe('toolsearch traces --nats', () => {
   it('replays the session from JetStream and rebuilds the same trace as from the events', async () => {

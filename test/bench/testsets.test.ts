@@ -1,0 +1,35 @@
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { JUDGED_TEST_SETS, readBenchQueries } from '../../bench/lib/retrievalSets.js';
+import { repoRoot } from '../../bench/lib/paths.js';
+
+const dir = path.join(repoRoot, 'bench', 'testset');
+const files = readdirSync(dir).filter((f) => f.endsWith('.jsonl'));
+
+describe('MCP test sets', () => {
+  it('list every judged set among the committed files', () => {
+    expect(JUDGED_TEST_SETS.length).toBeGreaterThan(0);
+    for (const f of JUDGED_TEST_SETS) expect(files).toContain(f);
+  });
+
+  it('pair two paraphrases, a and b, of each need with one kind and one gold set', () => {
+    for (const f of files) {
+      const byNeed = new Map<string, string[]>();
+      for (const q of readBenchQueries(path.join(dir, f))) {
+        expect(q.need, `${f}: "${q.query}" has no need`).toBeTypeOf('string');
+        expect(['operation', 'vocabulary', 'paraphrase', 'distractor'], `${f}: "${q.query}"`).toContain(q.kind);
+        expect(
+          q.gold.every((g) => /^mcp:[\w.-]+:[\w.-]+$/.test(g)),
+          `${f}: gold of "${q.query}"`,
+        ).toBe(true);
+        const key = `${q.kind} ${[...q.gold].sort().join()}`;
+        byNeed.set(q.need as string, [...(byNeed.get(q.need as string) ?? []), `${q.variant ?? ''}|${key}`]);
+      }
+      for (const [need, rows] of byNeed) {
+        expect(rows.map((r) => r.split('|')[0]).sort(), `${f}: need ${need}`).toEqual(['a', 'b']);
+        expect(new Set(rows.map((r) => r.split('|')[1])).size, `${f}: need ${need} differs in kind or gold`).toBe(1);
+      }
+    }
+  });
+});
