@@ -19,6 +19,10 @@ import { noCut, taskNotProvided, type TaskEvents, type TaskParams } from './task
  * error is recorded. Hooks may rewrite the arguments; validation sees the final ones. Anything the machine
  * does not recognise (an unknown decision, a rewrite without args) blocks rather than goes on.
  *
+ * A decision the gateway already has when the call starts (the enforcer answered while the request was recorded)
+ * comes in the input (`decision`): the call goes on from it in its first step, by the same routes as a decision
+ * `decidePolicy` answers, without the task.
+ *
  * The guard `noHooksToRun` lets the gateway say that no `before_tool_call` hook is registered: the call then goes
  * from policy (or approval) straight to validating, without an actor that would only answer `continue`. Its
  * placeholder says false, so a machine started without it runs `hooks` (and, unprovided, blocks there).
@@ -40,6 +44,11 @@ export interface ToolCallInput {
   approvalTimeoutMs: number;
   /** The gateway's handle of this call, handed to every actor unchanged; the machine does not look inside. */
   call?: unknown;
+  /**
+   * The policy decision, when the gateway already has it as the call starts (the enforcer answered while the request
+   * was recorded): the call goes on from it at once instead of asking for it with the `decidePolicy` task.
+   */
+  decision?: PolicyDecision;
 }
 
 /** Where a call stopped. */
@@ -148,7 +157,7 @@ const actorInput = ({ context }: { context: ToolCallContext }): CallActorInput =
 const isArgs = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-export const toolCallMachine = setup({
+const callSetup = setup({
   types: {
     context: {} as ToolCallContext,
     input: {} as ToolCallInput,
@@ -174,7 +183,52 @@ export const toolCallMachine = setup({
   delays: {
     approvalTimeout: ({ context }) => context.approvalTimeoutMs,
   },
-}).createMachine({
+});
+
+type DecisionArgs = { context: ToolCallContext; event: ToolCallEvent };
+type DecisionGuard = (args: DecisionArgs) => boolean;
+
+/**
+ * Where a policy decision takes the call: allowed goes on (straight to executing when no hook runs and the arguments
+ * pass, else to validating or the hooks), approvalRequired waits for an approver, and `blocked` or anything
+ * unrecognised blocks (fail closed). `read` gives the decision (the task's output, or the one the call started
+ * with); `record` keeps it in the context (the one it started with is there already). Pure: no I/O.
+ */
+function byDecision(read: (args: DecisionArgs) => PolicyDecision | undefined, record: boolean) {
+  const allowed = (args: DecisionArgs) => read(args)?.decision === 'allowed';
+  const keep = record ? callSetup.assign({ decision: read }) : [];
+  return [
+    {
+      guard: and<ToolCallContext, ToolCallEvent, [DecisionGuard, 'noHooksToRun', 'argsValid']>([
+        allowed,
+        'noHooksToRun',
+        'argsValid',
+      ]),
+      target: 'executing',
+      actions: keep,
+    },
+    {
+      guard: and<ToolCallContext, ToolCallEvent, [DecisionGuard, 'noHooksToRun']>([allowed, 'noHooksToRun']),
+      target: 'validating',
+      actions: keep,
+    },
+    { guard: allowed, target: 'hooks', actions: keep },
+    { guard: (args: DecisionArgs) => read(args)?.decision === 'approvalRequired', target: 'approval', actions: keep },
+    {
+      target: 'blocked',
+      actions: callSetup.assign((args) => ({
+        decision: read(args),
+        ...blockedAt(
+          'policy',
+          'call.blocked.policy',
+          read(args)?.reason ?? `policy does not allow ${args.context.toolId}`,
+        ),
+      })),
+    },
+  ] as const;
+}
+
+export const toolCallMachine = callSetup.createMachine({
   id: 'toolCall',
   // Field by field rather than a spread of the input: the same object, built without the generic copy.
   context: ({ input }) => ({
@@ -185,53 +239,31 @@ export const toolCallMachine = setup({
     turnId: input.turnId,
     approvalTimeoutMs: input.approvalTimeoutMs,
     ...(input.call === undefined ? {} : { call: input.call }),
+    ...(input.decision === undefined ? {} : { decision: input.decision }),
     requestedArgs: input.args,
     rewritten: false,
   }),
   // The fact "this call was asked for" is the gateway's (`call.requested`): the machine starts at the decision.
-  initial: 'policy',
+  initial: 'decided',
   states: {
+    // The decision the gateway already had when the call started goes on at once, in the actor's first step (no task
+    // and no event for it); without one the call asks for it in `policy`.
+    decided: {
+      always: [
+        { guard: ({ context }) => context.decision === undefined, target: 'policy' },
+        ...byDecision(({ context }) => context.decision, false),
+      ],
+    },
     policy: {
       entry: { type: 'runTask', params: ({ context }) => ({ task: 'decidePolicy', input: actorInput({ context }) }) },
       exit: { type: 'cutTask', params: { task: 'decidePolicy' } },
       on: {
-        'decidePolicy.done': [
-          {
-            guard: and([({ event }) => event.output?.decision === 'allowed', 'noHooksToRun', 'argsValid']),
-            target: 'executing',
-            actions: assign({ decision: ({ event }) => event.output }),
-          },
-          {
-            guard: and([({ event }) => event.output?.decision === 'allowed', 'noHooksToRun']),
-            target: 'validating',
-            actions: assign({ decision: ({ event }) => event.output }),
-          },
-          {
-            guard: ({ event }) => event.output?.decision === 'allowed',
-            target: 'hooks',
-            actions: assign({ decision: ({ event }) => event.output }),
-          },
-          {
-            guard: ({ event }) => event.output?.decision === 'approvalRequired',
-            target: 'approval',
-            actions: assign({ decision: ({ event }) => event.output }),
-          },
-          {
-            // `blocked`, and anything unrecognised: fail closed.
-            target: 'blocked',
-            actions: assign(({ context, event }) => ({
-              decision: event.output,
-              ...blockedAt(
-                'policy',
-                'call.blocked.policy',
-                event.output?.reason ?? `policy does not allow ${context.toolId}`,
-              ),
-            })),
-          },
-        ],
+        'decidePolicy.done': byDecision(({ event }) => (event as { output?: PolicyDecision }).output, true),
         'decidePolicy.error': {
           target: 'failed',
-          actions: assign(({ context, event }) => failedAt('policy', 'call.policyFailed', event.error, context.callId)),
+          actions: assign(({ context, event }) =>
+            failedAt('policy', 'call.policyFailed', (event as { error?: unknown }).error, context.callId),
+          ),
         },
       },
     },

@@ -26,6 +26,8 @@ export interface ToolMeta {
   nameWords: readonly string[];
   /** Whether its name says it works on many things at once: a plural word (list_issues, getMocks, read_multiple_files). */
   plural: boolean;
+  /** Terms the name writes as plurals, owner terms apart (asana_get_tags_for_task: tag); often none. */
+  namePlurals: readonly string[];
   /** Terms of the description's opening in order: where its operation is read ("Removes a collection"). */
   lead: readonly string[];
   /** The sanitized search result, made on first use. */
@@ -101,6 +103,7 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
   }
 
   const nameWords = splitWords(entry.name);
+  const namePlurals = pluralsOf(nameWords, ownerTerms);
   const identity = new Set(identityList);
   const core = new Set(identityList);
   for (const t of ownerTerms) core.add(t);
@@ -118,9 +121,23 @@ export function buildMeta(entry: ToolEntry): ToolMeta {
     nameKey: nameWords.join(''),
     deletes: namesDeletion(nameWords),
     nameWords,
-    plural: nameWords.some((w) => isPluralWord(w) && !ownerTerms.includes(stem(w))),
+    plural: namePlurals.length > 0,
+    namePlurals,
     lead,
   };
+}
+
+const NONE: readonly string[] = Object.freeze([]);
+
+/** The terms of the words written as plurals, owner terms apart; one shared empty list when there are none. */
+function pluralsOf(words: readonly string[], ownerTerms: readonly string[]): readonly string[] {
+  let out: string[] | undefined;
+  for (const w of words) {
+    if (!isPluralWord(w)) continue;
+    const t = stem(w);
+    if (!ownerTerms.includes(t) && !(out ??= []).includes(t)) out.push(t);
+  }
+  return out ?? NONE;
 }
 
 /** Two-consonant openings of English words: a name starting with any other pair may be a brand prefix. */

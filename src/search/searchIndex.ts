@@ -9,7 +9,14 @@ import type { Expansion, QueryPlan } from './rerank.js';
 import type { CallMemory } from './callMemory.js';
 import { OperationModel } from './operations.js';
 import { broaderRelatives, lexicalRelatives } from './lexicon.js';
-import { hasActionVerb, namesDeletion, RETRIEVAL_VERBS, rewritePhrases, synonymsOf } from './synonyms.js';
+import {
+  hasActionVerb,
+  namesDeletion,
+  operationHintsOf,
+  RETRIEVAL_VERBS,
+  rewritePhrases,
+  synonymsOf,
+} from './synonyms.js';
 import { isPluralWord, splitWords, stem, STOP_WORDS, tokenize, tokenizeWords } from './tokenize.js';
 import { toSearchResult } from './toSearchResult.js';
 import { DEFAULT_SEARCH_SETTINGS, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT_BOUND } from './types.js';
@@ -32,6 +39,8 @@ const CHAT_FILLER: ReadonlySet<string> = new Set(
     ' ',
   ),
 );
+/** The deleting operation's term, which an everyday verb may ask for ("withdraw", see operationHintsOf). */
+const DELETE_TERM = stem('delete');
 /** The model of no tools: what `rerankFactor` is given when it does not look at operations (see `rank`). */
 const NO_OPERATIONS = OperationModel.learn([]);
 /** Planned queries kept (cleared whenever the index changes). */
@@ -553,8 +562,9 @@ export class SearchIndex {
       allTerms,
       implicitFrom,
       number: numberAsked(words, new Set(ownerMentions)),
+      pluralTerms: pluralTermsOf(words),
       requested: question ? this.retrievalOps() : this.requestedOps(content),
-      asksDelete: namesDeletion(content),
+      asksDelete: namesDeletion(content) || content.some((w) => operationHintsOf(stem(w)).includes(DELETE_TERM)),
     };
     if (note !== undefined) plan.note = note;
     return plan;
@@ -580,11 +590,14 @@ export class SearchIndex {
       const related: string[] = [];
       for (const r of synonymsOf(t)) if (ops.isOperation(r)) related.push(r);
       for (const r of lexicalRelatives(t)) if (ops.isOperation(r)) related.push(r);
-      if (!direct && related.length === 0) continue;
+      // An everyday verb of an operation ("rename" for update): that operation, read where no other way reads one.
+      const hinted = direct || related.length > 0 ? [] : operationHintsOf(t).filter((r) => ops.isOperation(r));
+      if (!direct && related.length === 0 && hinted.length === 0) continue;
       if (direct) put(t, 1);
       for (const r of related) put(r, direct ? 0.6 : 0.85);
       for (const base of direct ? [t] : related)
         for (const [o, credit] of ops.equivalents.get(base) ?? []) put(o, direct ? credit : credit * 0.85);
+      for (const r of hinted) put(r, 0.85);
       break;
     }
     return out;
@@ -763,9 +776,9 @@ export class SearchIndex {
       queryStamp,
     );
     const top: { id: string; score: number }[] = [];
-    // The operation model tells siblings apart, which only a request asking for a number or naming an operation
-    // needs: not learned (nor relearned after a change, as an overlay's tools make) for the others.
-    const readsOperations = q.number !== 0 || q.requested.size > 0;
+    // The operation model tells siblings apart, which only a request asking for a number, naming an operation or
+    // writing a plural needs: not learned (nor relearned after a change, as an overlay's tools make) for the others.
+    const readsOperations = q.number !== 0 || q.requested.size > 0 || q.pluralTerms.size > 0;
     const ops = readsOperations ? this.operations() : NO_OPERATIONS;
     const siblings = readsOperations
       ? ops.siblingsAmong(heap.slots.subarray(0, heap.size), this.slots as readonly ToolMeta[])
@@ -905,6 +918,21 @@ function numberAsked(words: readonly string[], owners: ReadonlySet<string>): num
     else if (isPluralWord(w) && !owners.has(stem(w))) many++;
   }
   return Math.sign(many - one);
+}
+
+/**
+ * The terms a request writes as plurals only ("the tags of this task": tag, not task; "issues linked to issue 12":
+ * none): see QueryPlan.pluralTerms. Pure: no I/O.
+ */
+function pluralTermsOf(words: readonly string[]): Set<string> {
+  const plural = new Set<string>();
+  const singular = new Set<string>();
+  for (const w of words) {
+    if (w.length < 3 || STOP_WORDS.has(w)) continue;
+    (isPluralWord(w) ? plural : singular).add(stem(w));
+  }
+  for (const t of singular) plural.delete(t);
+  return plural;
 }
 
 /** Words that open a question: a request opening with one asks for information (see `asksQuestion`). */

@@ -239,6 +239,9 @@ const PHRASES: readonly (readonly [string, string])[] = [
   ['switch on', 'enable'],
   ['throw away', 'discard'],
   ['get rid of', 'delete'],
+  ['new name', 'rename'],
+  ['different name', 'rename'],
+  ['new title', 'retitle'],
   ['clean up', 'delete'],
   ['fill in', 'fill'],
   ['fill out', 'fill'],
@@ -323,6 +326,37 @@ const TABLE: ReadonlyMap<string, readonly string[]> = (() => {
 /** The equivalents of one stemmed query term (empty when it has none). Pure: no I/O. */
 export function synonymsOf(term: string): readonly string[] {
   return TABLE.get(term) ?? [];
+}
+
+/**
+ * Verbs of everyday English that ask for one of the common operations without being its word ("rename the tag" asks
+ * for an update, "withdraw my reaction" for a deletion): read only to tell which operation a request asks for, never
+ * searched as words. General on purpose, like GROUPS.
+ */
+const OPERATION_HINTS: readonly (readonly [string, readonly string[]])[] = [
+  [
+    'update',
+    'rename retitle reword fix correct amend revise adjust tweak alter bump extend reschedule overwrite'.split(' '),
+  ],
+  ['delete', 'withdraw retract unregister detach unlink sever wipe forget revoke trash'.split(' ')],
+  ['create', 'register propose compose'.split(' ')],
+  ['get', 'inspect examine'.split(' ')],
+  ['start', 'launch begin'.split(' ')],
+  ['stop', 'quit'.split(' ')],
+];
+
+/** Stemmed verb -> the stemmed operation words it asks for (see OPERATION_HINTS). */
+const HINTS: ReadonlyMap<string, readonly string[]> = (() => {
+  const table = new Map<string, string[]>();
+  for (const [op, verbs] of OPERATION_HINTS) {
+    for (const v of verbs) for (const t of tokenize(v)) table.set(t, [...(table.get(t) ?? []), ...tokenize(op)]);
+  }
+  return table;
+})();
+
+/** The operation words (stemmed) an everyday verb asks for; empty for other words. Pure: no I/O. */
+export function operationHintsOf(term: string): readonly string[] {
+  return HINTS.get(term) ?? [];
 }
 
 /** Words of a deletion, base forms, matched on lowercased words: a destructive tool is not offered unasked. */

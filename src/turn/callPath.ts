@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Span } from '@opentelemetry/api';
 import { createActor, fromPromise, toPromise } from 'xstate';
@@ -17,6 +16,7 @@ import {
   entryDigest,
   rerunSafe,
   resolveTool,
+  sha256Hex,
   type ToolContext,
   type ToolEntry,
 } from '../catalog/index.js';
@@ -48,7 +48,7 @@ import type { EngineDeps, OpCtx, TurnRun, TurnView } from './types.js';
 /** Marks an execution handed back to the client. */
 const PENDING = Symbol('pending client call');
 
-const digest = (value: unknown): string => createHash('sha256').update(canonicalJson(value)).digest('hex');
+const digest = (value: unknown): string => sha256Hex(canonicalJson(value));
 
 /** The digest a call's facts keep of its arguments (secret-marked values left out first). Pure: no I/O. */
 export const argsDigestOf = (entry: ToolEntry, args: Record<string, unknown>): string =>
@@ -189,6 +189,19 @@ interface CallHandle {
 }
 
 const handleOf = (input: CallActorInput): CallHandle => input.call as CallHandle;
+
+/** A decision that stands (an adopted call's, recorded before): it is not asked for again. Pure: no I/O. */
+const recordedDecision = (decided: EventOf<'call.decided'>): CallHandle['decisionWait'] => ({
+  answer: Promise.resolve(decided),
+  cancel: () => undefined,
+  got: decided,
+});
+
+/** The machine's view of the enforcer's decision. Pure: no I/O. */
+const decisionOf = ({ data }: EventOf<'call.decided'>): PolicyDecision => ({
+  decision: data.decision,
+  ...(data.reason === undefined ? {} : { reason: data.reason }),
+});
 
 /** The call's arguments against its tool's input schema (compiled once per tool version). */
 const validationOf = ({ deps, entry }: CallHandle, args: Record<string, unknown>): ArgsValidation =>
@@ -603,8 +616,7 @@ const enforcedCallMachine = toolCallMachine.provide({
           return { decision: 'blocked', reason: `no policy enforcer answered within ${h.deps.decisionTimeoutMs} ms` };
         }
         h.lastEventId = got.id;
-        const d = got.data;
-        return { decision: d.decision, ...(d.reason === undefined ? {} : { reason: d.reason }) };
+        return decisionOf(got);
       },
       validateArgs: (input: CallActorInput): ArgsValidation => validationOf(handleOf(input), input.args),
       execute: async (input: CallActorInput): Promise<Result<unknown>> => {
@@ -718,14 +730,10 @@ async function runCall(
   const decisionWait: CallHandle['decisionWait'] =
     awaiting === undefined
       ? (run.answers.expect(`call.decided:${callId}`) as CallHandle['decisionWait'])
-      : {
-          // The recorded decision stands; it is not asked for again.
-          answer: Promise.resolve({
-            id: run.startedEventId,
-            data: { callId, toolId: entry.id, decision: awaiting.decision },
-          } as EventOf<'call.decided'>),
-          cancel: () => undefined,
-        };
+      : recordedDecision({
+          id: run.startedEventId,
+          data: { callId, toolId: entry.id, decision: awaiting.decision },
+        } as EventOf<'call.decided'>);
   const facts = run.facts;
   const requested =
     awaiting !== undefined
@@ -770,6 +778,10 @@ async function runCall(
     span,
     signal: op.signal,
   };
+  // Mostly the enforcer has answered while the request was recorded (or an adopted call's decision stands): the call
+  // starts from that decision, with no task and no event to ask for it.
+  const got = decisionWait.got;
+  if (got !== undefined) h.lastEventId = got.id;
   const actor = createActor(enforcedCallMachine, {
     input: {
       callId,
@@ -779,6 +791,7 @@ async function runCall(
       turnId: run.turnId,
       approvalTimeoutMs: deps.config.tools.approval.timeoutMs + 250,
       call: h,
+      ...(got === undefined ? {} : { decision: decisionOf(got) }),
     },
   });
   const stopCut = onTurnCut(run, op.signal, () => actor.stop());

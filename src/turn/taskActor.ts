@@ -70,7 +70,16 @@ export function fromTask<TOutput, TInput>(
 export function runTasks<P extends { task: string; input: unknown }>(tasks: {
   [K in P['task']]: (input: Extract<P, { task: K }>['input']) => PromiseLike<unknown> | unknown;
 }): (args: { self: AnyActorRef }, params: P) => void {
+  // Each task's event types made once: an event's type is looked up in the machine's transition map, and a string made
+  // per event would be hashed anew every time.
+  const types = new Map<string, { done: string; error: string }>();
+  const typesOf = (task: string) => {
+    let t = types.get(task);
+    if (t === undefined) types.set(task, (t = { done: `${task}.done`, error: `${task}.error` }));
+    return t;
+  };
   return ({ self }, params) => {
+    const type = typesOf(params.task);
     let started: PromiseLike<unknown> | unknown;
     try {
       started = (tasks[params.task as P['task']] as (input: unknown) => unknown)(params.input);
@@ -79,10 +88,10 @@ export function runTasks<P extends { task: string; input: unknown }>(tasks: {
     }
     Promise.resolve(started).then(
       (output) => {
-        if (self.getSnapshot().status === 'active') self.send({ type: `${params.task}.done`, output });
+        if (self.getSnapshot().status === 'active') self.send({ type: type.done, output });
       },
       (error: unknown) => {
-        if (self.getSnapshot().status === 'active') self.send({ type: `${params.task}.error`, error });
+        if (self.getSnapshot().status === 'active') self.send({ type: type.error, error });
       },
     );
   };

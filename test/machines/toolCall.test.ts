@@ -168,6 +168,24 @@ describe('toolCallMachine, step by step (nothing runs)', () => {
     expect(denied.output).toMatchObject({ outcome: 'blocked', stage: 'approval' });
   });
 
+  it('a decision given with the input goes on at once, without the decidePolicy task', () => {
+    const quick = m.provide({ guards: { noHooksToRun: () => true, argsValid: () => true } });
+    const given = (decision: PolicyDecision) => initialTransition(quick, { ...input, decision });
+    const [s, actions] = given({ decision: 'allowed' });
+    expect(s.value).toBe('executing');
+    expect(s.context.decision).toEqual({ decision: 'allowed' });
+    expect(spawned(actions).map((a) => a.src)).toEqual(['execute']);
+    // The same routes as a decision the task answers: approval waits, validation still runs when hooks may rewrite.
+    expect(given({ decision: 'approvalRequired' })[0].value).toBe('approval');
+    expect(initialTransition(m, { ...input, decision: { decision: 'allowed' } })[0].value).toBe('hooks');
+    const [blocked, none] = given({ decision: 'blocked', reason: 'not here' });
+    expect(blocked.output).toMatchObject({ outcome: 'blocked', stage: 'policy', reason: 'not here' });
+    expect(spawned(none)).toEqual([]);
+    // Anything unrecognised blocks (fail closed).
+    const odd = given({ decision: 'maybe' } as unknown as PolicyDecision)[0];
+    expect(odd.output).toMatchObject({ outcome: 'blocked', stage: 'policy', error: { code: 'call.blocked.policy' } });
+  });
+
   it('arguments argsValid does not accept still go through validating, which names the problems', () => {
     const strict = m.provide({ guards: { noHooksToRun: () => true, argsValid: () => false } });
     const [s, actions] = step(strict, initialTransition(strict, input)[0], allowed);

@@ -31,6 +31,13 @@ describe('ranking among sibling tools', () => {
     mcpTool('forms', ['fill_form', 'Fill the fields of a web form', ['fields']]),
     mcpTool('library', ['recommend_books', 'Recommend books a reader may like', ['genre']]),
     mcpTool('library', ['list_loans', 'List the books a reader has on loan', ['reader']]),
+    mcpTool('board', ['board_get_tags_for_task', 'Get the tags of a task', ['task_id']]),
+    mcpTool('board', ['board_get_tasks_for_tag', 'Get the tasks that carry a tag', ['tag_id']]),
+    mcpTool('board', ['board_create_label', 'Create a label with a name and a color', ['name', 'color']]),
+    mcpTool('board', ['board_update_label', 'Update the name or the color of a label', ['label_id', 'name']]),
+    mcpTool('board', ['board_delete_label', 'Delete a label', ['label_id']]),
+    mcpTool('board', ['board_update_task', 'Update a task', ['task_id']]),
+    mcpTool('board', ['board_update_column', 'Update a column of the board', ['column_id']]),
   ];
   const idx = new SearchIndex([...fixtureEntries(), ...extra]);
 
@@ -62,6 +69,20 @@ describe('ranking among sibling tools', () => {
   it("treats the word most of a server's names share as their object", () => {
     expect(idx.rankIds('create a calendar event for tomorrow')[0]).toBe('mcp:calendar:create-event');
     expect(idx.rankIds('create several calendar events')[0]).toBe('mcp:calendar:create-events');
+  });
+
+  it('prefers the sibling whose name writes a word in the number the request writes it', () => {
+    // Both names say "tag" and "task"; the request wants the tags (plural) of one task.
+    expect(idx.rankIds('which tags are on this board task')[0]).toBe('mcp:board:board_get_tags_for_task');
+    expect(idx.rankIds('the board tasks that carry this tag')[0]).toBe('mcp:board:board_get_tasks_for_tag');
+  });
+
+  it('reads the operation of an everyday verb that is no operation word of the catalog', () => {
+    // "rename" and "withdraw" are no tool's operation: they ask for an update and a deletion.
+    expect(idx.rankIds('rename a board label')[0]).toBe('mcp:board:board_update_label');
+    expect(idx.rankIds('withdraw a board label')[0]).toBe('mcp:board:board_delete_label');
+    // "a new name" renames: "new" does not ask for a creation there.
+    expect(idx.rankIds('give a board label a new name')[0]).toBe('mcp:board:board_update_label');
   });
 
   it('joins two words only into a word a tool name writes', () => {
