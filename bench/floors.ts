@@ -780,10 +780,10 @@ async function clientToolRow(): Promise<void> {
 
 async function tracingRow(): Promise<void> {
   console.log('\nTracing: traced minus untraced turn CPU (log off), per span (the measure of bench/tracing.ts)');
-  // Many turns per round: the figure is a small difference of two turn CPUs (~19 spans of a ~1.5 ms turn), and a
-  // round of short blocks is mostly noise on a shared machine; the median of the rounds, with their IQR beside.
+  // The figure is a small difference of two turn CPUs (~19 spans of a ~0.7 ms turn): many ABBA rounds and the
+  // trimmed mean of them (the middle half), with its bootstrap interval and the rounds' IQR beside.
   const ps = await measurePerSpan(engineRunner('tools'), {
-    rounds: Math.max(ROUNDS, QUICK ? 11 : 21),
+    rounds: Math.max(ROUNDS, QUICK ? 21 : 41),
     turnsPerRound: QUICK ? 30 : 40,
     warmupTurns: QUICK ? 200 : 300,
   });
@@ -800,6 +800,8 @@ async function tracingRow(): Promise<void> {
     met: ps.perSpanUs <= 8,
     spansPerTurn: ps.spans,
     turnsPerRound: ps.turnsPerRound,
+    medianUs: round3(ps.medianUs),
+    ci95: [round3(ps.ci95[0]), round3(ps.ci95[1])],
     untracedTurnCpuMs: round3(ps.untracedTurnUs / 1000),
     tracedTurnCpuMs: round3(ps.tracedTurnUs / 1000),
     iqr: [round3(ps.iqr[0]), round3(ps.iqr[1])],

@@ -2,8 +2,9 @@
  * CPU per event on NATS, this checkout's NATS bus beside another checkout's, in one process: the same engine code
  * (this checkout's) on each bus, each bus on its own nats-server (temp store, free port), the floors' load (50
  * sessions x 4 turns of search + describe + call) in ABBA rounds, so a machine whose load drifts weighs on both
- * sides alike. Prints each side's median CPU per event with its range, and the per-round ratio (this / other) with
- * its median and range; the bare pipelined publish of the floors row beside, on this side's connection.
+ * sides alike. Prints each side's median CPU per event and events/s with their ranges, and the per-round ratios (this /
+ * other) with their medians and ranges; the bare pipelined publish of the floors row beside, on this side's
+ * connection.
  *
  *   node --expose-gc --import tsx bench/natsCompare.ts --other DIR [--rounds 24]
  *
@@ -51,6 +52,7 @@ interface Side {
   bus: NatsBus;
   engine: Engine;
   perEvent: number[];
+  rate: number[];
 }
 const servers = [await startNatsServer({ jetstream: true }), await startNatsServer({ jetstream: true })];
 const side = async (name: string, open: typeof openHere, url: string): Promise<Side> => {
@@ -62,20 +64,23 @@ const side = async (name: string, open: typeof openHere, url: string): Promise<S
     includeConfigMcp: false,
     decisionTimeoutMs: 30_000,
   });
-  return { name, bus, engine, perEvent: [] };
+  return { name, bus, engine, perEvent: [], rate: [] };
 };
 const here = await side('this checkout', openHere, servers[0]!.url);
 const there = await side(other, openThere, servers[1]!.url);
 let turn = 0;
-const load = async (s: Side): Promise<number> => {
+/** One load on `s`: CPU µs per event and events per second. */
+const load = async (s: Side): Promise<{ perEvent: number; rate: number }> => {
   const e0 = s.bus.stats().published;
   const c0 = cpuUs();
+  const t0 = performance.now();
   await Promise.all(
     Array.from({ length: SESSIONS }, async (_, k) => {
       for (let t = 0; t < TURNS; t++) await scriptedTurn(s.engine, `c${k}`, target, turn++);
     }),
   );
-  return (cpuUs() - c0) / (s.bus.stats().published - e0);
+  const events = s.bus.stats().published - e0;
+  return { perEvent: (cpuUs() - c0) / events, rate: events / ((performance.now() - t0) / 1000) };
 };
 const jsm = await jetstreamManager(here.bus.connection);
 await jsm.streams.add({ name: `CMP${process.pid}_FLOOR`, subjects: [`cmpfloor${process.pid}.>`] });
@@ -95,21 +100,29 @@ try {
   for (let i = 0; i < 2; i++) for (const s of [here, there]) await load(s); // warm-up
   await floor();
   const ratios: number[] = [];
+  const rateRatios: number[] = [];
   const floors: number[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     // ABBA: here first in rounds 0, 3, 4, 7, 8, ...
     const order = r % 4 === 0 || r % 4 === 3 ? [here, there] : [there, here];
     for (const s of order) {
       gc();
-      s.perEvent.push(await load(s));
+      const x = await load(s);
+      s.perEvent.push(x.perEvent);
+      s.rate.push(x.rate);
     }
     floors.push(await floor());
     ratios.push(here.perEvent.at(-1)! / there.perEvent.at(-1)!);
+    rateRatios.push(here.rate.at(-1)! / there.rate.at(-1)!);
   }
   for (const s of [here, there])
-    console.log(`${s.name}: ${median(s.perEvent).toFixed(1)} µs CPU/event (${range(s.perEvent)})`);
+    console.log(
+      `${s.name}: ${median(s.perEvent).toFixed(1)} µs CPU/event (${range(s.perEvent)}), ` +
+        `${median(s.rate).toFixed(0)} events/s (${range(s.rate, 0)})`,
+    );
   console.log(
-    `this / other, paired by round: median ${median(ratios).toFixed(3)} (${range(ratios, 2)}), ${ROUNDS} ABBA rounds; ` +
+    `this / other, paired by round: CPU/event median ${median(ratios).toFixed(3)} (${range(ratios, 2)}), ` +
+      `events/s median ${median(rateRatios).toFixed(3)} (${range(rateRatios, 2)}), ${ROUNDS} ABBA rounds; ` +
       `the bare pipelined publish ${median(floors).toFixed(1)} µs CPU/msg (${range(floors)})`,
   );
 } finally {

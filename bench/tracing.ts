@@ -2,7 +2,8 @@
  * Tracing cost bench: a scripted turn of the REAL turn engine, timed with tracing off and on, printed
  * side by side against the target of at most 10% overhead. Wall time and CPU time (process.cpuUsage, user +
  * system) per turn, because the machine may be shared: CPU time is the steadier figure there.
- * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N] [--no-code] [--only tools|log|code]
+ * Run: node --import tsx bench/tracing.ts [--rounds N] [--turns N] [--no-code] [--only tools|log|code] [--split]
+ * (`--split`: the per-span figure also with no exporter, to tell the spans' own cost from their export's)
  *
  * Method: every variant gets its own engine in this process and is warmed up first. Then, per round, each
  * variant runs one block of turns, in rotating order (A B C, B C A, ...), so drift and GC debt are spread over
@@ -203,8 +204,16 @@ export async function measureTracingOverhead(
 export const SPAN_TARGET_US = 8;
 
 export interface PerSpanResult {
-  /** Median over rounds of (traced block CPU - untraced block CPU) per turn / spans, µs. */
+  /**
+   * The figure: the trimmed mean of the per-round (traced block CPU - untraced block CPU) per turn / spans, µs: the
+   * mean of the middle half of the rounds (the lowest and highest quarter left out), steadier than their median and
+   * as blind to the rounds a major collection or a burst of load landed in.
+   */
   perSpanUs: number;
+  /** The plain median of the same rounds, µs. */
+  medianUs: number;
+  /** 95% interval of the figure (bootstrap over the rounds): how far another run of the same rounds may land. */
+  ci95: [number, number];
   /** Lowest and highest round. */
   range: [number, number];
   /** 25th and 75th percentile of the per-round figures. */
@@ -220,24 +229,55 @@ export interface PerSpanResult {
   /**
    * The SDK's own floor, measured in the same rounds: CPU per span of a bare `tracer.startSpan` + `end` on an SDK
    * 2.x BasicTracerProvider (default sampler, BatchSpanProcessor over the same reading exporter as the traced
-   * turns), with the names, parents and attributes of the spans of one traced turn. Median over rounds, µs.
+   * turns), with the names, parents and attributes of the spans of one traced turn. Trimmed mean of the rounds, µs.
    */
   sdkFloorUs: number;
   /** 25th and 75th percentile of the floor's rounds, µs. */
   sdkFloorIqr: [number, number];
   /**
-   * Median over rounds of the round's per-span cost / the round's SDK floor: both move with the machine's load (a
-   * busy shared machine stretches every CPU figure), their ratio much less.
+   * Trimmed mean over rounds of the round's per-span cost / the round's SDK floor: both move with the machine's load
+   * (a busy shared machine stretches every CPU figure), their ratio much less.
    */
   vsSdkFloor: number;
   /**
    * The span path alone, in the same rounds: CPU per span of the engine's TurnTrace given the calls one real traced
    * turn made on it (spans run, events observed, the turn ended), replayed without the engine, minus the same
-   * replay's async shape without a trace. Median over rounds, µs. What tracing costs beyond it is the rest of the
-   * turn's work with a trace (each event's `trace` headers published, copied and folded, and the caches the turn's
-   * own code loses to the span path's).
+   * replay's async shape without a trace. Trimmed mean of the rounds, µs. What tracing costs beyond it is the rest of
+   * the turn's work with a trace (each event's `trace` headers published, copied and folded, and the caches the
+   * turn's own code loses to the span path's).
    */
   spanPathUs: number;
+}
+
+/** Mean of the middle half of `xs` (the interquartile mean). Pure: no I/O. */
+export function trimmedMean(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const cut = Math.floor(s.length / 4);
+  const mid = s.length - 2 * cut > 0 ? s.slice(cut, s.length - cut) : s;
+  return mid.reduce((a, x) => a + x, 0) / mid.length;
+}
+
+/**
+ * 95% interval of `estimate(xs)` by resampling `xs` with replacement (a fixed-seed generator, so a run's interval is
+ * reproducible from its rounds). Pure: no I/O.
+ */
+export function bootstrap95(xs: readonly number[], estimate: (xs: number[]) => number, draws = 2000): [number, number] {
+  if (xs.length === 0) return [NaN, NaN];
+  let seed = 0x9e3779b9;
+  const rand = (): number => {
+    // xorshift32
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 0x100000000;
+  };
+  const out: number[] = [];
+  const sample = new Array<number>(xs.length);
+  for (let d = 0; d < draws; d++) {
+    for (let i = 0; i < xs.length; i++) sample[i] = xs[Math.floor(rand() * xs.length)]!;
+    out.push(estimate(sample));
+  }
+  return [quantile(out, 0.025), quantile(out, 0.975)];
 }
 
 type GcFn = (opts?: { type?: 'minor' | 'major'; execution?: 'sync' }) => void;
@@ -406,22 +446,32 @@ const sdkTracer = new BasicTracerProvider({
  * triggered by one variant's garbage must not land in the other's time. There is no full collection between
  * blocks: V8 shrinks the young generation after one, and the blocks after it run slower for a while (two to three
  * times here), with more scavenges of the traced turns' garbage, which would make the figure a measure of the
- * collector's state. Per round: (traced - untraced) CPU per turn / spans per turn; the figure is the median of the
- * rounds, printed with their IQR and range. Each round also times the SDK floor (`sdkFloorBlock`) and the span path
- * alone (`replayTraceOps`) the same way.
+ * collector's state. The blocks stay long enough (40 turns) to hold the scavenges the traced turns' extra garbage
+ * brings on: with blocks of 12 turns each block pays the one scavenge at its end whatever it allocated, and the figure
+ * came out 4-8 µs lower in paired runs, a measure of the block length rather than of tracing. Per round: (traced -
+ * untraced) CPU per turn / spans per turn. A major collection or a burst of another process's work spoils a round,
+ * which the trimmed mean (the middle half of the rounds) leaves out; the figure is printed with its bootstrap
+ * interval, its median and the rounds' IQR and range. Each round also times the SDK floor (`sdkFloorBlock`) and the
+ * span path alone (`replayTraceOps`) the same way.
  */
 export async function measurePerSpan(
   makeRunner: MakeRunner,
-  opts: { rounds?: number; turnsPerRound?: number; warmupTurns?: number } = {},
+  opts: {
+    rounds?: number;
+    turnsPerRound?: number;
+    warmupTurns?: number;
+    /** The traced engine's telemetry (default: a BatchSpanProcessor to a `ReadingExporter`, the figure of record). */
+    telemetry?: () => Telemetry;
+  } = {},
 ): Promise<PerSpanResult> {
-  const rounds = opts.rounds ?? 21;
+  const rounds = opts.rounds ?? 41;
   const perRound = opts.turnsPerRound ?? 40;
   const warmup = opts.warmupTurns ?? 300;
   const spans = await spansPerTurn(makeRunner, { otlp: false });
   const model = await spansOfOneTurn(makeRunner);
   const recorded = await recordTraceOps(makeRunner);
-  const tel = perSpanTelemetry();
-  const replayTel = perSpanTelemetry();
+  const tel = (opts.telemetry ?? perSpanTelemetry)();
+  const replayTel = (opts.telemetry ?? perSpanTelemetry)();
   const off = await makeRunner(undefined);
   const on = await makeRunner(tel);
   const gc = collector();
@@ -476,10 +526,10 @@ export async function measurePerSpan(
         else b += us / 2;
       }
       floors.push(floorBlock());
-      // Five replays per turn-block: the span path alone is cheap, and a longer block is steadier.
-      for (let k = 0; k < 5; k++) {
-        const traced = await replayBlock(replayTel);
-        paths.push(traced - (await replayBlock(undefined)));
+      // Three replay pairs (ABBA) per round: the span path alone is cheap, and more of it is steadier.
+      for (let k = 0; k < 3; k++) {
+        if (k % 2 === 0) paths.push((await replayBlock(replayTel)) - (await replayBlock(undefined)));
+        else paths.push(-(await replayBlock(undefined)) + (await replayBlock(replayTel)));
       }
       offs.push(a);
       ons.push(b);
@@ -487,7 +537,9 @@ export async function measurePerSpan(
     }
     const m = median(costs);
     return {
-      perSpanUs: m,
+      perSpanUs: trimmedMean(costs),
+      medianUs: m,
+      ci95: bootstrap95(costs, trimmedMean),
       range: [Math.min(...costs), Math.max(...costs)],
       iqr: [quantile(costs, 0.25), quantile(costs, 0.75)],
       spread: m === 0 ? 0 : (Math.max(...costs) - Math.min(...costs)) / Math.abs(m),
@@ -496,10 +548,10 @@ export async function measurePerSpan(
       spans,
       untracedTurnUs: median(offs),
       tracedTurnUs: median(ons),
-      sdkFloorUs: median(floors),
+      sdkFloorUs: trimmedMean(floors),
       sdkFloorIqr: [quantile(floors, 0.25), quantile(floors, 0.75)],
-      vsSdkFloor: median(costs.map((c, r) => c / floors[r]!)),
-      spanPathUs: median(paths),
+      vsSdkFloor: trimmedMean(costs.map((c, r) => c / floors[r]!)),
+      spanPathUs: trimmedMean(paths),
     };
   } finally {
     await off.close();
@@ -510,15 +562,17 @@ export async function measurePerSpan(
 }
 
 /** One line with the per-span figure, its rounds' spread and the floors measured beside it. */
-export function perSpanLine(ps: PerSpanResult): string {
+export function perSpanLine(ps: PerSpanResult, via = 'through a BatchSpanProcessor to a reading exporter'): string {
   return (
     `${ps.perSpanUs.toFixed(1)} µs ${ps.perSpanUs <= SPAN_TARGET_US ? 'ok' : 'MISS'} (target <= ${SPAN_TARGET_US} µs; ` +
-    `${ps.spans} spans a turn, through a BatchSpanProcessor to a reading exporter; median of ${ps.rounds} rounds of ABBA ` +
-    `blocks of ${ps.turnsPerRound} turns, collections included; rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}, ` +
+    `${ps.spans} spans a turn, ${via}; trimmed mean (middle half) of ` +
+    `${ps.rounds} rounds of ABBA blocks of ${ps.turnsPerRound} turns, collections included, 95% interval ` +
+    `${ps.ci95[0].toFixed(1)}..${ps.ci95[1].toFixed(1)}, median ${ps.medianUs.toFixed(1)}; ` +
+    `rounds IQR ${ps.iqr[0].toFixed(1)}..${ps.iqr[1].toFixed(1)}, ` +
     `range ${ps.range[0].toFixed(1)}..${ps.range[1].toFixed(1)}; turn ${ps.untracedTurnUs.toFixed(0)} µs untraced, ` +
     `${ps.tracedTurnUs.toFixed(0)} µs traced. In the same rounds: the SDK floor, a bare SDK 2.x span with the same name, ` +
     `parent and attributes, ${ps.sdkFloorUs.toFixed(1)} µs (IQR ${ps.sdkFloorIqr[0].toFixed(1)}..${ps.sdkFloorIqr[1].toFixed(1)}; ` +
-    `per round, the traced turn's cost per span is ${ps.vsSdkFloor.toFixed(2)}x it, median); ` +
+    `per round, the traced turn's cost per span is ${ps.vsSdkFloor.toFixed(2)}x it); ` +
     `the span path alone, the turn's TurnTrace calls replayed, ${ps.spanPathUs.toFixed(1)} µs)`
   );
 }
@@ -625,6 +679,14 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     );
     const ps = await measurePerSpan(engineRunner('tools'));
     console.log(`\nTracing CPU per span, event log off (figure of record): ${perSpanLine(ps)}`);
+    if (process.argv.includes('--split')) {
+      // Where it goes: the same measure with no processor at all, so spans end unread (no batch, no export, their
+      // facts never computed). The figure of record minus this is what exporting costs.
+      const bare = await measurePerSpan(engineRunner('tools'), { telemetry: () => createTelemetry({ otlp: false }) });
+      console.log(
+        `  the same with no exporter: ${perSpanLine(bare, 'no exporter (spans end unread, facts never computed)')}`,
+      );
+    }
     if (collector() === undefined) console.log('  (run with --expose-gc, as npm run bench does, for the collections)');
   }
   if (want('log')) {

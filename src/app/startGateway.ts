@@ -582,6 +582,9 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       );
     }
     parts.front = { name: 'front', close: () => server.close() };
+    // The start-up's own synchronous work (catalogs, indexes, plugins) is not load: the first requests are not
+    // refused for the lag it left in the window.
+    lag.restart();
     say(
       `gateway listening on ${server.url} (mode ${mode}; ${auth.required ? `API keys required, ${keyPrincipals(config.principals).length} configured` : 'no API keys: loopback only'})`,
     );

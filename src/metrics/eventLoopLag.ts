@@ -4,6 +4,8 @@ export interface LagMonitor {
   lagMs(): number;
   /** The largest lag (ms) since the monitor started. */
   maxLagMs(): number;
+  /** Forgets the samples so far (not the maximum): the lag of work done before this point no longer counts. */
+  restart(): void;
   stop(): void;
 }
 
@@ -31,6 +33,12 @@ export function startLagMonitor(opts: { intervalMs?: number; windowSamples?: num
   return {
     lagMs: () => Math.max(Math.max(...window), performance.now() - expected),
     maxLagMs: () => max,
+    restart: () => {
+      const now = performance.now();
+      max = Math.max(max, now - expected);
+      window.fill(0);
+      expected = now + interval;
+    },
     stop: () => clearInterval(timer),
   };
 }

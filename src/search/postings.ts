@@ -56,6 +56,12 @@ export class Postings {
   private readonly lists = new Map<string, PostingList>();
   private readonly tree = new SearchableMap<PostingList>();
   /**
+   * An overlay's new terms (see `add`) not yet in the tree, in the order they came: put in only when a prefix or typo
+   * lookup could find one of them (see `settle`), so an overlay whose queries reach none of its new terms that way
+   * never changes the tree (a radix tree insertion and removal per term and query). Lookups find the same terms.
+   */
+  private readonly pending = new Set<string>();
+  /**
    * Emptied lists of removed terms, taken by the next new terms: an overlay adds and removes the same few terms for
    * each query, and would otherwise make two typed arrays per term each time. A removed term's list is no longer
    * referenced (the index drops its plans and expansions whenever it removes a tool), so it can be reused.
@@ -85,7 +91,8 @@ export class Postings {
         }
       }
       this.lists.set(term, list);
-      this.tree.set(term, list);
+      if (own === undefined) this.tree.set(term, list);
+      else this.pending.add(term);
     }
     list.push(slot, weight);
   }
@@ -96,13 +103,14 @@ export class Postings {
     list.remove(slot);
     if (list.length === 0) {
       this.lists.delete(term);
-      this.tree.delete(term);
+      if (!this.pending.delete(term)) this.tree.delete(term);
       if (!list.held && this.spare.length < MAX_SPARE && list.slots.length <= MAX_SPARE_CAPACITY) this.spare.push(list);
     }
   }
 
   /** Known terms longer than `prefix` that start with it, at most `max`. */
   withPrefix(prefix: string, max: number): [string, PostingList][] {
+    if (this.pending.size > 0) this.settle((t) => t.length > prefix.length && t.startsWith(prefix));
     const out: [string, PostingList][] = [];
     for (const [term, list] of this.tree.atPrefix(prefix)) {
       if (term !== prefix) out.push([term, list]);
@@ -113,8 +121,43 @@ export class Postings {
 
   /** Known terms within edit distance `distance` of `term` (the term itself excluded). */
   near(term: string, distance: number): [string, PostingList][] {
+    if (this.pending.size > 0)
+      this.settle(
+        (t) => t !== term && (distance !== 1 || withinOneEdit(term, t)) && Math.abs(t.length - term.length) <= distance,
+      );
     const out: [string, PostingList][] = [];
     for (const [t, [list]] of this.tree.fuzzyGet(term, distance)) if (t !== term) out.push([t, list]);
     return out;
   }
+
+  /**
+   * Puts the pending terms in the tree, in the order they came, up to the last one a lookup could find: the terms a
+   * prefix lookup finds, and their order, are then the ones it would find had every pending term been put in (the
+   * others do not start with the prefix, so they change nothing below it), and later ones keep their order.
+   */
+  private settle(found: (term: string) => boolean): void {
+    let upTo = -1;
+    let k = 0;
+    for (const t of this.pending) {
+      if (found(t)) upTo = k;
+      k++;
+    }
+    if (upTo < 0) return;
+    k = 0;
+    for (const t of this.pending) {
+      if (k++ > upTo) break;
+      this.tree.set(t, this.lists.get(t) as PostingList);
+      this.pending.delete(t);
+    }
+  }
+}
+
+/** Whether two strings are at most one insertion, deletion or substitution apart. Pure: no I/O. */
+function withinOneEdit(a: string, b: string): boolean {
+  if (Math.abs(a.length - b.length) > 1) return false;
+  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
+  let i = 0;
+  while (i < s.length && s[i] === l[i]) i++;
+  if (s.length === l.length) return s.slice(i + 1) === l.slice(i + 1);
+  return s.slice(i) === l.slice(i + 1);
 }

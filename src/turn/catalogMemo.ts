@@ -106,31 +106,47 @@ export function overlayFingerprint(baseFingerprint: string, extra: readonly Tool
  * base + a catalog of sources the base does not have, as one build over all their parts would be (the same
  * entries in the same order, statuses, per-source fingerprints and duplicates), with the overlay fingerprint. Made
  * every turn that brings client tools, so nothing the size of the base is copied or hashed: the entries array, the
- * fingerprint and the per-source fingerprints are made when first read (a turn reads only the fingerprint).
+ * fingerprint and the per-source fingerprints are made when first read (a turn reads only the fingerprint). A class
+ * rather than an object literal with getters, which costs about ten times as much to make.
  */
+class ComposedCatalog implements Catalog {
+  readonly sources: Catalog['sources'];
+  duplicates?: NonNullable<Catalog['duplicates']>;
+  private madeEntries: ToolEntry[] | undefined;
+  private madeFingerprint: string | undefined;
+  private madeSourceFingerprints: Record<string, string> | undefined;
+
+  constructor(
+    private readonly base: Catalog,
+    private readonly over: Catalog,
+  ) {
+    this.sources = base.sources.concat(over.sources);
+    if (base.duplicates !== undefined || over.duplicates !== undefined)
+      this.duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
+  }
+
+  get entries(): ToolEntry[] {
+    return (this.madeEntries ??=
+      this.over.entries.length === 0 ? this.base.entries : this.base.entries.concat(this.over.entries));
+  }
+
+  get fingerprint(): string {
+    return (this.madeFingerprint ??= overlayFingerprint(this.base.fingerprint, this.over.entries));
+  }
+
+  get sourceFingerprints(): Record<string, string> {
+    if (this.madeSourceFingerprints === undefined) {
+      const made: Record<string, string> = {};
+      const fps = { ...this.base.sourceFingerprints, ...this.over.sourceFingerprints };
+      for (const k of Object.keys(fps).sort()) made[k] = fps[k]!;
+      this.madeSourceFingerprints = made;
+    }
+    return this.madeSourceFingerprints;
+  }
+}
+
 function combine(base: Catalog, over: Catalog): Catalog {
-  let fingerprint: string | undefined;
-  let entries: ToolEntry[] | undefined;
-  let sourceFingerprints: Record<string, string> | undefined;
-  const catalog: Catalog = {
-    get entries(): ToolEntry[] {
-      return (entries ??= over.entries.length === 0 ? base.entries : base.entries.concat(over.entries));
-    },
-    get fingerprint(): string {
-      return (fingerprint ??= overlayFingerprint(base.fingerprint, over.entries));
-    },
-    get sourceFingerprints(): Record<string, string> {
-      if (sourceFingerprints === undefined) {
-        sourceFingerprints = {};
-        const fps = { ...base.sourceFingerprints, ...over.sourceFingerprints };
-        for (const k of Object.keys(fps).sort()) sourceFingerprints[k] = fps[k]!;
-      }
-      return sourceFingerprints;
-    },
-    sources: base.sources.concat(over.sources),
-  };
-  if (base.duplicates !== undefined || over.duplicates !== undefined)
-    catalog.duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
+  const catalog = new ComposedCatalog(base, over);
   overlays.set(catalog, { base, extra: over.entries });
   return catalog;
 }
@@ -140,32 +156,43 @@ function combine(base: Catalog, over: Catalog): Catalog {
  * turn's client tools are laid over a memoized catalog, whose fingerprint is made from their entry digests
  * (`overlayFingerprint`), so a turn reads neither of their own.
  */
-function partCatalog(part: CatalogPart): Catalog {
-  const seen = new Set<string>();
-  const entries: ToolEntry[] = [];
-  const duplicates: NonNullable<Catalog['duplicates']> = [];
-  for (const e of part.entries) {
-    if (seen.has(e.id)) duplicates.push({ id: e.id, keptFrom: part.key, droppedFrom: part.key });
-    else {
-      seen.add(e.id);
-      entries.push(e);
-    }
+class PartCatalog implements Catalog {
+  readonly entries: ToolEntry[];
+  readonly sources: Catalog['sources'];
+  duplicates?: NonNullable<Catalog['duplicates']>;
+  private made: Catalog | undefined;
+
+  constructor(part: CatalogPart) {
+    const duplicates: NonNullable<Catalog['duplicates']> = [];
+    let entries = part.entries;
+    if (entries.length > 1) {
+      const seen = new Set<string>();
+      const kept: ToolEntry[] = [];
+      for (const e of entries) {
+        if (seen.has(e.id)) duplicates.push({ id: e.id, keptFrom: part.key, droppedFrom: part.key });
+        else {
+          seen.add(e.id);
+          kept.push(e);
+        }
+      }
+      entries = kept;
+    } else entries = [...entries];
+    this.entries = entries;
+    this.sources = [{ ...part.status, toolCount: part.status.ok ? entries.length : part.status.toolCount }];
+    if (duplicates.length > 0) this.duplicates = duplicates;
   }
-  const sources = [{ ...part.status, toolCount: part.status.ok ? entries.length : part.status.toolCount }];
-  let made: Catalog | undefined;
-  const built = (): Catalog => (made ??= catalogFromEntries(entries, sources, duplicates));
-  const catalog: Catalog = {
-    entries,
-    sources,
-    get fingerprint(): string {
-      return built().fingerprint;
-    },
-    get sourceFingerprints(): Record<string, string> {
-      return built().sourceFingerprints;
-    },
-  };
-  if (duplicates.length > 0) catalog.duplicates = duplicates;
-  return catalog;
+
+  private built(): Catalog {
+    return (this.made ??= catalogFromEntries(this.entries, this.sources, this.duplicates ?? []));
+  }
+
+  get fingerprint(): string {
+    return this.built().fingerprint;
+  }
+
+  get sourceFingerprints(): Record<string, string> {
+    return this.built().sourceFingerprints;
+  }
 }
 
 /** `filterCatalog(catalog, policy)`, or the catalog itself when the policy keeps every tool (the same content). */
@@ -255,7 +282,7 @@ export class CatalogMemo {
           this.composedReuses++;
           return known;
         }
-        const own = partCatalog(last);
+        const own = new PartCatalog(last);
         const baseIds = entriesById(base.full);
         if (!own.entries.some((e) => baseIds.has(e.id))) {
           const full = combine(base.full, own);

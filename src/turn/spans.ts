@@ -169,7 +169,9 @@ export class TurnTrace {
     const rec: Rec = { name, span, parent: p, startedAt: t, ended: false, lastAt: t };
     if (isPhase(name)) this.phases.push(rec);
     this.waiting.push(rec);
-    // No async wrapper: `fn` runs now, and the span ends in the microtask that sees its promise settle.
+    // No async wrapper and no promise in between: `fn` runs now and its own promise goes back to the caller, so a
+    // traced turn takes the same microtask steps as an untraced one. The span ends in a reaction registered on that
+    // promise before the caller's, so it has ended when the caller goes on.
     let result: Promise<T>;
     try {
       result = fn(span);
@@ -177,16 +179,12 @@ export class TurnTrace {
       this.fail(rec, err);
       return Promise.reject(err);
     }
-    return (result instanceof Promise ? result : Promise.resolve(result)).then(
-      (v) => {
-        this.finish(rec);
-        return v;
-      },
-      (err: unknown) => {
-        this.fail(rec, err);
-        throw err;
-      },
+    if (!(result instanceof Promise)) result = Promise.resolve(result);
+    result.then(
+      () => this.finish(rec),
+      (err: unknown) => this.fail(rec, err),
     );
+    return result;
   }
 
   /** Ends a span whose work threw: work spans carry the error code; a phase gets its failure from the turn's end. */

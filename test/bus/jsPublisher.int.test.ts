@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, headers, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { JsPublisher, readAck, type AckStreamName, type PubAck } from '../../src/bus/nats/jsPublisher.js';
+import { FLUSH_AT, JsPublisher, readAck, type AckStreamName, type PubAck } from '../../src/bus/nats/jsPublisher.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 
 const bytes = (s: string): Uint8Array => Buffer.from(s);
@@ -137,6 +137,65 @@ describe('JsPublisher against a real server', () => {
         duplicate: false,
       });
       await expect(pub.publish('acks.c', bytes('{}'), { msgID: 'x\ny' }, 10_000)).rejects.toThrow(/cannot contain/);
+    } finally {
+      pub.close();
+    }
+  });
+  it('writes each publish of one write as the client would: text and byte bodies stored as given, in order', async () => {
+    const pub = new JsPublisher(nc);
+    const jsm = await jetstreamManager(nc);
+    try {
+      const before = nc.stats().outMsgs;
+      const bodies: (string | Uint8Array)[] = [
+        '{"plain":"ascii"}',
+        '{"text":"Ünïcödé ✓ 🚀"}',
+        bytes('{"bytes":true}'),
+        '{"after":"bytes"}',
+        new Uint8Array([0x7b, 0x7d]),
+      ];
+      // One turn of the event loop: a single write, the trace header lines given as the bus gives them.
+      const acks = bodies.map((b, i) =>
+        pub.publish(
+          'acks.w',
+          b,
+          { msgID: `w${i}`, headers: `\r\ntraceparent: 00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+          10_000,
+        ),
+      );
+      // Over the server's payload limit: refused by the client's own check, the others of the write still stored.
+      const big = expect(
+        pub.publish('acks.w', 'x'.repeat((nc.info?.max_payload ?? 1 << 20) + 1), { msgID: 'big' }, 10_000),
+      ).rejects.toThrow(/max_payload/);
+      const stored = await Promise.all(acks);
+      await big;
+      expect(stored.map((a) => a.seq)).toEqual(stored.map((_, i) => stored[0]!.seq + i));
+      for (const [i, b] of bodies.entries()) {
+        const m = await jsm.streams.getMessage('ACKS', { seq: stored[i]!.seq });
+        expect(m!.subject).toBe('acks.w');
+        expect(Buffer.from(m!.data)).toEqual(Buffer.from(typeof b === 'string' ? Buffer.from(b) : b));
+        expect(m!.header.get('Nats-Msg-Id')).toBe(`w${i}`);
+        expect(m!.header.get('traceparent')).toBe(`00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`);
+      }
+      // Counted as the client counts its own publishes.
+      expect(nc.stats().outMsgs - before).toBeGreaterThanOrEqual(bodies.length);
+    } finally {
+      pub.close();
+    }
+  });
+  it('hands a long turn of the event loop its publishes to the connection as they come, FLUSH_AT at a time', async () => {
+    const pub = new JsPublisher(nc);
+    try {
+      const out = () => nc.stats().outMsgs;
+      const before = out();
+      const acks: Promise<PubAck>[] = [];
+      for (let i = 0; i < FLUSH_AT - 1; i++) acks.push(pub.publish('acks.f', `{"n":${i}}`, { msgID: `f${i}` }, 10_000));
+      expect(out() - before).toBe(0); // held for the end of this turn of the loop
+      acks.push(pub.publish('acks.f', '{"n":"last"}', { msgID: `f${FLUSH_AT - 1}` }, 10_000));
+      expect(out() - before).toBe(FLUSH_AT); // handed over without waiting for it
+      acks.push(pub.publish('acks.f', '{"n":"after"}', { msgID: 'f-after' }, 10_000));
+      expect(out() - before).toBe(FLUSH_AT);
+      const stored = await Promise.all(acks);
+      expect(stored.map((a) => a.seq)).toEqual(stored.map((_, i) => stored[0]!.seq + i)); // in call order
     } finally {
       pub.close();
     }

@@ -140,4 +140,21 @@ describe('startLagMonitor', () => {
       lag.stop();
     }
   });
+
+  it('forgets the lag before a restart, keeping the maximum', async () => {
+    const lag = startLagMonitor({ intervalMs: 20, windowSamples: 50 });
+    try {
+      const until = performance.now() + 150;
+      while (performance.now() < until) {
+        /* block the loop */
+      }
+      lag.restart();
+      expect(lag.lagMs()).toBeLessThan(80);
+      await new Promise((r) => setTimeout(r, 30));
+      expect(lag.lagMs()).toBeLessThan(80);
+      expect(lag.maxLagMs()).toBeGreaterThan(80);
+    } finally {
+      lag.stop();
+    }
+  });
 });

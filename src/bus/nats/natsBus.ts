@@ -51,7 +51,7 @@ import {
 } from './subjects.js';
 import { TurnLease, type LeaseHolder } from './turnLease.js';
 import { sharedTurnSubject, TurnSubscriptions, type TurnListener } from './turnSubscriptions.js';
-import { JsPublisher, type AckHandler, type JsPublishOptions, type PubAck } from './jsPublisher.js';
+import { JsPublisher, type AckHandler, type JsPublishOptions, type PubAck, type PublishData } from './jsPublisher.js';
 import { withPinnedAnswerer } from './answerer.js';
 import { isSyncPoint } from '../syncPoints.js';
 import { subjectOf } from '../subjectTokens.js';
@@ -803,7 +803,7 @@ class NatsBusImpl implements NatsBus {
     l: TurnLease | undefined,
     event: Envelope,
     subject: string,
-    data: Uint8Array,
+    data: PublishData,
     opts: JsPublishOptions,
     deadline: number,
   ): Promise<PubAck> {
@@ -1681,7 +1681,7 @@ class HeldSend {
     readonly l: TurnLease,
     readonly event: Envelope,
     readonly subject: string,
-    readonly data: Uint8Array,
+    readonly data: PublishData,
     readonly opts: JsPublishOptions,
     readonly deadline: number,
     readonly poison: boolean,
