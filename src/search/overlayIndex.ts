@@ -2,7 +2,7 @@ import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
 import { buildMeta, type ToolMeta } from './descriptor.js';
 import { broaderRelatives, lexicalRelatives } from './lexicon.js';
-import type { PostingList } from './postings.js';
+import { withinOneEdit, type PostingList } from './postings.js';
 import { synonymsOf } from './synonyms.js';
 import { sourceKeyOf, type DerivedCaches, type RankTrace, type SearchIndex } from './searchIndex.js';
 import type { SearchAnswer, SearchOptions } from './types.js';
@@ -156,14 +156,4 @@ function expansionReaches(word: string, term: string, index: SearchIndex): boole
   return (
     synonymsOf(word).includes(term) || lexicalRelatives(word).includes(term) || broaderRelatives(word).includes(term)
   );
-}
-
-/** Whether two strings are at most one insertion, deletion or substitution apart. Pure: no I/O. */
-function withinOneEdit(a: string, b: string): boolean {
-  if (Math.abs(a.length - b.length) > 1) return false;
-  const [s, l] = a.length <= b.length ? [a, b] : [b, a];
-  let i = 0;
-  while (i < s.length && s[i] === l[i]) i++;
-  if (s.length === l.length) return s.slice(i + 1) === l.slice(i + 1);
-  return s.slice(i) === l.slice(i + 1);
 }

@@ -153,7 +153,7 @@ export class Postings {
 }
 
 /** Whether two strings are at most one insertion, deletion or substitution apart. Pure: no I/O. */
-function withinOneEdit(a: string, b: string): boolean {
+export function withinOneEdit(a: string, b: string): boolean {
   if (Math.abs(a.length - b.length) > 1) return false;
   const [s, l] = a.length <= b.length ? [a, b] : [b, a];
   let i = 0;
