@@ -40,6 +40,7 @@ import { startNatsServer, type NatsServer } from '../test/support/natsServer.js'
 import { syntheticSources } from './lib/syntheticSources.js';
 import { engineRunner, measurePerSpan, perSpanLine } from './tracing.js';
 import { cpuUs, scriptedTurn } from './lib/load.js';
+import { withPublish } from './lib/withPublish.js';
 
 const args = process.argv.slice(2);
 const numArg = (name: string, dflt: number): number => {
@@ -128,18 +129,11 @@ function counting(bus: EventBus): { bus: EventBus; count: () => number; payloads
   return {
     count: () => n,
     payloads,
-    bus: {
-      publish: (e) => {
-        n++;
-        if (payloads.length < 20_000) payloads.push(e);
-        return bus.publish(e);
-      },
-      subscribe: (p, cb, o) => bus.subscribe(p, cb, o),
-      serve: (s, h, o) => bus.serve(s, h, o),
-      request: (s, p, o) => bus.request(s, p, o),
-      replay: (f) => bus.replay(f),
-      close: () => bus.close(),
-    },
+    bus: withPublish(bus, (e) => {
+      n++;
+      if (payloads.length < 20_000) payloads.push(e);
+      return bus.publish(e);
+    }),
   };
 }
 
@@ -434,18 +428,11 @@ async function logRow(): Promise<void> {
     // The control: no log, but every sync point waits as long as an fsync does (a timer: no I/O, no log work). On a
     // shared machine the wait itself costs CPU afterwards (the process wakes up on cold caches); this shows how much.
     const bus: EventBus = waitAtSync
-      ? {
-          publish: async (e) => {
-            // Where the log fsyncs: sync points, except answers made durable with their turn's reaction.
-            if (isSyncPoint(e.type) && !deliveredBeforeDurable(e.type)) await new Promise((r) => setTimeout(r, waitMs));
-            return memory.publish(e);
-          },
-          subscribe: (p, cb, o) => memory.subscribe(p, cb, o),
-          serve: (sub, h, o) => memory.serve(sub, h, o),
-          request: (sub, p, o) => memory.request(sub, p, o),
-          replay: (f) => memory.replay(f),
-          close: () => memory.close(),
-        }
+      ? withPublish(memory, async (e) => {
+          // Where the log fsyncs: sync points, except answers made durable with their turn's reaction.
+          if (isSyncPoint(e.type) && !deliveredBeforeDurable(e.type)) await new Promise((r) => setTimeout(r, waitMs));
+          return memory.publish(e);
+        })
       : memory;
     const engine = createEngine({ config: engineConfig, bus, staticSources: sources, includeConfigMcp: false });
     return { name, bus: memory, engine, cpu: [] as number[], wall: [] as number[], calls: 0 };

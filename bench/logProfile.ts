@@ -31,6 +31,7 @@ import { parseConfig } from '../src/config/index.js';
 import { createEngine, type Engine, type Turn } from '../src/turn/index.js';
 import { syntheticSources } from './lib/syntheticSources.js';
 import { optionReader } from './lib/args.js';
+import { withPublish } from './lib/withPublish.js';
 
 const args = process.argv.slice(2);
 const opt = optionReader(args);
@@ -72,17 +73,11 @@ const waits: Record<Wait, () => Promise<void> | void> = {
   },
 };
 /** The log off, waiting at each point where the log would fdatasync (sync points, except answers). */
-const waiting = (memory: MemoryBus, wait: () => Promise<void> | void): EventBus => ({
-  publish: async (e) => {
+const waiting = (memory: MemoryBus, wait: () => Promise<void> | void): EventBus =>
+  withPublish(memory, async (e) => {
     if (isSyncPoint(e.type) && !deliveredBeforeDurable(e.type)) await wait();
     return memory.publish(e);
-  },
-  subscribe: (p, cb, o) => memory.subscribe(p, cb, o),
-  serve: (sub, h, o) => memory.serve(sub, h, o),
-  request: (sub, p, o) => memory.request(sub, p, o),
-  replay: (f) => memory.replay(f),
-  close: () => memory.close(),
-});
+  });
 
 interface Variant {
   name: string;
