@@ -26,7 +26,7 @@ export interface QueryPlan {
   implicitFrom: number;
   /** The number the request asks for: 1 many things (a plural, "all"), -1 one thing ("a", "one", "this"), 0 unsaid. */
   number: number;
-  /** Terms the request writes as plurals only ("tags" of "the tags of this task"; not "issue" of "issues of issue 12"). */
+  /** Terms the request writes as plurals only ("tags" of "the tags of this task"; not "issue" of "the issues of this issue"). */
   pluralTerms: ReadonlySet<string>;
   /** Operation words (the catalog's) the request asks for, with their credit; empty when it names none. */
   requested: ReadonlyMap<string, number>;

@@ -921,7 +921,7 @@ function numberAsked(words: readonly string[], owners: ReadonlySet<string>): num
 }
 
 /**
- * The terms a request writes as plurals only ("the tags of this task": tag, not task; "issues linked to issue 12":
+ * The terms a request writes as plurals only ("the tags of this task": tag, not task; "issues linked to this issue":
  * none): see QueryPlan.pluralTerms. Pure: no I/O.
  */
 function pluralTermsOf(words: readonly string[]): Set<string> {
