@@ -539,6 +539,10 @@ export async function startGateway(opts: StartGatewayOptions): Promise<Result<Ru
       parts.watch = { name: 'config watch', close: async () => watch.close() };
     }
 
+    // Every subscription this gateway made (approval listing and forwarding, session commands) is at the server
+    // before it says it is listening: a listing sent by another member right after this start hears this one too.
+    await opened.value.ready().catch(() => undefined); // a closed connection shows on the first use, as before
+
     let server: GatewayServer;
     const port = opts.port ?? config.gateway.port ?? DEFAULT_GATEWAY_PORT;
     try {
