@@ -66,7 +66,18 @@ interface ProcessSpec {
   /** Readiness: `/healthz` answers 200. With `jsReady`, JetStream must be ready too. */
 }
 
+/** The client port of the server answering on `monitorPort` (from `/varz`). */
+async function serverPort(monitorPort: number): Promise<number | undefined> {
+  const res = await fetch(`http://127.0.0.1:${monitorPort}/varz`, { signal: AbortSignal.timeout(1000) });
+  if (!res.ok) {
+    await res.body?.cancel();
+    return undefined;
+  }
+  return ((await res.json()) as { port?: number }).port;
+}
+
 async function waitHealthy(
+  port: number,
   monitorPort: number,
   child: ChildProcess,
   timeoutMs: number,
@@ -79,8 +90,10 @@ async function waitHealthy(
     }
     try {
       const res = await fetch(`http://127.0.0.1:${monitorPort}/healthz`, { signal: AbortSignal.timeout(1000) });
-      if (res.ok) return;
       await res.body?.cancel();
+      // Another server that took the monitor port first answers too: healthy is this one, on its client port (this
+      // one then exits, as its monitor port is taken, and the loop above says so).
+      if (res.ok && (await serverPort(monitorPort)) === port) return;
     } catch {
       /* not up yet */
     }
@@ -120,7 +133,7 @@ function makeHandle(
         c.once('spawn', () => resolve());
         c.once('error', (e) => reject(new Error(`cannot start ${NATS_SERVER_BIN}: ${e.message}`)));
       });
-      if (waitHealth) await waitHealthy(spec.monitorPort, c, 15_000, out);
+      if (waitHealth) await waitHealthy(spec.port, spec.monitorPort, c, 15_000, out);
     },
     async stop(opts?: { kill?: boolean }) {
       const c = child;
@@ -151,16 +164,44 @@ export interface NatsServer extends NatsServerHandle {
   close(): Promise<void>;
 }
 
+const portTaken = (e: unknown): boolean => e instanceof Error && /address already in use/i.test(e.message);
+
+/**
+ * Starts what `make` builds from fresh free ports, again with new ports when one was taken meanwhile: a port asked
+ * from the OS is free only until it is released, and on a machine running many suites another server or an
+ * outgoing connection may take it before nats-server binds it.
+ */
+async function startOnFreePorts<H extends { start(): Promise<void>; stop(opts?: { kill?: boolean }): Promise<void> }>(
+  make: () => Promise<H>,
+  attempts = 4,
+): Promise<H> {
+  for (let i = 1; ; i++) {
+    const h = await make();
+    try {
+      await h.start();
+      return h;
+    } catch (e) {
+      await h.stop({ kill: true });
+      if (i >= attempts || !portTaken(e)) throw e;
+    }
+  }
+}
+
 /** Starts one nats-server (`-js -p PORT -sd DIR -a 127.0.0.1 -m MONITOR`) and waits for `/healthz`. */
 export async function startNatsServer(opts: StartNatsOptions = {}): Promise<NatsServer> {
-  const port = opts.port ?? (await freePort());
-  const monitorPort = await freePort();
   const ownDir = opts.storeDir === undefined;
   const storeDir = opts.storeDir ?? mkdtempSync(join(tmpdir(), 'toolsearch-nats-'));
-  const args = ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-n', `ts-${port}`];
-  if (opts.jetstream !== false) args.push('-js', '-sd', storeDir);
-  const h = makeHandle({ args, port, monitorPort, storeDir, name: `ts-${port}` }, ownDir ? [storeDir] : []);
-  await h.start();
+  const h = await startOnFreePorts(
+    async () => {
+      const port = opts.port ?? (await freePort());
+      const monitorPort = await freePort();
+      const args = ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-n', `ts-${port}`];
+      if (opts.jetstream !== false) args.push('-js', '-sd', storeDir);
+      return makeHandle({ args, port, monitorPort, storeDir, name: `ts-${port}` }, ownDir ? [storeDir] : []);
+    },
+    // A port the caller chose is not changed.
+    opts.port === undefined ? 4 : 1,
+  );
   return {
     ...h,
     running: h.running,
@@ -202,8 +243,21 @@ export function clusterNodeConfig(n: {
   ].join('\n');
 }
 
-/** Starts `size` nats-servers forming one JetStream cluster on loopback ports (generated config files). */
+/**
+ * Starts `size` nats-servers forming one JetStream cluster on loopback ports (generated config files); again on new
+ * ports when one was taken before a node bound it.
+ */
 export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+  for (let i = 1; ; i++) {
+    try {
+      return await startClusterOnce(size);
+    } catch (e) {
+      if (i >= 4 || !portTaken(e)) throw e;
+    }
+  }
+}
+
+async function startClusterOnce(size: number): Promise<NatsCluster> {
   const root = mkdtempSync(join(tmpdir(), 'toolsearch-nats-cluster-'));
   const specs: { name: string; port: number; monitorPort: number; clusterPort: number; storeDir: string }[] = [];
   for (let i = 1; i <= size; i++) {
@@ -253,25 +307,26 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
  * and `-a` on the command line win over the file, as for an operator), and waits for `/healthz`.
  */
 export async function startNatsServerWithConfig(configFile: string): Promise<NatsServer> {
-  const port = await freePort();
-  const monitorPort = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'toolsearch-nats-secured-'));
-  const args = [
-    '-c',
-    configFile,
-    '-a',
-    '127.0.0.1',
-    '-p',
-    String(port),
-    '-m',
-    String(monitorPort),
-    '-sd',
-    storeDir,
-    '-n',
-    `ts-${port}`,
-  ];
-  const h = makeHandle({ args, port, monitorPort, storeDir, name: `ts-${port}` }, [storeDir]);
-  await h.start();
+  const h = await startOnFreePorts(async () => {
+    const port = await freePort();
+    const monitorPort = await freePort();
+    const args = [
+      '-c',
+      configFile,
+      '-a',
+      '127.0.0.1',
+      '-p',
+      String(port),
+      '-m',
+      String(monitorPort),
+      '-sd',
+      storeDir,
+      '-n',
+      `ts-${port}`,
+    ];
+    return makeHandle({ args, port, monitorPort, storeDir, name: `ts-${port}` }, [storeDir]);
+  });
   return {
     ...h,
     running: h.running,
