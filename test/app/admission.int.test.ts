@@ -8,6 +8,7 @@ import type { Envelope } from '../../src/bus/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { publishSessionEvent } from '../../src/gateway/index.js';
 import { startGateway, type RunningGateway } from '../../src/app/index.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 /** An OpenAI-compatible provider that holds every request until released (a slow upstream). */
 async function stallingProvider() {
@@ -66,7 +67,12 @@ describe('admission control and bounded sessions', () => {
     dir = await mkdtemp(join(tmpdir(), 'toolsearch-admission-'));
     provider = await stallingProvider();
     const loaded = parseConfig(
-      { tools: { toolSearch: { mode: 'tools' } }, session: { maxLive: 1 }, provider: { baseUrl: provider.url } },
+      {
+        tools: { toolSearch: { mode: 'tools' } },
+        gateway: noLagAdmission,
+        session: { maxLive: 1 },
+        provider: { baseUrl: provider.url },
+      },
       undefined,
       { cwd: dir },
     );
@@ -158,7 +164,11 @@ describe('provider.timeoutMs', () => {
   it('bounds every provider request and names the config key and flag in the error', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'toolsearch-ptimeout-'));
     const provider = await stallingProvider();
-    const loaded = parseConfig({ provider: { baseUrl: provider.url, timeoutMs: 300 } }, undefined, { cwd: dir });
+    const loaded = parseConfig(
+      { gateway: noLagAdmission, provider: { baseUrl: provider.url, timeoutMs: 300 } },
+      undefined,
+      { cwd: dir },
+    );
     if (!loaded.ok) throw new Error(loaded.error.message);
     const started = await startGateway({ config: loaded.value.config, cwd: dir, port: 0, logPath: false });
     if (!started.ok) throw new Error(started.error.message);
@@ -186,6 +196,7 @@ describe('unavailableSources', () => {
     const loaded = parseConfig(
       {
         tools: { toolSearch: { mode: 'tools' } },
+        gateway: noLagAdmission,
         mcpServers: { broken: { command: process.execPath, args: ['-e', 'process.exit(3)'], timeoutMs: 5000 } },
       },
       undefined,

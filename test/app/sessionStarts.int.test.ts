@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { startGateway, type RunningGateway } from '../../src/app/index.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 const sdk = join(process.cwd(), 'node_modules/@modelcontextprotocol/sdk/dist/esm');
 const dir = mkdtempSync(join(tmpdir(), 'toolsearch-starts-'));
@@ -49,6 +50,7 @@ async function gateway(
   const parsed = parseConfig(
     {
       tools: { toolSearch: { mode: 'tools' } },
+      gateway: noLagAdmission,
       session,
       mcpServers: {
         slow: {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { parseConfig } from '../../src/config/index.js';
 import { startGateway, type RunningGateway } from '../../src/app/index.js';
 import type { Envelope } from '../../src/bus/index.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 /** A gateway whose plugin tool `deploy_service` needs approval and counts every run in a witness file. */
 export interface ApprovalWorld {
@@ -69,6 +70,7 @@ export async function approvalWorld(
   const parsed = parseConfig(
     {
       plugins: [plugin],
+      gateway: noLagAdmission,
       tools: { approval: { require: ['deploy_*'], timeoutMs: opts.timeoutMs ?? 20_000 } },
       ...(opts.keys === true
         ? {

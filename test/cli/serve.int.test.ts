@@ -9,6 +9,7 @@ import { parseConfig } from '../../src/config/index.js';
 import { validateEvent } from '../../src/events/index.js';
 import { startMockProvider } from '../../src/gateway/index.js';
 import { providerApiKey, startGateway } from '../../src/app/index.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 const chat = (url: string, content: string, headers: Record<string, string> = {}) =>
   fetch(`${url}/v1/chat/completions`, {
@@ -18,7 +19,7 @@ const chat = (url: string, content: string, headers: Record<string, string> = {}
   });
 
 const configOf = (doc: unknown, dir: string) => {
-  const r = parseConfig(doc, undefined, { cwd: dir });
+  const r = parseConfig({ gateway: noLagAdmission, ...(doc as object) }, undefined, { cwd: dir });
   if (!r.ok) throw new Error(r.error.message);
   return r.value.config;
 };

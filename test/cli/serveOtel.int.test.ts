@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { startGateway } from '../../src/app/index.js';
 import { receivedSpans, startReceiver } from '../telemetry/receiver.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 // This file alone mutates process.env (vitest runs each file in its own worker), and restores it.
 const KEYS = [
@@ -40,7 +41,9 @@ describe('serve and the OTEL_* environment', () => {
   it('with OTEL_EXPORTER_OTLP_ENDPOINT set and telemetry not enabled in config, exports the turns over OTLP/HTTP, not the warm-up', async () => {
     for (const k of KEYS) delete process.env[k];
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = rx.url;
-    const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } }, undefined, { cwd: dir });
+    const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } }, gateway: noLagAdmission }, undefined, {
+      cwd: dir,
+    });
     if (!parsed.ok) throw new Error(parsed.error.message);
     expect(parsed.value.config.telemetry.enabled).toBe(false);
     const lines: string[] = [];

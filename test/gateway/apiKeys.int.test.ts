@@ -73,6 +73,8 @@ beforeAll(async () => {
     configFile,
     `{
     tools: { toolSearch: { mode: 'tools' } },
+    // Not about event-loop admission (test/support/gateway.ts): a loaded machine is not a saturated gateway.
+    gateway: { maxEventLoopLagMs: 60000 },
     plugins: ['./witness.mjs'],
     agents: { support: { tools: { deny: ['*witness_support_denied'] } } },
     profiles: { readonly: {} },

@@ -6,6 +6,7 @@ import type { Envelope } from '../../src/bus/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { ChatRequestFields, MessageSchemas } from '../../src/gateway/front/chatRequest.js';
 import { startGateway, type RunningGateway } from '../../src/app/index.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 /*
  * Fuzzes the OpenAI-compatible front of a real gateway (embedded bus with its JSONL log, built-in mock provider)
@@ -107,7 +108,9 @@ describe('the HTTP front under fuzzed requests', () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'toolsearch-fuzz-'));
-    const loaded = parseConfig({ tools: { toolSearch: { mode: 'tools' } } }, undefined, { cwd: dir });
+    const loaded = parseConfig({ tools: { toolSearch: { mode: 'tools' } }, gateway: noLagAdmission }, undefined, {
+      cwd: dir,
+    });
     if (!loaded.ok) throw new Error(loaded.error.message);
     const started = await startGateway({ config: loaded.value.config, cwd: dir, port: 0, logPath: 'events.jsonl' });
     if (!started.ok) throw new Error(started.error.message);

@@ -12,6 +12,7 @@ import { gatewaySessionPattern } from '../../src/events/index.js';
 import { startGateway, type RunningGateway } from '../../src/app/index.js';
 import { publishSessionEvent } from '../../src/gateway/sessionEvents/index.js';
 import { startNatsServer, type NatsServer } from '../support/natsServer.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 let server: NatsServer;
 let dir: string;
@@ -29,7 +30,9 @@ const waitFor = async (cond: () => boolean, what: string, ms = 15_000) => {
 beforeAll(async () => {
   server = await startNatsServer({ jetstream: true });
   dir = await mkdtemp(join(tmpdir(), 'ts-serve-sessions-'));
-  const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } } }, undefined, { cwd: dir });
+  const parsed = parseConfig({ tools: { toolSearch: { mode: 'tools' } }, gateway: noLagAdmission }, undefined, {
+    cwd: dir,
+  });
   if (!parsed.ok) throw new Error(parsed.error.message);
   const started = await startGateway({
     config: parsed.value.config,

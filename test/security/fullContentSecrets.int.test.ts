@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startGateway } from '../../src/app/index.js';
 import { loadConfig } from '../../src/config/index.js';
 import { postJson } from '../support/http.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 const MARKER = 'toolsearch-marker'; // what the mock provider puts into required string arguments
 const ENV_TOKEN = 'sk-live-ENVSECRET-7c1d93';
@@ -37,6 +38,7 @@ async function runTurn(mode: 'tools' | 'code'): Promise<{ log: string; answer: s
     join(d, 'cfg.json'),
     JSON.stringify({
       tools: { toolSearch: { mode } },
+      gateway: noLagAdmission,
       log: { path: 'events.jsonl', content: 'full' },
       plugins: ['./vault.mjs'],
       mcpServers: {

@@ -9,6 +9,7 @@ import { startGateway } from '../../src/app/index.js';
 import { parseConfig } from '../../src/config/index.js';
 import { hashApiKey, newApiKey } from '../../src/gateway/index.js';
 import { postJson } from '../support/http.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'ts-owners-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -26,6 +27,7 @@ async function gateway() {
   const parsed = parseConfig(
     {
       tools: { toolSearch: { mode: 'tools' } },
+      gateway: noLagAdmission,
       plugins: ['./reset.mjs'],
       log: { path: 'events.jsonl' },
       principals: {
