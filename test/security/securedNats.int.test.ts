@@ -30,6 +30,7 @@ import { approvalsCommand, approveCommand } from '../../src/cli/commands/approva
 import { approverNames } from '../../src/app/index.js';
 import { approverSubjectOf } from '../../src/bus/nats/index.js';
 import { auditReport } from '../../src/audit/index.js';
+import { noLagAdmission } from '../support/gateway.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 async function waitFor(cond: () => boolean, what: string, ms = 20_000): Promise<void> {
@@ -191,6 +192,7 @@ beforeAll(async () => {
     tools: { toolSearch: { mode: 'code' }, approval: { require: ['deploy_service'], timeoutMs: 4000 } },
     plugins: [join(dir, 'counter.mjs')],
     workspaceDir: dir,
+    gateway: noLagAdmission,
     nats: { decisionTimeoutMs: 2500, nkeyFile: seed('gateway') },
     principals: {
       client: { nkey: keys['client'] },
