@@ -300,6 +300,10 @@ async function natsRows(server: NatsServer): Promise<void> {
     floorPerMsg.push(f.cpu / payloads.length);
     return payloads.length / (f.ms / 1000);
   };
+  // Beside the row's ratio (wall time: events/s vs msgs/s), the same comparison in this process's CPU: the floor's
+  // CPU per message over the load's CPU per event. A loaded machine slows the floor's flood more than the load (it
+  // waits for the server more), so the wall ratio rises with the load; the CPU ratio moves far less.
+  const cpuRatios: number[] = [];
   let before = await floorRate();
   // The noisiest row (two processes' wall time on a shared machine): as many rounds as the cheap rows get.
   for (let r = 0; r < CHEAP_ROUNDS; r++) {
@@ -312,6 +316,7 @@ async function natsRows(server: NatsServer): Promise<void> {
     floors.push(fps);
     ratios.push(evps / fps);
     cpuPerEvent.push(b.cpu / b.events);
+    cpuRatios.push((floorPerMsg.at(-2)! + floorPerMsg.at(-1)!) / 2 / cpuPerEvent.at(-1)!);
     before = after;
   }
   addRow({
@@ -325,10 +330,13 @@ async function natsRows(server: NatsServer): Promise<void> {
     met: median(ratios) >= 0.4,
     cpuUsPerEvent: round3(median(cpuPerEvent)),
     floorCpuUsPerMsg: round3(median(floorPerMsg)),
+    cpuRatio: round3(median(cpuRatios)),
+    cpuRatioSpread: round3(spreadOf(cpuRatios)),
   });
   console.log(
     `  (per-round ratios ${ratios.map((x) => x.toFixed(2)).join(' ')}; this process's CPU: ${median(cpuPerEvent).toFixed(1)} µs per ` +
-      `event, the floor ${median(floorPerMsg).toFixed(1)} µs per message)`,
+      `event, the floor ${median(floorPerMsg).toFixed(1)} µs per message: in CPU ${median(cpuRatios).toFixed(2)}x the floor, ` +
+      `per round ${cpuRatios.map((x) => x.toFixed(2)).join(' ')})`,
   );
 
   // Acks a call waits for: serial ack round trips on the call's path (engine and its embedded enforcer share this
