@@ -47,6 +47,8 @@ const DELETE_TERM = stem('delete');
  */
 const USED_FOR_MIN_TOOLS = 3;
 const USED_FOR_MIN_SHARE = 0.4;
+/** ... and it stands in at most this share of all tools: a word that common (file, data) tells no operation. */
+const USED_FOR_MAX_SHARE = 0.1;
 /** A word's broader WordNet words name its operation when they reach at most this many operations. */
 const BROADER_MAX_OPS = 2;
 /** The model of no tools: what `rerankFactor` is given when it does not look at operations (see `rank`). */
@@ -636,7 +638,8 @@ export class SearchIndex {
     }
     const known = this.usedForCache.get(t);
     if (known !== undefined) return known;
-    const list = this.postings.get(t);
+    let list = this.postings.get(t);
+    if (list !== undefined && list.length > USED_FOR_MAX_SHARE * this.size) list = undefined;
     const counts = new Map<string, number>();
     let total = 0;
     for (let k = 0; list !== undefined && k < list.length; k++) {
