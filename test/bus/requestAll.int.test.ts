@@ -52,7 +52,7 @@ async function farResponder(url: string): Promise<ChildProcess> {
 describe('requestAll', () => {
   it('counts a reply that arrived while the event loop was blocked past the grace', async () => {
     child = await farResponder(server.url);
-    const near = nc.subscribe('t.list', { callback: (_e, m) => m.respond(reply({ who: 'near' })) });
+    const near = nc.subscribe('t.list', { callback: (_e, m) => void m.respond(reply({ who: 'near' })) });
     await nc.flush();
     let blocked = false;
     const replies = await requestAll(
