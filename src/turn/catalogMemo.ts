@@ -8,6 +8,7 @@ import {
   type ToolEntry,
 } from '../catalog/index.js';
 import { checkTool, type EffectivePolicy } from '../policy/index.js';
+import type { OverlayIndex } from '../search/index.js';
 
 /**
  * A catalog made of a memoized one plus a per-turn source (a client's tools), and the entries it adds. `search`: the
@@ -17,7 +18,7 @@ import { checkTool, type EffectivePolicy } from '../policy/index.js';
 interface Overlay {
   base: Catalog;
   extra: ToolEntry[];
-  search?: { store: object; index: unknown };
+  search?: { store: object; index: OverlayIndex };
 }
 
 /**

@@ -35,7 +35,7 @@ export class IndexStore {
       // The overlay made for this composed catalog, kept with it (CatalogMemo gives the same object to turns with
       // the same client tools): its tools' metadata and operation model are made once, not per turn. Over the same
       // shared index only: one rebuilt since (evicted, then built again) gets a new overlay.
-      const known = overlay.search?.store === this ? (overlay.search.index as OverlayIndex) : undefined;
+      const known = overlay.search?.store === this ? overlay.search.index : undefined;
       if (known !== undefined && known.base === base) {
         this.overlayReuses++;
         return { index: known, reused };
