@@ -2,7 +2,10 @@
  * CPU per event of this checkout's engine beside another checkout's, both in this process: the floors' CPU-per-event
  * load (50 concurrent sessions, each a turn of search + describe + call, embedded bus, log off), each engine on its
  * own bus, in ABBA rounds (base, this, this, base; then the other way round) of `--turns` turns per session a side,
- * a full collection before each block when `--expose-gc` is given. Prints each side's median and range and the
+ * after 600 turns a side of warm-up. With `--expose-gc` each block starts with an empty young generation and ends with
+ * a scavenge inside its timing (its own short-lived garbage charged to it); no full collection, after which V8 shrinks
+ * the young generation and the next block scavenges far more often (it made the floors' row read 2-3x its steady
+ * figure). Prints each side's median and range and the
  * median and interquartile range of the per-round ratio (this / other), the figure to read on a loaded machine.
  *
  *   node --expose-gc --import tsx bench/compareEngines.ts --other DIR [--rounds 24] [--turns 3]
@@ -53,16 +56,18 @@ const block = async (s: Side, n: number): Promise<void> => {
   for (let k = 0; k < n; k++)
     await Promise.all(Array.from({ length: SESSIONS }, (_, i) => scriptedTurn(s.engine, `s${i}`, target, turn++)));
 };
-for (const s of sides) await block(s, 4); // warm-up: index built, JIT warm
+for (const s of sides) await block(s, 12); // warm-up: index built, JIT at its steady tiers
+const scavenge = () => (globalThis as { gc?: (o?: { type?: 'minor' }) => void }).gc?.({ type: 'minor' });
 for (let r = 0; r < ROUNDS; r++) {
   const cpu = [0, 0];
   const events = [0, 0];
   for (const i of r % 2 === 0 ? [0, 1, 1, 0] : [1, 0, 0, 1]) {
     const s = sides[i]!;
-    (globalThis as { gc?: () => void }).gc?.();
+    scavenge();
     const e0 = s.bus.stats().published;
     const c0 = cpuUs();
     await block(s, TURNS);
+    scavenge();
     cpu[i]! += cpuUs() - c0;
     events[i]! += s.bus.stats().published - e0;
   }

@@ -78,7 +78,21 @@ export function readBenchQueries(file: string): BenchQuery[] {
 }
 
 /** The MCP test sets that judge: committed before the ranking change they measure, never used to tune. */
-export const JUDGED_TEST_SETS: readonly string[] = ['mcp-test7.jsonl'];
+export const JUDGED_TEST_SETS: readonly string[] = ['mcp-test8.jsonl'];
+
+/**
+ * The former test sets: they have been looked at (mcp-test while tuning, mcp-test2 to mcp-test7 once each as the
+ * judge), so they are dev sets now.
+ */
+export const FORMER_TEST_SETS: readonly string[] = [
+  'mcp-test.jsonl',
+  'mcp-test2.jsonl',
+  'mcp-test3.jsonl',
+  'mcp-test4.jsonl',
+  'mcp-test5.jsonl',
+  'mcp-test6.jsonl',
+  'mcp-test7.jsonl',
+];
 
 /**
  * Every set the retrieval bench reports; undefined parts are skipped when ../shared is absent. `wanted`: which sets
@@ -120,16 +134,7 @@ export function loadSets(wanted: (name: string, role: 'dev' | 'test') => boolean
       queries: readBenchQueries(path.join(repoRoot, 'bench', 'heldout', f)),
     });
   }
-  // The former test sets have been looked at (mcp-test while tuning, mcp-test2 to mcp-test6 once each as the judge),
-  // so they are dev sets now.
-  for (const f of [
-    'mcp-test.jsonl',
-    'mcp-test2.jsonl',
-    'mcp-test3.jsonl',
-    'mcp-test4.jsonl',
-    'mcp-test5.jsonl',
-    'mcp-test6.jsonl',
-  ]) {
+  for (const f of FORMER_TEST_SETS) {
     sets.push({
       name: `MCP dev bench/testset/${f}`,
       role: 'dev',

@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { JUDGED_TEST_SETS, readBenchQueries } from '../../bench/lib/retrievalSets.js';
+import { FORMER_TEST_SETS, JUDGED_TEST_SETS, readBenchQueries } from '../../bench/lib/retrievalSets.js';
 import { repoRoot } from '../../bench/lib/paths.js';
 
 const dir = path.join(repoRoot, 'bench', 'testset');
@@ -11,6 +11,27 @@ describe('MCP test sets', () => {
   it('list every judged set among the committed files', () => {
     expect(JUDGED_TEST_SETS.length).toBeGreaterThan(0);
     for (const f of JUDGED_TEST_SETS) expect(files).toContain(f);
+  });
+
+  it('run every committed set either as a judge or, once judged, as a dev set, never as both', () => {
+    for (const f of files) {
+      const roles = [JUDGED_TEST_SETS.includes(f), FORMER_TEST_SETS.includes(f)].filter(Boolean).length;
+      expect(
+        roles,
+        `${f}: listed as judged ${JUDGED_TEST_SETS.includes(f)}, as dev ${FORMER_TEST_SETS.includes(f)}`,
+      ).toBe(1);
+    }
+    for (const f of FORMER_TEST_SETS) expect(files).toContain(f);
+  });
+
+  it('give each judged set at least 300 queries with every kind of need', () => {
+    for (const f of JUDGED_TEST_SETS) {
+      const queries = readBenchQueries(path.join(dir, f));
+      expect(queries.length, f).toBeGreaterThanOrEqual(300);
+      expect(new Set(queries.map((q) => q.kind)), f).toEqual(
+        new Set(['operation', 'vocabulary', 'paraphrase', 'distractor']),
+      );
+    }
   });
 
   it('pair two paraphrases, a and b, of each need with one kind and one gold set', () => {
