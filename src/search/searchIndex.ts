@@ -248,8 +248,11 @@ export class SearchIndex {
   /** The operation model of the indexed tools (learned once per catalog change). */
   private operations(): OperationModel {
     if (this.opModel === undefined) {
+      // The indexed tools as they are now (a copy of the slots, not filtered yet): a model extended by the tools
+      // added since the last one (an overlay's) reads them only if it must learn over every tool.
+      const slots = this.slots.slice();
       this.opModel = OperationModel.learn(
-        this.slots.filter((m): m is ToolMeta => m !== undefined),
+        () => slots.filter((m): m is ToolMeta => m !== undefined),
         this.lastModel,
         this.addedSinceModel,
       );
