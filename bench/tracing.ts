@@ -406,7 +406,7 @@ async function replayTraceOps(rec: { ops: TraceOp[]; state: TurnState }, tel: Te
   tt?.endTurn(rec.state);
 }
 
-export { recordTraceOps, replayTraceOps };
+export { recordTraceOps, replayTraceOps, spansPerTurn };
 const orders = new WeakMap<readonly ReadableSpan[], ReadableSpan[]>();
 /** The model's spans with every parent before its children (what a live trace starts first). */
 function sdkOrder(model: readonly ReadableSpan[]): ReadableSpan[] {

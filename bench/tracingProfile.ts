@@ -8,11 +8,17 @@
  *
  * `--alloc` samples allocations instead (bytes per turn by function, traced minus untraced). A tool for finding
  * costs, not a figure of record: bench/tracing.ts is that.
+ *
+ * `--parts [--rounds 30] [--turns 40]` measures, without the profiler, how much of the figure of record's per-span
+ * cost is reading the spans at export: the untraced turn and the traced one (a BatchSpanProcessor to the reading
+ * exporter) in paired rounds, the traced engine's exporter switched between blocks to one that reads nothing (one
+ * engine for both, so they share its JIT state and heap; two engines of the same code in one process differ by
+ * more than this difference).
  */
 import { Session } from 'node:inspector/promises';
 import { createTelemetry } from '../src/telemetry/index.js';
 import { frameLabel, placeOf } from './lib/cpuProfile.js';
-import { engineRunner, ReadingExporter, type Runner } from './tracing.js';
+import { engineRunner, ReadingExporter, spansPerTurn, trimmedMean, type Runner } from './tracing.js';
 import { optionReader } from './lib/args.js';
 
 const args = process.argv.slice(2);
@@ -39,6 +45,69 @@ interface AllocNode {
   callFrame: Node['callFrame'];
   selfSize: number;
   children: AllocNode[];
+}
+
+/**
+ * The figure of record's exporter, or (`reading` false) one that takes each batch and reads nothing of it: switched
+ * between blocks on one engine, so both sides share the engine, its JIT state and its heap.
+ */
+class SwitchedExporter extends ReadingExporter {
+  reading = true;
+  override export(spans: Parameters<ReadingExporter['export']>[0], done: (r: { code: number }) => void): void {
+    if (this.reading) super.export(spans, done);
+    else done({ code: 0 });
+  }
+}
+
+if (args.includes('--parts')) {
+  const ROUNDS = Number(opt('rounds', '30'));
+  const PER = Number(opt('turns', '40'));
+  const exporter = new SwitchedExporter();
+  const tel = createTelemetry({ otlp: false, batchExporters: [exporter] });
+  const spans = await spansPerTurn(engineRunner('tools'), { otlp: false });
+  const untraced = await engineRunner('tools')(undefined);
+  const traced = await engineRunner('tools')(tel);
+  const gcMinor = (): void => (globalThis as { gc?: (o?: { type?: 'minor' }) => void }).gc?.({ type: 'minor' });
+  let t = 0;
+  for (let w = 0; w < 300; w++) {
+    exporter.reading = w % 2 === 0;
+    await untraced.run(t++);
+    await traced.run(t++);
+  }
+  const block = async (r: Runner, reading = true): Promise<number> => {
+    exporter.reading = reading;
+    gcMinor();
+    const u0 = process.cpuUsage();
+    for (let k = 0; k < PER; k++) await r.run(t++);
+    gcMinor();
+    const u = process.cpuUsage(u0);
+    return (u.user + u.system) / PER;
+  };
+  const read: number[] = [];
+  const unread: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    // ABCCBA, then CBAABC: untraced, traced and read, traced and not read.
+    const order: Array<[Runner, boolean, 'u' | 'r' | 'n']> = [
+      [untraced, true, 'u'],
+      [traced, true, 'r'],
+      [traced, false, 'n'],
+    ];
+    if (r % 2 === 1) order.reverse();
+    const got = { u: 0, r: 0, n: 0 };
+    for (const [x, reading, k] of [...order, ...[...order].reverse()]) got[k] += (await block(x, reading)) / 2;
+    read.push((got.r - got.u) / spans);
+    unread.push((got.n - got.u) / spans);
+  }
+  console.log(
+    `per span, traced minus untraced (trimmed mean of ${ROUNDS} rounds of ${PER} turns a side, ${spans} spans a turn): ` +
+      `exported through a BatchSpanProcessor and read at export (the figure of record) ${trimmedMean(read).toFixed(2)} µs; ` +
+      `the same, the exporter reading nothing ${trimmedMean(unread).toFixed(2)} µs; reading at export ` +
+      `${trimmedMean(read.map((x, k) => x - unread[k]!)).toFixed(2)} µs (paired by round)`,
+  );
+  await untraced.close();
+  await traced.close();
+  await tel.shutdown();
+  process.exit(0);
 }
 
 const tel = createTelemetry({ otlp: false, batchExporters: [new ReadingExporter()] });

@@ -68,9 +68,23 @@ export function sourceKeyOf(entry: ToolEntry): string {
 
 /** Builds the compact descriptor and ranking metadata of one entry. Pure: no I/O. */
 export function buildMeta(entry: ToolEntry): ToolMeta {
+  return makeMeta(entry, tokenizeKept);
+}
+
+/**
+ * `buildMeta` of a per-turn tool (a client's): the same metadata, its name, label and description read from the memo
+ * of tokenized texts but not kept in it (its owner and parameter names, which the client's other tools share, are).
+ * A client tool new each turn would only fill the memo with texts no other tool has, kept alive (and copied by the
+ * collector) until the memo is full and cleared. Pure: no I/O.
+ */
+export function buildTurnMeta(entry: ToolEntry): ToolMeta {
+  return makeMeta(entry, tokenizeRead);
+}
+
+function makeMeta(entry: ToolEntry, tokenizeMemo: (text: string) => string[]): ToolMeta {
   const nameTerms = tokenizeMemo(entry.name);
   const ownerText = entry.owner === entry.sourceName ? entry.owner : `${entry.owner} ${entry.sourceName}`;
-  const ownerTerms = unique(tokenizeMemo(ownerText).concat(brandAliases(ownerText)));
+  const ownerTerms = unique(tokenizeKept(ownerText).concat(brandAliases(ownerText)));
   const labelTerms = entry.label === undefined || entry.label === '' ? [] : tokenizeMemo(entry.label);
   const description = typeof entry.description === 'string' ? entry.description.slice(0, DESCRIPTION_CHARS) : '';
   const cut = firstSentenceEnd(description);
@@ -221,13 +235,18 @@ function addField(
 const TOKENS = new Map<string, string[]>();
 const TOKENS_MAX = 50_000;
 
-function tokenizeMemo(text: string): string[] {
+function tokenizeKept(text: string): string[] {
   const known = TOKENS.get(text);
   if (known !== undefined) return known;
   const terms = tokenize(text);
   if (TOKENS.size >= TOKENS_MAX) TOKENS.clear();
   TOKENS.set(text, terms);
   return terms;
+}
+
+/** The memoized terms of a text, else its terms, not kept. */
+function tokenizeRead(text: string): string[] {
+  return TOKENS.get(text) ?? tokenize(text);
 }
 
 /** Index just past the first sentence: after [.!?:] and whitespace, or at a line break. Pure: no I/O. */
@@ -245,7 +264,7 @@ function paramTerms(schema: unknown): string[] {
   let n = 0;
   for (const name in props as Record<string, unknown>) {
     if (n++ >= MAX_PARAMS) break;
-    for (const t of tokenizeMemo(name)) out.push(t);
+    for (const t of tokenizeKept(name)) out.push(t);
   }
   return out;
 }

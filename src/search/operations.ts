@@ -78,8 +78,15 @@ export class OperationModel {
    * `added`: when the caller knows `metas` are exactly `previous`'s tools plus these, the tools it adds (no scan of
    * `metas` to find them).
    */
-  static learn(metas: Iterable<ToolMeta>, previous?: OperationModel, added?: readonly ToolMeta[]): OperationModel {
-    const list: readonly ToolMeta[] = Array.isArray(metas) ? metas : [...metas];
+  static learn(
+    metas: Iterable<ToolMeta> | (() => readonly ToolMeta[]),
+    previous?: OperationModel,
+    added?: readonly ToolMeta[],
+  ): OperationModel {
+    // Made when first needed: a model extended by a few tools (`added`) never reads the whole list.
+    let made: readonly ToolMeta[] | undefined;
+    const all = (): readonly ToolMeta[] =>
+      (made ??= typeof metas === 'function' ? metas() : Array.isArray(metas) ? metas : [...metas]);
     const extra =
       previous === undefined
         ? undefined
@@ -87,7 +94,7 @@ export class OperationModel {
           ? added.every((m) => !previous.groupSizes.has(m.sourceKey))
             ? added
             : undefined
-          : newSourcesOf(previous, list);
+          : newSourcesOf(previous, all());
     let words: NameWords;
     let groupSizes: Map<string, number>;
     if (previous !== undefined && extra !== undefined) {
@@ -101,18 +108,18 @@ export class OperationModel {
         let full: OperationModel | undefined;
         return new OperationModel(previous.opWords, undefined, words, groupSizes, {
           model: previous,
-          full: () => (full ??= OperationModel.learn(list)),
+          full: () => (full ??= OperationModel.learn(all())),
         });
       }
     } else {
       ({ words, groupSizes } = nameWordsOf(
-        list,
+        all(),
         previous === undefined ? undefined : { words: previous.words, groupSizes: previous.groupSizes },
       ));
     }
     const tally =
       (previous !== undefined && extra !== undefined ? OperationModel.extendFrom(previous, extra, words) : undefined) ??
-      fullTally(list, words);
+      fullTally(all(), words);
     // A name word that stands where operations stand is an operation too when its tools open with one operation
     // (drop-collection, drop-index: "Removes..."), and it never stands beside another operation in a name: an object
     // named first (pods_list, pods_delete; collection-schema: "Describe", collection-storage-size: "Gets") fails.
@@ -149,7 +156,7 @@ export class OperationModel {
     // Each tool's operations and object keys now, with the build, rather than on the first search that meets it. A
     // model extended from another for one overlay query (no tally of its own tools) computes them as it meets them.
     if (tally.metas !== undefined)
-      for (const m of list) {
+      for (const m of all()) {
         model.opsOf(m);
         model.objectKeysOf(m);
       }

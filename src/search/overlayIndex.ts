@@ -1,6 +1,6 @@
 import type { ToolEntry } from '../catalog/index.js';
 import type { Result } from '../shared/index.js';
-import { buildMeta, type ToolMeta } from './descriptor.js';
+import { buildTurnMeta, type ToolMeta } from './descriptor.js';
 import { broaderRelatives, lexicalRelatives } from './lexicon.js';
 import { withinOneEdit, type PostingList } from './postings.js';
 import { synonymsOf } from './synonyms.js';
@@ -94,7 +94,7 @@ export class OverlayIndex implements SearchIndexView {
   }
 
   private metasOf(extra: readonly ToolEntry[]): ToolMeta[] {
-    const metas = extra.map(buildMeta);
+    const metas = extra.map((e) => buildTurnMeta(e));
     const terms = new Set<string>();
     for (const m of metas) for (const t of m.terms) if (!this.base.hasTerm(t)) terms.add(t);
     this.newTerms = [...terms];

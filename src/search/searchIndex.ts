@@ -41,6 +41,16 @@ const CHAT_FILLER: ReadonlySet<string> = new Set(
 );
 /** The deleting operation's term, which an everyday verb may ask for ("withdraw", see operationHintsOf). */
 const DELETE_TERM = stem('delete');
+/**
+ * A word the catalog's descriptions use names an operation when at least this many of the tools using it (and this
+ * share of them) do that one operation ("rename" stands in descriptions of update tools).
+ */
+const USED_FOR_MIN_TOOLS = 3;
+const USED_FOR_MIN_SHARE = 0.4;
+/** ... and it stands in at most this share of all tools: a word that common (file, data) tells no operation. */
+const USED_FOR_MAX_SHARE = 0.1;
+/** A word's broader WordNet words name its operation when they reach at most this many operations. */
+const BROADER_MAX_OPS = 2;
 /** The model of no tools: what `rerankFactor` is given when it does not look at operations (see `rank`). */
 const NO_OPERATIONS = OperationModel.learn([]);
 /** Planned queries kept (cleared whenever the index changes). */
@@ -106,6 +116,9 @@ export class SearchIndex {
    */
   private addedSinceModel: ToolMeta[] | undefined;
   private expansions = new Map<string, Expansion[]>();
+  /** Word -> the operation the catalog's tools using it do (see `usedFor`), for the model `usedForModel`. */
+  private readonly usedForCache = new Map<string, readonly string[]>();
+  private usedForModel: OperationModel | undefined;
   // Scratch arrays of the scoring pass, by slot, reused across queries (no allocation per query).
   private acc = new Float64Array(0);
   private coverage = new Float32Array(0);
@@ -235,8 +248,11 @@ export class SearchIndex {
   /** The operation model of the indexed tools (learned once per catalog change). */
   private operations(): OperationModel {
     if (this.opModel === undefined) {
+      // The indexed tools as they are now (a copy of the slots, not filtered yet): a model extended by the tools
+      // added since the last one (an overlay's) reads them only if it must learn over every tool.
+      const slots = this.slots.slice();
       this.opModel = OperationModel.learn(
-        this.slots.filter((m): m is ToolMeta => m !== undefined),
+        () => slots.filter((m): m is ToolMeta => m !== undefined),
         this.lastModel,
         this.addedSinceModel,
       );
@@ -574,8 +590,10 @@ export class SearchIndex {
    * The operations a request asks for, read from its content words (lowercased, stop words out, not stemmed): the
    * first word that is an operation of the catalog, or stands for one (its synonyms and WordNet relatives that the
    * catalog uses as operations: "erase" for delete), with that operation's learned equivalents and their credits.
-   * Participles ("migrations applied", "files changed") describe things, not the action asked for. Empty when the
-   * request names no operation.
+   * Where none of those ways reads one: an everyday verb of OPERATION_HINTS, or, for the request's opening word only
+   * (where an imperative verb stands), the operation the catalog's tools that use the word mostly do, else the one its
+   * broader WordNet words name. Participles ("migrations applied", "files changed") describe things, not the action
+   * asked for. Empty when the request names no operation.
    */
   private requestedOps(content: readonly string[]): Map<string, number> {
     const ops = this.operations();
@@ -583,6 +601,7 @@ export class SearchIndex {
     const put = (op: string, credit: number): void => {
       if ((out.get(op) ?? 0) < credit) out.set(op, credit);
     };
+    let opening = true;
     for (const w of content) {
       if (w.length > 4 && (w.endsWith('ed') || w.endsWith('ing'))) continue;
       const t = stem(w);
@@ -590,8 +609,15 @@ export class SearchIndex {
       const related: string[] = [];
       for (const r of synonymsOf(t)) if (ops.isOperation(r)) related.push(r);
       for (const r of lexicalRelatives(t)) if (ops.isOperation(r)) related.push(r);
-      // An everyday verb of an operation ("rename" for update): that operation, read where no other way reads one.
-      const hinted = direct || related.length > 0 ? [] : operationHintsOf(t).filter((r) => ops.isOperation(r));
+      // An everyday verb of an operation ("withdraw" for delete), or what the catalog and WordNet teach the opening
+      // word stands for ("rename": update, "revise": edit): read where no other way reads one.
+      let hinted: readonly string[] = [];
+      if (!direct && related.length === 0) {
+        hinted = operationHintsOf(t).filter((r) => ops.isOperation(r));
+        if (hinted.length === 0 && opening) hinted = this.usedFor(t, ops);
+        if (hinted.length === 0 && opening) hinted = broaderOperations(t, ops);
+      }
+      opening = false;
       if (!direct && related.length === 0 && hinted.length === 0) continue;
       if (direct) put(t, 1);
       for (const r of related) put(r, direct ? 0.6 : 0.85);
@@ -600,6 +626,38 @@ export class SearchIndex {
       for (const r of hinted) put(r, 0.85);
       break;
     }
+    return out;
+  }
+
+  /**
+   * The operation most of the indexed tools whose descriptor uses a (non-operation) word do, when enough of them do
+   * it ("rename" in "Update a folder: rename or move it"); empty otherwise. Counted over the word's posting list,
+   * memoized per operation model.
+   */
+  private usedFor(t: string, ops: OperationModel): readonly string[] {
+    if (this.usedForModel !== ops) {
+      this.usedForCache.clear();
+      this.usedForModel = ops;
+    }
+    const known = this.usedForCache.get(t);
+    if (known !== undefined) return known;
+    let list = this.postings.get(t);
+    if (list !== undefined && list.length > USED_FOR_MAX_SHARE * this.size) list = undefined;
+    const counts = new Map<string, number>();
+    let total = 0;
+    for (let k = 0; list !== undefined && k < list.length; k++) {
+      const m = this.slots[list.slots[k] as number];
+      const done = m === undefined ? undefined : ops.opsOf(m);
+      if (done === undefined || done.length !== 1) continue;
+      total++;
+      counts.set(done[0] as string, (counts.get(done[0] as string) ?? 0) + 1);
+    }
+    let best: string | undefined;
+    let bestCount = 0;
+    for (const [o, c] of counts) if (c > bestCount) [best, bestCount] = [o, c];
+    const out =
+      best !== undefined && bestCount >= USED_FOR_MIN_TOOLS && bestCount >= USED_FOR_MIN_SHARE * total ? [best] : [];
+    this.usedForCache.set(t, out);
     return out;
   }
 
@@ -933,6 +991,19 @@ function pluralTermsOf(words: readonly string[]): Set<string> {
   }
   for (const t of singular) plural.delete(t);
   return plural;
+}
+
+/**
+ * The operations a word's broader WordNet words are, or stand for through the synonym groups ("revise" -> edit ->
+ * update), when they are at most BROADER_MAX_OPS (more says nothing); else empty. Pure: no I/O.
+ */
+function broaderOperations(t: string, ops: OperationModel): readonly string[] {
+  const via = new Set<string>();
+  for (const b of broaderRelatives(t)) {
+    if (ops.isOperation(b)) via.add(b);
+    else for (const r of synonymsOf(b)) if (ops.isOperation(r)) via.add(r);
+  }
+  return via.size > 0 && via.size <= BROADER_MAX_OPS ? [...via] : [];
 }
 
 /** Words that open a question: a request opening with one asks for information (see `asksQuestion`). */

@@ -239,9 +239,6 @@ const PHRASES: readonly (readonly [string, string])[] = [
   ['switch on', 'enable'],
   ['throw away', 'discard'],
   ['get rid of', 'delete'],
-  ['new name', 'rename'],
-  ['different name', 'rename'],
-  ['new title', 'retitle'],
   ['clean up', 'delete'],
   ['fill in', 'fill'],
   ['fill out', 'fill'],
@@ -329,20 +326,19 @@ export function synonymsOf(term: string): readonly string[] {
 }
 
 /**
- * Verbs of everyday English that ask for one of the common operations without being its word ("rename the tag" asks
- * for an update, "withdraw my reaction" for a deletion): read only to tell which operation a request asks for, never
- * searched as words. General on purpose, like GROUPS.
+ * Verbs of everyday English that ask for one of the common operations without being its word ("withdraw my reaction"
+ * asks for a deletion): read only to tell which operation a request asks for, never searched as words. Only verbs
+ * that neither the catalogs nor WordNet teach are listed: the MCP catalogs never write withdraw, detach or forget,
+ * and WordNet's broader words lead elsewhere (withdraw -> move, stop; reschedule -> schedule, a creation; fix ->
+ * attach). What they do teach is read from them instead (see `requestedOps` in searchIndex.ts: "rename" from the
+ * update tools that write it, "revise", "amend", "compose", "trash" from WordNet). General on purpose, like GROUPS.
  */
 const OPERATION_HINTS: readonly (readonly [string, readonly string[]])[] = [
-  [
-    'update',
-    'rename retitle reword fix correct amend revise adjust tweak alter bump extend reschedule overwrite'.split(' '),
-  ],
-  ['delete', 'withdraw retract unregister detach unlink sever wipe forget revoke trash'.split(' ')],
-  ['create', 'register propose compose'.split(' ')],
+  ['update', 'retitle reword fix tweak extend reschedule overwrite'.split(' ')],
+  ['delete', 'withdraw retract unregister detach unlink sever wipe forget revoke'.split(' ')],
+  ['create', 'register propose'.split(' ')],
   ['get', 'inspect examine'.split(' ')],
-  ['start', 'launch begin'.split(' ')],
-  ['stop', 'quit'.split(' ')],
+  ['start', 'launch'.split(' ')],
 ];
 
 /** Stemmed verb -> the stemmed operation words it asks for (see OPERATION_HINTS). */

@@ -8,15 +8,24 @@ import {
   type ToolEntry,
 } from '../catalog/index.js';
 import { checkTool, type EffectivePolicy } from '../policy/index.js';
+import type { OverlayIndex } from '../search/index.js';
 
-/** A catalog made of a memoized one plus a per-turn source (a client's tools), and the entries it adds. */
+/**
+ * A catalog made of a memoized one plus a per-turn source (a client's tools), and the entries it adds. `search`: the
+ * overlay index an index store made for it, over that store's shared index (see `IndexStore.get`), kept for as long
+ * as the composed catalog lives.
+ */
 interface Overlay {
   base: Catalog;
   extra: ToolEntry[];
+  search?: { store: object; index: OverlayIndex };
 }
 
-/** Per catalog object (catalogs are never mutated once built): the derived maps a turn needs, made once. */
-const overlays = new WeakMap<Catalog, Overlay>();
+/**
+ * Per plain catalog object (catalogs are never mutated once built): the derived maps a turn needs, made once. A
+ * composed catalog (made every turn that brings client tools) keeps its own in fields: no weak map entries per turn,
+ * which the collector has to trace apart from other objects.
+ */
 const byIdMemo = new WeakMap<Catalog, ReadonlyMap<string, ToolEntry>>();
 const countsMemo = new WeakMap<Catalog, SourceCounts>();
 
@@ -24,7 +33,7 @@ export type SourceCounts = { openclaw: number; mcp: number; client: number };
 
 /** The base catalog and the per-turn entries of a catalog this memo composed, or undefined for a plain one. */
 export function overlayOf(catalog: Catalog): Overlay | undefined {
-  return overlays.get(catalog);
+  return catalog instanceof ComposedCatalog ? catalog.overlay : undefined;
 }
 
 /** A read-only map over a base map and a few more entries, without copying the base. */
@@ -62,13 +71,13 @@ class OverlayMap implements ReadonlyMap<string, ToolEntry> {
 
 /** The catalog's tools by id, made once per catalog (an overlay catalog reuses its base's map). */
 export function entriesById(catalog: Catalog): ReadonlyMap<string, ToolEntry> {
+  if (catalog instanceof ComposedCatalog) {
+    const o = catalog.overlay;
+    return (catalog.byId ??= new OverlayMap(entriesById(o.base), new Map(o.extra.map((e) => [e.id, e]))));
+  }
   let m = byIdMemo.get(catalog);
   if (m === undefined) {
-    const o = overlays.get(catalog);
-    m =
-      o === undefined
-        ? new Map(catalog.entries.map((e) => [e.id, e]))
-        : new OverlayMap(entriesById(o.base), new Map(o.extra.map((e) => [e.id, e])));
+    m = new Map(catalog.entries.map((e) => [e.id, e]));
     byIdMemo.set(catalog, m);
   }
   return m;
@@ -77,11 +86,19 @@ export function entriesById(catalog: Catalog): ReadonlyMap<string, ToolEntry> {
 /** How many of the catalog's tools each source kind has, counted once per catalog; a fresh copy each call. */
 export function sourceCounts(catalog: Catalog | undefined): SourceCounts {
   if (catalog === undefined) return { openclaw: 0, mcp: 0, client: 0 };
+  if (catalog instanceof ComposedCatalog) {
+    let c = catalog.counts;
+    if (c === undefined) {
+      c = sourceCounts(catalog.overlay.base);
+      for (const e of catalog.overlay.extra) c[e.source]++;
+      catalog.counts = c;
+    }
+    return { ...c };
+  }
   let c = countsMemo.get(catalog);
   if (c === undefined) {
-    const o = overlays.get(catalog);
-    c = o === undefined ? { openclaw: 0, mcp: 0, client: 0 } : { ...sourceCounts(o.base) };
-    for (const e of o === undefined ? catalog.entries : o.extra) c[e.source]++;
+    c = { openclaw: 0, mcp: 0, client: 0 };
+    for (const e of catalog.entries) c[e.source]++;
     countsMemo.set(catalog, c);
   }
   return { ...c };
@@ -112,6 +129,10 @@ export function overlayFingerprint(baseFingerprint: string, extra: readonly Tool
 class ComposedCatalog implements Catalog {
   readonly sources: Catalog['sources'];
   duplicates?: NonNullable<Catalog['duplicates']>;
+  readonly overlay: Overlay;
+  /** `entriesById` and `sourceCounts` of this catalog, made when first asked. */
+  byId: ReadonlyMap<string, ToolEntry> | undefined;
+  counts: SourceCounts | undefined;
   private madeEntries: ToolEntry[] | undefined;
   private madeFingerprint: string | undefined;
   private madeSourceFingerprints: Record<string, string> | undefined;
@@ -120,6 +141,7 @@ class ComposedCatalog implements Catalog {
     private readonly base: Catalog,
     private readonly over: Catalog,
   ) {
+    this.overlay = { base, extra: over.entries };
     this.sources = base.sources.concat(over.sources);
     if (base.duplicates !== undefined || over.duplicates !== undefined)
       this.duplicates = [...(base.duplicates ?? []), ...(over.duplicates ?? [])];
@@ -146,9 +168,7 @@ class ComposedCatalog implements Catalog {
 }
 
 function combine(base: Catalog, over: Catalog): Catalog {
-  const catalog = new ComposedCatalog(base, over);
-  overlays.set(catalog, { base, extra: over.entries });
-  return catalog;
+  return new ComposedCatalog(base, over);
 }
 
 /**
@@ -205,8 +225,9 @@ function filterOwn(catalog: Catalog, policy: EffectivePolicy): Catalog {
 
 /** How many tools a catalog has, without making an overlay catalog's entries array. Pure: no I/O. */
 export function catalogSize(catalog: Catalog): number {
-  const o = overlays.get(catalog);
-  return o === undefined ? catalog.entries.length : catalogSize(o.base) + o.extra.length;
+  return catalog instanceof ComposedCatalog
+    ? catalogSize(catalog.overlay.base) + catalog.overlay.extra.length
+    : catalog.entries.length;
 }
 
 /**

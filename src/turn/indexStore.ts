@@ -18,11 +18,6 @@ import { overlayOf } from './catalogMemo.js';
  */
 export class IndexStore {
   private readonly indexes = new Map<string, SearchIndex>();
-  /**
-   * The overlay made for a composed catalog, while that catalog object lives (CatalogMemo gives the same object to
-   * turns with the same client tools): its tools' metadata and operation model are made once, not per turn.
-   */
-  private readonly overlaysOf = new WeakMap<Catalog, OverlayIndex>();
   builds = 0;
   reuses = 0;
   overlays = 0;
@@ -37,8 +32,10 @@ export class IndexStore {
     const overlay = overlayOf(catalog);
     if (overlay !== undefined && !this.indexes.has(catalog.fingerprint)) {
       const { index: base, reused } = this.shared(overlay.base);
-      const known = this.overlaysOf.get(catalog);
-      // Over the same shared index: one rebuilt since (evicted, then built again) gets a new overlay.
+      // The overlay made for this composed catalog, kept with it (CatalogMemo gives the same object to turns with
+      // the same client tools): its tools' metadata and operation model are made once, not per turn. Over the same
+      // shared index only: one rebuilt since (evicted, then built again) gets a new overlay.
+      const known = overlay.search?.store === this ? overlay.search.index : undefined;
       if (known !== undefined && known.base === base) {
         this.overlayReuses++;
         return { index: known, reused };
@@ -46,7 +43,7 @@ export class IndexStore {
       if (OverlayIndex.fits(base, overlay.extra)) {
         this.overlays++;
         const made = new OverlayIndex(base, overlay.extra);
-        this.overlaysOf.set(catalog, made);
+        overlay.search = { store: this, index: made };
         return { index: made, reused };
       }
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { clientToolSource } from '../../src/catalog/index.js';
 import { OverlayIndex, SearchIndex } from '../../src/search/index.js';
-import { buildMeta, type ToolMeta } from '../../src/search/descriptor.js';
+import { buildMeta, buildTurnMeta, type ToolMeta } from '../../src/search/descriptor.js';
 import { OperationModel } from '../../src/search/operations.js';
 import { fixtureEntries } from './fixture.js';
 
@@ -265,6 +265,24 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
         expect(shared.rankIds(q, 10), q).toEqual(freshBase.rankIds(q, 10));
         expect(overlay.explain(q, 5), q).toEqual(fresh.explain(q, 5));
       }
+  });
+
+  it("makes a client tool's metadata as the shared index makes a tool's, without keeping its texts", () => {
+    const tools = [
+      ...fixtureEntries().slice(0, 20),
+      ...clientToolSource(
+        [
+          {
+            name: 'lookup_order',
+            label: 'Look up an order',
+            description: `Look up an order. ${'It reads the order from the shop backend and its warehouse. '.repeat(20)}`,
+            parameters: { type: 'object', properties: { id: { type: 'string' }, warehouseCode: { type: 'string' } } },
+          },
+        ],
+        'app',
+      ).entries,
+    ];
+    for (const e of tools) expect(buildTurnMeta(e), e.id).toEqual(buildMeta(e));
   });
 
   it('refuses to be changed, and fits only sources the base does not hold', () => {

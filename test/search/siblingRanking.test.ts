@@ -78,11 +78,37 @@ describe('ranking among sibling tools', () => {
   });
 
   it('reads the operation of an everyday verb that is no operation word of the catalog', () => {
-    // "rename" and "withdraw" are no tool's operation: they ask for an update and a deletion.
-    expect(idx.rankIds('rename a board label')[0]).toBe('mcp:board:board_update_label');
+    // "withdraw" is no tool's operation, and neither the catalog nor WordNet leads it to one: the hand list does.
     expect(idx.rankIds('withdraw a board label')[0]).toBe('mcp:board:board_delete_label');
-    // "a new name" renames: "new" does not ask for a creation there.
-    expect(idx.rankIds('give a board label a new name')[0]).toBe('mcp:board:board_update_label');
+    // "revise" neither: WordNet's broader word for it is "edit", which stands for an update.
+    expect(idx.rankIds('revise a board label')[0]).toBe('mcp:board:board_update_label');
+    const factor = (index: SearchIndex, query: string, id: string): number =>
+      index.explain(query, 10).find((t) => t.id === id)?.factor ?? 0;
+    const revised = (id: string): number => factor(idx, 'revise a board label', id);
+    expect(revised('mcp:board:board_update_label')).toBeGreaterThan(revised('mcp:board:board_create_label'));
+  });
+
+  it("reads an opening verb as the operation of the catalog's tools that write it", () => {
+    const board = extra.filter((e) => e.id.includes('_label'));
+    // Three update tools of other servers write "rename" in their descriptions: the catalog teaches rename ~ update.
+    const teaching = [
+      mcpTool('drive', ['update_folder', 'Update a folder: rename it or move it', ['folder_id']]),
+      mcpTool('wiki', ['update_page', 'Update a page, for example to rename it', ['page_id']]),
+      mcpTool('crm', ['update_contact', 'Update a contact; rename it or change its email', ['contact_id']]),
+    ];
+    const taught = new SearchIndex([...fixtureEntries(), ...board, ...teaching]);
+    const untaught = new SearchIndex([...fixtureEntries(), ...board]);
+    const factor = (index: SearchIndex, query: string, id: string): number =>
+      index.explain(query, 10).find((t) => t.id === id)?.factor ?? 0;
+    const update = 'mcp:board:board_update_label';
+    const create = 'mcp:board:board_create_label';
+    expect(taught.rankIds('rename a board label')[0]).toBe(update);
+    expect(factor(taught, 'rename a board label', update)).toBeGreaterThan(
+      factor(taught, 'rename a board label', create),
+    );
+    // Without those tools nothing tells the siblings apart; nor when the word does not open the request.
+    expect(factor(untaught, 'rename a board label', update)).toBe(factor(untaught, 'rename a board label', create));
+    expect(factor(taught, 'board label to rename', update)).toBe(factor(taught, 'board label to rename', create));
   });
 
   it('joins two words only into a word a tool name writes', () => {
