@@ -17,7 +17,9 @@ import { startNatsServer, type NatsServer } from '../support/natsServer.js';
 import { openBus, replayAll } from '../roles/world.js';
 import { waitFor } from '../support/waitFor.js';
 
-const TAKEOVER_MS = 1500;
+// Long enough that a renewal stalled by a loaded machine (both members share this process) does not move a session
+// before A is stopped: a lease counts as lapsed after half of it.
+const TAKEOVER_MS = 4000;
 const PLUGIN = `
 const g = (globalThis.__approvalTakeover ??= { count: 0 });
 export default {
