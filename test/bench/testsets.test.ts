@@ -34,6 +34,32 @@ describe('MCP test sets', () => {
     }
   });
 
+  it('keep each judged set from repeating a query of another set (word overlap, as checkTestset.ts measures it)', () => {
+    const words = (q: string): Set<string> => new Set(q.toLowerCase().match(/[a-z0-9]+/g) ?? []);
+    const others = ['testset', 'heldout'].flatMap((d) =>
+      readdirSync(path.join(repoRoot, 'bench', d))
+        .filter((f) => f.endsWith('.jsonl') && !(d === 'testset' && JUDGED_TEST_SETS.includes(f)))
+        .flatMap((f) => readBenchQueries(path.join(repoRoot, 'bench', d, f)))
+        .map((q) => ({ query: q.query, gold: q.gold, words: words(q.query) })),
+    );
+    expect(others.length).toBeGreaterThan(3_000);
+    const repeats: string[] = [];
+    for (const f of JUDGED_TEST_SETS) {
+      for (const q of readBenchQueries(path.join(dir, f))) {
+        const w = words(q.query);
+        for (const o of others) {
+          let common = 0;
+          for (const x of w) if (o.words.has(x)) common++;
+          const j = common / (w.size + o.words.size - common);
+          // A query sharing a gold id is a repeat from 0.45; a query of another need from 0.6.
+          if (j >= (o.gold.some((g) => q.gold.includes(g)) ? 0.45 : 0.6))
+            repeats.push(`${f}: "${q.query}" ~ "${o.query}" (Jaccard ${j.toFixed(2)})`);
+        }
+      }
+    }
+    expect(repeats).toEqual([]);
+  });
+
   it('pair two paraphrases, a and b, of each need with one kind and one gold set', () => {
     for (const f of files) {
       const byNeed = new Map<string, string[]>();
