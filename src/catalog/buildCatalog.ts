@@ -10,16 +10,44 @@ export interface CatalogPart {
   entries: ToolEntry[];
 }
 
-/** JSON with object keys sorted, so equal schemas digest equally whatever their key order. Pure: no I/O. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const keys = Object.keys(value)
-      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-      .sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+// Quoted object keys: schemas repeat the same few keys (type, properties, description), so each is quoted once.
+// Bounded in count and length, since clients send the schemas.
+const quotedKeys = new Map<string, string>();
+const quoteKey = (k: string): string => {
+  let q = quotedKeys.get(k);
+  if (q === undefined) {
+    q = JSON.stringify(k);
+    if (k.length <= 64 && quotedKeys.size < 4096) quotedKeys.set(k, q);
   }
-  return JSON.stringify(value) ?? 'null';
+  return q;
+};
+
+/**
+ * JSON with object keys sorted, so equal schemas digest equally whatever their key order. Pure: no I/O.
+ * Built by one string append per part, not arrays of parts joined: it runs for every new tool of every turn.
+ * Undefined object members are left out and undefined array items are `null`, as in JSON; an array hole is empty.
+ */
+export function canonicalJson(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    let s = '[';
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) s += ',';
+      const v: unknown = value[i];
+      s += v !== undefined ? canonicalJson(v) : i in value ? 'null' : '';
+    }
+    return s + ']';
+  }
+  const o = value as Record<string, unknown>;
+  const keys = Object.keys(o).sort();
+  let s = '{';
+  for (const k of keys) {
+    const v = o[k];
+    if (v === undefined) continue;
+    if (s.length > 1) s += ',';
+    s += quoteKey(k) + ':' + canonicalJson(v);
+  }
+  return s + '}';
 }
 
 // Entries are treated as immutable once built, so each one's digest is computed once and reused by every filter.
