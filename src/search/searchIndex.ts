@@ -641,6 +641,8 @@ export class SearchIndex {
     }
     const known = this.usedForCache.get(t);
     if (known !== undefined) return known;
+    // Bounded as the other per-word caches: requests' opening words are anyone's words.
+    if (this.usedForCache.size >= PLAN_CACHE_MAX * 4) this.usedForCache.clear();
     let list = this.postings.get(t);
     if (list !== undefined && list.length > USED_FOR_MAX_SHARE * this.size) list = undefined;
     const counts = new Map<string, number>();
