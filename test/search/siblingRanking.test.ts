@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { SearchIndex } from '../../src/search/index.js';
 import { fixtureEntries, mcpTool } from './fixture.js';
 
+/** A tool's re-ranking factor for `query` (0 when it is not among the first 10). */
+const factorOf = (index: SearchIndex, query: string, id: string): number =>
+  index.explain(query, 10).find((t) => t.id === id)?.factor ?? 0;
+
 describe('ranking among sibling tools', () => {
   const extra = [
     mcpTool('mail', [
@@ -47,8 +51,7 @@ describe('ranking among sibling tools', () => {
     expect(idx.rankIds('erase the message rule')[0]).toBe('mcp:mail:delete-mail-rule');
     // The operation itself weighs, not only the words: the deleting sibling's re-ranking factor is the larger one,
     // though create-mail-rule matches one more word of the request.
-    const factor = (id: string): number =>
-      idx.explain('remove a message rule from outlook', 10).find((t) => t.id === id)?.factor ?? 0;
+    const factor = (id: string): number => factorOf(idx, 'remove a message rule from outlook', id);
     expect(factor('mcp:mail:delete-mail-rule')).toBeGreaterThan(factor('mcp:mail:create-mail-rule'));
   });
 
@@ -82,9 +85,7 @@ describe('ranking among sibling tools', () => {
     expect(idx.rankIds('withdraw a board label')[0]).toBe('mcp:board:board_delete_label');
     // "revise" neither: WordNet's broader word for it is "edit", which stands for an update.
     expect(idx.rankIds('revise a board label')[0]).toBe('mcp:board:board_update_label');
-    const factor = (index: SearchIndex, query: string, id: string): number =>
-      index.explain(query, 10).find((t) => t.id === id)?.factor ?? 0;
-    const revised = (id: string): number => factor(idx, 'revise a board label', id);
+    const revised = (id: string): number => factorOf(idx, 'revise a board label', id);
     expect(revised('mcp:board:board_update_label')).toBeGreaterThan(revised('mcp:board:board_create_label'));
   });
 
@@ -98,17 +99,15 @@ describe('ranking among sibling tools', () => {
     ];
     const taught = new SearchIndex([...fixtureEntries(), ...board, ...teaching]);
     const untaught = new SearchIndex([...fixtureEntries(), ...board]);
-    const factor = (index: SearchIndex, query: string, id: string): number =>
-      index.explain(query, 10).find((t) => t.id === id)?.factor ?? 0;
     const update = 'mcp:board:board_update_label';
     const create = 'mcp:board:board_create_label';
     expect(taught.rankIds('rename a board label')[0]).toBe(update);
-    expect(factor(taught, 'rename a board label', update)).toBeGreaterThan(
-      factor(taught, 'rename a board label', create),
+    expect(factorOf(taught, 'rename a board label', update)).toBeGreaterThan(
+      factorOf(taught, 'rename a board label', create),
     );
     // Without those tools nothing tells the siblings apart; nor when the word does not open the request.
-    expect(factor(untaught, 'rename a board label', update)).toBe(factor(untaught, 'rename a board label', create));
-    expect(factor(taught, 'board label to rename', update)).toBe(factor(taught, 'board label to rename', create));
+    expect(factorOf(untaught, 'rename a board label', update)).toBe(factorOf(untaught, 'rename a board label', create));
+    expect(factorOf(taught, 'board label to rename', update)).toBe(factorOf(taught, 'board label to rename', create));
   });
 
   it('joins two words only into a word a tool name writes', () => {
