@@ -138,7 +138,7 @@ class ComposedCatalog implements Catalog {
   private madeSourceFingerprints: Record<string, string> | undefined;
 
   constructor(
-    private readonly base: Catalog,
+    base: Catalog,
     private readonly over: Catalog,
   ) {
     this.overlay = { base, extra: over.entries };
@@ -149,17 +149,17 @@ class ComposedCatalog implements Catalog {
 
   get entries(): ToolEntry[] {
     return (this.madeEntries ??=
-      this.over.entries.length === 0 ? this.base.entries : this.base.entries.concat(this.over.entries));
+      this.over.entries.length === 0 ? this.overlay.base.entries : this.overlay.base.entries.concat(this.over.entries));
   }
 
   get fingerprint(): string {
-    return (this.madeFingerprint ??= overlayFingerprint(this.base.fingerprint, this.over.entries));
+    return (this.madeFingerprint ??= overlayFingerprint(this.overlay.base.fingerprint, this.over.entries));
   }
 
   get sourceFingerprints(): Record<string, string> {
     if (this.madeSourceFingerprints === undefined) {
       const made: Record<string, string> = {};
-      const fps = { ...this.base.sourceFingerprints, ...this.over.sourceFingerprints };
+      const fps = { ...this.overlay.base.sourceFingerprints, ...this.over.sourceFingerprints };
       for (const k of Object.keys(fps).sort()) made[k] = fps[k]!;
       this.madeSourceFingerprints = made;
     }
