@@ -55,7 +55,7 @@ const gcObserver = new PerformanceObserver((list) => {
     gcs.push({
       at: e.startTime,
       ms: e.duration,
-      minor: (e.detail as { kind?: number } | undefined)?.kind === constants.NODE_PERFORMANCE_GC_MINOR,
+      minor: (e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR,
     });
 });
 const run = async (v: typeof plain, client: boolean, count: number, record: boolean): Promise<void> => {
