@@ -891,9 +891,12 @@ export class SearchIndex {
     const queryKey = query.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
     const sameName = this.byNameKey.get(queryKey);
     if (sameName !== undefined) {
-      const rank = new Map(top.map((t, i) => [t.id, i]));
       const named = [...sameName].filter((id) => id !== exactId);
-      named.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity) || (a < b ? -1 : 1));
+      // Several tools of that name: in their ranked order (one needs no order, nor the map of every candidate's rank).
+      if (named.length > 1) {
+        const rank = new Map(top.map((t, i) => [t.id, i]));
+        named.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity) || (a < b ? -1 : 1));
+      }
       first.push(...named);
     }
     const ids = first.slice(0, max);
