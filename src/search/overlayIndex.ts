@@ -70,6 +70,8 @@ export class OverlayIndex implements SearchIndexView {
   release(): void {
     this.own = undefined;
     this.metas = undefined;
+    // Nothing of this overlay refers to its lists once its derived caches are gone: the base may reuse them.
+    this.base.giveBackLists(this.lists);
     this.lists.clear();
     this.newTerms = [];
   }

@@ -221,6 +221,11 @@ export class SearchIndex {
     this.ensureScratch(this.slots.length);
   }
 
+  /** An overlay's lists of its new terms, which it lets go of, for the index to reuse (see `Postings.giveBack`). */
+  giveBackLists(lists: Iterable<[string, PostingList]>): void {
+    this.postings.giveBack(lists);
+  }
+
   /** Removes every tool of one source (`${source}:${owner}`); returns how many were removed. */
   removeSource(sourceKey: string): number {
     const ids = this.bySource.get(sourceKey);

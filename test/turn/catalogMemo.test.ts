@@ -293,6 +293,12 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
     // Asked again (nothing does after its turn, but it must still answer right): it makes them again.
     for (const query of QUERIES)
       expect(alone.search(query, { limit: 10 }), query).toEqual(full.search(query, { limit: 10 }));
+    // Another turn's new tools take the lists the released overlay gave back, and answer as a full index too.
+    const otherParts = [...base, tools([{ name: 'lookup_parcel', description: 'Look up a parcel of an order' }])];
+    const other = store.get(memo.get(otherParts, policy).filtered).index;
+    const otherFull = fresh(otherParts);
+    for (const query of [...QUERIES, 'parcel'])
+      expect(other.search(query, { limit: 10 }), query).toEqual(otherFull.search(query, { limit: 10 }));
     // The same tools again: kept by the memo for later turns, so their overlay keeps what it derived.
     const kept = memo.get(parts, policy).filtered;
     const shared = store.get(kept).index;
