@@ -3,12 +3,16 @@
  * search + end, 1,000 synthetic tools) with one new client tool each turn, and the same turns without, on two
  * engines in this process, in ABBA rounds of `--turns` turns each side. Prints CPU per turn of each side and per
  * phase (start, search, end), and the ratio's median and quartiles over the rounds. `--profile file` writes a CPU
- * profile of the timed rounds (sampling every 100 µs).
+ * profile of the timed rounds (sampling every 100 µs). `--alloc file` writes a sampling heap profile of the timed rounds
+ * that counts every allocation, kept or collected since (one sample per 1 KiB allocated on average), and prints the
+ * bytes allocated per timed turn: with `--only`, what one side allocates, by function in the profile. `--survivors`
+ * counts only what outlived a scavenge (what the collector copied and promoted).
  *
- *   node --import tsx bench/clientToolProfile.ts [--rounds 10] [--turns 200] [--profile out.cpuprofile] [--only client|plain] [--same]
+ *   node --import tsx bench/clientToolProfile.ts [--rounds 10] [--turns 200] [--profile out.cpuprofile] [--alloc out.heapprofile] [--only client|plain] [--same]
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { constants, performance, PerformanceObserver } from 'node:perf_hooks';
 import { openMemoryBus } from '../src/bus/index.js';
 import { parseConfig } from '../src/config/index.js';
 import { createEngine } from '../src/turn/index.js';
@@ -43,8 +47,20 @@ let n = 0;
 /** With --profile: when each side ran (monotonic µs, the profile's clock), to split the profile's samples by side. */
 const spans: { side: string; from: number; to: number }[] = [];
 const now = (): number => Number(process.hrtime.bigint() / 1000n);
+/** When each side's timed turns ran (performance.now() ms) and the collections seen: garbage collection per side. */
+const gcSpans: { side: string; from: number; to: number }[] = [];
+const gcs: { at: number; ms: number; minor: boolean }[] = [];
+const gcObserver = new PerformanceObserver((list) => {
+  for (const e of list.getEntries())
+    gcs.push({
+      at: e.startTime,
+      ms: e.duration,
+      minor: (e as unknown as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR,
+    });
+});
 const run = async (v: typeof plain, client: boolean, count: number, record: boolean): Promise<void> => {
   const from = now();
+  const gcFrom = performance.now();
   const start = cpu();
   for (let k = 0; k < count; k++) {
     const i = n++;
@@ -80,6 +96,7 @@ const run = async (v: typeof plain, client: boolean, count: number, record: bool
     v.turns += count;
     v.perRound.push((cpu() - start) / count);
     spans.push({ side: client ? 'client' : 'plain', from, to: now() });
+    gcSpans.push({ side: client ? 'client' : 'plain', from: gcFrom, to: performance.now() });
   }
 };
 await run(withTool, true, 100, false);
@@ -92,6 +109,19 @@ if (session !== undefined) {
   await session.post('Profiler.setSamplingInterval', { interval: 100 });
   await session.post('Profiler.start');
 }
+const ai = args.indexOf('--alloc');
+const heapSession = ai >= 0 ? new Session() : undefined;
+if (heapSession !== undefined) {
+  heapSession.connect();
+  await heapSession.post('HeapProfiler.enable');
+  await heapSession.post('HeapProfiler.startSampling', {
+    samplingInterval: 1024,
+    includeObjectsCollectedByMajorGC: true,
+    // `--survivors`: only what outlived a scavenge (promoted, kept or collected by a full collection since).
+    includeObjectsCollectedByMinorGC: !args.includes('--survivors'),
+  });
+}
+gcObserver.observe({ entryTypes: ['gc'] });
 const ratios: number[] = [];
 for (let r = 0; r < rounds; r++) {
   const order: [typeof plain, boolean][] =
@@ -123,13 +153,38 @@ if (session !== undefined) {
   writeFileSync(`${args[pi + 1]!}.sides.json`, JSON.stringify(spans));
   session.disconnect();
 }
+if (heapSession !== undefined) {
+  const { profile } = await heapSession.post('HeapProfiler.stopSampling');
+  writeFileSync(args[ai + 1]!, JSON.stringify(profile));
+  heapSession.disconnect();
+  let bytes = 0;
+  const walk = (node: typeof profile.head): void => {
+    bytes += node.selfSize;
+    for (const c of node.children) walk(c);
+  };
+  walk(profile.head);
+  const timedTurns = withTool.turns + plain.turns;
+  console.log(`allocated ${(bytes / timedTurns / 1024).toFixed(1)} KiB per timed turn (${timedTurns} turns, sampled)`);
+}
+// Collections are reported after they end: wait for the last ones, then count each in the side whose turns it fell in.
+await new Promise((resolve) => setTimeout(resolve, 50));
+gcObserver.disconnect();
+const gcOf = (side: string, minor: boolean): number => {
+  let ms = 0;
+  for (const g of gcs)
+    if (g.minor === minor && gcSpans.some((s) => s.side === side && g.at >= s.from && g.at < s.to)) ms += g.ms;
+  return ms;
+};
 const q = (xs: number[], p: number): number => {
   const s = [...xs].sort((x, y) => x - y);
   const pos = (s.length - 1) * p;
   return s[Math.floor(pos)]! + (s[Math.ceil(pos)]! - s[Math.floor(pos)]!) * (pos - Math.floor(pos));
 };
-const line = (label: string, v: typeof plain): string =>
-  `${label} ${q(v.perRound, 0.5).toFixed(0)} µs CPU/turn (start ${(v.parts[0]! / v.turns).toFixed(0)}, search ${(v.parts[1]! / v.turns).toFixed(0)}, end ${(v.parts[2]! / v.turns).toFixed(0)})`;
+const line = (label: string, v: typeof plain): string => {
+  const side = v === withTool ? 'client' : 'plain';
+  const gcUs = (minor: boolean): string => ((gcOf(side, minor) * 1000) / v.turns).toFixed(0);
+  return `${label} ${q(v.perRound, 0.5).toFixed(0)} µs CPU/turn (start ${(v.parts[0]! / v.turns).toFixed(0)}, search ${(v.parts[1]! / v.turns).toFixed(0)}, end ${(v.parts[2]! / v.turns).toFixed(0)}; garbage collection, wall: scavenges ${gcUs(true)}, others ${gcUs(false)})`;
+};
 console.log(
   `${line('client tool', withTool)}; ${line('plain', plain)}; ratio ${q(ratios, 0.5).toFixed(3)} (IQR ${q(ratios, 0.25).toFixed(3)}..${q(ratios, 0.75).toFixed(3)}, ${rounds} ABBA rounds of ${perSide} turns a side)`,
 );

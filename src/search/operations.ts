@@ -166,6 +166,14 @@ export class OperationModel {
   /** The counts the model was learned from (see `Tally`), for a later `learn` over these tools and more. */
   private tally: Tally | undefined;
 
+  /**
+   * The tools a model learned over every tool was learned from, in the order it was given them; undefined for a
+   * model extended from another.
+   */
+  static toolsLearned(model: OperationModel): ReadonlySet<ToolMeta> | undefined {
+    return model.tally?.metas;
+  }
+
   /** The tools of `list` from sources `previous` did not see, when the rest are exactly its tools; else undefined. */
   static newSources(previous: OperationModel, list: readonly ToolMeta[]): ToolMeta[] | undefined {
     const metas = previous.tally?.metas;

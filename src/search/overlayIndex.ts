@@ -63,6 +63,19 @@ export class OverlayIndex implements SearchIndexView {
     return extra.every((e) => !base.hasSource(sourceKeyOf(e)));
   }
 
+  /**
+   * Drops what its queries derived and its tools' metadata and lists, made again by a later query: for an overlay
+   * no later turn asks (tools new each turn), whose caches would otherwise outlive its turn for nothing.
+   */
+  release(): void {
+    this.own = undefined;
+    this.metas = undefined;
+    // Nothing of this overlay refers to its lists once its derived caches are gone: the base may reuse them.
+    this.base.giveBackLists(this.lists);
+    this.lists.clear();
+    this.newTerms = [];
+  }
+
   get settings(): SearchIndex['settings'] {
     return this.base.settings;
   }

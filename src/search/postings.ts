@@ -108,6 +108,19 @@ export class Postings {
     }
   }
 
+  /**
+   * Lists an overlay held for its new terms and lets go of (nothing refers to them any more), back to the spare ones,
+   * so the next overlay's new terms take them instead of two new typed arrays each. A list still indexed is left.
+   */
+  giveBack(lists: Iterable<[string, PostingList]>): void {
+    for (const [term, list] of lists) {
+      if (this.spare.length >= MAX_SPARE) return;
+      if (list.length !== 0 || this.lists.get(term) === list || list.slots.length > MAX_SPARE_CAPACITY) continue;
+      list.held = false;
+      this.spare.push(list);
+    }
+  }
+
   /** Known terms longer than `prefix` that start with it, at most `max`. */
   withPrefix(prefix: string, max: number): [string, PostingList][] {
     if (this.pending.size > 0) this.settle((t) => t.length > prefix.length && t.startsWith(prefix));

@@ -221,6 +221,11 @@ export class SearchIndex {
     this.ensureScratch(this.slots.length);
   }
 
+  /** An overlay's lists of its new terms, which it lets go of, for the index to reuse (see `Postings.giveBack`). */
+  giveBackLists(lists: Iterable<[string, PostingList]>): void {
+    this.postings.giveBack(lists);
+  }
+
   /** Removes every tool of one source (`${source}:${owner}`); returns how many were removed. */
   removeSource(sourceKey: string): number {
     const ids = this.bySource.get(sourceKey);
@@ -248,18 +253,38 @@ export class SearchIndex {
   /** The operation model of the indexed tools (learned once per catalog change). */
   private operations(): OperationModel {
     if (this.opModel === undefined) {
-      // The indexed tools as they are now (a copy of the slots, not filtered yet): a model extended by the tools
-      // added since the last one (an overlay's) reads them only if it must learn over every tool.
-      const slots = this.slots.slice();
-      this.opModel = OperationModel.learn(
-        () => slots.filter((m): m is ToolMeta => m !== undefined),
-        this.lastModel,
-        this.addedSinceModel,
-      );
+      // The indexed tools as they are now, in slot order: a model extended by the tools added since the last one (an
+      // overlay's) reads them only if it must learn over every tool, so they are made when read, from what does not
+      // change: the last model's tools then the added ones, when those stand last in slot order (as an overlay's
+      // do); else from a copy of the slots (not filtered yet).
+      const added = this.addedSinceModel;
+      const before = this.lastModel === undefined ? undefined : OperationModel.toolsLearned(this.lastModel);
+      let tools: () => readonly ToolMeta[];
+      if (before !== undefined && added !== undefined && this.standLast(added)) {
+        const tail = added.slice();
+        tools = () => [...before, ...tail];
+      } else {
+        const slots = this.slots.slice();
+        tools = () => slots.filter((m): m is ToolMeta => m !== undefined);
+      }
+      this.opModel = OperationModel.learn(tools, this.lastModel, added);
       this.lastModel = this.opModel;
       this.addedSinceModel = [];
     }
     return this.opModel;
+  }
+
+  /**
+   * Whether the last tools in slot order are `added`, in that order: then the indexed tools in slot order are the
+   * others (the last model's, in the slots they had when it was learned: only additions since) followed by these.
+   */
+  private standLast(added: readonly ToolMeta[]): boolean {
+    let k = added.length;
+    for (let s = this.slots.length - 1; s >= 0 && k > 0; s--) {
+      const m = this.slots[s];
+      if (m !== undefined && m !== added[--k]) return false;
+    }
+    return k === 0;
   }
 
   /**
@@ -871,9 +896,12 @@ export class SearchIndex {
     const queryKey = query.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
     const sameName = this.byNameKey.get(queryKey);
     if (sameName !== undefined) {
-      const rank = new Map(top.map((t, i) => [t.id, i]));
       const named = [...sameName].filter((id) => id !== exactId);
-      named.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity) || (a < b ? -1 : 1));
+      // Several tools of that name: in their ranked order (one needs no order, nor the map of every candidate's rank).
+      if (named.length > 1) {
+        const rank = new Map(top.map((t, i) => [t.id, i]));
+        named.sort((a, b) => (rank.get(a) ?? Infinity) - (rank.get(b) ?? Infinity) || (a < b ? -1 : 1));
+      }
       first.push(...named);
     }
     const ids = first.slice(0, max);

@@ -130,6 +130,8 @@ class ComposedCatalog implements Catalog {
   readonly sources: Catalog['sources'];
   duplicates?: NonNullable<Catalog['duplicates']>;
   readonly overlay: Overlay;
+  /** Whether the memo keeps it for later turns (see `CatalogMemo.get`); else only its own turn reads it. */
+  kept = false;
   /** `entriesById` and `sourceCounts` of this catalog, made when first asked. */
   byId: ReadonlyMap<string, ToolEntry> | undefined;
   counts: SourceCounts | undefined;
@@ -221,6 +223,15 @@ function filterOwn(catalog: Catalog, policy: EffectivePolicy): Catalog {
   return kept.length === catalog.entries.length
     ? catalog
     : catalogFromEntries(kept, catalog.sources, catalog.duplicates);
+}
+
+/**
+ * At the end of the turn that read it: the overlay index of a catalog composed for that turn alone (its client tools
+ * came for the first time, so the memo did not keep it) lets go of what its queries derived. Nothing else reads it
+ * later, and what it holds would otherwise stay reachable (and be copied by the collector) beyond the turn.
+ */
+export function releaseTurnCatalog(catalog: Catalog | undefined): void {
+  if (catalog instanceof ComposedCatalog && !catalog.kept) catalog.overlay.search?.index.release();
 }
 
 /** How many tools a catalog has, without making an overlay catalog's entries array. Pure: no I/O. */
@@ -321,6 +332,7 @@ export class CatalogMemo {
             this.seenOnce.add(key);
             return made;
           }
+          for (const c of [made.full, made.filtered]) (c as ComposedCatalog).kept = true;
           this.composed.set(key, made);
           while (this.composed.size > this.maxComposed) {
             const oldest = this.composed.keys().next();

@@ -52,7 +52,7 @@ import { endNotStarted, endOpenCalls, foldSession, type OpenTurn } from './recov
 import { continueApprovalCall } from './resumeApproval.js';
 import { argsDigestOf } from './callPath.js';
 import { rerunSafe, type ToolEntry } from '../catalog/index.js';
-import { CatalogMemo } from './catalogMemo.js';
+import { CatalogMemo, releaseTurnCatalog } from './catalogMemo.js';
 import { IndexStore } from './indexStore.js';
 import { ExposureMemo } from './exposureMemo.js';
 import { runStep } from './runStep.js';
@@ -507,6 +507,7 @@ export function createEngine(opts: EngineOptions): Engine {
         trace?.endTurn(events.state);
         ownTurns.delete(ownKey);
         release();
+        releaseTurnCatalog(actor.getSnapshot().context.catalog);
         try {
           opts.onTurnEnded?.({
             sessionId: facts.sessionId,
@@ -681,6 +682,7 @@ export function createEngine(opts: EngineOptions): Engine {
         trace?.endTurn(events.state);
         ownTurns.delete(ownKey);
         release();
+        releaseTurnCatalog(actor.getSnapshot().context.catalog);
       },
       async end(outcome?: { failed?: { code: string; reason: string }; promptBytes?: number }): Promise<void> {
         if (ended) return;

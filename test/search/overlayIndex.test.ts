@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { clientToolSource } from '../../src/catalog/index.js';
 import { OverlayIndex, SearchIndex } from '../../src/search/index.js';
 import { buildMeta, buildTurnMeta, type ToolMeta } from '../../src/search/descriptor.js';
@@ -283,6 +283,40 @@ describe('OverlayIndex (per-turn client tools over a shared index)', () => {
       ).entries,
     ];
     for (const e of tools) expect(buildTurnMeta(e), e.id).toEqual(buildMeta(e));
+  });
+
+  it('gives a model it extends for added tools the indexed tools in slot order, made when read, as they were then', () => {
+    // The tools list a model is learned from is read only if it must learn over every tool (when asked for its
+    // counts), maybe queries later: without a copy of the slots when the added tools stand last, with one otherwise.
+    const given: { tools: () => readonly ToolMeta[]; then: string[] }[] = [];
+    const index = new SearchIndex(fixtureEntries());
+    const learn = OperationModel.learn.bind(OperationModel);
+    const spy = vi.spyOn(OperationModel, 'learn').mockImplementation((metas, previous, added) => {
+      if (typeof metas === 'function') given.push({ tools: metas, then: index.entries().map((e) => e.id) });
+      return learn(metas, previous, added);
+    });
+    try {
+      const tools = (tag: string, n: number) =>
+        clientToolSource(
+          Array.from({ length: n }, (_, k) => ({ name: `lookup_order_${tag}${k}`, description: 'Look up an order' })),
+          `app${tag}`,
+        ).entries;
+      const a = new OverlayIndex(index, tools('a', 2));
+      const b = new OverlayIndex(index, tools('b', 1));
+      // An overlay of two tools, then one that takes the second's freed slot (below the first's, now free): both
+      // stand last; then a tool added for good after a source was removed, into a slot below others.
+      a.search('create an order', { limit: 3 });
+      b.search('create an order', { limit: 3 });
+      a.search('create a ticket', { limit: 3 });
+      index.removeSource(index.sourceKeys()[0]!);
+      index.search('list issues', { limit: 3 });
+      index.addEntries(tools('c', 1));
+      index.search('create a ticket', { limit: 3 });
+      expect(given.length).toBeGreaterThanOrEqual(4);
+      for (const g of given) expect(g.tools().map((m) => m.entry.id)).toEqual(g.then);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('refuses to be changed, and fits only sources the base does not hold', () => {

@@ -7,6 +7,7 @@ import {
   entriesById,
   overlayFingerprint,
   overlayOf,
+  releaseTurnCatalog,
   sourceCounts,
 } from '../../src/turn/catalogMemo.js';
 import { IndexStore } from '../../src/turn/indexStore.js';
@@ -271,6 +272,42 @@ describe('CatalogMemo and IndexStore with the same client tools again (a client 
     expect(memo.composedBuilds).toBe(10);
     expect(memo.composedReuses).toBe(0);
     expect((memo as unknown as { composed: Map<string, unknown> }).composed.size).toBe(0);
+  });
+
+  it("lets a turn's own overlay go at the turn's end (tools seen once), never a kept one, and answers the same after", () => {
+    const memo = new CatalogMemo();
+    const store = new IndexStore({});
+    const derived = (index: unknown) => {
+      const o = index as { own?: unknown; metas?: unknown; lists: Map<string, unknown> };
+      return { own: o.own !== undefined, metas: o.metas !== undefined, lists: o.lists.size };
+    };
+    const parts = [...base, tools([order, refund])];
+    const once = memo.get(parts, policy).filtered;
+    const alone = store.get(once).index;
+    const full = fresh(parts);
+    const q = 'look up an order';
+    expect(alone.search(q, { limit: 5 })).toEqual(full.search(q, { limit: 5 }));
+    expect(derived(alone)).toEqual({ own: true, metas: true, lists: expect.any(Number) as number });
+    releaseTurnCatalog(once);
+    expect(derived(alone)).toEqual({ own: false, metas: false, lists: 0 });
+    // Asked again (nothing does after its turn, but it must still answer right): it makes them again.
+    for (const query of QUERIES)
+      expect(alone.search(query, { limit: 10 }), query).toEqual(full.search(query, { limit: 10 }));
+    // Another turn's new tools take the lists the released overlay gave back, and answer as a full index too.
+    const otherParts = [...base, tools([{ name: 'lookup_parcel', description: 'Look up a parcel of an order' }])];
+    const other = store.get(memo.get(otherParts, policy).filtered).index;
+    const otherFull = fresh(otherParts);
+    for (const query of [...QUERIES, 'parcel'])
+      expect(other.search(query, { limit: 10 }), query).toEqual(otherFull.search(query, { limit: 10 }));
+    // The same tools again: kept by the memo for later turns, so their overlay keeps what it derived.
+    const kept = memo.get(parts, policy).filtered;
+    const shared = store.get(kept).index;
+    shared.search(q, { limit: 5 });
+    releaseTurnCatalog(kept);
+    expect(derived(shared)).toMatchObject({ own: true, metas: true });
+    expect(memo.get(parts, policy).filtered).toBe(kept);
+    releaseTurnCatalog(undefined);
+    releaseTurnCatalog(memo.get(base, policy).filtered);
   });
 
   it('gives a new overlay when the shared index was rebuilt since (evicted, then built again)', () => {
