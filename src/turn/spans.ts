@@ -101,6 +101,12 @@ interface Rec {
  */
 const now = hrNow;
 
+/** Removes `xs[i]`, keeping the order (as `splice(i, 1)`, without the array of removed items it returns). */
+function removeAt<T>(xs: T[], i: number): void {
+  for (let k = i + 1; k < xs.length; k++) xs[k - 1] = xs[k]!;
+  xs.pop();
+}
+
 /** The traced pieces of one turn: root span, phases, execute, and the work under it. */
 export class TurnTrace {
   readonly turn: Span;
@@ -200,7 +206,7 @@ export class TurnTrace {
     while (i < w.length && (w[i]!.name !== name || (parent !== undefined && w[i]!.parent !== parent))) i++;
     if (i === w.length) return undefined;
     const rec = w[i]!;
-    this.waiting.splice(i, 1);
+    removeAt(w, i);
     rec.event = e;
     return rec;
   }
@@ -332,7 +338,7 @@ export class TurnTrace {
     if (rec.ended) return;
     const end = now();
     const w = this.waiting.indexOf(rec);
-    if (w >= 0) this.waiting.splice(w, 1);
+    if (w >= 0) removeAt(this.waiting, w);
     const span = rec.span;
     switch (rec.name) {
       case SpanName.resolvePolicy:
