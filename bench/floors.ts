@@ -872,6 +872,7 @@ async function tracingRow(): Promise<void> {
     sdkFloorIqr: [round3(ps.sdkFloorIqr[0]), round3(ps.sdkFloorIqr[1])],
     vsSdkFloor: round3(ps.vsSdkFloor),
     spanPathUs: round3(ps.spanPathUs),
+    ...(ps.mainThreadUs === undefined ? {} : { mainThreadUs: round3(ps.mainThreadUs) }),
   });
   console.log(`  (${perSpanLine(ps)})`);
 }

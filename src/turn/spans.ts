@@ -68,13 +68,17 @@ type PhaseName =
 type WorkName = typeof SpanName.search | typeof SpanName.describe | typeof SpanName.call | typeof SpanName.code;
 export type TracedName = PhaseName | WorkName;
 
-const PHASE_OF_EVENT: Readonly<Record<string, PhaseName>> = {
-  'policy.resolved': SpanName.resolvePolicy,
-  'sources.listed': SpanName.listSources,
-  'catalog.indexed': SpanName.index,
-  'tools.exposed': SpanName.expose,
-};
-const PHASES: ReadonlySet<string> = new Set(Object.values(PHASE_OF_EVENT));
+/*
+ * Looked up by event type in a Map, not as a property of an object: a property read with every event's type as its
+ * key (most of them absent) is a megamorphic lookup that misses V8's shared cache in a busy process.
+ */
+const PHASE_OF_EVENT: ReadonlyMap<string, PhaseName> = new Map([
+  ['policy.resolved', SpanName.resolvePolicy],
+  ['sources.listed', SpanName.listSources],
+  ['catalog.indexed', SpanName.index],
+  ['tools.exposed', SpanName.expose],
+]);
+const PHASES: ReadonlySet<string> = new Set(PHASE_OF_EVENT.values());
 const isPhase = (name: TracedName): name is PhaseName => PHASES.has(name);
 
 /** One live span of the turn and the events it is built from. */
@@ -100,6 +104,45 @@ interface Rec {
  * microseconds for ends, so a child could start before its parent.
  */
 const now = hrNow;
+
+/**
+ * `data.callId` of an event of a call, read in the case of its type: each read then sees one type's data objects,
+ * where one read for all of them would be megamorphic (every event type's data has its own shape). Any other type
+ * reads it in one shared case. Pure: no I/O.
+ */
+function callIdOf(e: Envelope): unknown {
+  const d = e.data as { callId?: unknown } | null | undefined;
+  switch (e.type) {
+    case 'call.decided':
+      return d?.callId;
+    case 'call.started':
+      return d?.callId;
+    case 'call.completed':
+      return d?.callId;
+    case 'call.failed':
+      return d?.callId;
+    case 'call.blocked':
+      return d?.callId;
+    case 'call.pending':
+      return d?.callId;
+    case 'hook.ran':
+      return d?.callId;
+    case 'approval.requested':
+      return d?.callId;
+    case 'approval.resolved':
+      return d?.callId;
+    case 'approval.settled':
+      return d?.callId;
+    default:
+      return d?.callId;
+  }
+}
+
+/** Removes `xs[i]`, keeping the order (as `splice(i, 1)`, without the array of removed items it returns). */
+function removeAt<T>(xs: T[], i: number): void {
+  for (let k = i + 1; k < xs.length; k++) xs[k - 1] = xs[k]!;
+  xs.pop();
+}
 
 /** The traced pieces of one turn: root span, phases, execute, and the work under it. */
 export class TurnTrace {
@@ -200,7 +243,7 @@ export class TurnTrace {
     while (i < w.length && (w[i]!.name !== name || (parent !== undefined && w[i]!.parent !== parent))) i++;
     if (i === w.length) return undefined;
     const rec = w[i]!;
-    this.waiting.splice(i, 1);
+    removeAt(w, i);
     rec.event = e;
     return rec;
   }
@@ -223,7 +266,7 @@ export class TurnTrace {
     }
     // The clock is read only by the events that start, end or time a span (one read per event).
     const data = (e.data ?? {}) as { callId?: unknown; codeRunId?: unknown };
-    const phase = PHASE_OF_EVENT[e.type];
+    const phase = PHASE_OF_EVENT.get(e.type);
     if (phase !== undefined) {
       const rec = this.claim(phase, undefined, e);
       if (e.type === 'tools.exposed') {
@@ -285,7 +328,8 @@ export class TurnTrace {
       default:
         break;
     }
-    const call = typeof data.callId === 'string' ? this.calls.get(data.callId) : undefined;
+    const callId = callIdOf(e);
+    const call = typeof callId === 'string' ? this.calls.get(callId) : undefined;
     if (call === undefined) return this.headersOf(this.turn);
     const t = now();
     const previous = call.lastAt;
@@ -332,7 +376,7 @@ export class TurnTrace {
     if (rec.ended) return;
     const end = now();
     const w = this.waiting.indexOf(rec);
-    if (w >= 0) this.waiting.splice(w, 1);
+    if (w >= 0) removeAt(this.waiting, w);
     const span = rec.span;
     switch (rec.name) {
       case SpanName.resolvePolicy:
