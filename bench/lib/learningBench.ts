@@ -67,11 +67,13 @@ interface PairedHits {
   after1: boolean[];
   before5: boolean[];
   after5: boolean[];
+  /** The tested queries' kinds (operation, vocabulary, ...), in the same order. */
+  kinds: (string | undefined)[];
   learned: number;
 }
 
 function emptyHits(): PairedHits {
-  return { before1: [], after1: [], before5: [], after5: [], learned: 0 };
+  return { before1: [], after1: [], before5: [], after5: [], kinds: [], learned: 0 };
 }
 
 function addHits(into: PairedHits, from: PairedHits): void {
@@ -79,6 +81,7 @@ function addHits(into: PairedHits, from: PairedHits): void {
   into.after1.push(...from.after1);
   into.before5.push(...from.before5);
   into.after5.push(...from.after5);
+  into.kinds.push(...from.kinds);
   into.learned += from.learned;
 }
 
@@ -93,6 +96,7 @@ function measure(set: QuerySet, train: readonly BenchQuery[], test: readonly Ben
     after1: hits(after, test, 1),
     before5: hits(before, test, 5),
     after5: hits(after, test, 5),
+    kinds: test.map((q) => q.kind),
     learned,
   };
 }
@@ -189,6 +193,17 @@ function pairedSets(sets: readonly QuerySet[]): void {
       console.log(pairedLine(set.name.replace(/^MCP (dev|TEST) bench\/testset\//, ''), h));
     }
     if (sets.length > 1) console.log(pairedLine(`all ${sets.length} sets (${short})`, total));
+    const kinds = [...new Set(total.kinds.filter((k): k is string => k !== undefined))].sort();
+    const byKind = kinds.map((kind) => {
+      const at = total.kinds.map((k, i) => (k === kind ? i : -1)).filter((i) => i >= 0);
+      const m = mcnemar(
+        at.map((i) => total.after1[i] as boolean),
+        at.map((i) => total.before1[i] as boolean),
+      );
+      const r = (xs: boolean[]): string => f3(at.filter((i) => xs[i]).length / at.length);
+      return `${kind} ${r(total.before1)} -> ${r(total.after1)} (${m.wins}/${m.losses}, n=${at.length})`;
+    });
+    if (byKind.length > 0) console.log(`  by kind, r@1 (won/lost): ${byKind.join('; ')}`);
   }
 }
 
