@@ -9,7 +9,7 @@
  * Sets: MetaTool seeded 2,000 and the judged MCP test set of bench/lib/retrievalSets.ts, bench/testset/mcp-test9.jsonl
  * (test: never used to accept a change; a --dev run does not read mcp-test9); the MetaTool dev split, mcp-dev,
  * bench/heldout and the former test sets bench/testset/mcp-test.jsonl to mcp-test8.jsonl (dev: these tune). With --learn: the
- * learning-from-calls measurement (with --dev on the MetaTool split and the first paired MCP dev set only).
+ * learning-from-calls measurement (with --dev on the MetaTool split and every paired MCP dev set; see bench/lib/learningBench.ts).
  * --record-previous replaces the stored ranks of the sets it runs and keeps the others when the ranker name is the same.
  * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]
  * Data comes from ../shared next to the repository; when it is absent the bench says so and exits 0.

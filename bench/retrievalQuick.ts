@@ -2,15 +2,18 @@
  * Quick dev-set check while tuning: this project's ranker only, every dev set (never a test set), r@1/r@5 per set
  * and in total, paired at rank 1 and 5 against the previous ranker's stored ranks (exact McNemar).
  * Run: node --import tsx bench/retrievalQuick.ts [--only SETPREFIX] [--misses SETPREFIX] [--save FILE] [--against FILE]
- *   [--kinds]
+ *   [--kinds] [--learn]
  * --save writes this run's per-query ranks (JSON) and --against compares with such a file instead of the stored ranks.
  * --kinds adds, per set whose queries say their kind (operation, paraphrase, vocabulary, distractor), r@1 by kind and
  * the paired wins and losses at rank 1 of each kind, summed over the sets at the end.
+ * --learn runs only the learning-from-calls measurement on the dev sets (what `bench/retrieval.ts --dev --learn`
+ * prints after its tables): the MetaTool dev split and every paired MCP dev set.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { SearchIndex } from '../src/search/index.js';
 import { repoRoot } from './lib/paths.js';
+import { learningBench } from './lib/learningBench.js';
 import { loadSets, setFingerprint } from './lib/retrievalSets.js';
 import { mcnemar, signTestP } from './lib/stats.js';
 
@@ -30,6 +33,10 @@ const stored = existsSync(storedFile)
 const sets = loadSets((name, role) => role === 'dev' && (only === undefined || name.includes(only))).filter(
   (s) => s.role === 'dev' && (only === undefined || s.name.includes(only)),
 );
+if (argv.includes('--learn')) {
+  learningBench(sets, 'dev');
+  process.exit(0);
+}
 const saved: Record<string, { fingerprint: string; ranks: number[] }> = {};
 let all1 = 0;
 let all5 = 0;

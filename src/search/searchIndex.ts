@@ -241,13 +241,20 @@ export class SearchIndex {
     return { ...meta.result };
   }
 
-  /** Re-ranks (and extends) the candidates with the learned calls of similar past queries. */
+  /**
+   * Re-ranks (and extends) the candidates with the learned vocabulary: words of the query that past queries
+   * ending in a tool used, that point at that tool and that its descriptor lacks.
+   */
   private applyLearned(q: QueryPlan, top: { id: string; score: number }[]): void {
     const memory = this.memory as CallMemory;
     const n = this.size;
     const terms = q.typed.slice(0, q.implicitFrom).filter((_, i) => q.topical[i] === true);
     const idf = (t: string): number => idfOf(this.postings.get(t)?.length ?? 0, n);
-    learnedBoost(top, memory.evidence(terms, idf), (id) => this.slotOf.has(id));
+    const describes = (id: string, t: string): boolean => {
+      const slot = this.slotOf.get(id);
+      return slot !== undefined && (this.slots[slot] as ToolMeta).terms.includes(t);
+    };
+    learnedBoost(top, memory.vocabulary(terms, idf, describes), (id) => this.slotOf.has(id));
   }
 
   /** The operation model of the indexed tools (learned once per catalog change). */
@@ -917,8 +924,9 @@ export class SearchIndex {
 }
 
 /**
- * The learned signal, bounded: a candidate that similar past queries ended in gains up to x(1 + learned), and a
- * tool the query's words did not reach but similar past queries did enters at up to `inject` x the best score.
+ * The learned signal, bounded: a candidate the learned vocabulary points at gains up to x(1 + learned), and a
+ * tool the query's catalog words did not reach but its learned words did enters at up to `learnedInject` x the best
+ * score.
  * Only ids of this index are considered: a tool outside the (policy-filtered) catalog never appears.
  */
 function learnedBoost(
