@@ -126,9 +126,10 @@ function needHalves(queries: readonly BenchQuery[]): [Set<string>, Set<string>] 
  * pair; (2) other needs only: learned from both paraphrases of half of the needs and tested on the other half's
  * queries (both ways), whose own need taught nothing: a loss there is a tool pulled onto a request it was not
  * learned for; (3) other sets: learned from every other paired set's queries (queries of the same text left out)
- * and tested on this one, the tools asked for again by other people in other words.
+ * and tested on this one, the tools asked for again by other people in other words. `pool`: the sets the other-sets
+ * history is drawn from (for a test set, the dev sets: other people's calls, never its own queries).
  */
-function pairedSets(sets: readonly QuerySet[]): void {
+function pairedSets(sets: readonly QuerySet[], pool: readonly QuerySet[] = sets): void {
   const kinds: [string, string, (set: QuerySet) => PairedHits][] = [
     [
       'learned from the other paraphrase of each need (both ways)',
@@ -176,7 +177,7 @@ function pairedSets(sets: readonly QuerySet[]): void {
       'other sets',
       (set) => {
         const texts = new Set(set.queries.map((q) => q.query.trim().toLowerCase()));
-        const train = sets
+        const train = pool
           .filter((s) => s !== set && s.entries === set.entries)
           .flatMap((s) => s.queries)
           .filter((q) => !texts.has(q.query.trim().toLowerCase()));
@@ -239,7 +240,9 @@ export function learningBench(sets: readonly QuerySet[], role: 'dev' | 'test' = 
   // The paired MCP sets of the role asked for: the test set for the figures of record, every dev set to tune.
   const paired = sets.filter((s) => s.role === role && s.queries.some((q) => q.variant !== undefined));
   if (paired.length === 0) return;
-  pairedSets(paired);
+  // The other-sets history of a test set is drawn from the dev sets (a test set never teaches another test set).
+  const pool = sets.filter((s) => s.role === 'dev' && s.queries.some((q) => q.variant !== undefined));
+  pairedSets(paired, role === 'test' ? pool : paired);
   let differ = 0;
   let checked = 0;
   for (const set of paired) {
