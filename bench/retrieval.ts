@@ -6,9 +6,9 @@
  * hits), and the project's ranking is compared with the previous ranker's stored per-query ranks
  * (bench/baselines/previous-ranker.json, recorded with --record-previous before the ranking changed).
  *
- * Sets: MetaTool seeded 2,000 and the judged MCP test set of bench/lib/retrievalSets.ts, bench/testset/mcp-test9.jsonl
- * (test: never used to accept a change; a --dev run does not read mcp-test9); the MetaTool dev split, mcp-dev,
- * bench/heldout and the former test sets bench/testset/mcp-test.jsonl to mcp-test8.jsonl (dev: these tune). With --learn: the
+ * Sets: MetaTool seeded 2,000 and the judged MCP test set of bench/lib/retrievalSets.ts, bench/testset/mcp-test10.jsonl
+ * (test: never used to accept a change; a --dev run does not read mcp-test10); the MetaTool dev split, mcp-dev,
+ * bench/heldout and the former test sets bench/testset/mcp-test.jsonl to mcp-test9.jsonl (dev: these tune). With --learn: the
  * learning-from-calls measurement (with --dev on the MetaTool split and every paired MCP dev set; see bench/lib/learningBench.ts).
  * --record-previous replaces the stored ranks of the sets it runs and keeps the others when the ranker name is the same.
  * Run: node --import tsx bench/retrieval.ts [--misses SETPREFIX] [--record-previous] [--only SETPREFIX] [--dev (dev sets only)] [--learn]

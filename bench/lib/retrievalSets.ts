@@ -78,10 +78,10 @@ export function readBenchQueries(file: string): BenchQuery[] {
 }
 
 /** The MCP test sets that judge: committed before the ranking change they measure, never used to tune. */
-export const JUDGED_TEST_SETS: readonly string[] = ['mcp-test9.jsonl'];
+export const JUDGED_TEST_SETS: readonly string[] = ['mcp-test10.jsonl'];
 
 /**
- * The former test sets: they have been looked at (mcp-test while tuning, mcp-test2 to mcp-test8 once each as the
+ * The former test sets: they have been looked at (mcp-test while tuning, mcp-test2 to mcp-test9 once each as the
  * judge), so they are dev sets now.
  */
 export const FORMER_TEST_SETS: readonly string[] = [
@@ -93,6 +93,7 @@ export const FORMER_TEST_SETS: readonly string[] = [
   'mcp-test6.jsonl',
   'mcp-test7.jsonl',
   'mcp-test8.jsonl',
+  'mcp-test9.jsonl',
 ];
 
 /**

@@ -5,7 +5,7 @@
  * `--shared-overlap 0.6`). Prints counts by kind, gold ids per server, how many older queries ask for each gold id,
  * and the closest pairs (a pair at 0.6 or more asking another need is a note).
  *
- *   node --import tsx bench/testset/checkTestset.ts [bench/testset/mcp-test9.jsonl] [--shared-overlap 0.45]
+ *   node --import tsx bench/testset/checkTestset.ts [bench/testset/mcp-test10.jsonl] [--shared-overlap 0.45]
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -78,7 +78,7 @@ function jaccard(a: Set<string>, b: Set<string>): number {
 
 const args = process.argv.slice(2);
 const positional = args.filter((a, i) => !a.startsWith('--') && !(args[i - 1] ?? '').startsWith('--'));
-const file = path.resolve(positional[0] ?? path.join(repoRoot, 'bench', 'testset', 'mcp-test9.jsonl'));
+const file = path.resolve(positional[0] ?? path.join(repoRoot, 'bench', 'testset', 'mcp-test10.jsonl'));
 /** Closer than this to another set's query with a gold id in common is a repeat. */
 const sharedOverlapText = optionReader(args)('shared-overlap', '0.45');
 const SHARED_GOLD_OVERLAP = Number(sharedOverlapText);

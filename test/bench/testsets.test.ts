@@ -13,6 +13,11 @@ describe('MCP test sets', () => {
     for (const f of JUDGED_TEST_SETS) expect(files).toContain(f);
   });
 
+  it('judge with mcp-test10 and run the spent mcp-test9 as the newest dev set', () => {
+    expect(JUDGED_TEST_SETS).toEqual(['mcp-test10.jsonl']);
+    expect(FORMER_TEST_SETS.at(-1)).toBe('mcp-test9.jsonl');
+  });
+
   it('run every committed set either as a judge or, once judged, as a dev set, never as both', () => {
     for (const f of files) {
       const roles = [JUDGED_TEST_SETS.includes(f), FORMER_TEST_SETS.includes(f)].filter(Boolean).length;
