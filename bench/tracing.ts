@@ -221,6 +221,8 @@ export interface PerSpanResult {
   iqr: [number, number];
   /** (max - min) / median of the per-round figures. */
   spread: number;
+  /** Each round's figure, µs, in the order they ran (a trend in them is the JIT or the heap still settling). */
+  perRoundUs: number[];
   rounds: number;
   turnsPerRound: number;
   spans: number;
@@ -573,6 +575,7 @@ export async function measurePerSpan(
       range: [Math.min(...costs), Math.max(...costs)],
       iqr: [quantile(costs, 0.25), quantile(costs, 0.75)],
       spread: m === 0 ? 0 : (Math.max(...costs) - Math.min(...costs)) / Math.abs(m),
+      perRoundUs: costs,
       rounds,
       turnsPerRound: perRound,
       spans,
