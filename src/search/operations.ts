@@ -102,7 +102,9 @@ export class OperationModel {
       const own = nameWordsOf(extra);
       const before = previous.words;
       words = { get: (m) => own.words.get(m) ?? before.get(m) };
-      groupSizes = new Map([...previous.groupSizes, ...own.groupSizes]);
+      // A copy of the map (no array of its entries spread first: made every turn that brings client tools).
+      groupSizes = new Map(previous.groupSizes);
+      for (const [source, n] of own.groupSizes) groupSizes.set(source, n);
       // A few tools (an overlay's) that leave every operation word as it was: the previous model, read through.
       if (previous.tally?.metas !== undefined && keepsOperationWords(previous, previous.tally, extra, words)) {
         let full: OperationModel | undefined;
