@@ -129,7 +129,7 @@ function needHalves(queries: readonly BenchQuery[]): [Set<string>, Set<string>] 
  * and tested on this one, the tools asked for again by other people in other words. `pool`: the sets the other-sets
  * history is drawn from (for a test set, the dev sets: other people's calls, never its own queries).
  */
-function pairedSets(sets: readonly QuerySet[], pool: readonly QuerySet[] = sets): void {
+function pairedSets(sets: readonly QuerySet[], pool: readonly QuerySet[]): void {
   const kinds: [string, string, (set: QuerySet) => PairedHits][] = [
     [
       'learned from the other paraphrase of each need (both ways)',
@@ -238,11 +238,12 @@ export function learningBench(sets: readonly QuerySet[], role: 'dev' | 'test' = 
     );
   }
   // The paired MCP sets of the role asked for: the test set for the figures of record, every dev set to tune.
-  const paired = sets.filter((s) => s.role === role && s.queries.some((q) => q.variant !== undefined));
+  const pairedOf = (r: 'dev' | 'test'): QuerySet[] =>
+    sets.filter((s) => s.role === r && s.queries.some((q) => q.variant !== undefined));
+  const paired = pairedOf(role);
   if (paired.length === 0) return;
-  // The other-sets history of a test set is drawn from the dev sets (a test set never teaches another test set).
-  const pool = sets.filter((s) => s.role === 'dev' && s.queries.some((q) => q.variant !== undefined));
-  pairedSets(paired, role === 'test' ? pool : paired);
+  // The other-sets history is always drawn from the dev sets (a test set never teaches another test set).
+  pairedSets(paired, pairedOf('dev'));
   let differ = 0;
   let checked = 0;
   for (const set of paired) {
